@@ -1,0 +1,39 @@
+//! `/tools` — lists the tools the model can call and where each comes from.
+
+use super::{SlashCommand, no_arguments, reply};
+use crate::model::ToolOrigin;
+use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use crate::session::SessionState;
+use serde_json::json;
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "tools",
+    usage: "/tools",
+    summary: "list the tools the model can call",
+    parse: |args| no_arguments("tools", args, ControlCommand::ListTools),
+};
+
+pub fn apply(state: &SessionState) -> SystemEvent {
+    let origin = |o: &ToolOrigin| match o {
+        ToolOrigin::Builtin => "built-in".to_string(),
+        ToolOrigin::Mcp { server } => format!("mcp:{server}"),
+    };
+    let lines: Vec<String> = state
+        .tools
+        .iter()
+        .map(|t| {
+            let summary = t.description.lines().next().unwrap_or_default();
+            format!("  {} [{}] — {}", t.name, origin(&t.origin), summary)
+        })
+        .collect();
+    let data: Vec<_> = state
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "origin": origin(&t.origin)}))
+        .collect();
+    reply(
+        SystemSubtype::Tools,
+        format!("{} tools:\n{}", state.tools.len(), lines.join("\n")),
+        Some(json!(data)),
+    )
+}

@@ -1,0 +1,92 @@
+//! What the session asks of a model and what comes back, in our own words.
+//!
+//! Plain data shared by the pure session core and the providers: the core
+//! builds a [`ModelRequest`] and folds [`ModelEvent`]s; each provider module
+//! translates them to and from its wire format. Nothing here does I/O.
+
+use crate::protocol::{BlockKind, Message, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a tool comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolOrigin {
+    /// Compiled into agentbus (`read_file`, `bash`, ...).
+    Builtin,
+    /// A tool of the named MCP server.
+    Mcp { server: String },
+}
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    pub origin: ToolOrigin,
+}
+
+/// One model call: everything a provider needs, nothing provider-specific.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelRequest {
+    /// Name of the model profile to call.
+    pub profile: String,
+    pub system_prompt: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+}
+
+/// One item of a model's streamed answer, normalised across providers.
+/// Blocks are numbered from 0 in the order they open.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ModelEvent {
+    BlockStart {
+        index: usize,
+        block: BlockKind,
+    },
+    TextDelta {
+        index: usize,
+        text: String,
+    },
+    ToolInputDelta {
+        index: usize,
+        partial_json: String,
+    },
+    BlockStop {
+        index: usize,
+    },
+    /// Token counts so far; later reports overwrite earlier non-zero fields.
+    Usage(Usage),
+    /// The provider will try again after `delay_ms`; everything streamed in
+    /// this call so far is void.
+    Retrying {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// The answer is complete. `finish_reason` is normalised where known
+    /// (`end_turn`, `tool_use`, `max_tokens`) and the provider's word otherwise.
+    Finished {
+        finish_reason: String,
+    },
+}
+
+/// A tool call the model asked for, with arguments parsed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// How one tool call ended, as the model will read it. (`Reply` lets the
+/// ToolExecutor actor answer with it.)
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, kameo::Reply)]
+pub struct ToolOutcome {
+    pub output: String,
+    pub is_error: bool,
+    pub duration_ms: u64,
+}

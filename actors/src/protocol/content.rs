@@ -1,0 +1,109 @@
+//! Content shared by events and history: blocks of assistant output, token
+//! usage and the reasons a turn stops.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::ops::AddAssign;
+
+/// One block of an assistant message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Text for the user.
+    Text { text: String },
+    /// A request to run a tool. `input` is the JSON object of arguments; when
+    /// the model sent arguments that are not valid JSON, `input` is the raw
+    /// text as a JSON string (and the call got an error result).
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+}
+
+impl ContentBlock {
+    /// The text of a text block, or `None`.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Text { text } => Some(text),
+            ContentBlock::ToolUse { .. } => None,
+        }
+    }
+}
+
+/// Tokens counted by the provider. Zero where the provider does not report a
+/// figure; cache figures are omitted from JSON when zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_read_input_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Usage {
+    /// Every field of `other` that is non-zero replaces the one in `self`.
+    /// Providers that report cumulative figures use this.
+    pub fn overwrite_with(&mut self, other: Usage) {
+        if other.input_tokens != 0 {
+            self.input_tokens = other.input_tokens;
+        }
+        if other.output_tokens != 0 {
+            self.output_tokens = other.output_tokens;
+        }
+        if other.cache_read_input_tokens != 0 {
+            self.cache_read_input_tokens = other.cache_read_input_tokens;
+        }
+        if other.cache_creation_input_tokens != 0 {
+            self.cache_creation_input_tokens = other.cache_creation_input_tokens;
+        }
+    }
+
+    /// Total tokens in and out.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+impl AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+        self.cache_read_input_tokens += rhs.cache_read_input_tokens;
+        self.cache_creation_input_tokens += rhs.cache_creation_input_tokens;
+    }
+}
+
+/// Why a turn ended. Cancellation is a normal outcome, not an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer.
+    EndTurn,
+    /// The turn used its `max_steps` model calls; tool results of the last
+    /// step are in the history, the model was not called again.
+    MaxSteps,
+    /// The user interrupted the turn.
+    Cancelled,
+    /// The provider failed for good (after retries) or the session hit an
+    /// internal error; an `error` event precedes the `result`.
+    Error,
+}
+
+impl StopReason {
+    /// The snake_case name used on the wire.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::MaxSteps => "max_steps",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Error => "error",
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! What a session publishes: [`AgentMessage`]s, each in an [`EventEnvelope`].
+//!
+//! Every event, `stream_event`s included, takes the next `seq` of its session,
+//! so a live subscriber sees 1, 2, 3, ... with no gap. Serialised as JSON with
+//! a snake_case `type` tag and the envelope fields inline:
+//!
+//! ```json
+//! {"session_id":"…","seq":7,"turn_id":2,"at":"2026-11-22T10:00:00Z",
+//!  "type":"tool_result","call_id":"call_1","name":"bash","is_error":false,
+//!  "output":"hello\n","duration_ms":12}
+//! ```
+
+use super::{ContentBlock, SessionId, StopReason, Usage};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One published event with its place in the session's sequence.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EventEnvelope {
+    pub session_id: SessionId,
+    /// Per-session, gap-free, starting at 1.
+    pub seq: u64,
+    /// The input (query or control command) this event belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<u64>,
+    /// When the session produced the event.
+    pub at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub message: AgentMessage,
+}
+
+/// The events of a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentMessage {
+    /// Session lifecycle, answers to control commands, notices. Persisted.
+    System(SystemEvent),
+    /// A query was accepted into the history. Persisted.
+    User(UserEvent),
+    /// Partial output while the model streams. Not persisted; front ends
+    /// render it live and replace it with the `assistant` event that follows.
+    StreamEvent(StreamEvent),
+    /// One complete assistant message. Persisted.
+    Assistant(AssistantEvent),
+    /// One tool call finished. Persisted. Emitted in the order of the calls
+    /// in the assistant message.
+    ToolResult(ToolResultEvent),
+    /// A tool call waits for the user's decision. Persisted.
+    ApprovalRequest(ApprovalRequestEvent),
+    /// The turn ended. Exactly one per accepted query. Persisted.
+    Result(ResultEvent),
+    /// Something failed that the user must see. Persisted.
+    Error(ErrorEvent),
+}
+
+impl AgentMessage {
+    /// Whether the event belongs in the durable log (all but `stream_event`).
+    pub fn is_persisted(&self) -> bool {
+        !matches!(self, AgentMessage::StreamEvent(_))
+    }
+
+    /// The wire name of the event type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            AgentMessage::System(_) => "system",
+            AgentMessage::User(_) => "user",
+            AgentMessage::StreamEvent(_) => "stream_event",
+            AgentMessage::Assistant(_) => "assistant",
+            AgentMessage::ToolResult(_) => "tool_result",
+            AgentMessage::ApprovalRequest(_) => "approval_request",
+            AgentMessage::Result(_) => "result",
+            AgentMessage::Error(_) => "error",
+        }
+    }
+}
+
+/// What kind of `system` event this is. Front ends show `message`; scripts may
+/// read `data`, whose shape each variant documents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemSubtype {
+    /// The session started. `data`: `{model, tools: [names], workspace}`.
+    SessionStarted,
+    /// `/clear` emptied the history.
+    Cleared,
+    /// `/new` started a new conversation.
+    NewConversation,
+    /// `/model NAME` switched the profile. `data`: `{model, previous}`.
+    ModelSwitched,
+    /// `/model` without a name. `data`: the profile (`name`, `provider`, `model`, `base_url`).
+    Model,
+    /// `/models`. `data`: `[{name, provider, model, base_url, current}]`.
+    Models,
+    /// `/tools`. `data`: `[{name, description, origin}]`.
+    Tools,
+    /// `/usage`. `data`: `{session: Usage, last_turn: Usage, model_calls, turns}`.
+    Usage,
+    /// `/debug`. `data`: the session state, secrets redacted.
+    Debug,
+    /// `/help`. `data`: `[{command, description}]`.
+    Help,
+    /// `/quit`: the front end that sent it should exit.
+    Quit,
+    /// A model call failed and will be tried again; anything streamed since
+    /// the last `assistant` event was discarded. `data`: `{attempt, delay_ms, reason}`.
+    Retrying,
+    /// Anything else worth telling the user, e.g. an unknown command.
+    Notice,
+}
+
+/// A `system` event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SystemEvent {
+    pub subtype: SystemSubtype,
+    /// Human-readable text for the user.
+    pub message: String,
+    /// Structured details; see [`SystemSubtype`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+/// A `user` event: the query text as it entered the history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UserEvent {
+    pub text: String,
+}
+
+/// A `stream_event`: one piece of the assistant message being streamed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StreamEvent {
+    pub event: StreamDelta,
+}
+
+/// The kind of block a `block_start` opens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockKind {
+    Text,
+    ToolUse { id: String, name: String },
+}
+
+/// Deltas of a streaming assistant message, by block index (blocks are
+/// numbered from 0 in the order they open).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamDelta {
+    /// A text or tool-use block opens.
+    BlockStart { index: usize, block: BlockKind },
+    /// More text for a text block.
+    TextDelta { index: usize, text: String },
+    /// More of a tool call's JSON arguments (a fragment, not valid JSON alone).
+    ToolInputDelta { index: usize, partial_json: String },
+    /// The block is complete.
+    BlockStop { index: usize },
+    /// Everything streamed since the last `assistant` event is void (the
+    /// provider attempt failed and is being retried): front ends erase it.
+    Discard { reason: String },
+}
+
+/// An `assistant` event: one complete assistant message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AssistantEvent {
+    pub content: Vec<ContentBlock>,
+    /// The model profile that produced it.
+    pub model: String,
+    /// Tokens of this model call.
+    pub usage: Usage,
+    /// Why the model stopped: `end_turn`, `tool_use`, `max_tokens`, or the
+    /// provider's own word. `interrupted` when the user cut it short.
+    pub finish_reason: String,
+    /// The message is the part that streamed before an interrupt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+}
+
+/// A `tool_result` event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolResultEvent {
+    pub call_id: String,
+    pub name: String,
+    pub is_error: bool,
+    /// What the model reads: the tool's output, or the error explained.
+    pub output: String,
+    pub duration_ms: u64,
+    /// The call was cancelled by an interrupt (then `is_error` is true too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
+}
+
+/// An `approval_request` event: the call waits for an approval decision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequestEvent {
+    pub request_id: String,
+    pub call_id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// A `result` event: the turn is over.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResultEvent {
+    pub stop_reason: StopReason,
+    /// The final assistant text of the turn (the last assistant message's text).
+    pub text: String,
+    /// Tokens summed over the turn's model calls.
+    pub usage: Usage,
+    /// Model calls made in this turn.
+    pub steps: u32,
+    pub duration_ms: u64,
+    /// For `stop_reason: error`, what went wrong.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Where an `error` came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The model provider failed (unreachable, refused, broken stream).
+    Provider,
+    /// The configuration is wrong (unknown profile, missing key).
+    Config,
+    /// The session itself failed (a bug, or an actor died).
+    Internal,
+}
+
+/// An `error` event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorEvent {
+    pub kind: ErrorKind,
+    pub message: String,
+}

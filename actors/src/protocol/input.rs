@@ -1,0 +1,80 @@
+//! What front ends send into a session.
+//!
+//! Queries and control commands share ONE first-in-first-out queue per
+//! session: a control command waits behind the queries queued before it
+//! (`/clear` sent during a turn applies after that turn). `Interrupt` is the
+//! one exception: it bypasses the queue and cancels the running turn at once.
+
+use serde::{Deserialize, Serialize};
+
+/// The id a session gives each accepted input (query or control command).
+/// Events caused by the input carry it as the envelope's `turn_id`.
+pub type InputId = u64;
+
+/// Everything a front end can send to a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SessionInput {
+    /// A user message. Text starting with `/` is parsed as a slash command
+    /// before it is queued (see [`crate::commands`]).
+    Query { text: String },
+    /// A typed control command, queued like a query.
+    Control(ControlCommand),
+    /// Cancel the running turn now: the model stream and running tools stop,
+    /// the turn ends with `stop_reason: cancelled`. Queued inputs stay queued.
+    Interrupt,
+}
+
+/// A queued input: what the session's FIFO holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum UserInput {
+    /// A query for the model.
+    Query { text: String },
+    /// A control command.
+    Control { command: ControlCommand },
+}
+
+/// Control commands. Each one answers with exactly one `system` event whose
+/// envelope carries the command's input id as `turn_id`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum ControlCommand {
+    /// List the slash commands.
+    Help,
+    /// The front end that sent it should exit; the session is untouched.
+    Quit,
+    /// Empty the history back to the system prompt; usage totals stay.
+    Clear,
+    /// Start a new conversation: empty history and fresh usage totals.
+    NewConversation,
+    /// Switch to another named model profile; the history is kept.
+    SwitchModel { name: String },
+    /// Show the current model profile.
+    ShowModel,
+    /// List the configured model profiles.
+    ListModels,
+    /// List the tools the model can call, with their origin.
+    ListTools,
+    /// Show token usage for this session.
+    Usage,
+    /// Show the session state as JSON, secrets redacted.
+    Debug,
+}
+
+impl ControlCommand {
+    /// The command's name as the user types it after `/`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ControlCommand::Help => "help",
+            ControlCommand::Quit => "quit",
+            ControlCommand::Clear => "clear",
+            ControlCommand::NewConversation => "new",
+            ControlCommand::SwitchModel { .. } | ControlCommand::ShowModel => "model",
+            ControlCommand::ListModels => "models",
+            ControlCommand::ListTools => "tools",
+            ControlCommand::Usage => "usage",
+            ControlCommand::Debug => "debug",
+        }
+    }
+}

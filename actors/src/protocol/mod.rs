@@ -1,0 +1,60 @@
+//! The protocol: every type that crosses the bus, in one place, as plain data.
+//!
+//! Front ends (terminal, one-shot runs, HTTP, web, ACP) speak only this
+//! vocabulary. It never contains provider wire formats and never contains
+//! logic beyond construction helpers: what a type *means* is documented here,
+//! what the session *does* with it lives in [`crate::session`].
+//!
+//! - [`input`]: what a front end sends into a session (queries, control
+//!   commands, interrupts).
+//! - [`event`]: what a session publishes ([`AgentMessage`] in an
+//!   [`EventEnvelope`] carrying a gap-free per-session `seq`).
+//! - [`content`]: the pieces both share: content blocks, usage, stop reasons.
+//! - [`message`]: the conversation history as the model sees it.
+
+pub mod content;
+pub mod event;
+pub mod input;
+pub mod message;
+
+pub use content::{ContentBlock, StopReason, Usage};
+pub use event::{
+    AgentMessage, ApprovalRequestEvent, AssistantEvent, BlockKind, ErrorEvent, ErrorKind,
+    EventEnvelope, ResultEvent, StreamDelta, StreamEvent, SystemEvent, SystemSubtype,
+    ToolResultEvent, UserEvent,
+};
+pub use input::{ControlCommand, InputId, SessionInput, UserInput};
+pub use message::Message;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A session's identity: a time-ordered UUID (v7) rendered as text.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(pub String);
+
+impl SessionId {
+    /// A fresh, time-ordered session id.
+    pub fn new() -> Self {
+        SessionId(uuid::Uuid::now_v7().to_string())
+    }
+}
+
+impl Default for SessionId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(s: &str) -> Self {
+        SessionId(s.to_string())
+    }
+}

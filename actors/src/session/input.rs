@@ -1,0 +1,28 @@
+//! What the core reacts to.
+
+use crate::model::{ModelEvent, ToolOutcome, ToolSpec};
+use crate::protocol::{InputId, UserInput};
+
+/// One input to [`step`](super::step).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// The session came to life (created, or loaded): announce it.
+    Started,
+    /// A front end submitted a query or control command. The driver takes
+    /// `input_id` from [`SessionState::next_input_id`](super::SessionState::next_input_id).
+    Submit { input_id: InputId, input: UserInput },
+    /// Cancel the running turn now.
+    Interrupt,
+    /// The model call `request_id` streamed an event.
+    Model { request_id: u64, event: ModelEvent },
+    /// The model call `request_id` failed for good.
+    ModelFailed { request_id: u64, error: String },
+    /// One call of tool batch `batch_id` finished.
+    ToolFinished {
+        batch_id: u64,
+        call_id: String,
+        outcome: ToolOutcome,
+    },
+    /// The set of tools changed (e.g. an MCP server came up).
+    ToolsChanged { tools: Vec<ToolSpec> },
+}

@@ -1,0 +1,123 @@
+//! The conversation state the core owns. Serialisable (that is what `/debug`
+//! shows), and free of secrets by construction: model profiles appear here
+//! only as [`ModelInfo`], which has no key.
+
+use super::turn::Turn;
+use crate::model::{ModelRequest, ToolSpec};
+use crate::protocol::{InputId, Message, SessionId, Usage, UserInput};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// What the session needs to know about a model profile (never its key).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelInfo {
+    /// Profile name, as used by `/model NAME`.
+    pub name: String,
+    /// Wire format: `openai` or `anthropic`.
+    pub provider: String,
+    /// The provider's model id.
+    pub model: String,
+    pub base_url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+/// Settings fixed when the session is created.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionConfig {
+    pub system_prompt: String,
+    /// Most model calls one turn may make.
+    pub max_steps: u32,
+    /// Emit `stream_event`s (false: only whole messages).
+    pub include_partial_messages: bool,
+    /// Every configured profile, for `/model` and `/models`.
+    pub models: Vec<ModelInfo>,
+    /// The workspace directory, shown at session start.
+    pub workspace: String,
+}
+
+/// Token usage of the session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SessionUsage {
+    pub total: Usage,
+    pub last_turn: Usage,
+    pub model_calls: u64,
+    pub turns: u64,
+}
+
+/// An input waiting in the session's FIFO.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueuedInput {
+    pub input_id: InputId,
+    pub input: UserInput,
+}
+
+/// The whole state of one session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionState {
+    pub session_id: SessionId,
+    pub config: SessionConfig,
+    /// The current model profile's name.
+    pub model: String,
+    pub tools: Vec<ToolSpec>,
+    pub history: Vec<Message>,
+    pub usage: SessionUsage,
+    pub queue: VecDeque<QueuedInput>,
+    pub turn: Option<Turn>,
+    pub(super) next_input_id: InputId,
+    pub(super) next_request_id: u64,
+}
+
+impl SessionState {
+    /// A fresh session with an empty history.
+    pub fn new(
+        session_id: SessionId,
+        config: SessionConfig,
+        model: String,
+        tools: Vec<ToolSpec>,
+    ) -> Self {
+        SessionState {
+            session_id,
+            config,
+            model,
+            tools,
+            history: Vec::new(),
+            usage: SessionUsage::default(),
+            queue: VecDeque::new(),
+            turn: None,
+            next_input_id: 1,
+            next_request_id: 1,
+        }
+    }
+
+    /// The id the next submitted input will get.
+    pub fn next_input_id(&self) -> InputId {
+        self.next_input_id
+    }
+
+    /// Whether a turn is running.
+    pub fn is_busy(&self) -> bool {
+        self.turn.is_some()
+    }
+
+    /// The current profile's description, if it is configured.
+    pub fn current_model(&self) -> Option<&ModelInfo> {
+        self.config.models.iter().find(|m| m.name == self.model)
+    }
+
+    /// The request for the next model call.
+    pub(super) fn model_request(&self) -> ModelRequest {
+        ModelRequest {
+            profile: self.model.clone(),
+            system_prompt: self.config.system_prompt.clone(),
+            messages: self.history.clone(),
+            tools: self.tools.clone(),
+        }
+    }
+
+    pub(super) fn take_request_id(&mut self) -> u64 {
+        let id = self.next_request_id;
+        self.next_request_id += 1;
+        id
+    }
+}
