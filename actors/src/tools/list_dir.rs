@@ -1,0 +1,201 @@
+//! The `list_dir` tool: lists the entries of one directory (not recursive),
+//! sorted by name, directories marked with a trailing `/` and files with
+//! their size.
+//!
+//! It must never modify anything, never descend into subdirectories, and
+//! never list more than [`MAX_ENTRIES`] entries (the rest are counted).
+
+use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::path::Path;
+
+/// At most this many entries are listed; the rest are only counted.
+pub const MAX_ENTRIES: usize = 1000;
+
+#[derive(Clone, Debug)]
+pub struct ListDir;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Path of the directory to list, absolute or relative to the workspace
+    /// (use "." for the workspace itself).
+    pub path: String,
+}
+
+impl BuiltinTool for ListDir {
+    const NAME: &'static str = "list_dir";
+    const DESCRIPTION: &'static str = "List the entries of a directory (not recursive), sorted \
+        by name, hidden files included. Directories end with `/`, files show their size in \
+        bytes, symbolic links show their target (`name -> target`). The path may be absolute or \
+        relative to the workspace; use \".\" for the workspace itself. At most 1000 entries are \
+        shown. To find files by name across many directories use glob; to search file contents \
+        use grep.";
+    type Params = Params;
+
+    fn run(
+        &self,
+        params: Params,
+        ctx: ToolContext,
+    ) -> impl std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
+        list_dir(params, ctx)
+    }
+}
+
+async fn list_dir(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    let path = ctx.resolve(&params.path);
+    tokio::task::spawn_blocking(move || list(&path))
+        .await
+        .map_err(|e| ToolError::failed(format!("list_dir stopped unexpectedly: {e}")))?
+}
+
+fn list(path: &Path) -> Result<ToolOutput, ToolError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_dir() => {
+            return Err(ToolError::failed(format!(
+                "{} is a file, not a directory; use read_file to read it",
+                path.display()
+            )));
+        }
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ToolError::failed(format!(
+                "directory not found: {} (check the path; relative paths resolve against the \
+                 workspace)",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(ToolError::io("list", path, e)),
+    }
+    let read = std::fs::read_dir(path).map_err(|e| ToolError::io("list", path, e))?;
+
+    let mut entries: Vec<(String, String)> = Vec::new(); // (sort key, rendered line)
+    let mut unreadable = 0usize;
+    for entry in read {
+        let Ok(entry) = entry else {
+            unreadable += 1;
+            continue;
+        };
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let line = match entry.file_type() {
+            Ok(t) if t.is_dir() => format!("{name}/"),
+            Ok(t) if t.is_symlink() => match std::fs::read_link(entry.path()) {
+                Ok(target) => {
+                    // A link to a directory gets the `/` too: it can be listed.
+                    let slash = if entry.path().is_dir() { "/" } else { "" };
+                    format!("{name}{slash} -> {}", target.display())
+                }
+                Err(_) => format!("{name} -> (unreadable link)"),
+            },
+            Ok(t) if t.is_file() => match entry.metadata() {
+                Ok(meta) => format!("{name} ({} bytes)", meta.len()),
+                Err(_) => format!("{name} (size unknown)"),
+            },
+            Ok(_) => format!("{name} (special file)"),
+            Err(_) => format!("{name} (type unknown)"),
+        };
+        entries.push((name, line));
+    }
+    entries.sort();
+
+    let mut out = String::new();
+    if entries.is_empty() {
+        out.push_str(&format!("(directory {} is empty)\n", path.display()));
+    }
+    for (_, line) in entries.iter().take(MAX_ENTRIES) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    if entries.len() > MAX_ENTRIES {
+        out.push_str(&format!(
+            "[... {} more entries not shown; use glob to find specific files]\n",
+            entries.len() - MAX_ENTRIES
+        ));
+    }
+    if unreadable > 0 {
+        out.push_str(&format!("[{unreadable} entries could not be read]\n"));
+    }
+    Ok(ToolOutput::ok(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Tool;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn list_dir_sorts_entries_marks_directories_and_shows_sizes_and_hidden_files() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("b.txt"), "hello").unwrap();
+        std::fs::write(dir.path().join("a.txt"), "").unwrap();
+        std::fs::write(dir.path().join(".env"), "X=1\n").unwrap();
+        std::os::unix::fs::symlink("src", dir.path().join("link")).unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = ListDir.call(json!({"path": "."}), ctx).await.unwrap();
+        assert!(!out.is_error);
+        assert_eq!(
+            out.text,
+            ".env (4 bytes)\na.txt (0 bytes)\nb.txt (5 bytes)\nlink/ -> src\nsrc/\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn list_dir_caps_the_listing_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..(MAX_ENTRIES + 5) {
+            std::fs::write(dir.path().join(format!("f{i:05}")), "").unwrap();
+        }
+        let ctx = ToolContext::new(dir.path());
+        let out = ListDir.call(json!({"path": "."}), ctx).await.unwrap();
+        assert_eq!(out.text.lines().count(), MAX_ENTRIES + 1);
+        assert!(out.text.contains("f00999 (0 bytes)"));
+        assert!(!out.text.contains("f01000"));
+        assert!(
+            out.text.contains("5 more entries not shown"),
+            "{}",
+            out.text
+        );
+    }
+
+    #[tokio::test]
+    async fn list_dir_says_an_empty_directory_is_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = ListDir.call(json!({"path": "."}), ctx).await.unwrap();
+        assert!(out.text.contains("is empty"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn list_dir_errors_on_a_file_or_a_missing_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "x").unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let err = ListDir
+            .call(json!({"path": "f.txt"}), ctx.clone())
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("read_file"), "{err}");
+        let err = ListDir
+            .call(json!({"path": "missing"}), ctx)
+            .await
+            .unwrap_err();
+        let expected = dir.path().join("missing").display().to_string();
+        assert!(err.to_string().contains(&expected), "{err}");
+    }
+
+    #[tokio::test]
+    async fn list_dir_rejects_unknown_fields_and_wrong_types() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let err = ListDir
+            .call(json!({"path": ".", "recursive": true}), ctx.clone())
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+        let err = ListDir.call(json!({"path": ["."]}), ctx).await.unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+    }
+}

@@ -1,0 +1,177 @@
+//! The `write_file` tool: writes a whole file, creating parent directories as
+//! needed, and reports whether it created or overwrote it.
+//!
+//! It must never write outside the workspace (paths go through
+//! [`ToolContext::resolve_for_write`]) and never replace a directory.
+
+use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Clone, Debug)]
+pub struct WriteFile;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// Path of the file to write, absolute or relative to the workspace. It
+    /// must be inside the workspace. Missing parent directories are created.
+    pub path: String,
+    /// The complete new content of the file (not a diff or an excerpt).
+    pub content: String,
+}
+
+impl BuiltinTool for WriteFile {
+    const NAME: &'static str = "write_file";
+    const DESCRIPTION: &'static str = "Write a file in the workspace, replacing it entirely \
+        if it exists. The path may be absolute or relative to the workspace but must be inside \
+        it; missing parent directories are created. `content` is the complete new file, so \
+        when changing part of an existing file prefer edit_file, which cannot lose the rest of \
+        it; if you do overwrite an existing file, read it with read_file first. \
+        Reports whether the file was created or overwritten and how many bytes were written.";
+    type Params = Params;
+
+    fn run(
+        &self,
+        params: Params,
+        ctx: ToolContext,
+    ) -> impl std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
+        write_file(params, ctx)
+    }
+}
+
+async fn write_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    let path = ctx.resolve_for_write(&params.path)?;
+    tokio::task::spawn_blocking(move || write(&path, params.content.as_bytes()))
+        .await
+        .map_err(|e| ToolError::failed(format!("write_file stopped unexpectedly: {e}")))?
+}
+
+fn write(path: &Path, content: &[u8]) -> Result<ToolOutput, ToolError> {
+    let existed = match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => {
+            return Err(ToolError::failed(format!(
+                "{} is a directory; write_file needs a file path",
+                path.display()
+            )));
+        }
+        Ok(meta) if !meta.is_file() => {
+            return Err(ToolError::failed(format!(
+                "{} is not a regular file (it is a device, FIFO or socket); write_file only \
+                 writes regular files",
+                path.display()
+            )));
+        }
+        Ok(_) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(ToolError::io("inspect", path, e)),
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ToolError::io("create the parent directory of", path, e))?;
+    }
+    std::fs::write(path, content).map_err(|e| ToolError::io("write", path, e))?;
+    let verb = if existed { "Overwrote" } else { "Created" };
+    Ok(ToolOutput::ok(format!(
+        "{verb} {} ({} bytes)",
+        path.display(),
+        content.len()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Tool;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn write_file_creates_parent_directories_and_reports_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = WriteFile
+            .call(json!({"path": "a/b/c.txt", "content": "hello"}), ctx)
+            .await
+            .unwrap();
+        assert!(!out.is_error);
+        assert!(out.text.starts_with("Created"), "{}", out.text);
+        assert!(out.text.contains("5 bytes"), "{}", out.text);
+        let written = std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap();
+        assert_eq!(written, "hello");
+    }
+
+    #[tokio::test]
+    async fn write_file_reports_overwriting_an_existing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "old content").unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = WriteFile
+            .call(json!({"path": "f.txt", "content": "new"}), ctx)
+            .await
+            .unwrap();
+        assert!(out.text.starts_with("Overwrote"), "{}", out.text);
+        assert!(out.text.contains("3 bytes"), "{}", out.text);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.txt")).unwrap(),
+            "new"
+        );
+    }
+
+    #[tokio::test]
+    async fn write_file_refuses_a_path_outside_the_workspace() {
+        let outer = tempfile::tempdir().unwrap();
+        let ws = outer.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let ctx = ToolContext::new(&ws);
+        let err = WriteFile
+            .call(
+                json!({"path": "../escape.txt", "content": "x"}),
+                ctx.clone(),
+            )
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("outside the workspace"), "{err}");
+        assert!(!outer.path().join("escape.txt").exists());
+        let abs = outer.path().join("abs.txt");
+        let err = WriteFile
+            .call(json!({"path": abs, "content": "x"}), ctx)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("outside the workspace"), "{err}");
+        assert!(!abs.exists());
+    }
+
+    #[tokio::test]
+    async fn write_file_refuses_to_replace_a_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let err = WriteFile
+            .call(json!({"path": "sub", "content": "x"}), ctx)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("is a directory"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn write_file_rejects_unknown_fields_and_wrong_types() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let err = WriteFile
+            .call(
+                json!({"path": "a", "content": "x", "mode": "append"}),
+                ctx.clone(),
+            )
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+        let err = WriteFile
+            .call(json!({"path": "a", "content": 42}), ctx)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+        assert!(err.to_string().contains("content"), "{err}");
+        assert!(!dir.path().join("a").exists());
+    }
+}
