@@ -1,0 +1,56 @@
+//! `scripted-model --script FILE [--port N]`: the scripted model server as a
+//! separate process, for manual demos and for tests that need the model in
+//! another process. Prints `listening on http://127.0.0.1:PORT` on one line
+//! of stdout, then serves until killed, logging each request (with its
+//! violations and problems) to stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use agentbus_testkit::{Script, ScriptedModel};
+use anyhow::Context;
+use clap::Parser;
+
+/// Serve a scripted model (OpenAI and Anthropic streaming APIs) on 127.0.0.1.
+#[derive(Parser)]
+#[command(name = "scripted-model")]
+struct Args {
+    /// The script (TOML) to answer model calls from.
+    #[arg(long)]
+    script: PathBuf,
+    /// Port to listen on; 0 (the default) picks a free one.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let script = Script::from_file(&args.script)?;
+    let server = ScriptedModel::start_on_port(script, args.port)
+        .await
+        .with_context(|| format!("listening on 127.0.0.1:{}", args.port))?;
+    {
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "listening on {}", server.anthropic_base_url())?;
+        stdout.flush()?;
+    }
+    let mut logged = 0;
+    loop {
+        server.wait_for_requests(logged + 1).await;
+        let requests = server.requests();
+        for (index, request) in requests.iter().enumerate().skip(logged) {
+            let served = request
+                .response
+                .map_or("no response".to_owned(), |r| format!("response[{r}]"));
+            eprintln!(
+                "request {index}: {} {} -> {served}",
+                request.method, request.path
+            );
+            for line in request.violations.iter().chain(&request.problems) {
+                eprintln!("  {line}");
+            }
+        }
+        logged = requests.len();
+    }
+}

@@ -1,0 +1,61 @@
+//! A scripted model server for agentbus's end-to-end tests.
+//!
+//! Real agent runs talk to real model providers over HTTP; to test them
+//! deterministically we need a peer that speaks the same wire formats but
+//! answers from a script. [`ScriptedModel`] is that peer: a real HTTP server on
+//! `127.0.0.1` that serves
+//!
+//! * `POST /v1/chat/completions` — OpenAI Chat Completions, streamed as SSE,
+//! * `POST /v1/messages` — Anthropic Messages, streamed as SSE,
+//! * `GET /v1/models` — an OpenAI-style list holding one model, `scripted`,
+//!
+//! answers each model call with the next response of a [`Script`] (a TOML
+//! file, see the [`script`] module for the format), records every request,
+//! and checks each one against the protocol's rules so that tests can assert
+//! agentbus never sent the provider something it would reject.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use agentbus_testkit::{ScriptedModel, Script, fixtures_dir};
+//!
+//! let script = Script::from_file(fixtures_dir().join("scripts/plain_reply.toml"))?;
+//! let server = ScriptedModel::start(script).await?;
+//! // point agentbus at server.openai_base_url() or server.anthropic_base_url() ...
+//! server.wait_for_requests(1).await;
+//! assert!(server.violations().is_empty(), "{:#?}", server.violations());
+//! # Ok(()) }
+//! ```
+//!
+//! The crate deliberately does not depend on any agentbus crate: it is an
+//! independent implementation of the providers' side of the protocol, so a
+//! misunderstanding of the protocol in agentbus cannot be mirrored here.
+
+pub mod script;
+
+mod playback;
+mod record;
+mod render_anthropic;
+mod render_openai;
+mod server;
+mod stream;
+mod turn;
+mod validate;
+mod wire;
+
+use std::path::{Path, PathBuf};
+
+pub use record::RecordedRequest;
+pub use script::Script;
+pub use server::ScriptedModel;
+
+/// Absolute path of the repository's `tests/fixtures` directory, where test
+/// scripts (`scripts/*.toml`) and raw stream fixtures (`openai/*.sse`, ...)
+/// live. Script `fixture = "..."` paths are relative to it.
+pub fn fixtures_dir() -> PathBuf {
+    // This crate lives in `tests/kit`, so the fixtures are its sibling.
+    let kit = Path::new(env!("CARGO_MANIFEST_DIR"));
+    match kit.parent() {
+        Some(tests) => tests.join("fixtures"),
+        None => kit.join("..").join("fixtures"),
+    }
+}

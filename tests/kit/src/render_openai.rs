@@ -1,0 +1,85 @@
+//! Renders a [`Turn`] as the frames of an OpenAI Chat Completions stream,
+//! shaped exactly like OpenAI's own `chat.completion.chunk` frames, so that a
+//! client that works against this works against the real service.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use crate::turn::Turn;
+
+/// The SSE frames (`data: {json}\n\n`), ending with `data: [DONE]`. With
+/// `include_usage` every chunk carries `"usage": null` and a last chunk with
+/// no choices carries the usage, as OpenAI does for
+/// `stream_options.include_usage`.
+pub(crate) fn render(turn: &Turn, include_usage: bool) -> Vec<Bytes> {
+    let created = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    let chunk = |choices: Value, usage: Option<Value>| {
+        let mut chunk = json!({
+            "id": format!("chatcmpl-{}", turn.id),
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": turn.model,
+            "system_fingerprint": "fp_scripted",
+            "choices": choices,
+        });
+        if include_usage {
+            chunk["usage"] = usage.unwrap_or(Value::Null);
+        }
+        frame(&chunk)
+    };
+    let delta = |delta: Value| {
+        chunk(
+            json!([{"index": 0, "delta": delta, "logprobs": null, "finish_reason": null}]),
+            None,
+        )
+    };
+
+    let mut frames = vec![delta(json!({"role": "assistant", "content": ""}))];
+    for piece in turn.pieces(&turn.text) {
+        frames.push(delta(json!({"content": piece})));
+    }
+    for (index, call) in turn.tool_calls.iter().enumerate() {
+        frames.push(delta(json!({"tool_calls": [{
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }]})));
+        for piece in turn.pieces(&call.arguments) {
+            frames.push(delta(json!({"tool_calls": [{
+                "index": index,
+                "function": {"arguments": piece},
+            }]})));
+        }
+    }
+    frames.push(chunk(
+        json!([{
+            "index": 0,
+            "delta": {},
+            "logprobs": null,
+            "finish_reason": turn.openai_finish_reason(),
+        }]),
+        None,
+    ));
+    if include_usage {
+        let usage = turn.usage;
+        frames.push(chunk(
+            json!([]),
+            Some(json!({
+                "prompt_tokens": usage.input_tokens,
+                "completion_tokens": usage.output_tokens,
+                "total_tokens": usage.input_tokens + usage.output_tokens,
+            })),
+        ));
+    }
+    frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    frames
+}
+
+fn frame(data: &Value) -> Bytes {
+    Bytes::from(format!("data: {data}\n\n"))
+}

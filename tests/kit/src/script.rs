@@ -1,0 +1,425 @@
+//! The script format: what the scripted model answers, parsed and checked
+//! before the server starts so that a typo fails the test at once rather than
+//! as a confusing protocol error later.
+//!
+//! A script is TOML holding a list of `[[response]]` tables, consumed in order,
+//! one per model call, each rendered in whichever wire format the request used
+//! (OpenAI Chat Completions or Anthropic Messages).
+//!
+//! ```toml
+//! [[response]]
+//! text = "Let me look."        # assistant text (optional)
+//! tool_calls = [ { id = "call_1", name = "read_file", arguments = '{"path":"a.txt"}' } ]
+//! chunk_size = 4               # split text and arguments into pieces of 4 chars
+//! usage = { input_tokens = 12, output_tokens = 7 }
+//! finish_reason = "length"     # override; OpenAI or Anthropic spelling
+//! match = "alpha"              # only for requests whose last user text contains "alpha"
+//! ```
+//!
+//! Keys of a streamed response:
+//!
+//! * `text` — assistant text. `{last_tool_result}` is replaced by the text of
+//!   the request's last tool result and `{last_user}` by its last user text.
+//! * `tool_calls` — `{ id, name, arguments }`; `id` defaults to
+//!   `call_<response>_<n>`, `arguments` is a JSON string or a TOML table
+//!   (rendered as JSON), default `{}`.
+//! * `chunk_size` — pieces of N characters; by default text and arguments are
+//!   each split into 3 pieces.
+//! * `usage` — `{ input_tokens, output_tokens }`, each defaulting to small
+//!   non-zero numbers (10 and 5).
+//! * `finish_reason` — `stop`/`end_turn`, `tool_calls`/`tool_use`,
+//!   `length`/`max_tokens` are translated to the request's format; any other
+//!   value is sent verbatim. By default: tool calls if there are any, else stop.
+//! * `stall_after_chunks = N` — send the first N frames of the stream, then
+//!   nothing until the client goes away (counted, see
+//!   [`ScriptedModel::wait_for_disconnects`](crate::ScriptedModel::wait_for_disconnects)).
+//! * `drop_after_chunks = N` — send the first N frames, then abort the
+//!   connection. Frames count every `data:` frame, including OpenAI's
+//!   `[DONE]` and Anthropic's `ping`.
+//!
+//! Other kinds of response (exclusive with the keys above except `match`):
+//!
+//! * `fixture = "openai/garbage.sse"` — a file under
+//!   [`fixtures_dir`] (or an absolute path) served byte
+//!   for byte as `text/event-stream`. Read when the script is loaded.
+//! * `status = 429`, optional `headers = { "retry-after" = "1" }` and
+//!   `body = '...'` — a plain HTTP reply; `content-type` defaults to
+//!   `application/json`.
+//!
+//! `match`: a response with `match = "s"` only serves requests whose last user
+//! text contains `s`; among those they are consumed in order. Responses
+//! without `match` serve every other request, in order. "Last user text" is
+//! the text of the last user message that has any text: Anthropic user
+//! messages holding only `tool_result` blocks are skipped, so routing is the
+//! same in both formats and stays stable across a tool round.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
+use bytes::Bytes;
+use serde::Deserialize;
+
+use crate::fixtures_dir;
+
+/// A parsed, checked script. Build one with [`Script::from_file`] or
+/// [`Script::from_toml_str`] and hand it to
+/// [`ScriptedModel::start`](crate::ScriptedModel::start).
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub(crate) responses: Vec<ScriptedResponse>,
+}
+
+/// One `[[response]]`, checked.
+#[derive(Debug, Clone)]
+pub(crate) struct ScriptedResponse {
+    /// `match`: the substring the last user text must contain.
+    pub match_text: Option<String>,
+    pub kind: ResponseKind,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum ResponseKind {
+    /// A rendered SSE stream.
+    Stream(StreamSpec),
+    /// Raw bytes served as `text/event-stream`.
+    Fixture(Bytes),
+    /// A plain HTTP reply.
+    Http {
+        status: StatusCode,
+        headers: Vec<(HeaderName, HeaderValue)>,
+        body: Bytes,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct StreamSpec {
+    /// Template text; see [`crate::wire`] for the substitutions.
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub chunk_size: Option<usize>,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+    pub ending: Ending,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ToolCall {
+    pub id: String,
+    pub name: String,
+    /// JSON text of the arguments, as a model would stream it.
+    pub arguments: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// How a rendered stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ending {
+    Complete,
+    /// Send this many frames, then hold the connection open silently.
+    StallAfter(usize),
+    /// Send this many frames, then abort the connection.
+    DropAfter(usize),
+}
+
+const DEFAULT_USAGE: Usage = Usage {
+    input_tokens: 10,
+    output_tokens: 5,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScript {
+    #[serde(default)]
+    response: Vec<RawResponse>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResponse {
+    text: Option<String>,
+    tool_calls: Option<Vec<RawToolCall>>,
+    chunk_size: Option<usize>,
+    usage: Option<RawUsage>,
+    finish_reason: Option<String>,
+    #[serde(rename = "match")]
+    match_text: Option<String>,
+    fixture: Option<String>,
+    status: Option<u16>,
+    headers: Option<BTreeMap<String, String>>,
+    body: Option<String>,
+    stall_after_chunks: Option<usize>,
+    drop_after_chunks: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolCall {
+    id: Option<String>,
+    name: String,
+    arguments: Option<RawArguments>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawArguments {
+    Json(String),
+    Table(serde_json::Map<String, serde_json::Value>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+impl Script {
+    /// Reads and checks a script file.
+    pub fn from_file(path: impl AsRef<Path>) -> anyhow::Result<Script> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading script {}", path.display()))?;
+        Script::from_toml_str(&text).with_context(|| format!("in script {}", path.display()))
+    }
+
+    /// Parses and checks a script given as TOML text (for scripts a test
+    /// generates). Fixture files it names are read now.
+    pub fn from_toml_str(toml_text: &str) -> anyhow::Result<Script> {
+        let raw: RawScript = toml::from_str(toml_text).context("parsing script TOML")?;
+        let responses = raw
+            .response
+            .into_iter()
+            .enumerate()
+            .map(|(index, raw)| check(index, raw).with_context(|| format!("response[{index}]")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Ok(Script { responses })
+    }
+
+    /// Number of responses in the script.
+    pub fn len(&self) -> usize {
+        self.responses.len()
+    }
+
+    /// Whether the script has no responses at all.
+    pub fn is_empty(&self) -> bool {
+        self.responses.is_empty()
+    }
+}
+
+fn check(index: usize, mut raw: RawResponse) -> anyhow::Result<ScriptedResponse> {
+    let match_text = raw.match_text.take();
+    let streamed = raw.text.is_some()
+        || raw.tool_calls.is_some()
+        || raw.chunk_size.is_some()
+        || raw.usage.is_some()
+        || raw.finish_reason.is_some()
+        || raw.stall_after_chunks.is_some()
+        || raw.drop_after_chunks.is_some();
+    let http = raw.status.is_some() || raw.headers.is_some() || raw.body.is_some();
+    let fixture = raw.fixture.is_some();
+    if [streamed, http, fixture]
+        .iter()
+        .filter(|kind| **kind)
+        .count()
+        > 1
+    {
+        bail!(
+            "mixes kinds of response: a streamed reply (text, tool_calls, ...), \
+             a plain HTTP reply (status, headers, body) and a fixture are exclusive"
+        );
+    }
+    let kind = if let Some(fixture) = raw.fixture {
+        let path = fixtures_dir().join(&fixture);
+        let bytes =
+            std::fs::read(&path).with_context(|| format!("reading fixture {}", path.display()))?;
+        ResponseKind::Fixture(Bytes::from(bytes))
+    } else if http {
+        check_http(raw.status, raw.headers, raw.body)?
+    } else {
+        ResponseKind::Stream(check_stream(index, raw)?)
+    };
+    Ok(ScriptedResponse { match_text, kind })
+}
+
+fn check_http(
+    status: Option<u16>,
+    headers: Option<BTreeMap<String, String>>,
+    body: Option<String>,
+) -> anyhow::Result<ResponseKind> {
+    let Some(status) = status else {
+        bail!("`headers` and `body` need a `status`");
+    };
+    let status = StatusCode::from_u16(status).with_context(|| format!("bad status {status}"))?;
+    let headers = headers
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(name, value)| {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .with_context(|| format!("bad header name {name:?}"))?;
+            let value = HeaderValue::from_str(&value)
+                .with_context(|| format!("bad value for header {name:?}"))?;
+            Ok((header, value))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(ResponseKind::Http {
+        status,
+        headers,
+        body: Bytes::from(body.unwrap_or_default()),
+    })
+}
+
+fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
+    if raw.chunk_size == Some(0) {
+        bail!("`chunk_size` must be at least 1");
+    }
+    let ending = match (raw.stall_after_chunks, raw.drop_after_chunks) {
+        (Some(_), Some(_)) => bail!("`stall_after_chunks` and `drop_after_chunks` are exclusive"),
+        (Some(n), None) => Ending::StallAfter(n),
+        (None, Some(n)) => Ending::DropAfter(n),
+        (None, None) => Ending::Complete,
+    };
+    let tool_calls = raw
+        .tool_calls
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(n, call)| {
+            let arguments = match call.arguments {
+                None => "{}".to_owned(),
+                Some(RawArguments::Json(text)) => text,
+                Some(RawArguments::Table(table)) => serde_json::Value::Object(table).to_string(),
+            };
+            ToolCall {
+                id: call.id.unwrap_or_else(|| format!("call_{index}_{n}")),
+                name: call.name,
+                arguments,
+            }
+        })
+        .collect();
+    let usage = raw.usage.map_or(DEFAULT_USAGE, |usage| Usage {
+        input_tokens: usage.input_tokens.unwrap_or(DEFAULT_USAGE.input_tokens),
+        output_tokens: usage.output_tokens.unwrap_or(DEFAULT_USAGE.output_tokens),
+    });
+    Ok(StreamSpec {
+        text: raw.text.unwrap_or_default(),
+        tool_calls,
+        chunk_size: raw.chunk_size,
+        usage,
+        finish_reason: raw.finish_reason,
+        ending,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stream(script: &Script, index: usize) -> &StreamSpec {
+        match &script.responses[index].kind {
+            ResponseKind::Stream(spec) => spec,
+            other => panic!("response {index} is not a stream: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_all_stream_keys() {
+        let script = Script::from_toml_str(
+            r#"
+            [[response]]
+            text = "hi"
+            tool_calls = [
+              { id = "c1", name = "read_file", arguments = '{"path":"a"}' },
+              { name = "ls", arguments = { dir = "." } },
+              { name = "noargs" },
+            ]
+            chunk_size = 2
+            usage = { output_tokens = 9 }
+            finish_reason = "length"
+            match = "alpha"
+            stall_after_chunks = 3
+            "#,
+        )
+        .expect("valid script");
+        assert_eq!(script.len(), 1);
+        assert_eq!(script.responses[0].match_text.as_deref(), Some("alpha"));
+        let spec = stream(&script, 0);
+        assert_eq!(spec.text, "hi");
+        assert_eq!(spec.chunk_size, Some(2));
+        assert_eq!(spec.usage.input_tokens, 10);
+        assert_eq!(spec.usage.output_tokens, 9);
+        assert_eq!(spec.finish_reason.as_deref(), Some("length"));
+        assert_eq!(spec.ending, Ending::StallAfter(3));
+        assert_eq!(spec.tool_calls[0].id, "c1");
+        assert_eq!(spec.tool_calls[0].arguments, r#"{"path":"a"}"#);
+        assert_eq!(spec.tool_calls[1].id, "call_0_1");
+        assert_eq!(spec.tool_calls[1].arguments, r#"{"dir":"."}"#);
+        assert_eq!(spec.tool_calls[2].arguments, "{}");
+    }
+
+    #[test]
+    fn parses_http_and_fixture_responses() {
+        let script = Script::from_toml_str(
+            r#"
+            [[response]]
+            status = 429
+            headers = { "retry-after" = "1" }
+            body = '{"error":{"message":"rate limited"}}'
+
+            [[response]]
+            fixture = "openai/garbage.sse"
+            "#,
+        )
+        .expect("valid script");
+        match &script.responses[0].kind {
+            ResponseKind::Http {
+                status,
+                headers,
+                body,
+            } => {
+                assert_eq!(status.as_u16(), 429);
+                assert_eq!(headers[0].0.as_str(), "retry-after");
+                assert!(body.starts_with(b"{\"error\""));
+            }
+            other => panic!("not http: {other:?}"),
+        }
+        assert!(
+            matches!(&script.responses[1].kind, ResponseKind::Fixture(bytes) if !bytes.is_empty())
+        );
+    }
+
+    #[test]
+    fn rejects_bad_scripts() {
+        for (bad, why) in [
+            ("[[response]]\ntext = 'a'\nstatus = 500", "mixes kinds"),
+            ("[[response]]\nfixture = 'x'\ntext = 'a'", "mixes kinds"),
+            ("[[response]]\ntxet = 'a'", "unknown field"),
+            ("[[response]]\nchunk_size = 0", "chunk_size"),
+            (
+                "[[response]]\nstall_after_chunks = 1\ndrop_after_chunks = 1",
+                "exclusive",
+            ),
+            ("[[response]]\nbody = 'x'", "need a `status`"),
+            ("[[response]]\nstatus = 1000", "bad status"),
+            (
+                "[[response]]\nfixture = 'no/such/file.sse'",
+                "reading fixture",
+            ),
+        ] {
+            let error = Script::from_toml_str(bad).expect_err(bad);
+            let message = format!("{error:#}");
+            assert!(message.contains(why), "{bad:?} gave {message:?}");
+        }
+    }
+
+    #[test]
+    fn empty_script_is_allowed() {
+        assert!(Script::from_toml_str("").expect("empty").is_empty());
+    }
+}

@@ -1,0 +1,378 @@
+//! The HTTP server: binds 127.0.0.1, routes the three endpoints, records and
+//! validates each request, and answers model calls from the script. This is
+//! the public face of the kit ([`ScriptedModel`]); the rules it applies live
+//! in the modules it calls.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::playback::Playback;
+use crate::record::{self, RecordedRequest, Recorder};
+use crate::script::{ResponseKind, Script};
+use crate::turn::Turn;
+use crate::wire::{self, Wire};
+use crate::{render_anthropic, render_openai, stream, validate};
+
+/// Largest request body accepted.
+const MAX_BODY: usize = 32 * 1024 * 1024;
+
+/// A running scripted model server. Dropping it stops the server (stalled
+/// streams are ended too).
+#[derive(Debug)]
+pub struct ScriptedModel {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    shutdown: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    playback: Mutex<Playback>,
+    recorder: Arc<Recorder>,
+    shutdown: watch::Receiver<bool>,
+    serial: AtomicUsize,
+}
+
+impl ScriptedModel {
+    /// Starts serving `script` on `127.0.0.1` on a free port.
+    pub async fn start(script: Script) -> anyhow::Result<ScriptedModel> {
+        ScriptedModel::start_on_port(script, 0).await
+    }
+
+    /// Starts serving `script` on `127.0.0.1:port` (`0` picks a free port).
+    pub async fn start_on_port(script: Script, port: u16) -> anyhow::Result<ScriptedModel> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            playback: Mutex::new(Playback::new(script)),
+            recorder: Arc::new(Recorder::new()),
+            shutdown: shutdown_rx.clone(),
+            serial: AtomicUsize::new(0),
+        });
+        let app = Router::new().fallback(handle).with_state(shared.clone());
+        let mut stop = shutdown_rx;
+        let task = tokio::spawn(async move {
+            let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
+                let _ = stop.wait_for(|stopping| *stopping).await;
+            });
+            // Nobody is left to tell about an accept loop failure; the test
+            // sees it as requests that never arrive.
+            let _ = serving.await;
+        });
+        Ok(ScriptedModel {
+            addr,
+            shared,
+            shutdown,
+            task,
+        })
+    }
+
+    /// The address the server listens on.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Base URL for OpenAI clients: `http://127.0.0.1:PORT/v1`.
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Base URL for Anthropic clients: `http://127.0.0.1:PORT`.
+    pub fn anthropic_base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request received so far, in arrival order (model calls, model
+    /// listings and stray requests alike).
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.recorder.requests()
+    }
+
+    /// Every protocol violation so far, each prefixed with its request, e.g.
+    /// `request 1 (POST /v1/chat/completions): messages[2]: ...`. The index
+    /// is the request's position in [`requests`](Self::requests).
+    pub fn violations(&self) -> Vec<String> {
+        record::prefixed(&self.requests(), |request| &request.violations)
+    }
+
+    /// Every script-side problem so far (script exhausted, template with
+    /// nothing to fill it, unknown endpoint), prefixed like
+    /// [`violations`](Self::violations).
+    pub fn problems(&self) -> Vec<String> {
+        record::prefixed(&self.requests(), |request| &request.problems)
+    }
+
+    /// Resolves once at least `n` requests have arrived (they are recorded
+    /// before their response is sent). Wrap it in `tokio::time::timeout`.
+    pub async fn wait_for_requests(&self, n: usize) {
+        self.shared.recorder.wait_for_requests(n).await;
+    }
+
+    /// Resolves once at least `n` stalled streams (`stall_after_chunks`) saw
+    /// their client go away. Wrap it in `tokio::time::timeout`.
+    pub async fn wait_for_disconnects(&self, n: usize) {
+        self.shared.recorder.wait_for_disconnects(n).await;
+    }
+
+    /// How many stalled streams saw their client go away so far.
+    pub fn disconnects(&self) -> usize {
+        self.shared.recorder.disconnects()
+    }
+
+    /// Responses of the script not consumed yet.
+    pub fn remaining_responses(&self) -> usize {
+        self.shared
+            .playback
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remaining()
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        self.shutdown.send_replace(true);
+        // Connections still open are not waited for.
+        self.task.abort();
+    }
+}
+
+/// Everything about a request except its body.
+struct Arrival {
+    method: String,
+    path: String,
+    headers: BTreeMap<String, String>,
+}
+
+impl Arrival {
+    fn record(self, shared: &Shared, body: Value, violations: Vec<String>) -> Recording {
+        Recording {
+            request: RecordedRequest {
+                method: self.method,
+                path: self.path,
+                headers: self.headers,
+                body,
+                violations,
+                problems: Vec::new(),
+                response: None,
+            },
+            recorder: shared.recorder.clone(),
+        }
+    }
+}
+
+/// A request about to be recorded; problems may still be added.
+struct Recording {
+    request: RecordedRequest,
+    recorder: Arc<Recorder>,
+}
+
+impl Recording {
+    fn problem(mut self, problem: impl Into<String>) -> Recording {
+        self.request.problems.push(problem.into());
+        self
+    }
+
+    fn save(self) {
+        self.recorder.record(self.request);
+    }
+}
+
+async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let arrival = Arrival {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+        headers: header_map(&parts.headers),
+    };
+    let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let message = format!("could not read the request body: {error}");
+            arrival
+                .record(&shared, Value::Null, Vec::new())
+                .problem(message.clone())
+                .save();
+            return error_reply(Wire::OpenAi, StatusCode::BAD_REQUEST, &message);
+        }
+    };
+    match (&parts.method, arrival.path.as_str()) {
+        (&Method::POST, "/v1/chat/completions") => {
+            model_call(&shared, Wire::OpenAi, arrival, &bytes)
+        }
+        (&Method::POST, "/v1/messages") => model_call(&shared, Wire::Anthropic, arrival, &bytes),
+        (&Method::GET, "/v1/models") => {
+            arrival.record(&shared, raw_body(&bytes), Vec::new()).save();
+            axum::Json(json!({
+                "object": "list",
+                "data": [{"id": "scripted", "object": "model", "created": 0, "owned_by": "agentbus-testkit"}],
+            }))
+            .into_response()
+        }
+        _ => {
+            let message = format!(
+                "scripted model: no endpoint {} {}",
+                arrival.method, arrival.path
+            );
+            arrival
+                .record(&shared, raw_body(&bytes), Vec::new())
+                .problem(message.clone())
+                .save();
+            error_reply(Wire::OpenAi, StatusCode::NOT_FOUND, &message)
+        }
+    }
+}
+
+/// A body that is not a model call: JSON if it parses, else its text.
+fn raw_body(bytes: &Bytes) -> Value {
+    if bytes.is_empty() {
+        return Value::Null;
+    }
+    serde_json::from_slice(bytes)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+fn model_call(shared: &Shared, wire: Wire, arrival: Arrival, bytes: &Bytes) -> Response {
+    let body: Value = match serde_json::from_slice(bytes) {
+        Ok(body) => body,
+        Err(error) => {
+            let message = format!("request body is not JSON: {error}");
+            arrival
+                .record(shared, raw_body(bytes), vec![message.clone()])
+                .save();
+            return error_reply(wire, StatusCode::BAD_REQUEST, &message);
+        }
+    };
+    let violations = validate::validate(wire, &body);
+    let unusable = if !body.is_object() {
+        Some("request body must be a JSON object".to_owned())
+    } else if !body.get("messages").is_some_and(Value::is_array) {
+        Some("request body needs a `messages` array".to_owned())
+    } else if body.get("stream") != Some(&Value::Bool(true)) {
+        Some(
+            "streaming is required: the scripted model only answers requests with \"stream\": true"
+                .to_owned(),
+        )
+    } else {
+        None
+    };
+    let recording = arrival.record(shared, body, violations);
+    if let Some(message) = unusable {
+        recording.save();
+        return error_reply(wire, StatusCode::BAD_REQUEST, &message);
+    }
+    answer(shared, wire, recording)
+}
+
+/// Picks the scripted response for a valid model call, records the request
+/// and renders the reply.
+fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
+    let body = &recording.request.body;
+    let chosen = shared
+        .playback
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .next(wire::last_user_text(body).as_deref());
+    let (index, response) = match chosen {
+        Ok(chosen) => chosen,
+        Err(message) => {
+            recording.problem(message.clone()).save();
+            return error_reply(wire, StatusCode::INTERNAL_SERVER_ERROR, &message);
+        }
+    };
+    recording.request.response = Some(index);
+    match response.kind {
+        ResponseKind::Http {
+            status,
+            headers,
+            body,
+        } => {
+            recording.save();
+            let mut reply = Response::new(Body::from(body));
+            *reply.status_mut() = status;
+            reply.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            for (name, value) in headers {
+                reply.headers_mut().insert(name, value);
+            }
+            reply
+        }
+        ResponseKind::Fixture(bytes) => {
+            recording.save();
+            event_stream(Body::from(bytes))
+        }
+        ResponseKind::Stream(spec) => {
+            let serial = shared.serial.fetch_add(1, Ordering::Relaxed);
+            let (turn, problems) = Turn::resolve(&spec, wire, body, serial);
+            let frames = match wire {
+                Wire::OpenAi => render_openai::render(&turn, wire::include_usage(body)),
+                Wire::Anthropic => render_anthropic::render(&turn),
+            };
+            recording.request.problems.extend(problems);
+            recording.save();
+            event_stream(stream::body(
+                frames,
+                spec.ending,
+                shared.recorder.clone(),
+                shared.shutdown.clone(),
+            ))
+        }
+    }
+}
+
+fn event_stream(body: Body) -> Response {
+    let mut reply = Response::new(body);
+    let headers = reply.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    reply
+}
+
+/// A JSON error in the provider's own error shape.
+fn error_reply(wire: Wire, status: StatusCode, message: &str) -> Response {
+    let body = match wire {
+        Wire::OpenAi => json!({"error": {
+            "message": message,
+            "type": if status.is_server_error() { "server_error" } else { "invalid_request_error" },
+            "code": null,
+        }}),
+        Wire::Anthropic => json!({"type": "error", "error": {
+            "type": if status.is_server_error() { "api_error" } else { "invalid_request_error" },
+            "message": message,
+        }}),
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {
+    let mut map: BTreeMap<String, String> = BTreeMap::new();
+    for (name, value) in headers {
+        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+        map.entry(name.as_str().to_owned())
+            .and_modify(|joined| {
+                joined.push_str(", ");
+                joined.push_str(&value);
+            })
+            .or_insert(value);
+    }
+    map
+}

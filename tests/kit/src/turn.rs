@@ -1,0 +1,215 @@
+//! One model turn ready to render: a scripted stream response with its
+//! templates filled in from the request, plus the helpers both renderers
+//! share (splitting into pieces, finish reasons per format). Keeping this
+//! format-neutral is what makes one script serve both wire formats.
+
+use serde_json::Value;
+
+use crate::script::{StreamSpec, ToolCall, Usage};
+use crate::wire::{self, Wire};
+
+/// What the scripted model "generated" for one request.
+#[derive(Debug, Clone)]
+pub(crate) struct Turn {
+    /// Identifies the response (`chatcmpl-...` / `msg_...` suffix).
+    pub id: String,
+    pub model: String,
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+    pub chunk_size: Option<usize>,
+    pub usage: Usage,
+    pub finish_reason: Option<String>,
+}
+
+const LAST_TOOL_RESULT: &str = "{last_tool_result}";
+const LAST_USER: &str = "{last_user}";
+
+/// Replaces each template token of `template` by `value_of(token)`, in one
+/// pass so that substituted text is never itself expanded.
+fn fill(template: &str, value_of: &mut dyn FnMut(&str) -> String) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some((at, token)) = [LAST_TOOL_RESULT, LAST_USER]
+        .into_iter()
+        .filter_map(|token| rest.find(token).map(|at| (at, token)))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        out.push_str(&value_of(token));
+        rest = &rest[at + token.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Number of pieces text and arguments are split into without `chunk_size`.
+const DEFAULT_PIECES: usize = 3;
+
+impl Turn {
+    /// Fills `spec`'s templates from the request `body`. Returns the turn and
+    /// the problems met (a template with nothing to fill it).
+    pub(crate) fn resolve(
+        spec: &StreamSpec,
+        wire: Wire,
+        body: &Value,
+        request_index: usize,
+    ) -> (Turn, Vec<String>) {
+        let mut problems = Vec::new();
+        let mut value_of = |token: &str| -> String {
+            let (value, missing) = match token {
+                LAST_TOOL_RESULT => (wire::last_tool_result(wire, body), "no tool result"),
+                _ => (wire::last_user_text(body), "no user text"),
+            };
+            value.unwrap_or_else(|| {
+                let problem = format!("`{token}` used but the request has {missing}");
+                if !problems.contains(&problem) {
+                    problems.push(problem);
+                }
+                String::new()
+            })
+        };
+        let text = fill(&spec.text, &mut value_of);
+        let turn = Turn {
+            id: format!("scripted{request_index}"),
+            model: wire::model(body),
+            text,
+            tool_calls: spec.tool_calls.clone(),
+            chunk_size: spec.chunk_size,
+            usage: spec.usage,
+            finish_reason: spec.finish_reason.clone(),
+        };
+        (turn, problems)
+    }
+
+    /// The text split into streamed pieces.
+    pub(crate) fn pieces<'a>(&self, text: &'a str) -> Vec<&'a str> {
+        pieces(text, self.chunk_size)
+    }
+
+    /// OpenAI `finish_reason`.
+    pub(crate) fn openai_finish_reason(&self) -> String {
+        match self.finish_reason.as_deref() {
+            None if self.tool_calls.is_empty() => "stop".into(),
+            None => "tool_calls".into(),
+            Some("end_turn") => "stop".into(),
+            Some("tool_use") => "tool_calls".into(),
+            Some("max_tokens") => "length".into(),
+            Some(other) => other.into(),
+        }
+    }
+
+    /// Anthropic `stop_reason`.
+    pub(crate) fn anthropic_stop_reason(&self) -> String {
+        match self.finish_reason.as_deref() {
+            None if self.tool_calls.is_empty() => "end_turn".into(),
+            None => "tool_use".into(),
+            Some("stop") => "end_turn".into(),
+            Some("tool_calls") => "tool_use".into(),
+            Some("length") => "max_tokens".into(),
+            Some(other) => other.into(),
+        }
+    }
+}
+
+/// Splits `text` into pieces of `chunk_size` characters (never inside a
+/// character), or into [`DEFAULT_PIECES`] near-equal pieces. Empty text has
+/// no pieces.
+pub(crate) fn pieces(text: &str, chunk_size: Option<usize>) -> Vec<&str> {
+    let chars = text.chars().count();
+    if chars == 0 {
+        return Vec::new();
+    }
+    let size = chunk_size
+        .unwrap_or_else(|| chars.div_ceil(DEFAULT_PIECES))
+        .max(1);
+    let mut boundaries: Vec<usize> = text
+        .char_indices()
+        .map(|(at, _)| at)
+        .step_by(size)
+        .collect();
+    boundaries.push(text.len());
+    boundaries
+        .windows(2)
+        .map(|pair| &text[pair[0]..pair[1]])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::Ending;
+    use serde_json::json;
+
+    #[test]
+    fn pieces_respect_size_and_chars() {
+        assert_eq!(pieces("abcdefghij", Some(4)), ["abcd", "efgh", "ij"]);
+        assert_eq!(pieces("abcdefg", None), ["abc", "def", "g"]);
+        assert_eq!(pieces("ab", None), ["a", "b"]);
+        assert_eq!(pieces("héllo", Some(2)), ["hé", "ll", "o"]);
+        assert!(pieces("", Some(3)).is_empty());
+    }
+
+    fn spec(text: &str) -> StreamSpec {
+        StreamSpec {
+            text: text.into(),
+            tool_calls: Vec::new(),
+            chunk_size: None,
+            usage: Usage {
+                input_tokens: 1,
+                output_tokens: 1,
+            },
+            finish_reason: None,
+            ending: Ending::Complete,
+        }
+    }
+
+    #[test]
+    fn templates_fill_from_request() {
+        let body = json!({"model": "m", "messages": [
+            {"role": "user", "content": "question"},
+            {"role": "assistant", "tool_calls": [{"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "the answer"},
+        ]});
+        let (turn, problems) = Turn::resolve(
+            &spec("{last_user}: {last_tool_result}"),
+            Wire::OpenAi,
+            &body,
+            3,
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(turn.text, "question: the answer");
+        assert_eq!(turn.model, "m");
+        assert_eq!(turn.id, "scripted3");
+    }
+
+    #[test]
+    fn substituted_text_is_not_expanded_again() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "say {last_tool_result}"},
+        ]});
+        let (turn, problems) = Turn::resolve(&spec("[{last_user}]"), Wire::OpenAi, &body, 0);
+        assert!(problems.is_empty());
+        assert_eq!(turn.text, "[say {last_tool_result}]");
+    }
+
+    #[test]
+    fn template_without_source_is_a_problem() {
+        let body = json!({"messages": [{"role": "user", "content": "q"}]});
+        let (turn, problems) = Turn::resolve(&spec("<{last_tool_result}>"), Wire::OpenAi, &body, 0);
+        assert_eq!(turn.text, "<>");
+        assert_eq!(problems.len(), 1);
+    }
+
+    #[test]
+    fn finish_reasons_translate() {
+        let body = json!({});
+        let (mut turn, _) = Turn::resolve(&spec("x"), Wire::OpenAi, &body, 0);
+        assert_eq!(turn.openai_finish_reason(), "stop");
+        assert_eq!(turn.anthropic_stop_reason(), "end_turn");
+        turn.finish_reason = Some("length".into());
+        assert_eq!(turn.openai_finish_reason(), "length");
+        assert_eq!(turn.anthropic_stop_reason(), "max_tokens");
+        turn.finish_reason = Some("weird".into());
+        assert_eq!(turn.anthropic_stop_reason(), "weird");
+    }
+}

@@ -1,0 +1,129 @@
+//! The two wire formats, and what the server reads out of a request body
+//! beyond validating it: the texts that `match` routing and the `text`
+//! templates (`{last_user}`, `{last_tool_result}`) are built from.
+
+use serde_json::Value;
+
+/// Which provider protocol a request spoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wire {
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
+    OpenAi,
+    /// Anthropic Messages (`POST /v1/messages`).
+    Anthropic,
+}
+
+fn messages(body: &Value) -> &[Value] {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn role(message: &Value) -> Option<&str> {
+    message.get("role").and_then(Value::as_str)
+}
+
+/// The text of a content value: a string, or the `text` of the
+/// `{"type":"text"}` parts of an array, joined with newlines. `None` when the
+/// content holds no text at all.
+pub(crate) fn text_of(content: &Value) -> Option<String> {
+    match content {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .collect();
+            (!texts.is_empty()).then(|| texts.join("\n"))
+        }
+        _ => None,
+    }
+}
+
+/// The text of the last user message that has any text. Anthropic user
+/// messages holding only `tool_result` blocks have none and are skipped.
+pub(crate) fn last_user_text(body: &Value) -> Option<String> {
+    messages(body)
+        .iter()
+        .rev()
+        .filter(|message| role(message) == Some("user"))
+        .find_map(|message| message.get("content").and_then(text_of))
+}
+
+/// The content of the last tool result: OpenAI's last `tool` message, or the
+/// last `tool_result` block of Anthropic's messages.
+pub(crate) fn last_tool_result(wire: Wire, body: &Value) -> Option<String> {
+    match wire {
+        Wire::OpenAi => messages(body)
+            .iter()
+            .rev()
+            .find(|message| role(message) == Some("tool"))
+            .map(|message| message.get("content").and_then(text_of).unwrap_or_default()),
+        Wire::Anthropic => messages(body)
+            .iter()
+            .rev()
+            .filter(|message| role(message) == Some("user"))
+            .filter_map(|message| message.get("content").and_then(Value::as_array))
+            .flat_map(|blocks| blocks.iter().rev())
+            .find(|block| block.get("type").and_then(Value::as_str) == Some("tool_result"))
+            .map(|block| block.get("content").and_then(text_of).unwrap_or_default()),
+    }
+}
+
+/// The `model` the request asked for, echoed back in the stream.
+pub(crate) fn model(body: &Value) -> String {
+    body.get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("scripted")
+        .to_owned()
+}
+
+/// Whether an OpenAI request asked for the trailing usage chunk.
+pub(crate) fn include_usage(body: &Value) -> bool {
+    body.pointer("/stream_options/include_usage") == Some(&Value::Bool(true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn last_user_text_skips_tool_result_only_messages() {
+        let body = json!({"messages": [
+            {"role": "user", "content": [{"type": "text", "text": "find alpha"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": "42"}]},
+        ]});
+        assert_eq!(last_user_text(&body).as_deref(), Some("find alpha"));
+        assert_eq!(
+            last_tool_result(Wire::Anthropic, &body).as_deref(),
+            Some("42")
+        );
+    }
+
+    #[test]
+    fn openai_tool_result_and_user_text() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": null, "tool_calls": []},
+            {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]},
+        ]});
+        assert_eq!(last_user_text(&body).as_deref(), Some("hello"));
+        assert_eq!(
+            last_tool_result(Wire::OpenAi, &body).as_deref(),
+            Some("one\ntwo")
+        );
+        assert_eq!(last_tool_result(Wire::Anthropic, &body), None);
+    }
+
+    #[test]
+    fn missing_pieces_are_none() {
+        let body = json!({"messages": "nope"});
+        assert_eq!(last_user_text(&body), None);
+        assert_eq!(last_tool_result(Wire::OpenAi, &body), None);
+        assert_eq!(model(&body), "scripted");
+        assert!(!include_usage(&body));
+    }
+}
