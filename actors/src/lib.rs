@@ -1,0 +1,31 @@
+//! agentbus-actors: everything agentbus is, minus its front ends.
+//!
+//! - [`protocol`]: the typed inputs and events every front end speaks.
+//! - [`session`]: the pure conversation core (`step`), no I/O.
+//! - [`commands`]: slash commands, one file each.
+//! - [`bus`]: per-session topics with seq numbers and replay.
+//! - [`model`] and [`provider`]: model requests, and the wire formats.
+//! - [`tools`]: the built-in tools.
+//! - the actors: [`agent_loop`], [`tool_executor`], [`ui_sink`],
+//!   [`session_manager`]; [`runtime`] wires them together.
+//! - [`settings`]: the resolved configuration.
+
+pub mod agent_loop;
+pub mod bus;
+pub mod commands;
+pub mod model;
+pub mod protocol;
+pub mod provider;
+pub mod runtime;
+pub mod session;
+pub mod session_handle;
+pub mod session_manager;
+pub mod settings;
+pub mod tool_executor;
+pub mod tools;
+pub mod ui_sink;
+
+pub use runtime::Runtime;
+pub use session_handle::{SessionError, SessionHandle};
+pub use session_manager::SessionOptions;
+pub use settings::Settings;

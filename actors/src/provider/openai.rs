@@ -1,0 +1,549 @@
+//! OpenAI Chat Completions with SSE streaming — the wire format of OpenAI,
+//! llama.cpp's server, Ollama, vLLM, LM Studio, OpenRouter, Groq and more.
+//!
+//! This module translates, in both directions, and nothing else:
+//! - [`request_body`]: our [`ModelRequest`] to a `/chat/completions` body;
+//! - [`Decoder`]: `chat.completion.chunk` frames to [`ModelEvent`]s. Text
+//!   arrives in `delta.content`; tool calls arrive as fragments keyed by
+//!   `index` (id and name in the first, arguments spread over the rest);
+//!   `finish_reason` comes in a late chunk and usage in the last one (with
+//!   `stream_options.include_usage`), then `data: [DONE]`.
+//! - [`stream`]: the HTTP call that feeds the decoder.
+
+use super::{ModelStream, ProviderError, error_message};
+use crate::model::{ModelEvent, ModelRequest};
+use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
+use crate::settings::ModelProfile;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The JSON body of a streaming `/chat/completions` request.
+pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if !request.system_prompt.is_empty() {
+        messages.push(json!({"role": "system", "content": request.system_prompt}));
+    }
+    messages.extend(request.messages.iter().map(wire_message));
+    let mut body = json!({
+        "model": profile.model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.input_schema,
+                }})
+            })
+            .collect();
+    }
+    if let Some(max) = profile.max_output_tokens {
+        let field = profile.max_tokens_field.as_deref().unwrap_or("max_tokens");
+        body[field] = json!(max);
+    }
+    body
+}
+
+fn wire_message(message: &Message) -> Value {
+    match message {
+        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::ToolResult {
+            call_id, output, ..
+        } => {
+            json!({"role": "tool", "tool_call_id": call_id, "content": output})
+        }
+        Message::Assistant { content, .. } => {
+            let text: String = content.iter().filter_map(|b| b.as_text()).collect();
+            let calls: Vec<Value> = content
+                .iter()
+                .filter_map(|b| match b {
+                    ContentBlock::ToolUse { id, name, input } => Some(json!({
+                        "id": id, "type": "function",
+                        "function": {"name": name, "arguments": arguments_text(input)},
+                    })),
+                    ContentBlock::Text { .. } => None,
+                })
+                .collect();
+            let mut m = json!({"role": "assistant", "content": text});
+            if !calls.is_empty() {
+                if text.is_empty() {
+                    m["content"] = Value::Null;
+                }
+                m["tool_calls"] = Value::Array(calls);
+            }
+            m
+        }
+    }
+}
+
+/// Arguments as the model sent them: invalid JSON was kept as a raw string.
+fn arguments_text(input: &Value) -> String {
+    match input {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// What one `data:` frame meant.
+#[derive(Debug, Default, PartialEq)]
+pub struct Decoded {
+    pub events: Vec<ModelEvent>,
+    /// The frame was `[DONE]`: the answer is complete.
+    pub done: bool,
+}
+
+/// Turns `chat.completion.chunk` frames into [`ModelEvent`]s, numbering
+/// blocks in the order they open.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    next_block: usize,
+    text_block: Option<usize>,
+    /// OpenAI tool-call index → our block index.
+    tool_blocks: BTreeMap<u64, usize>,
+    open_blocks: Vec<usize>,
+    finish_reason: Option<String>,
+    finished: bool,
+}
+
+impl Decoder {
+    /// Decode the data of one SSE frame.
+    pub fn decode(&mut self, data: &str) -> Result<Decoded, String> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(Decoded {
+                events: self.finish(),
+                done: true,
+            });
+        }
+        let chunk: Value =
+            serde_json::from_str(data).map_err(|e| format!("{e} in `{}`", short(data)))?;
+        if let Some(err) = chunk.get("error") {
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .map(String::from)
+                .unwrap_or_else(|| err.to_string());
+            return Err(format!("error frame: {message}"));
+        }
+        let mut events = Vec::new();
+        if let Some(choice) = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first())
+        {
+            if let Some(delta) = choice.get("delta") {
+                if let Some(text) = delta
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .filter(|t| !t.is_empty())
+                {
+                    self.text(text, &mut events);
+                }
+                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                    for call in calls {
+                        self.tool_fragment(call, &mut events);
+                    }
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.finish_reason = Some(normalise_finish_reason(reason));
+            }
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            events.push(ModelEvent::Usage(parse_usage(usage)));
+        }
+        Ok(Decoded {
+            events,
+            done: false,
+        })
+    }
+
+    fn text(&mut self, text: &str, events: &mut Vec<ModelEvent>) {
+        let index = match self.text_block {
+            Some(i) => i,
+            None => {
+                let i = self.open(BlockKind::Text, events);
+                self.text_block = Some(i);
+                i
+            }
+        };
+        events.push(ModelEvent::TextDelta {
+            index,
+            text: text.to_string(),
+        });
+    }
+
+    fn tool_fragment(&mut self, call: &Value, events: &mut Vec<ModelEvent>) {
+        let oa_index = call
+            .get("index")
+            .and_then(Value::as_u64)
+            .unwrap_or(self.tool_blocks.len() as u64);
+        let function = call.get("function");
+        let index = match self.tool_blocks.get(&oa_index) {
+            Some(i) => *i,
+            None => {
+                // Text that comes after a tool call starts a new text block.
+                self.text_block = None;
+                let id = call
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let name = function
+                    .and_then(|f| f.get("name"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let i = self.open(BlockKind::ToolUse { id, name }, events);
+                self.tool_blocks.insert(oa_index, i);
+                i
+            }
+        };
+        if let Some(args) = function
+            .and_then(|f| f.get("arguments"))
+            .and_then(Value::as_str)
+            .filter(|a| !a.is_empty())
+        {
+            events.push(ModelEvent::ToolInputDelta {
+                index,
+                partial_json: args.to_string(),
+            });
+        }
+    }
+
+    fn open(&mut self, block: BlockKind, events: &mut Vec<ModelEvent>) -> usize {
+        let index = self.next_block;
+        self.next_block += 1;
+        self.open_blocks.push(index);
+        events.push(ModelEvent::BlockStart { index, block });
+        index
+    }
+
+    /// Close every open block and report the finish. Called at `[DONE]`, or
+    /// at the end of a stream that gave a `finish_reason` but no `[DONE]`.
+    pub fn finish(&mut self) -> Vec<ModelEvent> {
+        if self.finished {
+            return Vec::new();
+        }
+        self.finished = true;
+        let mut events: Vec<ModelEvent> = self
+            .open_blocks
+            .drain(..)
+            .map(|index| ModelEvent::BlockStop { index })
+            .collect();
+        let finish_reason = self.finish_reason.clone().unwrap_or_else(|| {
+            if self.tool_blocks.is_empty() {
+                "end_turn"
+            } else {
+                "tool_use"
+            }
+            .to_string()
+        });
+        events.push(ModelEvent::Finished { finish_reason });
+        events
+    }
+
+    /// Whether a `finish_reason` arrived (the answer is complete even if the
+    /// server never sends `[DONE]`).
+    pub fn saw_finish_reason(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+}
+
+fn normalise_finish_reason(reason: &str) -> String {
+    match reason {
+        "stop" => "end_turn".into(),
+        "tool_calls" | "function_call" => "tool_use".into(),
+        "length" => "max_tokens".into(),
+        other => other.into(),
+    }
+}
+
+fn parse_usage(usage: &Value) -> Usage {
+    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: n(usage.get("prompt_tokens")),
+        output_tokens: n(usage.get("completion_tokens")),
+        cache_read_input_tokens: n(usage.pointer("/prompt_tokens_details/cached_tokens")),
+        cache_creation_input_tokens: 0,
+    }
+}
+
+fn short(s: &str) -> String {
+    if s.chars().count() > 200 {
+        format!("{}…", s.chars().take(200).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+/// The endpoint for a base URL such as `http://127.0.0.1:8080/v1`.
+pub fn endpoint(base_url: &str) -> String {
+    format!("{}/chat/completions", base_url.trim_end_matches('/'))
+}
+
+/// Call the model and stream its answer.
+pub fn stream(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
+    let url = endpoint(&profile.base_url);
+    Box::pin(async_stream::try_stream! {
+        let key = profile.api_key(&request.profile)?;
+        let body = request_body(&profile, &request);
+        let mut builder = http.post(&url).json(&body);
+        if let Some(key) = key {
+            builder = builder.bearer_auth(key);
+        }
+        let response = builder.send().await.map_err(|e| ProviderError::Connect {
+            url: url.clone(),
+            detail: describe_reqwest_error(&e),
+        })?;
+        let response = check_status(response, &url, &profile, &request.profile).await?;
+        let mut frames = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+        let mut decoder = Decoder::default();
+        let mut done = false;
+        while let Some(frame) = frames.next().await {
+            let frame = frame.map_err(|e| ProviderError::Stream { url: url.clone(), detail: e.to_string() })?;
+            let Some(data) = frame.data else { continue };
+            let decoded = decoder
+                .decode(&data)
+                .map_err(|detail| ProviderError::Garbage { url: url.clone(), detail })?;
+            for event in decoded.events {
+                yield event;
+            }
+            if decoded.done {
+                done = true;
+                break;
+            }
+        }
+        if !done {
+            if decoder.saw_finish_reason() {
+                for event in decoder.finish() {
+                    yield event;
+                }
+            } else {
+                Err(ProviderError::Stream {
+                    url: url.clone(),
+                    detail: "the stream ended before the answer was complete".into(),
+                })?;
+            }
+        }
+    })
+}
+
+/// The response if it is a success; otherwise an error naming the status,
+/// the server's message and what to check.
+async fn check_status(
+    response: reqwest::Response,
+    url: &str,
+    profile: &ModelProfile,
+    profile_name: &str,
+) -> Result<reqwest::Response, ProviderError> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let text = response.text().await.unwrap_or_default();
+    let hint = match status.as_u16() {
+        401 | 403 => Some(match profile.key_variable() {
+            Some(var) => format!("check the API key in ${var} for model profile `{profile_name}`"),
+            None => format!("model profile `{profile_name}` sends no API key; set api_key_env"),
+        }),
+        404 => Some(format!(
+            "check base_url `{}` and model `{}`",
+            profile.base_url, profile.model
+        )),
+        _ => None,
+    };
+    Err(ProviderError::Status {
+        url: url.to_string(),
+        status: status.as_u16(),
+        message: error_message(&text),
+        hint,
+    })
+}
+
+/// reqwest's errors hide their cause; show the chain.
+pub(crate) fn describe_reqwest_error(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ToolOrigin, ToolSpec};
+    use crate::session::partial::PartialMessage;
+    use crate::settings::ProviderKind;
+
+    fn fixture(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/openai")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Replay a fixture through the real SSE parser in chunks of `size`
+    /// bytes, then through the decoder.
+    async fn replay(name: &str, size: usize) -> Vec<ModelEvent> {
+        let bytes = fixture(name).into_bytes();
+        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = bytes
+            .chunks(size)
+            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
+            .collect();
+        let mut frames = sse_stream::SseStream::from_bytes_stream(futures::stream::iter(chunks));
+        let mut decoder = Decoder::default();
+        let mut events = Vec::new();
+        while let Some(frame) = frames.next().await {
+            let Some(data) = frame.unwrap().data else {
+                continue;
+            };
+            let decoded = decoder.decode(&data).unwrap();
+            events.extend(decoded.events);
+            if decoded.done {
+                break;
+            }
+        }
+        events
+    }
+
+    fn assemble(events: &[ModelEvent]) -> PartialMessage {
+        let mut p = PartialMessage::default();
+        for e in events {
+            p.apply(e);
+        }
+        p
+    }
+
+    #[tokio::test]
+    async fn text_reply_decodes_identically_at_every_chunk_size() {
+        let whole = replay("text_reply.sse", usize::MAX >> 1).await;
+        for size in [1, 2, 3, 7, 64] {
+            assert_eq!(
+                replay("text_reply.sse", size).await,
+                whole,
+                "chunk size {size}"
+            );
+        }
+        let m = assemble(&whole).finish(|i| i.to_string());
+        assert_eq!(m.text(), "Hello, wörld! ☃");
+        assert!(
+            matches!(whole.last(), Some(ModelEvent::Finished { finish_reason }) if finish_reason == "end_turn")
+        );
+        assert!(whole.contains(&ModelEvent::Usage(Usage {
+            input_tokens: 21,
+            output_tokens: 6,
+            cache_read_input_tokens: 4,
+            cache_creation_input_tokens: 0,
+        })));
+    }
+
+    #[tokio::test]
+    async fn parallel_tool_calls_accumulate_by_index() {
+        for size in [1, 5, 4096] {
+            let events = replay("parallel_tool_calls.sse", size).await;
+            let m = assemble(&events).finish(|i| i.to_string());
+            assert_eq!(m.text(), "Checking both.");
+            assert_eq!(m.calls.len(), 2);
+            assert_eq!(m.calls[0].id, "call_a");
+            assert_eq!(m.calls[0].name, "read_file");
+            assert_eq!(m.calls[0].input, Ok(json!({"path": "notes/ünïcode.txt"})));
+            assert_eq!(m.calls[1].id, "call_b");
+            assert_eq!(m.calls[1].input, Ok(json!({"command": "ls -la"})));
+            assert!(
+                matches!(events.last(), Some(ModelEvent::Finished { finish_reason }) if finish_reason == "tool_use")
+            );
+        }
+    }
+
+    #[test]
+    fn garbage_frames_and_error_frames_are_errors() {
+        let mut d = Decoder::default();
+        assert!(d.decode("{not json").unwrap_err().contains("not json"));
+        let err = d
+            .decode(r#"{"error":{"message":"overloaded"}}"#)
+            .unwrap_err();
+        assert!(err.contains("overloaded"));
+    }
+
+    #[test]
+    fn history_maps_to_openai_messages() {
+        let profile = ModelProfile {
+            provider: ProviderKind::Openai,
+            model: "gpt-x".into(),
+            base_url: "http://h/v1".into(),
+            api_key_env: None,
+            api_key: None,
+            max_output_tokens: Some(100),
+            max_tokens_field: None,
+            context_window: None,
+        };
+        let request = ModelRequest {
+            profile: "p".into(),
+            system_prompt: "sys".into(),
+            messages: vec![
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    content: vec![
+                        ContentBlock::ToolUse {
+                            id: "c1".into(),
+                            name: "bash".into(),
+                            input: json!({"command": "ls"}),
+                        },
+                        ContentBlock::ToolUse {
+                            id: "c2".into(),
+                            name: "bash".into(),
+                            input: Value::String("{broken".into()),
+                        },
+                    ],
+                    interrupted: false,
+                },
+                Message::ToolResult {
+                    call_id: "c1".into(),
+                    name: "bash".into(),
+                    output: "a".into(),
+                    is_error: false,
+                },
+                Message::ToolResult {
+                    call_id: "c2".into(),
+                    name: "bash".into(),
+                    output: "bad json".into(),
+                    is_error: true,
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "bash".into(),
+                description: "run".into(),
+                input_schema: json!({"type": "object"}),
+                origin: ToolOrigin::Builtin,
+            }],
+        };
+        let body = request_body(&profile, &request);
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "system", "content": "sys"})
+        );
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            r#"{"command":"ls"}"#
+        );
+        assert_eq!(
+            body["messages"][2]["tool_calls"][1]["function"]["arguments"],
+            "{broken"
+        );
+        assert_eq!(body["messages"][3]["role"], "tool");
+        assert_eq!(body["tools"][0]["function"]["name"], "bash");
+        assert_eq!(body["max_tokens"], 100);
+        assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+}

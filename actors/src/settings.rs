@@ -1,0 +1,225 @@
+//! Settings: the resolved configuration the runtime runs with.
+//!
+//! Plain data. Loading files, merging layers and expanding `${VAR}` is the
+//! binary's job (`src/config/`); a library user may build [`Settings`] in
+//! code. API keys are never stored resolved: a profile names where its key
+//! comes from and [`ModelProfile::api_key`] reads it when a request is made.
+
+use crate::session::ModelInfo;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+/// Everything the runtime needs.
+#[derive(Clone, Debug, Serialize)]
+pub struct Settings {
+    /// Name of the default model profile.
+    pub model: String,
+    pub system_prompt: String,
+    /// Most model calls per turn.
+    pub max_steps: u32,
+    /// Emit `stream_event`s.
+    pub include_partial_messages: bool,
+    /// Tools removed from the registry.
+    pub disallowed_tools: Vec<String>,
+    /// Directory tools work in.
+    pub workspace: PathBuf,
+    pub models: BTreeMap<String, ModelProfile>,
+    pub tools: ToolSettings,
+}
+
+/// Limits for tool calls.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSettings {
+    /// Tool outputs longer than this are truncated with a marker.
+    #[serde(default = "default_max_output_bytes")]
+    pub max_output_bytes: usize,
+    /// A tool call running longer than this is cancelled with an error result.
+    #[serde(default = "default_tool_timeout_secs")]
+    pub timeout_secs: u64,
+}
+
+fn default_max_output_bytes() -> usize {
+    crate::tools::ToolContext::new(".").max_output_bytes
+}
+
+fn default_tool_timeout_secs() -> u64 {
+    900
+}
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        ToolSettings {
+            max_output_bytes: default_max_output_bytes(),
+            timeout_secs: default_tool_timeout_secs(),
+        }
+    }
+}
+
+/// Which wire format a profile speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions (OpenAI, llama.cpp, Ollama, vLLM, LM Studio, ...).
+    Openai,
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ProviderKind::Openai => "openai",
+        })
+    }
+}
+
+/// A named model profile (`[models.NAME]`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelProfile {
+    pub provider: ProviderKind,
+    /// The provider's model id, e.g. `gpt-4.1-mini`.
+    pub model: String,
+    /// e.g. `https://api.openai.com/v1`.
+    pub base_url: String,
+    /// Environment variable holding the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// The key itself, usually `"${VAR}"` (expanded when a request is made).
+    /// Never serialised.
+    #[serde(default, skip_serializing)]
+    pub api_key: Option<Secret>,
+    /// Cap on output tokens per model call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// Name of the request field for that cap: `max_tokens` (default) or
+    /// `max_completion_tokens` (newer OpenAI models).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens_field: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+/// Where a profile's key could not be found.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ApiKeyError {
+    #[error(
+        "environment variable {var} is not set (needed by `api_key` of model profile `{profile}`)"
+    )]
+    MissingVariable { profile: String, var: String },
+}
+
+impl ModelProfile {
+    /// The key to send, if the profile has one: `api_key` (with `${VAR}`
+    /// expanded) or else the variable named by `api_key_env`. `Ok(None)` when
+    /// the profile needs no key or its `api_key_env` is unset (local servers).
+    pub fn api_key(&self, profile: &str) -> Result<Option<String>, ApiKeyError> {
+        if let Some(Secret(raw)) = &self.api_key {
+            return expand_secret(raw, profile).map(Some);
+        }
+        Ok(self
+            .api_key_env
+            .as_deref()
+            .and_then(|var| std::env::var(var).ok())
+            .filter(|k| !k.is_empty()))
+    }
+
+    /// The environment variable a user should set to give this profile a key.
+    pub fn key_variable(&self) -> Option<String> {
+        if let Some(Secret(raw)) = &self.api_key {
+            let var = raw.trim().strip_prefix("${")?.strip_suffix('}')?;
+            return Some(var.to_string());
+        }
+        self.api_key_env.clone()
+    }
+
+    /// The session-facing description (no key).
+    pub fn info(&self, name: &str) -> ModelInfo {
+        ModelInfo {
+            name: name.to_string(),
+            provider: self.provider.to_string(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            context_window: self.context_window,
+        }
+    }
+}
+
+fn expand_secret(raw: &str, profile: &str) -> Result<String, ApiKeyError> {
+    let trimmed = raw.trim();
+    match trimmed.strip_prefix("${").and_then(|s| s.strip_suffix('}')) {
+        Some(var) => std::env::var(var).map_err(|_| ApiKeyError::MissingVariable {
+            profile: profile.to_string(),
+            var: var.to_string(),
+        }),
+        None => Ok(raw.to_string()),
+    }
+}
+
+/// A secret string: shown as `[redacted]` by `Debug` and never serialised.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl Settings {
+    /// The session-facing list of profiles.
+    pub fn model_infos(&self) -> Vec<ModelInfo> {
+        self.models.iter().map(|(name, p)| p.info(name)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile(api_key: Option<&str>, env: Option<&str>) -> ModelProfile {
+        ModelProfile {
+            provider: ProviderKind::Openai,
+            model: "m".into(),
+            base_url: "http://x".into(),
+            api_key_env: env.map(String::from),
+            api_key: api_key.map(|k| Secret(k.into())),
+            max_output_tokens: None,
+            max_tokens_field: None,
+            context_window: None,
+        }
+    }
+
+    #[test]
+    fn keys_never_show_in_debug_or_json() {
+        let p = profile(Some("sk-very-secret"), None);
+        assert!(!format!("{p:?}").contains("sk-very-secret"));
+        assert!(
+            !serde_json::to_string(&p)
+                .unwrap()
+                .contains("sk-very-secret")
+        );
+    }
+
+    #[test]
+    fn missing_variable_in_api_key_names_profile_and_variable() {
+        let p = profile(Some("${AGENTBUS_TEST_SURELY_UNSET}"), None);
+        let err = p.api_key("work").unwrap_err().to_string();
+        assert!(
+            err.contains("AGENTBUS_TEST_SURELY_UNSET") && err.contains("work"),
+            "{err}"
+        );
+        assert_eq!(
+            p.key_variable().as_deref(),
+            Some("AGENTBUS_TEST_SURELY_UNSET")
+        );
+    }
+
+    #[test]
+    fn unset_api_key_env_means_no_key() {
+        let p = profile(None, Some("AGENTBUS_TEST_SURELY_UNSET"));
+        assert_eq!(p.api_key("local"), Ok(None));
+    }
+}

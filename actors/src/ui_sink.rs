@@ -1,0 +1,137 @@
+//! UiSink actor: one per attached front end.
+//!
+//! Subscribes to a session's topic and hands each event, in `seq` order, to
+//! a [`FrontEnd`]. The hand-off runs on the sink's own task, so a slow front
+//! end only slows itself: when it falls behind the topic's channel it is cut
+//! off and rejoins from its last seq (replayed from the ring); if the ring no
+//! longer reaches back that far it is told to resync.
+//!
+//! Never blocks the AgentLoop and never sends inputs: front ends submit
+//! through the session's handle.
+
+use crate::bus::{RecvError, SessionTopic, SubscribeError};
+use crate::protocol::EventEnvelope;
+use kameo::Actor;
+use kameo::actor::{ActorRef, WeakActorRef};
+use kameo::error::{ActorStopReason, Infallible};
+use std::future::Future;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// A front end that shows a session's events.
+pub trait FrontEnd: Send + 'static {
+    /// Show one event. Return `false` to detach.
+    fn deliver(&mut self, event: Arc<EventEnvelope>) -> impl Future<Output = bool> + Send;
+
+    /// Events after `last_seq` up to `resumed_at - 1` could not be replayed;
+    /// the front end should reload its view of the session.
+    fn resync(&mut self, last_seq: u64, resumed_at: u64) -> impl Future<Output = ()> + Send {
+        async move {
+            tracing::warn!(
+                last_seq,
+                resumed_at,
+                "front end missed events that are no longer in memory"
+            );
+        }
+    }
+}
+
+/// What a sink starts from.
+pub struct UiSinkArgs<F> {
+    pub topic: Arc<SessionTopic>,
+    /// Deliver events after this seq (0: everything the ring holds).
+    pub after_seq: u64,
+    pub front_end: F,
+}
+
+/// The actor.
+pub struct UiSink<F: FrontEnd> {
+    pump: JoinHandle<()>,
+    _front_end: std::marker::PhantomData<fn() -> F>,
+}
+
+impl<F: FrontEnd> Actor for UiSink<F> {
+    type Args = UiSinkArgs<F>;
+    type Error = Infallible;
+
+    async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+        let weak = me.downgrade();
+        let pump = tokio::spawn(async move {
+            pump(args.topic, args.after_seq, args.front_end).await;
+            if let Some(me) = weak.upgrade() {
+                me.kill();
+            }
+        });
+        Ok(UiSink {
+            pump,
+            _front_end: std::marker::PhantomData,
+        })
+    }
+
+    async fn on_stop(
+        &mut self,
+        _: WeakActorRef<Self>,
+        _: ActorStopReason,
+    ) -> Result<(), Self::Error> {
+        self.pump.abort();
+        Ok(())
+    }
+}
+
+async fn pump<F: FrontEnd>(topic: Arc<SessionTopic>, mut last_seq: u64, mut front_end: F) {
+    loop {
+        let mut subscription = match topic.subscribe(last_seq) {
+            Ok(s) => s,
+            Err(SubscribeError::NotInRing { oldest, .. }) => {
+                front_end.resync(last_seq, oldest).await;
+                last_seq = oldest - 1;
+                continue;
+            }
+        };
+        loop {
+            match subscription.recv().await {
+                Ok(event) => {
+                    if !front_end.deliver(event).await {
+                        return;
+                    }
+                }
+                Err(RecvError::Lagged { last_seq: seen }) => {
+                    tracing::debug!(seen, "front end fell behind; rejoining");
+                    last_seq = seen;
+                    break;
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+/// A front end that forwards events into a channel, for front ends that
+/// run their own loop (the terminal chat, one-shot runs).
+pub struct ChannelFrontEnd(pub mpsc::Sender<Arc<EventEnvelope>>);
+
+impl FrontEnd for ChannelFrontEnd {
+    async fn deliver(&mut self, event: Arc<EventEnvelope>) -> bool {
+        self.0.send(event).await.is_ok()
+    }
+}
+
+/// Attach a channel front end: events after `after_seq` arrive on the
+/// returned receiver until it is dropped or the session closes.
+pub fn attach_channel(
+    topic: Arc<SessionTopic>,
+    after_seq: u64,
+) -> (
+    ActorRef<UiSink<ChannelFrontEnd>>,
+    mpsc::Receiver<Arc<EventEnvelope>>,
+) {
+    use kameo::actor::Spawn;
+    let (tx, rx) = mpsc::channel(256);
+    let sink = UiSink::spawn(UiSinkArgs {
+        topic,
+        after_seq,
+        front_end: ChannelFrontEnd(tx),
+    });
+    (sink, rx)
+}
