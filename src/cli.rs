@@ -1,0 +1,71 @@
+//! The command line: global flags and subcommands (clap).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// agentbus: a runtime for LLM agent sessions that read, write and edit
+/// files and run commands in your workspace.
+#[derive(Debug, Parser)]
+#[command(name = "agentbus", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand takes.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// A config file read after the user and project files.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where agentbus keeps its data (chat history, ...). Default:
+    /// $AGENTBUS_DATA_DIR, else ~/.local/share/agentbus.
+    #[arg(long, global = true, value_name = "DIR", env = "AGENTBUS_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The directory the agent works in (default: the current directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Chat with the agent in the terminal (reads one input per line when
+    /// stdin is not a terminal).
+    Chat(ChatArgs),
+    /// Run one prompt to the end and print the answer.
+    Run(RunArgs),
+}
+
+/// Flags that choose how a session runs.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SessionArgs {
+    /// Model profile to use (see /models).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Most model calls per turn.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Print every event as one JSON object per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Print every event as one JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// The prompt (words are joined with spaces; `-` reads it from stdin).
+    #[arg(required = true, value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+}

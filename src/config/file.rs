@@ -1,0 +1,26 @@
+//! The shape of one configuration file (every key optional).
+//!
+//! Each file is checked against this on its own, so an error names the file
+//! it is in. Model profiles stay raw tables here: a file may override one key
+//! of a profile defined elsewhere, so profiles are checked after merging.
+
+use agentbus_actors::settings::ToolSettings;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    /// Model profile name, or "auto".
+    pub model: Option<String>,
+    /// Profiles tried in order by `model = "auto"`.
+    pub auto_models: Option<Vec<String>>,
+    pub system_prompt: Option<String>,
+    pub system_prompt_file: Option<PathBuf>,
+    pub max_steps: Option<u32>,
+    pub include_partial_messages: Option<bool>,
+    pub disallowed_tools: Option<Vec<String>>,
+    pub tools: Option<ToolSettings>,
+    pub models: Option<BTreeMap<String, toml::Table>>,
+}

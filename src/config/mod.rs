@@ -1,0 +1,491 @@
+//! Loading the configuration: built-in defaults, then the user file, then
+//! the project file, then `--config FILE`, then flags.
+//!
+//! Each file is parsed, has `${VAR}` expanded in every string (except
+//! `api_key`, which is expanded only when a request is made so the key never
+//! sits in memory longer than needed), and is checked on its own so an error
+//! names the file and the key. The files are then merged key by key (tables
+//! merge, everything else replaces) and resolved into [`Settings`].
+
+mod error;
+mod expand;
+mod file;
+
+pub use error::ConfigError;
+
+use agentbus_actors::settings::{ModelProfile, Settings};
+use file::ConfigFile;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// The built-in defaults, compiled in.
+pub const DEFAULT_TOML: &str = include_str!("../../config/default.toml");
+/// The built-in system prompt, compiled in.
+pub const DEFAULT_SYSTEM_PROMPT: &str = include_str!("../../config/prompts/system.md");
+
+/// What the command line contributes.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// `--config FILE`: read last, after the project file.
+    pub config_file: Option<PathBuf>,
+    /// `--workspace DIR` (default: the current directory).
+    pub workspace: Option<PathBuf>,
+    /// `--model NAME`.
+    pub model: Option<String>,
+    /// `--max-steps N`.
+    pub max_steps: Option<u32>,
+}
+
+/// One configuration file, parsed.
+struct Layer {
+    /// How errors name it: a path, or "built-in defaults".
+    origin: String,
+    table: toml::Table,
+}
+
+/// Load and resolve the configuration.
+pub fn load(options: &LoadOptions) -> Result<Settings, ConfigError> {
+    let workspace = resolve_workspace(options.workspace.as_deref())?;
+    let mut layers = vec![parse_layer("built-in defaults".into(), None, DEFAULT_TOML)?];
+    if let Some(path) = user_config_path()? {
+        layers.push(read_layer(&path)?);
+    }
+    let project = workspace.join(".agentbus.toml");
+    if project.is_file() {
+        layers.push(read_layer(&project)?);
+    }
+    if let Some(path) = &options.config_file {
+        layers.push(read_layer(path)?);
+    }
+    resolve(layers, options, workspace)
+}
+
+fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
+    let dir = match dir {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().map_err(|e| ConfigError::Workspace {
+            path: ".".into(),
+            reason: e.to_string(),
+        })?,
+    };
+    let canonical = dir.canonicalize().map_err(|e| ConfigError::Workspace {
+        path: dir.clone(),
+        reason: e.to_string(),
+    })?;
+    if !canonical.is_dir() {
+        return Err(ConfigError::Workspace {
+            path: dir,
+            reason: "it is a file".into(),
+        });
+    }
+    Ok(canonical)
+}
+
+/// `$AGENTBUS_CONFIG` (which must exist when set), else
+/// `~/.config/agentbus/config.toml` when it exists.
+fn user_config_path() -> Result<Option<PathBuf>, ConfigError> {
+    if let Some(path) = std::env::var_os("AGENTBUS_CONFIG").filter(|p| !p.is_empty()) {
+        return Ok(Some(PathBuf::from(path)));
+    }
+    Ok(dirs::config_dir()
+        .map(|d| d.join("agentbus").join("config.toml"))
+        .filter(|p| p.is_file()))
+}
+
+fn read_layer(path: &Path) -> Result<Layer, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_layer(path.display().to_string(), path.parent(), &text)
+}
+
+/// Parse, expand variables, anchor `system_prompt_file` to the file's
+/// directory, and check the file's keys.
+fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, ConfigError> {
+    let mut table: toml::Table =
+        text.parse()
+            .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                origin: origin.clone(),
+                message: e.to_string().trim().to_string(),
+            })?;
+    for (key, value) in table.iter_mut() {
+        expand_value(value, key, &origin)?;
+    }
+    if let (Some(toml::Value::String(file)), Some(dir)) = (table.get("system_prompt_file"), dir) {
+        let anchored = dir.join(file).display().to_string();
+        table.insert("system_prompt_file".into(), toml::Value::String(anchored));
+    }
+    let _: ConfigFile = check(&table, &origin)?;
+    Ok(Layer { origin, table })
+}
+
+fn expand_value(value: &mut toml::Value, key: &str, origin: &str) -> Result<(), ConfigError> {
+    match value {
+        toml::Value::String(s) => {
+            if key.ends_with("api_key") {
+                return Ok(()); // expanded when a request is made
+            }
+            *s = expand::expand(s).map_err(|var| ConfigError::UndefinedVariable {
+                origin: origin.to_string(),
+                key: key.to_string(),
+                var,
+            })?;
+        }
+        toml::Value::Array(items) => {
+            for (i, item) in items.iter_mut().enumerate() {
+                expand_value(item, &format!("{key}[{i}]"), origin)?;
+            }
+        }
+        toml::Value::Table(t) => {
+            for (k, v) in t.iter_mut() {
+                expand_value(v, &format!("{key}.{k}"), origin)?;
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Deserialise a table, naming the key that does not fit.
+fn check<T: serde::de::DeserializeOwned>(
+    table: &toml::Table,
+    origin: &str,
+) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+        let key = e.path().to_string();
+        ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: if key == "." {
+                "(top level)".into()
+            } else {
+                key
+            },
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+/// Merge `layer` over `base`: tables merge recursively, other values replace.
+/// `system_prompt` and `system_prompt_file` replace each other.
+fn merge(base: &mut toml::Table, layer: toml::Table) {
+    for exclusive in [
+        ("system_prompt", "system_prompt_file"),
+        ("system_prompt_file", "system_prompt"),
+    ] {
+        if layer.contains_key(exclusive.0) {
+            base.remove(exclusive.1);
+        }
+    }
+    merge_tables(base, layer);
+}
+
+fn merge_tables(base: &mut toml::Table, layer: toml::Table) {
+    for (key, value) in layer {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(l)) => merge_tables(b, l),
+            (_, v) => {
+                base.insert(key, v);
+            }
+        }
+    }
+}
+
+fn resolve(
+    layers: Vec<Layer>,
+    options: &LoadOptions,
+    workspace: PathBuf,
+) -> Result<Settings, ConfigError> {
+    let mut merged = toml::Table::new();
+    let mut profile_origin: HashMap<String, String> = HashMap::new();
+    let mut model_origin = String::from("built-in defaults");
+    for layer in layers {
+        if let Some(toml::Value::Table(models)) = layer.table.get("models") {
+            for name in models.keys() {
+                profile_origin.insert(name.clone(), layer.origin.clone());
+            }
+        }
+        if layer.table.contains_key("model") {
+            model_origin = layer.origin.clone();
+        }
+        merge(&mut merged, layer.table);
+    }
+    let file: ConfigFile = check(&merged, "the merged configuration")?;
+
+    let mut models = BTreeMap::new();
+    for (name, table) in file.models.unwrap_or_default() {
+        let origin = profile_origin.get(&name).cloned().unwrap_or_default();
+        let profile: ModelProfile = check(&table, &origin).map_err(|e| match e {
+            ConfigError::Invalid {
+                origin,
+                key,
+                message,
+            } => ConfigError::Invalid {
+                origin,
+                key: format!("models.{name}.{key}").replace(".(top level)", ""),
+                message,
+            },
+            other => other,
+        })?;
+        models.insert(name, profile);
+    }
+
+    let (requested, origin) = match &options.model {
+        Some(m) => (m.clone(), "--model".to_string()),
+        None => (file.model.unwrap_or_else(|| "auto".into()), model_origin),
+    };
+    let model = if requested == "auto" {
+        pick_auto_model(&models, &file.auto_models.unwrap_or_default()).ok_or_else(|| {
+            ConfigError::UnknownModel {
+                name: "auto".into(),
+                origin: origin.clone(),
+                available: available(&models),
+            }
+        })?
+    } else if models.contains_key(&requested) {
+        requested
+    } else {
+        return Err(ConfigError::UnknownModel {
+            name: requested,
+            origin,
+            available: available(&models),
+        });
+    };
+
+    let prompt_template = match (&file.system_prompt, &file.system_prompt_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(path)) => {
+            std::fs::read_to_string(path).map_err(|source| ConfigError::PromptFile {
+                origin: "configuration".into(),
+                path: path.clone(),
+                source,
+            })?
+        }
+        (None, None) => DEFAULT_SYSTEM_PROMPT.to_string(),
+    };
+    let system_prompt = prompt_template
+        .replace("{workspace}", &workspace.display().to_string())
+        .replace("{os}", std::env::consts::OS)
+        .replace(
+            "{date}",
+            &chrono::Local::now().format("%Y-%m-%d").to_string(),
+        );
+
+    Ok(Settings {
+        model,
+        system_prompt,
+        max_steps: options.max_steps.or(file.max_steps).unwrap_or(50).max(1),
+        include_partial_messages: file.include_partial_messages.unwrap_or(true),
+        disallowed_tools: file.disallowed_tools.unwrap_or_default(),
+        workspace,
+        models,
+        tools: file.tools.unwrap_or_default(),
+    })
+}
+
+fn available(models: &BTreeMap<String, ModelProfile>) -> String {
+    models.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+/// The first profile of `order` whose key is available (a profile that needs
+/// no key always is); else the first keyless profile.
+fn pick_auto_model(models: &BTreeMap<String, ModelProfile>, order: &[String]) -> Option<String> {
+    let needs_no_key = |p: &ModelProfile| p.api_key.is_none() && p.api_key_env.is_none();
+    let has_key =
+        |name: &str, p: &ModelProfile| needs_no_key(p) || matches!(p.api_key(name), Ok(Some(_)));
+    order
+        .iter()
+        .find(|name| models.get(*name).is_some_and(|p| has_key(name, p)))
+        .cloned()
+        .or_else(|| {
+            models
+                .iter()
+                .find(|(_, p)| needs_no_key(p))
+                .map(|(n, _)| n.clone())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(origin: &str, text: &str) -> Layer {
+        parse_layer(origin.into(), Some(Path::new("/cfg")), text).unwrap()
+    }
+
+    fn resolve_text(texts: &[&str], options: LoadOptions) -> Result<Settings, ConfigError> {
+        let mut layers = vec![parse_layer("built-in defaults".into(), None, DEFAULT_TOML).unwrap()];
+        layers.extend(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| layer(&format!("file{i}.toml"), t)),
+        );
+        resolve(layers, &options, PathBuf::from("/ws"))
+    }
+
+    #[test]
+    fn defaults_alone_give_a_usable_configuration() {
+        let s = resolve_text(&[], LoadOptions::default()).unwrap();
+        assert!(s.models.contains_key("openai") && s.models.contains_key("local"));
+        assert!(s.system_prompt.contains("/ws"));
+        assert_eq!(s.max_steps, 50);
+        assert!(s.include_partial_messages);
+    }
+
+    #[test]
+    fn later_files_and_flags_override_earlier_ones() {
+        let s = resolve_text(
+            &[
+                "max_steps = 7\n[models.local]\nmodel = \"qwen\"",
+                "max_steps = 9\nsystem_prompt = \"hi\"",
+            ],
+            LoadOptions {
+                model: Some("ollama".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(s.max_steps, 9);
+        assert_eq!(s.system_prompt, "hi");
+        assert_eq!(s.model, "ollama");
+        assert_eq!(s.models["local"].model, "qwen");
+        assert_eq!(
+            s.models["local"].base_url, "http://127.0.0.1:8080/v1",
+            "other keys kept"
+        );
+    }
+
+    #[test]
+    fn a_wrong_type_names_the_file_and_the_key() {
+        let err = parse_layer("my.toml".into(), None, "max_steps = \"ten\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("max_steps"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_names_the_file_and_lists_what_is_expected() {
+        let err = parse_layer("my.toml".into(), None, "modle = \"x\"")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("modle") && err.contains("expected one of"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_profile_names_its_file_and_key() {
+        let err = resolve_text(
+            &["[models.mine]\nprovider = \"openai\"\nmodel = \"m\"\nbase_urll = \"x\""],
+            LoadOptions::default(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("file0.toml") && err.contains("models.mine"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_file() {
+        let err = parse_layer("my.toml".into(), None, "max_steps = = 3")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("not valid TOML"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_model_lists_the_profiles() {
+        let err = resolve_text(&["model = \"nope\""], LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("nope") && err.contains("file0.toml") && err.contains("local"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn undefined_variables_are_named_but_api_keys_wait() {
+        let err = parse_layer(
+            "my.toml".into(),
+            None,
+            "system_prompt = \"${AGENTBUS_SURELY_UNSET_VAR}\"",
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("AGENTBUS_SURELY_UNSET_VAR") && err.contains("system_prompt"),
+            "{err}"
+        );
+        let ok = parse_layer(
+            "my.toml".into(),
+            None,
+            "[models.x]\napi_key = \"${AGENTBUS_SURELY_UNSET_VAR}\"",
+        );
+        assert!(ok.is_ok());
+    }
+
+    #[test]
+    fn prompt_file_is_read_relative_to_its_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("p.md"), "custom prompt in {workspace}").unwrap();
+        let l = parse_layer(
+            "c.toml".into(),
+            Some(dir.path()),
+            "system_prompt_file = \"p.md\"",
+        )
+        .unwrap();
+        let defaults = parse_layer("built-in defaults".into(), None, DEFAULT_TOML).unwrap();
+        let s = resolve(
+            vec![defaults, l],
+            &LoadOptions::default(),
+            PathBuf::from("/ws"),
+        )
+        .unwrap();
+        assert_eq!(s.system_prompt, "custom prompt in /ws");
+    }
+
+    #[test]
+    fn auto_prefers_a_profile_whose_key_is_set_else_a_keyless_one() {
+        let mut models = BTreeMap::new();
+        let with_env = |env: &str| ModelProfile {
+            provider: agentbus_actors::settings::ProviderKind::Openai,
+            model: "m".into(),
+            base_url: "u".into(),
+            api_key_env: Some(env.into()),
+            api_key: None,
+            max_output_tokens: None,
+            max_tokens_field: None,
+            context_window: None,
+        };
+        models.insert("cloud".to_string(), with_env("AGENTBUS_SURELY_UNSET_VAR"));
+        models.insert("here".to_string(), with_env("PATH"));
+        let mut keyless = with_env("x");
+        keyless.api_key_env = None;
+        models.insert("local".to_string(), keyless);
+        assert_eq!(
+            pick_auto_model(&models, &["cloud".into(), "here".into()]).as_deref(),
+            Some("here")
+        );
+        assert_eq!(
+            pick_auto_model(&models, &["cloud".into()]).as_deref(),
+            Some("local")
+        );
+    }
+}

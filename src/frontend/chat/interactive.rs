@@ -1,0 +1,173 @@
+//! The chat on a terminal.
+//!
+//! The editor is blocking, so the chat runs on a blocking thread and enters
+//! the async runtime to talk to the session. While a turn runs the terminal
+//! is in raw mode and keys are read as events: Esc or Ctrl-C interrupts.
+
+use super::editor::{self, CTRL_C};
+use crate::frontend::render::{RenderOptions, Renderer};
+use crate::frontend::{DataDir, InputEnd, input_end};
+use agentbus_actors::SessionHandle;
+use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, StreamDelta, SystemSubtype};
+use agentbus_actors::ui_sink::attach_channel;
+use anyhow::Context as _;
+use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use reedline::{EditCommand, Signal};
+use std::io::Stdout;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::runtime::Handle;
+use tokio::sync::mpsc::Receiver;
+
+pub async fn run(session: SessionHandle, data_dir: DataDir) -> anyhow::Result<ExitCode> {
+    let (_sink, events) = attach_channel(session.topic().clone(), 0);
+    let rt = Handle::current();
+    tokio::task::spawn_blocking(move || chat_loop(rt, session, events, data_dir))
+        .await
+        .context("the chat thread failed")?
+}
+
+fn chat_loop(
+    rt: Handle,
+    session: SessionHandle,
+    mut events: Receiver<Arc<EventEnvelope>>,
+    data_dir: DataDir,
+) -> anyhow::Result<ExitCode> {
+    let mut editor = editor::build(data_dir.chat_history());
+    let mut renderer = Renderer::new(
+        std::io::stdout(),
+        RenderOptions {
+            color: std::env::var_os("NO_COLOR").is_none(),
+            raw: false,
+            echo_user: false,
+        },
+    );
+    while let Ok(event) = events.try_recv() {
+        renderer.event(&event);
+    }
+    renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts over, Ctrl-D quits.");
+    loop {
+        let text = match editor
+            .read_line(&editor::ChatPrompt)
+            .context("reading input")?
+        {
+            Signal::Success(text) if text == CTRL_C => {
+                if editor.current_buffer_contents().is_empty() {
+                    break;
+                }
+                editor.run_edit_commands(&[EditCommand::Clear]);
+                continue;
+            }
+            Signal::Success(text) => text,
+            Signal::CtrlC | Signal::CtrlD => break,
+        };
+        let text = text.trim();
+        if text.is_empty() {
+            continue;
+        }
+        let id = rt.block_on(session.submit_text(text.to_string()))?;
+        match rt.block_on(follow(&session, &mut events, id, &mut renderer))? {
+            Some(InputEnd::Reply(reply)) if reply.subtype == SystemSubtype::Quit => break,
+            Some(_) => {}
+            None => anyhow::bail!("the session stopped"),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Show the events of input `id` until it ends; Esc or Ctrl-C interrupts.
+async fn follow(
+    session: &SessionHandle,
+    events: &mut Receiver<Arc<EventEnvelope>>,
+    id: InputId,
+    renderer: &mut Renderer<Stdout>,
+) -> anyhow::Result<Option<InputEnd>> {
+    let _raw = RawMode::enable()?;
+    renderer.options.raw = true;
+    let mut spinner = Spinner::default();
+    spinner.show("thinking…");
+    let mut keys = EventStream::new();
+    let end = loop {
+        tokio::select! {
+            event = events.recv() => {
+                let Some(event) = event else { break None };
+                spinner.hide();
+                renderer.event(&event);
+                if let Some(end) = input_end(&event, id) {
+                    break Some(end);
+                }
+                if let Some(waiting) = waiting_after(&event.message) {
+                    spinner.show(waiting);
+                }
+            }
+            key = keys.next() => {
+                if let Some(Ok(Event::Key(k))) = key
+                    && k.kind == KeyEventKind::Press
+                    && (k.code == KeyCode::Esc
+                        || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL)))
+                {
+                    session.interrupt().await?;
+                }
+            }
+        }
+    };
+    spinner.hide();
+    renderer.options.raw = false;
+    Ok(end)
+}
+
+/// What the turn waits for after `message`, if the spinner should show.
+fn waiting_after(message: &AgentMessage) -> Option<&'static str> {
+    match message {
+        AgentMessage::User(_) => Some("thinking…"),
+        AgentMessage::ToolResult(_) => Some("thinking…"),
+        AgentMessage::Assistant(a) if a.content.iter().any(|b| b.as_text().is_none()) => {
+            Some("running tools…")
+        }
+        AgentMessage::StreamEvent(s) if matches!(s.event, StreamDelta::Discard { .. }) => {
+            Some("retrying…")
+        }
+        _ => None,
+    }
+}
+
+/// A spinner on stderr while nothing streams.
+#[derive(Default)]
+struct Spinner(Option<ProgressBar>);
+
+impl Spinner {
+    fn show(&mut self, message: &'static str) {
+        self.hide();
+        let bar = ProgressBar::new_spinner().with_message(message);
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(100));
+        self.0 = Some(bar);
+    }
+
+    fn hide(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Raw mode for the life of the guard.
+struct RawMode;
+
+impl RawMode {
+    fn enable() -> anyhow::Result<RawMode> {
+        crossterm::terminal::enable_raw_mode().context("switching the terminal to raw mode")?;
+        Ok(RawMode)
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+}

@@ -1,0 +1,108 @@
+//! Front ends: plug-ins that attach to a session's events (through a UiSink)
+//! and send it user input.
+//!
+//! - [`run`]: one prompt, non-interactive (`agentbus run`).
+//! - [`chat`]: the terminal chat (`agentbus chat`), line-by-line when piped.
+//! - [`render`] and [`json`]: how events are shown — as text or JSON lines.
+//!
+//! Front ends never parse slash commands (the session does) and never look
+//! at provider formats: they only read [`agentbus_actors::protocol`] events.
+
+pub mod chat;
+pub mod json;
+pub mod render;
+pub mod run;
+
+use agentbus_actors::protocol::{
+    AgentMessage, EventEnvelope, InputId, ResultEvent, StopReason, SystemEvent, SystemSubtype,
+};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// How one submitted input ended, as its events show it.
+#[derive(Clone, Debug)]
+pub enum InputEnd {
+    /// A query's turn ended.
+    Result(ResultEvent),
+    /// A control command (or an unknown one) was answered.
+    Reply(SystemEvent),
+}
+
+/// `Some` when `event` is the last event of input `id`: its `result`, or the
+/// `system` reply of a command (retry notices do not end anything).
+pub fn input_end(event: &EventEnvelope, id: InputId) -> Option<InputEnd> {
+    if event.turn_id != Some(id) {
+        return None;
+    }
+    match &event.message {
+        AgentMessage::Result(r) => Some(InputEnd::Result(r.clone())),
+        AgentMessage::System(s) if s.subtype != SystemSubtype::Retrying => {
+            Some(InputEnd::Reply(s.clone()))
+        }
+        _ => None,
+    }
+}
+
+impl InputEnd {
+    /// The process exit code for a one-shot run that ended this way:
+    /// 0 for `end_turn` and answered commands, 130 for an interrupt, 2 for
+    /// a command that was refused, 3 for `max_steps`, 1 for errors.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            InputEnd::Result(r) => match r.stop_reason {
+                StopReason::EndTurn => 0,
+                StopReason::Cancelled => 130,
+                StopReason::MaxSteps => 3,
+                StopReason::Error => 1,
+            },
+            InputEnd::Reply(s) if s.subtype == SystemSubtype::Notice => 2,
+            InputEnd::Reply(_) => 0,
+        }
+    }
+
+    /// Why a run ended badly, for stderr; `None` when it ended well.
+    pub fn failure_reason(&self) -> Option<String> {
+        match self {
+            InputEnd::Result(r) => match r.stop_reason {
+                StopReason::EndTurn => None,
+                StopReason::Cancelled => Some("interrupted (stop_reason: cancelled)".into()),
+                StopReason::MaxSteps => Some(format!(
+                    "stopped after {} model calls (stop_reason: max_steps)",
+                    r.steps
+                )),
+                StopReason::Error => Some(format!(
+                    "the turn failed (stop_reason: error): {}",
+                    r.error.as_deref().unwrap_or("unknown error")
+                )),
+            },
+            InputEnd::Reply(s) if s.subtype == SystemSubtype::Notice => Some(s.message.clone()),
+            InputEnd::Reply(_) => None,
+        }
+    }
+
+    pub fn to_exit_code(&self) -> ExitCode {
+        ExitCode::from(self.exit_code())
+    }
+}
+
+/// Where agentbus keeps its files: `--data-dir`, `$AGENTBUS_DATA_DIR`, or
+/// the XDG data directory.
+#[derive(Clone, Debug)]
+pub struct DataDir(pub PathBuf);
+
+impl DataDir {
+    pub fn resolve(global: &crate::cli::GlobalArgs) -> DataDir {
+        let dir = global
+            .data_dir
+            .clone()
+            .or_else(|| dirs::data_dir().map(|d| d.join("agentbus")))
+            .unwrap_or_else(|| PathBuf::from(".agentbus"));
+        DataDir(dir)
+    }
+
+    /// The chat's line-editor history file (the directory is created).
+    pub fn chat_history(&self) -> Option<PathBuf> {
+        std::fs::create_dir_all(&self.0).ok()?;
+        Some(self.0.join("chat_history.txt"))
+    }
+}

@@ -1,0 +1,75 @@
+//! agentbus, the binary: command line, configuration, front ends.
+//!
+//! Everything agentbus *is* lives in the `agentbus-actors` crate; this crate
+//! parses the command line, loads the configuration, starts the runtime and
+//! plugs a front end into a session. Logs go to stderr (RUST_LOG filters
+//! them); stdout belongs to the user's output and `--json` events.
+
+mod cli;
+mod config;
+mod frontend;
+
+use anyhow::Context as _;
+use clap::Parser;
+use cli::{Cli, Command, GlobalArgs, SessionArgs};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("agentbus: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("agentbus: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+    agentbus_actors::provider::install_crypto_provider();
+    match cli.command {
+        Command::Chat(args) => {
+            let settings = load_settings(&cli.global, &args.session)?;
+            frontend::chat::run(settings, frontend::DataDir::resolve(&cli.global), args.json).await
+        }
+        Command::Run(args) => {
+            let settings = load_settings(&cli.global, &args.session)?;
+            let prompt = frontend::run::read_prompt(&args.prompt).await?;
+            frontend::run::run(settings, prompt, args.json).await
+        }
+    }
+}
+
+fn load_settings(
+    global: &GlobalArgs,
+    session: &SessionArgs,
+) -> anyhow::Result<agentbus_actors::Settings> {
+    let options = config::LoadOptions {
+        config_file: global.config.clone(),
+        workspace: global.workspace.clone(),
+        model: session.model.clone(),
+        max_steps: session.max_steps,
+    };
+    config::load(&options).context("configuration")
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
