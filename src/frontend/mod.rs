@@ -85,6 +85,15 @@ impl InputEnd {
     }
 }
 
+/// SIGINT as a stream. Made once, before the loop that waits for it: a
+/// signal that arrives while the loop is busy elsewhere is kept, where a
+/// fresh `ctrl_c()` future per iteration would miss it.
+pub fn interrupt_signals() -> anyhow::Result<tokio::signal::unix::Signal> {
+    use anyhow::Context as _;
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .context("listening for Ctrl-C")
+}
+
 /// Where agentbus keeps its files: `--data-dir`, `$AGENTBUS_DATA_DIR`, or
 /// the XDG data directory.
 #[derive(Clone, Debug)]

@@ -33,6 +33,7 @@ pub async fn run(
     prompt: String,
     json_output: bool,
 ) -> anyhow::Result<ExitCode> {
+    let mut interrupts = super::interrupt_signals()?;
     let runtime = Runtime::start(settings)?;
     let session = runtime.create_session(SessionOptions::default()).await?;
     let (_sink, mut events) = attach_channel(session.topic().clone(), 0);
@@ -55,7 +56,7 @@ pub async fn run(
                     break end;
                 }
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupts.recv() => {
                 if interrupted {
                     return Ok(ExitCode::from(130));
                 }

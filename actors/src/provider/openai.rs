@@ -81,11 +81,14 @@ fn wire_message(message: &Message) -> Value {
     }
 }
 
-/// Arguments as the model sent them: invalid JSON was kept as a raw string.
+/// Arguments as JSON text. Arguments that were not a JSON object (garbage
+/// from the model, or cut short by an interrupt) are sent as `{}`: servers
+/// parse the history's arguments and would refuse the request, and the
+/// call's error result already quotes what the model sent.
 fn arguments_text(input: &Value) -> String {
     match input {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
+        Value::Object(_) => input.to_string(),
+        _ => "{}".to_string(),
     }
 }
 
@@ -538,8 +541,8 @@ mod tests {
             r#"{"command":"ls"}"#
         );
         assert_eq!(
-            body["messages"][2]["tool_calls"][1]["function"]["arguments"],
-            "{broken"
+            body["messages"][2]["tool_calls"][1]["function"]["arguments"], "{}",
+            "garbage arguments are not sent back"
         );
         assert_eq!(body["messages"][3]["role"], "tool");
         assert_eq!(body["tools"][0]["function"]["name"], "bash");

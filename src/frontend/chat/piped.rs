@@ -3,13 +3,15 @@
 //!
 //! Each line is submitted as soon as it is read, so later lines queue behind
 //! the running turn exactly as the session's FIFO defines. SIGINT interrupts
-//! the running turn; with nothing running it exits. At end of input the chat
-//! waits for every submitted input to finish, then exits.
+//! the running turn; with nothing running it exits. At end of input — or at
+//! a `/quit` line, which ends the input like end of file — the chat waits for
+//! every submitted input to finish, then exits.
 
 use crate::frontend::render::{RenderOptions, Renderer};
-use crate::frontend::{InputEnd, input_end, json};
+use crate::frontend::{input_end, json};
 use agentbus_actors::SessionHandle;
-use agentbus_actors::protocol::{InputId, SystemSubtype};
+use agentbus_actors::commands;
+use agentbus_actors::protocol::{ControlCommand, InputId};
 use agentbus_actors::ui_sink::attach_channel;
 use anyhow::Context as _;
 use std::collections::BTreeSet;
@@ -17,6 +19,7 @@ use std::process::ExitCode;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 pub async fn run(session: SessionHandle, json_output: bool) -> anyhow::Result<ExitCode> {
+    let mut interrupts = crate::frontend::interrupt_signals()?;
     let (_sink, mut events) = attach_channel(session.topic().clone(), 0);
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut renderer = Renderer::new(
@@ -39,7 +42,9 @@ pub async fn run(session: SessionHandle, json_output: bool) -> anyhow::Result<Ex
                 match line.context("reading stdin")? {
                     Some(line) if line.trim().is_empty() => {}
                     Some(line) => {
-                        pending.insert(session.submit_text(line.trim().to_string()).await?);
+                        let text = line.trim().to_string();
+                        input_open = !matches!(commands::parse(&text), Some(Ok(ControlCommand::Quit)));
+                        pending.insert(session.submit_text(text).await?);
                     }
                     None => input_open = false,
                 }
@@ -55,12 +60,9 @@ pub async fn run(session: SessionHandle, json_output: bool) -> anyhow::Result<Ex
                 if let Some((id, end)) = ended {
                     pending.remove(&id);
                     failed |= end.exit_code() != 0 && end.exit_code() != 130;
-                    if matches!(&end, InputEnd::Reply(s) if s.subtype == SystemSubtype::Quit) {
-                        break;
-                    }
                 }
             }
-            _ = tokio::signal::ctrl_c() => {
+            _ = interrupts.recv() => {
                 if pending.is_empty() {
                     break;
                 }

@@ -1,0 +1,112 @@
+//! Configuration as a user meets it: layered files, clear errors.
+
+mod support;
+
+use support::*;
+
+#[tokio::test]
+async fn a_bad_config_file_names_the_file_and_the_key() {
+    let fx = Fixture::new("plain_reply").await;
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        "max_steps = \"ten\"\n",
+    )
+    .unwrap();
+    let out = fx.run(&["run", "hi"]).await;
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains(".agentbus.toml") && out.stderr.contains("max_steps"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("expected"), "{}", out.stderr);
+    assert!(fx.server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn an_unknown_model_profile_lists_the_configured_ones() {
+    let fx = Fixture::new("plain_reply").await;
+    let out = fx.run(&["run", "--model", "nope", "hi"]).await;
+    assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("`nope`") && out.stderr.contains("scripted"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[tokio::test]
+async fn the_project_file_can_turn_off_partial_messages() {
+    let fx = Fixture::new("plain_reply").await;
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        "include_partial_messages = false\n",
+    )
+    .unwrap();
+    let out = fx.run(&["run", "--json", "hi"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let types: Vec<String> = out
+        .events()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(types, ["system", "user", "assistant", "result"]);
+}
+
+#[tokio::test]
+async fn disallowed_tools_are_hidden_from_the_model() {
+    let fx = Fixture::new("plain_reply").await;
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        "disallowed_tools = [\"bash\", \"grep\"]\n",
+    )
+    .unwrap();
+    let out = fx.run(&["run", "hi"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let tools: Vec<String> = fx.server.requests()[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        tools,
+        ["read_file", "write_file", "edit_file", "list_dir", "glob"]
+    );
+}
+
+#[tokio::test]
+async fn the_system_prompt_reaches_the_model_with_the_workspace_filled_in() {
+    let fx = Fixture::new("plain_reply").await;
+    let out = fx.run(&["run", "hi"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let system = fx.request_messages()[0][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let workspace = fx.workspace().canonicalize().unwrap();
+    assert!(
+        system.contains(&format!("workspace: {}", workspace.display())),
+        "{system}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_server_ends_the_turn_with_a_clear_error() {
+    let fx = Fixture::new("plain_reply").await;
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        "[models.dead]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+    )
+    .unwrap();
+    let out = fx.run(&["run", "--json", "--model", "dead", "hi"]).await;
+    assert_eq!(out.code(), Some(1));
+    let events = out.events();
+    let error = of_type(&events, "error")[0];
+    assert!(
+        error["message"].as_str().unwrap().contains("127.0.0.1:9"),
+        "{error}"
+    );
+    assert_eq!(the_result(&events)["stop_reason"], "error");
+    assert!(out.stderr.contains("could not reach"), "{}", out.stderr);
+}

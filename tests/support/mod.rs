@@ -1,0 +1,307 @@
+//! Driving the built `agentbus` binary against the scripted model server.
+//!
+//! A [`Fixture`] is a temporary workspace, a temporary data dir and home (so
+//! no user configuration leaks in), a scripted model server, and a config
+//! file pointing the `scripted` and `other` profiles at that server. An
+//! [`Agent`] is a running binary whose stdout is read line by line.
+//!
+//! Waits are bounded by [`GUARD`] only so that a broken build fails instead
+//! of hanging; tests synchronise on what the binary prints, never on time.
+
+#![allow(dead_code)]
+
+use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// How long any single wait may take before the test fails as hung.
+pub const GUARD: Duration = Duration::from_secs(60);
+
+/// The secret configured for the `scripted` profile; it must never appear
+/// in output.
+pub const SECRET: &str = "sk-test-secret-must-never-appear-4711";
+
+pub struct Fixture {
+    pub workspace: tempfile::TempDir,
+    pub home: tempfile::TempDir,
+    pub server: ScriptedModel,
+    pub config: PathBuf,
+}
+
+impl Fixture {
+    /// A fixture answering from `tests/fixtures/scripts/<name>.toml`.
+    pub async fn new(script: &str) -> Fixture {
+        let path = fixtures_dir()
+            .join("scripts")
+            .join(format!("{script}.toml"));
+        let script =
+            Script::from_file(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+        Self::with_script(script).await
+    }
+
+    pub async fn with_script(script: Script) -> Fixture {
+        let server = ScriptedModel::start(script)
+            .await
+            .expect("start the scripted model");
+        let workspace = tempfile::tempdir().expect("workspace");
+        let home = tempfile::tempdir().expect("home");
+        let config = home.path().join("test-config.toml");
+        let base = server.openai_base_url();
+        std::fs::write(
+            &config,
+            format!(
+                "model = \"scripted\"\n\
+                 [models.scripted]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{base}\"\napi_key = \"{SECRET}\"\n\
+                 [models.other]\nprovider = \"openai\"\nmodel = \"scripted-other\"\nbase_url = \"{base}\"\n"
+            ),
+        )
+        .expect("write config");
+        Fixture {
+            workspace,
+            home,
+            server,
+            config,
+        }
+    }
+
+    pub fn workspace(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    /// The binary with this fixture's config, workspace, data dir and home.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentbus"));
+        cmd.arg("--config")
+            .arg(&self.config)
+            .arg("--workspace")
+            .arg(self.workspace())
+            .arg("--data-dir")
+            .arg(self.home.path().join("data"))
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join(".config"))
+            .env_remove("AGENTBUS_CONFIG")
+            .env_remove("AGENTBUS_DATA_DIR")
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    /// Start the binary.
+    pub fn spawn(&self, args: &[&str]) -> Agent {
+        let mut cmd = self.command(args);
+        Agent::spawn(&mut cmd, false)
+    }
+
+    /// Start the binary with a stdin pipe.
+    pub fn spawn_with_stdin(&self, args: &[&str]) -> Agent {
+        let mut cmd = self.command(args);
+        cmd.stdin(Stdio::piped());
+        Agent::spawn(&mut cmd, true)
+    }
+
+    /// Run to the end and collect everything.
+    pub async fn run(&self, args: &[&str]) -> Finished {
+        self.spawn(args).finish().await
+    }
+
+    /// The `messages` of every chat request the server received.
+    pub fn request_messages(&self) -> Vec<Vec<Value>> {
+        self.server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+            .collect()
+    }
+
+    /// Fails the test if any request broke the protocol.
+    pub fn assert_requests_valid(&self) {
+        let violations = self.server.violations();
+        assert!(
+            violations.is_empty(),
+            "protocol violations: {violations:#?}"
+        );
+    }
+}
+
+/// A running binary.
+pub struct Agent {
+    child: Child,
+    stdout: Lines<BufReader<ChildStdout>>,
+    stdin: Option<ChildStdin>,
+    stderr: tokio::task::JoinHandle<String>,
+    /// Every stdout line read so far.
+    pub lines: Vec<String>,
+}
+
+impl Agent {
+    fn spawn(cmd: &mut Command, with_stdin: bool) -> Agent {
+        let mut child = cmd.spawn().expect("spawn agentbus");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut stderr_pipe = child.stderr.take().expect("stderr");
+        let stderr = tokio::spawn(async move {
+            let mut text = String::new();
+            let _ = stderr_pipe.read_to_string(&mut text).await;
+            text
+        });
+        let stdin = if with_stdin { child.stdin.take() } else { None };
+        Agent {
+            child,
+            stdout,
+            stdin,
+            stderr,
+            lines: Vec::new(),
+        }
+    }
+
+    /// The next stdout line, or `None` at end of output.
+    pub async fn next_line(&mut self) -> Option<String> {
+        let line = match tokio::time::timeout(GUARD, self.stdout.next_line()).await {
+            Ok(line) => line.expect("read stdout")?,
+            Err(_) => panic!(
+                "agentbus printed nothing for {GUARD:?}; so far:\n{}",
+                self.lines.join("\n")
+            ),
+        };
+        self.lines.push(line.clone());
+        Some(line)
+    }
+
+    /// Read JSON events until one satisfies `pred`; returns it.
+    pub async fn wait_for_event(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        loop {
+            let line = self.next_line().await.unwrap_or_else(|| {
+                panic!(
+                    "output ended before the awaited event; got:\n{}",
+                    self.lines.join("\n")
+                )
+            });
+            let event: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
+            if pred(&event) {
+                return event;
+            }
+        }
+    }
+
+    /// Read stdout lines until one contains `text`.
+    pub async fn wait_for_text(&mut self, text: &str) -> String {
+        loop {
+            let line = self.next_line().await.unwrap_or_else(|| {
+                panic!(
+                    "output ended before {text:?}; got:\n{}",
+                    self.lines.join("\n")
+                )
+            });
+            if line.contains(text) {
+                return line;
+            }
+        }
+    }
+
+    /// Send SIGINT, as Ctrl-C in a terminal would.
+    pub fn interrupt(&self) {
+        let pid = self.child.id().expect("agentbus is running") as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGINT,
+        )
+        .expect("send SIGINT");
+    }
+
+    /// Write lines to stdin.
+    pub async fn send(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("spawned with stdin");
+        stdin.write_all(text.as_bytes()).await.expect("write stdin");
+        stdin.flush().await.expect("flush stdin");
+    }
+
+    /// Close stdin (end of input).
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Read the rest of the output and wait for the exit.
+    pub async fn finish(mut self) -> Finished {
+        self.close_stdin();
+        while self.next_line().await.is_some() {}
+        let status = tokio::time::timeout(GUARD, self.child.wait())
+            .await
+            .expect("agentbus did not exit")
+            .expect("wait for agentbus");
+        let stderr = self.stderr.await.unwrap_or_default();
+        Finished {
+            status,
+            stdout: self.lines,
+            stderr,
+        }
+    }
+}
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: Vec<String>,
+    pub stderr: String,
+}
+
+impl Finished {
+    /// stdout as JSON events (every line must be one).
+    pub fn events(&self) -> Vec<Value> {
+        self.stdout
+            .iter()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| {
+                    panic!(
+                        "stdout line is not JSON ({e}): {l}\nstderr:\n{}",
+                        self.stderr
+                    )
+                })
+            })
+            .collect()
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    pub fn stdout_text(&self) -> String {
+        self.stdout.join("\n")
+    }
+}
+
+/// The events of one type.
+pub fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// The single `result` event (fails if there is not exactly one).
+pub fn the_result(events: &[Value]) -> &Value {
+    let results = of_type(events, "result");
+    assert_eq!(results.len(), 1, "expected one result, got {results:#?}");
+    results[0]
+}
+
+/// Seq numbers must run 1, 2, 3, ... without a gap.
+pub fn assert_gap_free(events: &[Value]) {
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["seq"], (i + 1) as u64, "seq gap at event {i}: {e}");
+    }
+}
+
+/// The role sequence of a request's messages, e.g. `["system", "user", "assistant", "tool"]`.
+pub fn roles(messages: &[Value]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
