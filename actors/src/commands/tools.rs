@@ -22,8 +22,12 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         .tools
         .iter()
         .map(|t| {
-            let summary = t.description.lines().next().unwrap_or_default();
-            format!("  {} [{}] — {}", t.name, origin(&t.origin), summary)
+            format!(
+                "  {} [{}] — {}",
+                t.name,
+                origin(&t.origin),
+                first_sentence(&t.description)
+            )
         })
         .collect();
     let data: Vec<_> = state
@@ -36,4 +40,27 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         format!("{} tools:\n{}", state.tools.len(), lines.join("\n")),
         Some(json!(data)),
     )
+}
+
+/// The first sentence (or line) of a description, for a one-line listing.
+fn first_sentence(description: &str) -> &str {
+    let line = description.lines().next().unwrap_or_default();
+    match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listings_show_the_first_sentence() {
+        assert_eq!(
+            first_sentence("Edit a file. It must exist.\nMore."),
+            "Edit a file."
+        );
+        assert_eq!(first_sentence("One line"), "One line");
+    }
 }

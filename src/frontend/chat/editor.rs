@@ -1,23 +1,21 @@
 //! The line editor (reedline): emacs keys, a history file, Tab completion of
 //! slash commands, and the chat's own keys.
 //!
-//! Ctrl-C and Ctrl-N are bound to host commands so the chat decides what
-//! they do: Ctrl-C quits at an empty prompt and clears the line otherwise;
-//! Ctrl-N submits `/new`.
+//! Ctrl-C is bound to a host command so the chat decides what it does: quit
+//! at an empty prompt, clear the line otherwise. Ctrl-N replaces the line
+//! with `/new` and submits it, as if typed.
 
 use agentbus_actors::commands::COMMANDS;
 use reedline::{
-    ColumnarMenu, Completer, Emacs, FileBackedHistory, KeyCode, KeyModifiers, MenuBuilder, Prompt,
-    PromptEditMode, PromptHistorySearch, Reedline, ReedlineEvent, ReedlineMenu, Span, Suggestion,
-    default_emacs_keybindings,
+    ColumnarMenu, Completer, EditCommand, Emacs, FileBackedHistory, KeyCode, KeyModifiers,
+    MenuBuilder, Prompt, PromptEditMode, PromptHistorySearch, Reedline, ReedlineEvent,
+    ReedlineMenu, Span, Suggestion, default_emacs_keybindings,
 };
 use std::borrow::Cow;
 use std::path::PathBuf;
 
 /// What the editor returns when Ctrl-C is pressed at the prompt.
 pub const CTRL_C: &str = "\u{3}ctrl-c";
-/// What the editor returns when Ctrl-N is pressed at the prompt.
-pub const CTRL_N: &str = "/new";
 
 /// The editor, with history in `history` when given.
 pub fn build(history: Option<PathBuf>) -> Reedline {
@@ -30,7 +28,13 @@ pub fn build(history: Option<PathBuf>) -> Reedline {
     keys.add_binding(
         KeyModifiers::CONTROL,
         KeyCode::Char('n'),
-        ReedlineEvent::ExecuteHostCommand(CTRL_N.into()),
+        ReedlineEvent::Multiple(vec![
+            ReedlineEvent::Edit(vec![
+                EditCommand::Clear,
+                EditCommand::InsertString("/new".into()),
+            ]),
+            ReedlineEvent::Submit,
+        ]),
     );
     keys.add_binding(
         KeyModifiers::NONE,

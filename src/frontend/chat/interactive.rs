@@ -2,7 +2,10 @@
 //!
 //! The editor is blocking, so the chat runs on a blocking thread and enters
 //! the async runtime to talk to the session. While a turn runs the terminal
-//! is in raw mode and keys are read as events: Esc or Ctrl-C interrupts.
+//! is in raw mode and a [`KeyWatcher`] reads keys: Esc or Ctrl-C interrupts.
+//! The watcher is joined before the editor reads again — two readers of the
+//! terminal would steal each other's input (the editor's cursor-position
+//! query among it).
 
 use super::editor::{self, CTRL_C};
 use crate::frontend::render::{RenderOptions, Renderer};
@@ -11,16 +14,16 @@ use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, StreamDelta, SystemSubtype};
 use agentbus_actors::ui_sink::attach_channel;
 use anyhow::Context as _;
-use crossterm::event::{Event, EventStream, KeyCode, KeyEventKind, KeyModifiers};
-use futures::StreamExt;
+use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use indicatif::{ProgressBar, ProgressStyle};
 use reedline::{EditCommand, Signal};
 use std::io::Stdout;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::runtime::Handle;
-use tokio::sync::mpsc::Receiver;
+use tokio::sync::mpsc::{Receiver, UnboundedSender};
 
 pub async fn run(session: SessionHandle, data_dir: DataDir) -> anyhow::Result<ExitCode> {
     let (_sink, events) = attach_channel(session.topic().clone(), 0);
@@ -75,6 +78,7 @@ fn chat_loop(
             None => anyhow::bail!("the session stopped"),
         }
     }
+    println!();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -89,7 +93,8 @@ async fn follow(
     renderer.options.raw = true;
     let mut spinner = Spinner::default();
     spinner.show("thinking…");
-    let mut keys = EventStream::new();
+    let (interrupt_keys, mut interrupts) = tokio::sync::mpsc::unbounded_channel();
+    let watcher = KeyWatcher::start(interrupt_keys);
     let end = loop {
         tokio::select! {
             event = events.recv() => {
@@ -103,17 +108,10 @@ async fn follow(
                     spinner.show(waiting);
                 }
             }
-            key = keys.next() => {
-                if let Some(Ok(Event::Key(k))) = key
-                    && k.kind == KeyEventKind::Press
-                    && (k.code == KeyCode::Esc
-                        || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL)))
-                {
-                    session.interrupt().await?;
-                }
-            }
+            Some(()) = interrupts.recv() => session.interrupt().await?,
         }
     };
+    watcher.stop();
     spinner.hide();
     renderer.options.raw = false;
     Ok(end)
@@ -132,6 +130,53 @@ fn waiting_after(message: &AgentMessage) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// Reads keys on a thread of its own while a turn runs and reports Esc and
+/// Ctrl-C. Polls in short slices so that [`stop`](Self::stop) returns soon.
+struct KeyWatcher {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl KeyWatcher {
+    fn start(interrupts: UnboundedSender<()>) -> KeyWatcher {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopping.load(Ordering::Relaxed) {
+                match event::poll(Duration::from_millis(50)) {
+                    Ok(true) => {
+                        if let Ok(Event::Key(k)) = event::read()
+                            && is_interrupt_key(&k)
+                        {
+                            let _ = interrupts.send(());
+                        }
+                    }
+                    Ok(false) => {}
+                    Err(_) => return,
+                }
+            }
+        });
+        KeyWatcher {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stop reading keys; returns once the thread is gone.
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn is_interrupt_key(k: &KeyEvent) -> bool {
+    k.kind == KeyEventKind::Press
+        && (k.code == KeyCode::Esc
+            || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL)))
 }
 
 /// A spinner on stderr while nothing streams.
