@@ -1,0 +1,390 @@
+//! The actors wired together, driven by a fake model the test controls:
+//! every model call hands the test a sender for its stream, so each step
+//! happens exactly when the test says. Real tools, real bus, no network.
+
+use agentbus_actors::model::{ModelEvent, ModelRequest};
+use agentbus_actors::protocol::{
+    AgentMessage, BlockKind, EventEnvelope, Message, StopReason, SystemSubtype,
+};
+use agentbus_actors::provider::{ModelClient, ModelStream, ProviderError};
+use agentbus_actors::settings::{ModelProfile, ProviderKind, ToolSettings};
+use agentbus_actors::{Runtime, SessionHandle, SessionOptions, Settings};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+/// Only so a broken build fails instead of hanging.
+const GUARD: Duration = Duration::from_secs(60);
+
+type Item = Result<ModelEvent, ProviderError>;
+
+/// One model call as the test sees it.
+struct Call {
+    request: ModelRequest,
+    stream: mpsc::UnboundedSender<Item>,
+    /// Fires when agentbus drops the stream (finished or cancelled).
+    dropped: oneshot::Receiver<()>,
+}
+
+impl Call {
+    fn send(&self, event: ModelEvent) {
+        let _ = self.stream.send(Ok(event));
+    }
+
+    /// Stream a text answer and finish.
+    fn answer(&self, text: &str) {
+        self.send(ModelEvent::TextDelta {
+            index: 0,
+            text: text.into(),
+        });
+        self.send(ModelEvent::Finished {
+            finish_reason: "end_turn".into(),
+        });
+    }
+
+    /// Ask for tool calls `(id, name, json)` and finish.
+    fn call_tools(&self, calls: &[(&str, &str, &str)]) {
+        for (i, (id, name, json)) in calls.iter().enumerate() {
+            self.send(ModelEvent::BlockStart {
+                index: i,
+                block: BlockKind::ToolUse {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                },
+            });
+            self.send(ModelEvent::ToolInputDelta {
+                index: i,
+                partial_json: json.to_string(),
+            });
+        }
+        self.send(ModelEvent::Finished {
+            finish_reason: "tool_use".into(),
+        });
+    }
+}
+
+/// Fires its sender when dropped.
+struct DropSignal(Option<oneshot::Sender<()>>);
+
+impl Drop for DropSignal {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+struct FakeModel {
+    calls: mpsc::UnboundedSender<Call>,
+}
+
+impl ModelClient for FakeModel {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (dropped_tx, dropped) = oneshot::channel();
+        let _ = self.calls.send(Call {
+            request,
+            stream: tx,
+            dropped,
+        });
+        let state = (rx, DropSignal(Some(dropped_tx)));
+        Box::pin(futures::stream::unfold(
+            state,
+            |(mut rx, guard)| async move { rx.recv().await.map(|item| (item, (rx, guard))) },
+        ))
+    }
+}
+
+struct Harness {
+    runtime: Runtime,
+    calls: Mutex<mpsc::UnboundedReceiver<Call>>,
+    _workspace: tempfile::TempDir,
+}
+
+impl Harness {
+    fn new() -> Harness {
+        let workspace = tempfile::tempdir().unwrap();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut models = BTreeMap::new();
+        models.insert(
+            "fake".to_string(),
+            ModelProfile {
+                provider: ProviderKind::Openai,
+                model: "fake-model".into(),
+                base_url: "http://unused".into(),
+                api_key_env: None,
+                api_key: None,
+                max_output_tokens: None,
+                max_tokens_field: None,
+                context_window: None,
+            },
+        );
+        let settings = Settings {
+            model: "fake".into(),
+            system_prompt: "test".into(),
+            max_steps: 10,
+            include_partial_messages: true,
+            disallowed_tools: vec![],
+            workspace: workspace.path().to_path_buf(),
+            models,
+            tools: ToolSettings::default(),
+        };
+        Harness {
+            runtime: Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx })),
+            calls: Mutex::new(rx),
+            _workspace: workspace,
+        }
+    }
+
+    fn workspace(&self) -> &Path {
+        &self.runtime.settings().workspace
+    }
+
+    async fn session(&self) -> SessionHandle {
+        self.runtime
+            .create_session(SessionOptions::default())
+            .await
+            .unwrap()
+    }
+
+    async fn next_call(&self) -> Call {
+        tokio::time::timeout(GUARD, self.calls.lock().await.recv())
+            .await
+            .expect("a model call")
+            .expect("model client alive")
+    }
+}
+
+/// Events of a session, read from a subscription.
+struct Events(agentbus_actors::bus::Subscription<EventEnvelope>);
+
+impl Events {
+    fn of(session: &SessionHandle) -> Events {
+        Events(session.subscribe(0).unwrap())
+    }
+
+    async fn next(&mut self) -> Arc<EventEnvelope> {
+        tokio::time::timeout(GUARD, self.0.recv())
+            .await
+            .expect("an event")
+            .expect("subscription open")
+    }
+
+    async fn until(&mut self, pred: impl Fn(&AgentMessage) -> bool) -> Arc<EventEnvelope> {
+        loop {
+            let e = self.next().await;
+            if pred(&e.message) {
+                return e;
+            }
+        }
+    }
+
+    async fn result(&mut self) -> agentbus_actors::protocol::ResultEvent {
+        match &self
+            .until(|m| matches!(m, AgentMessage::Result(_)))
+            .await
+            .message
+        {
+            AgentMessage::Result(r) => r.clone(),
+            _ => unreachable!(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn interrupt_during_stream_drops_the_model_stream() {
+    let h = Harness::new();
+    let session = h.session().await;
+    let mut events = Events::of(&session);
+    session.submit_text("tell me a story").await.unwrap();
+    let call = h.next_call().await;
+    call.send(ModelEvent::TextDelta {
+        index: 0,
+        text: "Once".into(),
+    });
+    events
+        .until(|m| matches!(m, AgentMessage::StreamEvent(_)))
+        .await;
+    session.interrupt().await.unwrap();
+    let result = events.result().await;
+    assert_eq!(result.stop_reason, StopReason::Cancelled);
+    assert_eq!(result.text, "Once");
+    tokio::time::timeout(GUARD, call.dropped)
+        .await
+        .expect("the model stream was dropped")
+        .unwrap();
+}
+
+#[tokio::test]
+async fn clear_waits_behind_running_query_and_applies_before_the_next() {
+    let h = Harness::new();
+    let session = h.session().await;
+    let mut events = Events::of(&session);
+    let first = session.submit_text("first").await.unwrap();
+    let call = h.next_call().await;
+    // The turn is running (its model call is open): these are queued.
+    let clear = session.submit_text("/clear").await.unwrap();
+    let second = session.submit_text("second").await.unwrap();
+    assert!(first < clear && clear < second);
+    assert!(session.snapshot().await.unwrap().queue.len() == 2);
+
+    call.answer("one");
+    let r1 = events.until(|m| matches!(m, AgentMessage::Result(_))).await;
+    assert_eq!(r1.turn_id, Some(first));
+    let cleared = events.next().await;
+    assert_eq!(cleared.turn_id, Some(clear));
+    assert!(
+        matches!(&cleared.message, AgentMessage::System(s) if s.subtype == SystemSubtype::Cleared)
+    );
+
+    let call2 = h.next_call().await;
+    assert_eq!(
+        call2.request.messages,
+        vec![Message::User {
+            text: "second".into()
+        }]
+    );
+    call2.answer("two");
+    assert_eq!(events.result().await.stop_reason, StopReason::EndTurn);
+}
+
+#[tokio::test]
+async fn late_subscriber_replays_the_session_then_follows_live() {
+    let h = Harness::new();
+    let session = h.session().await;
+    let mut early = Events::of(&session);
+    session.submit_text("hi").await.unwrap();
+    h.next_call().await.answer("hello");
+    early.result().await;
+
+    let mut late = Events::of(&session);
+    let mut replayed = Vec::new();
+    loop {
+        let e = late.next().await;
+        replayed.push(e.seq);
+        if matches!(e.message, AgentMessage::Result(_)) {
+            break;
+        }
+    }
+    assert_eq!(replayed, (1..=replayed.len() as u64).collect::<Vec<_>>());
+
+    session.submit_text("again").await.unwrap();
+    h.next_call().await.answer("hello again");
+    let live = late.result().await;
+    assert_eq!(live.text, "hello again");
+}
+
+#[tokio::test]
+async fn sessions_run_concurrently_and_never_share_history() {
+    let h = Harness::new();
+    let a = h.session().await;
+    let b = h.session().await;
+    assert_ne!(a.id(), b.id());
+    a.submit_text("question for a").await.unwrap();
+    let call_a = h.next_call().await;
+    b.submit_text("question for b").await.unwrap();
+    let call_b = h.next_call().await;
+    // Both turns are open at once; answer b first.
+    let mut events_b = Events::of(&b);
+    call_b.answer("answer b");
+    assert_eq!(events_b.result().await.text, "answer b");
+    let mut events_a = Events::of(&a);
+    call_a.answer("answer a");
+    assert_eq!(events_a.result().await.text, "answer a");
+
+    let history_a = a.snapshot().await.unwrap().history;
+    assert_eq!(history_a.len(), 2);
+    assert_eq!(
+        history_a[0],
+        Message::User {
+            text: "question for a".into()
+        }
+    );
+    assert_eq!(
+        call_b.request.messages,
+        vec![Message::User {
+            text: "question for b".into()
+        }]
+    );
+}
+
+#[tokio::test]
+async fn tool_calls_of_one_message_run_concurrently() {
+    let h = Harness::new();
+    let session = h.session().await;
+    let mut events = Events::of(&session);
+    session.submit_text("go").await.unwrap();
+    // Each command waits for the other's file: they can only both finish
+    // if they run at the same time.
+    h.next_call().await.call_tools(&[
+        (
+            "a",
+            "bash",
+            r#"{"command":"touch a.flag; while [ ! -f b.flag ]; do sleep 0.01; done; echo a done"}"#,
+        ),
+        (
+            "b",
+            "bash",
+            r#"{"command":"touch b.flag; while [ ! -f a.flag ]; do sleep 0.01; done; echo b done"}"#,
+        ),
+    ]);
+    let second = h.next_call().await;
+    let outputs: Vec<String> = second
+        .request
+        .messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::ToolResult { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outputs, ["a done\n", "b done\n"]);
+    assert!(h.workspace().join("a.flag").exists());
+    second.answer("both ran");
+    assert_eq!(events.result().await.stop_reason, StopReason::EndTurn);
+}
+
+#[tokio::test]
+async fn provider_failure_ends_the_turn_with_an_error_and_the_session_lives_on() {
+    let h = Harness::new();
+    let session = h.session().await;
+    let mut events = Events::of(&session);
+    session.submit_text("hi").await.unwrap();
+    let call = h.next_call().await;
+    let _ = call.stream.send(Err(ProviderError::Stream {
+        url: "http://x".into(),
+        detail: "connection reset".into(),
+    }));
+    let error = events.until(|m| matches!(m, AgentMessage::Error(_))).await;
+    assert!(
+        matches!(&error.message, AgentMessage::Error(e) if e.message.contains("connection reset"))
+    );
+    assert_eq!(events.result().await.stop_reason, StopReason::Error);
+
+    session.submit_text("again").await.unwrap();
+    h.next_call().await.answer("fine now");
+    assert_eq!(events.result().await.text, "fine now");
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_without_finishing_is_an_error() {
+    let h = Harness::new();
+    let session = h.session().await;
+    let mut events = Events::of(&session);
+    session.submit_text("hi").await.unwrap();
+    let call = h.next_call().await;
+    call.send(ModelEvent::TextDelta {
+        index: 0,
+        text: "partial".into(),
+    });
+    drop(call);
+    let result = events.result().await;
+    assert_eq!(result.stop_reason, StopReason::Error);
+    assert!(result.error.unwrap().contains("ended without finishing"));
+    assert_eq!(
+        session.snapshot().await.unwrap().history,
+        vec![Message::User { text: "hi".into() }]
+    );
+}
