@@ -161,7 +161,14 @@ fn check<T: serde::de::DeserializeOwned>(
             } else {
                 key
             },
-            message: e.into_inner().to_string(),
+            // The toml crate appends "in `key`" on a second line; the key is named already.
+            message: e
+                .into_inner()
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
         }
     })
 }
