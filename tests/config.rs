@@ -96,7 +96,7 @@ async fn an_unreachable_server_ends_the_turn_with_a_clear_error() {
     let fx = Fixture::new("plain_reply").await;
     std::fs::write(
         fx.workspace().join(".agentbus.toml"),
-        "[models.dead]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\n",
+        "[models.dead]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmax_retries = 0\n",
     )
     .unwrap();
     let out = fx.run(&["run", "--json", "--model", "dead", "hi"]).await;

@@ -90,3 +90,33 @@ pub struct ToolOutcome {
     pub is_error: bool,
     pub duration_ms: u64,
 }
+
+/// Prices of a model profile in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pricing {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Cached input read; defaults to the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_per_mtok: Option<f64>,
+    /// Cache writes; defaults to the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
+}
+
+impl Pricing {
+    /// What `usage` costs, in US dollars.
+    pub fn cost(&self, usage: &crate::protocol::Usage) -> f64 {
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        per(usage.input_tokens, self.input_per_mtok)
+            + per(usage.output_tokens, self.output_per_mtok)
+            + per(
+                usage.cache_read_input_tokens,
+                self.cache_read_per_mtok.unwrap_or(self.input_per_mtok),
+            )
+            + per(
+                usage.cache_creation_input_tokens,
+                self.cache_write_per_mtok.unwrap_or(self.input_per_mtok),
+            )
+    }
+}

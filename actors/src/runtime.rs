@@ -26,7 +26,10 @@ pub struct Runtime {
 impl Runtime {
     /// Start with the real providers.
     pub fn start(settings: Settings) -> Result<Runtime, ProviderError> {
-        let providers = Providers::new(settings.models.clone())?;
+        let mut providers = Providers::new(settings.models.clone())?;
+        if let Some(hint) = &settings.unreachable_hint {
+            providers = providers.with_connect_hint(&settings.model, hint.clone());
+        }
         Ok(Self::with_model_client(settings, Arc::new(providers)))
     }
 

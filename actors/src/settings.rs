@@ -5,6 +5,7 @@
 //! code. API keys are never stored resolved: a profile names where its key
 //! comes from and [`ModelProfile::api_key`] reads it when a request is made.
 
+use crate::model::Pricing;
 use crate::session::ModelInfo;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -27,6 +28,10 @@ pub struct Settings {
     pub workspace: PathBuf,
     pub models: BTreeMap<String, ModelProfile>,
     pub tools: ToolSettings,
+    /// Advice shown when the default profile cannot be reached (set when
+    /// the profile was picked as the fallback because no key was found).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreachable_hint: Option<String>,
 }
 
 /// Limits for tool calls.
@@ -64,12 +69,15 @@ impl Default for ToolSettings {
 pub enum ProviderKind {
     /// OpenAI Chat Completions (OpenAI, llama.cpp, Ollama, vLLM, LM Studio, ...).
     Openai,
+    /// Anthropic Messages (Anthropic, llama.cpp's /v1/messages, ...).
+    Anthropic,
 }
 
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
         })
     }
 }
@@ -99,6 +107,50 @@ pub struct ModelProfile {
     pub max_tokens_field: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Extra HTTP headers sent with every request (values may hold secrets,
+    /// so they are never serialised).
+    #[serde(default, skip_serializing)]
+    pub headers: BTreeMap<String, String>,
+    /// Attempts after the first when a call fails in a retryable way.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// The first backoff delay; it doubles with each attempt.
+    #[serde(default = "default_retry_base_delay_ms")]
+    pub retry_base_delay_ms: u64,
+    /// Longest backoff, and longest `Retry-After` worth waiting for.
+    #[serde(default = "default_max_retry_delay_secs")]
+    pub max_retry_delay_secs: u64,
+    #[serde(default = "default_connect_timeout_secs")]
+    pub connect_timeout_secs: u64,
+    /// No byte for this long (before or during the stream): try again.
+    #[serde(default = "default_stream_idle_timeout_secs")]
+    pub stream_idle_timeout_secs: u64,
+    /// US dollars per million input tokens (for `/usage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_per_mtok: Option<f64>,
+    /// US dollars per million output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
+}
+
+fn default_max_retries() -> u32 {
+    5
+}
+fn default_retry_base_delay_ms() -> u64 {
+    250
+}
+fn default_max_retry_delay_secs() -> u64 {
+    60
+}
+fn default_connect_timeout_secs() -> u64 {
+    10
+}
+fn default_stream_idle_timeout_secs() -> u64 {
+    300
 }
 
 /// Where a profile's key could not be found.
@@ -111,6 +163,58 @@ pub enum ApiKeyError {
 }
 
 impl ModelProfile {
+    /// A profile with every optional setting at its default.
+    pub fn new(
+        provider: ProviderKind,
+        model: impl Into<String>,
+        base_url: impl Into<String>,
+    ) -> Self {
+        ModelProfile {
+            provider,
+            model: model.into(),
+            base_url: base_url.into(),
+            api_key_env: None,
+            api_key: None,
+            max_output_tokens: None,
+            max_tokens_field: None,
+            context_window: None,
+            headers: BTreeMap::new(),
+            max_retries: default_max_retries(),
+            retry_base_delay_ms: default_retry_base_delay_ms(),
+            max_retry_delay_secs: default_max_retry_delay_secs(),
+            connect_timeout_secs: default_connect_timeout_secs(),
+            stream_idle_timeout_secs: default_stream_idle_timeout_secs(),
+            input_per_mtok: None,
+            output_per_mtok: None,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        }
+    }
+
+    /// How this profile retries.
+    pub fn retry_policy(&self) -> crate::provider::retry::RetryPolicy {
+        crate::provider::retry::RetryPolicy {
+            max_retries: self.max_retries,
+            base_delay: std::time::Duration::from_millis(self.retry_base_delay_ms),
+            max_delay: std::time::Duration::from_secs(self.max_retry_delay_secs),
+        }
+    }
+
+    /// How long a stream may be silent.
+    pub fn idle_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.stream_idle_timeout_secs.max(1))
+    }
+
+    /// Prices, when both input and output prices are configured.
+    pub fn pricing(&self) -> Option<Pricing> {
+        Some(Pricing {
+            input_per_mtok: self.input_per_mtok?,
+            output_per_mtok: self.output_per_mtok?,
+            cache_read_per_mtok: self.cache_read_per_mtok,
+            cache_write_per_mtok: self.cache_write_per_mtok,
+        })
+    }
+
     /// The key to send, if the profile has one: `api_key` (with `${VAR}`
     /// expanded) or else the variable named by `api_key_env`. `Ok(None)` when
     /// the profile needs no key or its `api_key_env` is unset (local servers).
@@ -142,6 +246,7 @@ impl ModelProfile {
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             context_window: self.context_window,
+            pricing: self.pricing(),
         }
     }
 }
@@ -180,16 +285,10 @@ mod tests {
     use super::*;
 
     fn profile(api_key: Option<&str>, env: Option<&str>) -> ModelProfile {
-        ModelProfile {
-            provider: ProviderKind::Openai,
-            model: "m".into(),
-            base_url: "http://x".into(),
-            api_key_env: env.map(String::from),
-            api_key: api_key.map(|k| Secret(k.into())),
-            max_output_tokens: None,
-            max_tokens_field: None,
-            context_window: None,
-        }
+        let mut p = ModelProfile::new(ProviderKind::Openai, "m", "http://x");
+        p.api_key_env = env.map(String::from);
+        p.api_key = api_key.map(|k| Secret(k.into()));
+        p
     }
 
     #[test]

@@ -110,16 +110,7 @@ impl Harness {
         let mut models = BTreeMap::new();
         models.insert(
             "fake".to_string(),
-            ModelProfile {
-                provider: ProviderKind::Openai,
-                model: "fake-model".into(),
-                base_url: "http://unused".into(),
-                api_key_env: None,
-                api_key: None,
-                max_output_tokens: None,
-                max_tokens_field: None,
-                context_window: None,
-            },
+            ModelProfile::new(ProviderKind::Openai, "fake-model", "http://unused"),
         );
         let settings = Settings {
             model: "fake".into(),
@@ -130,6 +121,7 @@ impl Harness {
             workspace: workspace.path().to_path_buf(),
             models,
             tools: ToolSettings::default(),
+            unreachable_hint: None,
         };
         Harness {
             runtime: Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx })),

@@ -241,14 +241,19 @@ fn resolve(
         Some(m) => (m.clone(), "--model".to_string()),
         None => (file.model.unwrap_or_else(|| "auto".into()), model_origin),
     };
+    let auto_models = file.auto_models.unwrap_or_default();
+    let mut unreachable_hint = None;
     let model = if requested == "auto" {
-        pick_auto_model(&models, &file.auto_models.unwrap_or_default()).ok_or_else(|| {
-            ConfigError::UnknownModel {
+        let picked =
+            pick_auto_model(&models, &auto_models).ok_or_else(|| ConfigError::UnknownModel {
                 name: "auto".into(),
                 origin: origin.clone(),
                 available: available(&models),
-            }
-        })?
+            })?;
+        if models.get(&picked).is_some_and(needs_no_key) {
+            unreachable_hint = Some(no_model_hint(&models, &auto_models, &picked));
+        }
+        picked
     } else if models.contains_key(&requested) {
         requested
     } else {
@@ -287,6 +292,7 @@ fn resolve(
         workspace,
         models,
         tools: file.tools.unwrap_or_default(),
+        unreachable_hint,
     })
 }
 
@@ -294,10 +300,40 @@ fn available(models: &BTreeMap<String, ModelProfile>) -> String {
     models.keys().cloned().collect::<Vec<_>>().join(", ")
 }
 
+fn needs_no_key(p: &ModelProfile) -> bool {
+    p.api_key.is_none() && p.api_key_env.is_none()
+}
+
+/// The one message for "no model answers", naming the three ways out.
+fn no_model_hint(
+    models: &BTreeMap<String, ModelProfile>,
+    order: &[String],
+    picked: &str,
+) -> String {
+    let variables: Vec<String> = order
+        .iter()
+        .filter_map(|name| models.get(name)?.key_variable())
+        .collect();
+    let url = models
+        .get(picked)
+        .map(|p| p.base_url.as_str())
+        .unwrap_or_default();
+    let keys = if variables.is_empty() {
+        "an API key".to_string()
+    } else {
+        variables.join(" or ")
+    };
+    format!(
+        "no model is reachable: no API key is set, so agentbus tried the local profile `{picked}` at {url}. \
+         Fix it one of three ways: (1) set {keys}; (2) start a local server there: scripts/local-model.sh start \
+         (or llama-server, or Ollama with --model ollama); (3) choose a profile with --model NAME or \
+         `model = \"NAME\"` in ~/.config/agentbus/config.toml"
+    )
+}
+
 /// The first profile of `order` whose key is available (a profile that needs
 /// no key always is); else the first keyless profile.
 fn pick_auto_model(models: &BTreeMap<String, ModelProfile>, order: &[String]) -> Option<String> {
-    let needs_no_key = |p: &ModelProfile| p.api_key.is_none() && p.api_key_env.is_none();
     let has_key =
         |name: &str, p: &ModelProfile| needs_no_key(p) || matches!(p.api_key(name), Ok(Some(_)));
     order
@@ -471,15 +507,11 @@ mod tests {
     #[test]
     fn auto_prefers_a_profile_whose_key_is_set_else_a_keyless_one() {
         let mut models = BTreeMap::new();
-        let with_env = |env: &str| ModelProfile {
-            provider: agentbus_actors::settings::ProviderKind::Openai,
-            model: "m".into(),
-            base_url: "u".into(),
-            api_key_env: Some(env.into()),
-            api_key: None,
-            max_output_tokens: None,
-            max_tokens_field: None,
-            context_window: None,
+        let with_env = |env: &str| {
+            let mut p =
+                ModelProfile::new(agentbus_actors::settings::ProviderKind::Openai, "m", "u");
+            p.api_key_env = Some(env.into());
+            p
         };
         models.insert("cloud".to_string(), with_env("AGENTBUS_SURELY_UNSET_VAR"));
         models.insert("here".to_string(), with_env("PATH"));

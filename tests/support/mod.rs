@@ -51,12 +51,14 @@ impl Fixture {
         let home = tempfile::tempdir().expect("home");
         let config = home.path().join("test-config.toml");
         let base = server.openai_base_url();
+        let anthropic = server.anthropic_base_url();
         std::fs::write(
             &config,
             format!(
                 "model = \"scripted\"\n\
-                 [models.scripted]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{base}\"\napi_key = \"{SECRET}\"\n\
-                 [models.other]\nprovider = \"openai\"\nmodel = \"scripted-other\"\nbase_url = \"{base}\"\n"
+                 [models.scripted]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{base}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\n\
+                 [models.other]\nprovider = \"openai\"\nmodel = \"scripted-other\"\nbase_url = \"{base}\"\n\
+                 [models.scripted-anthropic]\nprovider = \"anthropic\"\nmodel = \"scripted-main\"\nbase_url = \"{anthropic}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\n"
             ),
         )
         .expect("write config");
@@ -112,12 +114,12 @@ impl Fixture {
         self.spawn(args).finish().await
     }
 
-    /// The `messages` of every chat request the server received.
+    /// The `messages` of every model request the server received.
     pub fn request_messages(&self) -> Vec<Vec<Value>> {
         self.server
             .requests()
             .iter()
-            .filter(|r| r.path.ends_with("/chat/completions"))
+            .filter(|r| r.path.ends_with("/chat/completions") || r.path.ends_with("/messages"))
             .map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
             .collect()
     }

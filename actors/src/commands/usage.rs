@@ -28,10 +28,14 @@ fn describe(u: &Usage) -> String {
 
 pub fn apply(state: &SessionState) -> SystemEvent {
     let u = &state.usage;
+    let cost = match u.cost_usd {
+        Some(usd) => format!("\nCost: ${usd:.4} (turns on profiles with prices)."),
+        None => "\nCost: unknown (no prices configured for the profiles used).".to_string(),
+    };
     reply(
         SystemSubtype::Usage,
         format!(
-            "Session: {} over {} model calls in {} turns.\nLast turn: {}.",
+            "Session: {} over {} model calls in {} turns.\nLast turn: {}.{cost}",
             describe(&u.total),
             u.model_calls,
             u.turns,
@@ -42,6 +46,7 @@ pub fn apply(state: &SessionState) -> SystemEvent {
             "last_turn": u.last_turn,
             "model_calls": u.model_calls,
             "turns": u.turns,
+            "cost_usd": u.cost_usd,
         })),
     )
 }

@@ -2,14 +2,24 @@
 //!
 //! [`ModelClient`] is what the AgentLoop needs: give it a [`ModelRequest`],
 //! get a stream of [`ModelEvent`]s. [`Providers`] is the real client: it
-//! picks the request's profile and hands it to the module of that profile's
-//! wire format ([`openai`]). Each wire module translates in both directions
-//! and nothing else; nothing outside this folder sees a wire format.
+//! picks the request's profile, makes one attempt with that profile's wire
+//! module ([`openai`] or [`anthropic`]) and wraps the attempts in
+//! [`retry::with_retries`]. Each wire module translates in both directions
+//! and nothing else; [`http`] holds what they share on the way in (status
+//! errors, `Retry-After`, SSE frames with an idle timeout). Nothing outside
+//! this folder sees a wire format.
 
+pub mod anthropic;
+mod error;
+pub mod http;
 pub mod openai;
+pub mod retry;
+
+pub use error::{ProviderError, RETRYABLE_STATUSES};
 
 use crate::model::{ModelEvent, ModelRequest};
-use crate::settings::{ApiKeyError, ModelProfile, ProviderKind};
+use crate::settings::{ModelProfile, ProviderKind};
+use futures::StreamExt;
 use futures::stream::BoxStream;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,75 +33,125 @@ pub trait ModelClient: Send + Sync + 'static {
     fn stream(&self, request: ModelRequest) -> ModelStream;
 }
 
-/// Why a model call failed. Each message names the profile or URL involved
-/// and, where there is one, what to do about it.
-#[derive(Debug, thiserror::Error)]
-pub enum ProviderError {
-    #[error("unknown model profile `{name}`; configured profiles: {available}")]
-    UnknownProfile { name: String, available: String },
-    #[error(transparent)]
-    Key(#[from] ApiKeyError),
-    #[error("could not build the HTTP client: {0}")]
-    Client(String),
-    #[error("could not reach {url}: {detail}")]
-    Connect { url: String, detail: String },
-    #[error("{url} answered HTTP {status}: {message}{}", hint.as_deref().map(|h| format!(" ({h})")).unwrap_or_default())]
-    Status {
-        url: String,
-        status: u16,
-        message: String,
-        hint: Option<String>,
-    },
-    #[error("the stream from {url} broke: {detail}")]
-    Stream { url: String, detail: String },
-    #[error("{url} sent something that is not a valid stream event: {detail}")]
-    Garbage { url: String, detail: String },
-    #[error("{url} reported an error mid-stream: {message}")]
-    Remote { url: String, message: String },
+impl<T: ModelClient> ModelClient for Arc<T> {
+    fn stream(&self, request: ModelRequest) -> ModelStream {
+        (**self).stream(request)
+    }
 }
 
-/// The real model client: one HTTP connection pool, the configured profiles.
-pub struct Providers {
+/// What can be wrong with one frame of a stream.
+#[derive(Debug, PartialEq)]
+pub enum FrameError {
+    /// Not a valid event (bad JSON, wrong shape).
+    Garbage(String),
+    /// The server reported an error inside the stream.
+    Remote { kind: String, message: String },
+}
+
+impl FrameError {
+    fn into_provider(self, url: &str) -> ProviderError {
+        match self {
+            FrameError::Garbage(detail) => ProviderError::Garbage {
+                url: url.to_string(),
+                detail,
+            },
+            FrameError::Remote { kind, message } => ProviderError::Remote {
+                url: url.to_string(),
+                kind,
+                message,
+            },
+        }
+    }
+}
+
+/// One configured profile, ready to call.
+struct Profile {
+    settings: ModelProfile,
     http: reqwest::Client,
-    profiles: BTreeMap<String, ModelProfile>,
+}
+
+/// The real model client: one HTTP client per profile (each has its own
+/// connect timeout), the configured profiles.
+pub struct Providers {
+    profiles: BTreeMap<String, Arc<Profile>>,
+    /// Added to a final connection failure of a profile (see
+    /// `Settings::unreachable_hint`).
+    connect_hints: BTreeMap<String, String>,
 }
 
 impl Providers {
     pub fn new(profiles: BTreeMap<String, ModelProfile>) -> Result<Self, ProviderError> {
         install_crypto_provider();
-        let http = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("agentbus/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| ProviderError::Client(e.to_string()))?;
-        Ok(Providers { http, profiles })
+        let mut built = BTreeMap::new();
+        for (name, settings) in profiles {
+            let http = reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
+                .user_agent(concat!("agentbus/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| ProviderError::Client {
+                    profile: name.clone(),
+                    detail: http::describe(&e),
+                })?;
+            built.insert(name, Arc::new(Profile { settings, http }));
+        }
+        Ok(Providers {
+            profiles: built,
+            connect_hints: BTreeMap::new(),
+        })
     }
 
-    fn profile(&self, name: &str) -> Result<&ModelProfile, ProviderError> {
-        self.profiles
-            .get(name)
-            .ok_or_else(|| ProviderError::UnknownProfile {
-                name: name.to_string(),
-                available: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
-            })
+    /// Advice to add when `profile` cannot be reached at all.
+    pub fn with_connect_hint(mut self, profile: &str, hint: String) -> Self {
+        self.connect_hints.insert(profile.to_string(), hint);
+        self
     }
 }
 
 impl ModelClient for Providers {
     fn stream(&self, request: ModelRequest) -> ModelStream {
-        let profile = match self.profile(&request.profile) {
-            Ok(p) => p.clone(),
-            Err(e) => return Box::pin(futures::stream::once(async { Err(e) })),
+        let Some(profile) = self.profiles.get(&request.profile).cloned() else {
+            let error = ProviderError::UnknownProfile {
+                name: request.profile.clone(),
+                available: self.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+            };
+            return Box::pin(futures::stream::once(async { Err(error) }));
         };
-        match profile.provider {
-            ProviderKind::Openai => openai::stream(self.http.clone(), profile, request),
+        let policy = profile.settings.retry_policy();
+        let hint = self.connect_hints.get(&request.profile).cloned();
+        let attempt = move || match profile.settings.provider {
+            ProviderKind::Openai => openai::attempt(
+                profile.http.clone(),
+                profile.settings.clone(),
+                request.clone(),
+            ),
+            ProviderKind::Anthropic => anthropic::attempt(
+                profile.http.clone(),
+                profile.settings.clone(),
+                request.clone(),
+            ),
+        };
+        let stream = retry::with_retries(policy, attempt);
+        match hint {
+            Some(hint) => {
+                Box::pin(stream.map(move |item| item.map_err(|e| e.with_connect_hint(&hint))))
+            }
+            None => stream,
         }
     }
 }
 
-impl<T: ModelClient> ModelClient for Arc<T> {
-    fn stream(&self, request: ModelRequest) -> ModelStream {
-        (**self).stream(request)
+/// Advice for an error status: which key to check, or which URL.
+fn status_hint(status: u16, profile: &ModelProfile, profile_name: &str) -> Option<String> {
+    match status {
+        401 | 403 => Some(match profile.key_variable() {
+            Some(var) => format!("check the API key in ${var} for model profile `{profile_name}`"),
+            None => format!("model profile `{profile_name}` sends no API key; set api_key_env"),
+        }),
+        404 => Some(format!(
+            "check base_url `{}` and model `{}` of model profile `{profile_name}`",
+            profile.base_url, profile.model
+        )),
+        _ => None,
     }
 }
 
@@ -99,25 +159,4 @@ impl<T: ModelClient> ModelClient for Arc<T> {
 /// harmless (the second attempt is refused and ignored).
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-}
-
-/// The `message` of a JSON error body (`{"error":{"message":..}}` or
-/// `{"error":"..."}` or `{"message":..}`), else the body itself, shortened.
-pub(crate) fn error_message(body: &str) -> String {
-    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
-    let from_json = parsed.as_ref().and_then(|v| {
-        v.pointer("/error/message")
-            .or_else(|| v.get("error").filter(|e| e.is_string()))
-            .or_else(|| v.get("message"))
-            .and_then(|m| m.as_str())
-            .map(String::from)
-    });
-    let text = from_json.unwrap_or_else(|| body.trim().to_string());
-    if text.is_empty() {
-        "(empty body)".into()
-    } else if text.chars().count() > 500 {
-        format!("{}…", text.chars().take(500).collect::<String>())
-    } else {
-        text
-    }
 }

@@ -8,9 +8,9 @@
 //!   `index` (id and name in the first, arguments spread over the rest);
 //!   `finish_reason` comes in a late chunk and usage in the last one (with
 //!   `stream_options.include_usage`), then `data: [DONE]`.
-//! - [`stream`]: the HTTP call that feeds the decoder.
+//! - [`attempt`]: one HTTP call that feeds the decoder (retries wrap it).
 
-use super::{ModelStream, ProviderError, error_message};
+use super::{FrameError, ModelStream, ProviderError, http, status_hint};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
 use crate::settings::ModelProfile;
@@ -115,7 +115,7 @@ pub struct Decoder {
 
 impl Decoder {
     /// Decode the data of one SSE frame.
-    pub fn decode(&mut self, data: &str) -> Result<Decoded, String> {
+    pub fn decode(&mut self, data: &str) -> Result<Decoded, FrameError> {
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(Decoded {
@@ -123,15 +123,20 @@ impl Decoder {
                 done: true,
             });
         }
-        let chunk: Value =
-            serde_json::from_str(data).map_err(|e| format!("{e} in `{}`", short(data)))?;
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|e| FrameError::Garbage(format!("{e} in `{}`", http::short(data))))?;
         if let Some(err) = chunk.get("error") {
             let message = err
                 .get("message")
                 .and_then(Value::as_str)
                 .map(String::from)
                 .unwrap_or_else(|| err.to_string());
-            return Err(format!("error frame: {message}"));
+            let kind = err
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("an error")
+                .to_string();
+            return Err(FrameError::Remote { kind, message });
         }
         let mut events = Vec::new();
         if let Some(choice) = chunk
@@ -219,7 +224,15 @@ impl Decoder {
         }
     }
 
+    /// Open the next block. The previous one is complete by then: OpenAI
+    /// streams text, then each tool call in turn, as Anthropic does with its
+    /// explicit block stops.
     fn open(&mut self, block: BlockKind, events: &mut Vec<ModelEvent>) -> usize {
+        events.extend(
+            self.open_blocks
+                .drain(..)
+                .map(|index| ModelEvent::BlockStop { index }),
+        );
         let index = self.next_block;
         self.next_block += 1;
         self.open_blocks.push(index);
@@ -277,43 +290,31 @@ fn parse_usage(usage: &Value) -> Usage {
     }
 }
 
-fn short(s: &str) -> String {
-    if s.chars().count() > 200 {
-        format!("{}…", s.chars().take(200).collect::<String>())
-    } else {
-        s.to_string()
-    }
-}
-
 /// The endpoint for a base URL such as `http://127.0.0.1:8080/v1`.
 pub fn endpoint(base_url: &str) -> String {
     format!("{}/chat/completions", base_url.trim_end_matches('/'))
 }
 
-/// Call the model and stream its answer.
-pub fn stream(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
+/// One call to the model, streaming its answer (no retries here).
+pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
     let url = endpoint(&profile.base_url);
     Box::pin(async_stream::try_stream! {
         let key = profile.api_key(&request.profile)?;
-        let body = request_body(&profile, &request);
-        let mut builder = http.post(&url).json(&body);
+        let mut builder = http.post(&url).json(&request_body(&profile, &request));
         if let Some(key) = key {
             builder = builder.bearer_auth(key);
         }
-        let response = builder.send().await.map_err(|e| ProviderError::Connect {
-            url: url.clone(),
-            detail: describe_reqwest_error(&e),
-        })?;
-        let response = check_status(response, &url, &profile, &request.profile).await?;
-        let mut frames = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+        for (name, value) in &profile.headers {
+            builder = builder.header(name, value);
+        }
+        let idle = profile.idle_timeout();
+        let response = http::send(builder, &url, idle, |status| status_hint(status, &profile, &request.profile)).await?;
+        let mut frames = std::pin::pin!(http::frames(response, url.clone(), idle));
         let mut decoder = Decoder::default();
         let mut done = false;
         while let Some(frame) = frames.next().await {
-            let frame = frame.map_err(|e| ProviderError::Stream { url: url.clone(), detail: e.to_string() })?;
-            let Some(data) = frame.data else { continue };
-            let decoded = decoder
-                .decode(&data)
-                .map_err(|detail| ProviderError::Garbage { url: url.clone(), detail })?;
+            let Some(data) = frame?.data else { continue };
+            let decoded = decoder.decode(&data).map_err(|e| e.into_provider(&url))?;
             for event in decoded.events {
                 yield event;
             }
@@ -323,62 +324,17 @@ pub fn stream(http: reqwest::Client, profile: ModelProfile, request: ModelReques
             }
         }
         if !done {
-            if decoder.saw_finish_reason() {
-                for event in decoder.finish() {
-                    yield event;
-                }
-            } else {
+            if !decoder.saw_finish_reason() {
                 Err(ProviderError::Stream {
                     url: url.clone(),
                     detail: "the stream ended before the answer was complete".into(),
                 })?;
             }
+            for event in decoder.finish() {
+                yield event;
+            }
         }
     })
-}
-
-/// The response if it is a success; otherwise an error naming the status,
-/// the server's message and what to check.
-async fn check_status(
-    response: reqwest::Response,
-    url: &str,
-    profile: &ModelProfile,
-    profile_name: &str,
-) -> Result<reqwest::Response, ProviderError> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
-    let text = response.text().await.unwrap_or_default();
-    let hint = match status.as_u16() {
-        401 | 403 => Some(match profile.key_variable() {
-            Some(var) => format!("check the API key in ${var} for model profile `{profile_name}`"),
-            None => format!("model profile `{profile_name}` sends no API key; set api_key_env"),
-        }),
-        404 => Some(format!(
-            "check base_url `{}` and model `{}`",
-            profile.base_url, profile.model
-        )),
-        _ => None,
-    };
-    Err(ProviderError::Status {
-        url: url.to_string(),
-        status: status.as_u16(),
-        message: error_message(&text),
-        hint,
-    })
-}
-
-/// reqwest's errors hide their cause; show the chain.
-pub(crate) fn describe_reqwest_error(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]
@@ -471,25 +427,25 @@ mod tests {
     #[test]
     fn garbage_frames_and_error_frames_are_errors() {
         let mut d = Decoder::default();
-        assert!(d.decode("{not json").unwrap_err().contains("not json"));
+        assert!(
+            matches!(d.decode("{not json"), Err(FrameError::Garbage(g)) if g.contains("not json"))
+        );
         let err = d
-            .decode(r#"{"error":{"message":"overloaded"}}"#)
+            .decode(r#"{"error":{"message":"overloaded","type":"server_error"}}"#)
             .unwrap_err();
-        assert!(err.contains("overloaded"));
+        assert_eq!(
+            err,
+            FrameError::Remote {
+                kind: "server_error".into(),
+                message: "overloaded".into()
+            }
+        );
     }
 
     #[test]
     fn history_maps_to_openai_messages() {
-        let profile = ModelProfile {
-            provider: ProviderKind::Openai,
-            model: "gpt-x".into(),
-            base_url: "http://h/v1".into(),
-            api_key_env: None,
-            api_key: None,
-            max_output_tokens: Some(100),
-            max_tokens_field: None,
-            context_window: None,
-        };
+        let mut profile = ModelProfile::new(ProviderKind::Openai, "gpt-x", "http://h/v1");
+        profile.max_output_tokens = Some(100);
         let request = ModelRequest {
             profile: "p".into(),
             system_prompt: "sys".into(),

@@ -20,6 +20,9 @@ pub struct ModelInfo {
     pub base_url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Prices, if configured (for the cost in `/usage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<crate::model::Pricing>,
 }
 
 /// Settings fixed when the session is created.
@@ -43,6 +46,9 @@ pub struct SessionUsage {
     pub last_turn: Usage,
     pub model_calls: u64,
     pub turns: u64,
+    /// US dollars spent on turns whose profile has prices; `None` until one has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// An input waiting in the session's FIFO.

@@ -570,6 +570,9 @@ fn end_turn(
     let Some(turn) = state.turn.take() else {
         return;
     };
+    if let Some(pricing) = state.current_model().and_then(|m| m.pricing) {
+        *state.usage.cost_usd.get_or_insert(0.0) += pricing.cost(&turn.usage);
+    }
     state.usage.total += turn.usage;
     state.usage.last_turn = turn.usage;
     state.usage.turns += 1;

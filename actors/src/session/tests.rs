@@ -28,6 +28,7 @@ impl Harness {
                 model: "gpt-test".into(),
                 base_url: "http://127.0.0.1:1/v1".into(),
                 context_window: None,
+                pricing: None,
             },
             ModelInfo {
                 name: "other".into(),
@@ -35,6 +36,7 @@ impl Harness {
                 model: "gpt-other".into(),
                 base_url: "http://127.0.0.1:2/v1".into(),
                 context_window: None,
+                pricing: None,
             },
         ];
         let config = SessionConfig {

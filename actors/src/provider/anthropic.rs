@@ -1,0 +1,590 @@
+//! Anthropic Messages with SSE streaming — Anthropic's API, and the
+//! `/v1/messages` endpoint of servers that mimic it (llama.cpp's among them).
+//!
+//! This module translates, in both directions, and nothing else:
+//! - [`request_body`]: our [`ModelRequest`] to a `/v1/messages` body: the
+//!   system prompt in `system`, tool results as `tool_result` blocks of a
+//!   user message, consecutive same-role messages merged as the API requires;
+//! - [`Decoder`]: `message_start`, `content_block_start/delta/stop` by index
+//!   (`input_json_delta` pieces are joined by the session core and parsed
+//!   once the block is complete), `message_delta` (stop reason; usage is
+//!   cumulative), `message_stop`; `ping` and unknown events ignored; a
+//!   mid-stream `error` event reported so it is retried like an HTTP 529;
+//! - [`attempt`]: one HTTP call that feeds the decoder.
+
+use super::{FrameError, ModelStream, ProviderError, http, status_hint};
+use crate::model::{ModelEvent, ModelRequest};
+use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
+use crate::settings::ModelProfile;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+/// The `anthropic-version` header sent with every request.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// Output cap when the profile sets none (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The JSON body of a streaming `/v1/messages` request.
+pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
+    let mut body = json!({
+        "model": profile.model,
+        "max_tokens": profile.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "messages": wire_messages(&request.messages),
+        "stream": true,
+    });
+    if !request.system_prompt.is_empty() {
+        body["system"] = json!(request.system_prompt);
+    }
+    if !request.tools.is_empty() {
+        body["tools"] = request
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+    }
+    body
+}
+
+/// History to Anthropic messages: roles alternate, tool results ride in user
+/// messages ahead of any text, and empty messages are left out.
+fn wire_messages(history: &[Message]) -> Vec<Value> {
+    let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    for message in history {
+        let (role, blocks) = match message {
+            Message::User { text } => {
+                let text = if text.trim().is_empty() {
+                    "(empty message)"
+                } else {
+                    text
+                };
+                ("user", vec![json!({"type": "text", "text": text})])
+            }
+            Message::Assistant { content, .. } => {
+                ("assistant", content.iter().map(wire_block).collect())
+            }
+            Message::ToolResult {
+                call_id,
+                output,
+                is_error,
+                ..
+            } => {
+                let output = if output.is_empty() {
+                    "(no output)"
+                } else {
+                    output
+                };
+                let block = json!({"type": "tool_result", "tool_use_id": wire_id(call_id),
+                                   "content": output, "is_error": is_error});
+                ("user", vec![block])
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
+            _ => out.push((role, blocks)),
+        }
+    }
+    out.into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+fn wire_block(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::ToolUse { id, name, input } => {
+            // Arguments that were not an object (model garbage, or cut short
+            // by an interrupt) go back as {}; the error result quotes them.
+            let input = if input.is_object() {
+                input.clone()
+            } else {
+                json!({})
+            };
+            json!({"type": "tool_use", "id": wire_id(id), "name": name, "input": input})
+        }
+    }
+}
+
+/// Tool-use ids must match `^[a-zA-Z0-9_-]+$`; ids made elsewhere (another
+/// provider's, after `/model`) are mapped the same way on both sides.
+fn wire_id(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// What one frame meant.
+#[derive(Debug, Default, PartialEq)]
+pub struct Decoded {
+    pub events: Vec<ModelEvent>,
+    /// `message_stop` arrived: the answer is complete.
+    pub done: bool,
+}
+
+/// Turns Anthropic stream events into [`ModelEvent`]s. Block indexes are
+/// Anthropic's own; blocks we do not use (e.g. `thinking`) are skipped.
+#[derive(Debug, Default)]
+pub struct Decoder {
+    /// Indexes of the blocks we passed on.
+    open: BTreeSet<usize>,
+    stop_reason: Option<String>,
+}
+
+impl Decoder {
+    /// Decode the data of one frame (its `type` field names the event).
+    pub fn decode(&mut self, data: &str) -> Result<Decoded, FrameError> {
+        let event: Value = serde_json::from_str(data)
+            .map_err(|e| FrameError::Garbage(format!("{e} in `{}`", http::short(data))))?;
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let index = || {
+            event
+                .get("index")
+                .and_then(Value::as_u64)
+                .map(|i| i as usize)
+        };
+        let mut events = Vec::new();
+        match kind {
+            "message_start" => {
+                if let Some(usage) = event.pointer("/message/usage") {
+                    events.push(ModelEvent::Usage(parse_usage(usage)));
+                }
+            }
+            "content_block_start" => {
+                let index =
+                    index().ok_or_else(|| garbage("content_block_start without index", data))?;
+                let block = event.get("content_block").cloned().unwrap_or(Value::Null);
+                match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        self.open.insert(index);
+                        events.push(ModelEvent::BlockStart {
+                            index,
+                            block: BlockKind::Text,
+                        });
+                        if let Some(text) = block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .filter(|t| !t.is_empty())
+                        {
+                            events.push(ModelEvent::TextDelta {
+                                index,
+                                text: text.to_string(),
+                            });
+                        }
+                    }
+                    Some("tool_use") => {
+                        self.open.insert(index);
+                        let text = |k: &str| {
+                            block
+                                .get(k)
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_string()
+                        };
+                        events.push(ModelEvent::BlockStart {
+                            index,
+                            block: BlockKind::ToolUse {
+                                id: text("id"),
+                                name: text("name"),
+                            },
+                        });
+                        if let Some(input) = block
+                            .get("input")
+                            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        {
+                            events.push(ModelEvent::ToolInputDelta {
+                                index,
+                                partial_json: input.to_string(),
+                            });
+                        }
+                    }
+                    _ => {} // thinking, server tools, ...: not passed on
+                }
+            }
+            "content_block_delta" => {
+                let index =
+                    index().ok_or_else(|| garbage("content_block_delta without index", data))?;
+                if self.open.contains(&index) {
+                    let delta = event.get("delta").cloned().unwrap_or(Value::Null);
+                    let field = |k: &str| {
+                        delta
+                            .get(k)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    match delta.get("type").and_then(Value::as_str) {
+                        Some("text_delta") => events.push(ModelEvent::TextDelta {
+                            index,
+                            text: field("text"),
+                        }),
+                        Some("input_json_delta") => events.push(ModelEvent::ToolInputDelta {
+                            index,
+                            partial_json: field("partial_json"),
+                        }),
+                        _ => {}
+                    }
+                }
+            }
+            "content_block_stop" => {
+                if let Some(index) = index()
+                    && self.open.remove(&index)
+                {
+                    events.push(ModelEvent::BlockStop { index });
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(usage) = event.get("usage") {
+                    events.push(ModelEvent::Usage(parse_usage(usage)));
+                }
+            }
+            "message_stop" => {
+                return Ok(Decoded {
+                    events: self.finish(),
+                    done: true,
+                });
+            }
+            "error" => {
+                let kind = event
+                    .pointer("/error/type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error");
+                let message = event
+                    .pointer("/error/message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                return Err(FrameError::Remote {
+                    kind: kind.to_string(),
+                    message: message.to_string(),
+                });
+            }
+            _ => {} // ping, and event types added later
+        }
+        Ok(Decoded {
+            events,
+            done: false,
+        })
+    }
+
+    /// Close open blocks and report the finish.
+    pub fn finish(&mut self) -> Vec<ModelEvent> {
+        let mut events: Vec<ModelEvent> = std::mem::take(&mut self.open)
+            .into_iter()
+            .map(|index| ModelEvent::BlockStop { index })
+            .collect();
+        events.push(ModelEvent::Finished {
+            finish_reason: self
+                .stop_reason
+                .clone()
+                .unwrap_or_else(|| "end_turn".into()),
+        });
+        events
+    }
+
+    /// Whether a stop reason arrived (the answer is complete even if the
+    /// server never sends `message_stop`).
+    pub fn saw_stop_reason(&self) -> bool {
+        self.stop_reason.is_some()
+    }
+}
+
+fn garbage(what: &str, data: &str) -> FrameError {
+    FrameError::Garbage(format!("{what}: `{}`", http::short(data)))
+}
+
+fn parse_usage(usage: &Value) -> Usage {
+    let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+    Usage {
+        input_tokens: n("input_tokens"),
+        output_tokens: n("output_tokens"),
+        cache_read_input_tokens: n("cache_read_input_tokens"),
+        cache_creation_input_tokens: n("cache_creation_input_tokens"),
+    }
+}
+
+/// The endpoint for a base URL such as `https://api.anthropic.com`.
+pub fn endpoint(base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    if base.ends_with("/v1") {
+        format!("{base}/messages")
+    } else {
+        format!("{base}/v1/messages")
+    }
+}
+
+/// One call to the model, streaming its answer (no retries here).
+pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
+    let url = endpoint(&profile.base_url);
+    Box::pin(async_stream::try_stream! {
+        let key = profile.api_key(&request.profile)?;
+        let mut builder = http
+            .post(&url)
+            .header("anthropic-version", API_VERSION)
+            .json(&request_body(&profile, &request));
+        if let Some(key) = key {
+            builder = builder.header("x-api-key", key);
+        }
+        for (name, value) in &profile.headers {
+            builder = builder.header(name, value);
+        }
+        let idle = profile.idle_timeout();
+        let response = http::send(builder, &url, idle, |status| status_hint(status, &profile, &request.profile)).await?;
+        let mut frames = std::pin::pin!(http::frames(response, url.clone(), idle));
+        let mut decoder = Decoder::default();
+        let mut done = false;
+        while let Some(frame) = frames.next().await {
+            let Some(data) = frame?.data else { continue };
+            let decoded = decoder.decode(&data).map_err(|e| e.into_provider(&url))?;
+            for event in decoded.events {
+                yield event;
+            }
+            if decoded.done {
+                done = true;
+                break;
+            }
+        }
+        if !done {
+            if !decoder.saw_stop_reason() {
+                Err(ProviderError::Stream {
+                    url: url.clone(),
+                    detail: "the stream ended before message_stop".into(),
+                })?;
+            }
+            for event in decoder.finish() {
+                yield event;
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ToolOrigin, ToolSpec};
+    use crate::session::partial::PartialMessage;
+    use crate::settings::ProviderKind;
+
+    fn fixture(name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/anthropic")
+            .join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Replay a fixture through the real SSE parser in chunks of `size` bytes.
+    async fn replay(name: &str, size: usize) -> Result<Vec<ModelEvent>, FrameError> {
+        let bytes = fixture(name).into_bytes();
+        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = bytes
+            .chunks(size)
+            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
+            .collect();
+        let mut frames = sse_stream::SseStream::from_bytes_stream(futures::stream::iter(chunks));
+        let mut decoder = Decoder::default();
+        let mut events = Vec::new();
+        while let Some(frame) = frames.next().await {
+            let Some(data) = frame.unwrap().data else {
+                continue;
+            };
+            let decoded = decoder.decode(&data)?;
+            events.extend(decoded.events);
+            if decoded.done {
+                break;
+            }
+        }
+        Ok(events)
+    }
+
+    fn assemble(events: &[ModelEvent]) -> PartialMessage {
+        let mut p = PartialMessage::default();
+        for e in events {
+            p.apply(e);
+        }
+        p
+    }
+
+    #[tokio::test]
+    async fn text_and_tool_use_decode_identically_at_every_chunk_size() {
+        let whole = replay("tool_use.sse", 1 << 20).await.unwrap();
+        for size in [1, 2, 3, 7, 50] {
+            assert_eq!(
+                replay("tool_use.sse", size).await.unwrap(),
+                whole,
+                "chunk size {size}"
+            );
+        }
+        let m = assemble(&whole).finish(|i| i.to_string());
+        assert_eq!(m.text(), "Okay, let me check ☃ the weather.");
+        assert_eq!(m.calls.len(), 2);
+        assert_eq!(m.calls[0].id, "toolu_01A");
+        assert_eq!(
+            m.calls[0].input,
+            Ok(json!({"location": "San Francisco, CA", "unit": "°F"}))
+        );
+        assert_eq!(m.calls[1].name, "list_dir");
+        assert_eq!(
+            m.calls[1].input,
+            Ok(json!({})),
+            "an empty tool input is {{}}"
+        );
+        assert!(
+            matches!(whole.last(), Some(ModelEvent::Finished { finish_reason }) if finish_reason == "tool_use")
+        );
+        // Usage: input from message_start, cumulative output from message_delta.
+        let mut usage = Usage::default();
+        for e in &whole {
+            if let ModelEvent::Usage(u) = e {
+                usage.overwrite_with(*u);
+            }
+        }
+        assert_eq!(usage.input_tokens, 472);
+        assert_eq!(usage.output_tokens, 89);
+        assert_eq!(usage.cache_read_input_tokens, 100);
+    }
+
+    #[tokio::test]
+    async fn thinking_blocks_are_skipped() {
+        let events = replay("thinking_then_text.sse", 16).await.unwrap();
+        let m = assemble(&events).finish(|i| i.to_string());
+        assert_eq!(m.text(), "The answer is 4.");
+        assert!(
+            events
+                .iter()
+                .all(|e| !matches!(e, ModelEvent::BlockStart { index: 0, .. }))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_mid_stream_error_event_is_reported() {
+        let err = replay("overloaded_mid_stream.sse", 9).await.unwrap_err();
+        assert_eq!(
+            err,
+            FrameError::Remote {
+                kind: "overloaded_error".into(),
+                message: "Overloaded".into()
+            }
+        );
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        assert!(matches!(
+            Decoder::default().decode("{nope"),
+            Err(FrameError::Garbage(_))
+        ));
+    }
+
+    #[test]
+    fn history_maps_to_alternating_messages_with_tool_results_in_user_turns() {
+        let mut profile = ModelProfile::new(
+            ProviderKind::Anthropic,
+            "claude-x",
+            "https://api.anthropic.com",
+        );
+        profile.max_output_tokens = Some(1000);
+        let request = ModelRequest {
+            profile: "p".into(),
+            system_prompt: "sys".into(),
+            messages: vec![
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    content: vec![
+                        ContentBlock::Text {
+                            text: "Looking.".into(),
+                        },
+                        ContentBlock::ToolUse {
+                            id: "call.1".into(),
+                            name: "bash".into(),
+                            input: json!({"command": "ls"}),
+                        },
+                        ContentBlock::ToolUse {
+                            id: "call_2".into(),
+                            name: "bash".into(),
+                            input: Value::String("{broken".into()),
+                        },
+                    ],
+                    interrupted: false,
+                },
+                Message::ToolResult {
+                    call_id: "call.1".into(),
+                    name: "bash".into(),
+                    output: "a".into(),
+                    is_error: false,
+                },
+                Message::ToolResult {
+                    call_id: "call_2".into(),
+                    name: "bash".into(),
+                    output: "bad".into(),
+                    is_error: true,
+                },
+                Message::User {
+                    text: "next".into(),
+                },
+                Message::Assistant {
+                    content: vec![],
+                    interrupted: true,
+                },
+                Message::User {
+                    text: "again".into(),
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "bash".into(),
+                description: "run".into(),
+                input_schema: json!({"type": "object"}),
+                origin: ToolOrigin::Builtin,
+            }],
+        };
+        let body = request_body(&profile, &request);
+        assert_eq!(body["system"], "sys");
+        assert_eq!(body["max_tokens"], 1000);
+        assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+        let messages = body["messages"].as_array().unwrap();
+        let roles: Vec<&str> = messages
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            roles,
+            ["user", "assistant", "user"],
+            "same-role messages merged, empty ones dropped"
+        );
+        assert_eq!(
+            messages[1]["content"][1]["id"], "call_1",
+            "ids mapped to the allowed alphabet"
+        );
+        assert_eq!(messages[1]["content"][2]["input"], json!({}));
+        let user = messages[2]["content"].as_array().unwrap();
+        assert_eq!(user[0]["type"], "tool_result");
+        assert_eq!(user[0]["tool_use_id"], "call_1");
+        assert_eq!(user[1]["is_error"], true);
+        assert_eq!(user[2], json!({"type": "text", "text": "next"}));
+        assert_eq!(user[3], json!({"type": "text", "text": "again"}));
+    }
+
+    #[test]
+    fn endpoints_accept_base_urls_with_or_without_v1() {
+        assert_eq!(
+            endpoint("https://api.anthropic.com"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        assert_eq!(
+            endpoint("http://127.0.0.1:8080/v1/"),
+            "http://127.0.0.1:8080/v1/messages"
+        );
+    }
+}

@@ -1,0 +1,214 @@
+//! What every wire format shares on the way in: sending the request with a
+//! deadline for the response to start, turning an error status into a
+//! [`ProviderError`] (with the server's message, `Retry-After` and a hint),
+//! and reading SSE frames with an idle timeout.
+
+use super::ProviderError;
+use futures::{Stream, StreamExt};
+use std::time::{Duration, SystemTime};
+
+/// Send `request`; wait at most `idle` for the response to begin.
+pub async fn send(
+    request: reqwest::RequestBuilder,
+    url: &str,
+    idle: Duration,
+    hint: impl Fn(u16) -> Option<String>,
+) -> Result<reqwest::Response, ProviderError> {
+    let response = match tokio::time::timeout(idle, request.send()).await {
+        Err(_) => {
+            return Err(ProviderError::IdleTimeout {
+                url: url.to_string(),
+                secs: idle.as_secs(),
+            });
+        }
+        Ok(Err(e)) => {
+            return Err(ProviderError::Connect {
+                url: url.to_string(),
+                detail: describe(&e),
+                hint: None,
+            });
+        }
+        Ok(Ok(r)) => r,
+    };
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = retry_after(response.headers(), SystemTime::now());
+    let body = match tokio::time::timeout(idle, response.text()).await {
+        Ok(Ok(text)) => text,
+        _ => String::new(),
+    };
+    Err(ProviderError::Status {
+        url: url.to_string(),
+        status: status.as_u16(),
+        message: error_message(&body),
+        hint: hint(status.as_u16()),
+        retry_after,
+    })
+}
+
+/// The SSE frames of a response; a frame that takes longer than `idle` to
+/// arrive ends the stream with [`ProviderError::IdleTimeout`].
+pub fn frames(
+    response: reqwest::Response,
+    url: String,
+    idle: Duration,
+) -> impl Stream<Item = Result<sse_stream::Sse, ProviderError>> + Send {
+    let mut parsed = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
+    async_stream::stream! {
+        loop {
+            match tokio::time::timeout(idle, parsed.next()).await {
+                Err(_) => {
+                    yield Err(ProviderError::IdleTimeout { url: url.clone(), secs: idle.as_secs() });
+                    return;
+                }
+                Ok(None) => return,
+                Ok(Some(Ok(frame))) => yield Ok(frame),
+                Ok(Some(Err(e))) => {
+                    yield Err(ProviderError::Stream { url: url.clone(), detail: describe_sse(&e) });
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// How long the server asked us to wait: `retry-after-ms`, or `Retry-After`
+/// in seconds or as an HTTP date.
+pub fn retry_after(headers: &reqwest::header::HeaderMap, now: SystemTime) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return (ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0));
+    }
+    let value = text("retry-after")?;
+    if let Ok(secs) = value.parse::<f64>() {
+        return (secs >= 0.0 && secs.is_finite()).then(|| Duration::from_secs_f64(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The `message` of a JSON error body (`{"error":{"message":..}}`,
+/// `{"error":"..."}` or `{"message":..}`), else the body itself, shortened.
+pub fn error_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let from_json = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("error").filter(|e| e.is_string()))
+            .or_else(|| v.get("message"))
+            .and_then(|m| m.as_str())
+            .map(String::from)
+    });
+    let text = from_json.unwrap_or_else(|| body.trim().to_string());
+    if text.is_empty() {
+        "(empty body)".into()
+    } else if text.chars().count() > 500 {
+        format!("{}…", text.chars().take(500).collect::<String>())
+    } else {
+        text
+    }
+}
+
+/// reqwest's errors hide their cause: for a failed connection the innermost
+/// cause says it all ("Connection refused"); otherwise show the chain.
+pub fn describe(e: &reqwest::Error) -> String {
+    if e.is_connect() || e.is_timeout() {
+        let mut innermost: &dyn std::error::Error = e;
+        while let Some(next) = innermost.source() {
+            innermost = next;
+        }
+        return innermost.to_string();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn describe_sse(e: &sse_stream::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// Frame data longer than this is shortened in error messages.
+pub fn short(s: &str) -> String {
+    if s.chars().count() > 200 {
+        format!("{}…", s.chars().take(200).collect::<String>())
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn retry_after_in_seconds_milliseconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "2")]), now),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after-ms", "1500"), ("retry-after", "9")]),
+                now
+            ),
+            Some(Duration::from_millis(1500))
+        );
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &later)]), now),
+            Some(Duration::from_secs(30))
+        );
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &past)]), now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
+        assert_eq!(retry_after(&headers(&[]), now), None);
+    }
+
+    #[test]
+    fn error_bodies_yield_their_message() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded"
+        );
+        assert_eq!(error_message("plain text"), "plain text");
+        assert_eq!(error_message(""), "(empty body)");
+    }
+}
