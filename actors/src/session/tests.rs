@@ -733,3 +733,39 @@ fn tools_changed_applies_to_the_next_model_call() {
     h.query("hi");
     assert!(model_calls(&h.effects)[0].1.tools.is_empty());
 }
+
+#[test]
+fn usage_cost_counts_turns_on_priced_profiles() {
+    let mut h = Harness::new();
+    if let Some(state) = h.state.as_mut() {
+        state.config.models[1].pricing = Some(crate::model::Pricing {
+            input_per_mtok: 2.0,
+            output_per_mtok: 10.0,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        });
+    }
+    h.query("unpriced");
+    let req = model_calls(&h.effects).last().unwrap().0;
+    h.answer(req, "a", &[]);
+    assert_eq!(
+        h.state().usage.cost_usd,
+        None,
+        "the main profile has no prices"
+    );
+
+    h.query("/model other");
+    h.query("priced");
+    let req = model_calls(&h.effects).last().unwrap().0;
+    h.answer(req, "b", &[]); // 10 input, 5 output tokens
+    let cost = h.state().usage.cost_usd.unwrap();
+    assert!(
+        (cost - (10.0 * 2.0 + 5.0 * 10.0) / 1_000_000.0).abs() < 1e-12,
+        "{cost}"
+    );
+    h.query("/usage");
+    let AgentMessage::System(usage) = h.events().into_iter().last().unwrap() else {
+        panic!()
+    };
+    assert!(usage.message.contains("Cost: $0.0001"), "{}", usage.message);
+}
