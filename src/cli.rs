@@ -36,6 +36,20 @@ pub enum Command {
     Chat(ChatArgs),
     /// Run one prompt to the end and print the answer.
     Run(RunArgs),
+    /// Inspect the configured MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start every configured MCP server, wait until each is ready or has
+    /// failed, and print its status and tools.
+    List {
+        /// One JSON document instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Flags that choose how a session runs.

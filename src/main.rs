@@ -8,10 +8,11 @@
 mod cli;
 mod config;
 mod frontend;
+mod mcp_command;
 
 use anyhow::Context as _;
 use clap::Parser;
-use cli::{Cli, Command, GlobalArgs, SessionArgs};
+use cli::{Cli, Command, GlobalArgs, McpCommand, SessionArgs};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -48,6 +49,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let prompt = frontend::run::read_prompt(&args.prompt).await?;
             frontend::run::run(settings, prompt, args.json).await
         }
+        Command::Mcp(McpCommand::List { json }) => {
+            let settings = load_settings(&cli.global, &SessionArgs::default())?;
+            mcp_command::list(settings, json).await
+        }
     }
 }
 
@@ -69,6 +74,7 @@ fn init_tracing() {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .with_target(false)
         .init();

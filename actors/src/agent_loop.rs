@@ -2,8 +2,9 @@
 //!
 //! Owns the session's [`SessionState`] and is the ONLY code that calls
 //! [`step`]. Accepts [`Submit`] (queries and control commands; replies with
-//! the input id), [`Interrupt`], [`Snapshot`], and the signals its own tasks
-//! send back ([`ModelSignal`], [`ToolSignal`]). Performs the effects `step`
+//! the input id), [`Interrupt`], [`Snapshot`], the signals its own tasks
+//! send back ([`ModelSignal`], [`ToolSignal`]) and [`CatalogSignal`] when
+//! the tools or MCP servers change. Performs the effects `step`
 //! returns: stamps events with the next `seq` and publishes them on the
 //! session's topic, starts model calls and tool batches as cancellable tasks,
 //! cancels them.
@@ -16,7 +17,7 @@ use crate::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
 use crate::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, UserInput};
 use crate::provider::ModelClient;
 use crate::session::{Effect, Input, SessionState, step};
-use crate::tool_executor::{RunTool, ToolExecutor};
+use crate::tool_executor::{RunTool, ToolCatalog, ToolExecutor};
 use futures::StreamExt;
 use kameo::Actor;
 use kameo::actor::{ActorRef, WeakActorRef};
@@ -25,11 +26,14 @@ use kameo::message::{Context, Message};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// What an AgentLoop starts from.
 pub struct AgentLoopArgs {
     pub state: SessionState,
+    /// The tool catalog to follow (tools and MCP server statuses).
+    pub catalog: watch::Receiver<Arc<ToolCatalog>>,
     pub topic: Arc<SessionTopic>,
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
@@ -66,6 +70,19 @@ impl Actor for AgentLoop {
             me: me.downgrade(),
         };
         this.apply(Input::Started).await;
+        let mut catalog = args.catalog;
+        let current = catalog.borrow_and_update().clone();
+        this.apply(catalog_input(&current)).await;
+        let weak = me.downgrade();
+        tokio::spawn(async move {
+            while catalog.changed().await.is_ok() {
+                let current = catalog.borrow_and_update().clone();
+                let Some(me) = weak.upgrade() else { return };
+                if me.tell(CatalogSignal(current)).await.is_err() {
+                    return;
+                }
+            }
+        });
         Ok(this)
     }
 
@@ -191,6 +208,13 @@ impl AgentLoop {
     }
 }
 
+fn catalog_input(catalog: &ToolCatalog) -> Input {
+    Input::CatalogChanged {
+        tools: catalog.tools.clone(),
+        servers: catalog.servers.clone(),
+    }
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -216,6 +240,21 @@ pub struct Snapshot;
 pub struct ModelSignal {
     pub request_id: u64,
     pub signal: Result<ModelEvent, String>,
+}
+
+/// The tool catalog changed.
+pub struct CatalogSignal(pub Arc<ToolCatalog>);
+
+impl Message<CatalogSignal> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(
+        &mut self,
+        CatalogSignal(catalog): CatalogSignal,
+        _: &mut Context<Self, Self::Reply>,
+    ) {
+        self.apply(catalog_input(&catalog)).await;
+    }
 }
 
 /// From a tool task: one call finished.

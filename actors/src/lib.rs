@@ -6,13 +6,16 @@
 //! - [`bus`]: per-session topics with seq numbers and replay.
 //! - [`model`] and [`provider`]: model requests, and the wire formats.
 //! - [`tools`]: the built-in tools.
-//! - the actors: [`agent_loop`], [`tool_executor`], [`ui_sink`],
-//!   [`session_manager`]; [`runtime`] wires them together.
+//! - the actors: [`agent_loop`], [`tool_executor`], [`mcp_server`],
+//!   [`ui_sink`], [`session_manager`]; [`runtime`] wires them together.
+//! - [`mcp`]: connecting to MCP servers, naming and reading their tools.
 //! - [`settings`]: the resolved configuration.
 
 pub mod agent_loop;
 pub mod bus;
 pub mod commands;
+pub mod mcp;
+pub mod mcp_server;
 pub mod model;
 pub mod protocol;
 pub mod provider;

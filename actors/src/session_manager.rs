@@ -14,13 +14,14 @@ use crate::provider::ModelClient;
 use crate::session::{SessionConfig, SessionState};
 use crate::session_handle::{SessionError, SessionHandle};
 use crate::settings::Settings;
-use crate::tool_executor::{ListTools, ToolExecutor};
+use crate::tool_executor::{ToolCatalog, ToolExecutor};
 use kameo::Actor;
 use kameo::actor::{ActorRef, Spawn};
 use kameo::message::{Context, Message};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tokio::sync::watch;
 
 /// How to create a session; unset fields come from the settings.
 #[derive(Clone, Debug, Default)]
@@ -46,8 +47,11 @@ pub struct CloseSession(pub crate::protocol::SessionId);
 #[derive(Actor)]
 pub struct SessionManager {
     settings: Arc<Settings>,
+    /// The system prompt with the prompts of the enabled MCP servers.
+    system_prompt: String,
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
+    catalog: watch::Receiver<Arc<ToolCatalog>>,
     sessions: HashMap<crate::protocol::SessionId, SessionHandle>,
 }
 
@@ -56,14 +60,28 @@ impl SessionManager {
         settings: Arc<Settings>,
         model: Arc<dyn ModelClient>,
         tools: ActorRef<ToolExecutor>,
+        catalog: watch::Receiver<Arc<ToolCatalog>>,
     ) -> Self {
         SessionManager {
+            system_prompt: system_prompt(&settings),
             settings,
             model,
             tools,
+            catalog,
             sessions: HashMap::new(),
         }
     }
+}
+
+/// The configured prompt, then the `prompt` of each enabled MCP server.
+fn system_prompt(settings: &Settings) -> String {
+    let mut prompt = settings.system_prompt.clone();
+    for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.enabled) {
+        if let Some(extra) = server.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+            prompt.push_str(&format!("\n\n# MCP server `{name}`\n{}", extra.trim()));
+        }
+    }
+    prompt
 }
 
 impl Message<CreateSession> for SessionManager {
@@ -90,13 +108,9 @@ impl Message<CreateSession> for SessionManager {
         let workspace = options
             .workspace
             .unwrap_or_else(|| settings.workspace.clone());
-        let tools = self
-            .tools
-            .ask(ListTools)
-            .await
-            .map_err(|e| SessionError::Internal(e.to_string()))?;
+        let tools = self.catalog.borrow().tools.clone();
         let config = SessionConfig {
-            system_prompt: settings.system_prompt.clone(),
+            system_prompt: self.system_prompt.clone(),
             max_steps: settings.max_steps,
             include_partial_messages: settings.include_partial_messages,
             models: settings.model_infos(),
@@ -107,6 +121,7 @@ impl Message<CreateSession> for SessionManager {
         let topic = Arc::new(SessionTopic::new(0));
         let agent_loop = AgentLoop::spawn(AgentLoopArgs {
             state,
+            catalog: self.catalog.clone(),
             topic: topic.clone(),
             model: self.model.clone(),
             tools: self.tools.clone(),

@@ -28,6 +28,8 @@ pub struct Settings {
     pub workspace: PathBuf,
     pub models: BTreeMap<String, ModelProfile>,
     pub tools: ToolSettings,
+    /// MCP servers by name (disabled ones included; they are not started).
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -59,6 +61,82 @@ impl Default for ToolSettings {
         ToolSettings {
             max_output_bytes: default_max_output_bytes(),
             timeout_secs: default_tool_timeout_secs(),
+        }
+    }
+}
+
+/// One MCP server (`[mcp_servers.NAME]`, or an entry of a `.mcp.json`).
+/// Exactly one of `command` (stdio) and `url` (streamable HTTP) is set.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// `false`: configured but not started.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Program to start (stdio transport).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Extra environment for the program (values may be secrets: never
+    /// serialised).
+    #[serde(default, skip_serializing)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory of the program (default: the workspace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// Endpoint of a streamable HTTP server, e.g. `http://127.0.0.1:3001/mcp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers, e.g. `{ Authorization = "Bearer ${TOKEN}" }` (never
+    /// serialised).
+    #[serde(default, skip_serializing)]
+    pub headers: BTreeMap<String, String>,
+    /// Text appended to the system prompt of sessions using this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// Starting (connect, initialize, list tools) may take this long.
+    #[serde(default = "default_startup_timeout_secs")]
+    pub startup_timeout_secs: u64,
+    /// One tool call may take this long; then it is cancelled.
+    #[serde(default = "default_mcp_tool_timeout_secs")]
+    pub tool_timeout_secs: u64,
+}
+
+fn default_mcp_tool_timeout_secs() -> u64 {
+    300
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_startup_timeout_secs() -> u64 {
+    30
+}
+
+impl McpServerConfig {
+    /// A stdio server running `command args...`.
+    pub fn stdio(command: impl Into<String>, args: &[&str]) -> Self {
+        McpServerConfig {
+            enabled: true,
+            command: Some(command.into()),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: BTreeMap::new(),
+            cwd: None,
+            url: None,
+            headers: BTreeMap::new(),
+            prompt: None,
+            startup_timeout_secs: default_startup_timeout_secs(),
+            tool_timeout_secs: default_mcp_tool_timeout_secs(),
+        }
+    }
+
+    /// A streamable HTTP server at `url`.
+    pub fn http(url: impl Into<String>) -> Self {
+        McpServerConfig {
+            command: None,
+            url: Some(url.into()),
+            ..Self::stdio("", &[])
         }
     }
 }

@@ -1,18 +1,23 @@
-//! ToolExecutor actor: runs tool calls.
+//! ToolExecutor actor: runs tool calls, and owns the tool registry.
 //!
-//! Owns the tool registry (built-in tools, later MCP tools too). Accepts
-//! [`RunTool`] (answered when the call ends) and [`ListTools`]. Every call
-//! runs on its own task, so many run at once and the actor stays responsive;
-//! every failure — unknown tool, arguments that do not fit, an error, a
-//! panic, a timeout, a cancellation — becomes an error [`ToolOutcome`] the
-//! model can read. Outputs are cut to the configured size.
+//! The registry holds the built-in tools and the tools of every MCP server
+//! (reported by McpServer actors with [`ServerChanged`]); each change is
+//! published as a [`ToolCatalog`] on a watch channel that sessions follow.
+//! Accepts [`RunTool`] (answered when the call ends), [`ListTools`] and
+//! [`ServerChanged`]. Every call runs on its own task, so many run at once
+//! and the actor stays responsive; every failure — unknown tool, arguments
+//! that do not fit, an error, a panic, a timeout, a cancellation — becomes
+//! an error [`ToolOutcome`] the model can read. Outputs are cut to size.
 //!
 //! Never runs a tool inside its handler (that would serialise all calls) and
 //! never talks to a session directly: the caller gets the outcome as a reply.
 
+use crate::mcp::naming;
 use crate::model::{ToolCall, ToolOutcome, ToolSpec};
+use crate::protocol::McpServerStatus;
 use crate::settings::ToolSettings;
 use crate::tools::{Tool, ToolContext, ToolError, truncate_middle};
+use futures::future::BoxFuture;
 use kameo::Actor;
 use kameo::message::{Context, Message};
 use kameo::reply::DelegatedReply;
@@ -20,43 +25,123 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// The tools a session may call, by name, in registration order.
+/// What sessions need to know about tools: the list the model sees, and how
+/// each MCP server is doing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ToolCatalog {
+    pub tools: Vec<ToolSpec>,
+    pub servers: BTreeMap<String, McpServerStatus>,
+}
+
+/// The tools a session may call, by name: the built-in ones first, then each
+/// MCP server's (servers in name order). A name already taken is given a
+/// hash suffix (and a warning is logged), so the outcome of a clash does not
+/// depend on which server started first.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Arc<dyn Tool>>,
+    builtin: Vec<Arc<dyn Tool>>,
+    servers: BTreeMap<String, Vec<Arc<dyn Tool>>>,
+    disallowed: Vec<String>,
+    index: BTreeMap<String, Arc<dyn Tool>>,
     order: Vec<String>,
 }
 
 impl ToolRegistry {
     /// A registry of `tools` without the names in `disallowed`.
     pub fn new(tools: Vec<Arc<dyn Tool>>, disallowed: &[String]) -> Self {
-        let mut registry = ToolRegistry::default();
-        for tool in tools {
+        let mut registry = ToolRegistry {
+            builtin: tools,
+            disallowed: disallowed.to_vec(),
+            ..Default::default()
+        };
+        registry.rebuild();
+        registry
+    }
+
+    /// Replace the tools of MCP server `server`.
+    pub fn set_server_tools(&mut self, server: &str, tools: Vec<Arc<dyn Tool>>) {
+        self.servers.insert(server.to_string(), tools);
+        self.rebuild();
+    }
+
+    /// Forget the tools of MCP server `server`.
+    pub fn remove_server(&mut self, server: &str) {
+        if self.servers.remove(server).is_some() {
+            self.rebuild();
+        }
+    }
+
+    fn rebuild(&mut self) {
+        self.index.clear();
+        self.order.clear();
+        let servers = self
+            .servers
+            .iter()
+            .flat_map(|(server, tools)| tools.iter().map(move |t| (Some(server), t)));
+        let all: Vec<(Option<&String>, Arc<dyn Tool>)> = self
+            .builtin
+            .iter()
+            .map(|t| (None, t.clone()))
+            .chain(servers.map(|(s, t)| (s, t.clone())))
+            .collect();
+        for (server, tool) in all {
             let name = tool.spec().name;
-            if disallowed.contains(&name) {
+            if self.disallowed.contains(&name) {
                 continue;
             }
-            if registry.tools.insert(name.clone(), tool).is_some() {
-                tracing::warn!(tool = %name, "two tools share a name; the later one wins");
+            let (name, tool) = if self.index.contains_key(&name) {
+                let renamed =
+                    naming::disambiguated(&name, &format!("{}/{name}", server.map_or("", |s| s)));
+                tracing::warn!(tool = %name, server = ?server, renamed = %renamed, "tool name already taken; renamed");
+                let tool: Arc<dyn Tool> = Arc::new(Renamed {
+                    name: renamed.clone(),
+                    inner: tool,
+                });
+                (renamed, tool)
             } else {
-                registry.order.push(name);
-            }
+                (name, tool)
+            };
+            self.order.push(name.clone());
+            self.index.insert(name, tool);
         }
-        registry
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.order
             .iter()
-            .filter_map(|n| self.tools.get(n))
+            .filter_map(|n| self.index.get(n))
             .map(|t| t.spec())
             .collect()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
-        self.tools.get(name).cloned()
+        self.index.get(name).cloned()
+    }
+}
+
+/// A tool shown under another name (the loser of a name clash).
+struct Renamed {
+    name: String,
+    inner: Arc<dyn Tool>,
+}
+
+impl Tool for Renamed {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name.clone(),
+            ..self.inner.spec()
+        }
+    }
+
+    fn call(
+        &self,
+        input: serde_json::Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<crate::tools::ToolOutput, ToolError>> {
+        self.inner.call(input, ctx)
     }
 }
 
@@ -68,20 +153,78 @@ pub struct RunTool {
     pub cancel: CancellationToken,
 }
 
+impl RunTool {
+    pub fn new(call: ToolCall, workspace: PathBuf, cancel: CancellationToken) -> Self {
+        RunTool {
+            call,
+            workspace,
+            cancel,
+        }
+    }
+}
+
+/// A call that waited for its MCP server to finish starting, tried again.
+#[derive(Debug)]
+struct RetryAfterStart(RunTool);
+
 /// The specs of every registered tool.
 #[derive(Debug)]
 pub struct ListTools;
+
+/// An MCP server's state changed; `tools` is set when its tool list did.
+pub struct ServerChanged {
+    pub server: String,
+    pub status: McpServerStatus,
+    pub tools: Option<Vec<Arc<dyn Tool>>>,
+}
 
 /// The actor.
 #[derive(Actor)]
 pub struct ToolExecutor {
     registry: ToolRegistry,
     settings: ToolSettings,
+    servers: BTreeMap<String, McpServerStatus>,
+    catalog: watch::Sender<Arc<ToolCatalog>>,
 }
 
 impl ToolExecutor {
-    pub fn new(registry: ToolRegistry, settings: ToolSettings) -> Self {
-        ToolExecutor { registry, settings }
+    /// An executor publishing its catalog on `catalog`.
+    pub fn new(
+        registry: ToolRegistry,
+        settings: ToolSettings,
+        catalog: watch::Sender<Arc<ToolCatalog>>,
+    ) -> Self {
+        let executor = ToolExecutor {
+            registry,
+            settings,
+            servers: BTreeMap::new(),
+            catalog,
+        };
+        executor.publish();
+        executor
+    }
+
+    fn publish(&self) {
+        self.catalog.send_replace(Arc::new(ToolCatalog {
+            tools: self.registry.specs(),
+            servers: self.servers.clone(),
+        }));
+    }
+}
+
+impl Message<ServerChanged> for ToolExecutor {
+    type Reply = ();
+
+    async fn handle(&mut self, change: ServerChanged, _: &mut Context<Self, Self::Reply>) {
+        match (&change.status, change.tools) {
+            (McpServerStatus::Failed { .. } | McpServerStatus::Stopped, _) => {
+                self.registry.remove_server(&change.server)
+            }
+            (_, Some(tools)) => self.registry.set_server_tools(&change.server, tools),
+            (_, None) => {}
+        }
+        self.servers.insert(change.server, change.status);
+        self.publish();
     }
 }
 
@@ -89,6 +232,52 @@ impl Message<RunTool> for ToolExecutor {
     type Reply = DelegatedReply<ToolOutcome>;
 
     async fn handle(&mut self, msg: RunTool, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        if self.registry.get(&msg.call.name).is_none()
+            && let Some(server) = self.first_start_of(&msg.call.name)
+        {
+            // The tool's server has not listed its tools yet: this call (and
+            // only this call) waits for it to finish starting.
+            let me = ctx.actor_ref().clone();
+            let mut catalog = self.catalog.subscribe();
+            return ctx.spawn(async move {
+                let started = catalog.wait_for(|c| {
+                    !matches!(c.servers.get(&server), Some(McpServerStatus::Starting))
+                });
+                tokio::select! {
+                    _ = msg.cancel.cancelled() => return cancelled(),
+                    _ = started => {}
+                }
+                me.ask(RetryAfterStart(msg))
+                    .await
+                    .unwrap_or_else(|e| ToolOutcome {
+                        output: format!("the tool executor is unavailable: {e}"),
+                        is_error: true,
+                        duration_ms: 0,
+                    })
+            });
+        }
+        self.run(msg, ctx)
+    }
+}
+
+impl Message<RetryAfterStart> for ToolExecutor {
+    type Reply = DelegatedReply<ToolOutcome>;
+
+    async fn handle(
+        &mut self,
+        RetryAfterStart(msg): RetryAfterStart,
+        ctx: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        self.run(msg, ctx)
+    }
+}
+
+impl ToolExecutor {
+    /// Look the tool up and run it on a task of its own.
+    fn run<R>(&self, msg: RunTool, ctx: &mut Context<Self, R>) -> DelegatedReply<ToolOutcome>
+    where
+        R: kameo::Reply<Value = ToolOutcome>,
+    {
         let Some(tool) = self.registry.get(&msg.call.name) else {
             let names = self.registry.order.join(", ");
             return ctx.reply(ToolOutcome {
@@ -102,6 +291,27 @@ impl Message<RunTool> for ToolExecutor {
         };
         let settings = self.settings.clone();
         ctx.spawn(run(tool, msg, settings))
+    }
+
+    /// The MCP server that owns `tool` by name and is still starting for the
+    /// first time (it has listed no tools yet).
+    fn first_start_of(&self, tool: &str) -> Option<String> {
+        self.servers
+            .iter()
+            .find(|(server, status)| {
+                matches!(status, McpServerStatus::Starting)
+                    && !self.registry.servers.contains_key(*server)
+                    && tool.starts_with(&naming::server_prefix(server))
+            })
+            .map(|(server, _)| server.clone())
+    }
+}
+
+fn cancelled() -> ToolOutcome {
+    ToolOutcome {
+        output: "cancelled: the user interrupted the turn".into(),
+        is_error: true,
+        duration_ms: 0,
     }
 }
 
@@ -233,6 +443,7 @@ mod tests {
                 max_output_bytes: 1000,
                 timeout_secs,
             },
+            watch::channel(Arc::new(ToolCatalog::default())).0,
         ))
     }
 

@@ -104,7 +104,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn new() -> Harness {
+    async fn new() -> Harness {
         let workspace = tempfile::tempdir().unwrap();
         let (tx, rx) = mpsc::unbounded_channel();
         let mut models = BTreeMap::new();
@@ -121,10 +121,11 @@ impl Harness {
             workspace: workspace.path().to_path_buf(),
             models,
             tools: ToolSettings::default(),
+            mcp_servers: Default::default(),
             unreachable_hint: None,
         };
         Harness {
-            runtime: Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx })),
+            runtime: Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx })).await,
             calls: Mutex::new(rx),
             _workspace: workspace,
         }
@@ -187,7 +188,7 @@ impl Events {
 
 #[tokio::test]
 async fn interrupt_during_stream_drops_the_model_stream() {
-    let h = Harness::new();
+    let h = Harness::new().await;
     let session = h.session().await;
     let mut events = Events::of(&session);
     session.submit_text("tell me a story").await.unwrap();
@@ -211,7 +212,7 @@ async fn interrupt_during_stream_drops_the_model_stream() {
 
 #[tokio::test]
 async fn clear_waits_behind_running_query_and_applies_before_the_next() {
-    let h = Harness::new();
+    let h = Harness::new().await;
     let session = h.session().await;
     let mut events = Events::of(&session);
     let first = session.submit_text("first").await.unwrap();
@@ -244,7 +245,7 @@ async fn clear_waits_behind_running_query_and_applies_before_the_next() {
 
 #[tokio::test]
 async fn late_subscriber_replays_the_session_then_follows_live() {
-    let h = Harness::new();
+    let h = Harness::new().await;
     let session = h.session().await;
     let mut early = Events::of(&session);
     session.submit_text("hi").await.unwrap();
@@ -270,7 +271,7 @@ async fn late_subscriber_replays_the_session_then_follows_live() {
 
 #[tokio::test]
 async fn sessions_run_concurrently_and_never_share_history() {
-    let h = Harness::new();
+    let h = Harness::new().await;
     let a = h.session().await;
     let b = h.session().await;
     assert_ne!(a.id(), b.id());
@@ -304,7 +305,7 @@ async fn sessions_run_concurrently_and_never_share_history() {
 
 #[tokio::test]
 async fn tool_calls_of_one_message_run_concurrently() {
-    let h = Harness::new();
+    let h = Harness::new().await;
     let session = h.session().await;
     let mut events = Events::of(&session);
     session.submit_text("go").await.unwrap();
@@ -340,7 +341,7 @@ async fn tool_calls_of_one_message_run_concurrently() {
 
 #[tokio::test]
 async fn provider_failure_ends_the_turn_with_an_error_and_the_session_lives_on() {
-    let h = Harness::new();
+    let h = Harness::new().await;
     let session = h.session().await;
     let mut events = Events::of(&session);
     session.submit_text("hi").await.unwrap();
@@ -362,7 +363,7 @@ async fn provider_failure_ends_the_turn_with_an_error_and_the_session_lives_on()
 
 #[tokio::test]
 async fn a_stream_that_ends_without_finishing_is_an_error() {
-    let h = Harness::new();
+    let h = Harness::new().await;
     let session = h.session().await;
     let mut events = Events::of(&session);
     session.submit_text("hi").await.unwrap();

@@ -23,4 +23,8 @@ pub struct ConfigFile {
     pub disallowed_tools: Option<Vec<String>>,
     pub tools: Option<ToolSettings>,
     pub models: Option<BTreeMap<String, toml::Table>>,
+    /// MCP servers, raw like the model profiles (checked after merging).
+    pub mcp_servers: Option<BTreeMap<String, toml::Table>>,
+    /// A Claude-style `.mcp.json` to read besides the workspace's own.
+    pub mcp_json: Option<PathBuf>,
 }

@@ -10,10 +10,11 @@
 mod error;
 mod expand;
 mod file;
+mod mcp_json;
 
 pub use error::ConfigError;
 
-use agentbus_actors::settings::{ModelProfile, Settings};
+use agentbus_actors::settings::{McpServerConfig, ModelProfile, Settings};
 use file::ConfigFile;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -112,9 +113,11 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
     for (key, value) in table.iter_mut() {
         expand_value(value, key, &origin)?;
     }
-    if let (Some(toml::Value::String(file)), Some(dir)) = (table.get("system_prompt_file"), dir) {
-        let anchored = dir.join(file).display().to_string();
-        table.insert("system_prompt_file".into(), toml::Value::String(anchored));
+    for key in ["system_prompt_file", "mcp_json"] {
+        if let (Some(toml::Value::String(file)), Some(dir)) = (table.get(key), dir) {
+            let anchored = dir.join(file).display().to_string();
+            table.insert(key.into(), toml::Value::String(anchored));
+        }
     }
     let _: ConfigFile = check(&table, &origin)?;
     Ok(Layer { origin, table })
@@ -173,6 +176,71 @@ fn check<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// Deserialise one named entry (`models.NAME`, `mcp_servers.NAME`), naming
+/// the key within it on failure.
+fn check_entry<T: serde::de::DeserializeOwned>(
+    table: &toml::Table,
+    origin: &str,
+    prefix: &str,
+) -> Result<T, ConfigError> {
+    check(table, origin).map_err(|e| match e {
+        ConfigError::Invalid {
+            origin,
+            key,
+            message,
+        } => ConfigError::Invalid {
+            origin,
+            key: format!("{prefix}.{key}").replace(".(top level)", ""),
+            message,
+        },
+        other => other,
+    })
+}
+
+/// The MCP servers: the workspace's `.mcp.json` and the file named by
+/// `mcp_json` first, then `[mcp_servers.NAME]` tables over them key by key.
+fn mcp_servers(
+    workspace: &Path,
+    mcp_json: Option<&Path>,
+    toml_servers: BTreeMap<String, toml::Table>,
+    toml_origin: &HashMap<String, String>,
+) -> Result<BTreeMap<String, McpServerConfig>, ConfigError> {
+    let mut tables: BTreeMap<String, (toml::Table, String)> = BTreeMap::new();
+    let workspace_json = workspace.join(".mcp.json");
+    let json_files = workspace_json
+        .is_file()
+        .then_some(workspace_json.as_path())
+        .into_iter()
+        .chain(mcp_json);
+    for path in json_files {
+        for (name, table) in mcp_json::read(path)? {
+            tables.insert(name, (table, path.display().to_string()));
+        }
+    }
+    for (name, table) in toml_servers {
+        let origin = toml_origin.get(&name).cloned().unwrap_or_default();
+        let entry = tables
+            .entry(name)
+            .or_insert_with(|| (toml::Table::new(), origin.clone()));
+        merge_tables(&mut entry.0, table);
+        entry.1 = origin;
+    }
+    let mut servers = BTreeMap::new();
+    for (name, (table, origin)) in tables {
+        let prefix = format!("mcp_servers.{name}");
+        let server: McpServerConfig = check_entry(&table, &origin, &prefix)?;
+        if server.command.is_some() == server.url.is_some() {
+            return Err(ConfigError::Invalid {
+                origin,
+                key: prefix,
+                message: "set exactly one of `command` (a stdio server) and `url` (a streamable HTTP server)".into(),
+            });
+        }
+        servers.insert(name, server);
+    }
+    Ok(servers)
+}
+
 /// Merge `layer` over `base`: tables merge recursively, other values replace.
 /// `system_prompt` and `system_prompt_file` replace each other.
 fn merge(base: &mut toml::Table, layer: toml::Table) {
@@ -205,11 +273,17 @@ fn resolve(
 ) -> Result<Settings, ConfigError> {
     let mut merged = toml::Table::new();
     let mut profile_origin: HashMap<String, String> = HashMap::new();
+    let mut server_origin: HashMap<String, String> = HashMap::new();
     let mut model_origin = String::from("built-in defaults");
     for layer in layers {
         if let Some(toml::Value::Table(models)) = layer.table.get("models") {
             for name in models.keys() {
                 profile_origin.insert(name.clone(), layer.origin.clone());
+            }
+        }
+        if let Some(toml::Value::Table(servers)) = layer.table.get("mcp_servers") {
+            for name in servers.keys() {
+                server_origin.insert(name.clone(), layer.origin.clone());
             }
         }
         if layer.table.contains_key("model") {
@@ -222,20 +296,15 @@ fn resolve(
     let mut models = BTreeMap::new();
     for (name, table) in file.models.unwrap_or_default() {
         let origin = profile_origin.get(&name).cloned().unwrap_or_default();
-        let profile: ModelProfile = check(&table, &origin).map_err(|e| match e {
-            ConfigError::Invalid {
-                origin,
-                key,
-                message,
-            } => ConfigError::Invalid {
-                origin,
-                key: format!("models.{name}.{key}").replace(".(top level)", ""),
-                message,
-            },
-            other => other,
-        })?;
+        let profile: ModelProfile = check_entry(&table, &origin, &format!("models.{name}"))?;
         models.insert(name, profile);
     }
+    let mcp_servers = mcp_servers(
+        &workspace,
+        file.mcp_json.as_deref(),
+        file.mcp_servers.unwrap_or_default(),
+        &server_origin,
+    )?;
 
     let (requested, origin) = match &options.model {
         Some(m) => (m.clone(), "--model".to_string()),
@@ -292,6 +361,7 @@ fn resolve(
         workspace,
         models,
         tools: file.tools.unwrap_or_default(),
+        mcp_servers,
         unreachable_hint,
     })
 }

@@ -34,7 +34,7 @@ pub async fn run(
     json_output: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupts = super::interrupt_signals()?;
-    let runtime = Runtime::start(settings)?;
+    let runtime = Runtime::start(settings).await?;
     let session = runtime.create_session(SessionOptions::default()).await?;
     let (_sink, mut events) = attach_channel(session.topic().clone(), 0);
     let id = session.submit_text(prompt).await?;

@@ -74,6 +74,14 @@ impl Fixture {
         self.workspace.path()
     }
 
+    /// Add TOML (e.g. `[mcp_servers.NAME]` tables) to the fixture's config.
+    pub fn add_config(&self, toml: &str) {
+        let mut text = std::fs::read_to_string(&self.config).expect("read config");
+        text.push('\n');
+        text.push_str(toml);
+        std::fs::write(&self.config, text).expect("write config");
+    }
+
     /// The binary with this fixture's config, workspace, data dir and home.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentbus"));
@@ -194,6 +202,20 @@ impl Agent {
         }
     }
 
+    /// The first event read so far, or read from now on, that satisfies
+    /// `pred` (for events whose order relative to others is not fixed).
+    pub async fn seen_or_wait_for(&mut self, pred: impl Fn(&Value) -> bool) -> Value {
+        let seen = self
+            .lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| pred(e));
+        match seen {
+            Some(event) => event,
+            None => self.wait_for_event(pred).await,
+        }
+    }
+
     /// Read stdout lines until one contains `text`.
     pub async fn wait_for_text(&mut self, text: &str) -> String {
         loop {
@@ -306,4 +328,71 @@ pub fn roles(messages: &[Value]) -> Vec<String> {
         .iter()
         .map(|m| m["role"].as_str().unwrap_or("?").to_string())
         .collect()
+}
+
+/// The directory holding the npm MCP reference servers' commands
+/// (`mcp-server-everything`, `mcp-server-filesystem`): `$AGENTBUS_MCP_SERVERS_BIN`,
+/// else whatever `scripts/mcp-test-servers.sh` installs (once per test binary).
+pub fn npm_mcp_bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("AGENTBUS_MCP_SERVERS_BIN") {
+            return PathBuf::from(dir);
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/mcp-test-servers.sh");
+        let out = std::process::Command::new(&script)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        assert!(
+            out.status.success(),
+            "{} failed (it needs npm and the npm registry): {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+    })
+    .clone()
+}
+
+/// The test kit's MCP server, built next to the agentbus binary by
+/// `cargo test --workspace` (or `cargo build -p agentbus-testkit --bins`).
+pub fn test_mcp_server() -> PathBuf {
+    let path = Path::new(env!("CARGO_BIN_EXE_agentbus")).with_file_name("test-mcp-server");
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace`, or `cargo build -p agentbus-testkit --bins` first",
+        path.display()
+    );
+    path
+}
+
+/// Whether process `pid` still exists (a zombie counts: it was not reaped).
+pub fn process_exists(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Processes (zombies included) whose environment holds `entry` (`KEY=value`),
+/// e.g. the unique pid-file path a test gave a server: how to find the
+/// children of a run even if they never got as far as writing a file.
+pub fn processes_with_env(entry: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|env| env.split(|b| *b == 0).any(|var| var == entry.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Read a pid written by the test MCP server to `TEST_MCP_PID_FILE`.
+pub fn read_pid(path: &Path) -> u32 {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no pid file {}: {e}", path.display()))
+        .trim()
+        .parse()
+        .unwrap_or_else(|e| panic!("bad pid in {}: {e}", path.display()))
 }

@@ -105,6 +105,9 @@ pub enum SystemSubtype {
     /// A model call failed and will be tried again; anything streamed since
     /// the last `assistant` event was discarded. `data`: `{attempt, delay_ms, reason}`.
     Retrying,
+    /// An MCP server changed state (also sent once per server when a
+    /// session starts). `data`: `{server, state, tools?, reason?, stderr?, attempt?, delay_ms?}`.
+    McpServerStatus,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }

@@ -11,10 +11,12 @@
 //!   [`EventEnvelope`] carrying a gap-free per-session `seq`).
 //! - [`content`]: the pieces both share: content blocks, usage, stop reasons.
 //! - [`message`]: the conversation history as the model sees it.
+//! - [`mcp`]: the status of MCP servers, as sessions report it.
 
 pub mod content;
 pub mod event;
 pub mod input;
+pub mod mcp;
 pub mod message;
 
 pub use content::{ContentBlock, StopReason, Usage};
@@ -24,6 +26,7 @@ pub use event::{
     ToolResultEvent, UserEvent,
 };
 pub use input::{ControlCommand, InputId, SessionInput, UserInput};
+pub use mcp::McpServerStatus;
 pub use message::Message;
 
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,8 @@
 //! What the core reacts to.
 
 use crate::model::{ModelEvent, ToolOutcome, ToolSpec};
-use crate::protocol::{InputId, UserInput};
+use crate::protocol::{InputId, McpServerStatus, UserInput};
+use std::collections::BTreeMap;
 
 /// One input to [`step`](super::step).
 #[derive(Clone, Debug, PartialEq)]
@@ -23,6 +24,10 @@ pub enum Input {
         call_id: String,
         outcome: ToolOutcome,
     },
-    /// The set of tools changed (e.g. an MCP server came up).
-    ToolsChanged { tools: Vec<ToolSpec> },
+    /// The tools or the MCP servers changed (a server came up, crashed,
+    /// changed its tool list). Also fed once right after `Started`.
+    CatalogChanged {
+        tools: Vec<ToolSpec>,
+        servers: BTreeMap<String, McpServerStatus>,
+    },
 }

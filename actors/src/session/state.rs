@@ -4,9 +4,9 @@
 
 use super::turn::Turn;
 use crate::model::{ModelRequest, ToolSpec};
-use crate::protocol::{InputId, Message, SessionId, Usage, UserInput};
+use crate::protocol::{InputId, McpServerStatus, Message, SessionId, Usage, UserInput};
 use serde::Serialize;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// What the session needs to know about a model profile (never its key).
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -66,6 +66,8 @@ pub struct SessionState {
     /// The current model profile's name.
     pub model: String,
     pub tools: Vec<ToolSpec>,
+    /// How each MCP server is doing, as last reported to this session.
+    pub mcp_servers: BTreeMap<String, McpServerStatus>,
     pub history: Vec<Message>,
     pub usage: SessionUsage,
     pub queue: VecDeque<QueuedInput>,
@@ -87,6 +89,7 @@ impl SessionState {
             config,
             model,
             tools,
+            mcp_servers: BTreeMap::new(),
             history: Vec::new(),
             usage: SessionUsage::default(),
             queue: VecDeque::new(),

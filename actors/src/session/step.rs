@@ -31,7 +31,9 @@ pub fn step(mut state: SessionState, input: Input, now_ms: u64) -> (SessionState
             call_id,
             outcome,
         } => on_tool_finished(&mut state, batch_id, &call_id, outcome, now_ms, &mut fx),
-        Input::ToolsChanged { tools } => state.tools = tools,
+        Input::CatalogChanged { tools, servers } => {
+            apply_catalog(&mut state, tools, servers, &mut fx)
+        }
     }
     run_queue(&mut state, now_ms, &mut fx);
     (state, fx)
@@ -71,6 +73,38 @@ fn announce_start(state: &SessionState, fx: &mut Vec<Effect>) {
             })),
         ),
     );
+}
+
+/// New tools apply to the next model call; each MCP server whose state
+/// changed is reported to the user.
+fn apply_catalog(
+    state: &mut SessionState,
+    tools: Vec<crate::model::ToolSpec>,
+    servers: std::collections::BTreeMap<String, crate::protocol::McpServerStatus>,
+    fx: &mut Vec<Effect>,
+) {
+    state.tools = tools;
+    for (name, status) in &servers {
+        if state.mcp_servers.get(name) == Some(status) {
+            continue;
+        }
+        let mut data = json!({"server": name});
+        if let (Some(map), Ok(serde_json::Value::Object(fields))) =
+            (data.as_object_mut(), serde_json::to_value(status))
+        {
+            map.extend(fields);
+        }
+        emit(
+            fx,
+            None,
+            system(
+                SystemSubtype::McpServerStatus,
+                format!("MCP server `{name}`: {}", status.describe()),
+                Some(data),
+            ),
+        );
+    }
+    state.mcp_servers = servers;
 }
 
 /// Queue a query or command. Slash text is parsed here, once, for every

@@ -729,9 +729,47 @@ fn debug_shows_state_without_secrets() {
 #[test]
 fn tools_changed_applies_to_the_next_model_call() {
     let mut h = Harness::new();
-    h.feed(Input::ToolsChanged { tools: vec![] });
+    h.feed(Input::CatalogChanged {
+        tools: vec![],
+        servers: Default::default(),
+    });
     h.query("hi");
     assert!(model_calls(&h.effects)[0].1.tools.is_empty());
+}
+
+#[test]
+fn mcp_server_changes_are_reported_once_each() {
+    use crate::protocol::McpServerStatus;
+    let mut h = Harness::new();
+    let tools = h.state().tools.clone();
+    let catalog = |status: McpServerStatus| Input::CatalogChanged {
+        tools: tools.clone(),
+        servers: [("files".to_string(), status)].into_iter().collect(),
+    };
+    let fx = h.feed(catalog(McpServerStatus::Starting));
+    assert_eq!(messages(&fx).len(), 1);
+    assert!(
+        h.feed(catalog(McpServerStatus::Starting)).is_empty(),
+        "no change, no event"
+    );
+    let fx = h.feed(catalog(McpServerStatus::Failed {
+        reason: "command not found".into(),
+        stderr: vec!["boom".into()],
+    }));
+    let AgentMessage::System(s) = &messages(&fx)[0] else {
+        panic!()
+    };
+    assert_eq!(s.subtype, SystemSubtype::McpServerStatus);
+    assert!(
+        s.message
+            .contains("`files`: failed: command not found (stderr: boom)"),
+        "{}",
+        s.message
+    );
+    let data = s.data.clone().unwrap();
+    assert_eq!(data["server"], "files");
+    assert_eq!(data["state"], "failed");
+    assert_eq!(data["stderr"][0], "boom");
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 pub async fn run(settings: Settings, data_dir: DataDir, json: bool) -> anyhow::Result<ExitCode> {
-    let runtime = Runtime::start(settings)?;
+    let runtime = Runtime::start(settings).await?;
     let session = runtime.create_session(SessionOptions::default()).await?;
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !json;
     let code = if interactive {

@@ -1,0 +1,416 @@
+//! MCP servers end to end: the built binary with real MCP servers — the npm
+//! reference server `server-everything` over stdio and streamable HTTP, and
+//! the test kit's own server that can crash, hang, fail to start and grow
+//! its tool list — driven by the scripted model.
+
+mod support;
+
+use serde_json::Value;
+use std::process::Stdio;
+use support::*;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+fn statuses<'a>(events: &'a [Value], server: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["subtype"] == "mcp_server_status" && e["data"]["server"] == server)
+        .collect()
+}
+
+fn tool_results(events: &[Value]) -> Vec<&Value> {
+    of_type(events, "tool_result")
+}
+
+/// `[mcp_servers.test]` running the kit's test server with `extra` lines.
+fn test_server_config(extra: &str) -> String {
+    format!(
+        "[mcp_servers.test]\ncommand = \"{}\"\n{extra}\n",
+        test_mcp_server().display()
+    )
+}
+
+#[tokio::test]
+async fn everything_over_stdio_answers_echo_and_get_sum() {
+    let fx = Fixture::new("mcp_everything").await;
+    fx.add_config(&format!(
+        "[mcp_servers.everything]\ncommand = \"{}\"\nargs = [\"stdio\"]\n",
+        npm_mcp_bin().join("mcp-server-everything").display()
+    ));
+    let out = fx
+        .run(&["run", "--json", "Use the everything server"])
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    assert_gap_free(&events);
+    let results = tool_results(&events);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["output"], "Echo: hello from the model");
+    assert_eq!(results[0]["is_error"], false);
+    assert!(
+        results[1]["output"].as_str().unwrap().contains('5'),
+        "{}",
+        results[1]
+    );
+    let ready = statuses(&events, "everything");
+    assert!(
+        ready.iter().any(|s| s["data"]["state"] == "ready"),
+        "{ready:#?}"
+    );
+
+    // The model received the results.
+    let last = fx.request_messages().pop().unwrap();
+    let tool_messages: Vec<&Value> = last.iter().filter(|m| m["role"] == "tool").collect();
+    assert_eq!(tool_messages[0]["content"], "Echo: hello from the model");
+    assert!(the_result(&events)["text"].as_str().unwrap().contains('5'));
+    fx.assert_requests_valid();
+}
+
+#[tokio::test]
+async fn everything_over_streamable_http_answers_echo() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut server = tokio::process::Command::new(npm_mcp_bin().join("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start mcp-server-everything streamableHttp");
+    // It says when it listens (on stdout or stderr, depending on version).
+    let mut stdout = BufReader::new(server.stdout.take().unwrap()).lines();
+    let mut stderr = BufReader::new(server.stderr.take().unwrap()).lines();
+    tokio::time::timeout(GUARD, async {
+        loop {
+            let line = tokio::select! {
+                l = stdout.next_line() => l,
+                l = stderr.next_line() => l,
+            };
+            match line {
+                Ok(Some(l)) if l.contains(&port.to_string()) => return,
+                Ok(Some(_)) => continue,
+                _ => panic!("the HTTP server ended before listening"),
+            }
+        }
+    })
+    .await
+    .expect("the HTTP server listens");
+
+    let fx = Fixture::new("mcp_everything").await;
+    fx.add_config(&format!(
+        "[mcp_servers.everything]\nurl = \"http://127.0.0.1:{port}/mcp\"\nheaders = {{ Authorization = \"Bearer test-token\" }}\n"
+    ));
+    let out = fx
+        .run(&["run", "--json", "Use the everything server"])
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let results = tool_results(&events);
+    assert_eq!(results[0]["output"], "Echo: hello from the model");
+    assert!(results[1]["output"].as_str().unwrap().contains('5'));
+    let _ = server.kill().await;
+}
+
+#[tokio::test]
+async fn a_missing_command_is_reported_and_the_turn_runs_anyway() {
+    let fx = Fixture::new("plain_reply").await;
+    fx.add_config("[mcp_servers.ghost]\ncommand = \"/nonexistent/mcp-server\"\n");
+    let out = fx.run(&["run", "--json", "hi"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    assert_eq!(the_result(&events)["stop_reason"], "end_turn");
+    let failed = statuses(&events, "ghost");
+    let failure = failed
+        .iter()
+        .find(|s| s["data"]["state"] == "failed")
+        .expect("a failed status");
+    let message = failure["message"].as_str().unwrap();
+    assert!(
+        message.contains("/nonexistent/mcp-server") && message.contains("No such file"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_at_start_does_not_hold_up_the_turn() {
+    let fx = Fixture::new("plain_reply").await;
+    let pid_file = fx.home.path().join("slow.pid");
+    fx.add_config(&format!(
+        "[mcp_servers.slow]\ncommand = \"{}\"\nargs = [\"--hang-start\"]\nstartup_timeout_secs = 600\nenv = {{ TEST_MCP_PID_FILE = \"{}\" }}\n",
+        test_mcp_server().display(),
+        pid_file.display()
+    ));
+    let out = fx.run(&["run", "--json", "hi"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    assert_eq!(the_result(&events)["stop_reason"], "end_turn");
+    let slow = statuses(&events, "slow");
+    assert!(!slow.is_empty());
+    assert!(
+        slow.iter().all(|s| s["data"]["state"] == "starting"),
+        "the turn ended while the server was still starting: {slow:#?}"
+    );
+    // Exiting stopped the hanging server and reaped it (found by the unique
+    // path in its environment, whether or not it got to write the file).
+    let marker = format!("TEST_MCP_PID_FILE={}", pid_file.display());
+    assert_eq!(
+        processes_with_env(&marker),
+        Vec::<u32>::new(),
+        "server processes outlived agentbus"
+    );
+}
+
+#[tokio::test]
+async fn a_killed_server_fails_its_call_restarts_and_works_again() {
+    let fx = Fixture::new("mcp_lifecycle").await;
+    let pid_file = fx.home.path().join("test.pid");
+    fx.add_config(&test_server_config(&format!(
+        "env = {{ TEST_MCP_PID_FILE = \"{}\" }}",
+        pid_file.display()
+    )));
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.send("first\n").await;
+    let first = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(first["text"], "first done: one");
+    let first_pid = read_pid(&pid_file);
+
+    // The second query's call is in flight when the server is killed.
+    chat.send("second\n").await;
+    chat.wait_for_event(|e| e["type"] == "assistant").await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first_pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the MCP server");
+    let failed_call = chat.wait_for_event(|e| e["type"] == "tool_result").await;
+    assert_eq!(failed_call["is_error"], true, "{failed_call}");
+    chat.wait_for_event(|e| e["type"] == "result").await;
+
+    // It comes back (its restart may be reported before or after the turn's
+    // result); then the third query's call works.
+    let restarting = chat
+        .seen_or_wait_for(|e| {
+            e["subtype"] == "mcp_server_status" && e["data"]["state"] == "restarting"
+        })
+        .await;
+    assert_eq!(restarting["data"]["attempt"], 1);
+    let restart_seq = restarting["seq"].as_u64().unwrap();
+    chat.seen_or_wait_for(|e| {
+        e["subtype"] == "mcp_server_status"
+            && e["data"]["state"] == "ready"
+            && e["seq"].as_u64() > Some(restart_seq)
+    })
+    .await;
+    chat.send("third\n").await;
+    let third = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(third["text"], "third done: three");
+    let second_pid = read_pid(&pid_file);
+    assert_ne!(first_pid, second_pid, "a new server process");
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        !process_exists(second_pid),
+        "the restarted server was stopped and reaped"
+    );
+    fx.assert_requests_valid();
+}
+
+#[tokio::test]
+async fn a_crash_mid_call_returns_an_error_result() {
+    let fx = Fixture::new("mcp_single_call").await;
+    fx.add_config(&test_server_config(""));
+    let out = fx.run(&["run", "--json", "call crash"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let result = tool_results(&events)[0];
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server `test`"),
+        "{result}"
+    );
+    assert_eq!(the_result(&events)["stop_reason"], "end_turn");
+}
+
+#[tokio::test]
+async fn a_tool_timeout_cancels_the_call_on_the_server() {
+    let fx = Fixture::new("mcp_single_call").await;
+    let cancel_file = fx.home.path().join("cancelled");
+    fx.add_config(&test_server_config(&format!(
+        "tool_timeout_secs = 1\nenv = {{ TEST_MCP_CANCEL_FILE = \"{}\" }}",
+        cancel_file.display()
+    )));
+    let out = fx.run(&["run", "--json", "call hang"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let result = tool_results(&events)[0];
+    assert_eq!(result["is_error"], true);
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within 1 s"),
+        "{result}"
+    );
+    // The server saw `notifications/cancelled`; it records that on a task of
+    // its own, so look for the file a while before failing.
+    let mut written = String::new();
+    for _ in 0..600 {
+        written = std::fs::read_to_string(&cancel_file).unwrap_or_default();
+        if !written.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        written.trim(),
+        "cancelled",
+        "the server never saw notifications/cancelled"
+    );
+}
+
+#[tokio::test]
+async fn images_and_errors_from_mcp_tools_reach_the_model_as_text() {
+    let fx = Fixture::new("mcp_single_call").await;
+    fx.add_config(&test_server_config(""));
+    let out = fx.run(&["run", "--json", "call image"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let results = tool_results(&events);
+    let image = results[0]["output"].as_str().unwrap();
+    assert!(
+        image.contains("here is an image") && image.contains("[image: image/png"),
+        "{image}"
+    );
+    assert_eq!(results[1]["is_error"], true);
+    assert_eq!(results[1]["output"], "it failed as asked");
+}
+
+#[tokio::test]
+async fn a_changed_tool_list_reaches_the_next_request() {
+    let fx = Fixture::new("mcp_list_changed").await;
+    fx.add_config(&test_server_config(""));
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    let ready = chat
+        .wait_for_event(|e| e["subtype"] == "mcp_server_status" && e["data"]["state"] == "ready")
+        .await;
+    let before = ready["data"]["tools"].as_u64().unwrap();
+    chat.send("grow\n").await;
+    chat.wait_for_event(|e| e["type"] == "result").await;
+    chat.seen_or_wait_for(|e| {
+        e["subtype"] == "mcp_server_status" && e["data"]["tools"].as_u64() == Some(before + 1)
+    })
+    .await;
+    chat.send("use\n").await;
+    let used = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(used["text"], "used: dynamic tool fresh");
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let last = fx.server.requests().last().unwrap().body.clone();
+    let names: Vec<&str> = last["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"mcp__test__fresh"), "{names:?}");
+}
+
+#[tokio::test]
+async fn a_disabled_server_is_not_started_and_server_prompts_reach_the_model() {
+    let fx = Fixture::new("plain_reply").await;
+    let pid_file = fx.home.path().join("disabled.pid");
+    fx.add_config(&format!(
+        "[mcp_servers.helper]\ncommand = \"{server}\"\nprompt = \"Use the helper server's echo tool to repeat things.\"\n\
+         [mcp_servers.off]\nenabled = false\ncommand = \"{server}\"\nprompt = \"This prompt must not appear.\"\nenv = {{ TEST_MCP_PID_FILE = \"{pid}\" }}\n",
+        server = test_mcp_server().display(),
+        pid = pid_file.display()
+    ));
+    let out = fx.run(&["run", "--json", "hi"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let system = fx.request_messages()[0][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("Use the helper server's echo tool to repeat things."),
+        "{system}"
+    );
+    assert!(!system.contains("must not appear"), "{system}");
+    assert!(!pid_file.exists(), "the disabled server was never started");
+    assert!(statuses(&out.events(), "off").is_empty());
+}
+
+#[tokio::test]
+async fn mcp_list_shows_each_server_with_its_status_and_tools() {
+    let fx = Fixture::new("plain_reply").await;
+    fx.add_config(&format!(
+        "{}[mcp_servers.ghost]\ncommand = \"/nonexistent/mcp-server\"\n[mcp_servers.off]\nenabled = false\ncommand = \"x\"\n",
+        test_server_config("")
+    ));
+    let out = fx.run(&["mcp", "list", "--json"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout_text()).unwrap();
+    let servers = doc["servers"].as_array().unwrap();
+    let by_name = |n: &str| servers.iter().find(|s| s["name"] == n).unwrap();
+    assert_eq!(by_name("test")["status"]["state"], "ready");
+    let tools: Vec<&str> = by_name("test")["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        tools.contains(&"mcp__test__echo") && tools.contains(&"mcp__test__hang"),
+        "{tools:?}"
+    );
+    assert_eq!(by_name("ghost")["status"]["state"], "failed");
+    assert_eq!(by_name("off")["status"]["state"], "disabled");
+
+    let text = fx.run(&["mcp", "list"]).await;
+    assert!(
+        text.stdout_text().contains("test (stdio): ready with"),
+        "{}",
+        text.stdout_text()
+    );
+}
+
+#[tokio::test]
+async fn a_claude_style_mcp_json_in_the_workspace_is_read() {
+    let fx = Fixture::new("mcp_everything").await;
+    std::fs::write(
+        fx.workspace().join(".mcp.json"),
+        format!(
+            r#"{{"mcpServers": {{"everything": {{"command": "{}", "args": ["stdio"]}}}}}}"#,
+            npm_mcp_bin().join("mcp-server-everything").display()
+        ),
+    )
+    .unwrap();
+    let out = fx
+        .run(&["run", "--json", "Use the everything server"])
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(
+        tool_results(&out.events())[0]["output"],
+        "Echo: hello from the model"
+    );
+}
+
+#[tokio::test]
+async fn slash_tools_lists_mcp_tools_with_their_origin() {
+    let fx = Fixture::new("plain_reply").await;
+    fx.add_config(&test_server_config(""));
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.wait_for_event(|e| e["subtype"] == "mcp_server_status" && e["data"]["state"] == "ready")
+        .await;
+    chat.send("/tools\n").await;
+    let tools = chat.wait_for_event(|e| e["subtype"] == "tools").await;
+    let message = tools["message"].as_str().unwrap();
+    assert!(message.contains("mcp__test__echo [mcp:test]"), "{message}");
+    assert!(message.contains("read_file [built-in]"), "{message}");
+    chat.finish().await;
+}
