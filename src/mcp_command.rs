@@ -35,7 +35,7 @@ pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode>
                         server: name.clone(),
                     }
             })
-            .map(|t| json!({"name": t.name, "description": t.description}))
+            .map(|t| json!({"name": t.name, "description": t.description, "summary": t.summary()}))
             .collect();
         let status = match catalog.servers.get(name) {
             Some(status) => serde_json::to_value(status)?,
@@ -86,9 +86,8 @@ pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode>
                 }
             }
             for tool in server["tools"].as_array().into_iter().flatten() {
-                let description = tool["description"].as_str().unwrap_or_default();
-                let first = description.lines().next().unwrap_or_default();
-                writeln!(out, "  {}  {first}", tool["name"].as_str().unwrap_or("?"))?;
+                let summary = tool["summary"].as_str().unwrap_or_default();
+                writeln!(out, "  {}  {summary}", tool["name"].as_str().unwrap_or("?"))?;
             }
         }
     }

@@ -381,22 +381,40 @@ async fn mcp_list_shows_each_server_with_its_status_and_tools() {
 
 #[tokio::test]
 async fn a_claude_style_mcp_json_in_the_workspace_is_read() {
-    let fx = Fixture::new("mcp_everything").await;
+    let fx = Fixture::new("mcp_filesystem").await;
+    std::fs::write(fx.workspace().join("notes.txt"), "file content here\n").unwrap();
     std::fs::write(
         fx.workspace().join(".mcp.json"),
         format!(
-            r#"{{"mcpServers": {{"everything": {{"command": "{}", "args": ["stdio"]}}}}}}"#,
-            npm_mcp_bin().join("mcp-server-everything").display()
+            r#"{{"mcpServers": {{"files": {{"command": "{}", "args": ["${{NOTES_DIR}}"]}}}}}}"#,
+            npm_mcp_bin().join("mcp-server-filesystem").display()
         ),
     )
     .unwrap();
+    let workspace = fx.workspace().display().to_string();
     let out = fx
-        .run(&["run", "--json", "Use the everything server"])
+        .run_with_env(
+            &["run", "--json", "Read my notes"],
+            &[("NOTES_DIR", &workspace)],
+        )
         .await;
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
-    assert_eq!(
-        tool_results(&out.events())[0]["output"],
-        "Echo: hello from the model"
+    let events = out.events();
+    let result = tool_results(&events)[0];
+    assert_eq!(result["name"], "mcp__files__read_text_file");
+    assert_eq!(result["is_error"], false, "{result}");
+    assert!(
+        result["output"]
+            .as_str()
+            .unwrap()
+            .contains("file content here"),
+        "{result}"
+    );
+    assert!(
+        the_result(&events)["text"]
+            .as_str()
+            .unwrap()
+            .contains("file content here")
     );
 }
 

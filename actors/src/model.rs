@@ -28,6 +28,17 @@ pub struct ToolSpec {
     pub origin: ToolOrigin,
 }
 
+impl ToolSpec {
+    /// The first sentence (or line) of the description, for listings.
+    pub fn summary(&self) -> &str {
+        let line = self.description.lines().next().unwrap_or_default();
+        match line.find(". ") {
+            Some(end) => &line[..=end],
+            None => line,
+        }
+    }
+}
+
 /// One model call: everything a provider needs, nothing provider-specific.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ModelRequest {

@@ -65,7 +65,9 @@ impl<W: Write> Renderer<W> {
                     );
                     self.line(&self.dim(&line));
                 }
-                SystemSubtype::Retrying | SystemSubtype::Notice => {
+                SystemSubtype::Retrying
+                | SystemSubtype::Notice
+                | SystemSubtype::McpServerStatus => {
                     let text = self.dim(&format!("● {}", s.message));
                     self.line(&text);
                 }

@@ -122,6 +122,13 @@ impl Fixture {
         self.spawn(args).finish().await
     }
 
+    /// Like [`run`](Self::run), with extra environment variables.
+    pub async fn run_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Finished {
+        let mut cmd = self.command(args);
+        cmd.envs(env.iter().copied());
+        Agent::spawn(&mut cmd, false).finish().await
+    }
+
     /// The `messages` of every model request the server received.
     pub fn request_messages(&self) -> Vec<Vec<Value>> {
         self.server

@@ -21,14 +21,7 @@ pub fn apply(state: &SessionState) -> SystemEvent {
     let lines: Vec<String> = state
         .tools
         .iter()
-        .map(|t| {
-            format!(
-                "  {} [{}] — {}",
-                t.name,
-                origin(&t.origin),
-                first_sentence(&t.description)
-            )
-        })
+        .map(|t| format!("  {} [{}] — {}", t.name, origin(&t.origin), t.summary()))
         .collect();
     let data: Vec<_> = state
         .tools
@@ -42,25 +35,22 @@ pub fn apply(state: &SessionState) -> SystemEvent {
     )
 }
 
-/// The first sentence (or line) of a description, for a one-line listing.
-fn first_sentence(description: &str) -> &str {
-    let line = description.lines().next().unwrap_or_default();
-    match line.find(". ") {
-        Some(end) => &line[..=end],
-        None => line,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::model::{ToolOrigin, ToolSpec};
 
     #[test]
     fn listings_show_the_first_sentence() {
+        let spec = |d: &str| ToolSpec {
+            name: "t".into(),
+            description: d.into(),
+            input_schema: serde_json::json!({}),
+            origin: ToolOrigin::Builtin,
+        };
         assert_eq!(
-            first_sentence("Edit a file. It must exist.\nMore."),
+            spec("Edit a file. It must exist.\nMore.").summary(),
             "Edit a file."
         );
-        assert_eq!(first_sentence("One line"), "One line");
+        assert_eq!(spec("One line").summary(), "One line");
     }
 }
