@@ -39,6 +39,42 @@ pub enum Command {
     /// Inspect the configured MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// List, show, export, import, fork and delete stored sessions.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// The stored sessions, most recent first.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session: its details and conversation (`--json`: its events).
+    Show {
+        /// Session id, or the start of one.
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a session as a versioned JSON document.
+    Export {
+        id: String,
+        /// The file to write (default: stdout).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Read a document written by `export` (or `/save`) as a new session.
+    Import { file: PathBuf },
+    /// Copy a session (up to event SEQ) into a new session.
+    Fork {
+        id: String,
+        #[arg(long, value_name = "SEQ")]
+        at: Option<u64>,
+    },
+    /// Delete a session and its events.
+    Delete { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -50,6 +86,17 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// Flags that choose the session: a new one by default.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ResumeArgs {
+    /// Continue this stored session (its id, or the start of one).
+    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    pub session: Option<String>,
+    /// Continue the most recent session of this workspace.
+    #[arg(long = "continue", short = 'c')]
+    pub continue_: bool,
 }
 
 /// Flags that choose how a session runs.
@@ -67,6 +114,8 @@ pub struct SessionArgs {
 pub struct ChatArgs {
     #[command(flatten)]
     pub session: SessionArgs,
+    #[command(flatten)]
+    pub resume: ResumeArgs,
     /// Print every event as one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
@@ -76,6 +125,8 @@ pub struct ChatArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub session: SessionArgs,
+    #[command(flatten)]
+    pub resume: ResumeArgs,
     /// Print every event as one JSON object per line.
     #[arg(long)]
     pub json: bool,

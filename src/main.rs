@@ -9,6 +9,7 @@ mod cli;
 mod config;
 mod frontend;
 mod mcp_command;
+mod sessions_command;
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -42,12 +43,16 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Chat(args) => {
             let settings = load_settings(&cli.global, &args.session)?;
-            frontend::chat::run(settings, frontend::DataDir::resolve(&cli.global), args.json).await
+            frontend::chat::run(settings, args.resume, args.json).await
         }
         Command::Run(args) => {
             let settings = load_settings(&cli.global, &args.session)?;
             let prompt = frontend::run::read_prompt(&args.prompt).await?;
-            frontend::run::run(settings, prompt, args.json).await
+            frontend::run::run(settings, args.resume, prompt, args.json).await
+        }
+        Command::Sessions(command) => {
+            let settings = load_settings(&cli.global, &SessionArgs::default())?;
+            sessions_command::run(settings, command).await
         }
         Command::Mcp(McpCommand::List { json }) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
@@ -65,6 +70,7 @@ fn load_settings(
         workspace: global.workspace.clone(),
         model: session.model.clone(),
         max_steps: session.max_steps,
+        data_dir: global.data_dir.clone(),
     };
     config::load(&options).context("configuration")
 }

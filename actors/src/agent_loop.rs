@@ -1,42 +1,60 @@
 //! AgentLoop actor: drives one session.
 //!
 //! Owns the session's [`SessionState`] and is the ONLY code that calls
-//! [`step`]. Accepts [`Submit`] (queries and control commands; replies with
-//! the input id), [`Interrupt`], [`Snapshot`], the signals its own tasks
-//! send back ([`ModelSignal`], [`ToolSignal`]) and [`CatalogSignal`] when
-//! the tools or MCP servers change. Performs the effects `step`
-//! returns: stamps events with the next `seq` and publishes them on the
-//! session's topic, starts model calls and tool batches as cancellable tasks,
-//! cancels them.
+//! [`step`] and the only publisher on the session's topic. Accepts
+//! [`Submit`] (queries and control commands; replies with the input id),
+//! [`Interrupt`], [`Snapshot`], [`IdleFor`], the signals its own tasks send
+//! back ([`ModelSignal`], [`ToolSignal`]) and [`CatalogSignal`] when the
+//! tools or MCP servers change.
+//!
+//! Performs the effects `step` returns: stamps each event with the next
+//! `seq`; commits the persisted ones to the Store (one transaction per
+//! step) BEFORE publishing anything; starts model calls and tool batches as
+//! cancellable tasks; performs store-backed session commands.
 //!
 //! Never awaits a model stream or a tool inside a handler — those run on
 //! tasks that report back by message — so an `Interrupt` is handled at once.
+//! Never swallows a store failure: the events are still shown, followed by
+//! an `error` event of kind `store`.
 
 use crate::bus::SessionTopic;
 use crate::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
-use crate::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, UserInput};
+use crate::protocol::{
+    AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, SessionId, UserInput,
+};
 use crate::provider::ModelClient;
 use crate::session::{Effect, Input, SessionState, step};
+use crate::session_commands::{self, CommandContext};
+use crate::store::{Append, Store};
 use crate::tool_executor::{RunTool, ToolCatalog, ToolExecutor};
 use futures::StreamExt;
 use kameo::Actor;
 use kameo::actor::{ActorRef, WeakActorRef};
 use kameo::error::Infallible;
 use kameo::message::{Context, Message};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// What an AgentLoop starts from.
 pub struct AgentLoopArgs {
     pub state: SessionState,
+    /// Effects to perform before anything else: the events that close a turn
+    /// a dead process left unfinished (see `session::restore`).
+    pub startup: Vec<Effect>,
+    /// The session was loaded from the store, not created.
+    pub resumed: bool,
+    /// The seq of the last stored event (0 for a new session).
+    pub last_seq: u64,
     /// The tool catalog to follow (tools and MCP server statuses).
     pub catalog: watch::Receiver<Arc<ToolCatalog>>,
     pub topic: Arc<SessionTopic>,
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
+    pub store: ActorRef<Store>,
     pub workspace: PathBuf,
 }
 
@@ -47,9 +65,15 @@ pub struct AgentLoop {
     topic: Arc<SessionTopic>,
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
+    store: ActorRef<Store>,
     workspace: PathBuf,
+    /// The seq of the last event stamped (and published or being published).
+    last_seq: u64,
     model_calls: HashMap<u64, CancellationToken>,
     tool_batches: HashMap<u64, CancellationToken>,
+    /// Inputs produced while performing effects, fed in after them.
+    deferred: Vec<Input>,
+    last_activity: Instant,
     me: WeakActorRef<AgentLoop>,
 }
 
@@ -64,12 +88,20 @@ impl Actor for AgentLoop {
             topic: args.topic,
             model: args.model,
             tools: args.tools,
+            store: args.store,
             workspace: args.workspace,
+            last_seq: args.last_seq,
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
+            deferred: Vec::new(),
+            last_activity: Instant::now(),
             me: me.downgrade(),
         };
-        this.apply(Input::Started).await;
+        this.perform_all(args.startup).await;
+        this.apply(Input::Started {
+            resumed: args.resumed,
+        })
+        .await;
         let mut catalog = args.catalog;
         let current = catalog.borrow_and_update().clone();
         this.apply(catalog_input(&current)).await;
@@ -99,21 +131,94 @@ impl Actor for AgentLoop {
 }
 
 impl AgentLoop {
-    /// Feed one input through the core and perform what it asks.
+    /// Feed one input through the core and perform what it asks, then the
+    /// inputs that performing produced (answers to session commands).
     async fn apply(&mut self, input: Input) {
-        let Some(state) = self.state.take() else {
-            return;
-        };
-        let (state, effects) = step(state, input, now_ms());
-        self.state = Some(state);
-        for effect in effects {
-            self.perform(effect);
+        self.last_activity = Instant::now();
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            let Some(state) = self.state.take() else {
+                return;
+            };
+            let (state, effects) = step(state, input, now_ms());
+            self.state = Some(state);
+            self.perform_all(effects).await;
+            inputs.extend(self.deferred.drain(..));
         }
     }
 
-    fn perform(&mut self, effect: Effect) {
+    /// Perform effects in order. Consecutive events are stamped and
+    /// committed as one batch before any of them is published.
+    async fn perform_all(&mut self, effects: Vec<Effect>) {
+        let mut batch = Vec::new();
+        for effect in effects {
+            match effect {
+                Effect::Emit { turn_id, message } => batch.push(self.stamp(turn_id, message)),
+                other => {
+                    self.commit_and_publish(std::mem::take(&mut batch)).await;
+                    self.perform(other).await;
+                }
+            }
+        }
+        self.commit_and_publish(batch).await;
+    }
+
+    fn stamp(&mut self, turn_id: Option<InputId>, message: AgentMessage) -> Arc<EventEnvelope> {
+        self.last_seq += 1;
+        Arc::new(EventEnvelope {
+            session_id: self.session_id.clone(),
+            seq: self.last_seq,
+            turn_id,
+            at: chrono::Utc::now(),
+            message,
+        })
+    }
+
+    async fn commit_and_publish(&mut self, mut batch: Vec<Arc<EventEnvelope>>) {
+        let persisted: Vec<_> = batch
+            .iter()
+            .filter(|e| e.message.is_persisted())
+            .cloned()
+            .collect();
+        if !persisted.is_empty() {
+            let append = Append {
+                id: self.session_id.clone(),
+                events: persisted,
+            };
+            let failure = match self.store.ask(append).await {
+                Ok(()) => None,
+                Err(kameo::error::SendError::HandlerError(e)) => Some(e.to_string()),
+                Err(e) => Some(format!("the store is not running ({e})")),
+            };
+            if let Some(failure) = failure {
+                tracing::error!(session = %self.session_id, "could not save events: {failure}");
+                let turn_id = batch.last().and_then(|e| e.turn_id);
+                batch.push(self.stamp(
+                    turn_id,
+                    AgentMessage::Error(ErrorEvent {
+                        kind: ErrorKind::Store,
+                        message: format!(
+                            "could not save this session's events, they are shown but not stored: {failure}"
+                        ),
+                    }),
+                ));
+            }
+        }
+        for event in batch {
+            tracing::trace!(session = %self.session_id, seq = event.seq, kind = event.message.type_name(), "event");
+            if let Err(refused) = self.topic.publish(event) {
+                // Only this actor publishes on its topic, so this is a bug.
+                tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
+            }
+        }
+    }
+
+    async fn perform(&mut self, effect: Effect) {
         match effect {
-            Effect::Emit { turn_id, message } => self.publish(turn_id, message),
+            Effect::Emit { turn_id, message } => {
+                let event = self.stamp(turn_id, message);
+                self.commit_and_publish(vec![event]).await;
+            }
             Effect::CallModel {
                 request_id,
                 request,
@@ -129,21 +234,21 @@ impl AgentLoop {
                     token.cancel();
                 }
             }
-        }
-    }
-
-    fn publish(&mut self, turn_id: Option<InputId>, message: AgentMessage) {
-        let envelope = Arc::new(EventEnvelope {
-            session_id: self.session_id.clone(),
-            seq: self.topic.last_seq() + 1,
-            turn_id,
-            at: chrono::Utc::now(),
-            message,
-        });
-        tracing::trace!(session = %self.session_id, seq = envelope.seq, kind = envelope.message.type_name(), "event");
-        if let Err(refused) = self.topic.publish(envelope) {
-            // Only this actor publishes on its topic, so this is a bug.
-            tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
+            Effect::SessionCommand { input_id, command } => {
+                let model = self
+                    .state
+                    .as_ref()
+                    .map(|s| s.model.clone())
+                    .unwrap_or_default();
+                let context = CommandContext {
+                    store: &self.store,
+                    session_id: &self.session_id,
+                    workspace: &self.workspace,
+                    model: &model,
+                };
+                let reply = session_commands::perform(command, context).await;
+                self.deferred.push(Input::CommandDone { input_id, reply });
+            }
         }
     }
 
@@ -185,11 +290,7 @@ impl AgentLoop {
             let me = me.clone();
             let executor = self.tools.clone();
             let call_id = call.id.clone();
-            let run = RunTool {
-                call,
-                workspace: self.workspace.clone(),
-                cancel: token.clone(),
-            };
+            let run = RunTool::new(call, self.workspace.clone(), token.clone());
             tokio::spawn(async move {
                 let outcome = executor.ask(run).await.unwrap_or_else(|e| ToolOutcome {
                     output: format!("the tool executor is unavailable: {e}"),
@@ -235,6 +336,11 @@ pub struct Interrupt;
 #[derive(Debug)]
 pub struct Snapshot;
 
+/// How long the session has been idle (nothing running, nothing queued);
+/// `None` while it is busy.
+#[derive(Debug)]
+pub struct IdleFor;
+
 /// From a model-call task: one streamed event, or the call's failure.
 #[derive(Debug)]
 pub struct ModelSignal {
@@ -244,18 +350,6 @@ pub struct ModelSignal {
 
 /// The tool catalog changed.
 pub struct CatalogSignal(pub Arc<ToolCatalog>);
-
-impl Message<CatalogSignal> for AgentLoop {
-    type Reply = ();
-
-    async fn handle(
-        &mut self,
-        CatalogSignal(catalog): CatalogSignal,
-        _: &mut Context<Self, Self::Reply>,
-    ) {
-        self.apply(catalog_input(&catalog)).await;
-    }
-}
 
 /// From a tool task: one call finished.
 #[derive(Debug)]
@@ -299,6 +393,30 @@ impl Message<Snapshot> for AgentLoop {
     }
 }
 
+impl Message<IdleFor> for AgentLoop {
+    type Reply = Option<Duration>;
+
+    async fn handle(&mut self, _: IdleFor, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        let idle = self.state.as_ref().is_some_and(|s| s.is_idle());
+        idle.then(|| self.last_activity.elapsed())
+    }
+}
+
+impl Message<CatalogSignal> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(
+        &mut self,
+        CatalogSignal(catalog): CatalogSignal,
+        _: &mut Context<Self, Self::Reply>,
+    ) {
+        let input = catalog_input(&catalog);
+        let activity = self.last_activity;
+        self.apply(input).await;
+        self.last_activity = activity; // a tool-list change is not use
+    }
+}
+
 impl Message<ModelSignal> for AgentLoop {
     type Reply = ();
 
@@ -335,12 +453,8 @@ impl Message<ToolSignal> for AgentLoop {
             outcome: msg.outcome,
         })
         .await;
-        let batch_done = self
-            .state
-            .as_ref()
-            .map(|s| !matches!(&s.turn, Some(t) if matches!(&t.phase, crate::session::Phase::RunningTools { batch_id, .. } if *batch_id == msg.batch_id)))
-            .unwrap_or(true);
-        if batch_done {
+        let running = |s: &SessionState| matches!(&s.turn, Some(t) if matches!(&t.phase, crate::session::Phase::RunningTools { batch_id, .. } if *batch_id == msg.batch_id));
+        if !self.state.as_ref().is_some_and(running) {
             self.tool_batches.remove(&msg.batch_id);
         }
     }

@@ -138,6 +138,11 @@ impl<E: Sequenced> Topic<E> {
         })
     }
 
+    /// How many subscribers are listening now.
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().sender.receiver_count()
+    }
+
     /// Events after `after_seq` that the ring still holds (oldest first).
     pub fn recent(&self, after_seq: u64) -> Vec<Arc<E>> {
         self.lock()

@@ -21,14 +21,16 @@ pub mod protocol;
 pub mod provider;
 pub mod runtime;
 pub mod session;
+pub mod session_commands;
 pub mod session_handle;
 pub mod session_manager;
 pub mod settings;
+pub mod store;
 pub mod tool_executor;
 pub mod tools;
 pub mod ui_sink;
 
-pub use runtime::Runtime;
+pub use runtime::{Runtime, RuntimeError};
 pub use session_handle::{SessionError, SessionHandle};
 pub use session_manager::SessionOptions;
 pub use settings::Settings;

@@ -1,49 +1,88 @@
 //! The runtime: the actors of one agentbus process, wired together.
 //!
-//! `Runtime::start(settings)` spawns the ToolExecutor, one McpServer per
-//! enabled MCP server (they start in parallel; nobody waits for them) and
+//! `Runtime::start(settings)` opens the session store (SQLite, on a thread
+//! of its own), spawns the ToolExecutor, one McpServer per enabled MCP
+//! server (they start in parallel; nobody waits for their handshake) and
 //! the SessionManager, and connects them to the model providers. Front ends
-//! (and library users) create or find sessions here and talk to them through
-//! [`SessionHandle`]s. `shutdown` stops every MCP server process and waits
-//! until each is reaped.
+//! (and library users) create, open or find sessions here and talk to them
+//! through [`SessionHandle`]s. `shutdown` releases every session, stops
+//! every MCP server process and waits until each is reaped.
 
 use crate::mcp_server::{McpServer, McpServerArgs, StopServer};
-use crate::protocol::McpServerStatus;
+use crate::protocol::{McpServerStatus, SessionId};
 use crate::provider::{ModelClient, ProviderError, Providers};
 use crate::session_handle::{SessionError, SessionHandle};
 use crate::session_manager::{
-    CloseSession, CreateSession, GetSession, SessionManager, SessionOptions,
+    CloseSession, CreateSession, GetSession, OpenSession, SessionManager, SessionManagerArgs,
+    SessionOptions, StopAll, SweepIdle,
 };
 use crate::settings::Settings;
+use crate::store::{ListSessions, ResolveId, SessionRecord, Store, StoreError, StoreOptions};
 use crate::tool_executor::{ToolCatalog, ToolExecutor, ToolRegistry};
 use crate::tools::builtin_tools;
 use kameo::actor::{ActorRef, Spawn};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the thread opening the session store failed: {0}")]
+    StoreThread(String),
+}
 
 /// The running actors.
 pub struct Runtime {
     settings: Arc<Settings>,
     manager: ActorRef<SessionManager>,
     tools: ActorRef<ToolExecutor>,
+    store: ActorRef<Store>,
     mcp_servers: Vec<ActorRef<McpServer>>,
     catalog: watch::Receiver<Arc<ToolCatalog>>,
 }
 
+/// Open the store for `settings` and run it on a thread of its own.
+pub async fn open_store(settings: &Settings) -> Result<ActorRef<Store>, RuntimeError> {
+    let options = StoreOptions {
+        path: settings.database_path(),
+        busy_timeout: Duration::from_millis(settings.sessions.busy_timeout_ms),
+    };
+    let store = tokio::task::spawn_blocking(move || Store::open(options))
+        .await
+        .map_err(|e| RuntimeError::StoreThread(e.to_string()))??;
+    Ok(Store::spawn_in_thread(store))
+}
+
+fn store_error<M>(e: kameo::error::SendError<M, StoreError>) -> SessionError {
+    match e {
+        kameo::error::SendError::HandlerError(e) => SessionError::Store(e),
+        other => SessionError::Internal(format!("the store is not running: {other}")),
+    }
+}
+
 impl Runtime {
     /// Start with the real providers.
-    pub async fn start(settings: Settings) -> Result<Runtime, ProviderError> {
+    pub async fn start(settings: Settings) -> Result<Runtime, RuntimeError> {
         let mut providers = Providers::new(settings.models.clone())?;
         if let Some(hint) = &settings.unreachable_hint {
             providers = providers.with_connect_hint(&settings.model, hint.clone());
         }
-        Ok(Self::with_model_client(settings, Arc::new(providers)).await)
+        Self::with_model_client(settings, Arc::new(providers)).await
     }
 
     /// Start with any model client (a fake one in tests). Returns once each
     /// MCP server's process is spawned (not initialized: nobody waits for
     /// that), so a server whose program does not exist is already known.
-    pub async fn with_model_client(settings: Settings, model: Arc<dyn ModelClient>) -> Runtime {
+    pub async fn with_model_client(
+        settings: Settings,
+        model: Arc<dyn ModelClient>,
+    ) -> Result<Runtime, RuntimeError> {
+        let store = open_store(&settings).await?;
         let settings = Arc::new(settings);
         let registry = ToolRegistry::new(builtin_tools(), &settings.disallowed_tools);
         let (catalog_tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));
@@ -68,23 +107,30 @@ impl Runtime {
         for server in &mcp_servers {
             server.wait_for_startup().await;
         }
-        let manager = SessionManager::spawn(SessionManager::new(
-            settings.clone(),
+        let manager = SessionManager::spawn(SessionManagerArgs {
+            settings: settings.clone(),
             model,
-            tools.clone(),
-            catalog.clone(),
-        ));
-        Runtime {
+            tools: tools.clone(),
+            catalog: catalog.clone(),
+            store: store.clone(),
+        });
+        Ok(Runtime {
             settings,
             manager,
             tools,
+            store,
             mcp_servers,
             catalog,
-        }
+        })
     }
 
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// The session store.
+    pub fn store(&self) -> &ActorRef<Store> {
+        &self.store
     }
 
     /// A new session.
@@ -101,8 +147,40 @@ impl Runtime {
             })
     }
 
-    /// A live session by id.
-    pub async fn session(&self, id: &crate::protocol::SessionId) -> Option<SessionHandle> {
+    /// A stored session, loaded (and its lease taken) if it is not already.
+    pub async fn open_session(&self, id: &SessionId) -> Result<SessionHandle, SessionError> {
+        self.manager
+            .ask(OpenSession(id.clone()))
+            .await
+            .map_err(|e| match e {
+                kameo::error::SendError::HandlerError(e) => e,
+                other => SessionError::Internal(other.to_string()),
+            })
+    }
+
+    /// A session id from an id or a unique prefix of one.
+    pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
+        self.store
+            .ask(ResolveId {
+                prefix: prefix.to_string(),
+            })
+            .await
+            .map_err(store_error)
+    }
+
+    /// Stored sessions, most recently updated first.
+    pub async fn stored_sessions(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<Vec<SessionRecord>, SessionError> {
+        self.store
+            .ask(ListSessions { limit })
+            .await
+            .map_err(store_error)
+    }
+
+    /// A loaded session by id.
+    pub async fn session(&self, id: &SessionId) -> Option<SessionHandle> {
         self.manager
             .ask(GetSession(id.clone()))
             .await
@@ -110,12 +188,17 @@ impl Runtime {
             .flatten()
     }
 
-    /// Close one session.
-    pub async fn close_session(&self, id: &crate::protocol::SessionId) -> bool {
+    /// Close one session (it stays stored).
+    pub async fn close_session(&self, id: &SessionId) -> bool {
         self.manager
             .ask(CloseSession(id.clone()))
             .await
             .unwrap_or(false)
+    }
+
+    /// Unload idle sessions now (normally done periodically).
+    pub async fn sweep_idle(&self) -> usize {
+        self.manager.ask(SweepIdle).await.unwrap_or(0)
     }
 
     /// The tool catalog (tools and MCP server statuses) as it changes.
@@ -138,17 +221,21 @@ impl Runtime {
         waited.unwrap_or_else(|_| catalog.borrow().clone())
     }
 
-    /// Stop every actor; MCP server processes are stopped and reaped.
+    /// Stop every actor: sessions are released (they stay stored), MCP
+    /// server processes are stopped and reaped, the store is closed.
     pub async fn shutdown(self) {
+        let _ = self.manager.ask(StopAll).await;
+        let _ = self.manager.stop_gracefully().await;
+        self.manager.wait_for_shutdown().await;
         futures::future::join_all(self.mcp_servers.iter().map(|server| async move {
             let _ = server.ask(StopServer).await;
             let _ = server.stop_gracefully().await;
             server.wait_for_shutdown().await;
         }))
         .await;
-        let _ = self.manager.stop_gracefully().await;
-        self.manager.wait_for_shutdown().await;
         let _ = self.tools.stop_gracefully().await;
         self.tools.wait_for_shutdown().await;
+        let _ = self.store.stop_gracefully().await;
+        self.store.wait_for_shutdown().await;
     }
 }

@@ -1,12 +1,15 @@
 //! A handle on one live session: what a front end holds to talk to it.
 //!
 //! Cheap to clone. Inputs go to the session's AgentLoop; events come from
-//! its topic (subscribe before submitting, and nothing is missed).
+//! its topic — recent ones from the ring, older ones from the store — so a
+//! subscriber can start after any seq (subscribe before submitting, and
+//! nothing is missed).
 
 use crate::agent_loop::{AgentLoop, Interrupt, Snapshot, Submit};
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
 use crate::protocol::{EventEnvelope, InputId, SessionId, UserInput};
 use crate::session::SessionState;
+use crate::store::{LoadEvents, Store, StoreError};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
 
@@ -17,6 +20,8 @@ pub enum SessionError {
     UnknownProfile { name: String, available: String },
     #[error("session {0} is not running")]
     Gone(SessionId),
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -27,6 +32,9 @@ pub struct SessionHandle {
     id: SessionId,
     agent_loop: ActorRef<AgentLoop>,
     topic: Arc<SessionTopic>,
+    store: ActorRef<Store>,
+    /// The last seq stored before this load (0 for a new session).
+    loaded_after: u64,
 }
 
 impl SessionHandle {
@@ -34,16 +42,27 @@ impl SessionHandle {
         id: SessionId,
         agent_loop: ActorRef<AgentLoop>,
         topic: Arc<SessionTopic>,
+        store: ActorRef<Store>,
+        loaded_after: u64,
     ) -> Self {
         SessionHandle {
             id,
             agent_loop,
             topic,
+            store,
+            loaded_after,
         }
     }
 
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// The last seq stored before this load: subscribe after it to see
+    /// everything this load did (the closing of a turn a dead process left,
+    /// the `session_started` event, ...), or after 0 for the whole story.
+    pub fn loaded_after(&self) -> u64 {
+        self.loaded_after
     }
 
     /// Queue a query or control command; returns its input id.
@@ -67,9 +86,29 @@ impl SessionHandle {
             .map_err(|_| SessionError::Gone(self.id.clone()))
     }
 
-    /// Events after `after_seq`, then live ones.
+    /// Events after `after_seq` that the in-memory ring holds, then live
+    /// ones; see [`stored_events`](Self::stored_events) for older ones.
     pub fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError> {
         self.topic.subscribe(after_seq)
+    }
+
+    /// Stored events with `after_seq < seq <= up_to` (the persisted ones).
+    pub async fn stored_events(
+        &self,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, SessionError> {
+        self.store
+            .ask(LoadEvents {
+                id: self.id.clone(),
+                after_seq,
+                up_to,
+            })
+            .await
+            .map_err(|e| match e {
+                kameo::error::SendError::HandlerError(e) => SessionError::Store(e),
+                other => SessionError::Internal(other.to_string()),
+            })
     }
 
     pub fn topic(&self) -> &Arc<SessionTopic> {
@@ -84,6 +123,15 @@ impl SessionHandle {
             .ok()
             .flatten()
             .ok_or_else(|| SessionError::Gone(self.id.clone()))
+    }
+
+    pub(crate) fn agent_loop(&self) -> &ActorRef<AgentLoop> {
+        &self.agent_loop
+    }
+
+    /// Whether the session's AgentLoop still runs.
+    pub fn is_alive(&self) -> bool {
+        self.agent_loop.is_alive()
     }
 
     /// Stop the session's AgentLoop (running work is cancelled).

@@ -1,19 +1,27 @@
-//! SessionManager actor: creates sessions and finds them again.
+//! SessionManager actor: creates sessions, loads stored ones, unloads idle
+//! ones.
 //!
-//! Owns the table of live sessions (one AgentLoop and one topic each).
-//! Accepts [`CreateSession`], [`GetSession`], [`ListSessions`],
-//! [`CloseSession`]. Creating a session checks its model profile, asks the
-//! ToolExecutor for the tool list and spawns the session's AgentLoop.
+//! Owns the table of loaded sessions (one AgentLoop and one topic each).
+//! Accepts [`CreateSession`], [`OpenSession`] (loads a stored session: takes
+//! its lease, folds its log through the pure core, closes a turn a dead
+//! process left open), [`GetSession`], [`ListSessions`], [`CloseSession`],
+//! [`SweepIdle`] (unloads sessions that are idle, unwatched and unused for
+//! `idle_unload_secs`; they stay stored) and [`StopAll`].
 //!
 //! Never touches a conversation: everything a session does goes through its
-//! AgentLoop.
+//! AgentLoop. Holds a session's lease exactly while it is loaded here, so
+//! another agentbus process on the same data dir is told it is in use.
 
-use crate::agent_loop::{AgentLoop, AgentLoopArgs};
+use crate::agent_loop::{AgentLoop, AgentLoopArgs, IdleFor};
 use crate::bus::SessionTopic;
+use crate::protocol::SessionId;
 use crate::provider::ModelClient;
-use crate::session::{SessionConfig, SessionState};
+use crate::session::{Effect, SessionConfig, SessionState, restore};
 use crate::session_handle::{SessionError, SessionHandle};
 use crate::settings::Settings;
+use crate::store::{
+    AcquireSession, CreateSession as StoreCreate, NewSession, Owner, ReleaseSession, Store,
+};
 use crate::tool_executor::{ToolCatalog, ToolExecutor};
 use kameo::Actor;
 use kameo::actor::{ActorRef, Spawn};
@@ -21,6 +29,7 @@ use kameo::message::{Context, Message};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
 
 /// How to create a session; unset fields come from the settings.
@@ -34,17 +43,26 @@ pub struct SessionOptions {
 /// Create a session.
 pub struct CreateSession(pub SessionOptions);
 
-/// Find a live session by id.
-pub struct GetSession(pub crate::protocol::SessionId);
+/// A stored session, loaded if it is not already.
+pub struct OpenSession(pub SessionId);
 
-/// Ids of the live sessions.
+/// A loaded session by id.
+pub struct GetSession(pub SessionId);
+
+/// Ids of the loaded sessions.
 pub struct ListSessions;
 
-/// Stop a session's AgentLoop and forget it; `true` if it existed.
-pub struct CloseSession(pub crate::protocol::SessionId);
+/// Stop a session's AgentLoop and release it; `true` if it was loaded.
+pub struct CloseSession(pub SessionId);
+
+/// Unload the sessions idle for longer than `idle_unload_secs`; replies with
+/// how many were unloaded.
+pub struct SweepIdle;
+
+/// Stop every session and release every lease (shutdown).
+pub struct StopAll;
 
 /// The actor.
-#[derive(Actor)]
 pub struct SessionManager {
     settings: Arc<Settings>,
     /// The system prompt with the prompts of the enabled MCP servers.
@@ -52,24 +70,49 @@ pub struct SessionManager {
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
     catalog: watch::Receiver<Arc<ToolCatalog>>,
-    sessions: HashMap<crate::protocol::SessionId, SessionHandle>,
+    store: ActorRef<Store>,
+    owner: Owner,
+    sessions: HashMap<SessionId, SessionHandle>,
 }
 
-impl SessionManager {
-    pub fn new(
-        settings: Arc<Settings>,
-        model: Arc<dyn ModelClient>,
-        tools: ActorRef<ToolExecutor>,
-        catalog: watch::Receiver<Arc<ToolCatalog>>,
-    ) -> Self {
-        SessionManager {
-            system_prompt: system_prompt(&settings),
-            settings,
-            model,
-            tools,
-            catalog,
+/// What a SessionManager starts from.
+pub struct SessionManagerArgs {
+    pub settings: Arc<Settings>,
+    pub model: Arc<dyn ModelClient>,
+    pub tools: ActorRef<ToolExecutor>,
+    pub catalog: watch::Receiver<Arc<ToolCatalog>>,
+    pub store: ActorRef<Store>,
+}
+
+impl Actor for SessionManager {
+    type Args = SessionManagerArgs;
+    type Error = kameo::error::Infallible;
+
+    async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+        let idle = Duration::from_secs(args.settings.sessions.idle_unload_secs.max(1));
+        let weak = me.downgrade();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(
+                (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60)),
+            );
+            loop {
+                ticks.tick().await;
+                let Some(me) = weak.upgrade() else { return };
+                if me.tell(SweepIdle).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(SessionManager {
+            system_prompt: system_prompt(&args.settings),
+            settings: args.settings,
+            model: args.model,
+            tools: args.tools,
+            catalog: args.catalog,
+            store: args.store,
+            owner: Owner::current(),
             sessions: HashMap::new(),
-        }
+        })
     }
 }
 
@@ -84,6 +127,72 @@ fn system_prompt(settings: &Settings) -> String {
     prompt
 }
 
+fn store_error<M>(e: kameo::error::SendError<M, crate::store::StoreError>) -> SessionError {
+    match e {
+        kameo::error::SendError::HandlerError(e) => SessionError::Store(e),
+        other => SessionError::Internal(format!("the store is not running: {other}")),
+    }
+}
+
+impl SessionManager {
+    /// A state for session `id` built from the current configuration.
+    fn fresh_state(
+        &self,
+        id: SessionId,
+        model: String,
+        workspace: &std::path::Path,
+    ) -> SessionState {
+        let config = SessionConfig {
+            system_prompt: self.system_prompt.clone(),
+            max_steps: self.settings.max_steps,
+            include_partial_messages: self.settings.include_partial_messages,
+            models: self.settings.model_infos(),
+            workspace: workspace.display().to_string(),
+        };
+        let tools = self.catalog.borrow().tools.clone();
+        SessionState::new(id, config, model, tools)
+    }
+
+    fn start(
+        &mut self,
+        state: SessionState,
+        startup: Vec<Effect>,
+        resumed: bool,
+        last_seq: u64,
+        workspace: PathBuf,
+    ) -> SessionHandle {
+        let id = state.session_id.clone();
+        let topic = Arc::new(SessionTopic::new(last_seq));
+        let agent_loop = AgentLoop::spawn(AgentLoopArgs {
+            state,
+            startup,
+            resumed,
+            last_seq,
+            catalog: self.catalog.clone(),
+            topic: topic.clone(),
+            model: self.model.clone(),
+            tools: self.tools.clone(),
+            store: self.store.clone(),
+            workspace,
+        });
+        let handle =
+            SessionHandle::new(id.clone(), agent_loop, topic, self.store.clone(), last_seq);
+        self.sessions.insert(id, handle.clone());
+        handle
+    }
+
+    async fn release(&self, handle: &SessionHandle) {
+        handle.stop().await;
+        let release = ReleaseSession {
+            id: handle.id().clone(),
+            owner: self.owner,
+        };
+        if let Err(e) = self.store.ask(release).await {
+            tracing::warn!(session = %handle.id(), "could not release the session: {e}");
+        }
+    }
+}
+
 impl Message<CreateSession> for SessionManager {
     type Reply = Result<SessionHandle, SessionError>;
 
@@ -92,12 +201,12 @@ impl Message<CreateSession> for SessionManager {
         CreateSession(options): CreateSession,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
-        let settings = &self.settings;
-        let model = options.model.unwrap_or_else(|| settings.model.clone());
-        if !settings.models.contains_key(&model) {
+        let model = options.model.unwrap_or_else(|| self.settings.model.clone());
+        if !self.settings.models.contains_key(&model) {
             return Err(SessionError::UnknownProfile {
                 name: model,
-                available: settings
+                available: self
+                    .settings
                     .models
                     .keys()
                     .cloned()
@@ -107,29 +216,66 @@ impl Message<CreateSession> for SessionManager {
         }
         let workspace = options
             .workspace
-            .unwrap_or_else(|| settings.workspace.clone());
-        let tools = self.catalog.borrow().tools.clone();
-        let config = SessionConfig {
-            system_prompt: self.system_prompt.clone(),
-            max_steps: settings.max_steps,
-            include_partial_messages: settings.include_partial_messages,
-            models: settings.model_infos(),
+            .unwrap_or_else(|| self.settings.workspace.clone());
+        let id = SessionId::new();
+        let new = NewSession {
+            id: id.clone(),
+            model: model.clone(),
             workspace: workspace.display().to_string(),
         };
-        let state = SessionState::new(crate::protocol::SessionId::new(), config, model, tools);
-        let id = state.session_id.clone();
-        let topic = Arc::new(SessionTopic::new(0));
-        let agent_loop = AgentLoop::spawn(AgentLoopArgs {
-            state,
-            catalog: self.catalog.clone(),
-            topic: topic.clone(),
-            model: self.model.clone(),
-            tools: self.tools.clone(),
-            workspace,
-        });
-        let handle = SessionHandle::new(id.clone(), agent_loop, topic);
-        self.sessions.insert(id, handle.clone());
-        Ok(handle)
+        self.store
+            .ask(StoreCreate {
+                new,
+                owner: self.owner,
+            })
+            .await
+            .map_err(store_error)?;
+        let state = self.fresh_state(id, model, &workspace);
+        Ok(self.start(state, Vec::new(), false, 0, workspace))
+    }
+}
+
+impl Message<OpenSession> for SessionManager {
+    type Reply = Result<SessionHandle, SessionError>;
+
+    async fn handle(
+        &mut self,
+        OpenSession(id): OpenSession,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        if let Some(handle) = self.sessions.get(&id).filter(|h| h.is_alive()) {
+            return Ok(handle.clone());
+        }
+        let (record, events) = self
+            .store
+            .ask(AcquireSession {
+                id: id.clone(),
+                owner: self.owner,
+            })
+            .await
+            .map_err(store_error)?;
+        let model = if self.settings.models.contains_key(&record.model) {
+            record.model.clone()
+        } else {
+            tracing::warn!(session = %id, model = %record.model, "the session's model profile is no longer configured; using the default");
+            self.settings.model.clone()
+        };
+        let stored_workspace = PathBuf::from(&record.workspace);
+        let workspace = if stored_workspace.is_dir() {
+            stored_workspace
+        } else {
+            self.settings.workspace.clone()
+        };
+        let fresh = self.fresh_state(id, model, &workspace);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let (state, startup) = restore(fresh, &events, now);
+        let last_seq = record
+            .last_seq
+            .max(events.last().map(|e| e.seq).unwrap_or(0));
+        Ok(self.start(state, startup, true, last_seq, workspace))
     }
 }
 
@@ -141,12 +287,12 @@ impl Message<GetSession> for SessionManager {
         GetSession(id): GetSession,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
-        self.sessions.get(&id).cloned()
+        self.sessions.get(&id).filter(|h| h.is_alive()).cloned()
     }
 }
 
 impl Message<ListSessions> for SessionManager {
-    type Reply = Vec<crate::protocol::SessionId>;
+    type Reply = Vec<SessionId>;
 
     async fn handle(&mut self, _: ListSessions, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         let mut ids: Vec<_> = self.sessions.keys().cloned().collect();
@@ -165,10 +311,46 @@ impl Message<CloseSession> for SessionManager {
     ) -> bool {
         match self.sessions.remove(&id) {
             Some(handle) => {
-                handle.stop().await;
+                self.release(&handle).await;
                 true
             }
             None => false,
+        }
+    }
+}
+
+impl Message<SweepIdle> for SessionManager {
+    type Reply = usize;
+
+    async fn handle(&mut self, _: SweepIdle, _: &mut Context<Self, Self::Reply>) -> usize {
+        let limit = Duration::from_secs(self.settings.sessions.idle_unload_secs);
+        let mut idle = Vec::new();
+        for (id, handle) in &self.sessions {
+            if handle.topic().subscriber_count() > 0 {
+                continue; // someone is watching
+            }
+            let idle_for = handle.agent_loop().ask(IdleFor).await.ok().flatten();
+            if idle_for.is_some_and(|d| d >= limit) || !handle.is_alive() {
+                idle.push(id.clone());
+            }
+        }
+        for id in &idle {
+            if let Some(handle) = self.sessions.remove(id) {
+                tracing::debug!(session = %id, "unloading an idle session");
+                self.release(&handle).await;
+            }
+        }
+        idle.len()
+    }
+}
+
+impl Message<StopAll> for SessionManager {
+    type Reply = ();
+
+    async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) {
+        let handles: Vec<_> = self.sessions.drain().map(|(_, h)| h).collect();
+        for handle in &handles {
+            self.release(handle).await;
         }
     }
 }

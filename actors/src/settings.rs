@@ -30,10 +30,50 @@ pub struct Settings {
     pub tools: ToolSettings,
     /// MCP servers by name (disabled ones included; they are not started).
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Where the session database lives (`agentbus.db`) and the chat history.
+    pub data_dir: PathBuf,
+    pub sessions: SessionSettings,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreachable_hint: Option<String>,
+}
+
+/// How sessions are kept.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSettings {
+    /// A session with nothing running, nothing queued and nobody watching is
+    /// unloaded from memory after this long (it stays stored).
+    #[serde(default = "default_idle_unload_secs")]
+    pub idle_unload_secs: u64,
+    /// How long a write waits for another agentbus process holding the
+    /// database before it fails.
+    #[serde(default = "default_busy_timeout_ms")]
+    pub busy_timeout_ms: u64,
+}
+
+fn default_idle_unload_secs() -> u64 {
+    600
+}
+fn default_busy_timeout_ms() -> u64 {
+    5000
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        SessionSettings {
+            idle_unload_secs: default_idle_unload_secs(),
+            busy_timeout_ms: default_busy_timeout_ms(),
+        }
+    }
+}
+
+impl Settings {
+    /// The session database.
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("agentbus.db")
+    }
 }
 
 /// Limits for tool calls.

@@ -3,14 +3,17 @@
 //! Subscribes to a session's topic and hands each event, in `seq` order, to
 //! a [`FrontEnd`]. The hand-off runs on the sink's own task, so a slow front
 //! end only slows itself: when it falls behind the topic's channel it is cut
-//! off and rejoins from its last seq (replayed from the ring); if the ring no
-//! longer reaches back that far it is told to resync.
+//! off and rejoins from its last seq — replayed from the ring, or from the
+//! store when the ring no longer reaches back (the store holds the persisted
+//! events, so the numbers of old `stream_event`s are skipped). If even the
+//! store cannot answer, the front end is told to resync.
 //!
 //! Never blocks the AgentLoop and never sends inputs: front ends submit
 //! through the session's handle.
 
-use crate::bus::{RecvError, SessionTopic, SubscribeError};
+use crate::bus::{RecvError, SubscribeError};
 use crate::protocol::EventEnvelope;
+use crate::session_handle::SessionHandle;
 use kameo::Actor;
 use kameo::actor::{ActorRef, WeakActorRef};
 use kameo::error::{ActorStopReason, Infallible};
@@ -39,7 +42,7 @@ pub trait FrontEnd: Send + 'static {
 
 /// What a sink starts from.
 pub struct UiSinkArgs<F> {
-    pub topic: Arc<SessionTopic>,
+    pub session: SessionHandle,
     /// Deliver events after this seq (0: everything the ring holds).
     pub after_seq: u64,
     pub front_end: F,
@@ -58,7 +61,7 @@ impl<F: FrontEnd> Actor for UiSink<F> {
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
         let weak = me.downgrade();
         let pump = tokio::spawn(async move {
-            pump(args.topic, args.after_seq, args.front_end).await;
+            pump(args.session, args.after_seq, args.front_end).await;
             if let Some(me) = weak.upgrade() {
                 me.kill();
             }
@@ -79,12 +82,24 @@ impl<F: FrontEnd> Actor for UiSink<F> {
     }
 }
 
-async fn pump<F: FrontEnd>(topic: Arc<SessionTopic>, mut last_seq: u64, mut front_end: F) {
+async fn pump<F: FrontEnd>(session: SessionHandle, mut last_seq: u64, mut front_end: F) {
     loop {
-        let mut subscription = match topic.subscribe(last_seq) {
+        let mut subscription = match session.subscribe(last_seq) {
             Ok(s) => s,
             Err(SubscribeError::NotInRing { oldest, .. }) => {
-                front_end.resync(last_seq, oldest).await;
+                match session.stored_events(last_seq, Some(oldest - 1)).await {
+                    Ok(stored) => {
+                        for event in stored {
+                            if !front_end.deliver(Arc::new(event)).await {
+                                return;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(session = %session.id(), "replay from the store failed: {e}");
+                        front_end.resync(last_seq, oldest).await;
+                    }
+                }
                 last_seq = oldest - 1;
                 continue;
             }
@@ -120,7 +135,7 @@ impl FrontEnd for ChannelFrontEnd {
 /// Attach a channel front end: events after `after_seq` arrive on the
 /// returned receiver until it is dropped or the session closes.
 pub fn attach_channel(
-    topic: Arc<SessionTopic>,
+    session: &SessionHandle,
     after_seq: u64,
 ) -> (
     ActorRef<UiSink<ChannelFrontEnd>>,
@@ -129,7 +144,7 @@ pub fn attach_channel(
     use kameo::actor::Spawn;
     let (tx, rx) = mpsc::channel(256);
     let sink = UiSink::spawn(UiSinkArgs {
-        topic,
+        session: session.clone(),
         after_seq,
         front_end: ChannelFrontEnd(tx),
     });

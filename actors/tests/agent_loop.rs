@@ -122,10 +122,14 @@ impl Harness {
             models,
             tools: ToolSettings::default(),
             mcp_servers: Default::default(),
+            data_dir: workspace.path().join("data"),
+            sessions: Default::default(),
             unreachable_hint: None,
         };
         Harness {
-            runtime: Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx })).await,
+            runtime: Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx }))
+                .await
+                .expect("runtime"),
             calls: Mutex::new(rx),
             _workspace: workspace,
         }
@@ -186,7 +190,7 @@ impl Events {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interrupt_during_stream_drops_the_model_stream() {
     let h = Harness::new().await;
     let session = h.session().await;
@@ -210,7 +214,7 @@ async fn interrupt_during_stream_drops_the_model_stream() {
         .unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clear_waits_behind_running_query_and_applies_before_the_next() {
     let h = Harness::new().await;
     let session = h.session().await;
@@ -243,7 +247,7 @@ async fn clear_waits_behind_running_query_and_applies_before_the_next() {
     assert_eq!(events.result().await.stop_reason, StopReason::EndTurn);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn late_subscriber_replays_the_session_then_follows_live() {
     let h = Harness::new().await;
     let session = h.session().await;
@@ -269,7 +273,7 @@ async fn late_subscriber_replays_the_session_then_follows_live() {
     assert_eq!(live.text, "hello again");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_run_concurrently_and_never_share_history() {
     let h = Harness::new().await;
     let a = h.session().await;
@@ -303,7 +307,7 @@ async fn sessions_run_concurrently_and_never_share_history() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_of_one_message_run_concurrently() {
     let h = Harness::new().await;
     let session = h.session().await;
@@ -339,7 +343,7 @@ async fn tool_calls_of_one_message_run_concurrently() {
     assert_eq!(events.result().await.stop_reason, StopReason::EndTurn);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn provider_failure_ends_the_turn_with_an_error_and_the_session_lives_on() {
     let h = Harness::new().await;
     let session = h.session().await;
@@ -361,7 +365,7 @@ async fn provider_failure_ends_the_turn_with_an_error_and_the_session_lives_on()
     assert_eq!(events.result().await.text, "fine now");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_ends_without_finishing_is_an_error() {
     let h = Harness::new().await;
     let session = h.session().await;

@@ -35,6 +35,16 @@ pub struct LoadOptions {
     pub model: Option<String>,
     /// `--max-steps N`.
     pub max_steps: Option<u32>,
+    /// `--data-dir DIR` or `$AGENTBUS_DATA_DIR` (default: the XDG data dir).
+    pub data_dir: Option<PathBuf>,
+}
+
+/// The data directory: the flag or variable, else `~/.local/share/agentbus`.
+pub fn data_dir(explicit: Option<&Path>) -> PathBuf {
+    explicit
+        .map(Path::to_path_buf)
+        .or_else(|| dirs::data_dir().map(|d| d.join("agentbus")))
+        .unwrap_or_else(|| PathBuf::from(".agentbus"))
 }
 
 /// One configuration file, parsed.
@@ -362,6 +372,8 @@ fn resolve(
         models,
         tools: file.tools.unwrap_or_default(),
         mcp_servers,
+        data_dir: data_dir(options.data_dir.as_deref()),
+        sessions: file.sessions.unwrap_or_default(),
         unreachable_hint,
     })
 }

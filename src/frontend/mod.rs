@@ -12,6 +12,7 @@ pub mod chat;
 pub mod json;
 pub mod render;
 pub mod run;
+pub mod session_choice;
 
 use agentbus_actors::protocol::{
     AgentMessage, EventEnvelope, InputId, ResultEvent, StopReason, SystemEvent, SystemSubtype,
@@ -94,24 +95,8 @@ pub fn interrupt_signals() -> anyhow::Result<tokio::signal::unix::Signal> {
         .context("listening for Ctrl-C")
 }
 
-/// Where agentbus keeps its files: `--data-dir`, `$AGENTBUS_DATA_DIR`, or
-/// the XDG data directory.
-#[derive(Clone, Debug)]
-pub struct DataDir(pub PathBuf);
-
-impl DataDir {
-    pub fn resolve(global: &crate::cli::GlobalArgs) -> DataDir {
-        let dir = global
-            .data_dir
-            .clone()
-            .or_else(|| dirs::data_dir().map(|d| d.join("agentbus")))
-            .unwrap_or_else(|| PathBuf::from(".agentbus"));
-        DataDir(dir)
-    }
-
-    /// The chat's line-editor history file (the directory is created).
-    pub fn chat_history(&self) -> Option<PathBuf> {
-        std::fs::create_dir_all(&self.0).ok()?;
-        Some(self.0.join("chat_history.txt"))
-    }
+/// The chat's line-editor history file in the data directory (created).
+pub fn chat_history(data_dir: &std::path::Path) -> Option<PathBuf> {
+    std::fs::create_dir_all(data_dir).ok()?;
+    Some(data_dir.join("chat_history.txt"))
 }

@@ -1,15 +1,18 @@
 //! `agentbus run`: one prompt, one turn, no questions asked.
 //!
 //! Plain: the final assistant text goes to stdout, retry notices and the
-//! reason for a failure to stderr. `--json`: every event as a JSON line.
-//! Exit 0 for `end_turn`; non-zero otherwise (see [`InputEnd::exit_code`]).
+//! reason for a failure to stderr. `--json`: every event of this run as a
+//! JSON line. Exit 0 for `end_turn`; non-zero otherwise (see
+//! [`InputEnd::exit_code`]), and 1 whenever the session could not be saved.
 //! The first Ctrl-C interrupts the turn (its `cancelled` result is still
-//! printed; exit 130); a second one exits at once.
+//! printed; exit 130); a second one exits at once. `--session ID` or
+//! `--continue` add the turn to a stored session.
 
+use super::session_choice::{self, Attached};
 use super::{InputEnd, input_end, json};
-use agentbus_actors::protocol::{AgentMessage, SystemSubtype};
-use agentbus_actors::ui_sink::attach_channel;
-use agentbus_actors::{Runtime, SessionOptions, Settings};
+use crate::cli::ResumeArgs;
+use agentbus_actors::protocol::{AgentMessage, ErrorKind, SystemSubtype};
+use agentbus_actors::{Runtime, Settings};
 use anyhow::Context as _;
 use std::io::Write;
 use std::process::ExitCode;
@@ -30,27 +33,49 @@ pub async fn read_prompt(words: &[String]) -> anyhow::Result<String> {
 
 pub async fn run(
     settings: Settings,
+    resume: ResumeArgs,
     prompt: String,
     json_output: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupts = super::interrupt_signals()?;
     let runtime = Runtime::start(settings).await?;
-    let session = runtime.create_session(SessionOptions::default()).await?;
-    let (_sink, mut events) = attach_channel(session.topic().clone(), 0);
-    let id = session.submit_text(prompt).await?;
+    let outcome = run_turn(&runtime, &resume, prompt, json_output, &mut interrupts).await;
+    runtime.shutdown().await;
+    outcome
+}
+
+async fn run_turn(
+    runtime: &Runtime,
+    resume: &ResumeArgs,
+    prompt: String,
+    json_output: bool,
+    interrupts: &mut tokio::signal::unix::Signal,
+) -> anyhow::Result<ExitCode> {
+    let session = session_choice::choose(runtime, resume).await?;
+    let mut attached = Attached::from_load(session);
+    let id = attached.session.submit_text(prompt).await?;
     let mut interrupted = false;
+    let mut not_saved = false;
     let end = loop {
         tokio::select! {
-            event = events.recv() => {
+            event = attached.events.recv() => {
                 let Some(event) = event else {
                     anyhow::bail!("the session stopped before the turn ended");
                 };
                 if json_output {
                     json::print_event(&mut std::io::stdout(), &event).context("writing to stdout")?;
-                } else if let AgentMessage::System(s) = &event.message
-                    && s.subtype == SystemSubtype::Retrying
-                {
-                    eprintln!("agentbus: {}", s.message);
+                }
+                match &event.message {
+                    AgentMessage::System(s) if s.subtype == SystemSubtype::Retrying && !json_output => {
+                        eprintln!("agentbus: {}", s.message);
+                    }
+                    AgentMessage::Error(e) if e.kind == ErrorKind::Store => {
+                        not_saved = true;
+                        if !json_output {
+                            eprintln!("agentbus: {}", e.message);
+                        }
+                    }
+                    _ => {}
                 }
                 if let Some(end) = input_end(&event, id) {
                     break end;
@@ -61,7 +86,7 @@ pub async fn run(
                     return Ok(ExitCode::from(130));
                 }
                 interrupted = true;
-                session.interrupt().await?;
+                attached.session.interrupt().await?;
             }
         }
     };
@@ -79,6 +104,8 @@ pub async fn run(
     if let Some(reason) = end.failure_reason() {
         eprintln!("agentbus: {reason}");
     }
-    runtime.shutdown().await;
+    if not_saved && end.exit_code() == 0 {
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(end.to_exit_code())
 }

@@ -2,7 +2,11 @@
 //!
 //! One command, one file: each file holds the command's [`SlashCommand`]
 //! entry (name, usage, summary, parser) and its `apply`, a pure function of
-//! the session state that returns the one `system` event the user sees.
+//! the session state that returns the one `system` event the user sees —
+//! or, for commands that read or write stored sessions (`/new`,
+//! `/sessions`, `/resume`, `/fork`, `/save`, `/load`), the
+//! [`SessionCommand`] the driver performs, plus the builder of the reply
+//! the driver sends back.
 //! Adding a command means adding a file, a [`ControlCommand`] variant, a line
 //! in [`COMMANDS`] and a line in [`apply`].
 //!
@@ -11,16 +15,21 @@
 
 mod clear;
 mod debug;
+pub mod fork;
 mod help;
+pub mod load;
 mod model;
 mod models;
-mod new;
+pub mod new;
 mod quit;
+pub mod resume;
+pub mod save;
+pub mod sessions;
 mod tools;
 mod usage;
 
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
-use crate::session::SessionState;
+use crate::session::{SessionCommand, SessionState};
 
 /// A slash command as the user types it.
 pub struct SlashCommand {
@@ -45,7 +54,21 @@ pub const COMMANDS: &[SlashCommand] = &[
     tools::COMMAND,
     usage::COMMAND,
     debug::COMMAND,
+    sessions::COMMAND,
+    resume::COMMAND,
+    fork::COMMAND,
+    save::COMMAND,
+    load::COMMAND,
 ];
+
+/// What applying a command produced.
+#[derive(Debug, PartialEq)]
+pub enum Applied {
+    /// The reply, ready.
+    Reply(SystemEvent),
+    /// The driver must perform this with the store, then reply.
+    NeedsStore(SessionCommand),
+}
 
 /// `None` when `text` is not a slash command; otherwise the parsed command,
 /// or the notice to show (unknown command, bad arguments).
@@ -67,20 +90,53 @@ pub fn parse(text: &str) -> Option<Result<ControlCommand, String>> {
     })
 }
 
-/// Apply a control command to the session; returns the reply event.
-pub fn apply(command: &ControlCommand, state: &mut SessionState) -> SystemEvent {
-    match command {
+/// Apply a control command to the session.
+pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
+    let reply = match command {
         ControlCommand::Help => help::apply(),
         ControlCommand::Quit => quit::apply(),
         ControlCommand::Clear => clear::apply(state),
-        ControlCommand::NewConversation => new::apply(state),
         ControlCommand::SwitchModel { name } => model::switch(state, name),
         ControlCommand::ShowModel => model::show(state),
         ControlCommand::ListModels => models::apply(state),
         ControlCommand::ListTools => tools::apply(state),
         ControlCommand::Usage => usage::apply(state),
         ControlCommand::Debug => debug::apply(state),
+        ControlCommand::NewConversation => return Applied::NeedsStore(SessionCommand::New),
+        ControlCommand::ListSessions => return Applied::NeedsStore(SessionCommand::List),
+        ControlCommand::Resume { id } => {
+            return Applied::NeedsStore(SessionCommand::Resume { id: id.clone() });
+        }
+        ControlCommand::Fork { at_seq } => {
+            return Applied::NeedsStore(SessionCommand::Fork { at_seq: *at_seq });
+        }
+        ControlCommand::Save { path } => {
+            return Applied::NeedsStore(SessionCommand::Save { path: path.clone() });
+        }
+        ControlCommand::Load { path } => {
+            return Applied::NeedsStore(SessionCommand::Load { path: path.clone() });
+        }
+    };
+    Applied::Reply(reply)
+}
+
+/// A one-argument parser: the whole rest of the line, required.
+fn one_argument(name: &str, what: &str, args: &str) -> Result<String, String> {
+    let arg = args.trim();
+    if arg.is_empty() {
+        Err(format!("/{name} needs {what}."))
+    } else {
+        Ok(arg.to_string())
     }
+}
+
+/// The reply of a session command that failed (unknown id, unreadable file).
+pub fn failed(name: &str, error: impl std::fmt::Display) -> SystemEvent {
+    reply(
+        SystemSubtype::Notice,
+        format!("/{name} failed: {error}"),
+        None,
+    )
 }
 
 /// Parser for commands that take no arguments.

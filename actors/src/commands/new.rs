@@ -1,22 +1,23 @@
-//! `/new` — starts a new conversation: empty history, usage from zero.
+//! `/new` — starts a new session. The current one stays stored (and can be
+//! resumed); front ends switch to the new one (`data.switch_to`).
 
 use super::{SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
-use crate::session::{SessionState, SessionUsage};
+use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
+use crate::session::switch_to;
+use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "new",
     usage: "/new",
-    summary: "start a new conversation",
+    summary: "start a new session (this one stays stored)",
     parse: |args| no_arguments("new", args, ControlCommand::NewConversation),
 };
 
-pub fn apply(state: &mut SessionState) -> SystemEvent {
-    state.history.clear();
-    state.usage = SessionUsage::default();
+/// The reply once the store made the session.
+pub fn created(id: &SessionId) -> SystemEvent {
     reply(
         SystemSubtype::NewConversation,
-        "New conversation started.",
-        None,
+        format!("New session {id} started."),
+        Some(json!({"switch_to": switch_to(id)})),
     )
 }

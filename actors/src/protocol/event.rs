@@ -80,12 +80,23 @@ impl AgentMessage {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SystemSubtype {
-    /// The session started. `data`: `{model, tools: [names], workspace}`.
+    /// The session started, or was loaded again (`data.resumed`).
+    /// `data`: `{model, tools: [names], workspace, resumed, messages}`.
     SessionStarted,
     /// `/clear` emptied the history.
     Cleared,
-    /// `/new` started a new conversation.
+    /// `/new` made a new session. `data`: `{switch_to}` — front ends switch to it.
     NewConversation,
+    /// `/sessions`. `data`: `[{id, title, updated_at, model, events, status}]`.
+    Sessions,
+    /// `/resume ID` found the session. `data`: `{switch_to, title}`.
+    Resumed,
+    /// `/fork` copied this session. `data`: `{switch_to, parent, at_seq}`.
+    Forked,
+    /// `/save PATH` wrote an export. `data`: `{path, events}`.
+    Saved,
+    /// `/load PATH` imported a session. `data`: `{switch_to, events}`.
+    Loaded,
     /// `/model NAME` switched the profile. `data`: `{model, previous}`.
     ModelSwitched,
     /// `/model` without a name. `data`: the profile (`name`, `provider`, `model`, `base_url`).
@@ -224,6 +235,8 @@ pub enum ErrorKind {
     Provider,
     /// The configuration is wrong (unknown profile, missing key).
     Config,
+    /// The session could not be saved (the database refused a write).
+    Store,
     /// The session itself failed (a bug, or an actor died).
     Internal,
 }

@@ -46,8 +46,20 @@ pub enum ControlCommand {
     Quit,
     /// Empty the history back to the system prompt; usage totals stay.
     Clear,
-    /// Start a new conversation: empty history and fresh usage totals.
+    /// Start a new session (the current one stays stored); front ends switch
+    /// to it.
     NewConversation,
+    /// List the stored sessions.
+    ListSessions,
+    /// Switch to a stored session (id or unique prefix).
+    Resume { id: String },
+    /// Copy this session (up to `at_seq`, default: now) into a new session
+    /// and switch to it.
+    Fork { at_seq: Option<u64> },
+    /// Export this session to a file (relative paths: the workspace).
+    Save { path: String },
+    /// Import a session file as a new session and switch to it.
+    Load { path: String },
     /// Switch to another named model profile; the history is kept.
     SwitchModel { name: String },
     /// Show the current model profile.
@@ -75,6 +87,11 @@ impl ControlCommand {
             ControlCommand::ListTools => "tools",
             ControlCommand::Usage => "usage",
             ControlCommand::Debug => "debug",
+            ControlCommand::ListSessions => "sessions",
+            ControlCommand::Resume { .. } => "resume",
+            ControlCommand::Fork { .. } => "fork",
+            ControlCommand::Save { .. } => "save",
+            ControlCommand::Load { .. } => "load",
         }
     }
 }

@@ -1,7 +1,8 @@
 //! What the core asks its driver to do.
 
 use crate::model::{ModelRequest, ToolCall};
-use crate::protocol::{AgentMessage, InputId};
+use crate::protocol::{AgentMessage, InputId, SessionId};
+use serde::Serialize;
 
 /// One request from [`step`](super::step) to the driver, performed in order.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,4 +25,39 @@ pub enum Effect {
     RunTools { batch_id: u64, calls: Vec<ToolCall> },
     /// Stop every still-running call of `batch_id`.
     CancelTools { batch_id: u64 },
+    /// Perform a command that needs the store; answer with
+    /// [`Input::CommandDone`](super::Input::CommandDone). The queue waits.
+    SessionCommand {
+        input_id: InputId,
+        command: SessionCommand,
+    },
+}
+
+/// Commands the core cannot answer alone: they read or write stored sessions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum SessionCommand {
+    /// Create a new session for the front end to switch to.
+    New,
+    /// List the stored sessions.
+    List,
+    /// Find a stored session (id or unique prefix) to switch to.
+    Resume { id: String },
+    /// Copy this session up to `at_seq` (default: now) into a new session.
+    Fork { at_seq: Option<u64> },
+    /// Export this session to a file (relative to the workspace).
+    Save { path: String },
+    /// Import a file as a new session to switch to.
+    Load { path: String },
+}
+
+impl SessionCommand {
+    /// The session a front end should switch to after this command, if any,
+    /// is named by `data.switch_to` in the reply.
+    pub const SWITCH_TO: &'static str = "switch_to";
+}
+
+/// The id to put in `data.switch_to`.
+pub fn switch_to(id: &SessionId) -> serde_json::Value {
+    serde_json::Value::String(id.to_string())
 }

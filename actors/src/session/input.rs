@@ -1,14 +1,14 @@
 //! What the core reacts to.
 
 use crate::model::{ModelEvent, ToolOutcome, ToolSpec};
-use crate::protocol::{InputId, McpServerStatus, UserInput};
+use crate::protocol::{InputId, McpServerStatus, SystemEvent, UserInput};
 use std::collections::BTreeMap;
 
 /// One input to [`step`](super::step).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Input {
-    /// The session came to life (created, or loaded): announce it.
-    Started,
+    /// The session came to life: created, or `resumed` from the store.
+    Started { resumed: bool },
     /// A front end submitted a query or control command. The driver takes
     /// `input_id` from [`SessionState::next_input_id`](super::SessionState::next_input_id).
     Submit { input_id: InputId, input: UserInput },
@@ -23,6 +23,11 @@ pub enum Input {
         batch_id: u64,
         call_id: String,
         outcome: ToolOutcome,
+    },
+    /// The driver performed the session command of input `input_id`.
+    CommandDone {
+        input_id: InputId,
+        reply: SystemEvent,
     },
     /// The tools or the MCP servers changed (a server came up, crashed,
     /// changed its tool list). Also fed once right after `Started`.

@@ -22,6 +22,7 @@
 mod effect;
 mod input;
 pub mod partial;
+mod restore;
 mod state;
 mod step;
 mod turn;
@@ -29,8 +30,9 @@ mod turn;
 #[cfg(test)]
 mod tests;
 
-pub use effect::Effect;
+pub use effect::{Effect, SessionCommand, switch_to};
 pub use input::Input;
+pub use restore::{UNFINISHED_TURN, restore};
 pub use state::{ModelInfo, QueuedInput, SessionConfig, SessionState, SessionUsage};
 pub use step::step;
 pub use turn::{PendingCall, Phase, Turn};

@@ -72,6 +72,8 @@ pub struct SessionState {
     pub usage: SessionUsage,
     pub queue: VecDeque<QueuedInput>,
     pub turn: Option<Turn>,
+    /// A session command the driver is performing; the queue waits for it.
+    pub pending_command: Option<InputId>,
     pub(super) next_input_id: InputId,
     pub(super) next_request_id: u64,
 }
@@ -94,6 +96,7 @@ impl SessionState {
             usage: SessionUsage::default(),
             queue: VecDeque::new(),
             turn: None,
+            pending_command: None,
             next_input_id: 1,
             next_request_id: 1,
         }
@@ -104,9 +107,14 @@ impl SessionState {
         self.next_input_id
     }
 
-    /// Whether a turn is running.
+    /// Whether a turn or a session command is running.
     pub fn is_busy(&self) -> bool {
-        self.turn.is_some()
+        self.turn.is_some() || self.pending_command.is_some()
+    }
+
+    /// Nothing running and nothing queued.
+    pub fn is_idle(&self) -> bool {
+        !self.is_busy() && self.queue.is_empty()
     }
 
     /// The current profile's description, if it is configured.

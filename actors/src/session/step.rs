@@ -17,7 +17,7 @@ use serde_json::json;
 pub fn step(mut state: SessionState, input: Input, now_ms: u64) -> (SessionState, Vec<Effect>) {
     let mut fx = Vec::new();
     match input {
-        Input::Started => announce_start(&state, &mut fx),
+        Input::Started { resumed } => announce_start(&state, resumed, &mut fx),
         Input::Submit { input_id, input } => accept(&mut state, input_id, input, &mut fx),
         Input::Interrupt => interrupt(&mut state, now_ms, &mut fx),
         Input::Model { request_id, event } => {
@@ -33,6 +33,12 @@ pub fn step(mut state: SessionState, input: Input, now_ms: u64) -> (SessionState
         } => on_tool_finished(&mut state, batch_id, &call_id, outcome, now_ms, &mut fx),
         Input::CatalogChanged { tools, servers } => {
             apply_catalog(&mut state, tools, servers, &mut fx)
+        }
+        Input::CommandDone { input_id, reply } => {
+            if state.pending_command == Some(input_id) {
+                state.pending_command = None;
+                emit(&mut fx, Some(input_id), AgentMessage::System(reply));
+            }
         }
     }
     run_queue(&mut state, now_ms, &mut fx);
@@ -55,21 +61,33 @@ fn system(
     })
 }
 
-fn announce_start(state: &SessionState, fx: &mut Vec<Effect>) {
+fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
     let tools: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();
+    let message = if resumed {
+        format!(
+            "Session {} resumed with model {} ({} messages).",
+            state.session_id,
+            state.model,
+            state.history.len()
+        )
+    } else {
+        format!(
+            "Session {} started with model {}.",
+            state.session_id, state.model
+        )
+    };
     emit(
         fx,
         None,
         system(
             SystemSubtype::SessionStarted,
-            format!(
-                "Session {} started with model {}.",
-                state.session_id, state.model
-            ),
+            message,
             Some(json!({
                 "model": state.model,
                 "tools": tools,
                 "workspace": state.config.workspace,
+                "resumed": resumed,
+                "messages": state.history.len(),
             })),
         ),
     );
@@ -132,15 +150,20 @@ fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mu
 /// Start queued inputs while no turn runs: control commands apply at once,
 /// a query starts a turn (and stops the loop until it ends).
 fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
-    while state.turn.is_none() {
+    while state.turn.is_none() && state.pending_command.is_none() {
         let Some(QueuedInput { input_id, input }) = state.queue.pop_front() else {
             return;
         };
         match input {
-            UserInput::Control { command } => {
-                let reply = commands::apply(&command, state);
-                emit(fx, Some(input_id), AgentMessage::System(reply));
-            }
+            UserInput::Control { command } => match commands::apply(&command, state) {
+                commands::Applied::Reply(reply) => {
+                    emit(fx, Some(input_id), AgentMessage::System(reply))
+                }
+                commands::Applied::NeedsStore(command) => {
+                    state.pending_command = Some(input_id);
+                    fx.push(Effect::SessionCommand { input_id, command });
+                }
+            },
             UserInput::Query { text } => start_turn(state, input_id, text, now_ms, fx),
         }
     }

@@ -6,6 +6,7 @@ use crate::protocol::{
     AgentMessage, BlockKind, ContentBlock, ControlCommand, InputId, Message, SessionId, StopReason,
     StreamDelta, SystemSubtype, Usage, UserInput,
 };
+use proptest::prelude::*;
 use serde_json::json;
 
 /// A session driven by hand: inputs in, effects collected.
@@ -250,7 +251,7 @@ fn assert_history_valid(history: &[Message]) {
 #[test]
 fn plain_reply_ends_the_turn_with_end_turn() {
     let mut h = Harness::new();
-    let fx_start = h.feed(Input::Started);
+    let fx_start = h.feed(Input::Started { resumed: false });
     assert!(
         matches!(&messages(&fx_start)[0], AgentMessage::System(s) if s.subtype == SystemSubtype::SessionStarted)
     );
@@ -688,7 +689,7 @@ fn switching_model_keeps_history_and_uses_the_new_profile() {
 }
 
 #[test]
-fn usage_accumulates_over_turns_and_new_resets_it() {
+fn usage_accumulates_over_turns() {
     let mut h = Harness::new();
     for q in ["a", "b"] {
         h.query(q);
@@ -707,9 +708,6 @@ fn usage_accumulates_over_turns_and_new_resets_it() {
     assert!(
         matches!(usage, AgentMessage::System(s) if s.data.as_ref().unwrap()["session"]["input_tokens"] == 20)
     );
-    h.query("/new");
-    assert_eq!(h.state().usage.total.input_tokens, 0);
-    assert!(h.state().history.is_empty());
 }
 
 #[test]
@@ -806,4 +804,221 @@ fn usage_cost_counts_turns_on_priced_profiles() {
         panic!()
     };
     assert!(usage.message.contains("Cost: $0.0001"), "{}", usage.message);
+}
+
+/// The persisted events of everything the harness emitted so far, stamped
+/// as the driver would.
+fn persisted(h: &Harness) -> Vec<crate::protocol::EventEnvelope> {
+    let mut seq = 0;
+    h.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { turn_id, message } => {
+                seq += 1;
+                Some(crate::protocol::EventEnvelope {
+                    session_id: SessionId::from("s1"),
+                    seq,
+                    turn_id: *turn_id,
+                    at: chrono::DateTime::UNIX_EPOCH,
+                    message: message.clone(),
+                })
+            }
+            _ => None,
+        })
+        .filter(|e| e.message.is_persisted())
+        .collect()
+}
+
+fn fresh() -> SessionState {
+    let live = Harness::new();
+    let s = live.state();
+    SessionState::new(
+        s.session_id.clone(),
+        s.config.clone(),
+        "main".into(),
+        s.tools.clone(),
+    )
+}
+
+#[test]
+fn restore_closes_a_turn_the_process_left_in_a_tool_call() {
+    let mut h = Harness::new();
+    h.query("run it");
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(
+        req,
+        "Running.",
+        &[
+            ("c1", "bash", r#"{"command":"sleep 9"}"#),
+            ("c2", "bash", "{}"),
+        ],
+    );
+    let batch = tool_batches(&h.effects)[0].0;
+    h.tool_done(batch, "c1", "done");
+    // The process dies here: c2 never finished, no result was written.
+    let log = persisted(&h);
+    let (state, fx) = restore(fresh(), &log, 0);
+    let closing = messages(&fx);
+    assert_eq!(type_names(&closing), ["tool_result", "result"]);
+    let AgentMessage::ToolResult(t) = &closing[0] else {
+        panic!()
+    };
+    assert!(t.cancelled && t.call_id == "c2");
+    let AgentMessage::Result(r) = &closing[1] else {
+        panic!()
+    };
+    assert_eq!(r.stop_reason, StopReason::Error);
+    assert_eq!(r.error.as_deref(), Some(super::UNFINISHED_TURN));
+    assert_eq!(r.text, "Running.");
+    assert_history_valid(&state.history);
+    assert!(!state.is_busy());
+    assert_eq!(state.next_input_id(), 2);
+}
+
+#[test]
+fn restore_of_a_turn_cut_while_streaming_keeps_only_the_user_message() {
+    let mut h = Harness::new();
+    h.query("story");
+    let req = model_calls(&h.effects)[0].0;
+    h.model(
+        req,
+        ModelEvent::TextDelta {
+            index: 0,
+            text: "Once".into(),
+        },
+    );
+    let (state, fx) = restore(fresh(), &persisted(&h), 0);
+    assert_eq!(type_names(&messages(&fx)), ["result"]);
+    assert_eq!(
+        state.history,
+        vec![Message::User {
+            text: "story".into()
+        }]
+    );
+}
+
+/// One step of a random conversation, chosen among what is possible now.
+fn act(h: &mut Harness, choice: u8, n: usize) {
+    let running = h.state().turn.clone();
+    match running.map(|t| t.phase) {
+        None => match choice % 6 {
+            0 => {
+                h.query("/clear");
+            }
+            1 => {
+                h.query(if n.is_multiple_of(2) {
+                    "/model other"
+                } else {
+                    "/model main"
+                });
+            }
+            _ => {
+                h.query(&format!("question {n}"));
+            }
+        },
+        Some(Phase::Streaming { request_id, .. }) => match choice % 7 {
+            0 => {
+                h.model(
+                    request_id,
+                    ModelEvent::TextDelta {
+                        index: 0,
+                        text: "partial".into(),
+                    },
+                );
+                h.feed(Input::Interrupt);
+            }
+            1 => {
+                h.feed(Input::ModelFailed {
+                    request_id,
+                    error: "down".into(),
+                });
+            }
+            2 => {
+                h.answer(request_id, "", &[("x", "bash", "{broken")]);
+            }
+            3 | 4 => {
+                let a = format!("a{n}");
+                let b = format!("b{n}");
+                h.answer(
+                    request_id,
+                    "tools",
+                    &[(&a, "bash", "{}"), (&b, "bash", "{}")],
+                );
+            }
+            _ => {
+                h.answer(request_id, &format!("answer {n}"), &[]);
+            }
+        },
+        Some(Phase::RunningTools { batch_id, calls }) => match choice % 4 {
+            0 => {
+                h.feed(Input::Interrupt);
+            }
+            _ => {
+                if let Some(call) = calls.iter().rev().find(|c| c.outcome.is_none()) {
+                    h.tool_done(batch_id, &call.id.clone(), "ok");
+                }
+            }
+        },
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A session loaded from its log is the session that wrote it.
+    #[test]
+    fn fold_of_the_persisted_events_equals_the_live_state(choices in proptest::collection::vec(any::<u8>(), 0..80)) {
+        let mut h = Harness::with(4, true);
+        for (n, choice) in choices.into_iter().enumerate() {
+            act(&mut h, choice, n);
+        }
+        if h.state().turn.is_some() {
+            h.feed(Input::Interrupt); // settle: a live session between turns
+        }
+        let (restored, fx) = restore(fresh(), &persisted(&h), 0);
+        prop_assert!(fx.is_empty(), "nothing to close: {fx:?}");
+        let live = h.state();
+        prop_assert_eq!(&restored.history, &live.history);
+        prop_assert_eq!(&restored.model, &live.model);
+        prop_assert_eq!(&restored.usage, &live.usage);
+        prop_assert_eq!(restored.next_input_id(), live.next_input_id());
+        assert_history_valid(&restored.history);
+    }
+}
+
+#[test]
+fn session_commands_hold_the_queue_until_the_driver_answers() {
+    let mut h = Harness::new();
+    let new = h.query("/new");
+    h.query("after");
+    assert!(
+        model_calls(&h.effects).is_empty(),
+        "the query waits behind /new"
+    );
+    assert!(h.effects.contains(&Effect::SessionCommand {
+        input_id: new,
+        command: SessionCommand::New
+    }));
+    assert!(h.state().is_busy());
+    // An answer for another input changes nothing.
+    let stray = h.feed(Input::CommandDone {
+        input_id: 999,
+        reply: crate::commands::failed("new", "x"),
+    });
+    assert!(stray.is_empty());
+    let fx = h.feed(Input::CommandDone {
+        input_id: new,
+        reply: crate::commands::new::created(&SessionId::from("s2")),
+    });
+    let AgentMessage::System(reply) = &messages(&fx)[0] else {
+        panic!()
+    };
+    assert_eq!(reply.subtype, SystemSubtype::NewConversation);
+    assert_eq!(reply.data.as_ref().unwrap()["switch_to"], "s2");
+    assert_eq!(model_calls(&fx).len(), 1, "then the queued query runs");
+    assert_eq!(
+        h.state().history.len(),
+        1,
+        "/new leaves this session's history alone"
+    );
 }

@@ -1,45 +1,37 @@
 //! The chat on a terminal.
 //!
-//! The editor is blocking, so the chat runs on a blocking thread and enters
-//! the async runtime to talk to the session. While a turn runs the terminal
-//! is in raw mode and a [`KeyWatcher`] reads keys: Esc or Ctrl-C interrupts.
-//! The watcher is joined before the editor reads again — two readers of the
-//! terminal would steal each other's input (the editor's cursor-position
-//! query among it).
+//! The line editor blocks, so it runs inside `block_in_place`; everything
+//! else is async. While a turn runs the terminal is in raw mode and a
+//! [`KeyWatcher`] reads keys: Esc or Ctrl-C interrupts. The watcher is joined
+//! before the editor reads again — two readers of the terminal would steal
+//! each other's input (the editor's cursor-position query among it). A
+//! session that already has a conversation (`--continue`, `/resume`,
+//! `/fork`, `/load`) is shown from its beginning.
 
 use super::editor::{self, CTRL_C};
 use crate::frontend::render::{RenderOptions, Renderer};
-use crate::frontend::{DataDir, InputEnd, input_end};
-use agentbus_actors::SessionHandle;
-use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, StreamDelta, SystemSubtype};
-use agentbus_actors::ui_sink::attach_channel;
+use crate::frontend::session_choice::{Attached, switch_target};
+use crate::frontend::{InputEnd, input_end};
+use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
+use agentbus_actors::{Runtime, SessionHandle};
 use anyhow::Context as _;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use indicatif::{ProgressBar, ProgressStyle};
 use reedline::{EditCommand, Signal};
 use std::io::Stdout;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use tokio::runtime::Handle;
-use tokio::sync::mpsc::{Receiver, UnboundedSender};
+use tokio::sync::mpsc::UnboundedSender;
 
-pub async fn run(session: SessionHandle, data_dir: DataDir) -> anyhow::Result<ExitCode> {
-    let (_sink, events) = attach_channel(session.topic().clone(), 0);
-    let rt = Handle::current();
-    tokio::task::spawn_blocking(move || chat_loop(rt, session, events, data_dir))
-        .await
-        .context("the chat thread failed")?
-}
-
-fn chat_loop(
-    rt: Handle,
+pub async fn run(
+    runtime: &Runtime,
     session: SessionHandle,
-    mut events: Receiver<Arc<EventEnvelope>>,
-    data_dir: DataDir,
+    history: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let mut editor = editor::build(data_dir.chat_history());
+    let mut editor = editor::build(history);
     let mut renderer = Renderer::new(
         std::io::stdout(),
         RenderOptions {
@@ -48,15 +40,15 @@ fn chat_loop(
             echo_user: false,
         },
     );
-    while let Ok(event) = events.try_recv() {
-        renderer.event(&event);
-    }
-    renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts over, Ctrl-D quits.");
+    let mut attached = show(session, &mut renderer).await?;
+    renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits.");
     loop {
-        let text = match editor
-            .read_line(&editor::ChatPrompt)
-            .context("reading input")?
-        {
+        while let Ok(event) = attached.events.try_recv() {
+            renderer.event(&event); // e.g. an MCP server that came up meanwhile
+        }
+        let signal = tokio::task::block_in_place(|| editor.read_line(&editor::ChatPrompt))
+            .context("reading input")?;
+        let text = match signal {
             Signal::Success(text) if text == CTRL_C => {
                 if editor.current_buffer_contents().is_empty() {
                     break;
@@ -71,10 +63,16 @@ fn chat_loop(
         if text.is_empty() {
             continue;
         }
-        let id = rt.block_on(session.submit_text(text.to_string()))?;
-        match rt.block_on(follow(&session, &mut events, id, &mut renderer))? {
+        let id = attached.session.submit_text(text.to_string()).await?;
+        let end = follow(&mut attached, id, &mut renderer).await?;
+        match &end {
             Some(InputEnd::Reply(reply)) if reply.subtype == SystemSubtype::Quit => break,
-            Some(_) => {}
+            Some(end) => {
+                if let Some(target) = switch_target(end) {
+                    let session = runtime.open_session(&target).await?;
+                    attached = show(session, &mut renderer).await?;
+                }
+            }
             None => anyhow::bail!("the session stopped"),
         }
     }
@@ -82,10 +80,29 @@ fn chat_loop(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Attach to `session` and show what it holds: the conversation so far
+/// (user lines included), then this load's own events.
+async fn show(session: SessionHandle, renderer: &mut Renderer<Stdout>) -> anyhow::Result<Attached> {
+    let loaded_after = session.loaded_after();
+    let mut attached = Attached::new(session, 0);
+    renderer.options.echo_user = true;
+    // The load announces itself right after the stored events, so this ends.
+    while let Some(event) = attached.events.recv().await {
+        renderer.options.echo_user = event.seq <= loaded_after;
+        renderer.event(&event);
+        if event.seq > loaded_after
+            && matches!(&event.message, AgentMessage::System(s) if s.subtype == SystemSubtype::SessionStarted)
+        {
+            break;
+        }
+    }
+    renderer.options.echo_user = false;
+    Ok(attached)
+}
+
 /// Show the events of input `id` until it ends; Esc or Ctrl-C interrupts.
 async fn follow(
-    session: &SessionHandle,
-    events: &mut Receiver<Arc<EventEnvelope>>,
+    attached: &mut Attached,
     id: InputId,
     renderer: &mut Renderer<Stdout>,
 ) -> anyhow::Result<Option<InputEnd>> {
@@ -97,7 +114,7 @@ async fn follow(
     let watcher = KeyWatcher::start(interrupt_keys);
     let end = loop {
         tokio::select! {
-            event = events.recv() => {
+            event = attached.events.recv() => {
                 let Some(event) = event else { break None };
                 spinner.hide();
                 renderer.event(&event);
@@ -108,7 +125,7 @@ async fn follow(
                     spinner.show(waiting);
                 }
             }
-            Some(()) = interrupts.recv() => session.interrupt().await?,
+            Some(()) = interrupts.recv() => attached.session.interrupt().await?,
         }
     };
     watcher.stop();

@@ -1,29 +1,32 @@
 //! `agentbus chat`: the terminal chat.
 //!
 //! On a terminal: a line editor with history ([`editor`]), streamed replies,
-//! Esc or Ctrl-C to interrupt a turn, Ctrl-N for a new conversation, Ctrl-D
-//! (or Ctrl-C at an empty prompt, or /quit) to leave ([`interactive`]).
+//! Esc or Ctrl-C to interrupt a turn, Ctrl-N for a new session, Ctrl-D (or
+//! Ctrl-C at an empty prompt, or /quit) to leave ([`interactive`]).
 //! Otherwise (piped stdin, or `--json`): one input per line, submitted as it
 //! is read so inputs queue in the session like typed-ahead messages, exiting
 //! at end of input once every submitted input has finished ([`piped`]).
+//! Both follow `/new`, `/resume`, `/fork` and `/load` to the session they
+//! name.
 
 mod editor;
 mod interactive;
 mod piped;
 
-use super::DataDir;
-use agentbus_actors::{Runtime, SessionOptions, Settings};
+use super::session_choice;
+use crate::cli::ResumeArgs;
+use agentbus_actors::{Runtime, Settings};
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-pub async fn run(settings: Settings, data_dir: DataDir, json: bool) -> anyhow::Result<ExitCode> {
+pub async fn run(settings: Settings, resume: ResumeArgs, json: bool) -> anyhow::Result<ExitCode> {
+    let history = super::chat_history(&settings.data_dir);
     let runtime = Runtime::start(settings).await?;
-    let session = runtime.create_session(SessionOptions::default()).await?;
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !json;
-    let code = if interactive {
-        interactive::run(session, data_dir).await
-    } else {
-        piped::run(session, json).await
+    let code = match session_choice::choose(&runtime, &resume).await {
+        Ok(session) if interactive => interactive::run(&runtime, session, history).await,
+        Ok(session) => piped::run(&runtime, session, json).await,
+        Err(e) => Err(e),
     };
     runtime.shutdown().await;
     code

@@ -2,25 +2,54 @@
 //! (or JSON lines with `--json`) on stdout.
 //!
 //! Each line is submitted as soon as it is read, so later lines queue behind
-//! the running turn exactly as the session's FIFO defines. SIGINT interrupts
-//! the running turn; with nothing running it exits. At end of input — or at
-//! a `/quit` line, which ends the input like end of file — the chat waits for
-//! every submitted input to finish, then exits.
+//! the running turn exactly as the session's FIFO defines. A line that
+//! switches sessions (`/new`, `/resume`, `/fork`, `/load`) is a barrier:
+//! reading waits until it is answered, then the lines after it go to the new
+//! session. SIGINT interrupts the running turn; with nothing running it
+//! exits. At end of input — or at a `/quit` line, which ends the input like
+//! end of file — the chat waits for every submitted input to finish, then
+//! exits (1 if any of them failed).
 
 use crate::frontend::render::{RenderOptions, Renderer};
+use crate::frontend::session_choice::{Attached, switch_target};
 use crate::frontend::{input_end, json};
-use agentbus_actors::SessionHandle;
 use agentbus_actors::commands;
 use agentbus_actors::protocol::{ControlCommand, InputId};
-use agentbus_actors::ui_sink::attach_channel;
+use agentbus_actors::{Runtime, SessionHandle};
 use anyhow::Context as _;
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-pub async fn run(session: SessionHandle, json_output: bool) -> anyhow::Result<ExitCode> {
+/// What a line of input is, as far as reading goes on.
+enum LineKind {
+    Plain,
+    /// Ends the input.
+    Quit,
+    /// Switches sessions: wait for its answer before reading on.
+    Switch,
+}
+
+fn kind(text: &str) -> LineKind {
+    match commands::parse(text) {
+        Some(Ok(ControlCommand::Quit)) => LineKind::Quit,
+        Some(Ok(
+            ControlCommand::NewConversation
+            | ControlCommand::Resume { .. }
+            | ControlCommand::Fork { .. }
+            | ControlCommand::Load { .. },
+        )) => LineKind::Switch,
+        _ => LineKind::Plain,
+    }
+}
+
+pub async fn run(
+    runtime: &Runtime,
+    session: SessionHandle,
+    json_output: bool,
+) -> anyhow::Result<ExitCode> {
     let mut interrupts = crate::frontend::interrupt_signals()?;
-    let (_sink, mut events) = attach_channel(session.topic().clone(), 0);
+    let mut attached = Attached::from_load(session);
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut renderer = Renderer::new(
         std::io::stdout(),
@@ -31,6 +60,7 @@ pub async fn run(session: SessionHandle, json_output: bool) -> anyhow::Result<Ex
         },
     );
     let mut pending: BTreeSet<InputId> = BTreeSet::new();
+    let mut barrier: Option<InputId> = None;
     let mut input_open = true;
     let mut failed = false;
     loop {
@@ -38,18 +68,24 @@ pub async fn run(session: SessionHandle, json_output: bool) -> anyhow::Result<Ex
             break;
         }
         tokio::select! {
-            line = lines.next_line(), if input_open => {
+            line = lines.next_line(), if input_open && barrier.is_none() => {
                 match line.context("reading stdin")? {
                     Some(line) if line.trim().is_empty() => {}
                     Some(line) => {
                         let text = line.trim().to_string();
-                        input_open = !matches!(commands::parse(&text), Some(Ok(ControlCommand::Quit)));
-                        pending.insert(session.submit_text(text).await?);
+                        let kind = kind(&text);
+                        let id = attached.session.submit_text(text).await?;
+                        pending.insert(id);
+                        match kind {
+                            LineKind::Quit => input_open = false,
+                            LineKind::Switch => barrier = Some(id),
+                            LineKind::Plain => {}
+                        }
                     }
                     None => input_open = false,
                 }
             }
-            event = events.recv() => {
+            event = attached.events.recv() => {
                 let Some(event) = event else { anyhow::bail!("the session stopped unexpectedly") };
                 if json_output {
                     json::print_event(&mut std::io::stdout(), &event).context("writing to stdout")?;
@@ -60,13 +96,20 @@ pub async fn run(session: SessionHandle, json_output: bool) -> anyhow::Result<Ex
                 if let Some((id, end)) = ended {
                     pending.remove(&id);
                     failed |= end.exit_code() != 0 && end.exit_code() != 130;
+                    if barrier == Some(id) {
+                        barrier = None;
+                        if let Some(target) = switch_target(&end) {
+                            let session = runtime.open_session(&target).await?;
+                            attached = Attached::from_load(session);
+                        }
+                    }
                 }
             }
             _ = interrupts.recv() => {
                 if pending.is_empty() {
                     break;
                 }
-                session.interrupt().await?;
+                attached.session.interrupt().await?;
             }
         }
     }

@@ -1,0 +1,26 @@
+//! `/load PATH` — imports a session file (from `/save` or `agentbus
+//! sessions export`) as a new session and switches to it. A malformed file
+//! or one from a newer agentbus changes nothing.
+
+use super::{SlashCommand, one_argument, reply};
+use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
+use crate::session::switch_to;
+use serde_json::json;
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "load",
+    usage: "/load PATH",
+    summary: "import a saved session as a new one and switch to it",
+    parse: |args| {
+        one_argument("load", "a file path", args).map(|path| ControlCommand::Load { path })
+    },
+};
+
+/// The reply once the store imported the file.
+pub fn loaded(new: &SessionId, path: &str, events: usize) -> SystemEvent {
+    reply(
+        SystemSubtype::Loaded,
+        format!("Loaded {events} events from {path} as new session {new}."),
+        Some(json!({"switch_to": switch_to(new), "events": events})),
+    )
+}

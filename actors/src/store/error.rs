@@ -1,0 +1,155 @@
+//! [`StoreError`]: every way the session store can fail, as one enum.
+//!
+//! Exists so that a failure reads as a sentence naming what was being done
+//! to which session or file ("session 0193…: append event seq 7: …"), and so
+//! that callers can match on the cases they handle (a session that is
+//! [`Busy`](StoreError::Busy), an id that is [`Ambiguous`](StoreError::Ambiguous)).
+//! Never holds secrets and never panics: data the store cannot read comes out
+//! as [`Corrupt`](StoreError::Corrupt).
+
+use super::document::DocumentError;
+use crate::protocol::SessionId;
+use std::path::PathBuf;
+
+/// Why a store operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The folder that holds the database could not be created.
+    #[error("cannot create the session store folder {}: {source}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The database file could not be opened or configured (not a database,
+    /// no permission, locked beyond the busy timeout, ...).
+    #[error("cannot open the session store {}: {source}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// The database was written by a newer agentbus whose schema this one
+    /// does not know; nothing was changed.
+    #[error(
+        "the session store {} has schema version {found}, but this agentbus knows only up to \
+         version {supported}; upgrade agentbus (the file was left untouched)",
+        path.display()
+    )]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+
+    /// Bringing the schema up to date failed; the migration was rolled back.
+    #[error("cannot migrate the session store {} to schema version {version}: {source}", path.display())]
+    Migrate {
+        path: PathBuf,
+        version: i64,
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// No session has this id (or, for a prefix, no session id starts with it).
+    #[error("no stored session matches {id:?}")]
+    NotFound { id: String },
+
+    /// A prefix matched more than one session id.
+    #[error(
+        "{prefix:?} matches more than one session ({}); type more of the id",
+        candidates.join(", ")
+    )]
+    Ambiguous {
+        prefix: String,
+        /// A few of the matching ids (not necessarily all).
+        candidates: Vec<String>,
+    },
+
+    /// The id is already taken (creating, forking or importing a session).
+    #[error("a session with id {id} already exists")]
+    Exists { id: SessionId },
+
+    /// Another live agentbus process holds the session's lease.
+    #[error(
+        "session {id} is being driven by another agentbus process (pid {pid}); close it there first"
+    )]
+    Busy { id: SessionId, pid: u32 },
+
+    /// An appended event does not come after the session's stored log: its
+    /// seq already exists, or is not greater than the last one. The log is
+    /// append-only; nothing of the batch was stored.
+    #[error(
+        "session {id}: cannot append event seq {seq}: the log already reaches seq {last_seq} \
+         and stored events are never overwritten (nothing of the batch was stored)"
+    )]
+    SeqConflict {
+        id: SessionId,
+        seq: u64,
+        last_seq: u64,
+    },
+
+    /// An appended event carries another session's id.
+    #[error("session {id}: cannot append event seq {seq}: it belongs to session {event_session}")]
+    ForeignEvent {
+        id: SessionId,
+        seq: u64,
+        event_session: SessionId,
+    },
+
+    /// A fork point past the end of the parent's log.
+    #[error("cannot fork session {id} at seq {at_seq}: its log ends at seq {last_seq}")]
+    SeqOutOfRange {
+        id: SessionId,
+        at_seq: u64,
+        last_seq: u64,
+    },
+
+    /// SQLite refused an operation (including a database still busy after
+    /// the busy timeout).
+    #[error("session store: {operation}{}: {source}", id.as_ref().map(|id| format!(" (session {id})")).unwrap_or_default())]
+    Sqlite {
+        operation: &'static str,
+        id: Option<String>,
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    /// Stored data that does not decode: an event body that is not an
+    /// event, a timestamp or lease that does not parse, a negative counter.
+    #[error("{}: stored data is corrupt: {detail}", corrupt_place(id, *seq))]
+    Corrupt {
+        /// The session (empty when the row could not be told apart).
+        id: String,
+        seq: Option<u64>,
+        detail: String,
+    },
+
+    /// An event could not be serialised (never expected for protocol types).
+    #[error("session {id}: cannot encode event seq {seq}: {source}")]
+    Encode {
+        id: SessionId,
+        seq: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    /// An export document that cannot be imported.
+    #[error(transparent)]
+    Document(#[from] DocumentError),
+}
+
+/// "session ID, event seq N", as far as known.
+fn corrupt_place(id: &str, seq: Option<u64>) -> String {
+    let session = if id.is_empty() {
+        "session store".to_string()
+    } else {
+        format!("session {id}")
+    };
+    match seq {
+        Some(seq) => format!("{session}, event seq {seq}"),
+        None => session,
+    }
+}

@@ -1,0 +1,1220 @@
+//! The store's rules as tests: append-only logs, titles, leases across
+//! processes, fork, delete, export/import, id prefixes, schema versions and
+//! two stores sharing one file. Each test uses its own temporary database
+//! and synchronises on replies, never on sleeps.
+
+use super::*;
+use crate::protocol::{
+    AgentMessage, AssistantEvent, ContentBlock, ResultEvent, StopReason, StreamDelta, StreamEvent,
+    ToolResultEvent, Usage, UserEvent,
+};
+use chrono::TimeZone;
+use kameo::actor::Spawn;
+use kameo::error::SendError;
+use std::process::{Child, Command};
+use std::time::Instant;
+use tempfile::TempDir;
+
+// ---------------------------------------------------------------- helpers
+
+/// A store in a fresh temporary folder (kept alive by the returned guard).
+fn temp_store() -> (TempDir, PathBuf, ActorRef<Store>) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("nested").join("sessions.db");
+    let store = spawn(&path);
+    (dir, path, store)
+}
+
+fn spawn(path: &Path) -> ActorRef<Store> {
+    let store = Store::open(StoreOptions::new(path)).expect("store opens");
+    Store::spawn_in_thread(store)
+}
+
+/// Ask the store; a handler error comes back as `Err`, anything else about
+/// the actor failing is a test failure.
+async fn ask<M, T>(store: &ActorRef<Store>, msg: M) -> Result<T, StoreError>
+where
+    Store: Message<M, Reply = Result<T, StoreError>>,
+    M: Send + 'static,
+    T: Send + 'static,
+{
+    match store.ask(msg).await {
+        Ok(reply) => Ok(reply),
+        Err(SendError::HandlerError(e)) => Err(e),
+        Err(e) => panic!("the store actor failed: {e}"),
+    }
+}
+
+async fn stop(store: ActorRef<Store>) {
+    store.stop_gracefully().await.expect("store stops");
+    store.wait_for_shutdown().await;
+}
+
+/// A second connection to the file, to look behind the store's back.
+fn raw(path: &Path) -> Connection {
+    Connection::open(path).expect("raw connection")
+}
+
+fn me() -> Owner {
+    Owner::current()
+}
+
+fn sid(s: &str) -> SessionId {
+    SessionId::from(s)
+}
+
+fn new_session(id: &str) -> NewSession {
+    NewSession {
+        id: sid(id),
+        model: "default".to_string(),
+        workspace: "/work/project".to_string(),
+    }
+}
+
+async fn create(store: &ActorRef<Store>, id: &str) -> SessionRecord {
+    ask(
+        store,
+        CreateSession {
+            new: new_session(id),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("session created")
+}
+
+async fn append(
+    store: &ActorRef<Store>,
+    id: &str,
+    events: Vec<Arc<EventEnvelope>>,
+) -> Result<(), StoreError> {
+    ask(
+        store,
+        Append {
+            id: sid(id),
+            events,
+        },
+    )
+    .await
+}
+
+async fn load_all(store: &ActorRef<Store>, id: &str) -> Result<Vec<EventEnvelope>, StoreError> {
+    ask(
+        store,
+        LoadEvents {
+            id: sid(id),
+            after_seq: 0,
+            up_to: None,
+        },
+    )
+    .await
+}
+
+async fn get(store: &ActorRef<Store>, id: &str) -> Option<SessionRecord> {
+    ask(store, GetSession { id: sid(id) })
+        .await
+        .expect("get session")
+}
+
+/// Event times with nanoseconds, to show bodies keep full precision.
+fn time(seq: u64) -> DateTime<Utc> {
+    Utc.timestamp_opt(1_800_000_000 + seq as i64, 123_456_789)
+        .single()
+        .expect("valid time")
+}
+
+fn event(id: &str, seq: u64, message: AgentMessage) -> Arc<EventEnvelope> {
+    Arc::new(EventEnvelope {
+        session_id: sid(id),
+        seq,
+        turn_id: Some(seq / 4 + 1),
+        at: time(seq),
+        message,
+    })
+}
+
+fn user(id: &str, seq: u64, text: &str) -> Arc<EventEnvelope> {
+    event(
+        id,
+        seq,
+        AgentMessage::User(UserEvent {
+            text: text.to_string(),
+        }),
+    )
+}
+
+fn assistant(id: &str, seq: u64, text: &str) -> Arc<EventEnvelope> {
+    event(
+        id,
+        seq,
+        AgentMessage::Assistant(AssistantEvent {
+            content: vec![
+                ContentBlock::Text {
+                    text: text.to_string(),
+                },
+                ContentBlock::ToolUse {
+                    id: format!("call_{seq}"),
+                    name: "read_file".to_string(),
+                    input: serde_json::json!({"path": "a.txt"}),
+                },
+            ],
+            model: "default".to_string(),
+            usage: Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                ..Usage::default()
+            },
+            finish_reason: "tool_use".to_string(),
+            interrupted: false,
+        }),
+    )
+}
+
+fn tool_result(id: &str, seq: u64) -> Arc<EventEnvelope> {
+    event(
+        id,
+        seq,
+        AgentMessage::ToolResult(ToolResultEvent {
+            call_id: format!("call_{}", seq - 1),
+            name: "read_file".to_string(),
+            is_error: false,
+            output: "hello\n".to_string(),
+            duration_ms: 3,
+            cancelled: false,
+        }),
+    )
+}
+
+fn result(id: &str, seq: u64) -> Arc<EventEnvelope> {
+    event(
+        id,
+        seq,
+        AgentMessage::Result(ResultEvent {
+            stop_reason: StopReason::EndTurn,
+            text: "done".to_string(),
+            usage: Usage::default(),
+            steps: 1,
+            duration_ms: 40,
+            error: None,
+        }),
+    )
+}
+
+fn stream(id: &str, seq: u64) -> Arc<EventEnvelope> {
+    event(
+        id,
+        seq,
+        AgentMessage::StreamEvent(StreamEvent {
+            event: StreamDelta::TextDelta {
+                index: 0,
+                text: "partial".to_string(),
+            },
+        }),
+    )
+}
+
+/// One turn of four persisted events starting at `first`.
+fn turn(id: &str, first: u64, text: &str) -> Vec<Arc<EventEnvelope>> {
+    vec![
+        user(id, first, text),
+        assistant(id, first + 1, "let me look"),
+        tool_result(id, first + 2),
+        result(id, first + 3),
+    ]
+}
+
+fn unwrapped(events: &[Arc<EventEnvelope>]) -> Vec<EventEnvelope> {
+    events.iter().map(|e| e.as_ref().clone()).collect()
+}
+
+fn seqs(events: &[EventEnvelope]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
+}
+
+/// A process that is alive until killed: a live owner that is not us.
+struct OtherProcess {
+    child: Child,
+}
+
+impl OtherProcess {
+    fn start() -> Self {
+        let child = Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("spawn sleep");
+        OtherProcess { child }
+    }
+
+    fn owner(&self) -> Owner {
+        Owner::of_pid(self.child.id()).expect("the child runs")
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().expect("kill child");
+        self.child.wait().expect("reap child");
+    }
+}
+
+impl Drop for OtherProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---------------------------------------------------------------- logs
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
+    let (_dir, _path, store) = temp_store();
+    let created = create(&store, "s1").await;
+    assert_eq!(created.status, STATUS_ACTIVE);
+    assert_eq!(created.owner, Some(me()));
+    assert_eq!((created.last_seq, created.event_count), (0, 0));
+
+    let first = turn("s1", 1, "read a.txt");
+    let second = turn("s1", 5, "and b.txt");
+    append(&store, "s1", first.clone()).await.expect("append 1");
+    append(&store, "s1", second.clone())
+        .await
+        .expect("append 2");
+    append(&store, "s1", vec![]).await.expect("empty batch");
+
+    let (record, events) = ask(
+        &store,
+        AcquireSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("acquire");
+    let expected: Vec<EventEnvelope> = unwrapped(&first)
+        .into_iter()
+        .chain(unwrapped(&second))
+        .collect();
+    assert_eq!(events, expected);
+    assert_eq!((record.last_seq, record.event_count), (8, 8));
+    assert!(record.updated_at >= created.updated_at);
+    assert_eq!(get(&store, "s1").await, Some(record));
+
+    // The body column is exactly the envelope's JSON.
+    let body: String = raw(_path.as_path())
+        .query_row(
+            "SELECT body FROM events WHERE session_id = 's1' AND seq = 2",
+            [],
+            |row| row.get(0),
+        )
+        .expect("row");
+    assert_eq!(body, serde_json::to_string(&*first[1]).expect("json"));
+
+    let replay = ask(
+        &store,
+        LoadEvents {
+            id: sid("s1"),
+            after_seq: 3,
+            up_to: Some(6),
+        },
+    )
+    .await
+    .expect("load range");
+    assert_eq!(seqs(&replay), vec![4, 5, 6]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_title_is_the_first_line_of_the_first_user_message() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "s1").await;
+    assert_eq!(get(&store, "s1").await.and_then(|r| r.title), None);
+
+    append(&store, "s1", vec![assistant("s1", 1, "hello")])
+        .await
+        .expect("append");
+    assert_eq!(get(&store, "s1").await.and_then(|r| r.title), None);
+
+    append(
+        &store,
+        "s1",
+        vec![
+            user("s1", 2, "\n  fix the parser  \nit breaks on tabs"),
+            user("s1", 3, "second message"),
+        ],
+    )
+    .await
+    .expect("append");
+    let title = get(&store, "s1").await.and_then(|r| r.title);
+    assert_eq!(title.as_deref(), Some("fix the parser"));
+
+    append(&store, "s1", vec![user("s1", 4, "later message")])
+        .await
+        .expect("append");
+    let title = get(&store, "s1").await.and_then(|r| r.title);
+    assert_eq!(title.as_deref(), Some("fix the parser"));
+
+    create(&store, "long").await;
+    let long = "é".repeat(200);
+    append(&store, "long", vec![user("long", 1, &long)])
+        .await
+        .expect("append");
+    let title = get(&store, "long")
+        .await
+        .and_then(|r| r.title)
+        .expect("title");
+    assert_eq!(title.chars().count(), TITLE_MAX_CHARS);
+    assert!(title.ends_with('…'));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appending_an_existing_seq_fails_and_changes_nothing() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "s1").await;
+    append(&store, "s1", turn("s1", 1, "hi"))
+        .await
+        .expect("append");
+    let before = get(&store, "s1").await;
+
+    // seq 5 is new but seq 2 exists: the whole batch is refused.
+    let e = append(
+        &store,
+        "s1",
+        vec![user("s1", 5, "new"), user("s1", 2, "overwrite?")],
+    )
+    .await
+    .expect_err("refused");
+    assert!(matches!(e, StoreError::SeqConflict { seq: 2, .. }), "{e:?}");
+    assert!(e.to_string().contains("never overwritten"), "{e}");
+
+    let e = append(&store, "s1", vec![user("s1", 4, "again")])
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(
+            e,
+            StoreError::SeqConflict {
+                seq: 4,
+                last_seq: 4,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+
+    assert_eq!(get(&store, "s1").await, before);
+    let events = load_all(&store, "s1").await.expect("load");
+    assert_eq!(events, unwrapped(&turn("s1", 1, "hi")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_events_are_never_stored() {
+    let (_dir, path, store) = temp_store();
+    create(&store, "s1").await;
+    append(
+        &store,
+        "s1",
+        vec![
+            user("s1", 1, "hi"),
+            stream("s1", 2),
+            stream("s1", 3),
+            assistant("s1", 4, "hello"),
+        ],
+    )
+    .await
+    .expect("append");
+    // A batch of nothing but stream events stores nothing at all.
+    let before = get(&store, "s1").await;
+    append(&store, "s1", vec![stream("s1", 5)])
+        .await
+        .expect("append");
+    assert_eq!(get(&store, "s1").await, before);
+
+    let events = load_all(&store, "s1").await.expect("load");
+    assert_eq!(seqs(&events), vec![1, 4]);
+    let record = before.expect("record");
+    assert_eq!((record.last_seq, record.event_count), (4, 2));
+    let streamed: i64 = raw(&path)
+        .query_row(
+            "SELECT count(*) FROM events WHERE type = 'stream_event'",
+            [],
+            |row| row.get(0),
+        )
+        .expect("count");
+    assert_eq!(streamed, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn appending_another_sessions_event_is_refused() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "s1").await;
+    create(&store, "s2").await;
+    let e = append(&store, "s1", vec![user("s2", 1, "hi")])
+        .await
+        .expect_err("refused");
+    assert!(matches!(e, StoreError::ForeignEvent { .. }), "{e:?}");
+    assert!(e.to_string().contains("belongs to session s2"), "{e}");
+    assert_eq!(load_all(&store, "s1").await.expect("load"), vec![]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_survives_reopening_the_database() {
+    let (_dir, path, store) = temp_store();
+    create(&store, "s1").await;
+    append(&store, "s1", turn("s1", 1, "remember me"))
+        .await
+        .expect("append");
+    let record = get(&store, "s1").await;
+    stop(store).await;
+
+    let store = spawn(&path);
+    assert_eq!(get(&store, "s1").await, record);
+    assert_eq!(
+        load_all(&store, "s1").await.expect("load"),
+        unwrapped(&turn("s1", 1, "remember me"))
+    );
+    append(&store, "s1", turn("s1", 5, "more"))
+        .await
+        .expect("append after reopening");
+    assert_eq!(get(&store, "s1").await.map(|r| r.last_seq), Some(8));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_sessions_are_not_found() {
+    let (_dir, _path, store) = temp_store();
+    let not_found = |r: Result<_, StoreError>| matches!(r, Err(StoreError::NotFound { .. }));
+    let owner = me();
+    let id = || sid("nope");
+    assert!(not_found(
+        ask(&store, AcquireSession { id: id(), owner })
+            .await
+            .map(|_| ())
+    ));
+    assert!(not_found(
+        ask(&store, ReleaseSession { id: id(), owner }).await
+    ));
+    assert!(not_found(
+        append(&store, "nope", vec![user("nope", 1, "x")]).await
+    ));
+    assert!(not_found(load_all(&store, "nope").await.map(|_| ())));
+    assert!(not_found(
+        ask(
+            &store,
+            ForkSession {
+                id: id(),
+                at_seq: None,
+                new_id: sid("f"),
+                owner: None
+            }
+        )
+        .await
+        .map(|_| ())
+    ));
+    assert!(not_found(
+        ask(&store, DeleteSession { id: id(), owner }).await
+    ));
+    assert!(not_found(
+        ask(&store, ExportSession { id: id() }).await.map(|_| ())
+    ));
+    assert_eq!(get(&store, "nope").await, None);
+    let e = load_all(&store, "nope").await.expect_err("not found");
+    assert_eq!(e.to_string(), "no stored session matches \"nope\"");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creating_a_taken_id_is_refused() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "s1").await;
+    let e = ask(
+        &store,
+        CreateSession {
+            new: new_session("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect_err("refused");
+    assert!(matches!(e, StoreError::Exists { .. }), "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_row_is_reported_not_panicked_on() {
+    let (_dir, path, store) = temp_store();
+    create(&store, "s1").await;
+    append(&store, "s1", turn("s1", 1, "hi"))
+        .await
+        .expect("append");
+    raw(&path)
+        .execute(
+            "UPDATE events SET body = '{not json' WHERE session_id = 's1' AND seq = 3",
+            [],
+        )
+        .expect("tamper");
+    let e = load_all(&store, "s1").await.expect_err("corrupt");
+    assert!(
+        matches!(&e, StoreError::Corrupt { seq: Some(3), .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("session s1, event seq 3"), "{e}");
+
+    raw(&path)
+        .execute(
+            "UPDATE sessions SET updated_at = 'last tuesday' WHERE id = 's1'",
+            [],
+        )
+        .expect("tamper");
+    let e = ask(&store, GetSession { id: sid("s1") })
+        .await
+        .expect_err("corrupt");
+    assert!(e.to_string().contains("updated_at"), "{e}");
+    let e = ask(&store, ListSessions { limit: None })
+        .await
+        .expect_err("corrupt");
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+
+    raw(&path)
+        .execute("UPDATE sessions SET last_seq = 'many' WHERE id = 's1'", [])
+        .expect("tamper");
+    let e = append(&store, "s1", vec![user("s1", 9, "x")])
+        .await
+        .expect_err("corrupt");
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+
+    raw(&path)
+        .execute(
+            "UPDATE sessions SET owner = 'who knows' WHERE id = 's1'",
+            [],
+        )
+        .expect("tamper");
+    let e = ask(
+        &store,
+        AcquireSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect_err("corrupt");
+    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+
+    // Deleting is the way out, and it works.
+    ask(
+        &store,
+        DeleteSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("delete");
+    assert_eq!(
+        ask(&store, ListSessions { limit: None })
+            .await
+            .expect("list"),
+        vec![]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tell_is_logged_and_the_store_keeps_serving() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "s1").await;
+    store
+        .tell(Append {
+            id: sid("unknown"),
+            events: vec![user("unknown", 1, "x")],
+        })
+        .await
+        .expect("tell");
+    // The mailbox is in order: this is handled after the failed tell.
+    assert!(get(&store, "s1").await.is_some());
+}
+
+// ---------------------------------------------------------------- leases
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_leased_by_a_live_process_is_busy_until_that_process_dies() {
+    let (_dir, _path, store) = temp_store();
+    let mut other = OtherProcess::start();
+    let holder = other.owner();
+    ask(
+        &store,
+        CreateSession {
+            new: new_session("s1"),
+            owner: holder,
+        },
+    )
+    .await
+    .expect("create");
+    append(&store, "s1", turn("s1", 1, "hi"))
+        .await
+        .expect("append");
+
+    let e = ask(
+        &store,
+        AcquireSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect_err("busy");
+    assert!(
+        matches!(&e, StoreError::Busy { pid, .. } if *pid == holder.pid),
+        "{e:?}"
+    );
+    let message = e.to_string();
+    assert!(
+        message.contains(&format!(
+            "being driven by another agentbus process (pid {})",
+            holder.pid
+        )),
+        "{message}"
+    );
+    assert!(message.contains("close it there first"), "{message}");
+
+    let e = ask(
+        &store,
+        DeleteSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect_err("busy");
+    assert!(matches!(e, StoreError::Busy { .. }), "{e:?}");
+    // Releasing someone else's lease does nothing.
+    ask(
+        &store,
+        ReleaseSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("release is a no-op");
+    assert_eq!(get(&store, "s1").await.and_then(|r| r.owner), Some(holder));
+
+    other.kill();
+    let (record, events) = ask(
+        &store,
+        AcquireSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("the holder is gone");
+    assert_eq!(record.owner, Some(me()));
+    assert_eq!(record.status, STATUS_ACTIVE);
+    assert_eq!(events.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_released_session_is_idle_and_can_be_acquired_again() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "s1").await;
+    // The holder itself may acquire again (e.g. after a front end reconnects).
+    ask(
+        &store,
+        AcquireSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("re-acquire by the holder");
+    ask(
+        &store,
+        ReleaseSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("release");
+    let record = get(&store, "s1").await.expect("record");
+    assert_eq!((record.status.as_str(), record.owner), (STATUS_IDLE, None));
+
+    let other = OtherProcess::start();
+    let (record, _) = ask(
+        &store,
+        AcquireSession {
+            id: sid("s1"),
+            owner: other.owner(),
+        },
+    )
+    .await
+    .expect("a free session is anyone's");
+    assert_eq!(record.owner, Some(other.owner()));
+}
+
+// ---------------------------------------------------------------- fork, delete
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "parent").await;
+    append(&store, "parent", turn("parent", 1, "first question"))
+        .await
+        .expect("append");
+    append(&store, "parent", turn("parent", 5, "second question"))
+        .await
+        .expect("append");
+    let parent_before = get(&store, "parent").await;
+    let parent_events = load_all(&store, "parent").await.expect("load");
+
+    let fork = ask(
+        &store,
+        ForkSession {
+            id: sid("parent"),
+            at_seq: Some(4),
+            new_id: sid("child"),
+            owner: Some(me()),
+        },
+    )
+    .await
+    .expect("fork");
+    assert_eq!(fork.parent, Some((sid("parent"), 4)));
+    assert_eq!(fork.title.as_deref(), Some("first question (fork)"));
+    assert_eq!((fork.last_seq, fork.event_count), (4, 4));
+    assert_eq!(
+        (fork.model.as_str(), fork.workspace.as_str()),
+        ("default", "/work/project")
+    );
+    assert_eq!(
+        (fork.status.as_str(), fork.owner),
+        (STATUS_ACTIVE, Some(me()))
+    );
+    assert_eq!(get(&store, "child").await.as_ref(), Some(&fork));
+
+    let copied = load_all(&store, "child").await.expect("load");
+    let expected: Vec<EventEnvelope> = parent_events[..4]
+        .iter()
+        .cloned()
+        .map(|mut e| {
+            e.session_id = sid("child");
+            e
+        })
+        .collect();
+    assert_eq!(copied, expected);
+
+    assert_eq!(get(&store, "parent").await, parent_before);
+    assert_eq!(
+        load_all(&store, "parent").await.expect("load"),
+        parent_events
+    );
+
+    // The fork's log goes on by itself.
+    append(&store, "child", vec![user("child", 5, "another way")])
+        .await
+        .expect("append to fork");
+    assert_eq!(
+        load_all(&store, "parent").await.expect("load"),
+        parent_events
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_defaults_to_the_whole_log_and_needs_no_owner() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "parent").await;
+    append(&store, "parent", turn("parent", 1, "q"))
+        .await
+        .expect("append");
+    let fork = ask(
+        &store,
+        ForkSession {
+            id: sid("parent"),
+            at_seq: None,
+            new_id: sid("child"),
+            owner: None,
+        },
+    )
+    .await
+    .expect("fork");
+    assert_eq!(fork.parent, Some((sid("parent"), 4)));
+    assert_eq!((fork.status.as_str(), fork.owner), (STATUS_IDLE, None));
+    assert_eq!(
+        seqs(&load_all(&store, "child").await.expect("load")),
+        vec![1, 2, 3, 4]
+    );
+
+    let e = ask(
+        &store,
+        ForkSession {
+            id: sid("parent"),
+            at_seq: None,
+            new_id: sid("child"),
+            owner: None,
+        },
+    )
+    .await
+    .expect_err("taken");
+    assert!(matches!(e, StoreError::Exists { .. }), "{e:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "parent").await;
+    append(&store, "parent", turn("parent", 1, "q"))
+        .await
+        .expect("append");
+    let e = ask(
+        &store,
+        ForkSession {
+            id: sid("parent"),
+            at_seq: Some(9),
+            new_id: sid("child"),
+            owner: None,
+        },
+    )
+    .await
+    .expect_err("out of range");
+    assert!(
+        matches!(
+            e,
+            StoreError::SeqOutOfRange {
+                at_seq: 9,
+                last_seq: 4,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "cannot fork session parent at seq 9: its log ends at seq 4"
+    );
+    assert_eq!(get(&store, "child").await, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_session_deletes_its_events() {
+    let (_dir, path, store) = temp_store();
+    create(&store, "s1").await;
+    create(&store, "s2").await;
+    append(&store, "s1", turn("s1", 1, "q"))
+        .await
+        .expect("append");
+    append(&store, "s2", turn("s2", 1, "q"))
+        .await
+        .expect("append");
+    ask(
+        &store,
+        DeleteSession {
+            id: sid("s1"),
+            owner: me(),
+        },
+    )
+    .await
+    .expect("delete");
+    assert_eq!(get(&store, "s1").await, None);
+    let count = |id: &str| -> i64 {
+        raw(&path)
+            .query_row(
+                "SELECT count(*) FROM events WHERE session_id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .expect("count")
+    };
+    assert_eq!(count("s1"), 0);
+    assert_eq!(count("s2"), 4);
+}
+
+// ---------------------------------------------------------------- export, import
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_then_import_round_trips_the_session() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "orig").await;
+    append(&store, "orig", turn("orig", 1, "export me"))
+        .await
+        .expect("append");
+    append(
+        &store,
+        "orig",
+        vec![stream("orig", 5), user("orig", 6, "more")],
+    )
+    .await
+    .expect("append");
+    let fork = ask(
+        &store,
+        ForkSession {
+            id: sid("orig"),
+            at_seq: Some(4),
+            new_id: sid("forked"),
+            owner: None,
+        },
+    )
+    .await
+    .expect("fork");
+
+    let document = ask(&store, ExportSession { id: sid("forked") })
+        .await
+        .expect("export");
+    assert_eq!(document.format, DOCUMENT_FORMAT);
+    assert_eq!(document.version, DOCUMENT_VERSION);
+    let text = document.to_json_pretty();
+    let read = SessionDocument::from_json(&text).expect("own export reads back");
+    assert_eq!(read, document);
+
+    let imported = ask(
+        &store,
+        ImportSession {
+            document: read,
+            new_id: sid("copy"),
+            owner: Some(me()),
+        },
+    )
+    .await
+    .expect("import");
+    assert_eq!(imported.id, sid("copy"));
+    assert_eq!(imported.title, fork.title);
+    assert_eq!(imported.created_at, fork.created_at);
+    assert_eq!(imported.model, fork.model);
+    assert_eq!(imported.workspace, fork.workspace);
+    assert_eq!(imported.parent, fork.parent);
+    assert_eq!((imported.last_seq, imported.event_count), (4, 4));
+    assert_eq!(imported.owner, Some(me()));
+    assert_eq!(get(&store, "copy").await.as_ref(), Some(&imported));
+
+    let original = load_all(&store, "forked").await.expect("load");
+    let copied = load_all(&store, "copy").await.expect("load");
+    assert_eq!(seqs(&copied), seqs(&original));
+    for (a, b) in original.iter().zip(&copied) {
+        assert_eq!(b.session_id, sid("copy"));
+        assert_eq!(
+            (&a.message, a.seq, a.turn_id, a.at),
+            (&b.message, b.seq, b.turn_id, b.at)
+        );
+    }
+
+    // Exporting the copy gives the same document apart from the id.
+    let again = ask(&store, ExportSession { id: sid("copy") })
+        .await
+        .expect("export");
+    assert_eq!(again.session.id, sid("copy"));
+    assert_eq!(
+        DocumentSession {
+            id: sid("forked"),
+            ..again.session.clone()
+        },
+        document.session
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn import_refuses_an_invalid_document_and_stores_nothing() {
+    let (_dir, _path, store) = temp_store();
+    create(&store, "orig").await;
+    append(&store, "orig", turn("orig", 1, "q"))
+        .await
+        .expect("append");
+    let mut document = ask(&store, ExportSession { id: sid("orig") })
+        .await
+        .expect("export");
+    document.events.swap(1, 2);
+    let e = ask(
+        &store,
+        ImportSession {
+            document,
+            new_id: sid("copy"),
+            owner: None,
+        },
+    )
+    .await
+    .expect_err("refused");
+    assert!(
+        matches!(e, StoreError::Document(DocumentError::SeqDisorder { .. })),
+        "{e:?}"
+    );
+    assert_eq!(get(&store, "copy").await, None);
+}
+
+// ---------------------------------------------------------------- ids, listing
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resolve_id_takes_an_exact_id_or_a_unique_prefix() {
+    let (_dir, _path, store) = temp_store();
+    for id in ["0193a-1", "0193a-2", "0193b-1", "x1", "x10"] {
+        create(&store, id).await;
+    }
+    let resolve = |prefix: &str| {
+        ask(
+            &store,
+            ResolveId {
+                prefix: prefix.to_string(),
+            },
+        )
+    };
+    assert_eq!(resolve("0193a-2").await.expect("exact"), sid("0193a-2"));
+    assert_eq!(
+        resolve("0193b").await.expect("unique prefix"),
+        sid("0193b-1")
+    );
+    // An exact id wins over the longer ids it is a prefix of.
+    assert_eq!(resolve("x1").await.expect("exact"), sid("x1"));
+
+    let e = resolve("0193").await.expect_err("ambiguous");
+    match &e {
+        StoreError::Ambiguous { prefix, candidates } => {
+            assert_eq!(prefix, "0193");
+            assert_eq!(candidates, &["0193a-1", "0193a-2", "0193b-1"]);
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+    assert!(e.to_string().contains("0193a-1, 0193a-2, 0193b-1"), "{e}");
+
+    for missing in ["zzz", "0193c", ""] {
+        let e = resolve(missing).await.expect_err("none");
+        assert!(matches!(e, StoreError::NotFound { .. }), "{missing}: {e:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_orders_sessions_by_their_last_update() {
+    let (_dir, _path, store) = temp_store();
+    for id in ["a", "b", "c"] {
+        create(&store, id).await;
+    }
+    append(&store, "a", turn("a", 1, "q"))
+        .await
+        .expect("append");
+    let ids = |records: Vec<SessionRecord>| -> Vec<String> {
+        records.into_iter().map(|r| r.id.0).collect()
+    };
+    let all = ask(&store, ListSessions { limit: None })
+        .await
+        .expect("list");
+    assert!(all.windows(2).all(|w| w[0].updated_at >= w[1].updated_at));
+    assert_eq!(ids(all), ["a", "c", "b"]);
+    let two = ask(&store, ListSessions { limit: Some(2) })
+        .await
+        .expect("list");
+    assert_eq!(ids(two), ["a", "c"]);
+}
+
+// ---------------------------------------------------------------- the file
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn opening_creates_the_folder_and_migrates_to_the_current_schema() {
+    let (_dir, path, store) = temp_store();
+    stop(store).await;
+    let conn = raw(&path);
+    assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
+    let mode: String = conn
+        .pragma_query_value(None, "journal_mode", |row| row.get(0))
+        .expect("journal mode");
+    assert_eq!(mode, "wal");
+    // Opening again is a no-op migration.
+    drop(Store::open(StoreOptions::new(&path)).expect("reopen"));
+    assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
+}
+
+#[test]
+fn a_database_from_a_newer_agentbus_is_refused_untouched() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    let conn = raw(&path);
+    conn.pragma_update(None, "user_version", 99)
+        .expect("set version");
+    let e = match Store::open(StoreOptions::new(&path)) {
+        Ok(_) => panic!("opened a newer schema"),
+        Err(e) => e,
+    };
+    assert!(
+        matches!(
+            e,
+            StoreError::NewerSchema {
+                found: 99,
+                supported: 1,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let message = e.to_string();
+    assert!(message.contains("schema version 99"), "{message}");
+    assert!(message.contains("upgrade agentbus"), "{message}");
+    let tables: i64 = conn
+        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
+        .expect("count");
+    assert_eq!(tables, 0);
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_refused_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("notes.txt");
+    std::fs::write(&path, "x".repeat(4096)).expect("write");
+    let e = match Store::open(StoreOptions::new(&path)) {
+        Ok(_) => panic!("opened a text file"),
+        Err(e) => e,
+    };
+    assert!(matches!(e, StoreError::Open { .. }), "{e:?}");
+    assert!(e.to_string().contains("notes.txt"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stores_on_one_file_both_write_their_own_sessions() {
+    let (_dir, path, first) = temp_store();
+    let second = spawn(&path);
+    create(&first, "one").await;
+    create(&second, "two").await;
+
+    let writer = |store: ActorRef<Store>, id: &'static str| async move {
+        for turn_no in 0..50u64 {
+            append(&store, id, turn(id, turn_no * 4 + 1, "q"))
+                .await
+                .expect("append under contention");
+        }
+        store
+    };
+    let (first, second) = tokio::join!(writer(first, "one"), writer(second, "two"));
+
+    for store in [&first, &second] {
+        for id in ["one", "two"] {
+            let events = load_all(store, id).await.expect("load");
+            assert_eq!(seqs(&events), (1..=200).collect::<Vec<_>>());
+        }
+    }
+}
+
+// ---------------------------------------------------------------- benchmark
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+async fn append_throughput_report() {
+    const EVENTS: u64 = 10_000;
+    let (_dir, _path, store) = temp_store();
+    create(&store, "bench").await;
+    let events: Vec<Arc<EventEnvelope>> = (1..=EVENTS)
+        .map(|seq| match seq % 4 {
+            1 => user("bench", seq, "a question of moderate length"),
+            2 => assistant("bench", seq, "an answer with a tool call"),
+            3 => tool_result("bench", seq),
+            _ => result("bench", seq),
+        })
+        .collect();
+
+    let started = Instant::now();
+    for event in &events {
+        append(&store, "bench", vec![event.clone()])
+            .await
+            .expect("append");
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "appended {EVENTS} events one per batch in {elapsed:.2?}: {:.0} events/s",
+        EVENTS as f64 / elapsed.as_secs_f64()
+    );
+
+    let started = Instant::now();
+    let loaded = load_all(&store, "bench").await.expect("load");
+    println!(
+        "loaded {} events in {:.2?}",
+        loaded.len(),
+        started.elapsed()
+    );
+    assert_eq!(loaded, unwrapped(&events));
+}
