@@ -55,13 +55,13 @@ async fn dispatch(store: &ActorRef<Store>, command: SessionsCommand) -> anyhow::
             } else {
                 writeln!(
                     out,
-                    "{:<13}  {:<16}  {:>6}  {:<6}  TITLE",
+                    "{:<18}  {:<16}  {:>6}  {:<6}  TITLE",
                     "ID", "UPDATED", "EVENTS", "STATUS"
                 )?;
                 for r in &records {
                     writeln!(
                         out,
-                        "{:<13}  {:<16}  {:>6}  {:<6}  {}",
+                        "{:<18}  {:<16}  {:>6}  {:<6}  {}",
                         short_id(&r.id.0),
                         r.updated_at.format("%Y-%m-%d %H:%M"),
                         r.event_count,

@@ -35,6 +35,9 @@ pub struct SessionHandle {
     store: ActorRef<Store>,
     /// The last seq stored before this load (0 for a new session).
     loaded_after: u64,
+    /// One count per clone: the SessionManager holds one, so more means a
+    /// front end is using the session and it must stay loaded.
+    users: Arc<()>,
 }
 
 impl SessionHandle {
@@ -51,7 +54,13 @@ impl SessionHandle {
             topic,
             store,
             loaded_after,
+            users: Arc::new(()),
         }
+    }
+
+    /// Whether anyone besides the SessionManager holds this session.
+    pub(crate) fn in_use(&self) -> bool {
+        Arc::strong_count(&self.users) > 1
     }
 
     pub fn id(&self) -> &SessionId {

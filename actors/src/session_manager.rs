@@ -5,8 +5,8 @@
 //! Accepts [`CreateSession`], [`OpenSession`] (loads a stored session: takes
 //! its lease, folds its log through the pure core, closes a turn a dead
 //! process left open), [`GetSession`], [`ListSessions`], [`CloseSession`],
-//! [`SweepIdle`] (unloads sessions that are idle, unwatched and unused for
-//! `idle_unload_secs`; they stay stored) and [`StopAll`].
+//! [`SweepIdle`] (unloads sessions that nobody holds or watches and that
+//! have been idle for `idle_unload_secs`; they stay stored) and [`StopAll`].
 //!
 //! Never touches a conversation: everything a session does goes through its
 //! AgentLoop. Holds a session's lease exactly while it is loaded here, so
@@ -326,8 +326,8 @@ impl Message<SweepIdle> for SessionManager {
         let limit = Duration::from_secs(self.settings.sessions.idle_unload_secs);
         let mut idle = Vec::new();
         for (id, handle) in &self.sessions {
-            if handle.topic().subscriber_count() > 0 {
-                continue; // someone is watching
+            if handle.in_use() || handle.topic().subscriber_count() > 0 {
+                continue; // a front end holds it, or someone is watching
             }
             let idle_for = handle.agent_loop().ask(IdleFor).await.ok().flatten();
             if idle_for.is_some_and(|d| d >= limit) || !handle.is_alive() {

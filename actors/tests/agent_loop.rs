@@ -105,6 +105,10 @@ struct Harness {
 
 impl Harness {
     async fn new() -> Harness {
+        Self::with_idle_unload(600).await
+    }
+
+    async fn with_idle_unload(idle_unload_secs: u64) -> Harness {
         let workspace = tempfile::tempdir().unwrap();
         let (tx, rx) = mpsc::unbounded_channel();
         let mut models = BTreeMap::new();
@@ -123,7 +127,10 @@ impl Harness {
             tools: ToolSettings::default(),
             mcp_servers: Default::default(),
             data_dir: workspace.path().join("data"),
-            sessions: Default::default(),
+            sessions: agentbus_actors::settings::SessionSettings {
+                idle_unload_secs,
+                ..Default::default()
+            },
             unreachable_hint: None,
         };
         Harness {
@@ -159,7 +166,7 @@ struct Events(agentbus_actors::bus::Subscription<EventEnvelope>);
 
 impl Events {
     fn of(session: &SessionHandle) -> Events {
-        Events(session.subscribe(0).unwrap())
+        Events(session.subscribe(session.loaded_after()).unwrap())
     }
 
     async fn next(&mut self) -> Arc<EventEnvelope> {
@@ -383,5 +390,99 @@ async fn a_stream_that_ends_without_finishing_is_an_error() {
     assert_eq!(
         session.snapshot().await.unwrap().history,
         vec![Message::User { text: "hi".into() }]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_is_unloaded_and_comes_back_whole() {
+    let h = Harness::with_idle_unload(0).await;
+    let session = h.session().await;
+    let id = session.id().clone();
+    {
+        let mut events = Events::of(&session);
+        session.submit_text("remember me").await.unwrap();
+        h.next_call().await.answer("I will.");
+        events.result().await;
+    } // the subscription is gone: nobody watches the session
+    drop(session);
+    assert_eq!(h.runtime.sweep_idle().await, 1);
+    assert!(h.runtime.session(&id).await.is_none(), "unloaded");
+
+    let again = h.runtime.open_session(&id).await.unwrap();
+    let history = again.snapshot().await.unwrap().history;
+    assert_eq!(history.len(), 2);
+    assert_eq!(
+        history[0],
+        Message::User {
+            text: "remember me".into()
+        }
+    );
+    let mut events = Events::of(&again);
+    again.submit_text("still there?").await.unwrap();
+    let call = h.next_call().await;
+    assert_eq!(
+        call.request.messages.len(),
+        3,
+        "the reloaded history reaches the model"
+    );
+    call.answer("yes");
+    assert_eq!(events.result().await.text, "yes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_or_watched_session_is_not_unloaded() {
+    let h = Harness::with_idle_unload(0).await;
+    let session = h.session().await;
+    let _watching = Events::of(&session);
+    assert_eq!(h.runtime.sweep_idle().await, 0, "someone is watching");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_reaching_past_the_ring_gets_the_stored_events_then_live_ones() {
+    let h = Harness::with_idle_unload(0).await;
+    let session = h.session().await;
+    let id = session.id().clone();
+    {
+        let mut events = Events::of(&session);
+        session.submit_text("first").await.unwrap();
+        h.next_call().await.answer("one");
+        events.result().await;
+    }
+    drop(session);
+    h.runtime.sweep_idle().await;
+    // Loaded again, the topic's ring holds only this load's events.
+    let again = h.runtime.open_session(&id).await.unwrap();
+    assert!(again.loaded_after() > 0);
+    let (_sink, mut events) = agentbus_actors::ui_sink::attach_channel(&again, 0);
+    again.submit_text("second").await.unwrap();
+    h.next_call().await.answer("two");
+    let mut seen = Vec::new();
+    loop {
+        let event = tokio::time::timeout(GUARD, events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        seen.push(event.clone());
+        if matches!(&event.message, AgentMessage::Result(r) if r.text == "two") {
+            break;
+        }
+    }
+    let users: Vec<String> = seen
+        .iter()
+        .filter_map(|e| match &e.message {
+            AgentMessage::User(u) => Some(u.text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        users,
+        ["first", "second"],
+        "stored history first, then live"
+    );
+    assert!(seen.windows(2).all(|w| w[0].seq < w[1].seq), "in seq order");
+    assert!(
+        seen.iter()
+            .take_while(|e| e.seq <= again.loaded_after())
+            .all(|e| e.message.is_persisted())
     );
 }

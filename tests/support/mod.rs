@@ -238,6 +238,16 @@ impl Agent {
         }
     }
 
+    /// Kill the process outright (SIGKILL): no cleanup runs.
+    pub fn kill9(&self) {
+        let pid = self.child.id().expect("agentbus is running") as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("send SIGKILL");
+    }
+
     /// Send SIGINT, as Ctrl-C in a terminal would.
     pub fn interrupt(&self) {
         let pid = self.child.id().expect("agentbus is running") as i32;
@@ -402,4 +412,37 @@ pub fn read_pid(path: &Path) -> u32 {
         .trim()
         .parse()
         .unwrap_or_else(|e| panic!("bad pid in {}: {e}", path.display()))
+}
+
+/// SIGKILL every process whose command line contains `marker` (what a
+/// killed agentbus left behind, e.g. a tool's `sleep`); returns how many.
+pub fn kill_processes_with_cmdline(marker: &str) -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let pids: Vec<i32> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).contains(marker))
+                .unwrap_or(false)
+        })
+        .collect();
+    for pid in &pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    pids.len()
+}
+
+/// The session id of a run's events.
+pub fn session_id(events: &[Value]) -> String {
+    events
+        .first()
+        .and_then(|e| e["session_id"].as_str())
+        .expect("events carry a session id")
+        .to_string()
 }

@@ -54,11 +54,13 @@ pub fn listing(records: &[SessionSummary], current: &str) -> SystemEvent {
     )
 }
 
-/// The start of a session id, enough to type in `/resume`.
+/// The start of a session id, enough to type in `/resume`: past the
+/// millisecond timestamp (the first 13 characters of a UUIDv7, shared by
+/// sessions made in the same millisecond) into its random part.
 pub fn short_id(id: &str) -> &str {
     let end = id
         .char_indices()
-        .nth(13)
+        .nth(18)
         .map(|(i, _)| i)
         .unwrap_or(id.len());
     &id[..end]

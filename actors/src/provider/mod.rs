@@ -64,10 +64,31 @@ impl FrameError {
     }
 }
 
-/// One configured profile, ready to call.
+/// One configured profile; its HTTP client is built on first use (building
+/// one loads the system's root certificates, which takes a while).
 struct Profile {
+    name: String,
     settings: ModelProfile,
-    http: reqwest::Client,
+    http: std::sync::OnceLock<reqwest::Client>,
+}
+
+impl Profile {
+    fn http(&self) -> Result<reqwest::Client, ProviderError> {
+        if let Some(client) = self.http.get() {
+            return Ok(client.clone());
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(
+                self.settings.connect_timeout_secs.max(1),
+            ))
+            .user_agent(concat!("agentbus/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ProviderError::Client {
+                profile: self.name.clone(),
+                detail: http::describe(&e),
+            })?;
+        Ok(self.http.get_or_init(|| client).clone())
+    }
 }
 
 /// The real model client: one HTTP client per profile (each has its own
@@ -82,18 +103,17 @@ pub struct Providers {
 impl Providers {
     pub fn new(profiles: BTreeMap<String, ModelProfile>) -> Result<Self, ProviderError> {
         install_crypto_provider();
-        let mut built = BTreeMap::new();
-        for (name, settings) in profiles {
-            let http = reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(settings.connect_timeout_secs.max(1)))
-                .user_agent(concat!("agentbus/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| ProviderError::Client {
-                    profile: name.clone(),
-                    detail: http::describe(&e),
-                })?;
-            built.insert(name, Arc::new(Profile { settings, http }));
-        }
+        let built = profiles
+            .into_iter()
+            .map(|(name, settings)| {
+                let profile = Profile {
+                    name: name.clone(),
+                    settings,
+                    http: std::sync::OnceLock::new(),
+                };
+                (name, Arc::new(profile))
+            })
+            .collect();
         Ok(Providers {
             profiles: built,
             connect_hints: BTreeMap::new(),
@@ -116,19 +136,19 @@ impl ModelClient for Providers {
             };
             return Box::pin(futures::stream::once(async { Err(error) }));
         };
+        let http = match profile.http() {
+            Ok(http) => http,
+            Err(e) => return Box::pin(futures::stream::once(async { Err(e) })),
+        };
         let policy = profile.settings.retry_policy();
         let hint = self.connect_hints.get(&request.profile).cloned();
         let attempt = move || match profile.settings.provider {
-            ProviderKind::Openai => openai::attempt(
-                profile.http.clone(),
-                profile.settings.clone(),
-                request.clone(),
-            ),
-            ProviderKind::Anthropic => anthropic::attempt(
-                profile.http.clone(),
-                profile.settings.clone(),
-                request.clone(),
-            ),
+            ProviderKind::Openai => {
+                openai::attempt(http.clone(), profile.settings.clone(), request.clone())
+            }
+            ProviderKind::Anthropic => {
+                anthropic::attempt(http.clone(), profile.settings.clone(), request.clone())
+            }
         };
         let stream = retry::with_retries(policy, attempt);
         match hint {

@@ -1,0 +1,401 @@
+//! Sessions that last, end to end: stored, resumed, recovered after SIGKILL,
+//! driven by two processes at once, forked, exported and imported.
+
+mod support;
+
+use serde_json::Value;
+use std::process::Stdio;
+use support::*;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+fn text_of(out: &Finished) -> String {
+    out.stdout_text()
+}
+
+/// `sessions show` without its header (id, times): the messages.
+async fn conversation(fx: &Fixture, id: &str) -> Vec<String> {
+    let out = fx.run(&["sessions", "show", id]).await;
+    out.stdout.iter().skip(4).cloned().collect()
+}
+
+#[tokio::test]
+async fn a_second_run_with_the_same_session_sends_the_first_turns_messages() {
+    let fx = Fixture::new("two_turns").await;
+    let first = fx.run(&["run", "--json", "My name is Ada."]).await;
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    let id = session_id(&first.events());
+
+    let prefix = &id[..18]; // what `sessions list` shows
+    let second = fx
+        .run(&["run", "--session", prefix, "What is my name?"])
+        .await;
+    assert_eq!(second.code(), Some(0), "{}", second.stderr);
+    assert_eq!(
+        second.stdout,
+        ["Your name is in my history: What is my name?"]
+    );
+    let request = &fx.request_messages()[1];
+    assert_eq!(roles(request), ["system", "user", "assistant", "user"]);
+    assert_eq!(request[1]["content"], "My name is Ada.");
+    assert_eq!(request[2]["content"], "Nice to meet you, Ada.");
+    fx.assert_requests_valid();
+}
+
+#[tokio::test]
+async fn continue_takes_the_latest_session_of_the_workspace() {
+    let fx = Fixture::new("two_turns").await;
+    let first = fx.run(&["run", "--json", "My name is Ada."]).await;
+    let id = session_id(&first.events());
+    let second = fx.run(&["run", "--json", "--continue", "And now?"]).await;
+    assert_eq!(second.code(), Some(0), "{}", second.stderr);
+    assert_eq!(session_id(&second.events()), id);
+    let started = &second.events()[0];
+    assert_eq!(started["data"]["resumed"], true);
+    assert_eq!(started["data"]["messages"], 2);
+}
+
+#[tokio::test]
+async fn sigkill_during_a_tool_call_then_resume_continues_with_a_valid_history() {
+    let fx = Fixture::new("killed_in_tool").await;
+    let mut agent = fx.spawn(&["run", "--json", "Run the long job"]);
+    let started = agent.wait_for_event(|e| e["type"] == "assistant").await;
+    let id = started["session_id"].as_str().unwrap().to_string();
+    agent.kill9();
+    let killed = agent.finish().await;
+    assert_eq!(killed.code(), None, "killed by a signal");
+    kill_processes_with_cmdline("agentbus-test-killed-in-tool"); // the orphaned tool, if it started
+
+    let resumed = fx
+        .run(&["run", "--json", "--session", &id, "Did it finish?"])
+        .await;
+    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    let events = resumed.events();
+    // The load closed the dead turn first, then the new turn ran.
+    let closing = of_type(&events, "tool_result")[0];
+    assert_eq!(closing["call_id"], "long1");
+    assert_eq!(closing["cancelled"], true);
+    let results = of_type(&events, "result");
+    assert_eq!(results[0]["stop_reason"], "error");
+    assert!(
+        results[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("agentbus stopped before this turn finished")
+    );
+    assert_eq!(results[1]["stop_reason"], "end_turn");
+    assert!(
+        results[1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not finished")
+    );
+
+    let request = &fx.request_messages()[1];
+    assert_eq!(
+        roles(request),
+        ["system", "user", "assistant", "tool", "user"]
+    );
+    assert_eq!(request[3]["tool_call_id"], "long1");
+    fx.assert_requests_valid();
+
+    // Every event is stored: the first run's, the closing, the second turn.
+    let show = fx.run(&["sessions", "show", &id]).await;
+    let text = text_of(&show);
+    for line in [
+        "user: Run the long job",
+        "assistant: Starting the long job.",
+        "tool call bash (long1)",
+        "tool result bash (long1, cancelled)",
+        "result: error",
+        "user: Did it finish?",
+        "result: end_turn",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn sigkill_while_a_stream_is_open_then_resume_continues() {
+    let fx = Fixture::new("killed_in_stream").await;
+    let mut agent = fx.spawn(&["run", "--json", "Tell me"]);
+    let delta = agent
+        .wait_for_event(|e| e["type"] == "stream_event" && e["event"]["type"] == "text_delta")
+        .await;
+    let id = delta["session_id"].as_str().unwrap().to_string();
+    agent.kill9();
+    agent.finish().await;
+
+    let resumed = fx.run(&["run", "--json", "--session", &id, "Again"]).await;
+    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    let results = of_type(&resumed.events(), "result")
+        .into_iter()
+        .cloned()
+        .collect::<Vec<_>>();
+    assert_eq!(
+        results[0]["stop_reason"], "error",
+        "the cut turn was closed"
+    );
+    assert_eq!(results[1]["text"], "A fresh answer.");
+    let request = &fx.request_messages()[1];
+    assert_eq!(
+        roles(request),
+        ["system", "user", "user"],
+        "the unfinished answer was never stored"
+    );
+    fx.assert_requests_valid();
+}
+
+#[tokio::test]
+async fn two_processes_run_two_sessions_at_once_with_interleaved_tool_calls() {
+    let fx = Fixture::new("interleaved_sessions").await;
+    let alpha = fx.spawn(&["run", "--json", "alpha task"]);
+    let beta = fx.spawn(&["run", "--json", "beta task"]);
+    let (alpha, beta) = tokio::join!(alpha.finish(), beta.finish());
+    assert_eq!(alpha.code(), Some(0), "{}", alpha.stderr);
+    assert_eq!(beta.code(), Some(0), "{}", beta.stderr);
+    assert_eq!(
+        the_result(&alpha.events())["text"],
+        "alpha: alpha saw beta\n"
+    );
+    assert_eq!(the_result(&beta.events())["text"], "beta: beta saw alpha\n");
+
+    for (out, own, other) in [(&alpha, "alpha", "beta"), (&beta, "beta", "alpha")] {
+        let id = session_id(&out.events());
+        let show = text_of(&fx.run(&["sessions", "show", &id]).await);
+        assert!(show.contains(&format!("user: {own} task")), "{show}");
+        assert!(
+            !show.contains(&format!("{other} task")),
+            "histories never mix:\n{show}"
+        );
+    }
+    fx.assert_requests_valid();
+}
+
+#[tokio::test]
+async fn a_session_driven_by_another_process_is_refused_with_a_clear_message() {
+    let fx = Fixture::new("many_answers").await;
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.send("hello\n").await;
+    let result = chat.wait_for_event(|e| e["type"] == "result").await;
+    let id = result["session_id"].as_str().unwrap().to_string();
+
+    let second = fx.run(&["run", "--session", &id, "me too"]).await;
+    assert_eq!(second.code(), Some(1));
+    assert!(
+        second.stderr.contains("another agentbus process") && second.stderr.contains(&id),
+        "{}",
+        second.stderr
+    );
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+
+    // Once the chat has exited, the session is free again.
+    let third = fx.run(&["run", "--session", &id, "now?"]).await;
+    assert_eq!(third.code(), Some(0), "{}", third.stderr);
+}
+
+#[tokio::test]
+async fn fork_at_a_seq_then_both_branches_continue_on_their_own() {
+    let fx = Fixture::new("many_answers").await;
+    let first = fx.run(&["run", "--json", "first question"]).await;
+    let id = session_id(&first.events());
+    let fork_point = the_result(&first.events())["seq"].as_u64().unwrap();
+    fx.run(&["run", "--session", &id, "second question"]).await;
+
+    let fork = fx
+        .run(&["sessions", "fork", &id, "--at", &fork_point.to_string()])
+        .await;
+    assert_eq!(fork.code(), Some(0), "{}", fork.stderr);
+    let fork_id = fork.stdout[0].trim().to_string();
+    assert_ne!(fork_id, id);
+
+    let branch = fx
+        .run(&["run", "--session", &fork_id, "branch question"])
+        .await;
+    assert_eq!(branch.code(), Some(0), "{}", branch.stderr);
+    let main = fx.run(&["run", "--session", &id, "main question"]).await;
+    assert_eq!(main.code(), Some(0), "{}", main.stderr);
+
+    let requests = fx.request_messages();
+    let branch_request = &requests[2];
+    let main_request = &requests[3];
+    let users = |r: &Vec<Value>| -> Vec<String> {
+        r.iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(users(branch_request), ["first question", "branch question"]);
+    assert_eq!(
+        users(main_request),
+        ["first question", "second question", "main question"]
+    );
+    let parent = text_of(&fx.run(&["sessions", "show", &fork_id]).await);
+    assert!(
+        parent.contains(&format!("forked from {id} at event {fork_point}")),
+        "{parent}"
+    );
+}
+
+#[tokio::test]
+async fn export_then_import_gives_the_same_conversation_and_bad_files_change_nothing() {
+    let fx = Fixture::new("many_answers").await;
+    let first = fx.run(&["run", "--json", "remember this"]).await;
+    let id = session_id(&first.events());
+    fx.run(&["run", "--session", &id, "and this"]).await;
+    let file = fx.home.path().join("export.json");
+    let export = fx
+        .run(&["sessions", "export", &id, "--out", file.to_str().unwrap()])
+        .await;
+    assert_eq!(export.code(), Some(0), "{}", export.stderr);
+    let document: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(document["format"], "agentbus-session");
+    assert_eq!(document["version"], 1);
+    assert!(
+        !document.to_string().contains(SECRET),
+        "no secrets in exports"
+    );
+
+    let import = fx
+        .run(&["sessions", "import", file.to_str().unwrap()])
+        .await;
+    assert_eq!(import.code(), Some(0), "{}", import.stderr);
+    let new_id = import.stdout[0].trim().to_string();
+    let original = conversation(&fx, &id).await;
+    assert!(original.iter().any(|l| l.contains("user: and this")));
+    assert_eq!(original, conversation(&fx, &new_id).await);
+
+    let sessions_before = fx.run(&["sessions", "list", "--json"]).await.stdout_text();
+    let corrupt = fx.home.path().join("corrupt.json");
+    std::fs::write(
+        &corrupt,
+        "{\"format\": \"agentbus-session\", \"version\": 1, \"events\": [",
+    )
+    .unwrap();
+    let refused = fx
+        .run(&["sessions", "import", corrupt.to_str().unwrap()])
+        .await;
+    assert_eq!(refused.code(), Some(1));
+    assert!(
+        refused.stderr.contains("corrupt.json") && refused.stderr.contains("not JSON"),
+        "{}",
+        refused.stderr
+    );
+    let mut newer = document.clone();
+    newer["version"] = 2.into();
+    std::fs::write(&corrupt, newer.to_string()).unwrap();
+    let refused = fx
+        .run(&["sessions", "import", corrupt.to_str().unwrap()])
+        .await;
+    assert!(
+        refused.stderr.contains("newer agentbus"),
+        "{}",
+        refused.stderr
+    );
+    let sessions_after = fx.run(&["sessions", "list", "--json"]).await.stdout_text();
+    assert_eq!(sessions_before, sessions_after, "nothing changed");
+}
+
+#[tokio::test]
+async fn session_commands_in_chat_switch_and_store() {
+    let fx = Fixture::new("many_answers").await;
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.send("one\n/fork\ntwo\n/save saved.json\n/new\nthree\n/sessions\n")
+        .await;
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let sessions: Vec<&str> = events
+        .iter()
+        .filter_map(|e| e["session_id"].as_str())
+        .collect();
+    let mut distinct: Vec<&str> = sessions.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 3, "original, fork, new: {distinct:?}");
+
+    let forked = events.iter().find(|e| e["subtype"] == "forked").unwrap();
+    assert_eq!(forked["data"]["switch_to"], distinct[1]);
+    // "two" went to the fork, whose request also has "one".
+    let requests = fx.request_messages();
+    let users = |r: &Vec<Value>| -> Vec<String> {
+        r.iter()
+            .filter(|m| m["role"] == "user")
+            .map(|m| m["content"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(users(&requests[1]), ["one", "two"]);
+    assert_eq!(users(&requests[2]), ["three"], "/new started empty");
+    let saved = fx.workspace().join("saved.json");
+    assert!(std::fs::read_to_string(&saved).unwrap().contains("\"two\""));
+    let listing = events.iter().find(|e| e["subtype"] == "sessions").unwrap();
+    assert_eq!(listing["data"].as_array().unwrap().len(), 3);
+
+    // /load brings the saved fork back as a new session; /resume goes back.
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.send(&format!(
+        "/load saved.json\nfour\n/resume {}\nfive\n",
+        distinct[0]
+    ))
+    .await;
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stdout_text());
+    let requests = fx.request_messages();
+    assert_eq!(users(&requests[3]), ["one", "two", "four"]);
+    assert_eq!(users(&requests[4]), ["one", "five"]);
+    fx.assert_requests_valid();
+}
+
+#[tokio::test]
+async fn a_store_write_failure_is_an_error_event_and_a_failing_exit() {
+    let fx = Fixture::new("gated_tool").await;
+    fx.add_config("[sessions]\nbusy_timeout_ms = 100\n");
+    let mut agent = fx.spawn(&["run", "--json", "wait for go"]);
+    agent.wait_for_event(|e| e["type"] == "assistant").await;
+
+    // Another program takes the database's write lock and keeps it.
+    let database = fx.home.path().join("data/agentbus.db");
+    let mut locker = tokio::process::Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3, sys\n\
+             c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+             c.execute('BEGIN EXCLUSIVE')\n\
+             print('locked', flush=True)\n\
+             sys.stdin.read()\n",
+        )
+        .arg(&database)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 holds the lock");
+    let mut said = BufReader::new(locker.stdout.take().unwrap()).lines();
+    assert_eq!(said.next_line().await.unwrap().as_deref(), Some("locked"));
+
+    std::fs::write(fx.workspace().join("go"), "").unwrap();
+    let out = agent.finish().await;
+    let _ = locker.stdin.take().unwrap().shutdown().await;
+    assert_eq!(
+        out.code(),
+        Some(1),
+        "a run whose events were not saved fails: {}",
+        out.stderr
+    );
+    let events = out.events();
+    let errors = of_type(&events, "error");
+    assert!(!errors.is_empty());
+    assert_eq!(errors[0]["kind"], "store");
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("could not save"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(
+        the_result(&events)["stop_reason"],
+        "end_turn",
+        "the turn itself went on"
+    );
+}
