@@ -30,10 +30,13 @@ impl Sequenced for EventEnvelope {
 /// A session's event topic.
 pub type SessionTopic = Topic<EventEnvelope>;
 
-/// Default number of recent events kept for replay.
-pub const DEFAULT_RING_CAPACITY: usize = 4096;
-/// Default number of events a live subscriber may fall behind before it lags.
-pub const DEFAULT_CHANNEL_CAPACITY: usize = 1024;
+/// Default number of recent events kept for replay (older persisted events
+/// come from the store).
+pub const DEFAULT_RING_CAPACITY: usize = 1024;
+/// Default number of events a live subscriber may fall behind before it lags
+/// (and rejoins from the ring). The channel's slots are allocated up front,
+/// so this is most of what an idle, watched session costs.
+pub const DEFAULT_CHANNEL_CAPACITY: usize = 256;
 
 /// Why a subscription could not be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -59,7 +62,10 @@ struct Inner<E> {
     ring: VecDeque<Arc<E>>,
     ring_capacity: usize,
     last_seq: u64,
-    sender: broadcast::Sender<Arc<E>>,
+    /// Made when the first subscriber comes: a session nobody watches does
+    /// not pay for the channel's slots.
+    sender: Option<broadcast::Sender<Arc<E>>>,
+    channel_capacity: usize,
 }
 
 /// A seq-ordered broadcast with replay.
@@ -74,13 +80,13 @@ impl<E: Sequenced> Topic<E> {
     }
 
     pub fn with_capacity(last_seq: u64, ring_capacity: usize, channel_capacity: usize) -> Self {
-        let (sender, _) = broadcast::channel(channel_capacity.max(1));
         Topic {
             inner: Mutex::new(Inner {
                 ring: VecDeque::new(),
                 ring_capacity: ring_capacity.max(1),
                 last_seq,
-                sender,
+                sender: None,
+                channel_capacity: channel_capacity.max(1),
             }),
         }
     }
@@ -108,15 +114,21 @@ impl<E: Sequenced> Topic<E> {
             inner.ring.pop_front();
         }
         inner.ring.push_back(event.clone());
-        // No receivers is fine: nobody is listening right now.
-        let _ = inner.sender.send(event);
+        if let Some(sender) = &inner.sender {
+            // No receivers is fine: nobody is listening right now.
+            let _ = sender.send(event);
+        }
         Ok(())
     }
 
     /// Every event after `after_seq` (replayed from the ring), then live ones.
     pub fn subscribe(&self, after_seq: u64) -> Result<Subscription<E>, SubscribeError> {
-        let inner = self.lock();
-        let receiver = inner.sender.subscribe();
+        let mut inner = self.lock();
+        let capacity = inner.channel_capacity;
+        let receiver = inner
+            .sender
+            .get_or_insert_with(|| broadcast::channel(capacity).0)
+            .subscribe();
         let oldest = inner
             .ring
             .front()
@@ -140,7 +152,10 @@ impl<E: Sequenced> Topic<E> {
 
     /// How many subscribers are listening now.
     pub fn subscriber_count(&self) -> usize {
-        self.lock().sender.receiver_count()
+        self.lock()
+            .sender
+            .as_ref()
+            .map_or(0, |s| s.receiver_count())
     }
 
     /// Events after `after_seq` that the ring still holds (oldest first).

@@ -18,6 +18,10 @@ pub enum ToolOrigin {
     Mcp { server: String },
 }
 
+/// The tools a session offers the model, shared (not copied) between the
+/// catalog, every session and every model request.
+pub type ToolList = std::sync::Arc<Vec<ToolSpec>>;
+
 /// A tool as the model sees it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
@@ -46,7 +50,7 @@ pub struct ModelRequest {
     pub profile: String,
     pub system_prompt: String,
     pub messages: Vec<Message>,
-    pub tools: Vec<ToolSpec>,
+    pub tools: ToolList,
 }
 
 /// One item of a model's streamed answer, normalised across providers.

@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 /// each MCP server is doing.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolCatalog {
-    pub tools: Vec<ToolSpec>,
+    pub tools: crate::model::ToolList,
     pub servers: BTreeMap<String, McpServerStatus>,
 }
 
@@ -206,7 +206,7 @@ impl ToolExecutor {
 
     fn publish(&self) {
         self.catalog.send_replace(Arc::new(ToolCatalog {
-            tools: self.registry.specs(),
+            tools: Arc::new(self.registry.specs()),
             servers: self.servers.clone(),
         }));
     }

@@ -74,7 +74,7 @@ async fn call(
         profile: "p".into(),
         system_prompt: "sys".into(),
         messages: vec![Message::User { text: "hi".into() }],
-        tools: vec![],
+        tools: Default::default(),
     };
     let mut stream = providers.stream(request);
     let mut outcome = Outcome {

@@ -542,12 +542,12 @@ mod tests {
                     text: "again".into(),
                 },
             ],
-            tools: vec![ToolSpec {
+            tools: std::sync::Arc::new(vec![ToolSpec {
                 name: "bash".into(),
                 description: "run".into(),
                 input_schema: json!({"type": "object"}),
                 origin: ToolOrigin::Builtin,
-            }],
+            }]),
         };
         let body = request_body(&profile, &request);
         assert_eq!(body["system"], "sys");

@@ -479,12 +479,12 @@ mod tests {
                     is_error: true,
                 },
             ],
-            tools: vec![ToolSpec {
+            tools: std::sync::Arc::new(vec![ToolSpec {
                 name: "bash".into(),
                 description: "run".into(),
                 input_schema: json!({"type": "object"}),
                 origin: ToolOrigin::Builtin,
-            }],
+            }]),
         };
         let body = request_body(&profile, &request);
         assert_eq!(

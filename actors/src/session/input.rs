@@ -1,6 +1,6 @@
 //! What the core reacts to.
 
-use crate::model::{ModelEvent, ToolOutcome, ToolSpec};
+use crate::model::{ModelEvent, ToolOutcome};
 use crate::protocol::{InputId, McpServerStatus, SystemEvent, UserInput};
 use std::collections::BTreeMap;
 
@@ -32,7 +32,7 @@ pub enum Input {
     /// The tools or the MCP servers changed (a server came up, crashed,
     /// changed its tool list). Also fed once right after `Started`.
     CatalogChanged {
-        tools: Vec<ToolSpec>,
+        tools: crate::model::ToolList,
         servers: BTreeMap<String, McpServerStatus>,
     },
 }

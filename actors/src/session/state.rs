@@ -3,7 +3,7 @@
 //! only as [`ModelInfo`], which has no key.
 
 use super::turn::Turn;
-use crate::model::{ModelRequest, ToolSpec};
+use crate::model::ModelRequest;
 use crate::protocol::{InputId, McpServerStatus, Message, SessionId, Usage, UserInput};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
@@ -65,7 +65,7 @@ pub struct SessionState {
     pub config: SessionConfig,
     /// The current model profile's name.
     pub model: String,
-    pub tools: Vec<ToolSpec>,
+    pub tools: crate::model::ToolList,
     /// How each MCP server is doing, as last reported to this session.
     pub mcp_servers: BTreeMap<String, McpServerStatus>,
     pub history: Vec<Message>,
@@ -84,7 +84,7 @@ impl SessionState {
         session_id: SessionId,
         config: SessionConfig,
         model: String,
-        tools: Vec<ToolSpec>,
+        tools: crate::model::ToolList,
     ) -> Self {
         SessionState {
             session_id,

@@ -97,7 +97,7 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
 /// changed is reported to the user.
 fn apply_catalog(
     state: &mut SessionState,
-    tools: Vec<crate::model::ToolSpec>,
+    tools: crate::model::ToolList,
     servers: std::collections::BTreeMap<String, crate::protocol::McpServerStatus>,
     fx: &mut Vec<Effect>,
 ) {

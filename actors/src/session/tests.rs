@@ -58,7 +58,7 @@ impl Harness {
                 SessionId::from("s1"),
                 config,
                 "main".into(),
-                tools,
+                std::sync::Arc::new(tools),
             )),
             effects: Vec::new(),
             now: 1_000,
@@ -728,7 +728,7 @@ fn debug_shows_state_without_secrets() {
 fn tools_changed_applies_to_the_next_model_call() {
     let mut h = Harness::new();
     h.feed(Input::CatalogChanged {
-        tools: vec![],
+        tools: Default::default(),
         servers: Default::default(),
     });
     h.query("hi");
