@@ -42,6 +42,16 @@ pub enum Command {
     /// List, show, export, import, fork and delete stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Run the daemon: the HTTP API, SSE and WebSocket streams, and the web
+    /// page, for every session of the data dir.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (default: `[server] listen`, else 127.0.0.1:7878).
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,6 +9,7 @@ mod cli;
 mod config;
 mod frontend;
 mod mcp_command;
+mod serve;
 mod sessions_command;
 
 use anyhow::Context as _;
@@ -53,6 +54,10 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Sessions(command) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
             sessions_command::run(settings, command).await
+        }
+        Command::Serve(args) => {
+            let settings = load_settings(&cli.global, &SessionArgs::default())?;
+            serve::run(settings, args.listen).await
         }
         Command::Mcp(McpCommand::List { json }) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;

@@ -57,6 +57,7 @@ fn settings(dir: &std::path::Path) -> Settings {
             idle_unload_secs: 0,
             ..Default::default()
         },
+        server: Default::default(),
         unreachable_hint: None,
     }
 }

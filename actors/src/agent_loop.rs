@@ -17,10 +17,11 @@
 //! Never swallows a store failure: the events are still shown, followed by
 //! an `error` event of kind `store`.
 
-use crate::bus::SessionTopic;
+use crate::bus::{LifecycleTopic, SessionTopic};
 use crate::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
 use crate::protocol::{
-    AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, SessionId, UserInput,
+    AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleEvent, LifecycleKind,
+    SessionId, UserInput,
 };
 use crate::provider::ModelClient;
 use crate::session::{Effect, Input, SessionState, step};
@@ -52,6 +53,8 @@ pub struct AgentLoopArgs {
     /// The tool catalog to follow (tools and MCP server statuses).
     pub catalog: watch::Receiver<Arc<ToolCatalog>>,
     pub topic: Arc<SessionTopic>,
+    /// Where busy/idle changes are announced.
+    pub lifecycle: Arc<LifecycleTopic>,
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
     pub store: ActorRef<Store>,
@@ -63,6 +66,7 @@ pub struct AgentLoop {
     session_id: SessionId,
     state: Option<SessionState>,
     topic: Arc<SessionTopic>,
+    lifecycle: Arc<LifecycleTopic>,
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
     store: ActorRef<Store>,
@@ -86,6 +90,7 @@ impl Actor for AgentLoop {
             session_id: args.state.session_id.clone(),
             state: Some(args.state),
             topic: args.topic,
+            lifecycle: args.lifecycle,
             model: args.model,
             tools: args.tools,
             store: args.store,
@@ -135,6 +140,7 @@ impl AgentLoop {
     /// inputs that performing produced (answers to session commands).
     async fn apply(&mut self, input: Input) {
         self.last_activity = Instant::now();
+        let was_idle = self.state.as_ref().is_some_and(|s| s.is_idle());
         let mut inputs = VecDeque::from([input]);
         while let Some(input) = inputs.pop_front() {
             let Some(state) = self.state.take() else {
@@ -144,6 +150,20 @@ impl AgentLoop {
             self.state = Some(state);
             self.perform_all(effects).await;
             inputs.extend(self.deferred.drain(..));
+        }
+        let idle = self.state.as_ref().is_some_and(|s| s.is_idle());
+        if idle != was_idle {
+            let kind = if idle {
+                LifecycleKind::Idle
+            } else {
+                LifecycleKind::Busy
+            };
+            let session_id = self.session_id.clone();
+            self.lifecycle.publish_next(|seq| LifecycleEvent {
+                seq,
+                session_id,
+                kind,
+            });
         }
     }
 
@@ -332,6 +352,11 @@ pub struct Submit(pub UserInput);
 #[derive(Debug)]
 pub struct Interrupt;
 
+/// The process is stopping: cancel the running turn, answer queued inputs
+/// without running them (all of it committed before this returns).
+#[derive(Debug)]
+pub struct ShutDown;
+
 /// A copy of the session state.
 #[derive(Debug)]
 pub struct Snapshot;
@@ -382,6 +407,14 @@ impl Message<Interrupt> for AgentLoop {
 
     async fn handle(&mut self, _: Interrupt, _: &mut Context<Self, Self::Reply>) {
         self.apply(Input::Interrupt).await;
+    }
+}
+
+impl Message<ShutDown> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(&mut self, _: ShutDown, _: &mut Context<Self, Self::Reply>) {
+        self.apply(Input::Shutdown).await;
     }
 }
 

@@ -11,7 +11,7 @@
 //! with [`Topic::subscribe`] (from the ring, or — when the ring no longer
 //! reaches back — from the store). Never hold the lock across an await.
 
-use crate::protocol::EventEnvelope;
+use crate::protocol::{EventEnvelope, LifecycleEvent};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
@@ -27,8 +27,17 @@ impl Sequenced for EventEnvelope {
     }
 }
 
+impl Sequenced for LifecycleEvent {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
 /// A session's event topic.
 pub type SessionTopic = Topic<EventEnvelope>;
+
+/// The runtime's topic of session lifecycle events.
+pub type LifecycleTopic = Topic<LifecycleEvent>;
 
 /// Default number of recent events kept for replay (older persisted events
 /// come from the store).
@@ -66,6 +75,21 @@ struct Inner<E> {
     /// not pay for the channel's slots.
     sender: Option<broadcast::Sender<Arc<E>>>,
     channel_capacity: usize,
+}
+
+impl<E: Sequenced> Inner<E> {
+    /// Record `event` (its seq is next) in the ring and send it live.
+    fn push(&mut self, event: Arc<E>) {
+        self.last_seq = event.seq();
+        if self.ring.len() == self.ring_capacity {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(event.clone());
+        if let Some(sender) = &self.sender {
+            // No receivers is fine: nobody is listening right now.
+            let _ = sender.send(event);
+        }
+    }
 }
 
 /// A seq-ordered broadcast with replay.
@@ -109,16 +133,16 @@ impl<E: Sequenced> Topic<E> {
         if event.seq() != inner.last_seq + 1 {
             return Err(event);
         }
-        inner.last_seq = event.seq();
-        if inner.ring.len() == inner.ring_capacity {
-            inner.ring.pop_front();
-        }
-        inner.ring.push_back(event.clone());
-        if let Some(sender) = &inner.sender {
-            // No receivers is fine: nobody is listening right now.
-            let _ = sender.send(event);
-        }
+        inner.push(event);
         Ok(())
+    }
+
+    /// Publish an event made for the next seq (for topics with several
+    /// publishers: the seq is taken under the lock).
+    pub fn publish_next(&self, make: impl FnOnce(u64) -> E) {
+        let mut inner = self.lock();
+        let event = Arc::new(make(inner.last_seq + 1));
+        inner.push(event);
     }
 
     /// Every event after `after_seq` (replayed from the ring), then live ones.

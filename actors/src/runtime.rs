@@ -8,16 +8,20 @@
 //! through [`SessionHandle`]s. `shutdown` releases every session, stops
 //! every MCP server process and waits until each is reaped.
 
+use crate::bus::LifecycleTopic;
 use crate::mcp_server::{McpServer, McpServerArgs, StopServer};
 use crate::protocol::{McpServerStatus, SessionId};
 use crate::provider::{ModelClient, ProviderError, Providers};
 use crate::session_handle::{SessionError, SessionHandle};
 use crate::session_manager::{
-    CloseSession, CreateSession, GetSession, OpenSession, SessionManager, SessionManagerArgs,
-    SessionOptions, StopAll, SweepIdle,
+    CloseSession, CreateSession, DeleteSession, GetSession as GetLoaded,
+    ListSessions as ListLoaded, OpenSession, SessionManager, SessionManagerArgs, SessionOptions,
+    StopAll, SweepIdle,
 };
 use crate::settings::Settings;
-use crate::store::{ListSessions, ResolveId, SessionRecord, Store, StoreError, StoreOptions};
+use crate::store::{
+    GetSession, ListSessions, ResolveId, SessionRecord, Store, StoreError, StoreOptions,
+};
 use crate::tool_executor::{ToolCatalog, ToolExecutor, ToolRegistry};
 use crate::tools::builtin_tools;
 use kameo::actor::{ActorRef, Spawn};
@@ -39,6 +43,7 @@ pub enum RuntimeError {
 /// The running actors.
 pub struct Runtime {
     settings: Arc<Settings>,
+    lifecycle: Arc<LifecycleTopic>,
     manager: ActorRef<SessionManager>,
     tools: ActorRef<ToolExecutor>,
     store: ActorRef<Store>,
@@ -107,8 +112,10 @@ impl Runtime {
         for server in &mcp_servers {
             server.wait_for_startup().await;
         }
+        let lifecycle = Arc::new(LifecycleTopic::new(0));
         let manager = SessionManager::spawn(SessionManagerArgs {
             settings: settings.clone(),
+            lifecycle: lifecycle.clone(),
             model,
             tools: tools.clone(),
             catalog: catalog.clone(),
@@ -116,6 +123,7 @@ impl Runtime {
         });
         Ok(Runtime {
             settings,
+            lifecycle,
             manager,
             tools,
             store,
@@ -181,11 +189,39 @@ impl Runtime {
 
     /// A loaded session by id.
     pub async fn session(&self, id: &SessionId) -> Option<SessionHandle> {
+        self.manager.ask(GetLoaded(id.clone())).await.ok().flatten()
+    }
+
+    /// The ids of the sessions loaded in memory.
+    pub async fn loaded_sessions(&self) -> Vec<SessionId> {
+        self.manager.ask(ListLoaded).await.unwrap_or_default()
+    }
+
+    /// Sessions created, busy, idle, closed and deleted, as they happen.
+    pub fn lifecycle(&self) -> &Arc<LifecycleTopic> {
+        &self.lifecycle
+    }
+
+    /// Delete a session (unloading it first if it is loaded).
+    pub async fn delete_session(&self, id: &SessionId) -> Result<(), SessionError> {
         self.manager
-            .ask(GetSession(id.clone()))
+            .ask(DeleteSession(id.clone()))
             .await
-            .ok()
-            .flatten()
+            .map_err(|e| match e {
+                kameo::error::SendError::HandlerError(e) => e,
+                other => SessionError::Internal(other.to_string()),
+            })
+    }
+
+    /// A stored session's record.
+    pub async fn stored_session(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<SessionRecord>, SessionError> {
+        self.store
+            .ask(GetSession { id: id.clone() })
+            .await
+            .map_err(store_error)
     }
 
     /// Close one session (it stays stored).
@@ -221,9 +257,16 @@ impl Runtime {
         waited.unwrap_or_else(|_| catalog.borrow().clone())
     }
 
+    /// Stop every session: running turns end with a stored `cancelled`
+    /// result, queued inputs are answered without running; then each is
+    /// released (it stays stored). New sessions can still be made.
+    pub async fn stop_sessions(&self) {
+        let _ = self.manager.ask(StopAll).await;
+    }
+
     /// Stop every actor: sessions are released (they stay stored), MCP
     /// server processes are stopped and reaped, the store is closed.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(&self) {
         let _ = self.manager.ask(StopAll).await;
         let _ = self.manager.stop_gracefully().await;
         self.manager.wait_for_shutdown().await;

@@ -138,6 +138,14 @@ impl SessionHandle {
         &self.agent_loop
     }
 
+    /// Nothing running and nothing queued.
+    pub async fn is_idle(&self) -> bool {
+        matches!(
+            self.agent_loop.ask(crate::agent_loop::IdleFor).await,
+            Ok(Some(_))
+        )
+    }
+
     /// Whether the session's AgentLoop still runs.
     pub fn is_alive(&self) -> bool {
         self.agent_loop.is_alive()

@@ -12,15 +12,16 @@
 //! AgentLoop. Holds a session's lease exactly while it is loaded here, so
 //! another agentbus process on the same data dir is told it is in use.
 
-use crate::agent_loop::{AgentLoop, AgentLoopArgs, IdleFor};
-use crate::bus::SessionTopic;
-use crate::protocol::SessionId;
+use crate::agent_loop::{AgentLoop, AgentLoopArgs, IdleFor, ShutDown};
+use crate::bus::{LifecycleTopic, SessionTopic};
+use crate::protocol::{LifecycleEvent, LifecycleKind, SessionId};
 use crate::provider::ModelClient;
 use crate::session::{Effect, SessionConfig, SessionState, restore};
 use crate::session_handle::{SessionError, SessionHandle};
 use crate::settings::Settings;
 use crate::store::{
-    AcquireSession, CreateSession as StoreCreate, NewSession, Owner, ReleaseSession, Store,
+    AcquireSession, CreateSession as StoreCreate, DeleteSession as StoreDelete, NewSession, Owner,
+    ReleaseSession, SetTitle, Store,
 };
 use crate::tool_executor::{ToolCatalog, ToolExecutor};
 use kameo::Actor;
@@ -38,6 +39,8 @@ pub struct SessionOptions {
     /// Model profile name.
     pub model: Option<String>,
     pub workspace: Option<PathBuf>,
+    /// A title (otherwise the first query names the session).
+    pub title: Option<String>,
 }
 
 /// Create a session.
@@ -59,12 +62,17 @@ pub struct CloseSession(pub SessionId);
 /// how many were unloaded.
 pub struct SweepIdle;
 
-/// Stop every session and release every lease (shutdown).
+/// Stop every session and release every lease (shutdown): running turns
+/// end with a stored `cancelled` result first.
 pub struct StopAll;
+
+/// Delete a session: unload it if loaded, then remove it from the store.
+pub struct DeleteSession(pub SessionId);
 
 /// The actor.
 pub struct SessionManager {
     settings: Arc<Settings>,
+    lifecycle: Arc<LifecycleTopic>,
     /// The system prompt with the prompts of the enabled MCP servers.
     system_prompt: String,
     model: Arc<dyn ModelClient>,
@@ -78,6 +86,7 @@ pub struct SessionManager {
 /// What a SessionManager starts from.
 pub struct SessionManagerArgs {
     pub settings: Arc<Settings>,
+    pub lifecycle: Arc<LifecycleTopic>,
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
     pub catalog: watch::Receiver<Arc<ToolCatalog>>,
@@ -106,6 +115,7 @@ impl Actor for SessionManager {
         Ok(SessionManager {
             system_prompt: system_prompt(&args.settings),
             settings: args.settings,
+            lifecycle: args.lifecycle,
             model: args.model,
             tools: args.tools,
             catalog: args.catalog,
@@ -170,6 +180,7 @@ impl SessionManager {
             last_seq,
             catalog: self.catalog.clone(),
             topic: topic.clone(),
+            lifecycle: self.lifecycle.clone(),
             model: self.model.clone(),
             tools: self.tools.clone(),
             store: self.store.clone(),
@@ -181,8 +192,18 @@ impl SessionManager {
         handle
     }
 
+    fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
+        let session_id = session_id.clone();
+        self.lifecycle.publish_next(|seq| LifecycleEvent {
+            seq,
+            session_id,
+            kind,
+        });
+    }
+
     async fn release(&self, handle: &SessionHandle) {
         handle.stop().await;
+        self.announce(handle.id(), LifecycleKind::Closed);
         let release = ReleaseSession {
             id: handle.id().clone(),
             owner: self.owner,
@@ -230,6 +251,14 @@ impl Message<CreateSession> for SessionManager {
             })
             .await
             .map_err(store_error)?;
+        if let Some(title) = options.title.filter(|t| !t.trim().is_empty()) {
+            let set = SetTitle {
+                id: id.clone(),
+                title,
+            };
+            self.store.ask(set).await.map_err(store_error)?;
+        }
+        self.announce(&id, LifecycleKind::Created);
         let state = self.fresh_state(id, model, &workspace);
         Ok(self.start(state, Vec::new(), false, 0, workspace))
     }
@@ -350,7 +379,30 @@ impl Message<StopAll> for SessionManager {
     async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) {
         let handles: Vec<_> = self.sessions.drain().map(|(_, h)| h).collect();
         for handle in &handles {
+            let _ = handle.agent_loop().ask(ShutDown).await;
             self.release(handle).await;
         }
+    }
+}
+
+impl Message<DeleteSession> for SessionManager {
+    type Reply = Result<(), SessionError>;
+
+    async fn handle(
+        &mut self,
+        DeleteSession(id): DeleteSession,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        if let Some(handle) = self.sessions.remove(&id) {
+            let _ = handle.agent_loop().ask(ShutDown).await;
+            self.release(&handle).await;
+        }
+        let delete = StoreDelete {
+            id: id.clone(),
+            owner: self.owner,
+        };
+        self.store.ask(delete).await.map_err(store_error)?;
+        self.announce(&id, LifecycleKind::Deleted);
+        Ok(())
     }
 }

@@ -33,10 +33,25 @@ pub struct Settings {
     /// Where the session database lives (`agentbus.db`) and the chat history.
     pub data_dir: PathBuf,
     pub sessions: SessionSettings,
+    pub server: ServerSettings,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreachable_hint: Option<String>,
+}
+
+/// `agentbus serve`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Address to listen on (default `127.0.0.1:7878`; `--listen` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// The API token, usually `"${AGENTBUS_TOKEN}"`. Required to listen on
+    /// anything but loopback; otherwise a random one is kept in
+    /// `DATA_DIR/token`.
+    #[serde(default, skip_serializing)]
+    pub token: Option<Secret>,
 }
 
 /// How sessions are kept.
@@ -384,6 +399,13 @@ fn expand_secret(raw: &str, profile: &str) -> Result<String, ApiKeyError> {
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(pub String);
+
+impl Secret {
+    /// The value, with a `${VAR}` form read from the environment.
+    pub fn expose(&self, owner: &str) -> Result<String, ApiKeyError> {
+        expand_secret(&self.0, owner)
+    }
+}
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

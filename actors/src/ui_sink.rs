@@ -150,3 +150,33 @@ pub fn attach_channel(
     });
     (sink, rx)
 }
+
+/// A front end for a network client: it detaches when the client's buffer
+/// is full instead of waiting, so a client too slow to keep up is cut off
+/// and resumes from its last seq (its events stay in the ring and store).
+pub struct DropWhenFull(pub mpsc::Sender<Arc<EventEnvelope>>);
+
+impl FrontEnd for DropWhenFull {
+    async fn deliver(&mut self, event: Arc<EventEnvelope>) -> bool {
+        self.0.try_send(event).is_ok()
+    }
+}
+
+/// Attach a [`DropWhenFull`] front end with room for `capacity` events.
+pub fn attach_until_full(
+    session: &SessionHandle,
+    after_seq: u64,
+    capacity: usize,
+) -> (
+    ActorRef<UiSink<DropWhenFull>>,
+    mpsc::Receiver<Arc<EventEnvelope>>,
+) {
+    use kameo::actor::Spawn;
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    let sink = UiSink::spawn(UiSinkArgs {
+        session: session.clone(),
+        after_seq,
+        front_end: DropWhenFull(tx),
+    });
+    (sink, rx)
+}

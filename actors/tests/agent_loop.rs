@@ -131,6 +131,7 @@ impl Harness {
                 idle_unload_secs,
                 ..Default::default()
             },
+            server: Default::default(),
             unreachable_hint: None,
         };
         Harness {

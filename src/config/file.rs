@@ -4,7 +4,7 @@
 //! it is in. Model profiles stay raw tables here: a file may override one key
 //! of a profile defined elsewhere, so profiles are checked after merging.
 
-use agentbus_actors::settings::{SessionSettings, ToolSettings};
+use agentbus_actors::settings::{ServerSettings, SessionSettings, ToolSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,6 +23,7 @@ pub struct ConfigFile {
     pub disallowed_tools: Option<Vec<String>>,
     pub tools: Option<ToolSettings>,
     pub sessions: Option<SessionSettings>,
+    pub server: Option<ServerSettings>,
     pub models: Option<BTreeMap<String, toml::Table>>,
     /// MCP servers, raw like the model profiles (checked after merging).
     pub mcp_servers: Option<BTreeMap<String, toml::Table>>,

@@ -136,7 +136,7 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
 fn expand_value(value: &mut toml::Value, key: &str, origin: &str) -> Result<(), ConfigError> {
     match value {
         toml::Value::String(s) => {
-            if key.ends_with("api_key") {
+            if key.ends_with("api_key") || key == "server.token" {
                 return Ok(()); // expanded when a request is made
             }
             *s = expand::expand(s).map_err(|var| ConfigError::UndefinedVariable {
@@ -374,6 +374,7 @@ fn resolve(
         mcp_servers,
         data_dir: data_dir(options.data_dir.as_deref()),
         sessions: file.sessions.unwrap_or_default(),
+        server: file.server.unwrap_or_default(),
         unreachable_hint,
     })
 }

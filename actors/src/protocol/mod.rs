@@ -16,6 +16,7 @@
 pub mod content;
 pub mod event;
 pub mod input;
+pub mod lifecycle;
 pub mod mcp;
 pub mod message;
 
@@ -26,6 +27,7 @@ pub use event::{
     ToolResultEvent, UserEvent,
 };
 pub use input::{ControlCommand, InputId, SessionInput, UserInput};
+pub use lifecycle::{LifecycleEvent, LifecycleKind};
 pub use mcp::McpServerStatus;
 pub use message::Message;
 

@@ -14,6 +14,9 @@ pub enum Input {
     Submit { input_id: InputId, input: UserInput },
     /// Cancel the running turn now.
     Interrupt,
+    /// The process is stopping: cancel the running turn and answer every
+    /// queued input without running it.
+    Shutdown,
     /// The model call `request_id` streamed an event.
     Model { request_id: u64, event: ModelEvent },
     /// The model call `request_id` failed for good.

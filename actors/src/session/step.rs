@@ -20,6 +20,11 @@ pub fn step(mut state: SessionState, input: Input, now_ms: u64) -> (SessionState
         Input::Started { resumed } => announce_start(&state, resumed, &mut fx),
         Input::Submit { input_id, input } => accept(&mut state, input_id, input, &mut fx),
         Input::Interrupt => interrupt(&mut state, now_ms, &mut fx),
+        Input::Shutdown => {
+            interrupt(&mut state, now_ms, &mut fx);
+            shut_down_queue(&mut state, &mut fx);
+            return (state, fx); // nothing else runs
+        }
         Input::Model { request_id, event } => {
             on_model_event(&mut state, request_id, event, now_ms, &mut fx)
         }
@@ -493,6 +498,26 @@ fn continue_after_tools(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effe
         end_turn(state, StopReason::MaxSteps, None, now_ms, fx);
     } else {
         call_model(state, fx);
+    }
+}
+
+/// Answer every queued input without running it: a query gets its one
+/// `result` (cancelled), a command a notice.
+fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
+    const REASON: &str = "agentbus shut down before this ran";
+    for QueuedInput { input_id, input } in state.queue.drain(..) {
+        let message = match input {
+            UserInput::Query { .. } => AgentMessage::Result(ResultEvent {
+                stop_reason: StopReason::Cancelled,
+                text: String::new(),
+                usage: Default::default(),
+                steps: 0,
+                duration_ms: 0,
+                error: Some(REASON.into()),
+            }),
+            UserInput::Control { .. } => system(SystemSubtype::Notice, REASON, None),
+        };
+        emit(fx, Some(input_id), message);
     }
 }
 

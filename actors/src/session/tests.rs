@@ -1022,3 +1022,34 @@ fn session_commands_hold_the_queue_until_the_driver_answers() {
         "/new leaves this session's history alone"
     );
 }
+
+#[test]
+fn shutdown_cancels_the_turn_and_answers_every_queued_input() {
+    let mut h = Harness::new();
+    let running = h.query("running");
+    let queued = h.query("queued");
+    let command = h.query("/usage");
+    let fx = h.feed(Input::Shutdown);
+    let ends: Vec<(Option<InputId>, &'static str)> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { turn_id, message } => Some((*turn_id, message.type_name())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            (Some(running), "result"),
+            (Some(queued), "result"),
+            (Some(command), "system")
+        ]
+    );
+    assert!(model_calls(&fx).is_empty(), "nothing new starts");
+    assert!(h.state().is_idle());
+    assert!(
+        h.results()
+            .iter()
+            .all(|r| r.stop_reason == StopReason::Cancelled)
+    );
+}

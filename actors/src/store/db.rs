@@ -419,6 +419,21 @@ pub fn release(conn: &mut Connection, id: &SessionId, owner: Owner) -> Result<()
     tx.commit().map_err(|e| sqlite(operation, Some(id), e))
 }
 
+pub fn set_title(conn: &mut Connection, id: &SessionId, title: &str) -> Result<(), StoreError> {
+    let operation = "set session title";
+    let tx = write_tx(conn, operation, id)?;
+    let changed = tx
+        .execute(
+            "UPDATE sessions SET title = ?1 WHERE id = ?2",
+            rusqlite::params![title, id.0],
+        )
+        .map_err(|e| sqlite(operation, Some(id), e))?;
+    if changed == 0 {
+        return Err(StoreError::NotFound { id: id.0.clone() });
+    }
+    tx.commit().map_err(|e| sqlite(operation, Some(id), e))
+}
+
 pub fn append(
     conn: &mut Connection,
     id: &SessionId,

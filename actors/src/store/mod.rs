@@ -263,6 +263,22 @@ pub struct DeleteSession {
     pub owner: Owner,
 }
 
+/// Name a session (a title given when it is created; otherwise the first
+/// query names it).
+#[derive(Clone, Debug)]
+pub struct SetTitle {
+    pub id: SessionId,
+    pub title: String,
+}
+
+impl Message<SetTitle> for Store {
+    type Reply = Result<(), StoreError>;
+
+    async fn handle(&mut self, msg: SetTitle, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        db::set_title(&mut self.conn, &msg.id, &msg.title)
+    }
+}
+
 /// A session as an export document.
 #[derive(Clone, Debug)]
 pub struct ExportSession {

@@ -1,0 +1,227 @@
+//! `agentbus serve`: the daemon. One runtime (sessions, MCP servers, store)
+//! shared by every client of the HTTP API, the SSE and WebSocket streams
+//! and the web page.
+//!
+//! Layers: [`auth`] guards everything under `/v1`; [`sessions`], [`stream`],
+//! [`ws`] and [`meta`] are the handlers, one per operation; [`api`] holds
+//! the request and answer bodies; [`web`] serves the page. Handlers only
+//! translate between HTTP and the runtime's handles — no conversation rule
+//! lives here. A client's mistake is an error answer, never a crash.
+
+pub mod api;
+mod auth;
+mod error;
+mod meta;
+mod sessions;
+mod stream;
+mod web;
+mod ws;
+
+use agentbus_actors::{Runtime, Settings};
+use anyhow::Context as _;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+/// Where `serve` listens when neither `--listen` nor `[server] listen` says.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Largest request body accepted (inputs are text; 1 MiB is plenty).
+const BODY_LIMIT: usize = 1024 * 1024;
+
+/// What every handler reaches.
+#[derive(Clone)]
+pub struct AppState {
+    pub runtime: Arc<Runtime>,
+    /// Cancelled when the server shuts down: streams end.
+    pub shutdown: CancellationToken,
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "agentbus", description = "Sessions of LLM agents: create them, send input, follow their events."),
+    modifiers(&BearerToken),
+    security(("token" = [])),
+    tags(
+        (name = "sessions", description = "Create, list, fork, delete sessions; send input; read the conversation"),
+        (name = "events", description = "Follow events: SSE and WebSocket"),
+        (name = "server", description = "Health, model profiles, tools")
+    )
+)]
+struct ApiDoc;
+
+struct BearerToken;
+
+impl utoipa::Modify for BearerToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The token from `DATA_DIR/token` or `[server] token`; `?token=` works too",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// The API's routes and their OpenAPI description.
+pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(sessions::list, sessions::create))
+        .routes(routes!(sessions::get, sessions::delete))
+        .routes(routes!(sessions::fork))
+        .routes(routes!(sessions::export))
+        .routes(routes!(sessions::input))
+        .routes(routes!(sessions::interrupt))
+        .routes(routes!(sessions::messages))
+        .routes(routes!(stream::session_events))
+        .routes(routes!(ws::session_socket))
+        .routes(routes!(stream::lifecycle_events))
+        .routes(routes!(meta::health))
+        .routes(routes!(meta::models))
+        .routes(routes!(meta::tools))
+        .split_for_parts()
+}
+
+/// The whole application: the page, and the API behind the token.
+pub fn app(state: AppState, token: String) -> Router {
+    let (api, mut openapi) = api_routes();
+    openapi.info.version = env!("CARGO_PKG_VERSION").to_string();
+    let openapi = Arc::new(openapi);
+    let api = api
+        .route(
+            "/v1/openapi.json",
+            get(move || {
+                let openapi = openapi.clone();
+                async move { axum::Json(openapi.as_ref().clone()) }
+            }),
+        )
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::new(token),
+            auth::require_token,
+        ))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(state);
+    Router::new()
+        .route("/", get(web::index))
+        .route("/app.js", get(web::script))
+        .route("/style.css", get(web::style))
+        .merge(api)
+}
+
+async fn not_found(uri: axum::http::Uri) -> error::ApiError {
+    error::ApiError::not_found(format!(
+        "no route {}; the API is described at /v1/openapi.json",
+        uri.path()
+    ))
+}
+
+/// Run the daemon until SIGTERM or SIGINT.
+pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<ExitCode> {
+    let listen = listen
+        .or_else(|| settings.server.listen.clone())
+        .unwrap_or_else(|| DEFAULT_LISTEN.to_string());
+    let addr: SocketAddr = tokio::net::lookup_host(&listen)
+        .await
+        .with_context(|| {
+            format!("--listen {listen}: expected HOST:PORT, such as {DEFAULT_LISTEN}")
+        })?
+        .next()
+        .with_context(|| format!("--listen {listen}: the name has no address"))?;
+    let configured = match &settings.server.token {
+        Some(secret) => Some(secret.expose("[server] token")?),
+        None => None,
+    };
+    let (token, source) = auth::token(configured, &settings.data_dir, &addr)?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    let addr = listener.local_addr()?;
+    let signals = TerminationSignals::listen()?;
+    let runtime = Arc::new(Runtime::start(settings).await?);
+    let shutdown = CancellationToken::new();
+    announce(&addr, &token, &source);
+
+    let state = AppState {
+        runtime: runtime.clone(),
+        shutdown: shutdown.clone(),
+    };
+    tokio::spawn(stop_on_signal(signals, runtime.clone(), shutdown.clone()));
+    let served = axum::serve(listener, app(state, token))
+        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
+        .await;
+    // Also reached when serving failed: sessions still end cleanly.
+    runtime.shutdown().await;
+    served.context("serving")?;
+    eprintln!("agentbus: stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Tell the user where the server is and how to get in. The token itself
+/// is only shown on a terminal (never in a log file).
+fn announce(addr: &SocketAddr, token: &str, source: &auth::TokenSource) {
+    let url = format!("http://{addr}");
+    eprintln!("agentbus: listening on {url}");
+    match source {
+        auth::TokenSource::File(path) => eprintln!("agentbus: API token in {}", path.display()),
+        auth::TokenSource::Configured => eprintln!("agentbus: API token from [server] token"),
+    }
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!("agentbus: web page: {url}/?token={token}");
+    } else {
+        eprintln!("agentbus: web page: {url}/?token=TOKEN");
+    }
+    eprintln!("agentbus: attach a terminal with `agentbus chat --attach {url}`");
+}
+
+/// On SIGTERM or SIGINT: end running turns (each stores its `result`,
+/// which attached clients still see), then close the streams so the
+/// server can stop.
+async fn stop_on_signal(
+    mut signals: TerminationSignals,
+    runtime: Arc<Runtime>,
+    shutdown: CancellationToken,
+) {
+    signals.next().await;
+    eprintln!("agentbus: shutting down: ending running turns");
+    runtime.stop_sessions().await;
+    shutdown.cancel();
+}
+
+/// SIGTERM and SIGINT, listened for from the start so that one arriving
+/// while the runtime starts is not lost.
+struct TerminationSignals {
+    terminate: Signal,
+    interrupt: Signal,
+}
+
+impl TerminationSignals {
+    fn listen() -> anyhow::Result<Self> {
+        Ok(TerminationSignals {
+            terminate: signal(SignalKind::terminate()).context("listening for SIGTERM")?,
+            interrupt: signal(SignalKind::interrupt()).context("listening for SIGINT")?,
+        })
+    }
+
+    async fn next(&mut self) {
+        tokio::select! {
+            _ = self.terminate.recv() => {}
+            _ = self.interrupt.recv() => {}
+        }
+    }
+}

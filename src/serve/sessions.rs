@@ -1,0 +1,202 @@
+//! `/v1/sessions...`: create, list, show, delete, fork, export, send input,
+//! interrupt, read the conversation. One handler per operation; each finds
+//! the session through the runtime (an id or a unique prefix) and maps
+//! failures to the status that says what was wrong.
+
+use super::AppState;
+use super::api::{Accepted, CreateSession, Created, Fork, Input, Messages, Session, Sessions};
+use super::error::{ApiError, ApiJson, ErrorBody};
+use agentbus_actors::protocol::{SessionId, UserInput};
+use agentbus_actors::store::{ExportSession, ForkSession, LoadEvents, StoreError};
+use agentbus_actors::{SessionHandle, SessionOptions};
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+
+/// The session `id` names (an id or a unique prefix), loaded.
+pub async fn open(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+    let id = state.runtime.resolve(id).await?;
+    Ok(state.runtime.open_session(&id).await?)
+}
+
+async fn view(state: &AppState, id: &SessionId) -> Result<Session, ApiError> {
+    let record = state
+        .runtime
+        .stored_session(id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+    let loaded = state.runtime.session(id).await;
+    let busy = match &loaded {
+        Some(handle) => !handle.is_idle().await,
+        None => false,
+    };
+    Ok(Session::new(record, loaded.is_some(), busy))
+}
+
+fn store_error<M>(e: kameo::error::SendError<M, StoreError>) -> ApiError {
+    match e {
+        kameo::error::SendError::HandlerError(e) => agentbus_actors::SessionError::Store(e).into(),
+        other => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the store is not running: {other}"),
+        ),
+    }
+}
+
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
+    responses((status = 200, body = Sessions), (status = 401, body = ErrorBody)))]
+pub async fn list(State(state): State<AppState>) -> Result<Json<Sessions>, ApiError> {
+    let records = state.runtime.stored_sessions(None).await?;
+    let mut sessions = Vec::with_capacity(records.len());
+    for record in records {
+        let loaded = state.runtime.session(&record.id).await;
+        let busy = match &loaded {
+            Some(handle) => !handle.is_idle().await,
+            None => false,
+        };
+        sessions.push(Session::new(record, loaded.is_some(), busy));
+    }
+    Ok(Json(Sessions { sessions }))
+}
+
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSession,
+    responses((status = 201, body = Created), (status = 400, body = ErrorBody)))]
+pub async fn create(
+    State(state): State<AppState>,
+    body: Option<ApiJson<CreateSession>>,
+) -> Result<impl IntoResponse, ApiError> {
+    let body = body.map(|ApiJson(b)| b).unwrap_or_default();
+    let workspace = match body.workspace {
+        Some(dir) => {
+            let path = std::path::PathBuf::from(&dir);
+            if !path.is_dir() {
+                return Err(ApiError::bad_request(format!(
+                    "workspace `{dir}` is not a directory on the server"
+                )));
+            }
+            Some(path)
+        }
+        None => None,
+    };
+    let options = SessionOptions {
+        model: body.model,
+        workspace,
+        title: body.title,
+    };
+    let session = state.runtime.create_session(options).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Created {
+            id: session.id().to_string(),
+        }),
+    ))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, body = Session), (status = 404, body = ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Session>, ApiError> {
+    let id = state.runtime.resolve(&id).await?;
+    Ok(Json(view(&state, &id).await?))
+}
+
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = state.runtime.resolve(&id).await?;
+    state.runtime.delete_session(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions", request_body = Fork,
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 201, body = Created), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn fork(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Option<ApiJson<Fork>>,
+) -> Result<impl IntoResponse, ApiError> {
+    let id = state.runtime.resolve(&id).await?;
+    let at_seq = body.and_then(|ApiJson(b)| b.at_seq);
+    let fork = ForkSession {
+        id,
+        at_seq,
+        new_id: SessionId::new(),
+        owner: None,
+    };
+    let record = state.runtime.store().ask(fork).await.map_err(store_error)?;
+    Ok((StatusCode::CREATED, Json(Created { id: record.id.0 })))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/export", tag = "sessions",
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, description = "The export document", body = Object), (status = 404, body = ErrorBody)))]
+pub async fn export(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let id = state.runtime.resolve(&id).await?;
+    let document = state
+        .runtime
+        .store()
+        .ask(ExportSession { id })
+        .await
+        .map_err(store_error)?;
+    Ok(Json(document))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{id}/input", tag = "sessions", request_body = Input,
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, body = ErrorBody)))]
+pub async fn input(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<Input>,
+) -> Result<impl IntoResponse, ApiError> {
+    let session = open(&state, &id).await?;
+    let input = match input {
+        Input::Text(text) => UserInput::Query { text },
+        Input::Command(command) => UserInput::Control { command },
+    };
+    let input_id = session.submit(input).await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted { input_id })))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{id}/interrupt", tag = "sessions",
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 202, body = Object), (status = 404, body = ErrorBody)))]
+pub async fn interrupt(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let session = open(&state, &id).await?;
+    session.interrupt().await?;
+    Ok((StatusCode::ACCEPTED, Json(serde_json::json!({}))))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/messages", tag = "sessions",
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, body = Messages), (status = 404, body = ErrorBody)))]
+pub async fn messages(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Messages>, ApiError> {
+    let session = open(&state, &id).await?;
+    let history = session.snapshot().await?.history;
+    let load = LoadEvents {
+        id: session.id().clone(),
+        after_seq: 0,
+        up_to: None,
+    };
+    let events = state.runtime.store().ask(load).await.map_err(store_error)?;
+    Ok(Json(Messages { history, events }))
+}

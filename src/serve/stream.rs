@@ -1,0 +1,146 @@
+//! Server-sent events: one session's events (`/v1/sessions/{id}/events`)
+//! and the lifecycle of all sessions (`/v1/events`).
+//!
+//! Each frame's `id:` is the event's `seq`, so a client that reconnects
+//! with `Last-Event-ID` (or `?after=`) continues exactly where it stopped:
+//! the UiSink replays from the ring or the store, then follows live. A
+//! client too slow to keep up is disconnected (its buffer is bounded) and
+//! resumes the same way. Streams end when the server shuts down.
+
+use super::AppState;
+use super::api::After;
+use super::error::{ApiError, ErrorBody};
+use super::sessions::open;
+use agentbus_actors::bus::{RecvError, SubscribeError};
+use agentbus_actors::protocol::EventEnvelope;
+use agentbus_actors::ui_sink::{DropWhenFull, UiSink, attach_until_full};
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use kameo::actor::ActorRef;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// How many events a network client may have waiting before it is cut off.
+pub const CLIENT_BUFFER: usize = 1024;
+
+/// How often an idle stream sends a comment, so proxies keep it open.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Where a client resumes: `Last-Event-ID` wins over `?after=`.
+pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError> {
+    match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "Last-Event-ID must be the seq (a whole number) of the last event received, got {value:?}"
+                ))
+            }),
+        None => Ok(query.after.unwrap_or(0)),
+    }
+}
+
+/// A session's events after a seq, for one network client. Dropping it
+/// detaches the client's UiSink.
+pub struct ClientFeed {
+    sink: ActorRef<UiSink<DropWhenFull>>,
+    events: mpsc::Receiver<Arc<EventEnvelope>>,
+}
+
+impl ClientFeed {
+    pub fn attach(session: &agentbus_actors::SessionHandle, after_seq: u64) -> Self {
+        let (sink, events) = attach_until_full(session, after_seq, CLIENT_BUFFER);
+        ClientFeed { sink, events }
+    }
+
+    /// The next event; `None` when the session closed or the client fell
+    /// too far behind (it resumes from its last seq).
+    pub async fn next(&mut self) -> Option<Arc<EventEnvelope>> {
+        self.events.recv().await
+    }
+}
+
+impl Drop for ClientFeed {
+    fn drop(&mut self) {
+        self.sink.kill();
+    }
+}
+
+fn frame<T: serde::Serialize>(seq: u64, event: &T) -> Event {
+    match Event::default().id(seq.to_string()).json_data(event) {
+        Ok(frame) => frame,
+        Err(e) => Event::default().comment(format!("event {seq} could not be encoded: {e}")),
+    }
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "events",
+    params(("id" = String, Path, description = "Session id or a unique prefix"),
+           ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this seq"),
+           After),
+    responses((status = 200, description = "`text/event-stream`: one frame per event, `id:` = seq, `data:` = the envelope", content_type = "text/event-stream"),
+              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn session_events(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<After>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let after = resume_after(&headers, &query)?;
+    let session = open(&state, &id).await?;
+    let mut feed = ClientFeed::attach(&session, after);
+    let shutdown = state.shutdown.clone();
+    let stream = async_stream::stream! {
+        loop {
+            let event = tokio::select! {
+                event = feed.next() => event,
+                () = shutdown.cancelled() => None,
+            };
+            match event {
+                Some(event) => yield Ok(frame(event.seq, &*event)),
+                None => break,
+            }
+        }
+    };
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}
+
+#[utoipa::path(get, path = "/v1/events", tag = "events",
+    params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this seq"), After),
+    responses((status = 200, description = "`text/event-stream` of lifecycle events: `{seq, session_id, kind}`", content_type = "text/event-stream")))]
+pub async fn lifecycle_events(
+    State(state): State<AppState>,
+    Query(query): Query<After>,
+    headers: HeaderMap,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let after = resume_after(&headers, &query)?;
+    let topic = state.runtime.lifecycle().clone();
+    // Lifecycle events are not stored: a client resuming from before the
+    // ring's oldest gets what the ring still holds.
+    let subscription = match topic.subscribe(after) {
+        Ok(s) => Ok(s),
+        Err(SubscribeError::NotInRing { oldest, .. }) => topic.subscribe(oldest.saturating_sub(1)),
+    };
+    let mut subscription = subscription
+        .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
+    let shutdown: CancellationToken = state.shutdown.clone();
+    let stream = async_stream::stream! {
+        loop {
+            let event = tokio::select! {
+                event = subscription.recv() => event,
+                () = shutdown.cancelled() => Err(RecvError::Closed),
+            };
+            match event {
+                Ok(event) => yield Ok(frame(event.seq, &*event)),
+                Err(_) => break,
+            }
+        }
+    };
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+}

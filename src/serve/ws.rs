@@ -1,0 +1,123 @@
+//! `GET /v1/sessions/{id}/ws`: one WebSocket per client, events out and
+//! inputs in, in the same JSON as the rest of the API.
+//!
+//! Out: each event's envelope as a text frame; `{"accepted": {"input_id"}}`
+//! for each input queued; `{"error": "..."}` for a frame that is not an
+//! input. In: a [`SessionInput`] — `{"type": "query", "text"}`,
+//! `{"type": "control", "command", ...}` or `{"type": "interrupt"}`. A bad
+//! frame never closes the socket; a client too slow to read its events is
+//! closed (code 1013, "try again later") and resumes with `?after=`.
+
+use super::AppState;
+use super::api::After;
+use super::error::{ApiError, ErrorBody};
+use super::sessions::open;
+use super::stream::ClientFeed;
+use agentbus_actors::SessionHandle;
+use agentbus_actors::protocol::{SessionInput, UserInput};
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// Close code for "try again later" (the client fell behind, or the server
+/// is shutting down).
+const TRY_AGAIN_LATER: u16 = 1013;
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/ws", tag = "events",
+    params(("id" = String, Path, description = "Session id or a unique prefix"), After),
+    responses((status = 101, description = "WebSocket: events out (envelope JSON), inputs in (`{\"type\": \"query\" | \"control\" | \"interrupt\", ...}`)"),
+              (status = 404, body = ErrorBody)))]
+pub async fn session_socket(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(query): Query<After>,
+    upgrade: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let session = open(&state, &id).await?;
+    let after = query.after.unwrap_or(0);
+    let shutdown = state.shutdown.clone();
+    Ok(upgrade.on_upgrade(move |socket| serve_socket(socket, session, after, shutdown)))
+}
+
+async fn serve_socket(
+    mut socket: WebSocket,
+    session: SessionHandle,
+    after: u64,
+    shutdown: CancellationToken,
+) {
+    let mut feed = ClientFeed::attach(&session, after);
+    loop {
+        tokio::select! {
+            event = feed.next() => {
+                let Some(event) = event else {
+                    close(&mut socket, "the session closed or this client fell behind; reconnect with ?after=LAST_SEQ").await;
+                    return;
+                };
+                let text = match serde_json::to_string(&*event) {
+                    Ok(text) => text,
+                    Err(e) => json!({"error": format!("event {} could not be encoded: {e}", event.seq)}).to_string(),
+                };
+                if socket.send(Message::Text(text.into())).await.is_err() {
+                    return;
+                }
+            }
+            incoming = socket.recv() => {
+                let text = match incoming {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Binary(_))) => {
+                        let reply = json!({"error": "binary frames are not inputs; send JSON text frames"});
+                        if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Some(Ok(_)) => continue,
+                    Some(Err(_)) | None => return,
+                };
+                let reply = handle_input(&session, text.as_str()).await;
+                if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
+                    return;
+                }
+            }
+            () = shutdown.cancelled() => {
+                close(&mut socket, "the server is shutting down").await;
+                return;
+            }
+        }
+    }
+}
+
+async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value {
+    let input: SessionInput = match serde_json::from_str(text) {
+        Ok(input) => input,
+        Err(e) => {
+            return json!({"error": format!(
+                "not an input ({e}); expected {{\"type\": \"query\", \"text\": \"...\"}}, {{\"type\": \"control\", \"command\": \"clear\"}} or {{\"type\": \"interrupt\"}}"
+            )});
+        }
+    };
+    let submitted = match input {
+        SessionInput::Query { text } => session.submit(UserInput::Query { text }).await,
+        SessionInput::Control(command) => session.submit(UserInput::Control { command }).await,
+        SessionInput::Interrupt => {
+            return match session.interrupt().await {
+                Ok(()) => json!({"interrupted": true}),
+                Err(e) => json!({"error": e.to_string()}),
+            };
+        }
+    };
+    match submitted {
+        Ok(input_id) => json!({"accepted": {"input_id": input_id}}),
+        Err(e) => json!({"error": e.to_string()}),
+    }
+}
+
+async fn close(socket: &mut WebSocket, reason: &str) {
+    let frame = CloseFrame {
+        code: TRY_AGAIN_LATER,
+        reason: reason.into(),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
+}

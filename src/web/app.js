@@ -1,0 +1,928 @@
+// agentbus web page: the session list on the left, the selected session's
+// conversation on the right, an input box below it.
+//
+// Talks to the HTTP API of `agentbus serve` (docs/api.md):
+//   GET/POST /v1/sessions, POST .../fork, DELETE /v1/sessions/{id},
+//   POST .../input, POST .../interrupt, GET /v1/health,
+//   SSE GET /v1/events (session lifecycle) and GET /v1/sessions/{id}/events
+//   (one session's events: stored ones replayed, then live ones).
+// Shows the same information as the terminal chat (src/frontend/render.rs).
+//
+// Every piece of text that comes from the server or the user is put into the
+// page with textContent / text nodes, never as HTML.
+'use strict';
+
+(function () {
+  // ---------------------------------------------------------------------
+  // State
+  // ---------------------------------------------------------------------
+
+  const TOKEN_KEY = 'agentbus.token';
+
+  const state = {
+    token: null,
+    sessions: [], // Session records from GET /v1/sessions, most recent first
+    selectedId: null,
+    // The selected session's event stream and what was rendered from it.
+    view: null, // see newView()
+    // Inputs this page sent, to follow `data.switch_to` only for our own
+    // commands (not for old replies replayed from the store).
+    ownInputs: new Set(), // "sessionId:inputId"
+    earlySwitches: new Map(), // "sessionId:turnId" -> target or null: a reply seen before its POST answered
+    postsInFlight: 0,
+    lifecycle: null, // EventSource of /v1/events
+    refreshTimer: null,
+  };
+
+  /** What the right pane knows about the selected session's events. */
+  function newView(sessionId) {
+    return {
+      sessionId,
+      stream: null, // EventSource
+      lastSeq: 0, // highest seq rendered; anything at or below it is dropped
+      openTurns: new Set(), // turn ids with a `user` event and no `result` yet
+      usage: { input: 0, output: 0, turns: 0 },
+      live: null, // the assistant message being streamed, see liveMessage()
+      retryDelay: 1000,
+      retryTimer: null,
+      interrupting: false,
+    };
+  }
+
+  // ---------------------------------------------------------------------
+  // DOM helpers
+  // ---------------------------------------------------------------------
+
+  const $ = (id) => document.getElementById(id);
+
+  /**
+   * Make an element. `props`: attributes (strings), plus `class`, `text`
+   * (textContent) and `on<event>` handlers. Children: nodes or strings
+   * (strings become text nodes, so they are never parsed as HTML).
+   */
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(props || {})) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key === 'text') node.textContent = String(value);
+      else if (key === 'class') node.className = value;
+      else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, String(value));
+    }
+    for (const child of children) {
+      if (child === undefined || child === null || child === false) continue;
+      node.append(typeof child === 'string' ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  /** Run `fn` (which adds to the conversation) and keep the view at the
+   *  bottom if it was there before. */
+  function keepScrolled(fn) {
+    const conv = $('conversation');
+    const atBottom = conv.scrollHeight - conv.scrollTop - conv.clientHeight < 48;
+    fn();
+    if (atBottom) conv.scrollTop = conv.scrollHeight;
+  }
+
+  /** Add one node at the end of the conversation. */
+  function append(node) {
+    keepScrolled(() => $('conversation').append(node));
+    return node;
+  }
+
+  /** Show an error above the conversation until dismissed or replaced. */
+  function showBanner(message) {
+    const banner = $('banner');
+    banner.replaceChildren(
+      el('span', { text: message }),
+      el('button', { type: 'button', class: 'link', 'aria-label': 'Dismiss', text: '\u00d7', onclick: hideBanner }),
+    );
+    banner.hidden = false;
+  }
+
+  function hideBanner() {
+    $('banner').hidden = true;
+  }
+
+  // ---------------------------------------------------------------------
+  // Token: from ?token= in the page's address, kept in sessionStorage
+  // ---------------------------------------------------------------------
+
+  /** The token from the address (then taken out of it) or from this tab's storage. */
+  function readToken() {
+    const params = new URLSearchParams(location.search);
+    const fromUrl = params.get('token');
+    if (fromUrl) {
+      try {
+        sessionStorage.setItem(TOKEN_KEY, fromUrl);
+      } catch (_) {
+        /* storage disabled: the token lives in memory only */
+      }
+      // Keep the token out of the address bar, history and screenshots.
+      params.delete('token');
+      const query = params.toString();
+      history.replaceState(null, '', location.pathname + (query ? '?' + query : '') + location.hash);
+      return fromUrl;
+    }
+    try {
+      return sessionStorage.getItem(TOKEN_KEY);
+    } catch (_) {
+      return null;
+    }
+  }
+
+  /** Replace the app with a message about the token. */
+  function showTokenProblem(refused) {
+    try {
+      sessionStorage.removeItem(TOKEN_KEY);
+    } catch (_) {
+      /* nothing stored */
+    }
+    closeStreams();
+    $('token-missing-text').textContent = refused
+      ? 'The server refused this page\u2019s token. Open the address that `agentbus serve` printed ' +
+        '(http://\u2026/?token=\u2026) again.'
+      : 'This page needs its access token. Open the address that `agentbus serve` printed ' +
+        '(http://\u2026/?token=\u2026); the token is in the data dir\u2019s `token` file.';
+    $('app').hidden = true;
+    $('token-missing').hidden = false;
+  }
+
+  // ---------------------------------------------------------------------
+  // HTTP API
+  // ---------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  /** Call the API with the token; the parsed JSON answer, or null for 204. */
+  async function api(method, path, body) {
+    const headers = { Authorization: 'Bearer ' + state.token };
+    const init = { method, headers };
+    if (body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (e) {
+      throw new ApiError(0, 'agentbus serve is not reachable (' + e.message + ')');
+    }
+    if (response.status === 401) {
+      showTokenProblem(true);
+      throw new ApiError(401, 'token refused');
+    }
+    const text = await response.text();
+    let json = null;
+    if (text) {
+      try {
+        json = JSON.parse(text);
+      } catch (_) {
+        json = null;
+      }
+    }
+    if (!response.ok) {
+      const why = json && json.error ? json.error : text || response.statusText;
+      throw new ApiError(response.status, method + ' ' + path + ': ' + response.status + ' ' + why);
+    }
+    return json;
+  }
+
+  const sessionPath = (id) => '/v1/sessions/' + encodeURIComponent(id);
+
+  /** URL for an EventSource: the token goes in the query (no headers there). */
+  function streamUrl(path, params) {
+    const query = new URLSearchParams(params || {});
+    query.set('token', state.token);
+    return path + '?' + query.toString();
+  }
+
+  // ---------------------------------------------------------------------
+  // Session list (left)
+  // ---------------------------------------------------------------------
+
+  /** Fetch the list and draw it. */
+  async function loadSessions() {
+    try {
+      const answer = await api('GET', '/v1/sessions');
+      state.sessions = (answer && answer.sessions) || [];
+      renderSessionList();
+      renderSessionHeader();
+    } catch (e) {
+      if (e.status !== 401) showBanner(e.message);
+    }
+  }
+
+  /** Fetch the list again soon (several lifecycle events make one fetch). */
+  function refreshSessionsSoon() {
+    clearTimeout(state.refreshTimer);
+    state.refreshTimer = setTimeout(loadSessions, 250);
+  }
+
+  /** Local time of an RFC 3339 timestamp: the time today, else the date too. */
+  function formatTime(iso) {
+    if (!iso) return '';
+    const date = new Date(iso);
+    if (isNaN(date)) return String(iso);
+    const sameDay = date.toDateString() === new Date().toDateString();
+    return sameDay
+      ? date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+      : date.toLocaleDateString([], { year: 'numeric', month: 'short', day: 'numeric' }) +
+          ' ' + date.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  }
+
+  function renderSessionList() {
+    const list = $('session-list');
+    if (state.sessions.length === 0) {
+      list.replaceChildren(el('li', { class: 'empty dim', text: 'No sessions yet.' }));
+      return;
+    }
+    list.replaceChildren(...state.sessions.map(sessionItem));
+  }
+
+  /** One row: title, updated time, busy marker; Fork and Delete buttons. */
+  function sessionItem(session) {
+    const selected = session.id === state.selectedId;
+    const title = session.title || 'untitled';
+    return el(
+      'li',
+      {
+        class: 'session-item' + (selected ? ' selected' : ''),
+        'data-testid': 'session-item',
+        'data-session-id': session.id,
+        'data-selected': selected ? 'true' : 'false',
+        'data-busy': session.busy ? 'true' : 'false',
+        'aria-current': selected ? 'true' : false,
+      },
+      el(
+        'button',
+        { type: 'button', class: 'session-open', title: title, onclick: () => selectSession(session.id) },
+        el('span', { class: 'session-name' + (session.title ? '' : ' dim'), text: title }),
+        el(
+          'span',
+          { class: 'session-when dim' },
+          session.busy ? el('span', { class: 'busy', title: 'running', 'data-testid': 'busy', text: '\u25cf ' }) : null,
+          formatTime(session.updated_at),
+        ),
+      ),
+      el(
+        'span',
+        { class: 'session-actions' },
+        el('button', { type: 'button', class: 'small', 'data-testid': 'fork', text: 'Fork', onclick: () => forkSession(session.id) }),
+        el('button', {
+          type: 'button',
+          class: 'small danger',
+          'data-testid': 'delete',
+          text: 'Delete',
+          onclick: () => deleteSession(session.id, title),
+        }),
+      ),
+    );
+  }
+
+  /** The record of a session in the list, if it is there. */
+  const findSession = (id) => state.sessions.find((s) => s.id === id);
+
+  // ---------------------------------------------------------------------
+  // Lifecycle stream: GET /v1/events keeps the list current
+  // ---------------------------------------------------------------------
+
+  /** Subscribe to /v1/events; `resumed`: a later subscription (fetch the list on open). */
+  function watchLifecycle(resumed) {
+    const stream = new EventSource(streamUrl('/v1/events'));
+    state.lifecycle = stream;
+    let opened = !!resumed;
+    // Reconnected: events may have been missed, so fetch the list again
+    // (the first time, start() has just fetched it).
+    stream.onopen = () => {
+      $('lifecycle-status').textContent = '';
+      if (opened) loadSessions();
+      opened = true;
+    };
+    stream.onmessage = (message) => {
+      let event;
+      try {
+        event = JSON.parse(message.data);
+      } catch (_) {
+        return;
+      }
+      onLifecycle(event);
+    };
+    stream.onerror = () => {
+      if (state.lifecycle !== stream) return;
+      $('lifecycle-status').textContent = 'reconnecting\u2026';
+      // EventSource retries by itself unless the server refused the request.
+      if (stream.readyState === EventSource.CLOSED) {
+        setTimeout(async () => {
+          if (state.lifecycle !== stream) return;
+          try {
+            await api('GET', '/v1/health'); // a 401 shows the token message
+          } catch (e) {
+            if (e.status === 401) return;
+          }
+          watchLifecycle(true);
+        }, 3000);
+      }
+    };
+  }
+
+  /** One lifecycle event: created, busy, idle, closed, deleted. */
+  function onLifecycle(event) {
+    const session = findSession(event.session_id);
+    switch (event.kind) {
+      case 'busy':
+      case 'idle':
+        if (session) {
+          session.busy = event.kind === 'busy';
+          renderSessionList();
+        }
+        break;
+      case 'deleted':
+        state.sessions = state.sessions.filter((s) => s.id !== event.session_id);
+        renderSessionList();
+        if (event.session_id === state.selectedId) {
+          selectSession(null);
+          showBanner('The session ' + event.session_id + ' was deleted.');
+        }
+        break;
+      default:
+        break;
+    }
+    // Titles, times and order change with every event kind: fetch again.
+    refreshSessionsSoon();
+  }
+
+  // ---------------------------------------------------------------------
+  // Session actions: new, fork, delete, select
+  // ---------------------------------------------------------------------
+
+  async function newSession() {
+    try {
+      const answer = await api('POST', '/v1/sessions', {});
+      await loadSessions();
+      selectSession(answer.id);
+      $('input').focus();
+    } catch (e) {
+      if (e.status !== 401) showBanner(e.message);
+    }
+  }
+
+  async function forkSession(id) {
+    try {
+      const answer = await api('POST', sessionPath(id) + '/fork', {});
+      await loadSessions();
+      selectSession(answer.id);
+    } catch (e) {
+      if (e.status !== 401) showBanner(e.message);
+    }
+  }
+
+  async function deleteSession(id, title) {
+    if (!window.confirm('Delete the session \u201c' + title + '\u201d (' + id + ')? This cannot be undone.')) return;
+    try {
+      await api('DELETE', sessionPath(id));
+      state.sessions = state.sessions.filter((s) => s.id !== id);
+      if (id === state.selectedId) selectSession(null);
+      renderSessionList();
+    } catch (e) {
+      if (e.status !== 401) showBanner(e.message);
+    }
+  }
+
+  /** Show a session on the right (null: none). Remembered in the address's #. */
+  function selectSession(id) {
+    if (id === state.selectedId && state.view) return;
+    closeSessionStream();
+    state.selectedId = id;
+    history.replaceState(null, '', location.pathname + location.search + (id ? '#' + encodeURIComponent(id) : ''));
+    $('conversation').replaceChildren();
+    if (id) {
+      state.view = newView(id);
+      openSessionStream(state.view, 0);
+      if (!findSession(id)) refreshSessionsSoon();
+    } else {
+      state.view = null;
+      $('conversation').append(el('p', { class: 'empty dim', text: 'Pick a session on the left, or start a new one.' }));
+    }
+    renderSessionList();
+    renderSessionHeader();
+    renderUsage();
+    updateControls();
+  }
+
+  /** Title, id, model and workspace of the selected session. */
+  function renderSessionHeader() {
+    const session = state.selectedId ? findSession(state.selectedId) : null;
+    $('session-title').textContent = !state.selectedId
+      ? 'No session selected'
+      : (session && session.title) || 'untitled';
+    const meta = [];
+    if (state.selectedId) meta.push(state.selectedId);
+    if (session) {
+      if (session.model) meta.push('model ' + session.model);
+      if (session.workspace) meta.push(session.workspace);
+      if (Array.isArray(session.parent)) meta.push('forked from ' + session.parent[0] + ' at ' + session.parent[1]);
+    }
+    $('session-meta').textContent = meta.join(' \u00b7 ');
+  }
+
+  // ---------------------------------------------------------------------
+  // The selected session's event stream (SSE, replay then live)
+  // ---------------------------------------------------------------------
+
+  /**
+   * Subscribe from `after`. EventSource reconnects by itself, sending the
+   * last `id:` as Last-Event-ID; when the server refuses a reconnect the
+   * stream is closed and we open a new one from the last seq we rendered.
+   */
+  function openSessionStream(view, after) {
+    const stream = new EventSource(streamUrl(sessionPath(view.sessionId) + '/events', { after: String(after) }));
+    view.stream = stream;
+    stream.onopen = () => {
+      if (view.stream !== stream) return;
+      view.retryDelay = 1000;
+      setSessionConn('');
+    };
+    stream.onmessage = (message) => {
+      if (view.stream !== stream) return;
+      let event;
+      try {
+        event = JSON.parse(message.data);
+      } catch (_) {
+        return;
+      }
+      onSessionEvent(view, event);
+    };
+    stream.onerror = () => {
+      if (view.stream !== stream) return;
+      setSessionConn('reconnecting\u2026');
+      if (stream.readyState === EventSource.CLOSED) reopenSessionStream(view);
+    };
+  }
+
+  /** After a refused reconnect: find out why, then subscribe again. */
+  function reopenSessionStream(view) {
+    clearTimeout(view.retryTimer);
+    view.retryTimer = setTimeout(async () => {
+      if (state.view !== view) return;
+      try {
+        await api('GET', sessionPath(view.sessionId));
+      } catch (e) {
+        if (e.status === 401) return; // the token message is shown
+        if (e.status === 404) {
+          setSessionConn('');
+          showBanner('The session ' + view.sessionId + ' no longer exists.');
+          return;
+        }
+      }
+      if (state.view !== view) return;
+      view.retryDelay = Math.min(view.retryDelay * 2, 30000);
+      openSessionStream(view, view.lastSeq);
+    }, view.retryDelay);
+  }
+
+  function closeSessionStream() {
+    const view = state.view;
+    if (!view) return;
+    clearTimeout(view.retryTimer);
+    if (view.stream) view.stream.close();
+    view.stream = null;
+    setSessionConn('');
+  }
+
+  function closeStreams() {
+    closeSessionStream();
+    if (state.lifecycle) state.lifecycle.close();
+    state.lifecycle = null;
+  }
+
+  function setSessionConn(text) {
+    $('session-conn').textContent = text;
+  }
+
+  /** One event of the selected session: drop repeats, render, update buttons. */
+  function onSessionEvent(view, event) {
+    if (state.view !== view || event.session_id !== view.sessionId) return;
+    if (typeof event.seq === 'number') {
+      if (event.seq <= view.lastSeq) return; // already rendered (replay after reconnect)
+      view.lastSeq = event.seq;
+    }
+    trackTurns(view, event);
+    renderEvent(view, event);
+    // A first query sets the title; every turn changes the update time.
+    if (event.type === 'user' || event.type === 'result') refreshSessionsSoon();
+    if (event.type === 'system') followSwitch(event);
+    updateControls();
+  }
+
+  /** A turn runs from its `user` event to its `result`. */
+  function trackTurns(view, event) {
+    const turn = event.turn_id !== undefined ? event.turn_id : 'seq' + event.seq;
+    if (event.type === 'user') view.openTurns.add(turn);
+    if (event.type === 'result') {
+      if (event.turn_id === undefined) view.openTurns.clear();
+      else view.openTurns.delete(event.turn_id);
+      view.interrupting = false;
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Rendering events (the same information as the terminal chat)
+  // ---------------------------------------------------------------------
+
+  function renderEvent(view, event) {
+    switch (event.type) {
+      case 'system':
+        return renderSystem(event);
+      case 'user':
+        return renderUser(view, event);
+      case 'stream_event':
+        return renderStreamEvent(view, event);
+      case 'assistant':
+        return renderAssistant(view, event);
+      case 'tool_result':
+        return renderToolResult(event);
+      case 'approval_request':
+        return append(line('approval', 'approval', '? ' + event.name + ' wants approval', event));
+      case 'result':
+        return renderResult(view, event);
+      case 'error':
+        return append(line('error', 'error', 'error' + (event.kind ? ' (' + event.kind + ')' : '') + ': ' + event.message, event));
+      default:
+        return undefined; // a newer server's event type: nothing to show
+    }
+  }
+
+  /** A one-block line with a test id and the event's time as tooltip. */
+  function line(className, testId, text, event) {
+    return el('div', { class: className, 'data-testid': testId, title: event ? fullTime(event.at) : null, text });
+  }
+
+  /** Date and time of an event for a tooltip ('' when there is none). */
+  function fullTime(iso) {
+    const date = iso ? new Date(iso) : null;
+    return date && !isNaN(date) ? date.toLocaleString() : '';
+  }
+
+  /** `system`: session start, command replies and notices. */
+  function renderSystem(event) {
+    const data = event.data || {};
+    let text = event.message || '';
+    let dim = true;
+    switch (event.subtype) {
+      case 'session_started': {
+        const tools = Array.isArray(data.tools) ? data.tools.length : 0;
+        text = '\u25cf session ' + event.session_id + ' \u00b7 model ' + (data.model || '?') + ' \u00b7 ' + tools + ' tools' +
+          (data.resumed ? ' \u00b7 resumed' : '');
+        break;
+      }
+      case 'retrying':
+      case 'notice':
+      case 'mcp_server_status':
+        text = '\u25cf ' + text;
+        break;
+      default:
+        dim = false; // a command's answer: shown like normal text
+    }
+    const node = line('notice' + (dim ? ' dim' : ' reply'), 'notice', text, event);
+    node.setAttribute('data-subtype', event.subtype || '');
+    append(node);
+  }
+
+  function renderUser(view, event) {
+    finishLive(view);
+    append(line('msg user', 'message-user', event.text, event));
+  }
+
+  /**
+   * The assistant message being streamed: a container with one element per
+   * block (text, or a tool call whose arguments are still arriving).
+   */
+  function liveMessage(view) {
+    if (!view.live) {
+      view.live = { root: append(el('div', { class: 'live' })), blocks: new Map() };
+    }
+    return view.live;
+  }
+
+  /** The live block at `index`, made as `kind` ('text' or 'tool_use') if new. */
+  function liveBlock(view, index, kind, name) {
+    const live = liveMessage(view);
+    let block = live.blocks.get(index);
+    if (!block) {
+      block = kind === 'tool_use'
+        ? { kind, name, json: '', node: el('div', { class: 'tool-call pending', text: '\u25b8 ' + name + '(\u2026' }) }
+        : { kind: 'text', text: document.createTextNode(''), node: el('div', { class: 'msg assistant', 'data-testid': 'message-assistant', 'data-streaming': 'true' }) };
+      if (block.text) block.node.append(block.text);
+      live.blocks.set(index, block);
+      keepScrolled(() => live.root.append(block.node));
+    }
+    return block;
+  }
+
+  /** `stream_event`: text as it arrives; `discard` erases it. */
+  function renderStreamEvent(view, event) {
+    const delta = event.event || {};
+    switch (delta.type) {
+      case 'block_start':
+        if (delta.block && delta.block.type === 'tool_use') liveBlock(view, delta.index, 'tool_use', delta.block.name);
+        else liveBlock(view, delta.index, 'text');
+        break;
+      case 'text_delta': {
+        const block = liveBlock(view, delta.index, 'text');
+        if (block.kind === 'text') keepScrolled(() => block.text.appendData(delta.text || ''));
+        break;
+      }
+      case 'tool_input_delta': {
+        const block = liveBlock(view, delta.index, 'tool_use', '?');
+        if (block.kind === 'tool_use') {
+          block.json += delta.partial_json;
+          block.node.textContent = '\u25b8 ' + block.name + '(' + cut(block.json, 100);
+        }
+        break;
+      }
+      case 'discard':
+        if (view.live) view.live.root.remove();
+        view.live = null;
+        append(line('notice dim', 'notice', '\u25cf partial output discarded (' + (delta.reason || 'retrying') + ')', event));
+        break;
+      default:
+        break; // block_stop: nothing to do
+    }
+  }
+
+  /** Leave whatever streamed on the page as it is (no `assistant` came). */
+  function finishLive(view) {
+    if (!view.live) return;
+    for (const block of view.live.blocks.values()) block.node.setAttribute('data-streaming', 'false');
+    view.live = null;
+  }
+
+  /** `assistant`: the complete message replaces what streamed. */
+  function renderAssistant(view, event) {
+    const blocks = Array.isArray(event.content) ? event.content : [];
+    const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const nodes = [];
+    if (text) {
+      nodes.push(el('div', {
+        class: 'msg assistant',
+        'data-testid': 'message-assistant',
+        'data-streaming': 'false',
+        title: fullTime(event.at) + (event.model ? ' \u00b7 ' + event.model : ''),
+        text,
+      }));
+    }
+    for (const block of blocks) {
+      if (block.type === 'tool_use') nodes.push(toolCall(block));
+    }
+    if (event.interrupted) nodes.push(el('div', { class: 'dim', 'data-testid': 'interrupted', text: '(interrupted)' }));
+    keepScrolled(() => {
+      if (view.live) {
+        view.live.root.replaceWith(...nodes);
+        view.live = null;
+      } else {
+        $('conversation').append(...nodes);
+      }
+    });
+  }
+
+  /** A tool call: name and a one-line summary; the whole input on demand. */
+  function toolCall(block) {
+    return el(
+      'details',
+      { class: 'tool-call', 'data-testid': 'tool-call', 'data-tool': block.name, 'data-call-id': block.id },
+      el('summary', { text: '\u25b8 ' + block.name + '(' + summarizeInput(block.input) + ')' }),
+      el('pre', { text: typeof block.input === 'string' ? block.input : JSON.stringify(block.input, null, 2) }),
+    );
+  }
+
+  /** `tool_result`: the first lines, errors marked; the whole output on demand. */
+  function renderToolResult(event) {
+    const output = event.output || '';
+    const marker = event.cancelled ? ' (cancelled)' : '';
+    const node = el(
+      'details',
+      {
+        class: 'tool-result' + (event.is_error ? ' error' : ''),
+        'data-testid': 'tool-result',
+        'data-error': event.is_error ? 'true' : 'false',
+        'data-call-id': event.call_id,
+        title: event.name + ' \u00b7 ' + event.duration_ms + ' ms',
+      },
+      el('summary', { text: '\u2514 ' + (event.is_error ? 'error' + marker + ': ' : '') + summarizeOutput(output) }),
+      el('pre', { text: output }),
+    );
+    append(node);
+  }
+
+  /** `result`: stop reason, steps, tokens, duration; adds to the usage totals. */
+  function renderResult(view, event) {
+    finishLive(view);
+    const usage = event.usage || {};
+    view.usage.input += usage.input_tokens || 0;
+    view.usage.output += usage.output_tokens || 0;
+    view.usage.turns += 1;
+    renderUsage();
+
+    const steps = event.steps || 0;
+    const figures = steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' + (usage.input_tokens || 0) + ' in / ' +
+      (usage.output_tokens || 0) + ' out tokens \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s';
+    const heads = {
+      end_turn: '\u2713 end_turn',
+      cancelled: '\u25a0 cancelled (interrupted)',
+      max_steps: '\u26a0 max_steps (stopped at the step limit)',
+      error: '\u2717 error (the turn failed' + (event.error ? ': ' + event.error : '') + ')',
+    };
+    const head = heads[event.stop_reason] || String(event.stop_reason);
+    const node = line('result-line ' + (event.stop_reason || ''), 'result-line', head + ' \u00b7 ' + figures, event);
+    node.setAttribute('data-stop-reason', event.stop_reason || '');
+    append(node);
+  }
+
+  /** The session's token totals (sum of every `result.usage`). */
+  function renderUsage() {
+    const view = state.view;
+    $('usage').textContent = view && view.usage.turns
+      ? 'Session usage: ' + view.usage.input + ' in / ' + view.usage.output + ' out tokens over ' +
+        view.usage.turns + ' turn' + (view.usage.turns === 1 ? '' : 's')
+      : '';
+  }
+
+  // Text summaries, as in src/frontend/render.rs.
+
+  /** `key: value, ...` for one line, long values cut. */
+  function summarizeInput(input) {
+    let text;
+    if (input && typeof input === 'object' && !Array.isArray(input)) {
+      text = Object.entries(input)
+        .map(([key, value]) => key + ': ' + (typeof value === 'string' ? JSON.stringify(firstLine(value)) : JSON.stringify(value)))
+        .join(', ');
+    } else if (typeof input === 'string') {
+      text = input;
+    } else {
+      text = JSON.stringify(input);
+    }
+    return cut(text || '', 100);
+  }
+
+  /** The first three lines of a tool's output, and how many more there are. */
+  function summarizeOutput(output) {
+    const lines = output.split('\n');
+    if (lines.length && lines[lines.length - 1] === '') lines.pop();
+    if (lines.length === 0) return '(no output)';
+    let text = lines.slice(0, 3).map((l) => cut(l, 120)).join('\n  ');
+    if (lines.length > 3) text += '\n  \u2026 +' + (lines.length - 3) + ' lines';
+    return text;
+  }
+
+  function firstLine(s) {
+    const at = s.indexOf('\n');
+    return at < 0 ? s : s.slice(0, at) + '\u2026';
+  }
+
+  function cut(s, max) {
+    const chars = Array.from(s);
+    return chars.length > max ? chars.slice(0, max).join('') + '\u2026' : s;
+  }
+
+  // ---------------------------------------------------------------------
+  // Following `data.switch_to` of our own commands (/new, /resume, /fork, /load)
+  // ---------------------------------------------------------------------
+
+  const inputKey = (sessionId, inputId) => sessionId + ':' + inputId;
+
+  /** A `system` event: a command's reply may name a session to switch to. */
+  function followSwitch(event) {
+    if (event.turn_id === undefined) return;
+    const key = inputKey(event.session_id, event.turn_id);
+    const ours = state.ownInputs.delete(key); // a command has exactly one reply: forget it
+    const target = event.data && typeof event.data.switch_to === 'string' ? event.data.switch_to : null;
+    if (ours) {
+      if (target) switchTo(target);
+    } else if (state.postsInFlight > 0) {
+      state.earlySwitches.set(key, target); // the reply to our POST may come before its answer
+    }
+  }
+
+  /** The POST answered with `input_id`: remember it, and switch if its reply already came. */
+  function noteOwnInput(sessionId, inputId) {
+    const key = inputKey(sessionId, inputId);
+    if (state.earlySwitches.has(key)) {
+      const target = state.earlySwitches.get(key);
+      state.earlySwitches.delete(key);
+      if (target) switchTo(target);
+    } else {
+      state.ownInputs.add(key);
+    }
+  }
+
+  function switchTo(id) {
+    if (id === state.selectedId) return;
+    refreshSessionsSoon();
+    selectSession(id);
+  }
+
+  // ---------------------------------------------------------------------
+  // Input box and buttons
+  // ---------------------------------------------------------------------
+
+  /** Post the input box's text (queries and slash commands alike). */
+  async function sendInput() {
+    const box = $('input');
+    const text = box.value;
+    const sessionId = state.selectedId;
+    if (!sessionId || text.trim() === '') return;
+    box.value = '';
+    state.postsInFlight += 1;
+    try {
+      const answer = await api('POST', sessionPath(sessionId) + '/input', { text });
+      hideBanner();
+      // Only slash commands can name a session to switch to.
+      if (answer && answer.input_id !== undefined && text.trimStart().startsWith('/')) noteOwnInput(sessionId, answer.input_id);
+    } catch (e) {
+      if (e.status === 401) return;
+      showBanner(e.message);
+      if (box.value === '' && state.selectedId === sessionId) box.value = text; // give the text back
+    } finally {
+      state.postsInFlight -= 1;
+      if (state.postsInFlight === 0) state.earlySwitches.clear();
+    }
+  }
+
+  /** Cancel the running turn of the selected session. */
+  async function interrupt() {
+    const view = state.view;
+    if (!view) return;
+    view.interrupting = true;
+    updateControls();
+    try {
+      await api('POST', sessionPath(view.sessionId) + '/interrupt');
+    } catch (e) {
+      view.interrupting = false;
+      updateControls();
+      if (e.status !== 401) showBanner(e.message);
+    }
+  }
+
+  /** Enable what can be used now: input with a session, Interrupt while a turn runs. */
+  function updateControls() {
+    const view = state.view;
+    $('input').disabled = !view;
+    $('send').disabled = !view;
+    const running = !!view && view.openTurns.size > 0;
+    $('interrupt').disabled = !running || view.interrupting;
+    $('app').classList.toggle('running', running);
+  }
+
+  /** Enter sends, Shift+Enter is a new line (not while an IME composes). */
+  function onInputKey(event) {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      sendInput();
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Start
+  // ---------------------------------------------------------------------
+
+  async function start() {
+    state.token = readToken();
+    if (!state.token) {
+      showTokenProblem(false);
+      return;
+    }
+    $('app').hidden = false;
+    $('new-session').addEventListener('click', newSession);
+    $('composer').addEventListener('submit', (event) => {
+      event.preventDefault();
+      sendInput();
+    });
+    $('input').addEventListener('keydown', onInputKey);
+    $('interrupt').addEventListener('click', interrupt);
+    window.addEventListener('hashchange', () => {
+      const id = decodeURIComponent(location.hash.slice(1)) || null;
+      if (id !== state.selectedId) selectSession(id);
+    });
+    updateControls();
+
+    api('GET', '/v1/health')
+      .then((health) => {
+        $('server-version').textContent = health && health.version ? 'agentbus ' + health.version : '';
+      })
+      .catch(() => {});
+    await loadSessions();
+    if ($('app').hidden) return; // the token was refused
+    const fromHash = decodeURIComponent(location.hash.slice(1));
+    if (fromHash) selectSession(fromHash);
+    watchLifecycle();
+  }
+
+  document.addEventListener('DOMContentLoaded', start);
+})();

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Browser test of the web page (src/web) against a running `agentbus serve`.
+#
+#   AGENTBUS_URL=http://127.0.0.1:PORT AGENTBUS_TOKEN=TOKEN \
+#   EXPECTED_REPLY='text of the scripted reply' SLOW_PROMPT='prompt whose reply streams slowly' \
+#   tests/browser/run.sh
+#
+# Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
+# (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
+# AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
+#
+# Nothing is installed into the source tree: playwright-core (the version in
+# package.json) goes to ~/.cache/agentbus/browser-test, and Debian's chromium
+# is installed with apt-get when it is missing and we are root. Playwright's
+# own browser download is never used. A second run installs nothing.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+for var in AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT; do
+  if [ -z "${!var:-}" ]; then
+    echo "browser test: $var is not set (see the top of $0)" >&2
+    exit 2
+  fi
+done
+
+# The page's JavaScript must at least parse.
+node --check "$HERE/../../src/web/app.js"
+
+# Debian's Chromium.
+CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
+export CHROMIUM
+if [ ! -x "$CHROMIUM" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "browser test: installing chromium (apt-get)" >&2
+    apt-get update -qq >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >&2
+  else
+    echo "browser test: $CHROMIUM not found; install it with: sudo apt-get install -y chromium" >&2
+    exit 2
+  fi
+fi
+
+# playwright-core, into a cache folder (idempotent: a stamp per package.json).
+DIR="${AGENTBUS_BROWSER_TEST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentbus/browser-test}"
+STAMP="$DIR/installed-$(md5sum <"$HERE/package.json" | cut -c1-12)"
+mkdir -p "$DIR"
+exec 9>"$DIR/.lock"
+flock 9 # two runs at once install once
+if [ ! -f "$STAMP" ] || [ ! -f "$DIR/node_modules/playwright-core/package.json" ]; then
+  echo "browser test: installing playwright-core into $DIR" >&2
+  cp "$HERE/package.json" "$DIR/package.json"
+  PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$DIR" --no-audit --no-fund --loglevel=error >&2
+  rm -f "$DIR"/installed-*
+  touch "$STAMP"
+fi
+exec 9>&-
+
+NODE_PATH="$DIR/node_modules" exec node "$HERE/page.test.mjs"
