@@ -129,6 +129,10 @@ pub struct ChatArgs {
     /// Print every event as one JSON object per line instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Chat with a session of a running `agentbus serve` (its address, e.g.
+    /// http://127.0.0.1:7878) instead of one in this process.
+    #[arg(long, value_name = "URL")]
+    pub attach: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +144,10 @@ pub struct RunArgs {
     /// Print every event as one JSON object per line.
     #[arg(long)]
     pub json: bool,
+    /// Run the prompt in a session of a running `agentbus serve` (its
+    /// address) instead of one in this process.
+    #[arg(long, value_name = "URL")]
+    pub attach: Option<String>,
     /// The prompt (words are joined with spaces; `-` reads it from stdin).
     #[arg(required = true, value_name = "PROMPT")]
     pub prompt: Vec<String>,

@@ -9,6 +9,7 @@ mod cli;
 mod config;
 mod frontend;
 mod mcp_command;
+mod remote;
 mod serve;
 mod sessions_command;
 
@@ -43,13 +44,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     agentbus_actors::provider::install_crypto_provider();
     match cli.command {
         Command::Chat(args) => {
+            let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &args.session)?;
-            frontend::chat::run(settings, args.resume, args.json).await
+            frontend::chat::run(settings, args.resume, args.json, attach).await
         }
         Command::Run(args) => {
+            let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &args.session)?;
             let prompt = frontend::run::read_prompt(&args.prompt).await?;
-            frontend::run::run(settings, args.resume, prompt, args.json).await
+            frontend::run::run(settings, args.resume, prompt, args.json, attach).await
         }
         Command::Sessions(command) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
@@ -64,6 +67,26 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             mcp_command::list(settings, json).await
         }
     }
+}
+
+/// What `--attach URL` carries to the server; flags the server's own
+/// configuration decides are refused.
+fn attach_options(
+    global: &GlobalArgs,
+    session: &SessionArgs,
+    url: Option<String>,
+) -> anyhow::Result<Option<frontend::backend::Attach>> {
+    let Some(url) = url else { return Ok(None) };
+    if session.max_steps.is_some() {
+        anyhow::bail!(
+            "--max-steps cannot be used with --attach: the server's configuration sets it"
+        );
+    }
+    Ok(Some(frontend::backend::Attach {
+        url,
+        model: session.model.clone(),
+        workspace: global.workspace.clone(),
+    }))
 }
 
 fn load_settings(

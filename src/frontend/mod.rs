@@ -1,6 +1,9 @@
-//! Front ends: plug-ins that attach to a session's events (through a UiSink)
-//! and send it user input.
+//! Front ends: plug-ins that attach to a session's events (through a UiSink
+//! in this process, or a server's SSE stream with `--attach`) and send it
+//! user input.
 //!
+//! - [`backend`] and [`attached`]: where sessions live, and a front end's
+//!   hold on one — the same for an in-process runtime and a server.
 //! - [`run`]: one prompt, non-interactive (`agentbus run`).
 //! - [`chat`]: the terminal chat (`agentbus chat`), line-by-line when piped.
 //! - [`render`] and [`json`]: how events are shown — as text or JSON lines.
@@ -8,11 +11,12 @@
 //! Front ends never parse slash commands (the session does) and never look
 //! at provider formats: they only read [`agentbus_actors::protocol`] events.
 
+pub mod attached;
+pub mod backend;
 pub mod chat;
 pub mod json;
 pub mod render;
 pub mod run;
-pub mod session_choice;
 
 use agentbus_actors::protocol::{
     AgentMessage, EventEnvelope, InputId, ResultEvent, StopReason, SystemEvent, SystemSubtype,

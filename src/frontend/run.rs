@@ -8,11 +8,12 @@
 //! printed; exit 130); a second one exits at once. `--session ID` or
 //! `--continue` add the turn to a stored session.
 
-use super::session_choice::{self, Attached};
+use super::attached::Start;
+use super::backend::{Attach, Backend};
 use super::{InputEnd, input_end, json};
 use crate::cli::ResumeArgs;
+use agentbus_actors::Settings;
 use agentbus_actors::protocol::{AgentMessage, ErrorKind, SystemSubtype};
-use agentbus_actors::{Runtime, Settings};
 use anyhow::Context as _;
 use std::io::Write;
 use std::process::ExitCode;
@@ -36,24 +37,24 @@ pub async fn run(
     resume: ResumeArgs,
     prompt: String,
     json_output: bool,
+    attach: Option<Attach>,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupts = super::interrupt_signals()?;
-    let runtime = Runtime::start(settings).await?;
-    let outcome = run_turn(&runtime, &resume, prompt, json_output, &mut interrupts).await;
-    runtime.shutdown().await;
+    let backend = Backend::start(settings, attach).await?;
+    let outcome = run_turn(&backend, &resume, prompt, json_output, &mut interrupts).await;
+    backend.shutdown().await;
     outcome
 }
 
 async fn run_turn(
-    runtime: &Runtime,
+    backend: &Backend,
     resume: &ResumeArgs,
     prompt: String,
     json_output: bool,
     interrupts: &mut tokio::signal::unix::Signal,
 ) -> anyhow::Result<ExitCode> {
-    let session = session_choice::choose(runtime, resume).await?;
-    let mut attached = Attached::from_load(session);
-    let id = attached.session.submit_text(prompt).await?;
+    let mut attached = backend.choose(resume, Start::ThisLoad).await?;
+    let id = attached.submit_text(prompt).await?;
     let mut interrupted = false;
     let mut not_saved = false;
     let end = loop {
@@ -86,7 +87,7 @@ async fn run_turn(
                     return Ok(ExitCode::from(130));
                 }
                 interrupted = true;
-                attached.session.interrupt().await?;
+                attached.interrupt().await?;
             }
         }
     };

@@ -1,5 +1,7 @@
-//! The API's request and answer bodies (documented in the OpenAPI
-//! document). Events themselves are the protocol's envelopes.
+//! The API's request and answer bodies, in one place for the server (which
+//! documents them in the OpenAPI document) and its Rust client
+//! ([`crate::remote`]). Plain data. Events themselves are the protocol's
+//! envelopes.
 
 use agentbus_actors::protocol::ControlCommand;
 use agentbus_actors::store::SessionRecord;
@@ -8,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// `POST /v1/sessions`.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
     /// Model profile (default: the configured one).
@@ -20,13 +22,13 @@ pub struct CreateSession {
 }
 
 /// A new session's id.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Created {
     pub id: String,
 }
 
 /// A stored session.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Session {
     pub id: String,
     pub title: Option<String>,
@@ -65,13 +67,13 @@ impl Session {
 }
 
 /// `GET /v1/sessions`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Sessions {
     pub sessions: Vec<Session>,
 }
 
 /// `POST /v1/sessions/{id}/fork`.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Fork {
     /// Copy events up to this seq (default: all stored).
@@ -137,13 +139,13 @@ impl utoipa::PartialSchema for Input {
 impl ToSchema for Input {}
 
 /// An input was queued.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Accepted {
     pub input_id: u64,
 }
 
 /// `GET /v1/sessions/{id}/messages`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Messages {
     /// The conversation as the model sees it.
     #[schema(value_type = Vec<Object>)]
@@ -154,7 +156,7 @@ pub struct Messages {
 }
 
 /// `GET /v1/health`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Health {
     pub status: String,
     pub version: String,
@@ -162,7 +164,7 @@ pub struct Health {
 }
 
 /// One model profile.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Model {
     pub name: String,
     pub provider: String,
@@ -171,14 +173,14 @@ pub struct Model {
 }
 
 /// `GET /v1/models`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Models {
     pub default: String,
     pub models: Vec<Model>,
 }
 
 /// `GET /v1/tools`.
-#[derive(Debug, Serialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Tools {
     #[schema(value_type = Vec<Object>)]
     pub tools: Vec<serde_json::Value>,

@@ -9,11 +9,11 @@
 //! `/fork`, `/load`) is shown from its beginning.
 
 use super::editor::{self, CTRL_C};
+use crate::frontend::attached::{Attached, Start, switch_target};
+use crate::frontend::backend::Backend;
 use crate::frontend::render::{RenderOptions, Renderer};
-use crate::frontend::session_choice::{Attached, switch_target};
 use crate::frontend::{InputEnd, input_end};
 use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
-use agentbus_actors::{Runtime, SessionHandle};
 use anyhow::Context as _;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -27,8 +27,8 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 
 pub async fn run(
-    runtime: &Runtime,
-    session: SessionHandle,
+    backend: &Backend,
+    session: Attached,
     history: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let mut editor = editor::build(history);
@@ -63,13 +63,13 @@ pub async fn run(
         if text.is_empty() {
             continue;
         }
-        let id = attached.session.submit_text(text.to_string()).await?;
+        let id = attached.submit_text(text.to_string()).await?;
         let end = follow(&mut attached, id, &mut renderer).await?;
         match &end {
             Some(InputEnd::Reply(reply)) if reply.subtype == SystemSubtype::Quit => break,
             Some(end) => {
                 if let Some(target) = switch_target(end) {
-                    let session = runtime.open_session(&target).await?;
+                    let session = backend.open(&target, Start::Beginning).await?;
                     attached = show(session, &mut renderer).await?;
                 }
             }
@@ -80,20 +80,20 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// Attach to `session` and show what it holds: the conversation so far
-/// (user lines included), then this load's own events.
-async fn show(session: SessionHandle, renderer: &mut Renderer<Stdout>) -> anyhow::Result<Attached> {
-    let loaded_after = session.loaded_after();
-    let mut attached = Attached::new(session, 0);
+/// Show what an attached session (attached from the beginning) holds: the
+/// conversation so far (user lines included), then this load's own events.
+async fn show(mut attached: Attached, renderer: &mut Renderer<Stdout>) -> anyhow::Result<Attached> {
+    let catchup = attached.catchup;
     renderer.options.echo_user = true;
-    // The load announces itself right after the stored events, so this ends.
-    while let Some(event) = attached.events.recv().await {
-        renderer.options.echo_user = event.seq <= loaded_after;
-        renderer.event(&event);
-        if event.seq > loaded_after
-            && matches!(&event.message, AgentMessage::System(s) if s.subtype == SystemSubtype::SessionStarted)
-        {
-            break;
+    if !catchup.is_empty() {
+        // The replay ends at a known seq, or at the announcement the load
+        // makes right after the stored events.
+        while let Some(event) = attached.events.recv().await {
+            renderer.options.echo_user = event.seq <= catchup.history_until();
+            renderer.event(&event);
+            if catchup.reached_by(&event) {
+                break;
+            }
         }
     }
     renderer.options.echo_user = false;
@@ -125,7 +125,7 @@ async fn follow(
                     spinner.show(waiting);
                 }
             }
-            Some(()) = interrupts.recv() => attached.session.interrupt().await?,
+            Some(()) = interrupts.recv() => attached.interrupt().await?,
         }
     };
     watcher.stop();

@@ -13,21 +13,32 @@ mod editor;
 mod interactive;
 mod piped;
 
-use super::session_choice;
+use super::attached::Start;
+use super::backend::{Attach, Backend};
 use crate::cli::ResumeArgs;
-use agentbus_actors::{Runtime, Settings};
+use agentbus_actors::Settings;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-pub async fn run(settings: Settings, resume: ResumeArgs, json: bool) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    settings: Settings,
+    resume: ResumeArgs,
+    json: bool,
+    attach: Option<Attach>,
+) -> anyhow::Result<ExitCode> {
     let history = super::chat_history(&settings.data_dir);
-    let runtime = Runtime::start(settings).await?;
+    let backend = Backend::start(settings, attach).await?;
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !json;
-    let code = match session_choice::choose(&runtime, &resume).await {
-        Ok(session) if interactive => interactive::run(&runtime, session, history).await,
-        Ok(session) => piped::run(&runtime, session, json).await,
+    let start = if interactive {
+        Start::Beginning
+    } else {
+        Start::ThisLoad
+    };
+    let code = match backend.choose(&resume, start).await {
+        Ok(session) if interactive => interactive::run(&backend, session, history).await,
+        Ok(session) => piped::run(&backend, session, json).await,
         Err(e) => Err(e),
     };
-    runtime.shutdown().await;
+    backend.shutdown().await;
     code
 }

@@ -10,12 +10,12 @@
 //! end of file — the chat waits for every submitted input to finish, then
 //! exits (1 if any of them failed).
 
+use crate::frontend::attached::{Attached, Start, switch_target};
+use crate::frontend::backend::Backend;
 use crate::frontend::render::{RenderOptions, Renderer};
-use crate::frontend::session_choice::{Attached, switch_target};
 use crate::frontend::{input_end, json};
 use agentbus_actors::commands;
 use agentbus_actors::protocol::{ControlCommand, InputId};
-use agentbus_actors::{Runtime, SessionHandle};
 use anyhow::Context as _;
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -44,12 +44,11 @@ fn kind(text: &str) -> LineKind {
 }
 
 pub async fn run(
-    runtime: &Runtime,
-    session: SessionHandle,
+    backend: &Backend,
+    mut attached: Attached,
     json_output: bool,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupts = crate::frontend::interrupt_signals()?;
-    let mut attached = Attached::from_load(session);
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut renderer = Renderer::new(
         std::io::stdout(),
@@ -74,7 +73,7 @@ pub async fn run(
                     Some(line) => {
                         let text = line.trim().to_string();
                         let kind = kind(&text);
-                        let id = attached.session.submit_text(text).await?;
+                        let id = attached.submit_text(text).await?;
                         pending.insert(id);
                         match kind {
                             LineKind::Quit => input_open = false,
@@ -99,8 +98,7 @@ pub async fn run(
                     if barrier == Some(id) {
                         barrier = None;
                         if let Some(target) = switch_target(&end) {
-                            let session = runtime.open_session(&target).await?;
-                            attached = Attached::from_load(session);
+                            attached = backend.open(&target, Start::ThisLoad).await?;
                         }
                     }
                 }
@@ -109,7 +107,7 @@ pub async fn run(
                 if pending.is_empty() {
                     break;
                 }
-                attached.session.interrupt().await?;
+                attached.interrupt().await?;
             }
         }
     }

@@ -1,0 +1,146 @@
+//! A front end's hold on one session, wherever it runs.
+//!
+//! [`Attached`] is a session plus the channel its events arrive on, the
+//! same whether the session lives in this process (a UiSink feeds the
+//! channel) or in an `agentbus serve` daemon (an SSE stream does). Inputs
+//! and interrupts go the matching way. A front end replaces its `Attached`
+//! when a command switches sessions (`/new`, `/resume`, `/fork`, `/load`).
+
+use crate::frontend::InputEnd;
+use crate::remote::RemoteClient;
+use crate::remote::events::{Following, follow};
+use agentbus_actors::SessionHandle;
+use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
+use agentbus_actors::ui_sink::{ChannelFrontEnd, UiSink, attach_channel};
+use kameo::actor::ActorRef;
+use std::sync::Arc;
+use tokio::sync::mpsc::Receiver;
+
+/// Which events an attach starts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// The whole story: what the session held, then what happens.
+    Beginning,
+    /// What this load does, and what happens from now on.
+    ThisLoad,
+}
+
+/// Where the replay of what a session already held ends (for
+/// [`Start::Beginning`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Catchup {
+    /// At the `session_started` event after this seq: attaching loaded the
+    /// session, and the load announces itself after the stored events.
+    StartedAfter(u64),
+    /// At this seq: the session was loaded already.
+    Through(u64),
+}
+
+impl Catchup {
+    /// The last seq that was history when attaching.
+    pub fn history_until(self) -> u64 {
+        match self {
+            Catchup::StartedAfter(seq) | Catchup::Through(seq) => seq,
+        }
+    }
+
+    /// Whether `event` is the last one of the replay.
+    pub fn reached_by(self, event: &EventEnvelope) -> bool {
+        match self {
+            Catchup::StartedAfter(seq) => {
+                event.seq > seq
+                    && matches!(&event.message, AgentMessage::System(s) if s.subtype == SystemSubtype::SessionStarted)
+            }
+            Catchup::Through(seq) => event.seq >= seq,
+        }
+    }
+
+    /// Whether there is nothing to replay.
+    pub fn is_empty(self) -> bool {
+        self == Catchup::Through(0)
+    }
+}
+
+/// A session and the channel its events arrive on.
+pub struct Attached {
+    pub events: Receiver<Arc<EventEnvelope>>,
+    pub catchup: Catchup,
+    link: Link,
+}
+
+enum Link {
+    Local {
+        session: SessionHandle,
+        _sink: ActorRef<UiSink<ChannelFrontEnd>>,
+    },
+    Remote {
+        client: RemoteClient,
+        id: SessionId,
+        _following: Following,
+    },
+}
+
+impl Attached {
+    /// Follow an in-process session.
+    pub fn local(session: SessionHandle, start: Start) -> Attached {
+        let loaded_after = session.loaded_after();
+        let after = match start {
+            Start::Beginning => 0,
+            Start::ThisLoad => loaded_after,
+        };
+        let (sink, events) = attach_channel(&session, after);
+        Attached {
+            events,
+            catchup: Catchup::StartedAfter(loaded_after),
+            link: Link::Local {
+                session,
+                _sink: sink,
+            },
+        }
+    }
+
+    /// Follow a session of a server, from `after`, the replay ending as
+    /// `catchup` says.
+    pub fn remote(client: &RemoteClient, id: SessionId, after: u64, catchup: Catchup) -> Attached {
+        let (following, events) = follow(client, &id, after);
+        Attached {
+            events,
+            catchup,
+            link: Link::Remote {
+                client: client.clone(),
+                id,
+                _following: following,
+            },
+        }
+    }
+
+    /// Queue text typed by the user (slash commands included).
+    pub async fn submit_text(&self, text: String) -> anyhow::Result<InputId> {
+        Ok(match &self.link {
+            Link::Local { session, .. } => session.submit_text(text).await?,
+            Link::Remote { client, id, .. } => client.submit_text(id, text).await?,
+        })
+    }
+
+    /// Cancel the running turn.
+    pub async fn interrupt(&self) -> anyhow::Result<()> {
+        match &self.link {
+            Link::Local { session, .. } => session.interrupt().await?,
+            Link::Remote { client, id, .. } => client.interrupt(id).await?,
+        }
+        Ok(())
+    }
+}
+
+/// The session a command's reply says to switch to (`data.switch_to`).
+pub fn switch_target(end: &InputEnd) -> Option<SessionId> {
+    match end {
+        InputEnd::Reply(reply) => reply
+            .data
+            .as_ref()?
+            .get("switch_to")?
+            .as_str()
+            .map(SessionId::from),
+        InputEnd::Result(_) => None,
+    }
+}

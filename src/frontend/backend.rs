@@ -1,0 +1,147 @@
+//! Where a front end's sessions live: in this process (a [`Runtime`]
+//! started for the front end) or in an `agentbus serve` daemon reached over
+//! HTTP (`--attach URL`). Front ends ask the backend for an [`Attached`]
+//! session and never care which it is.
+
+use super::attached::{Attached, Catchup, Start};
+use crate::cli::ResumeArgs;
+use crate::remote::RemoteClient;
+use crate::serve::api::Session;
+use agentbus_actors::protocol::SessionId;
+use agentbus_actors::{Runtime, SessionOptions, Settings};
+use anyhow::Context as _;
+use std::path::PathBuf;
+
+/// `--attach URL` and what it carries over to the server.
+#[derive(Clone, Debug)]
+pub struct Attach {
+    pub url: String,
+    /// `--model`, for a new session.
+    pub model: Option<String>,
+    /// `--workspace`, given explicitly (else the server's own).
+    pub workspace: Option<PathBuf>,
+}
+
+/// The sessions a front end works with.
+pub enum Backend {
+    Local(Runtime),
+    Remote {
+        client: RemoteClient,
+        model: Option<String>,
+        workspace: Option<String>,
+    },
+}
+
+impl Backend {
+    /// A runtime in this process, or a checked connection to a server.
+    pub async fn start(settings: Settings, attach: Option<Attach>) -> anyhow::Result<Backend> {
+        let Some(attach) = attach else {
+            return Ok(Backend::Local(Runtime::start(settings).await?));
+        };
+        let client = RemoteClient::new(&attach.url, &settings.data_dir)?;
+        client.health().await?;
+        let workspace = match attach.workspace {
+            Some(dir) => Some(
+                std::path::absolute(&dir)
+                    .with_context(|| format!("--workspace {}", dir.display()))?
+                    .display()
+                    .to_string(),
+            ),
+            None => None,
+        };
+        Ok(Backend::Remote {
+            client,
+            model: attach.model,
+            workspace,
+        })
+    }
+
+    /// The session the command line asks for: a new one by default;
+    /// `--session ID` (an id or the start of one) or `--continue` (the most
+    /// recent session of this workspace) a stored one.
+    pub async fn choose(&self, resume: &ResumeArgs, start: Start) -> anyhow::Result<Attached> {
+        match self {
+            Backend::Local(runtime) => {
+                let session = if let Some(prefix) = &resume.session {
+                    let id = runtime.resolve(prefix).await?;
+                    runtime.open_session(&id).await?
+                } else if resume.continue_ {
+                    let workspace = runtime.settings().workspace.display().to_string();
+                    let recent = runtime
+                        .stored_sessions(None)
+                        .await?
+                        .into_iter()
+                        .find(|r| r.workspace == workspace)
+                        .with_context(|| {
+                            format!(
+                                "no earlier session in {workspace}; start one without --continue"
+                            )
+                        })?;
+                    runtime.open_session(&recent.id).await?
+                } else {
+                    runtime.create_session(SessionOptions::default()).await?
+                };
+                Ok(Attached::local(session, start))
+            }
+            Backend::Remote {
+                client,
+                model,
+                workspace,
+            } => {
+                if let Some(prefix) = &resume.session {
+                    let record = client.session(prefix).await?;
+                    return Ok(remote_attach(client, record, start));
+                }
+                if resume.continue_ {
+                    let recent = client
+                        .sessions()
+                        .await?
+                        .into_iter()
+                        .find(|s| workspace.as_ref().is_none_or(|w| &s.workspace == w))
+                        .context(
+                            "no earlier session on the server; start one without --continue",
+                        )?;
+                    return Ok(remote_attach(client, recent, start));
+                }
+                let id = client
+                    .create_session(model.clone(), workspace.clone())
+                    .await?;
+                Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
+            }
+        }
+    }
+
+    /// Attach to a session by id (where a command switched to).
+    pub async fn open(&self, id: &SessionId, start: Start) -> anyhow::Result<Attached> {
+        match self {
+            Backend::Local(runtime) => Ok(Attached::local(runtime.open_session(id).await?, start)),
+            Backend::Remote { client, .. } => {
+                let record = client.session(&id.0).await?;
+                Ok(remote_attach(client, record, start))
+            }
+        }
+    }
+
+    /// Stop the in-process runtime (sessions stay stored); a server keeps
+    /// running.
+    pub async fn shutdown(self) {
+        if let Backend::Local(runtime) = self {
+            runtime.shutdown().await;
+        }
+    }
+}
+
+fn remote_attach(client: &RemoteClient, record: Session, start: Start) -> Attached {
+    // A session the server has not loaded is loaded by following it, and
+    // the load announces itself after the stored events.
+    let catchup = if record.loaded {
+        Catchup::Through(record.last_seq)
+    } else {
+        Catchup::StartedAfter(record.last_seq)
+    };
+    let after = match start {
+        Start::Beginning => 0,
+        Start::ThisLoad => record.last_seq,
+    };
+    Attached::remote(client, SessionId(record.id), after, catchup)
+}

@@ -1,0 +1,251 @@
+//! Requests to a running `agentbus serve`.
+//!
+//! The token comes from the address (`?token=`, as the web page's address
+//! has it), else `AGENTBUS_TOKEN`, else the `token` file of the local data
+//! dir (where a server on this machine keeps it).
+
+use crate::serve::api::{Accepted, CreateSession, Created, Session, Sessions};
+use agentbus_actors::protocol::{InputId, SessionId};
+use reqwest::{StatusCode, Url};
+use serde::de::DeserializeOwned;
+use std::path::Path;
+use std::time::Duration;
+
+/// Why a request to the server failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("`{url}` is not a server address; expected one like http://127.0.0.1:7878")]
+    BadUrl { url: String },
+    #[error(
+        "no token for {url}: set AGENTBUS_TOKEN, or add ?token=TOKEN to the address (a server on this machine keeps it in {token_file})"
+    )]
+    NoToken { url: String, token_file: String },
+    #[error("cannot reach agentbus at {url} ({reason}); is `agentbus serve` running there?")]
+    Unreachable { url: String, reason: String },
+    #[error(
+        "the server refused the token ({source_of_token}); use the one in the server's data dir `token` file"
+    )]
+    Unauthorized { source_of_token: &'static str },
+    #[error("{message}")]
+    Refused { status: StatusCode, message: String },
+    #[error("the server's answer to {what} was not understood: {reason}")]
+    BadAnswer { what: String, reason: String },
+}
+
+/// A connection to one server.
+#[derive(Clone)]
+pub struct RemoteClient {
+    base: Url,
+    token: String,
+    token_source: &'static str,
+    http: reqwest::Client,
+}
+
+impl std::fmt::Debug for RemoteClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RemoteClient")
+            .field("base", &self.base.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RemoteClient {
+    /// A client of the server at `address`; the token as described above.
+    pub fn new(address: &str, data_dir: &Path) -> Result<RemoteClient, RemoteError> {
+        let with_scheme = if address.contains("://") {
+            address.to_string()
+        } else {
+            format!("http://{address}")
+        };
+        let mut base = Url::parse(&with_scheme).map_err(|_| RemoteError::BadUrl {
+            url: address.into(),
+        })?;
+        if !matches!(base.scheme(), "http" | "https") || base.host().is_none() {
+            return Err(RemoteError::BadUrl {
+                url: address.into(),
+            });
+        }
+        let from_url = base
+            .query_pairs()
+            .find(|(k, _)| k == "token")
+            .map(|(_, v)| v.into_owned());
+        base.set_query(None);
+        base.set_fragment(None);
+        base.set_path("/");
+        let token_file = data_dir.join("token");
+        let (token, token_source) = if let Some(token) = from_url {
+            (token, "from the address")
+        } else if let Some(token) = std::env::var("AGENTBUS_TOKEN")
+            .ok()
+            .filter(|t| !t.trim().is_empty())
+        {
+            (token, "from AGENTBUS_TOKEN")
+        } else if let Some(token) = std::fs::read_to_string(&token_file)
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+        {
+            (token, "from the data dir's token file")
+        } else {
+            return Err(RemoteError::NoToken {
+                url: base.to_string(),
+                token_file: token_file.display().to_string(),
+            });
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(5))
+            // Event streams carry a keep-alive every 15 s: silence for
+            // longer means the connection is dead.
+            .read_timeout(Duration::from_secs(45))
+            .user_agent(concat!("agentbus/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| RemoteError::Unreachable {
+                url: base.to_string(),
+                reason: e.to_string(),
+            })?;
+        Ok(RemoteClient {
+            base,
+            token: token.trim().to_string(),
+            token_source,
+            http,
+        })
+    }
+
+    /// `/v1/PATH...`, each segment percent-encoded.
+    pub(crate) fn url(&self, segments: &[&str]) -> Url {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.clear().push("v1").extend(segments);
+        }
+        url
+    }
+
+    pub(crate) fn request(&self, method: reqwest::Method, url: Url) -> reqwest::RequestBuilder {
+        self.http.request(method, url).bearer_auth(&self.token)
+    }
+
+    pub(crate) fn unreachable(&self, e: &reqwest::Error) -> RemoteError {
+        RemoteError::Unreachable {
+            url: self.base.to_string(),
+            reason: describe(e),
+        }
+    }
+
+    /// The error a non-success answer stands for.
+    pub(crate) async fn refusal(&self, response: reqwest::Response) -> RemoteError {
+        let status = response.status();
+        if status == StatusCode::UNAUTHORIZED {
+            return RemoteError::Unauthorized {
+                source_of_token: self.token_source,
+            };
+        }
+        let body = response.text().await.unwrap_or_default();
+        let message = serde_json::from_str::<serde_json::Value>(&body)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(String::from))
+            .unwrap_or_else(|| format!("the server answered {status}: {}", body.trim()));
+        RemoteError::Refused { status, message }
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        what: &str,
+        request: reqwest::RequestBuilder,
+    ) -> Result<T, RemoteError> {
+        let response = request.send().await.map_err(|e| self.unreachable(&e))?;
+        if !response.status().is_success() {
+            return Err(self.refusal(response).await);
+        }
+        response
+            .json::<T>()
+            .await
+            .map_err(|e| RemoteError::BadAnswer {
+                what: what.to_string(),
+                reason: describe(&e),
+            })
+    }
+
+    /// Check that the server answers and takes the token.
+    pub async fn health(&self) -> Result<(), RemoteError> {
+        let _: crate::serve::api::Health = self
+            .send(
+                "a health check",
+                self.request(reqwest::Method::GET, self.url(&["health"])),
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// A new session; `model` is a profile name of the server's config.
+    pub async fn create_session(
+        &self,
+        model: Option<String>,
+        workspace: Option<String>,
+    ) -> Result<SessionId, RemoteError> {
+        let body = CreateSession {
+            model,
+            title: None,
+            workspace,
+        };
+        let created: Created = self
+            .send(
+                "creating a session",
+                self.request(reqwest::Method::POST, self.url(&["sessions"]))
+                    .json(&body),
+            )
+            .await?;
+        Ok(SessionId(created.id))
+    }
+
+    /// A stored session, by id or a unique prefix of one.
+    pub async fn session(&self, id: &str) -> Result<Session, RemoteError> {
+        let url = self.url(&["sessions", id]);
+        self.send("a session lookup", self.request(reqwest::Method::GET, url))
+            .await
+    }
+
+    /// The stored sessions, most recent first.
+    pub async fn sessions(&self) -> Result<Vec<Session>, RemoteError> {
+        let sessions: Sessions = self
+            .send(
+                "the session list",
+                self.request(reqwest::Method::GET, self.url(&["sessions"])),
+            )
+            .await?;
+        Ok(sessions.sessions)
+    }
+
+    /// Queue text (slash commands allowed) in a session.
+    pub async fn submit_text(&self, id: &SessionId, text: String) -> Result<InputId, RemoteError> {
+        let url = self.url(&["sessions", &id.0, "input"]);
+        let accepted: Accepted = self
+            .send(
+                "an input",
+                self.request(reqwest::Method::POST, url)
+                    .json(&serde_json::json!({ "text": text })),
+            )
+            .await?;
+        Ok(accepted.input_id)
+    }
+
+    /// Cancel a session's running turn.
+    pub async fn interrupt(&self, id: &SessionId) -> Result<(), RemoteError> {
+        let url = self.url(&["sessions", &id.0, "interrupt"]);
+        let _: serde_json::Value = self
+            .send("an interrupt", self.request(reqwest::Method::POST, url))
+            .await?;
+        Ok(())
+    }
+}
+
+/// A reqwest error with its causes, briefly.
+pub(crate) fn describe(e: &reqwest::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,13 @@
+//! A client of `agentbus serve`: what `chat --attach` and `run --attach`
+//! use in place of an in-process runtime.
+//!
+//! [`client`] makes the API's requests (with the token) and turns failures
+//! into errors that say what to do; [`events`] follows a session's SSE
+//! stream, reconnecting with `Last-Event-ID` so the front end sees every
+//! event once, in order. Request and answer bodies are the server's own
+//! types ([`crate::serve::api`]). Nothing here knows about terminals.
+
+pub mod client;
+pub mod events;
+
+pub use client::RemoteClient;
