@@ -487,3 +487,53 @@ async fn a_subscriber_reaching_past_the_ring_gets_the_stored_events_then_live_on
             .all(|e| e.message.is_persisted())
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
+    let h = Harness::new().await;
+    let session = h.session().await;
+    let start = session.loaded_after();
+    // A client with room for 4 events that reads nothing for now.
+    let (_slow_sink, mut slow) = agentbus_actors::ui_sink::attach_until_full(&session, start, 4);
+    let mut events = Events::of(&session);
+    session.submit_text("talk a lot").await.unwrap();
+    let call = h.next_call().await;
+    for i in 0..20 {
+        call.send(ModelEvent::TextDelta {
+            index: 0,
+            text: format!("{i} "),
+        });
+    }
+    call.send(ModelEvent::Finished {
+        finish_reason: "end_turn".into(),
+    });
+    let result = events.until(|m| matches!(m, AgentMessage::Result(_))).await;
+
+    // The slow client got what fitted, then its stream ended.
+    let mut got = Vec::new();
+    while let Some(event) = tokio::time::timeout(GUARD, slow.recv()).await.unwrap() {
+        got.push(event.seq);
+    }
+    let expected: Vec<u64> = (start + 1..=start + 4).collect();
+    assert_eq!(
+        got, expected,
+        "the events that fitted, in order, then the end"
+    );
+
+    // Resuming from its last seq gets the rest: no gap, no duplicate.
+    let last = *got.last().unwrap();
+    let (_sink, mut resumed) = agentbus_actors::ui_sink::attach_until_full(&session, last, 1024);
+    let mut rest = Vec::new();
+    loop {
+        let event = tokio::time::timeout(GUARD, resumed.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        rest.push(event.seq);
+        if event.seq == result.seq {
+            break;
+        }
+    }
+    let expected: Vec<u64> = (last + 1..=result.seq).collect();
+    assert_eq!(rest, expected);
+}

@@ -6,7 +6,7 @@ use super::api::{Health, Model, Models, Tools};
 use axum::Json;
 use axum::extract::State;
 
-#[utoipa::path(get, path = "/v1/health", tag = "server", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/v1/health", tag = "server", responses((status = 200, description = "Success", body = Health)))]
 pub async fn health(State(state): State<AppState>) -> Json<Health> {
     Json(Health {
         status: "ok".into(),
@@ -15,7 +15,7 @@ pub async fn health(State(state): State<AppState>) -> Json<Health> {
     })
 }
 
-#[utoipa::path(get, path = "/v1/models", tag = "server", responses((status = 200, body = Models)))]
+#[utoipa::path(get, path = "/v1/models", tag = "server", responses((status = 200, description = "Success", body = Models)))]
 pub async fn models(State(state): State<AppState>) -> Json<Models> {
     let settings = state.runtime.settings();
     let models = settings
@@ -34,7 +34,7 @@ pub async fn models(State(state): State<AppState>) -> Json<Models> {
     })
 }
 
-#[utoipa::path(get, path = "/v1/tools", tag = "server", responses((status = 200, body = Tools)))]
+#[utoipa::path(get, path = "/v1/tools", tag = "server", responses((status = 200, description = "Success", body = Tools)))]
 pub async fn tools(State(state): State<AppState>) -> Json<Tools> {
     let catalog = state.runtime.catalog().borrow().clone();
     let tools = catalog

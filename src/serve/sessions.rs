@@ -45,7 +45,7 @@ fn store_error<M>(e: kameo::error::SendError<M, StoreError>) -> ApiError {
 }
 
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
-    responses((status = 200, body = Sessions), (status = 401, body = ErrorBody)))]
+    responses((status = 200, description = "Success", body = Sessions), (status = 401, description = "Missing or wrong token", body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>) -> Result<Json<Sessions>, ApiError> {
     let records = state.runtime.stored_sessions(None).await?;
     let mut sessions = Vec::with_capacity(records.len());
@@ -61,7 +61,7 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Sessions>, ApiEr
 }
 
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSession,
-    responses((status = 201, body = Created), (status = 400, body = ErrorBody)))]
+    responses((status = 201, description = "Created", body = Created), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     body: Option<ApiJson<CreateSession>>,
@@ -95,7 +95,7 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v1/sessions/{id}", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 200, body = Session), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "Success", body = Session), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -106,7 +106,7 @@ pub async fn get(
 
 #[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 204, description = "Deleted"), (status = 404, description = "No such session", body = ErrorBody), (status = 409, description = "The session is in use by another agentbus process", body = ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -118,7 +118,7 @@ pub async fn delete(
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions", request_body = Fork,
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 201, body = Created), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 201, description = "Created", body = Created), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn fork(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -138,7 +138,7 @@ pub async fn fork(
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/export", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 200, description = "The export document", body = Object), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "The export document", body = Object), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn export(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -155,8 +155,8 @@ pub async fn export(
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/input", tag = "sessions", request_body = Input,
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 202, body = Accepted), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody)))]
+    responses((status = 202, description = "Queued", body = Accepted), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
+              (status = 409, description = "The session is in use by another agentbus process", body = ErrorBody)))]
 pub async fn input(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -173,7 +173,7 @@ pub async fn input(
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/interrupt", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 202, body = Object), (status = 404, body = ErrorBody)))]
+    responses((status = 202, description = "Queued", body = Object), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn interrupt(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -185,7 +185,7 @@ pub async fn interrupt(
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/messages", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 200, body = Messages), (status = 404, body = ErrorBody)))]
+    responses((status = 200, description = "Success", body = Messages), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn messages(
     State(state): State<AppState>,
     Path(id): Path<String>,

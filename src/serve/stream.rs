@@ -85,7 +85,7 @@ fn frame<T: serde::Serialize>(seq: u64, event: &T) -> Event {
            ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this seq"),
            After),
     responses((status = 200, description = "`text/event-stream`: one frame per event, `id:` = seq, `data:` = the envelope", content_type = "text/event-stream"),
-              (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
+              (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn session_events(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -28,7 +28,7 @@ const TRY_AGAIN_LATER: u16 = 1013;
 #[utoipa::path(get, path = "/v1/sessions/{id}/ws", tag = "events",
     params(("id" = String, Path, description = "Session id or a unique prefix"), After),
     responses((status = 101, description = "WebSocket: events out (envelope JSON), inputs in (`{\"type\": \"query\" | \"control\" | \"interrupt\", ...}`)"),
-              (status = 404, body = ErrorBody)))]
+              (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn session_socket(
     State(state): State<AppState>,
     Path(id): Path<String>,

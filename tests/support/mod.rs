@@ -10,6 +10,8 @@
 
 #![allow(dead_code)]
 
+pub mod server;
+
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,820 @@
+//! `agentbus serve` end to end: the real binary on a free port, the
+//! scripted model behind it, and real HTTP, SSE and WebSocket clients —
+//! plus the terminal front ends attached over the API.
+
+mod support;
+
+use agentbus_testkit::Script;
+use serde_json::{Value, json};
+use support::{Fixture, assert_gap_free, processes_with_env, test_mcp_server};
+
+const SCRIPT: &str = r#"
+[[response]]
+match = "stall"
+text = "This reply starts, then stalls until it is interrupted."
+chunk_size = 2
+stall_after_chunks = 10
+
+[[response]]
+match = "stall"
+text = "This reply starts, then stalls until it is interrupted."
+chunk_size = 2
+stall_after_chunks = 10
+
+[[response]]
+match = "alpha"
+tool_calls = [ { id = "a1", name = "bash", arguments = { command = "echo tool-ran" } } ]
+
+[[response]]
+match = "alpha"
+text = "Answer to alpha."
+
+[[response]]
+match = "beta"
+text = "Answer to beta, after {last_tool_result}"
+
+[[response]]
+text = "Hello from the scripted model."
+chunk_size = 4
+
+[[response]]
+text = "Hello again."
+chunk_size = 4
+"#;
+
+async fn fixture() -> Fixture {
+    Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await
+}
+
+fn persisted(events: &[Value]) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] != "stream_event")
+        .cloned()
+        .collect()
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn a_query_streams_over_sse_to_its_result_and_the_conversation_reads_back() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let input = server.input(&id, "hello").await;
+    let result = sse.result_of(input).await;
+
+    assert_eq!(result["stop_reason"], "end_turn");
+    assert_eq!(result["text"], "Hello from the scripted model.");
+    assert_gap_free(&sse.events);
+    assert!(sse.events.iter().all(|e| e["session_id"] == id.as_str()));
+    assert_eq!(sse.events[0]["subtype"], "session_started");
+    let kinds = types(&sse.events);
+    assert_eq!(kinds[1], "user");
+    assert_eq!(kinds[kinds.len() - 2..], ["assistant", "result"]);
+    let deltas: String = sse
+        .events
+        .iter()
+        .filter(|e| e["event"]["type"] == "text_delta")
+        .map(|e| e["event"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        deltas, "Hello from the scripted model.",
+        "the reply streamed"
+    );
+
+    let messages: Value = server
+        .get(&format!("/v1/sessions/{id}/messages"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let roles: Vec<&str> = messages["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    assert_eq!(
+        messages["events"].as_array().unwrap(),
+        &persisted(&sse.events),
+        "the stored events are what the stream showed, without the deltas"
+    );
+
+    let session: Value = server
+        .get(&format!("/v1/sessions/{}", &id[..13]))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        session["id"],
+        id.as_str(),
+        "a unique prefix finds the session"
+    );
+    assert_eq!(session["title"], "hello");
+    assert_eq!(session["last_seq"], result["seq"]);
+    assert_eq!(session["busy"], false);
+}
+
+#[tokio::test]
+async fn reconnecting_with_last_event_id_mid_reply_misses_nothing_and_repeats_nothing() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut reference = server.sse(&id, None).await;
+    let mut first = server.sse(&id, None).await;
+    let input = server.input(&id, "stall here").await;
+
+    // The first client reads part of the reply, then goes away.
+    let mut deltas = 0;
+    first
+        .until(|e| {
+            deltas += (e["event"]["type"] == "text_delta") as usize;
+            deltas == 2
+        })
+        .await;
+    let last_seen = *first.seqs().last().unwrap();
+    first.disconnect();
+    // The reply is still streaming (it stalls until interrupted).
+    let mut second = server.sse(&id, Some(last_seen)).await;
+    let resumed = second.next().await.unwrap();
+    assert_eq!(
+        resumed["seq"],
+        last_seen + 1,
+        "resumes right after the last seen event"
+    );
+    let interrupt = server
+        .post(&format!("/v1/sessions/{id}/interrupt"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(interrupt.status(), 202);
+    let result = second.result_of(input).await;
+    assert_eq!(result["stop_reason"], "cancelled");
+
+    reference.result_of(input).await;
+    let mut stitched = first.events.clone();
+    stitched.extend(second.events.clone());
+    assert_eq!(stitched, reference.events, "no gap, no duplicate");
+    assert_gap_free(&stitched);
+}
+
+#[tokio::test]
+async fn after_a_restart_a_client_resumes_from_the_store() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let input = server.input(&id, "hello").await;
+    sse.result_of(input).await;
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert!(status.success(), "{stderr}");
+
+    let server = f.serve().await;
+    let mut resumed = server.sse(&id, None).await;
+    let started = resumed
+        .until(|e| e["subtype"] == "session_started" && e["data"]["resumed"] == true)
+        .await;
+    let replayed: Vec<Value> = resumed.events[..resumed.events.len() - 1].to_vec();
+    assert_eq!(
+        replayed,
+        persisted(&sse.events),
+        "the stored events (no deltas), then the new load"
+    );
+    assert!(started["seq"].as_u64() > sse.events.last().unwrap()["seq"].as_u64());
+
+    // `?after=` works like Last-Event-ID.
+    let after = sse.events[1]["seq"].as_u64().unwrap();
+    let mut partial = support::server::EventStream::open(
+        server.get(&format!("/v1/sessions/{id}/events?after={after}")),
+    )
+    .await;
+    let first = partial.next().await.unwrap();
+    assert!(first["seq"].as_u64().unwrap() > after);
+    assert_eq!(first, persisted(&sse.events)[2]);
+}
+
+#[tokio::test]
+async fn two_sse_clients_and_a_websocket_see_the_same_events_in_the_same_order() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut a = server.sse(&id, None).await;
+    let mut b = server.sse(&id, None).await;
+    let mut ws = server.ws(&id).await;
+    ws.send(json!({"type": "query", "text": "hello"})).await;
+    let mut ws_events = Vec::new();
+    let mut input = None;
+    loop {
+        let frame = ws.next().await.expect("socket open");
+        if let Some(accepted) = frame.get("accepted") {
+            input = accepted["input_id"].as_u64();
+            continue;
+        }
+        ws_events.push(frame.clone());
+        if frame["type"] == "result" {
+            break;
+        }
+    }
+    let input = input.expect("the WebSocket input was accepted");
+    a.result_of(input).await;
+    b.result_of(input).await;
+    assert_eq!(a.events, b.events);
+    assert_eq!(a.events, ws_events);
+    assert_gap_free(&ws_events);
+
+    // A frame that is not an input is answered with an error; the socket
+    // stays usable.
+    ws.send_raw("{not json").await;
+    let error = ws.next().await.unwrap();
+    assert!(
+        error["error"].as_str().unwrap().contains("not an input"),
+        "{error}"
+    );
+    ws.send(json!({"type": "control", "command": "usage"}))
+        .await;
+    let accepted = ws.next().await.unwrap();
+    let usage_id = accepted["accepted"]["input_id"].as_u64().unwrap();
+    let reply = ws.next().await.unwrap();
+    assert_eq!(reply["turn_id"], usage_id);
+    assert_eq!(reply["subtype"], "usage");
+}
+
+#[tokio::test]
+async fn inputs_from_two_clients_are_answered_in_queue_order() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let mut ws = server.ws(&id).await;
+    // Alpha runs a tool; beta, sent by another client meanwhile, waits.
+    let alpha = server.input(&id, "alpha").await;
+    ws.send(json!({"type": "query", "text": "beta"})).await;
+    let beta = loop {
+        let frame = ws.next().await.unwrap();
+        if let Some(id) = frame["accepted"]["input_id"].as_u64() {
+            break id;
+        }
+    };
+    assert!(beta > alpha);
+    let first = sse.until(|e| e["type"] == "result").await;
+    let second = sse.until(|e| e["type"] == "result").await;
+    assert_eq!(first["turn_id"], alpha);
+    assert_eq!(first["text"], "Answer to alpha.");
+    assert_eq!(second["turn_id"], beta);
+    // Beta's turn started after alpha's ended: its user event comes after
+    // alpha's result, and the model saw alpha's whole exchange.
+    let user_beta = sse
+        .events
+        .iter()
+        .position(|e| e["type"] == "user" && e["turn_id"] == beta)
+        .unwrap();
+    let result_alpha = sse
+        .events
+        .iter()
+        .position(|e| e["type"] == "result" && e["turn_id"] == alpha)
+        .unwrap();
+    assert!(user_beta > result_alpha);
+    let requests = f.request_messages();
+    let beta_request = requests.last().unwrap();
+    let texts: Vec<String> = beta_request.iter().map(|m| m.to_string()).collect();
+    assert!(
+        texts.iter().any(|t| t.contains("Answer to alpha.")),
+        "{texts:#?}"
+    );
+    assert!(
+        second["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Answer to beta")
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let url = &server.url;
+    let http = &server.http;
+    let id = server.create_session().await;
+
+    let missing = http.get(format!("{url}/v1/sessions")).send().await.unwrap();
+    assert_eq!(missing.status(), 401);
+    let body: Value = missing.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("Authorization: Bearer")
+    );
+    let wrong = http
+        .get(format!("{url}/v1/sessions"))
+        .bearer_auth("not-the-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let in_query = http
+        .get(format!("{url}/v1/sessions?token={}", server.token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(in_query.status(), 200, "?token= is accepted");
+
+    let input_path = format!("/v1/sessions/{id}/input");
+    let bad_json = server
+        .post(&input_path)
+        .header("content-type", "application/json")
+        .body("{\"text\": ")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_json.status(), 400);
+    let body: Value = bad_json.json().await.unwrap();
+    assert!(body["error"].as_str().unwrap().contains("JSON"), "{body}");
+    let bad_shape = server
+        .post(&input_path)
+        .json(&json!({"txt": "hello"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_shape.status(), 400);
+    let body: Value = bad_shape.json().await.unwrap();
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("{\"text\": \"...\"}"),
+        "{body}"
+    );
+    let bad_command = server
+        .post(&input_path)
+        .json(&json!({"command": "reboot"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_command.status(), 400);
+    let body: Value = bad_command.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("switch_model"),
+        "{body}"
+    );
+    // A client of its own: the server answers before reading the whole
+    // body and closes that connection, which a shared pool could reuse.
+    let too_big = reqwest::Client::new()
+        .post(format!("{url}{input_path}"))
+        .bearer_auth(&server.token)
+        .json(&json!({"text": "x".repeat(2 * 1024 * 1024)}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_big.status(), 413);
+    let bad_model = server
+        .post("/v1/sessions")
+        .json(&json!({"model": "no-such-profile"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_model.status(), 400);
+    let body: Value = bad_model.json().await.unwrap();
+    assert!(
+        body["error"].as_str().unwrap().contains("no-such-profile"),
+        "{body}"
+    );
+    let bad_resume = server
+        .get(&format!("/v1/sessions/{id}/events"))
+        .header("Last-Event-ID", "yesterday")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad_resume.status(), 400);
+
+    let unknown = "0000dead-beef";
+    for request in [
+        server.get(&format!("/v1/sessions/{unknown}")),
+        server.get(&format!("/v1/sessions/{unknown}/events")),
+        server.get(&format!("/v1/sessions/{unknown}/messages")),
+        server
+            .post(&format!("/v1/sessions/{unknown}/input"))
+            .json(&json!({"text": "hi"})),
+        server.post(&format!("/v1/sessions/{unknown}/interrupt")),
+        server.get("/v1/no-such-route"),
+    ] {
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 404);
+        let body: Value = response.json().await.unwrap();
+        assert!(!body["error"].as_str().unwrap().is_empty());
+    }
+
+    // Still serving.
+    let health: Value = server
+        .get("/v1/health")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ok");
+}
+
+#[tokio::test]
+async fn sigterm_ends_every_running_turn_with_a_stored_result_and_stops_mcp_servers() {
+    let f = fixture().await;
+    let pid_file = f.home.path().join("mcp.pid");
+    f.add_config(&format!(
+        "[mcp_servers.test]\ncommand = \"{}\"\nenv = {{ TEST_MCP_PID_FILE = \"{}\" }}\n",
+        test_mcp_server().display(),
+        pid_file.display()
+    ));
+    let server = f.serve().await;
+    let one = server.create_session().await;
+    let two = server.create_session().await;
+    let mut sse_one = server.sse(&one, None).await;
+    let mut sse_two = server.sse(&two, None).await;
+    let running_one = server.input(&one, "stall one").await;
+    let queued_one = server.input(&one, "hello").await;
+    let running_two = server.input(&two, "stall two").await;
+    sse_one.until(|e| e["event"]["type"] == "text_delta").await;
+    sse_two.until(|e| e["event"]["type"] == "text_delta").await;
+
+    server.terminate();
+    // Attached clients see each turn end before their stream closes.
+    let ended_one = sse_one.result_of(running_one).await;
+    let ended_queued = sse_one.result_of(queued_one).await;
+    let ended_two = sse_two.result_of(running_two).await;
+    assert_eq!(ended_one["stop_reason"], "cancelled");
+    assert_eq!(ended_queued["stop_reason"], "cancelled");
+    assert_eq!(ended_two["stop_reason"], "cancelled");
+    assert!(sse_one.next().await.is_none(), "the stream ends");
+    let (status, stderr) = server.wait().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let marker = format!("TEST_MCP_PID_FILE={}", pid_file.display());
+    assert_eq!(
+        processes_with_env(&marker),
+        Vec::<u32>::new(),
+        "MCP server reaped"
+    );
+
+    // The store has a result for every input.
+    for (id, inputs) in [
+        (&one, vec![running_one, queued_one]),
+        (&two, vec![running_two]),
+    ] {
+        let shown = f.run(&["sessions", "show", id, "--json"]).await;
+        assert_eq!(shown.code(), Some(0), "{}", shown.stderr);
+        let events = shown.events();
+        for input in inputs {
+            let result = events
+                .iter()
+                .find(|e| e["type"] == "result" && e["turn_id"] == input)
+                .unwrap_or_else(|| panic!("no stored result for input {input}: {events:#?}"));
+            assert_eq!(result["stop_reason"], "cancelled");
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let document: Value = server
+        .get("/v1/openapi.json")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+
+    let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/openapi/oas-3.1-schema.json");
+    let schema: Value =
+        serde_json::from_str(&std::fs::read_to_string(schema_path).unwrap()).unwrap();
+    let validator = jsonschema::validator_for(&schema).expect("the OpenAPI 3.1 schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(&document)
+        .map(|e| format!("{} at {}", e, e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "invalid OpenAPI: {errors:#?}");
+
+    let mut routes: Vec<String> = Vec::new();
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            routes.push(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    routes.sort();
+    let mut expected = vec![
+        "GET /v1/sessions",
+        "POST /v1/sessions",
+        "GET /v1/sessions/{id}",
+        "DELETE /v1/sessions/{id}",
+        "POST /v1/sessions/{id}/fork",
+        "GET /v1/sessions/{id}/export",
+        "POST /v1/sessions/{id}/input",
+        "POST /v1/sessions/{id}/interrupt",
+        "GET /v1/sessions/{id}/messages",
+        "GET /v1/sessions/{id}/events",
+        "GET /v1/sessions/{id}/ws",
+        "GET /v1/events",
+        "GET /v1/health",
+        "GET /v1/models",
+        "GET /v1/tools",
+    ];
+    expected.sort();
+    assert_eq!(routes, expected);
+
+    // Every route listed answers (not 404/405) — the document and the
+    // router agree.
+    let id = server.create_session().await;
+    for route in &routes {
+        let (method, path) = route.split_once(' ').unwrap();
+        if path.ends_with("/ws") || path.ends_with("events") || method == "DELETE" {
+            continue; // streams and deletion are exercised elsewhere
+        }
+        let path = path.replace("{id}", &id);
+        let request = server
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", server.url))
+            .bearer_auth(&server.token);
+        let request = if method == "POST" {
+            request.json(&json!({"text": "hello"}))
+        } else {
+            request
+        };
+        let response = request.send().await.unwrap();
+        assert!(
+            response.status() != 404 && response.status() != 405,
+            "{route}: {}",
+            response.status()
+        );
+    }
+
+    // Every $ref points at a schema the document defines.
+    let text = document.to_string();
+    for reference in text.split("\"$ref\":\"").skip(1) {
+        let target = reference.split('"').next().unwrap();
+        let name = target.trim_start_matches("#/components/schemas/");
+        assert!(
+            document["components"]["schemas"].get(name).is_some(),
+            "dangling $ref {target}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let mut lifecycle = support::server::EventStream::open(server.get("/v1/events")).await;
+    let id = server
+        .create_session_with(json!({"title": "my session"}))
+        .await;
+    let mut sse = server.sse(&id, None).await;
+    let input = server.input(&id, "hello").await;
+    sse.result_of(input).await;
+
+    let created = lifecycle.until(|e| e["kind"] == "created").await;
+    assert_eq!(created["session_id"], id.as_str());
+    lifecycle.until(|e| e["kind"] == "busy").await;
+    lifecycle.until(|e| e["kind"] == "idle").await;
+
+    let fork = server
+        .post(&format!("/v1/sessions/{id}/fork"))
+        .json(&json!({"at_seq": 2}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(fork.status(), 201);
+    let fork_id = fork.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let forked: Value = server
+        .get(&format!("/v1/sessions/{fork_id}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(forked["parent"], json!([id, 2]));
+
+    let export: Value = server
+        .get(&format!("/v1/sessions/{id}/export"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let exported_types: Vec<&str> = export["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(exported_types, ["system", "user", "assistant", "result"]);
+
+    let list: Value = server
+        .get("/v1/sessions")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert!(ids.contains(&id.as_str()) && ids.contains(&fork_id.as_str()));
+    assert_eq!(
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == id.as_str())
+            .unwrap()["title"],
+        "my session"
+    );
+
+    drop(sse);
+    let deleted = server
+        .http
+        .delete(format!("{}/v1/sessions/{fork_id}", server.url))
+        .bearer_auth(&server.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(deleted.status(), 204);
+    let gone = server
+        .get(&format!("/v1/sessions/{fork_id}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gone.status(), 404);
+    lifecycle
+        .until(|e| e["kind"] == "deleted" && e["session_id"] == fork_id.as_str())
+        .await;
+}
+
+/// What a `chat --attach` (piped, `--json`) and a plain SSE client both saw.
+#[tokio::test]
+async fn chat_attached_and_an_sse_client_see_one_stream_and_an_interrupt_stops_both() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let mut chat = f.spawn_with_stdin(&["chat", "--attach", &server.url, "--json"]);
+    let started = chat
+        .wait_for_event(|e| e["subtype"] == "session_started")
+        .await;
+    let id = started["session_id"].as_str().unwrap().to_string();
+    let mut watcher = server.sse(&id, None).await;
+    chat.send("stall please\n").await;
+    chat.wait_for_event(|e| e["event"]["type"] == "text_delta")
+        .await;
+    watcher.until(|e| e["event"]["type"] == "text_delta").await;
+
+    chat.interrupt(); // Ctrl-C in the chat interrupts the running turn
+    let chat_result = chat.wait_for_event(|e| e["type"] == "result").await;
+    let watcher_result = watcher.until(|e| e["type"] == "result").await;
+    assert_eq!(chat_result["stop_reason"], "cancelled");
+    assert_eq!(watcher_result, chat_result);
+
+    chat.send("hello\n").await;
+    let second = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(second["text"], "Hello from the scripted model.");
+    watcher
+        .until(|e| e["type"] == "result" && e["turn_id"] == second["turn_id"])
+        .await;
+    let done = chat.finish().await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    assert_eq!(
+        done.events(),
+        watcher.events,
+        "the same events in the same order"
+    );
+}
+
+#[tokio::test]
+async fn run_attached_answers_and_continues_a_server_session() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let first = f.run(&["run", "--attach", &server.url, "hello"]).await;
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    assert_eq!(first.stdout_text(), "Hello from the scripted model.");
+
+    let again = f
+        .run(&[
+            "run",
+            "--attach",
+            &server.url,
+            "--continue",
+            "--json",
+            "once more",
+        ])
+        .await;
+    assert_eq!(again.code(), Some(0), "{}", again.stderr);
+    let events = again.events();
+    let result = events.iter().find(|e| e["type"] == "result").unwrap();
+    assert_eq!(result["text"], "Hello again.");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["turn_id"].is_null() || e["turn_id"] == result["turn_id"]),
+        "only this run's events: {events:#?}"
+    );
+    let sessions: Value = server
+        .get("/v1/sessions")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "--continue used the same session"
+    );
+
+    let refused = f
+        .run(&["run", "--attach", &server.url, "--max-steps", "3", "x"])
+        .await;
+    assert_ne!(refused.code(), Some(0));
+    assert!(
+        refused
+            .stderr
+            .contains("--max-steps cannot be used with --attach")
+    );
+    let wrong_token = f
+        .run_with_env(
+            &["run", "--attach", &server.url, "x"],
+            &[("AGENTBUS_TOKEN", "nope")],
+        )
+        .await;
+    assert_ne!(wrong_token.code(), Some(0));
+    assert!(
+        wrong_token.stderr.contains("refused the token"),
+        "{}",
+        wrong_token.stderr
+    );
+}
+
+/// The web page in Debian's Chromium, driven by playwright-core
+/// (`tests/browser/run.sh` installs both when missing).
+#[tokio::test]
+async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_one() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let screenshot = f.home.path().join("page.png");
+    let output = tokio::process::Command::new(&script)
+        .env("AGENTBUS_URL", &server.url)
+        .env("AGENTBUS_TOKEN", &server.token)
+        .env("FIRST_PROMPT", "hello")
+        .env("EXPECTED_REPLY", "Hello from the scripted model.")
+        .env("SLOW_PROMPT", "stall please")
+        .env("SCREENSHOT", &screenshot)
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    assert!(stdout.contains("11 passed, 0 failed"), "{stdout}");
+    // The page talked to this server: the session it made is stored here.
+    let sessions: Value = server
+        .get("/v1/sessions")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let titles: Vec<&str> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["title"].as_str())
+        .collect();
+    assert_eq!(titles, ["hello"]);
+}
