@@ -13,11 +13,14 @@
 # package.json) goes to ~/.cache/agentbus/browser-test, and Debian's chromium
 # is installed with apt-get when it is missing and we are root. Playwright's
 # own browser download is never used. A second run installs nothing.
+# `run.sh --install-only` installs both and exits (what .ci/run does first).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+INSTALL_ONLY=0
+if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; fi
 
 for var in AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT; do
-  if [ -z "${!var:-}" ]; then
+  if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then
     echo "browser test: $var is not set (see the top of $0)" >&2
     exit 2
   fi
@@ -54,5 +57,10 @@ if [ ! -f "$STAMP" ] || [ ! -f "$DIR/node_modules/playwright-core/package.json" 
   touch "$STAMP"
 fi
 exec 9>&-
+
+if [ "$INSTALL_ONLY" = 1 ]; then
+  echo "browser test: $CHROMIUM and playwright-core in $DIR are ready" >&2
+  exit 0
+fi
 
 NODE_PATH="$DIR/node_modules" exec node "$HERE/page.test.mjs"

@@ -33,9 +33,19 @@ impl Fixture {
 
     /// Start `agentbus serve` with extra arguments after `serve`.
     pub async fn serve_with(&self, extra: &[&str]) -> Server {
+        self.serve_with_env(extra, &[]).await
+    }
+
+    /// Start `agentbus serve` with extra arguments and environment
+    /// variables (e.g. a quieter `RUST_LOG` for benchmarks).
+    pub async fn serve_with_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
         args.extend_from_slice(extra);
-        let mut child = self.command(&args).spawn().expect("spawn agentbus serve");
+        let mut child = self
+            .command(&args)
+            .envs(env.iter().copied())
+            .spawn()
+            .expect("spawn agentbus serve");
         let stderr_pipe = child.stderr.take().expect("stderr");
         let stderr = Arc::new(Mutex::new(String::new()));
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();
@@ -81,6 +91,11 @@ impl Fixture {
 }
 
 impl Server {
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("server is running")
+    }
+
     /// What the server logged so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
@@ -148,7 +163,7 @@ impl Server {
 
     /// Send SIGTERM.
     pub fn terminate(&self) {
-        let pid = self.child.id().expect("server is running") as i32;
+        let pid = self.pid() as i32;
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGTERM,

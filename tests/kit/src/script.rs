@@ -36,6 +36,12 @@
 //! * `drop_after_chunks = N` — send the first N frames, then abort the
 //!   connection. Frames count every `data:` frame, including OpenAI's
 //!   `[DONE]` and Anthropic's `ping`.
+//! * `chunk_interval_ms = N` — pause N ms before every frame after the
+//!   first, as a model generating tokens does.
+//! * `stamped_chunks = N` — instead of `text`: N text pieces, each the
+//!   wall-clock time it was sent (microseconds since the Unix epoch, 16
+//!   digits) and a space. Benchmarks read the stamps to measure how long a
+//!   chunk takes to reach a client.
 //!
 //! Other kinds of response (exclusive with the keys above except `match`):
 //!
@@ -55,6 +61,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use axum::http::{HeaderName, HeaderValue, StatusCode};
@@ -102,7 +109,13 @@ pub(crate) struct StreamSpec {
     pub usage: Usage,
     pub finish_reason: Option<String>,
     pub ending: Ending,
+    /// Pause before each frame after the first.
+    pub chunk_interval: Option<Duration>,
 }
+
+/// Stands for the send time in a `stamped_chunks` piece until the frame is
+/// sent; exactly as long as the 16-digit time that replaces it.
+pub(crate) const SENT_AT_MARKER: &str = "{sent_at_micros}";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ToolCall {
@@ -156,6 +169,8 @@ struct RawResponse {
     body: Option<String>,
     stall_after_chunks: Option<usize>,
     drop_after_chunks: Option<usize>,
+    chunk_interval_ms: Option<u64>,
+    stamped_chunks: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -221,7 +236,9 @@ fn check(index: usize, mut raw: RawResponse) -> anyhow::Result<ScriptedResponse>
         || raw.usage.is_some()
         || raw.finish_reason.is_some()
         || raw.stall_after_chunks.is_some()
-        || raw.drop_after_chunks.is_some();
+        || raw.drop_after_chunks.is_some()
+        || raw.chunk_interval_ms.is_some()
+        || raw.stamped_chunks.is_some();
     let http = raw.status.is_some() || raw.headers.is_some() || raw.body.is_some();
     let fixture = raw.fixture.is_some();
     if [streamed, http, fixture]
@@ -279,6 +296,16 @@ fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
     if raw.chunk_size == Some(0) {
         bail!("`chunk_size` must be at least 1");
     }
+    let (text, chunk_size) = match raw.stamped_chunks {
+        Some(_) if raw.text.is_some() || raw.chunk_size.is_some() => {
+            bail!("`stamped_chunks` makes the text itself: drop `text` and `chunk_size`")
+        }
+        Some(n) => {
+            let piece = format!("{SENT_AT_MARKER} ");
+            (piece.repeat(n), Some(piece.len()))
+        }
+        None => (raw.text.unwrap_or_default(), raw.chunk_size),
+    };
     let ending = match (raw.stall_after_chunks, raw.drop_after_chunks) {
         (Some(_), Some(_)) => bail!("`stall_after_chunks` and `drop_after_chunks` are exclusive"),
         (Some(n), None) => Ending::StallAfter(n),
@@ -308,12 +335,13 @@ fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
         output_tokens: usage.output_tokens.unwrap_or(DEFAULT_USAGE.output_tokens),
     });
     Ok(StreamSpec {
-        text: raw.text.unwrap_or_default(),
+        text,
         tool_calls,
-        chunk_size: raw.chunk_size,
+        chunk_size,
         usage,
         finish_reason: raw.finish_reason,
         ending,
+        chunk_interval: raw.chunk_interval_ms.map(Duration::from_millis),
     })
 }
 
@@ -406,6 +434,10 @@ mod tests {
                 "exclusive",
             ),
             ("[[response]]\nbody = 'x'", "need a `status`"),
+            (
+                "[[response]]\nstamped_chunks = 2\ntext = 'a'",
+                "drop `text`",
+            ),
             ("[[response]]\nstatus = 1000", "bad status"),
             (
                 "[[response]]\nfixture = 'no/such/file.sse'",
@@ -416,6 +448,17 @@ mod tests {
             let message = format!("{error:#}");
             assert!(message.contains(why), "{bad:?} gave {message:?}");
         }
+    }
+
+    #[test]
+    fn stamped_chunks_are_pieces_of_one_marker_each() {
+        let script =
+            Script::from_toml_str("[[response]]\nstamped_chunks = 3\nchunk_interval_ms = 5")
+                .expect("valid script");
+        let spec = stream(&script, 0);
+        let pieces = crate::turn::pieces(&spec.text, spec.chunk_size);
+        assert_eq!(pieces, vec!["{sent_at_micros} "; 3]);
+        assert_eq!(spec.chunk_interval, Some(Duration::from_millis(5)));
     }
 
     #[test]

@@ -329,6 +329,7 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
             event_stream(stream::body(
                 frames,
                 spec.ending,
+                spec.chunk_interval,
                 shared.recorder.clone(),
                 shared.shutdown.clone(),
             ))

@@ -160,6 +160,7 @@ mod tests {
             },
             finish_reason: None,
             ending: Ending::Complete,
+            chunk_interval: None,
         }
     }
 

@@ -1,0 +1,269 @@
+//! The daemon under load, measured (not a test: it asserts only that the
+//! work was done). Run with `cargo bench --bench serve`; the README reports
+//! the figures.
+//!
+//! Everything is real and on this machine: the release `agentbus serve`
+//! binary, the scripted model server speaking OpenAI's streaming format over
+//! HTTP, and SSE clients over loopback — so clients, model and daemon share
+//! the cores. The model writes into each text chunk the wall-clock time it
+//! sent it (`stamped_chunks`), so each client sees how long the chunk took
+//! to reach it through the daemon: HTTP in, provider parser, AgentLoop, bus,
+//! the client's UiSink, SSE out.
+//!
+//! 1. Sessions held open at once: `AGENTBUS_BENCH_SESSIONS` (default 1,000)
+//!    sessions created over the API, each with an SSE client attached; the
+//!    daemon's resident memory before and after.
+//! 2. Throughput: every held session gets a query at the same moment and the
+//!    model streams each reply's chunks as fast as it can; events delivered
+//!    to all SSE clients per second.
+//! 3. Delay from the model sending a chunk to the same text delta reaching
+//!    an SSE client, p50/p99: one session alone, then 100 sessions at once
+//!    with paced replies (a chunk every 20 ms, as a model generates), then
+//!    under the burst of (2).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use agentbus_testkit::Script;
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::Fixture;
+use support::server::{EventStream, Server};
+use tokio::sync::mpsc;
+
+/// Text chunks per reply.
+const CHUNKS: usize = 50;
+/// Sessions that stream paced replies at once in the delay measurement.
+const PACED_SESSIONS: usize = 100;
+/// The pause between a paced reply's chunks.
+const PACE_MS: u64 = 20;
+
+/// What one SSE client saw of one turn.
+struct TurnSeen {
+    /// Events of the turn (its `turn_id`), the `result` included.
+    events: u64,
+    /// Microseconds from the model stamping each chunk to this client
+    /// parsing the delta that carries it.
+    delays_us: Vec<u64>,
+}
+
+fn main() {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("serve bench: no tokio runtime: {error}");
+            std::process::exit(1);
+        }
+    };
+    runtime.block_on(bench());
+}
+
+async fn bench() {
+    let sessions: usize = std::env::var("AGENTBUS_BENCH_SESSIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
+    let fixture = Fixture::with_script(script(sessions)).await;
+    let server = Arc::new(fixture.serve_with_env(&[], &[("RUST_LOG", "warn")]).await);
+    println!("agentbus serve bench: {sessions} sessions, {CHUNKS} text chunks per reply");
+
+    // 1. Sessions held open, each with a client.
+    let rss_before = rss_kib(server.pid());
+    let started = Instant::now();
+    let (seen_tx, mut seen_rx) = mpsc::unbounded_channel();
+    let mut ids = Vec::with_capacity(sessions);
+    for _ in 0..sessions {
+        let id = server.create_session().await;
+        let stream = server.sse(&id, None).await;
+        tokio::spawn(follow(stream, seen_tx.clone()));
+        ids.push(id);
+    }
+    drop(seen_tx);
+    // Each stream answered 200 only after its client was attached.
+    let health: Value = server
+        .get("/v1/health")
+        .send()
+        .await
+        .expect("health")
+        .json()
+        .await
+        .expect("health JSON");
+    let rss_after = rss_kib(server.pid());
+    println!(
+        "held open: {} sessions with an SSE client each, created and attached in {:.1} s; \
+         daemon RSS {} KiB -> {} KiB, {:.1} KiB per session; health says {} loaded",
+        sessions,
+        started.elapsed().as_secs_f64(),
+        rss_before,
+        rss_after,
+        (rss_after.saturating_sub(rss_before)) as f64 / sessions as f64,
+        health["sessions_loaded"],
+    );
+
+    // 3a. One session alone.
+    let alone = run_turns(&server, &ids[..1], "paced", &mut seen_rx).await;
+    report_delay("one session, paced reply", &alone.0);
+
+    // 3b. Many sessions with paced replies.
+    let paced = run_turns(
+        &server,
+        &ids[..PACED_SESSIONS.min(sessions)],
+        "paced",
+        &mut seen_rx,
+    )
+    .await;
+    report_delay(
+        &format!(
+            "{} sessions at once, paced replies",
+            PACED_SESSIONS.min(sessions)
+        ),
+        &paced.0,
+    );
+
+    // 2 + 3c. Every session at once, as fast as the model can stream.
+    let started = Instant::now();
+    let (delays, events) = run_turns(&server, &ids, "burst", &mut seen_rx).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        "throughput: {} turns, {} events delivered to SSE clients in {:.2} s = {:.0} events/s",
+        ids.len(),
+        events,
+        elapsed,
+        events as f64 / elapsed
+    );
+    report_delay(&format!("{} sessions at once, burst", ids.len()), &delays);
+    println!("daemon RSS after the runs: {} KiB", rss_kib(server.pid()));
+
+    server.terminate();
+    let server = Arc::into_inner(server).expect("the clients hold no server");
+    let (status, log) = server.wait().await;
+    if !status.success() {
+        eprintln!("agentbus serve exited with {status}:\n{log}");
+        std::process::exit(1);
+    }
+    let problems = fixture.server.violations();
+    if !problems.is_empty() {
+        eprintln!("the model saw invalid requests: {problems:#?}");
+        std::process::exit(1);
+    }
+}
+
+/// One response per turn the bench runs: the paced ones route by the word
+/// "paced" in the query, the others answer the bursts.
+fn script(sessions: usize) -> Script {
+    let mut toml = String::new();
+    for _ in 0..(1 + PACED_SESSIONS.min(sessions)) {
+        let _ = write!(
+            toml,
+            "[[response]]\nmatch = \"paced\"\nstamped_chunks = {CHUNKS}\nchunk_interval_ms = {PACE_MS}\n"
+        );
+    }
+    for _ in 0..sessions {
+        let _ = write!(toml, "[[response]]\nstamped_chunks = {CHUNKS}\n");
+    }
+    match Script::from_toml_str(&toml) {
+        Ok(script) => script,
+        Err(error) => panic!("bench script: {error:#}"),
+    }
+}
+
+/// Sends `word` as a query to every session at once and waits for every
+/// result; the delays of all chunks and the number of events delivered.
+async fn run_turns(
+    server: &Arc<Server>,
+    ids: &[String],
+    word: &str,
+    seen: &mut mpsc::UnboundedReceiver<TurnSeen>,
+) -> (Vec<u64>, u64) {
+    let sends = ids.iter().map(|id| {
+        let server = server.clone();
+        let id = id.clone();
+        let text = format!("{word} please");
+        tokio::spawn(async move { server.input(&id, &text).await })
+    });
+    for send in futures::future::join_all(sends).await {
+        send.expect("input sent");
+    }
+    let mut delays = Vec::new();
+    let mut events = 0;
+    for _ in ids {
+        let turn = seen.recv().await.expect("every client reports its turn");
+        assert_eq!(turn.delays_us.len(), CHUNKS, "every chunk arrived once");
+        delays.extend(turn.delays_us);
+        events += turn.events;
+    }
+    (delays, events)
+}
+
+/// Reads one session's events for ever; reports each turn at its result.
+async fn follow(mut stream: EventStream, seen: mpsc::UnboundedSender<TurnSeen>) {
+    let mut turn = TurnSeen {
+        events: 0,
+        delays_us: Vec::new(),
+    };
+    while let Some(event) = stream.next().await {
+        let now = unix_micros();
+        if event["turn_id"].is_null() {
+            continue;
+        }
+        turn.events += 1;
+        if event["type"] == "stream_event" && event["event"]["type"] == "text_delta" {
+            let text = event["event"]["text"].as_str().unwrap_or_default();
+            for stamp in text.split_whitespace() {
+                let sent: u64 = stamp.parse().expect("a stamped chunk");
+                turn.delays_us.push(now.saturating_sub(sent));
+            }
+        }
+        if event["type"] == "result" {
+            let done = std::mem::replace(
+                &mut turn,
+                TurnSeen {
+                    events: 0,
+                    delays_us: Vec::new(),
+                },
+            );
+            if seen.send(done).is_err() {
+                return;
+            }
+        }
+        // Keep memory flat over long runs: the stream keeps every event.
+        stream.events.clear();
+    }
+}
+
+fn report_delay(what: &str, delays: &[u64]) {
+    let mut sorted = delays.to_vec();
+    sorted.sort_unstable();
+    let at = |q: f64| {
+        let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+        Duration::from_micros(sorted.get(index).copied().unwrap_or(0))
+    };
+    println!(
+        "delay model chunk -> SSE client, {what}: {} chunks, p50 {:?}, p99 {:?}, max {:?}",
+        sorted.len(),
+        at(0.50),
+        at(0.99),
+        at(1.0)
+    );
+}
+
+fn unix_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_micros() as u64)
+}
+
+/// Resident memory of a process, from `/proc`.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmRSS:"))
+                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
