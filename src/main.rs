@@ -45,12 +45,12 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Chat(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
-            let settings = load_settings(&cli.global, &args.session)?;
+            let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
             frontend::chat::run(settings, args.resume, args.json, attach).await
         }
         Command::Run(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
-            let settings = load_settings(&cli.global, &args.session)?;
+            let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
             let prompt = frontend::run::read_prompt(&args.prompt).await?;
             frontend::run::run(settings, args.resume, prompt, args.json, attach).await
         }
@@ -87,6 +87,16 @@ fn attach_options(
         model: session.model.clone(),
         workspace: global.workspace.clone(),
     }))
+}
+
+/// The session flags the local configuration checks: attached, `--model`
+/// names a profile of the server's configuration, not of this one.
+fn local_part(session: &SessionArgs, attach: &Option<frontend::backend::Attach>) -> SessionArgs {
+    let mut local = session.clone();
+    if attach.is_some() {
+        local.model = None;
+    }
+    local
 }
 
 fn load_settings(

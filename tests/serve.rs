@@ -415,6 +415,22 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
         let body: Value = response.json().await.unwrap();
         assert!(!body["error"].as_str().unwrap().is_empty());
     }
+    // Outside /v1 an unknown path is a 404 with or without the token;
+    // under /v1 it needs the token first.
+    let outside = server
+        .http
+        .get(format!("{}/no-such-page", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(outside.status(), 404);
+    let inside = server
+        .http
+        .get(format!("{}/v1/no-such-route", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(inside.status(), 401);
 
     // Still serving.
     let health: Value = server
@@ -532,6 +548,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "GET /v1/health",
         "GET /v1/models",
         "GET /v1/tools",
+        "GET /v1/openapi.json",
     ];
     expected.sort();
     assert_eq!(routes, expected);
@@ -560,6 +577,21 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
             "{route}: {}",
             response.status()
         );
+    }
+
+    // Every route documents the 401 it answers without the token.
+    for route in &routes {
+        let (method, path) = route.split_once(' ').unwrap();
+        let documented = &document["paths"][path][method.to_lowercase()]["responses"];
+        assert!(documented.get("401").is_some(), "{route} lists no 401");
+        let path = path.replace("{id}", &id);
+        let response = server
+            .http
+            .request(method.parse().unwrap(), format!("{}{path}", server.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 401, "{route} without the token");
     }
 
     // Every $ref points at a schema the document defines.
@@ -611,6 +643,9 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
         .await
         .unwrap();
     assert_eq!(forked["parent"], json!([id, 2]));
+    lifecycle
+        .until(|e| e["kind"] == "created" && e["session_id"] == fork_id.as_str())
+        .await;
 
     let export: Value = server
         .get(&format!("/v1/sessions/{id}/export"))
@@ -671,6 +706,43 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
     lifecycle
         .until(|e| e["kind"] == "deleted" && e["session_id"] == fork_id.as_str())
         .await;
+}
+
+/// A browser's EventSource resends the last lifecycle id it saw after the
+/// daemon restarts; the new run's events must still reach it. Sessions made
+/// by slash commands are announced like those made over the API.
+#[tokio::test]
+async fn lifecycle_ids_go_on_rising_across_restarts_and_slash_commands_announce_sessions() {
+    let f = fixture().await;
+    let first = f.serve().await;
+    let mut lifecycle = support::server::EventStream::open(first.get("/v1/events")).await;
+    let id = first.create_session().await;
+    first.input(&id, "hello").await;
+    // created, busy, idle: with ids restarting at 1 the next run's first
+    // three events would be skipped.
+    let idle = lifecycle.until(|e| e["kind"] == "idle").await;
+    let last_id = idle["seq"].as_u64().expect("a seq");
+    first.terminate();
+    let (status, log) = first.wait().await;
+    assert!(status.success(), "{log}");
+
+    let second = f.serve().await;
+    let mut resumed = support::server::EventStream::open(
+        second
+            .get("/v1/events")
+            .header("Last-Event-ID", last_id.to_string()),
+    )
+    .await;
+    let mut sse = second.sse(&id, None).await;
+    let input = second.input(&id, "/new").await;
+    let reply = sse
+        .until(|e| e["type"] == "system" && e["turn_id"] == input)
+        .await;
+    assert_eq!(reply["subtype"], "new_conversation", "{reply}");
+    let announced = resumed
+        .until(|e| e["kind"] == "created" && e["session_id"] != id.as_str())
+        .await;
+    assert!(announced["seq"].as_u64().expect("a seq") > last_id);
 }
 
 /// What a `chat --attach` (piped, `--json`) and a plain SSE client both saw.
@@ -772,6 +844,52 @@ async fn run_attached_answers_and_continues_a_server_session() {
         wrong_token.stderr.contains("refused the token"),
         "{}",
         wrong_token.stderr
+    );
+}
+
+/// Attached, `--model` names one of the server's profiles: this machine's
+/// configuration need not know it, and an unknown one is the server's error.
+#[tokio::test]
+async fn run_attached_takes_the_servers_model_profiles() {
+    let f = fixture().await;
+    let local_config = std::fs::read_to_string(&f.config).unwrap();
+    f.add_config(
+        "[models.server-only]\nprovider = \"openai\"\nmodel = \"scripted-server-only\"\n\
+         base_url = \"http://127.0.0.1:9/v1\"\n",
+    );
+    let server = f.serve().await;
+    std::fs::write(&f.config, local_config).unwrap();
+
+    let unknown = f
+        .run(&["run", "--attach", &server.url, "--model", "nosuch", "x"])
+        .await;
+    assert_ne!(unknown.code(), Some(0));
+    assert!(
+        unknown.stderr.contains("nosuch") && unknown.stderr.contains("server-only"),
+        "names the profile and the server's profiles: {}",
+        unknown.stderr
+    );
+
+    let attached = f
+        .run(&[
+            "run",
+            "--attach",
+            &server.url,
+            "--model",
+            "server-only",
+            "--json",
+            "/model",
+        ])
+        .await;
+    assert_eq!(attached.code(), Some(0), "{}", attached.stderr);
+    let reply = attached
+        .events()
+        .into_iter()
+        .find(|e| e["subtype"] == "model")
+        .expect("a /model reply");
+    assert!(
+        reply["message"].as_str().unwrap().contains("server-only"),
+        "{reply}"
     );
 }
 

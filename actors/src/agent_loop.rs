@@ -20,8 +20,8 @@
 use crate::bus::{LifecycleTopic, SessionTopic};
 use crate::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
 use crate::protocol::{
-    AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleEvent, LifecycleKind,
-    SessionId, UserInput,
+    AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleKind, SessionId,
+    UserInput,
 };
 use crate::provider::ModelClient;
 use crate::session::{Effect, Input, SessionState, step};
@@ -158,12 +158,7 @@ impl AgentLoop {
             } else {
                 LifecycleKind::Busy
             };
-            let session_id = self.session_id.clone();
-            self.lifecycle.publish_next(|seq| LifecycleEvent {
-                seq,
-                session_id,
-                kind,
-            });
+            self.lifecycle.announce(&self.session_id, kind);
         }
     }
 
@@ -262,6 +257,7 @@ impl AgentLoop {
                     .unwrap_or_default();
                 let context = CommandContext {
                     store: &self.store,
+                    lifecycle: &self.lifecycle,
                     session_id: &self.session_id,
                     workspace: &self.workspace,
                     model: &model,

@@ -11,7 +11,7 @@
 //! with [`Topic::subscribe`] (from the ring, or — when the ring no longer
 //! reaches back — from the store). Never hold the lock across an await.
 
-use crate::protocol::{EventEnvelope, LifecycleEvent};
+use crate::protocol::{EventEnvelope, LifecycleEvent, LifecycleKind};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
@@ -38,6 +38,30 @@ pub type SessionTopic = Topic<EventEnvelope>;
 
 /// The runtime's topic of session lifecycle events.
 pub type LifecycleTopic = Topic<LifecycleEvent>;
+
+impl Topic<LifecycleEvent> {
+    /// A lifecycle topic whose seqs go on rising across restarts: the first
+    /// is the start time in microseconds since the Unix epoch. A browser's
+    /// `EventSource` resends the last id it saw after the daemon restarts;
+    /// with seqs restarting at 1 it would be told to skip the new run's
+    /// first events.
+    pub fn starting_now() -> Self {
+        let micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| since.as_micros() as u64);
+        Self::new(micros)
+    }
+
+    /// Publish that `session_id` went through `kind`.
+    pub fn announce(&self, session_id: &crate::protocol::SessionId, kind: LifecycleKind) {
+        let session_id = session_id.clone();
+        self.publish_next(|seq| LifecycleEvent {
+            seq,
+            session_id,
+            kind,
+        });
+    }
+}
 
 /// Default number of recent events kept for replay (older persisted events
 /// come from the store).

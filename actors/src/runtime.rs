@@ -112,7 +112,7 @@ impl Runtime {
         for server in &mcp_servers {
             server.wait_for_startup().await;
         }
-        let lifecycle = Arc::new(LifecycleTopic::new(0));
+        let lifecycle = Arc::new(LifecycleTopic::starting_now());
         let manager = SessionManager::spawn(SessionManagerArgs {
             settings: settings.clone(),
             lifecycle: lifecycle.clone(),

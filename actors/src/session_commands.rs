@@ -4,9 +4,10 @@
 //! sees. Failures become a notice naming what went wrong; nothing here
 //! touches the session's state (the core does, with the reply).
 
+use crate::bus::LifecycleTopic;
 use crate::commands::sessions::SessionSummary;
 use crate::commands::{self, fork, load, new, resume, save, sessions};
-use crate::protocol::{SessionId, SystemEvent};
+use crate::protocol::{LifecycleKind, SessionId, SystemEvent};
 use crate::session::SessionCommand;
 use crate::store::{
     CreateSession, ExportSession, ForkSession, GetSession, ImportSession, ListSessions, NewSession,
@@ -18,6 +19,8 @@ use std::path::Path;
 /// What a command may use.
 pub struct CommandContext<'a> {
     pub store: &'a ActorRef<Store>,
+    /// Where new sessions (`/new`, `/fork`, `/load`) are announced.
+    pub lifecycle: &'a LifecycleTopic,
     pub session_id: &'a SessionId,
     pub workspace: &'a Path,
     /// The session's current model profile (a new session starts with it).
@@ -70,6 +73,7 @@ async fn run(command: SessionCommand, ctx: &CommandContext<'_>) -> Result<System
                 })
                 .await
                 .map_err(|e| text(&e))?;
+            ctx.lifecycle.announce(&id, LifecycleKind::Created);
             Ok(new::created(&id))
         }
         SessionCommand::List => {
@@ -103,6 +107,7 @@ async fn run(command: SessionCommand, ctx: &CommandContext<'_>) -> Result<System
                 })
                 .await
                 .map_err(|e| text(&e))?;
+            ctx.lifecycle.announce(&new_id, LifecycleKind::Created);
             let at = record.parent.map(|(_, seq)| seq).unwrap_or(record.last_seq);
             Ok(fork::forked(&new_id, ctx.session_id, at))
         }
@@ -136,6 +141,7 @@ async fn run(command: SessionCommand, ctx: &CommandContext<'_>) -> Result<System
                 })
                 .await
                 .map_err(|e| text(&e))?;
+            ctx.lifecycle.announce(&new_id, LifecycleKind::Created);
             Ok(load::loaded(&new_id, &path, events))
         }
     }

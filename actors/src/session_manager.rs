@@ -14,7 +14,7 @@
 
 use crate::agent_loop::{AgentLoop, AgentLoopArgs, IdleFor, ShutDown};
 use crate::bus::{LifecycleTopic, SessionTopic};
-use crate::protocol::{LifecycleEvent, LifecycleKind, SessionId};
+use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
 use crate::session::{Effect, SessionConfig, SessionState, restore};
 use crate::session_handle::{SessionError, SessionHandle};
@@ -193,12 +193,7 @@ impl SessionManager {
     }
 
     fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
-        let session_id = session_id.clone();
-        self.lifecycle.publish_next(|seq| LifecycleEvent {
-            seq,
-            session_id,
-            kind,
-        });
+        self.lifecycle.announce(session_id, kind);
     }
 
     async fn release(&self, handle: &SessionHandle) {

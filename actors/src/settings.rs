@@ -289,10 +289,9 @@ fn default_stream_idle_timeout_secs() -> u64 {
 /// Where a profile's key could not be found.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ApiKeyError {
-    #[error(
-        "environment variable {var} is not set (needed by `api_key` of model profile `{profile}`)"
-    )]
-    MissingVariable { profile: String, var: String },
+    /// `needed_by` names the setting, e.g. "`api_key` of model profile `x`".
+    #[error("environment variable {var} is not set (needed by {needed_by})")]
+    MissingVariable { needed_by: String, var: String },
 }
 
 impl ModelProfile {
@@ -353,7 +352,8 @@ impl ModelProfile {
     /// the profile needs no key or its `api_key_env` is unset (local servers).
     pub fn api_key(&self, profile: &str) -> Result<Option<String>, ApiKeyError> {
         if let Some(Secret(raw)) = &self.api_key {
-            return expand_secret(raw, profile).map(Some);
+            return expand_secret(raw, &format!("`api_key` of model profile `{profile}`"))
+                .map(Some);
         }
         Ok(self
             .api_key_env
@@ -384,11 +384,11 @@ impl ModelProfile {
     }
 }
 
-fn expand_secret(raw: &str, profile: &str) -> Result<String, ApiKeyError> {
+fn expand_secret(raw: &str, needed_by: &str) -> Result<String, ApiKeyError> {
     let trimmed = raw.trim();
     match trimmed.strip_prefix("${").and_then(|s| s.strip_suffix('}')) {
         Some(var) => std::env::var(var).map_err(|_| ApiKeyError::MissingVariable {
-            profile: profile.to_string(),
+            needed_by: needed_by.to_string(),
             var: var.to_string(),
         }),
         None => Ok(raw.to_string()),
@@ -401,9 +401,10 @@ fn expand_secret(raw: &str, profile: &str) -> Result<String, ApiKeyError> {
 pub struct Secret(pub String);
 
 impl Secret {
-    /// The value, with a `${VAR}` form read from the environment.
-    pub fn expose(&self, owner: &str) -> Result<String, ApiKeyError> {
-        expand_secret(&self.0, owner)
+    /// The value, with a `${VAR}` form read from the environment;
+    /// `needed_by` names the setting in the error, e.g. "`[server] token`".
+    pub fn expose(&self, needed_by: &str) -> Result<String, ApiKeyError> {
+        expand_secret(&self.0, needed_by)
     }
 }
 

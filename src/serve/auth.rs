@@ -63,12 +63,17 @@ pub fn token(
     Ok((token, TokenSource::File(path)))
 }
 
-/// Refuse requests without the token (401).
+/// Refuse requests under `/v1` without the token (401). Other paths reach
+/// this layer only when nothing serves them: they get their 404 as they are.
 pub async fn require_token(
     State(token): State<Arc<String>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    let path = request.uri().path();
+    if path != "/v1" && !path.starts_with("/v1/") {
+        return Ok(next.run(request).await);
+    }
     let bearer = request
         .headers()
         .get(axum::http::header::AUTHORIZATION)

@@ -12,6 +12,7 @@ pub mod api;
 mod auth;
 mod error;
 mod meta;
+mod openapi;
 mod sessions;
 mod stream;
 mod web;
@@ -22,13 +23,13 @@ use anyhow::Context as _;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
+use openapi::BearerToken;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -59,28 +60,9 @@ pub struct AppState {
 )]
 struct ApiDoc;
 
-struct BearerToken;
-
-impl utoipa::Modify for BearerToken {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "token",
-            SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .description(Some(
-                        "The token from `DATA_DIR/token` or `[server] token`; `?token=` works too",
-                    ))
-                    .build(),
-            ),
-        );
-    }
-}
-
 /// The API's routes and their OpenAPI description.
 pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
-    OpenApiRouter::with_openapi(ApiDoc::openapi())
+    let parts = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(sessions::list, sessions::create))
         .routes(routes!(sessions::get, sessions::delete))
         .routes(routes!(sessions::fork))
@@ -94,7 +76,10 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(meta::health))
         .routes(routes!(meta::models))
         .routes(routes!(meta::tools))
-        .split_for_parts()
+        .split_for_parts();
+    let (router, mut document) = parts;
+    openapi::complete(&mut document);
+    (router, document)
 }
 
 /// The whole application: the page, and the API behind the token.
@@ -144,7 +129,7 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
         .next()
         .with_context(|| format!("--listen {listen}: the name has no address"))?;
     let configured = match &settings.server.token {
-        Some(secret) => Some(secret.expose("[server] token")?),
+        Some(secret) => Some(secret.expose("`[server] token`")?),
         None => None,
     };
     let (token, source) = auth::token(configured, &settings.data_dir, &addr)?;

@@ -6,7 +6,7 @@
 use super::AppState;
 use super::api::{Accepted, CreateSession, Created, Fork, Input, Messages, Session, Sessions};
 use super::error::{ApiError, ApiJson, ErrorBody};
-use agentbus_actors::protocol::{SessionId, UserInput};
+use agentbus_actors::protocol::{LifecycleKind, SessionId, UserInput};
 use agentbus_actors::store::{ExportSession, ForkSession, LoadEvents, StoreError};
 use agentbus_actors::{SessionHandle, SessionOptions};
 use axum::Json;
@@ -133,6 +133,10 @@ pub async fn fork(
         owner: None,
     };
     let record = state.runtime.store().ask(fork).await.map_err(store_error)?;
+    state
+        .runtime
+        .lifecycle()
+        .announce(&record.id, LifecycleKind::Created);
     Ok((StatusCode::CREATED, Json(Created { id: record.id.0 })))
 }
 

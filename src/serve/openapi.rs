@@ -1,0 +1,93 @@
+//! What the OpenAPI document says beyond the handlers' own annotations: the
+//! bearer-token scheme, the error answers every route shares (401 without
+//! the token; 413 and 415 for routes that take a body) and the document's
+//! own route. Kept apart so each handler's annotation lists only what is
+//! particular to it.
+
+use utoipa::openapi::path::{HttpMethod, Operation, OperationBuilder, PathItem};
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Content, OpenApi, Ref};
+
+/// The `token` security scheme the document requires everywhere.
+pub struct BearerToken;
+
+impl utoipa::Modify for BearerToken {
+    fn modify(&self, openapi: &mut OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The token from `DATA_DIR/token` or `[server] token`; `?token=` works too",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// Adds the shared error answers to every operation and describes
+/// `GET /v1/openapi.json`. Run on the finished document (after the routes
+/// are in).
+pub fn complete(openapi: &mut OpenApi) {
+    for item in openapi.paths.paths.values_mut() {
+        for operation in operations(item) {
+            add_error(operation, "401", "No token, or the wrong one");
+            if operation.request_body.is_some() {
+                add_error(operation, "413", "The body is over the 1 MiB limit");
+                add_error(
+                    operation,
+                    "415",
+                    "The body is not sent as `application/json`",
+                );
+            }
+        }
+    }
+    let document = OperationBuilder::new()
+        .tag("server")
+        .summary(Some("This document: the API described in OpenAPI 3.1"))
+        .operation_id(Some("openapi"))
+        .response(
+            "200",
+            ResponseBuilder::new()
+                .description("The OpenAPI document")
+                .content("application/json", Content::new(None::<Ref>)),
+        )
+        .build();
+    let mut item = PathItem::new(HttpMethod::Get, document);
+    if let Some(operation) = item.get.as_mut() {
+        add_error(operation, "401", "No token, or the wrong one");
+    }
+    openapi.paths.paths.insert("/v1/openapi.json".into(), item);
+}
+
+fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        item.get.as_mut(),
+        item.put.as_mut(),
+        item.post.as_mut(),
+        item.delete.as_mut(),
+        item.patch.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn add_error(operation: &mut Operation, status: &str, description: &str) {
+    operation
+        .responses
+        .responses
+        .entry(status.to_string())
+        .or_insert_with(|| {
+            ResponseBuilder::new()
+                .description(description)
+                .content(
+                    "application/json",
+                    Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+                )
+                .into()
+        });
+}
