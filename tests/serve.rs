@@ -87,13 +87,8 @@ async fn a_query_streams_over_sse_to_its_result_and_the_conversation_reads_back(
     );
 
     let messages: Value = server
-        .get(&format!("/v1/sessions/{id}/messages"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/v1/sessions/{id}/messages"))
+        .await;
     let roles: Vec<&str> = messages["history"]
         .as_array()
         .unwrap()
@@ -108,13 +103,8 @@ async fn a_query_streams_over_sse_to_its_result_and_the_conversation_reads_back(
     );
 
     let session: Value = server
-        .get(&format!("/v1/sessions/{}", &id[..13]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/v1/sessions/{}", &id[..13]))
+        .await;
     assert_eq!(
         session["id"],
         id.as_str(),
@@ -433,14 +423,7 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     assert_eq!(inside.status(), 401);
 
     // Still serving.
-    let health: Value = server
-        .get("/v1/health")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = server.get_json("/v1/health").await;
     assert_eq!(health["status"], "ok");
 }
 
@@ -504,14 +487,7 @@ async fn sigterm_ends_every_running_turn_with_a_stored_result_and_stops_mcp_serv
 async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
     let f = fixture().await;
     let server = f.serve().await;
-    let document: Value = server
-        .get("/v1/openapi.json")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let document: Value = server.get_json("/v1/openapi.json").await;
     assert_eq!(document["openapi"], "3.1.0");
 
     let schema_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -634,27 +610,13 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
         .as_str()
         .unwrap()
         .to_string();
-    let forked: Value = server
-        .get(&format!("/v1/sessions/{fork_id}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let forked: Value = server.get_json(&format!("/v1/sessions/{fork_id}")).await;
     assert_eq!(forked["parent"], json!([id, 2]));
     lifecycle
         .until(|e| e["kind"] == "created" && e["session_id"] == fork_id.as_str())
         .await;
 
-    let export: Value = server
-        .get(&format!("/v1/sessions/{id}/export"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let export: Value = server.get_json(&format!("/v1/sessions/{id}/export")).await;
     let exported_types: Vec<&str> = export["events"]
         .as_array()
         .unwrap()
@@ -663,14 +625,7 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
         .collect();
     assert_eq!(exported_types, ["system", "user", "assistant", "result"]);
 
-    let list: Value = server
-        .get("/v1/sessions")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = server.get_json("/v1/sessions").await;
     let ids: Vec<&str> = list["sessions"]
         .as_array()
         .unwrap()
@@ -810,14 +765,7 @@ async fn run_attached_answers_and_continues_a_server_session() {
             .all(|e| e["turn_id"].is_null() || e["turn_id"] == result["turn_id"]),
         "only this run's events: {events:#?}"
     );
-    let sessions: Value = server
-        .get("/v1/sessions")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sessions: Value = server.get_json("/v1/sessions").await;
     assert_eq!(
         sessions["sessions"].as_array().unwrap().len(),
         1,
@@ -920,14 +868,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
     );
     assert!(stdout.contains("11 passed, 0 failed"), "{stdout}");
     // The page talked to this server: the session it made is stored here.
-    let sessions: Value = server
-        .get("/v1/sessions")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sessions: Value = server.get_json("/v1/sessions").await;
     let titles: Vec<&str> = sessions["sessions"]
         .as_array()
         .unwrap()

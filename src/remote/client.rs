@@ -6,6 +6,7 @@
 
 use crate::serve::api::{Accepted, CreateSession, Created, Session, Sessions};
 use agentbus_actors::protocol::{InputId, SessionId};
+use agentbus_actors::provider::http::describe;
 use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 use std::path::Path;
@@ -236,16 +237,4 @@ impl RemoteClient {
             .await?;
         Ok(())
     }
-}
-
-/// A reqwest error with its causes, briefly.
-pub(crate) fn describe(e: &reqwest::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }

@@ -8,8 +8,9 @@
 //! channel — when the session is gone (404), the token is refused, the
 //! receiver is dropped, or the server stays unreachable for [`GIVE_UP`].
 
-use super::client::{RemoteClient, describe};
+use super::client::RemoteClient;
 use agentbus_actors::protocol::{EventEnvelope, SessionId};
+use agentbus_actors::provider::http::describe;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use std::sync::Arc;

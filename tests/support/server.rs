@@ -107,6 +107,13 @@ impl Server {
             .bearer_auth(&self.token)
     }
 
+    /// `GET path` answered 200 with JSON; the JSON.
+    pub async fn get_json(&self, path: &str) -> Value {
+        let response = self.get(path).send().await.expect("GET");
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.json().await.expect("a JSON answer")
+    }
+
     pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
         self.http
             .post(format!("{}{path}", self.url))
