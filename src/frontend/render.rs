@@ -42,6 +42,11 @@ impl<W: Write> Renderer<W> {
         }
     }
 
+    /// Where the renderer writes.
+    pub fn writer_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// Show one event.
     pub fn event(&mut self, event: &EventEnvelope) {
         match &event.message {

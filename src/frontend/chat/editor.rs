@@ -7,9 +7,9 @@
 
 use agentbus_actors::commands::COMMANDS;
 use reedline::{
-    ColumnarMenu, Completer, EditCommand, Emacs, FileBackedHistory, KeyCode, KeyModifiers,
-    MenuBuilder, Prompt, PromptEditMode, PromptHistorySearch, Reedline, ReedlineEvent,
-    ReedlineMenu, Span, Suggestion, default_emacs_keybindings,
+    ColumnarMenu, Completer, EditCommand, Emacs, ExternalPrinter, FileBackedHistory, KeyCode,
+    KeyModifiers, MenuBuilder, Prompt, PromptEditMode, PromptHistorySearch, Reedline,
+    ReedlineEvent, ReedlineMenu, Span, Suggestion, default_emacs_keybindings,
 };
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -17,8 +17,9 @@ use std::path::PathBuf;
 /// What the editor returns when Ctrl-C is pressed at the prompt.
 pub const CTRL_C: &str = "\u{3}ctrl-c";
 
-/// The editor, with history in `history` when given.
-pub fn build(history: Option<PathBuf>) -> Reedline {
+/// The editor, with history in `history` when given; lines sent to
+/// `printer` appear above the prompt while it waits.
+pub fn build(history: Option<PathBuf>, printer: ExternalPrinter<String>) -> Reedline {
     let mut keys = default_emacs_keybindings();
     keys.add_binding(
         KeyModifiers::CONTROL,
@@ -48,7 +49,8 @@ pub fn build(history: Option<PathBuf>) -> Reedline {
     let mut editor = Reedline::create()
         .with_edit_mode(Box::new(Emacs::new(keys)))
         .with_completer(Box::new(SlashCommands))
-        .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)));
+        .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
+        .with_external_printer(printer);
     if let Some(path) = history {
         match FileBackedHistory::with_file(1000, path.clone()) {
             Ok(h) => editor = editor.with_history(Box::new(h)),

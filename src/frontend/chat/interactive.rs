@@ -6,9 +6,12 @@
 //! before the editor reads again — two readers of the terminal would steal
 //! each other's input (the editor's cursor-position query among it). A
 //! session that already has a conversation (`--continue`, `/resume`,
-//! `/fork`, `/load`) is shown from its beginning.
+//! `/fork`, `/load`) is shown from its beginning. While the prompt waits,
+//! [`AtPrompt`] shows what arrives meanwhile — another client's turn on the
+//! same session — above the prompt ([`Screen`]).
 
 use super::editor::{self, CTRL_C};
+use super::screen::Screen;
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
 use crate::frontend::render::{RenderOptions, Renderer};
@@ -18,7 +21,6 @@ use anyhow::Context as _;
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use indicatif::{ProgressBar, ProgressStyle};
 use reedline::{EditCommand, Signal};
-use std::io::Stdout;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -31,9 +33,10 @@ pub async fn run(
     session: Attached,
     history: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let mut editor = editor::build(history);
+    let screen = Screen::new();
+    let mut editor = editor::build(history, screen.printer());
     let mut renderer = Renderer::new(
-        std::io::stdout(),
+        screen,
         RenderOptions {
             color: std::env::var_os("NO_COLOR").is_none(),
             raw: false,
@@ -43,11 +46,10 @@ pub async fn run(
     let mut attached = show(session, &mut renderer).await?;
     renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits.");
     loop {
-        while let Ok(event) = attached.events.try_recv() {
-            renderer.event(&event); // e.g. an MCP server that came up meanwhile
-        }
-        let signal = tokio::task::block_in_place(|| editor.read_line(&editor::ChatPrompt))
-            .context("reading input")?;
+        let at_prompt = AtPrompt::start(attached, renderer);
+        let signal = tokio::task::block_in_place(|| editor.read_line(&editor::ChatPrompt));
+        (attached, renderer) = at_prompt.stop().await?;
+        let signal = signal.context("reading input")?;
         let text = match signal {
             Signal::Success(text) if text == CTRL_C => {
                 if editor.current_buffer_contents().is_empty() {
@@ -82,7 +84,7 @@ pub async fn run(
 
 /// Show what an attached session (attached from the beginning) holds: the
 /// conversation so far (user lines included), then this load's own events.
-async fn show(mut attached: Attached, renderer: &mut Renderer<Stdout>) -> anyhow::Result<Attached> {
+async fn show(mut attached: Attached, renderer: &mut Renderer<Screen>) -> anyhow::Result<Attached> {
     let catchup = attached.catchup;
     renderer.options.echo_user = true;
     if !catchup.is_empty() {
@@ -104,7 +106,7 @@ async fn show(mut attached: Attached, renderer: &mut Renderer<Stdout>) -> anyhow
 async fn follow(
     attached: &mut Attached,
     id: InputId,
-    renderer: &mut Renderer<Stdout>,
+    renderer: &mut Renderer<Screen>,
 ) -> anyhow::Result<Option<InputEnd>> {
     let _raw = RawMode::enable()?;
     renderer.options.raw = true;
@@ -132,6 +134,52 @@ async fn follow(
     spinner.hide();
     renderer.options.raw = false;
     Ok(end)
+}
+
+/// Shows the session's events above the prompt while it waits for input:
+/// a task owns the session and the renderer until [`stop`](Self::stop)
+/// hands them back. Events not read by then stay queued for the next turn.
+struct AtPrompt {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<(Attached, Renderer<Screen>)>,
+}
+
+impl AtPrompt {
+    fn start(mut attached: Attached, mut renderer: Renderer<Screen>) -> AtPrompt {
+        let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        renderer.writer_mut().above_prompt();
+        renderer.options.echo_user = true; // another client's query
+        let color = std::mem::replace(&mut renderer.options.color, false);
+        let task = tokio::spawn(async move {
+            // The editor prints a row per poll (every 100 ms at most).
+            let mut pump = tokio::time::interval(Duration::from_millis(50));
+            loop {
+                tokio::select! {
+                    biased;
+                    _ = &mut stopped => break,
+                    event = attached.events.recv() => match event {
+                        Some(event) => renderer.event(&event),
+                        None => break, // the next turn reports it
+                    },
+                    _ = pump.tick() => renderer.writer_mut().pump(),
+                }
+            }
+            renderer.options.color = color;
+            (attached, renderer)
+        });
+        AtPrompt { stop, task }
+    }
+
+    async fn stop(self) -> anyhow::Result<(Attached, Renderer<Screen>)> {
+        let _ = self.stop.send(());
+        let (attached, mut renderer) = self.task.await.context("the prompt's event task")?;
+        renderer.options.echo_user = false;
+        renderer
+            .writer_mut()
+            .on_terminal()
+            .context("writing to the terminal")?;
+        Ok((attached, renderer))
+    }
 }
 
 /// What the turn waits for after `message`, if the spinner should show.

@@ -12,6 +12,7 @@
 mod editor;
 mod interactive;
 mod piped;
+mod screen;
 
 use super::attached::Start;
 use super::backend::{Attach, Backend};
