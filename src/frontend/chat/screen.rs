@@ -19,8 +19,8 @@ use std::collections::VecDeque;
 use std::io::{self, Stdout, Write};
 use unicode_width::UnicodeWidthChar;
 
-pub struct Screen {
-    stdout: Stdout,
+pub struct Screen<T: Write = Stdout> {
+    terminal: T,
     printer: ExternalPrinter<String>,
     above_prompt: bool,
     /// Complete rows not handed to the printer yet.
@@ -31,8 +31,15 @@ pub struct Screen {
 
 impl Screen {
     pub fn new() -> Screen {
+        Screen::on(io::stdout())
+    }
+}
+
+impl<T: Write> Screen<T> {
+    /// A screen whose terminal is `terminal`.
+    pub fn on(terminal: T) -> Screen<T> {
         Screen {
-            stdout: io::stdout(),
+            terminal,
             printer: ExternalPrinter::new(1),
             above_prompt: false,
             rows: VecDeque::new(),
@@ -67,14 +74,14 @@ impl Screen {
     pub fn on_terminal(&mut self) -> io::Result<()> {
         self.above_prompt = false;
         while let Some(row) = self.printer.get_line() {
-            writeln!(self.stdout, "{row}")?;
+            writeln!(self.terminal, "{row}")?;
         }
         for row in self.rows.drain(..) {
-            writeln!(self.stdout, "{row}")?;
+            writeln!(self.terminal, "{row}")?;
         }
-        self.stdout.write_all(&self.partial)?;
+        self.terminal.write_all(&self.partial)?;
         self.partial.clear();
-        self.stdout.flush()
+        self.terminal.flush()
     }
 
     fn take_whole_lines(&mut self) {
@@ -88,10 +95,10 @@ impl Screen {
     }
 }
 
-impl Write for Screen {
+impl<T: Write> Write for Screen<T> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         if !self.above_prompt {
-            return self.stdout.write(buf);
+            return self.terminal.write(buf);
         }
         self.partial.extend_from_slice(buf);
         self.take_whole_lines();
@@ -104,7 +111,7 @@ impl Write for Screen {
             self.pump();
             Ok(())
         } else {
-            self.stdout.flush()
+            self.terminal.flush()
         }
     }
 }
@@ -132,7 +139,7 @@ fn wrap(line: &str, width: usize) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn printed(printer: &ExternalPrinter<String>, screen: &mut Screen) -> Vec<String> {
+    fn printed(printer: &ExternalPrinter<String>, screen: &mut Screen<Vec<u8>>) -> Vec<String> {
         let mut rows = Vec::new();
         loop {
             screen.pump();
@@ -145,7 +152,7 @@ mod tests {
 
     #[test]
     fn rows_reach_the_printer_one_at_a_time_and_in_order() {
-        let mut screen = Screen::new();
+        let mut screen = Screen::on(Vec::new());
         let printer = screen.printer();
         screen.above_prompt();
         screen.write_all("> hello\nThe rep".as_bytes()).unwrap();
@@ -162,15 +169,17 @@ mod tests {
 
     #[test]
     fn back_on_the_terminal_nothing_waits() {
-        let mut screen = Screen::new();
+        let mut screen = Screen::on(Vec::new());
         let printer = screen.printer();
         screen.above_prompt();
         screen.write_all(b"one\ntwo\nthr").unwrap();
+        assert_eq!(printer.receiver().len(), 1);
         screen.on_terminal().unwrap();
         assert!(printer.get_line().is_none());
         assert!(screen.rows.is_empty() && screen.partial.is_empty());
-        screen.write_all(b"direct").unwrap();
+        screen.write_all(b"ee, direct").unwrap();
         assert!(printer.get_line().is_none());
+        assert_eq!(screen.terminal, b"one\ntwo\nthree, direct");
     }
 
     #[test]
