@@ -388,6 +388,17 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
         .await
         .unwrap();
     assert_eq!(bad_resume.status(), 400);
+    for path in [
+        format!("/v1/sessions/{id}/events?after=yesterday"),
+        format!("/v1/sessions/{id}/ws?after=-1"),
+        "/v1/sessions?limit=many".to_string(),
+    ] {
+        let response = server.get(&path).send().await.unwrap();
+        assert_eq!(response.status(), 400, "{path}");
+        let body: Value = response.json().await.unwrap();
+        let error = body["error"].as_str().unwrap();
+        assert!(error.contains("invalid query string"), "{path}: {error}");
+    }
 
     let unknown = "0000dead-beef";
     for request in [
@@ -625,6 +636,8 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
         .collect();
     assert_eq!(exported_types, ["system", "user", "assistant", "result"]);
 
+    let newest: Value = server.get_json("/v1/sessions?limit=1").await;
+    assert_eq!(newest["sessions"].as_array().unwrap().len(), 1);
     let list: Value = server.get_json("/v1/sessions").await;
     let ids: Vec<&str> = list["sessions"]
         .as_array()

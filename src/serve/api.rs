@@ -188,6 +188,14 @@ pub struct Tools {
     pub mcp_servers: serde_json::Value,
 }
 
+/// `GET /v1/sessions?limit=N`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// At most this many sessions, the most recently updated first
+    /// (default: all).
+    pub limit: Option<usize>,
+}
+
 /// Where the server reads `after` from.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 pub struct After {

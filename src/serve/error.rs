@@ -5,7 +5,7 @@ use agentbus_actors::SessionError;
 use agentbus_actors::store::StoreError;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, OptionalFromRequest};
+use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Query};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -109,4 +109,25 @@ fn rejection_error(rejection: JsonRejection) -> ApiError {
         status,
         format!("invalid request body: {}", rejection.body_text()),
     )
+}
+
+/// A query string parsed into `T`; a malformed one is a JSON 400 naming the
+/// parameter, like every other error.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        match <Query<T> as FromRequestParts<S>>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(ApiQuery(value)),
+            Err(rejection) => Err(ApiError::bad_request(format!(
+                "invalid query string: {}",
+                rejection.body_text()
+            ))),
+        }
+    }
 }

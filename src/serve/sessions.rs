@@ -4,8 +4,10 @@
 //! failures to the status that says what was wrong.
 
 use super::AppState;
-use super::api::{Accepted, CreateSession, Created, Fork, Input, Messages, Session, Sessions};
-use super::error::{ApiError, ApiJson, ErrorBody};
+use super::api::{
+    Accepted, CreateSession, Created, Fork, Input, ListQuery, Messages, Session, Sessions,
+};
+use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use agentbus_actors::protocol::{LifecycleKind, SessionId, UserInput};
 use agentbus_actors::store::{ExportSession, ForkSession, LoadEvents, StoreError};
 use agentbus_actors::{SessionHandle, SessionOptions};
@@ -44,10 +46,13 @@ fn store_error<M>(e: kameo::error::SendError<M, StoreError>) -> ApiError {
     }
 }
 
-#[utoipa::path(get, path = "/v1/sessions", tag = "sessions",
-    responses((status = 200, description = "Success", body = Sessions), (status = 401, description = "Missing or wrong token", body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>) -> Result<Json<Sessions>, ApiError> {
-    let records = state.runtime.stored_sessions(None).await?;
+#[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(ListQuery),
+    responses((status = 200, description = "Success", body = Sessions), (status = 400, description = "The query string is invalid", body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<ListQuery>,
+) -> Result<Json<Sessions>, ApiError> {
+    let records = state.runtime.stored_sessions(query.limit).await?;
     let mut sessions = Vec::with_capacity(records.len());
     for record in records {
         let loaded = state.runtime.session(&record.id).await;

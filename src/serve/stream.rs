@@ -9,12 +9,12 @@
 
 use super::AppState;
 use super::api::After;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
 use agentbus_actors::bus::{RecvError, SubscribeError};
 use agentbus_actors::protocol::EventEnvelope;
 use agentbus_actors::ui_sink::{DropWhenFull, UiSink, attach_until_full};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
@@ -89,7 +89,7 @@ fn frame<T: serde::Serialize>(seq: u64, event: &T) -> Event {
 pub async fn session_events(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<After>,
+    ApiQuery(query): ApiQuery<After>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = resume_after(&headers, &query)?;
@@ -116,7 +116,7 @@ pub async fn session_events(
     responses((status = 200, description = "`text/event-stream` of lifecycle events: `{seq, session_id, kind}`", content_type = "text/event-stream")))]
 pub async fn lifecycle_events(
     State(state): State<AppState>,
-    Query(query): Query<After>,
+    ApiQuery(query): ApiQuery<After>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let after = resume_after(&headers, &query)?;

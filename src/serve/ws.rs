@@ -10,13 +10,13 @@
 
 use super::AppState;
 use super::api::After;
-use super::error::{ApiError, ErrorBody};
+use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
 use super::stream::ClientFeed;
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::{SessionInput, UserInput};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::response::Response;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -32,7 +32,7 @@ const TRY_AGAIN_LATER: u16 = 1013;
 pub async fn session_socket(
     State(state): State<AppState>,
     Path(id): Path<String>,
-    Query(query): Query<After>,
+    ApiQuery(query): ApiQuery<After>,
     upgrade: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
     let session = open(&state, &id).await?;
