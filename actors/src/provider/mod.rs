@@ -64,6 +64,9 @@ impl FrameError {
     }
 }
 
+/// Idle connections kept per provider host.
+const IDLE_CONNECTIONS_PER_HOST: usize = 32;
+
 /// One configured profile; its HTTP client is built on first use (building
 /// one loads the system's root certificates, which takes a while).
 struct Profile {
@@ -82,6 +85,9 @@ impl Profile {
                 self.settings.connect_timeout_secs.max(1),
             ))
             .user_agent(concat!("agentbus/", env!("CARGO_PKG_VERSION")))
+            // A burst of turns opens a connection each; keep a few for
+            // reuse, not one per session that ever ran at once.
+            .pool_max_idle_per_host(IDLE_CONNECTIONS_PER_HOST)
             .build()
             .map_err(|e| ProviderError::Client {
                 profile: self.name.clone(),
