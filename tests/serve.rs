@@ -808,6 +808,58 @@ async fn run_attached_answers_and_continues_a_server_session() {
     );
 }
 
+/// Listening beyond loopback needs a token set in the configuration; the
+/// random one in the data dir is only for loopback.
+#[tokio::test]
+async fn a_non_loopback_address_needs_a_configured_token() {
+    let f = fixture().await;
+    let refused = f.run(&["serve", "--listen", "0.0.0.0:0"]).await;
+    assert_ne!(refused.code(), Some(0));
+    assert!(
+        refused.stderr.contains("not loopback") && refused.stderr.contains("[server] token"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!f.home.path().join("data").join("token").exists());
+
+    f.add_config("[server]\ntoken = \"${AGENTBUS_TEST_SERVE_TOKEN}\"\n");
+    let unset = f.run(&["serve", "--listen", "0.0.0.0:0"]).await;
+    assert_ne!(unset.code(), Some(0));
+    assert!(
+        unset
+            .stderr
+            .contains("AGENTBUS_TEST_SERVE_TOKEN is not set (needed by `[server] token`)"),
+        "{}",
+        unset.stderr
+    );
+
+    let mut server = f
+        .serve_with_env(
+            &["--listen", "0.0.0.0:0"],
+            &[("AGENTBUS_TEST_SERVE_TOKEN", "configured-secret-4242")],
+        )
+        .await;
+    let refused = server
+        .http
+        .get(format!("{}/v1/health", server.url))
+        .bearer_auth("anything-else")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    server.token = "configured-secret-4242".into();
+    let health: Value = server.get_json("/v1/health").await;
+    assert_eq!(health["status"], "ok", "{health}");
+    server.terminate();
+    let (status, log) = server.wait().await;
+    assert!(status.success(), "{log}");
+    assert!(log.contains("API token from [server] token"), "{log}");
+    assert!(
+        !log.contains("configured-secret-4242"),
+        "the token is never logged: {log}"
+    );
+}
+
 /// Attached, `--model` names one of the server's profiles: this machine's
 /// configuration need not know it, and an unknown one is the server's error.
 #[tokio::test]
