@@ -860,6 +860,89 @@ async fn a_non_loopback_address_needs_a_configured_token() {
     );
 }
 
+/// A client that stops reading is cut off once its buffer (1,024 events)
+/// is full, instead of holding the session back; it resumes from the last
+/// seq it got. The client here never reads, with a small receive buffer, and
+/// the reply is made larger than everything that could buffer it on the
+/// way (the kernel's largest send buffer, hyper's, the client's 1,024
+/// events), so the cut-off is certain, not a matter of timing.
+#[tokio::test]
+async fn a_client_that_stops_reading_is_cut_off_and_resumes_from_its_last_seq() {
+    let send_buffer_max: usize = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem")
+        .ok()
+        .and_then(|text| text.split_whitespace().last()?.parse().ok())
+        .unwrap_or(4 << 20);
+    // A one-character delta is at least 150 bytes as an SSE frame.
+    let deltas = (send_buffer_max + (2 << 20) + 1024 * 300) / 150;
+    let script = format!(
+        "[[response]]\ntext = \"{}\"\nchunk_size = 1\n",
+        "z".repeat(deltas)
+    );
+    let f = Fixture::with_script(Script::from_toml_str(&script).expect("script")).await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+
+    let address = server.url.trim_start_matches("http://").to_string();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    let mut slow = socket.connect(address.parse().unwrap()).await.unwrap();
+    // HTTP/1.0: the body ends when the server closes the connection.
+    let request = format!(
+        "GET /v1/sessions/{id}/events HTTP/1.0\r\nHost: {address}\r\nAuthorization: Bearer {}\r\n\r\n",
+        server.token
+    );
+    tokio::io::AsyncWriteExt::write_all(&mut slow, request.as_bytes())
+        .await
+        .unwrap();
+
+    let mut watcher = server.sse(&id, None).await;
+    let input = server.input(&id, "flood").await;
+    let result = watcher.result_of(input).await;
+    let result_seq = result["seq"].as_u64().unwrap();
+
+    // Now read what the slow client was sent: it ends (the server hung up)
+    // before the result.
+    let mut received = Vec::new();
+    tokio::time::timeout(
+        support::GUARD,
+        tokio::io::AsyncReadExt::read_to_end(&mut slow, &mut received),
+    )
+    .await
+    .expect("the server closed the slow client's stream")
+    .unwrap();
+    let text = String::from_utf8_lossy(&received);
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP response");
+    assert!(head.starts_with("HTTP/1.0 200"), "{head}");
+    let seqs: Vec<u64> = body
+        .split("\n\n")
+        .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("id: ")))
+        .map(|seq| seq.parse().unwrap())
+        .collect();
+    let last = *seqs.last().expect("some events before the cut-off");
+    assert!(
+        last < result_seq,
+        "cut off before the end: got up to {last}, the result is {result_seq}"
+    );
+    assert!(
+        seqs.windows(2).all(|w| w[1] == w[0] + 1),
+        "gap-free until the cut"
+    );
+
+    let mut resumed = server.sse(&id, Some(last)).await;
+    resumed.result_of(input).await;
+    let rest = resumed.seqs();
+    assert!(rest[0] > last, "nothing twice: {} after {last}", rest[0]);
+    assert!(rest.windows(2).all(|w| w[1] > w[0]), "in order");
+    // Everything the store keeps after the cut arrives (deltas older than
+    // the ring are not stored).
+    let stored: Vec<u64> = persisted(&watcher.events)
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .filter(|seq| *seq > last)
+        .collect();
+    assert!(stored.iter().all(|seq| rest.contains(seq)), "{stored:?}");
+}
+
 /// Attached, `--model` names one of the server's profiles: this machine's
 /// configuration need not know it, and an unknown one is the server's error.
 #[tokio::test]
