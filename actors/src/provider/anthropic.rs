@@ -12,11 +12,11 @@
 //!   mid-stream `error` event reported so it is retried like an HTTP 529;
 //! - [`attempt`]: one HTTP call that feeds the decoder.
 
+use super::http::{Decoded, FrameDecoder};
 use super::{FrameError, ModelStream, ProviderError, http, status_hint};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
 use crate::settings::ModelProfile;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -123,14 +123,6 @@ fn wire_id(id: &str) -> String {
         .collect()
 }
 
-/// What one frame meant.
-#[derive(Debug, Default, PartialEq)]
-pub struct Decoded {
-    pub events: Vec<ModelEvent>,
-    /// `message_stop` arrived: the answer is complete.
-    pub done: bool,
-}
-
 /// Turns Anthropic stream events into [`ModelEvent`]s. Block indexes are
 /// Anthropic's own; blocks we do not use (e.g. `thinking`) are skipped.
 #[derive(Debug, Default)]
@@ -140,9 +132,11 @@ pub struct Decoder {
     stop_reason: Option<String>,
 }
 
-impl Decoder {
+impl FrameDecoder for Decoder {
+    const CUT_SHORT: &'static str = "the stream ended before message_stop";
+
     /// Decode the data of one frame (its `type` field names the event).
-    pub fn decode(&mut self, data: &str) -> Result<Decoded, FrameError> {
+    fn decode(&mut self, data: &str) -> Result<Decoded, FrameError> {
         let event: Value = serde_json::from_str(data)
             .map_err(|e| FrameError::Garbage(format!("{e} in `{}`", http::short(data))))?;
         let kind = event
@@ -282,7 +276,7 @@ impl Decoder {
     }
 
     /// Close open blocks and report the finish.
-    pub fn finish(&mut self) -> Vec<ModelEvent> {
+    fn finish(&mut self) -> Vec<ModelEvent> {
         let mut events: Vec<ModelEvent> = std::mem::take(&mut self.open)
             .into_iter()
             .map(|index| ModelEvent::BlockStop { index })
@@ -298,7 +292,7 @@ impl Decoder {
 
     /// Whether a stop reason arrived (the answer is complete even if the
     /// server never sends `message_stop`).
-    pub fn saw_stop_reason(&self) -> bool {
+    fn saw_finish(&self) -> bool {
         self.stop_reason.is_some()
     }
 }
@@ -330,8 +324,7 @@ pub fn endpoint(base_url: &str) -> String {
 /// One call to the model, streaming its answer (no retries here).
 pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
     let url = endpoint(&profile.base_url);
-    Box::pin(async_stream::try_stream! {
-        let key = profile.api_key(&request.profile)?;
+    let built = profile.api_key(&request.profile).map(|key| {
         let mut builder = http
             .post(&url)
             .header("anthropic-version", API_VERSION)
@@ -342,34 +335,15 @@ pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelReque
         for (name, value) in &profile.headers {
             builder = builder.header(name, value);
         }
-        let idle = profile.idle_timeout();
-        let response = http::send(builder, &url, idle, |status| status_hint(status, &profile, &request.profile)).await?;
-        let mut frames = std::pin::pin!(http::frames(response, url.clone(), idle));
-        let mut decoder = Decoder::default();
-        let mut done = false;
-        while let Some(frame) = frames.next().await {
-            let Some(data) = frame?.data else { continue };
-            let decoded = decoder.decode(&data).map_err(|e| e.into_provider(&url))?;
-            for event in decoded.events {
-                yield event;
-            }
-            if decoded.done {
-                done = true;
-                break;
-            }
-        }
-        if !done {
-            if !decoder.saw_stop_reason() {
-                Err(ProviderError::Stream {
-                    url: url.clone(),
-                    detail: "the stream ended before message_stop".into(),
-                })?;
-            }
-            for event in decoder.finish() {
-                yield event;
-            }
-        }
-    })
+        builder
+    });
+    let idle = profile.idle_timeout();
+    http::answer::<Decoder>(
+        built.map_err(ProviderError::from),
+        url,
+        idle,
+        move |status| status_hint(status, &profile, &request.profile),
+    )
 }
 
 #[cfg(test)]
@@ -378,6 +352,7 @@ mod tests {
     use crate::model::{ToolOrigin, ToolSpec};
     use crate::session::partial::PartialMessage;
     use crate::settings::ProviderKind;
+    use futures::StreamExt;
 
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

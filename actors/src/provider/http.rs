@@ -1,11 +1,74 @@
 //! What every wire format shares on the way in: sending the request with a
 //! deadline for the response to start, turning an error status into a
 //! [`ProviderError`] (with the server's message, `Retry-After` and a hint),
-//! and reading SSE frames with an idle timeout.
+//! reading SSE frames with an idle timeout, and running a wire format's
+//! [`FrameDecoder`] over them until the answer is complete.
 
-use super::ProviderError;
+use super::{FrameError, ModelStream, ProviderError};
+use crate::model::ModelEvent;
 use futures::{Stream, StreamExt};
 use std::time::{Duration, SystemTime};
+
+/// What one `data:` frame meant, in either wire format.
+#[derive(Debug, Default, PartialEq)]
+pub struct Decoded {
+    pub events: Vec<ModelEvent>,
+    /// The frame ended the answer (OpenAI's `[DONE]`, Anthropic's
+    /// `message_stop`).
+    pub done: bool,
+}
+
+/// A wire format's reading of stream frames into [`ModelEvent`]s.
+pub trait FrameDecoder: Default + Send + 'static {
+    /// The error when the stream ends before the answer is complete.
+    const CUT_SHORT: &'static str;
+    /// Decode the data of one frame.
+    fn decode(&mut self, data: &str) -> Result<Decoded, FrameError>;
+    /// Whether the answer's finish reason arrived: a stream that then ends
+    /// without its last frame is still complete.
+    fn saw_finish(&self) -> bool;
+    /// Close open blocks and report the finish.
+    fn finish(&mut self) -> Vec<ModelEvent>;
+}
+
+/// One call to the model: send `request` (an error building it, such as a
+/// missing key, is the stream's error) and stream the answer as `D` decodes
+/// it, until the answer is complete. No retries here.
+pub fn answer<D: FrameDecoder>(
+    request: Result<reqwest::RequestBuilder, ProviderError>,
+    url: String,
+    idle: Duration,
+    hint: impl Fn(u16) -> Option<String> + Send + 'static,
+) -> ModelStream {
+    Box::pin(async_stream::try_stream! {
+        let response = send(request?, &url, idle, hint).await?;
+        let mut frames = std::pin::pin!(frames(response, url.clone(), idle));
+        let mut decoder = D::default();
+        let mut done = false;
+        while let Some(frame) = frames.next().await {
+            let Some(data) = frame?.data else { continue };
+            let decoded = decoder.decode(&data).map_err(|e| e.into_provider(&url))?;
+            for event in decoded.events {
+                yield event;
+            }
+            if decoded.done {
+                done = true;
+                break;
+            }
+        }
+        if !done {
+            if !decoder.saw_finish() {
+                Err(ProviderError::Stream {
+                    url: url.clone(),
+                    detail: D::CUT_SHORT.into(),
+                })?;
+            }
+            for event in decoder.finish() {
+                yield event;
+            }
+        }
+    })
+}
 
 /// Send `request`; wait at most `idle` for the response to begin.
 pub async fn send(
@@ -66,7 +129,7 @@ pub fn frames(
                 Ok(None) => return,
                 Ok(Some(Ok(frame))) => yield Ok(frame),
                 Ok(Some(Err(e))) => {
-                    yield Err(ProviderError::Stream { url: url.clone(), detail: describe_sse(&e) });
+                    yield Err(ProviderError::Stream { url: url.clone(), detail: causes(&e) });
                     return;
                 }
             }
@@ -125,17 +188,11 @@ pub fn describe(e: &reqwest::Error) -> String {
         }
         return innermost.to_string();
     }
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    causes(e)
 }
 
-fn describe_sse(e: &sse_stream::Error) -> String {
+/// An error and its causes, joined with ": ".
+fn causes(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(s) = source {

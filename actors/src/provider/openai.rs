@@ -10,11 +10,11 @@
 //!   `stream_options.include_usage`), then `data: [DONE]`.
 //! - [`attempt`]: one HTTP call that feeds the decoder (retries wrap it).
 
+use super::http::{Decoded, FrameDecoder};
 use super::{FrameError, ModelStream, ProviderError, http, status_hint};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
 use crate::settings::ModelProfile;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -92,14 +92,6 @@ fn arguments_text(input: &Value) -> String {
     }
 }
 
-/// What one `data:` frame meant.
-#[derive(Debug, Default, PartialEq)]
-pub struct Decoded {
-    pub events: Vec<ModelEvent>,
-    /// The frame was `[DONE]`: the answer is complete.
-    pub done: bool,
-}
-
 /// Turns `chat.completion.chunk` frames into [`ModelEvent`]s, numbering
 /// blocks in the order they open.
 #[derive(Debug, Default)]
@@ -113,9 +105,11 @@ pub struct Decoder {
     finished: bool,
 }
 
-impl Decoder {
+impl FrameDecoder for Decoder {
+    const CUT_SHORT: &'static str = "the stream ended before the answer was complete";
+
     /// Decode the data of one SSE frame.
-    pub fn decode(&mut self, data: &str) -> Result<Decoded, FrameError> {
+    fn decode(&mut self, data: &str) -> Result<Decoded, FrameError> {
         let data = data.trim();
         if data == "[DONE]" {
             return Ok(Decoded {
@@ -171,6 +165,38 @@ impl Decoder {
         })
     }
 
+    /// Close every open block and report the finish. Called at `[DONE]`, or
+    /// at the end of a stream that gave a `finish_reason` but no `[DONE]`.
+    fn finish(&mut self) -> Vec<ModelEvent> {
+        if self.finished {
+            return Vec::new();
+        }
+        self.finished = true;
+        let mut events: Vec<ModelEvent> = self
+            .open_blocks
+            .drain(..)
+            .map(|index| ModelEvent::BlockStop { index })
+            .collect();
+        let finish_reason = self.finish_reason.clone().unwrap_or_else(|| {
+            if self.tool_blocks.is_empty() {
+                "end_turn"
+            } else {
+                "tool_use"
+            }
+            .to_string()
+        });
+        events.push(ModelEvent::Finished { finish_reason });
+        events
+    }
+
+    /// Whether a `finish_reason` arrived (the answer is complete even if the
+    /// server never sends `[DONE]`).
+    fn saw_finish(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+}
+
+impl Decoder {
     fn text(&mut self, text: &str, events: &mut Vec<ModelEvent>) {
         let index = match self.text_block {
             Some(i) => i,
@@ -239,36 +265,6 @@ impl Decoder {
         events.push(ModelEvent::BlockStart { index, block });
         index
     }
-
-    /// Close every open block and report the finish. Called at `[DONE]`, or
-    /// at the end of a stream that gave a `finish_reason` but no `[DONE]`.
-    pub fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
-        let mut events: Vec<ModelEvent> = self
-            .open_blocks
-            .drain(..)
-            .map(|index| ModelEvent::BlockStop { index })
-            .collect();
-        let finish_reason = self.finish_reason.clone().unwrap_or_else(|| {
-            if self.tool_blocks.is_empty() {
-                "end_turn"
-            } else {
-                "tool_use"
-            }
-            .to_string()
-        });
-        events.push(ModelEvent::Finished { finish_reason });
-        events
-    }
-
-    /// Whether a `finish_reason` arrived (the answer is complete even if the
-    /// server never sends `[DONE]`).
-    pub fn saw_finish_reason(&self) -> bool {
-        self.finish_reason.is_some()
-    }
 }
 
 fn normalise_finish_reason(reason: &str) -> String {
@@ -298,8 +294,7 @@ pub fn endpoint(base_url: &str) -> String {
 /// One call to the model, streaming its answer (no retries here).
 pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
     let url = endpoint(&profile.base_url);
-    Box::pin(async_stream::try_stream! {
-        let key = profile.api_key(&request.profile)?;
+    let built = profile.api_key(&request.profile).map(|key| {
         let mut builder = http.post(&url).json(&request_body(&profile, &request));
         if let Some(key) = key {
             builder = builder.bearer_auth(key);
@@ -307,34 +302,15 @@ pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelReque
         for (name, value) in &profile.headers {
             builder = builder.header(name, value);
         }
-        let idle = profile.idle_timeout();
-        let response = http::send(builder, &url, idle, |status| status_hint(status, &profile, &request.profile)).await?;
-        let mut frames = std::pin::pin!(http::frames(response, url.clone(), idle));
-        let mut decoder = Decoder::default();
-        let mut done = false;
-        while let Some(frame) = frames.next().await {
-            let Some(data) = frame?.data else { continue };
-            let decoded = decoder.decode(&data).map_err(|e| e.into_provider(&url))?;
-            for event in decoded.events {
-                yield event;
-            }
-            if decoded.done {
-                done = true;
-                break;
-            }
-        }
-        if !done {
-            if !decoder.saw_finish_reason() {
-                Err(ProviderError::Stream {
-                    url: url.clone(),
-                    detail: "the stream ended before the answer was complete".into(),
-                })?;
-            }
-            for event in decoder.finish() {
-                yield event;
-            }
-        }
-    })
+        builder
+    });
+    let idle = profile.idle_timeout();
+    http::answer::<Decoder>(
+        built.map_err(ProviderError::from),
+        url,
+        idle,
+        move |status| status_hint(status, &profile, &request.profile),
+    )
 }
 
 #[cfg(test)]
@@ -343,6 +319,7 @@ mod tests {
     use crate::model::{ToolOrigin, ToolSpec};
     use crate::session::partial::PartialMessage;
     use crate::settings::ProviderKind;
+    use futures::StreamExt;
 
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
