@@ -18,10 +18,10 @@ use std::process::ExitCode;
 /// A store message's answer, with the store's own words on failure.
 macro_rules! ask {
     ($store:expr, $msg:expr) => {
-        $store.ask($msg).await.map_err(|e| match e {
-            kameo::error::SendError::HandlerError(e) => anyhow::Error::new(e),
-            other => anyhow::anyhow!("the session store is not running: {other}"),
-        })
+        $store
+            .ask($msg)
+            .await
+            .map_err(|e| anyhow::Error::new(agentbus_actors::SessionError::from(e)))
     };
 }
 

@@ -63,13 +63,6 @@ pub async fn open_store(settings: &Settings) -> Result<ActorRef<Store>, RuntimeE
     Ok(Store::spawn_in_thread(store))
 }
 
-fn store_error<M>(e: kameo::error::SendError<M, StoreError>) -> SessionError {
-    match e {
-        kameo::error::SendError::HandlerError(e) => SessionError::Store(e),
-        other => SessionError::Internal(format!("the store is not running: {other}")),
-    }
-}
-
 impl Runtime {
     /// Start with the real providers.
     pub async fn start(settings: Settings) -> Result<Runtime, RuntimeError> {
@@ -149,10 +142,7 @@ impl Runtime {
         self.manager
             .ask(CreateSession(options))
             .await
-            .map_err(|e| match e {
-                kameo::error::SendError::HandlerError(e) => e,
-                other => SessionError::Internal(other.to_string()),
-            })
+            .map_err(SessionError::from)
     }
 
     /// A stored session, loaded (and its lease taken) if it is not already.
@@ -160,10 +150,7 @@ impl Runtime {
         self.manager
             .ask(OpenSession(id.clone()))
             .await
-            .map_err(|e| match e {
-                kameo::error::SendError::HandlerError(e) => e,
-                other => SessionError::Internal(other.to_string()),
-            })
+            .map_err(SessionError::from)
     }
 
     /// A session id from an id or a unique prefix of one.
@@ -173,7 +160,7 @@ impl Runtime {
                 prefix: prefix.to_string(),
             })
             .await
-            .map_err(store_error)
+            .map_err(SessionError::from)
     }
 
     /// Stored sessions, most recently updated first.
@@ -184,7 +171,7 @@ impl Runtime {
         self.store
             .ask(ListSessions { limit })
             .await
-            .map_err(store_error)
+            .map_err(SessionError::from)
     }
 
     /// A loaded session by id.
@@ -207,10 +194,7 @@ impl Runtime {
         self.manager
             .ask(DeleteSession(id.clone()))
             .await
-            .map_err(|e| match e {
-                kameo::error::SendError::HandlerError(e) => e,
-                other => SessionError::Internal(other.to_string()),
-            })
+            .map_err(SessionError::from)
     }
 
     /// A stored session's record.
@@ -221,7 +205,7 @@ impl Runtime {
         self.store
             .ask(GetSession { id: id.clone() })
             .await
-            .map_err(store_error)
+            .map_err(SessionError::from)
     }
 
     /// Close one session (it stays stored).

@@ -26,6 +26,28 @@ pub enum SessionError {
     Internal(String),
 }
 
+/// A store request that failed: the store's own error, or the store actor
+/// not running.
+impl<M> From<kameo::error::SendError<M, StoreError>> for SessionError {
+    fn from(e: kameo::error::SendError<M, StoreError>) -> Self {
+        match e {
+            kameo::error::SendError::HandlerError(e) => SessionError::Store(e),
+            other => SessionError::Internal(format!("the store is not running: {other}")),
+        }
+    }
+}
+
+/// A request to a session actor that failed: its own error, or the actor
+/// not running.
+impl<M> From<kameo::error::SendError<M, SessionError>> for SessionError {
+    fn from(e: kameo::error::SendError<M, SessionError>) -> Self {
+        match e {
+            kameo::error::SendError::HandlerError(e) => e,
+            other => SessionError::Internal(other.to_string()),
+        }
+    }
+}
+
 /// A live session.
 #[derive(Clone)]
 pub struct SessionHandle {
@@ -114,10 +136,7 @@ impl SessionHandle {
                 up_to,
             })
             .await
-            .map_err(|e| match e {
-                kameo::error::SendError::HandlerError(e) => SessionError::Store(e),
-                other => SessionError::Internal(other.to_string()),
-            })
+            .map_err(SessionError::from)
     }
 
     pub fn topic(&self) -> &Arc<SessionTopic> {

@@ -137,13 +137,6 @@ fn system_prompt(settings: &Settings) -> String {
     prompt
 }
 
-fn store_error<M>(e: kameo::error::SendError<M, crate::store::StoreError>) -> SessionError {
-    match e {
-        kameo::error::SendError::HandlerError(e) => SessionError::Store(e),
-        other => SessionError::Internal(format!("the store is not running: {other}")),
-    }
-}
-
 impl SessionManager {
     /// A state for session `id` built from the current configuration.
     fn fresh_state(
@@ -245,13 +238,13 @@ impl Message<CreateSession> for SessionManager {
                 owner: self.owner,
             })
             .await
-            .map_err(store_error)?;
+            .map_err(SessionError::from)?;
         if let Some(title) = options.title.filter(|t| !t.trim().is_empty()) {
             let set = SetTitle {
                 id: id.clone(),
                 title,
             };
-            self.store.ask(set).await.map_err(store_error)?;
+            self.store.ask(set).await.map_err(SessionError::from)?;
         }
         self.announce(&id, LifecycleKind::Created);
         let state = self.fresh_state(id, model, &workspace);
@@ -277,7 +270,7 @@ impl Message<OpenSession> for SessionManager {
                 owner: self.owner,
             })
             .await
-            .map_err(store_error)?;
+            .map_err(SessionError::from)?;
         let model = if self.settings.models.contains_key(&record.model) {
             record.model.clone()
         } else {
@@ -396,7 +389,7 @@ impl Message<DeleteSession> for SessionManager {
             id: id.clone(),
             owner: self.owner,
         };
-        self.store.ask(delete).await.map_err(store_error)?;
+        self.store.ask(delete).await.map_err(SessionError::from)?;
         self.announce(&id, LifecycleKind::Deleted);
         Ok(())
     }

@@ -9,8 +9,8 @@ use super::api::{
 };
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use agentbus_actors::protocol::{LifecycleKind, SessionId, UserInput};
-use agentbus_actors::store::{ExportSession, ForkSession, LoadEvents, StoreError};
-use agentbus_actors::{SessionHandle, SessionOptions};
+use agentbus_actors::store::{ExportSession, ForkSession, LoadEvents};
+use agentbus_actors::{SessionError, SessionHandle, SessionOptions};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -34,16 +34,6 @@ async fn view(state: &AppState, id: &SessionId) -> Result<Session, ApiError> {
         None => false,
     };
     Ok(Session::new(record, loaded.is_some(), busy))
-}
-
-fn store_error<M>(e: kameo::error::SendError<M, StoreError>) -> ApiError {
-    match e {
-        kameo::error::SendError::HandlerError(e) => agentbus_actors::SessionError::Store(e).into(),
-        other => ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the store is not running: {other}"),
-        ),
-    }
 }
 
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(ListQuery),
@@ -137,7 +127,12 @@ pub async fn fork(
         new_id: SessionId::new(),
         owner: None,
     };
-    let record = state.runtime.store().ask(fork).await.map_err(store_error)?;
+    let record = state
+        .runtime
+        .store()
+        .ask(fork)
+        .await
+        .map_err(SessionError::from)?;
     state
         .runtime
         .lifecycle()
@@ -158,7 +153,7 @@ pub async fn export(
         .store()
         .ask(ExportSession { id })
         .await
-        .map_err(store_error)?;
+        .map_err(SessionError::from)?;
     Ok(Json(document))
 }
 
@@ -206,6 +201,11 @@ pub async fn messages(
         after_seq: 0,
         up_to: None,
     };
-    let events = state.runtime.store().ask(load).await.map_err(store_error)?;
+    let events = state
+        .runtime
+        .store()
+        .ask(load)
+        .await
+        .map_err(SessionError::from)?;
     Ok(Json(Messages { history, events }))
 }
