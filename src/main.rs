@@ -31,7 +31,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(dispatch(cli)) {
+    let outcome = runtime.block_on(dispatch(cli));
+    // Everything that matters was awaited by `dispatch`; what is left is at
+    // most a read of stdin parked on a blocking thread, which would keep
+    // the process alive until the next line.
+    runtime.shutdown_background();
+    match outcome {
         Ok(code) => code,
         Err(e) => {
             eprintln!("agentbus: {e:#}");

@@ -836,7 +836,7 @@ async fn a_non_loopback_address_needs_a_configured_token() {
     let mut server = f
         .serve_with_env(
             &["--listen", "0.0.0.0:0"],
-            &[("AGENTBUS_TEST_SERVE_TOKEN", "configured-secret-4242")],
+            &[("AGENTBUS_TEST_SERVE_TOKEN", "configured+secret/4242=")],
         )
         .await;
     let refused = server
@@ -847,15 +847,26 @@ async fn a_non_loopback_address_needs_a_configured_token() {
         .await
         .unwrap();
     assert_eq!(refused.status(), 401);
-    server.token = "configured-secret-4242".into();
+    server.token = "configured+secret/4242=".into();
     let health: Value = server.get_json("/v1/health").await;
     assert_eq!(health["status"], "ok", "{health}");
+    // In the query string, percent-encoded as a browser sends it.
+    let by_query = server
+        .http
+        .get(format!(
+            "{}/v1/health?token=configured%2Bsecret%2F4242%3D",
+            server.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_query.status(), 200);
     server.terminate();
     let (status, log) = server.wait().await;
     assert!(status.success(), "{log}");
     assert!(log.contains("API token from [server] token"), "{log}");
     assert!(
-        !log.contains("configured-secret-4242"),
+        !log.contains("configured+secret/4242="),
         "the token is never logged: {log}"
     );
 }

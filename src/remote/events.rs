@@ -50,8 +50,27 @@ pub fn follow(
 enum Ended {
     /// Stop following.
     Finished,
-    /// Try again.
-    Broken(String),
+    /// Try again. `connected`: the server had accepted the stream (200)
+    /// before it broke, so the failures start afresh.
+    Broken { reason: String, connected: bool },
+}
+
+impl Ended {
+    /// Broken before the server accepted the stream.
+    fn refused(reason: impl Into<String>) -> Ended {
+        Ended::Broken {
+            reason: reason.into(),
+            connected: false,
+        }
+    }
+
+    /// Broken after the server accepted the stream.
+    fn cut(reason: impl Into<String>) -> Ended {
+        Ended::Broken {
+            reason: reason.into(),
+            connected: true,
+        }
+    }
 }
 
 async fn pump(
@@ -63,17 +82,18 @@ async fn pump(
     let mut failing_since: Option<Instant> = None;
     let mut attempt = 0u32;
     loop {
-        let seen_before = last_seq;
         let ended = connect_once(&client, &id, &mut last_seq, &tx).await;
         let reason = match ended {
             Ended::Finished => return,
-            Ended::Broken(reason) => reason,
+            Ended::Broken { reason, connected } => {
+                if connected {
+                    // This connection was up: the next failure starts afresh.
+                    failing_since = None;
+                    attempt = 0;
+                }
+                reason
+            }
         };
-        if last_seq > seen_before {
-            // This connection delivered: the next failure starts afresh.
-            failing_since = None;
-            attempt = 0;
-        }
         let since = *failing_since.get_or_insert_with(Instant::now);
         if since.elapsed() > GIVE_UP {
             tracing::error!(session = %id, "gave up following the session's events: {reason}");
@@ -103,7 +123,7 @@ async fn connect_once(
         .header(reqwest::header::ACCEPT, "text/event-stream");
     let response = match request.send().await {
         Ok(response) => response,
-        Err(e) => return Ended::Broken(describe(&e)),
+        Err(e) => return Ended::refused(describe(&e)),
     };
     let status = response.status();
     if !status.is_success() {
@@ -115,7 +135,7 @@ async fn connect_once(
             tracing::error!(session = %id, "cannot follow the session: {error}");
             return Ended::Finished;
         }
-        return Ended::Broken(error.to_string());
+        return Ended::refused(error.to_string());
     }
     let mut frames = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
     loop {
@@ -125,8 +145,8 @@ async fn connect_once(
         };
         let frame = match frame {
             Some(Ok(frame)) => frame,
-            Some(Err(e)) => return Ended::Broken(e.to_string()),
-            None => return Ended::Broken("the server ended the stream".into()),
+            Some(Err(e)) => return Ended::cut(e.to_string()),
+            None => return Ended::cut("the server ended the stream"),
         };
         let Some(data) = frame.data else { continue };
         let event: EventEnvelope = match serde_json::from_str(&data) {

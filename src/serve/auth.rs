@@ -63,6 +63,12 @@ pub fn token(
     Ok((token, TokenSource::File(path)))
 }
 
+/// The `?token=` of a request.
+#[derive(serde::Deserialize)]
+struct TokenQuery {
+    token: Option<String>,
+}
+
 /// Refuse requests under `/v1` without the token (401). Other paths reach
 /// this layer only when nothing serves them: they get their 404 as they are.
 pub async fn require_token(
@@ -80,13 +86,11 @@ pub async fn require_token(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim);
-    let query = request.uri().query().and_then(|q| {
-        q.split('&')
-            .filter_map(|pair| pair.split_once('='))
-            .find(|(k, _)| *k == "token")
-            .map(|(_, v)| v)
-    });
-    match bearer.or(query) {
+    // Percent-decoded, as a browser's URLSearchParams encodes it.
+    let query = axum::extract::Query::<TokenQuery>::try_from_uri(request.uri())
+        .ok()
+        .and_then(|axum::extract::Query(q)| q.token);
+    match bearer.or(query.as_deref()) {
         Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
             Ok(next.run(request).await)
         }

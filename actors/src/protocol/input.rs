@@ -75,6 +75,18 @@ pub enum ControlCommand {
 }
 
 impl ControlCommand {
+    /// Whether its answer may move the front end to another session (the
+    /// answer's `data.switch_to`): a front end reading ahead waits for it.
+    pub fn switches_session(&self) -> bool {
+        matches!(
+            self,
+            ControlCommand::NewConversation
+                | ControlCommand::Resume { .. }
+                | ControlCommand::Fork { .. }
+                | ControlCommand::Load { .. }
+        )
+    }
+
     /// The command's name as the user types it after `/`.
     pub fn name(&self) -> &'static str {
         match self {

@@ -153,13 +153,16 @@ impl AtPrompt {
         let task = tokio::spawn(async move {
             // The editor prints a row per poll (every 100 ms at most).
             let mut pump = tokio::time::interval(Duration::from_millis(50));
+            let mut open = true;
             loop {
                 tokio::select! {
                     biased;
                     _ = &mut stopped => break,
-                    event = attached.events.recv() => match event {
+                    // Closed: the next turn reports it; rows still waiting
+                    // go on being printed.
+                    event = attached.events.recv(), if open => match event {
                         Some(event) => renderer.event(&event),
-                        None => break, // the next turn reports it
+                        None => open = false,
                     },
                     _ = pump.tick() => renderer.writer_mut().pump(),
                 }
@@ -230,7 +233,15 @@ impl KeyWatcher {
     }
 
     /// Stop reading keys; returns once the thread is gone.
-    fn stop(mut self) {
+    fn stop(self) {
+        drop(self);
+    }
+}
+
+/// Also when a turn ends early with an error: the editor must be the only
+/// reader of the terminal again.
+impl Drop for KeyWatcher {
+    fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

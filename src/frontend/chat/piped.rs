@@ -33,12 +33,7 @@ enum LineKind {
 fn kind(text: &str) -> LineKind {
     match commands::parse(text) {
         Some(Ok(ControlCommand::Quit)) => LineKind::Quit,
-        Some(Ok(
-            ControlCommand::NewConversation
-            | ControlCommand::Resume { .. }
-            | ControlCommand::Fork { .. }
-            | ControlCommand::Load { .. },
-        )) => LineKind::Switch,
+        Some(Ok(command)) if command.switches_session() => LineKind::Switch,
         _ => LineKind::Plain,
     }
 }
