@@ -147,8 +147,11 @@ async fn dispatch(store: &ActorRef<Store>, command: SessionsCommand) -> anyhow::
                 }
             )?;
             writeln!(out, "{}", record.id)?;
-            let at = record.parent.map(|(_, seq)| seq).unwrap_or(record.last_seq);
-            eprintln!("Forked {id} at event {at} into session {}.", record.id);
+            eprintln!(
+                "Forked {id} at event {} into session {}.",
+                record.forked_at(),
+                record.id
+            );
         }
         SessionsCommand::Delete { id } => {
             let id = resolve(store, &id).await?;

@@ -163,6 +163,16 @@ impl Runtime {
             .map_err(SessionError::from)
     }
 
+    /// Copy a stored session (up to `at_seq`; `None`: all of it) into a new
+    /// session, announced on the lifecycle topic.
+    pub async fn fork_session(
+        &self,
+        id: &SessionId,
+        at_seq: Option<u64>,
+    ) -> Result<SessionRecord, SessionError> {
+        crate::session_commands::fork_session(&self.store, &self.lifecycle, id, at_seq).await
+    }
+
     /// Stored sessions, most recently updated first.
     pub async fn stored_sessions(
         &self,

@@ -9,6 +9,7 @@ use crate::commands::sessions::SessionSummary;
 use crate::commands::{self, fork, load, new, resume, save, sessions};
 use crate::protocol::{LifecycleKind, SessionId, SystemEvent};
 use crate::session::SessionCommand;
+use crate::session_handle::SessionError;
 use crate::store::{
     CreateSession, ExportSession, ForkSession, GetSession, ImportSession, ListSessions, NewSession,
     Owner, ResolveId, SessionDocument, SessionRecord, Store,
@@ -37,6 +38,26 @@ pub fn summary(record: &SessionRecord) -> SessionSummary {
         events: record.event_count,
         status: record.status.clone(),
     }
+}
+
+/// Copy session `id` (up to `at_seq`; `None`: every stored event) into a
+/// new session, and announce it on the lifecycle topic.
+pub async fn fork_session(
+    store: &ActorRef<Store>,
+    lifecycle: &LifecycleTopic,
+    id: &SessionId,
+    at_seq: Option<u64>,
+) -> Result<SessionRecord, SessionError> {
+    let record = store
+        .ask(ForkSession {
+            id: id.clone(),
+            at_seq,
+            new_id: SessionId::new(),
+            owner: None,
+        })
+        .await?;
+    lifecycle.announce(&record.id, LifecycleKind::Created);
+    Ok(record)
 }
 
 /// Perform `command`; the reply is what the user sees.
@@ -97,19 +118,10 @@ async fn run(command: SessionCommand, ctx: &CommandContext<'_>) -> Result<System
             Ok(resume::found(&summary(&record)))
         }
         SessionCommand::Fork { at_seq } => {
-            let new_id = SessionId::new();
-            let record = store
-                .ask(ForkSession {
-                    id: ctx.session_id.clone(),
-                    at_seq, // None: the last stored event
-                    new_id: new_id.clone(),
-                    owner: None,
-                })
+            let record = fork_session(store, ctx.lifecycle, ctx.session_id, at_seq)
                 .await
                 .map_err(|e| text(&e))?;
-            ctx.lifecycle.announce(&new_id, LifecycleKind::Created);
-            let at = record.parent.map(|(_, seq)| seq).unwrap_or(record.last_seq);
-            Ok(fork::forked(&new_id, ctx.session_id, at))
+            Ok(fork::forked(&record.id, ctx.session_id, record.forked_at()))
         }
         SessionCommand::Save { path } => {
             let document = store

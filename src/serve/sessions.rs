@@ -8,8 +8,8 @@ use super::api::{
     Accepted, CreateSession, Created, Fork, Input, ListQuery, Messages, Session, Sessions,
 };
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
-use agentbus_actors::protocol::{LifecycleKind, SessionId, UserInput};
-use agentbus_actors::store::{ExportSession, ForkSession, LoadEvents};
+use agentbus_actors::protocol::{SessionId, UserInput};
+use agentbus_actors::store::ExportSession;
 use agentbus_actors::{SessionError, SessionHandle, SessionOptions};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -121,22 +121,7 @@ pub async fn fork(
 ) -> Result<impl IntoResponse, ApiError> {
     let id = state.runtime.resolve(&id).await?;
     let at_seq = body.and_then(|ApiJson(b)| b.at_seq);
-    let fork = ForkSession {
-        id,
-        at_seq,
-        new_id: SessionId::new(),
-        owner: None,
-    };
-    let record = state
-        .runtime
-        .store()
-        .ask(fork)
-        .await
-        .map_err(SessionError::from)?;
-    state
-        .runtime
-        .lifecycle()
-        .announce(&record.id, LifecycleKind::Created);
+    let record = state.runtime.fork_session(&id, at_seq).await?;
     Ok((StatusCode::CREATED, Json(Created { id: record.id.0 })))
 }
 
@@ -196,16 +181,6 @@ pub async fn messages(
 ) -> Result<Json<Messages>, ApiError> {
     let session = open(&state, &id).await?;
     let history = session.snapshot().await?.history;
-    let load = LoadEvents {
-        id: session.id().clone(),
-        after_seq: 0,
-        up_to: None,
-    };
-    let events = state
-        .runtime
-        .store()
-        .ask(load)
-        .await
-        .map_err(SessionError::from)?;
+    let events = session.stored_events(0, None).await?;
     Ok(Json(Messages { history, events }))
 }

@@ -104,6 +104,13 @@ pub struct SessionRecord {
     pub event_count: u64,
 }
 
+impl SessionRecord {
+    /// For a fork, the parent's seq it was forked at; else the last seq.
+    pub fn forked_at(&self) -> u64 {
+        self.parent.as_ref().map_or(self.last_seq, |(_, seq)| *seq)
+    }
+}
+
 /// What a new session starts with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewSession {
