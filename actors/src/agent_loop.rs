@@ -308,11 +308,10 @@ impl AgentLoop {
             let call_id = call.id.clone();
             let run = RunTool::new(call, self.workspace.clone(), token.clone());
             tokio::spawn(async move {
-                let outcome = executor.ask(run).await.unwrap_or_else(|e| ToolOutcome {
-                    output: format!("the tool executor is unavailable: {e}"),
-                    is_error: true,
-                    duration_ms: 0,
-                });
+                let outcome = executor
+                    .ask(run)
+                    .await
+                    .unwrap_or_else(ToolOutcome::executor_unavailable);
                 let _ = me
                     .tell(ToolSignal {
                         batch_id,

@@ -353,7 +353,7 @@ impl Message<CallMcpTool> for McpServer {
     ) -> Self::Reply {
         let server = self.name.clone();
         let Some(peer) = self.peer.clone() else {
-            return ctx.reply(failure(format!(
+            return ctx.reply(ToolOutcome::error(format!(
                 "MCP server `{server}` is not available ({}); try again later",
                 self.status.describe()
             )));
@@ -362,16 +362,16 @@ impl Message<CallMcpTool> for McpServer {
         ctx.spawn(async move {
             let params = CallToolRequestParams::new(call.tool.clone()).with_arguments(call.arguments);
             let response = tokio::select! {
-                _ = call.cancel.cancelled() => return failure("cancelled: the user interrupted the turn".into()),
+                _ = call.cancel.cancelled() => return ToolOutcome::error(crate::model::INTERRUPTED),
                 response = tokio::time::timeout(timeout, peer.call_tool_once(params)) => response,
             };
             match response {
-                Err(_) => failure(format!(
+                Err(_) => ToolOutcome::error(format!(
                     "tool `{}` of MCP server `{server}` did not answer within {} s and was cancelled",
                     call.tool,
                     timeout.as_secs()
                 )),
-                Ok(Err(e)) => failure(format!("MCP server `{server}` failed during the call: {e}")),
+                Ok(Err(e)) => ToolOutcome::error(format!("MCP server `{server}` failed during the call: {e}")),
                 Ok(Ok(CallToolResponse::Complete(result))) => {
                     let (output, is_error) = result_text(&serde_json::to_value(&result).unwrap_or_default());
                     ToolOutcome {
@@ -380,20 +380,12 @@ impl Message<CallMcpTool> for McpServer {
                         duration_ms: 0,
                     }
                 }
-                Ok(Ok(_)) => failure(format!(
+                Ok(Ok(_)) => ToolOutcome::error(format!(
                     "MCP server `{server}` answered `{}` with a kind of result agentbus does not support (input request or task)",
                     call.tool
                 )),
             }
         })
-    }
-}
-
-fn failure(output: String) -> ToolOutcome {
-    ToolOutcome {
-        output,
-        is_error: true,
-        duration_ms: 0,
     }
 }
 

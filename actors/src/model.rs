@@ -106,6 +106,26 @@ pub struct ToolOutcome {
     pub duration_ms: u64,
 }
 
+/// What a tool call interrupted by the user answers.
+pub const INTERRUPTED: &str = "cancelled: the user interrupted the turn";
+
+impl ToolOutcome {
+    /// A failed call that did not run (or not measurably): `output` says
+    /// why.
+    pub fn error(output: impl Into<String>) -> ToolOutcome {
+        ToolOutcome {
+            output: output.into(),
+            is_error: true,
+            duration_ms: 0,
+        }
+    }
+
+    /// The executor could not be asked to run the call.
+    pub fn executor_unavailable(reason: impl std::fmt::Display) -> ToolOutcome {
+        ToolOutcome::error(format!("the tool executor is unavailable: {reason}"))
+    }
+}
+
 /// Prices of a model profile in US dollars per million tokens.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Pricing {

@@ -249,11 +249,7 @@ impl Message<RunTool> for ToolExecutor {
                 }
                 me.ask(RetryAfterStart(msg))
                     .await
-                    .unwrap_or_else(|e| ToolOutcome {
-                        output: format!("the tool executor is unavailable: {e}"),
-                        is_error: true,
-                        duration_ms: 0,
-                    })
+                    .unwrap_or_else(ToolOutcome::executor_unavailable)
             });
         }
         self.run(msg, ctx)
@@ -280,14 +276,10 @@ impl ToolExecutor {
     {
         let Some(tool) = self.registry.get(&msg.call.name) else {
             let names = self.registry.order.join(", ");
-            return ctx.reply(ToolOutcome {
-                output: format!(
-                    "unknown tool `{}`; the available tools are: {names}",
-                    msg.call.name
-                ),
-                is_error: true,
-                duration_ms: 0,
-            });
+            return ctx.reply(ToolOutcome::error(format!(
+                "unknown tool `{}`; the available tools are: {names}",
+                msg.call.name
+            )));
         };
         let settings = self.settings.clone();
         ctx.spawn(run(tool, msg, settings))
@@ -308,11 +300,7 @@ impl ToolExecutor {
 }
 
 fn cancelled() -> ToolOutcome {
-    ToolOutcome {
-        output: "cancelled: the user interrupted the turn".into(),
-        is_error: true,
-        duration_ms: 0,
-    }
+    ToolOutcome::error(crate::model::INTERRUPTED)
 }
 
 impl Message<ListTools> for ToolExecutor {
@@ -347,9 +335,7 @@ async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> ToolO
     let text = match result {
         Ok(Ok(output)) if !output.is_error => Ok(output.text),
         Ok(Ok(output)) => Err(output.text),
-        Ok(Err(ToolError::Cancelled)) => {
-            Err("cancelled: the user interrupted the turn".to_string())
-        }
+        Ok(Err(ToolError::Cancelled)) => Err(crate::model::INTERRUPTED.to_string()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(join) if join.is_panic() => Err(format!(
             "tool `{name}` crashed (panic: {}); this is a bug in the tool, not in your arguments",

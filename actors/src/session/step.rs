@@ -339,14 +339,10 @@ fn finish_model_call(
                 });
                 None
             }
-            Err(reason) => Some(ToolOutcome {
-                output: format!(
-                    "{reason}. Call {} again with a JSON object of arguments.",
-                    call.name
-                ),
-                is_error: true,
-                duration_ms: 0,
-            }),
+            Err(reason) => Some(ToolOutcome::error(format!(
+                "{reason}. Call {} again with a JSON object of arguments.",
+                call.name
+            ))),
         };
         pending.push(PendingCall {
             id: call.id,
@@ -591,11 +587,10 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
 }
 
 fn cancelled_outcome() -> ToolOutcome {
-    ToolOutcome {
-        output: "cancelled: the user interrupted the turn before this tool call finished".into(),
-        is_error: true,
-        duration_ms: 0,
-    }
+    ToolOutcome::error(format!(
+        "{} before this tool call finished",
+        crate::model::INTERRUPTED
+    ))
 }
 
 fn on_model_failed(
