@@ -135,12 +135,7 @@ impl Attached {
 /// The session a command's reply says to switch to (`data.switch_to`).
 pub fn switch_target(end: &InputEnd) -> Option<SessionId> {
     match end {
-        InputEnd::Reply(reply) => reply
-            .data
-            .as_ref()?
-            .get("switch_to")?
-            .as_str()
-            .map(SessionId::from),
+        InputEnd::Reply(reply) => reply.switch_to(),
         InputEnd::Result(_) => None,
     }
 }

@@ -3,7 +3,6 @@
 
 use super::{SlashCommand, reply};
 use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
-use crate::session::switch_to;
 use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
@@ -28,6 +27,6 @@ pub fn forked(new: &SessionId, parent: &SessionId, at_seq: u64) -> SystemEvent {
     reply(
         SystemSubtype::Forked,
         format!("Forked {parent} at event {at_seq} into new session {new}."),
-        Some(json!({"switch_to": switch_to(new), "parent": parent, "at_seq": at_seq})),
+        Some(json!({"switch_to": new, "parent": parent, "at_seq": at_seq})),
     )
 }

@@ -4,7 +4,6 @@
 
 use super::{SlashCommand, one_argument, reply};
 use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
-use crate::session::switch_to;
 use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
@@ -21,6 +20,6 @@ pub fn loaded(new: &SessionId, path: &str, events: usize) -> SystemEvent {
     reply(
         SystemSubtype::Loaded,
         format!("Loaded {events} events from {path} as new session {new}."),
-        Some(json!({"switch_to": switch_to(new), "events": events})),
+        Some(json!({"switch_to": new, "events": events})),
     )
 }

@@ -3,7 +3,6 @@
 
 use super::{SlashCommand, no_arguments, reply};
 use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
-use crate::session::switch_to;
 use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
@@ -18,6 +17,6 @@ pub fn created(id: &SessionId) -> SystemEvent {
     reply(
         SystemSubtype::NewConversation,
         format!("New session {id} started."),
-        Some(json!({"switch_to": switch_to(id)})),
+        Some(json!({"switch_to": id})),
     )
 }

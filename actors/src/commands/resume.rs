@@ -3,7 +3,6 @@
 use super::sessions::SessionSummary;
 use super::{SlashCommand, one_argument, reply};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
-use crate::session::switch_to;
 use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
@@ -26,6 +25,6 @@ pub fn found(record: &SessionSummary) -> SystemEvent {
             record.title.as_deref().unwrap_or("untitled"),
             record.events
         ),
-        Some(json!({"switch_to": switch_to(&record.id), "title": record.title})),
+        Some(json!({"switch_to": &record.id, "title": record.title})),
     )
 }

@@ -64,11 +64,6 @@ impl Usage {
             self.cache_creation_input_tokens = other.cache_creation_input_tokens;
         }
     }
-
-    /// Total tokens in and out.
-    pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens
-    }
 }
 
 impl AddAssign for Usage {

@@ -134,6 +134,18 @@ pub struct SystemEvent {
     pub data: Option<Value>,
 }
 
+impl SystemEvent {
+    /// The session a command's reply tells front ends to switch to
+    /// (`data.switch_to`: `/new`, `/resume`, `/fork`, `/load`).
+    pub fn switch_to(&self) -> Option<SessionId> {
+        self.data
+            .as_ref()?
+            .get("switch_to")?
+            .as_str()
+            .map(SessionId::from)
+    }
+}
+
 /// A `user` event: the query text as it entered the history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UserEvent {

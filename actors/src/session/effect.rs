@@ -1,7 +1,7 @@
 //! What the core asks its driver to do.
 
 use crate::model::{ModelRequest, ToolCall};
-use crate::protocol::{AgentMessage, InputId, SessionId};
+use crate::protocol::{AgentMessage, InputId};
 use serde::Serialize;
 
 /// One request from [`step`](super::step) to the driver, performed in order.
@@ -49,15 +49,4 @@ pub enum SessionCommand {
     Save { path: String },
     /// Import a file as a new session to switch to.
     Load { path: String },
-}
-
-impl SessionCommand {
-    /// The session a front end should switch to after this command, if any,
-    /// is named by `data.switch_to` in the reply.
-    pub const SWITCH_TO: &'static str = "switch_to";
-}
-
-/// The id to put in `data.switch_to`.
-pub fn switch_to(id: &SessionId) -> serde_json::Value {
-    serde_json::Value::String(id.to_string())
 }

@@ -30,7 +30,7 @@ mod turn;
 #[cfg(test)]
 mod tests;
 
-pub use effect::{Effect, SessionCommand, switch_to};
+pub use effect::{Effect, SessionCommand};
 pub use input::Input;
 pub use restore::{UNFINISHED_TURN, restore};
 pub use state::{ModelInfo, QueuedInput, SessionConfig, SessionState, SessionUsage};
