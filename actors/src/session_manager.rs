@@ -284,11 +284,7 @@ impl Message<OpenSession> for SessionManager {
             self.settings.workspace.clone()
         };
         let fresh = self.fresh_state(id, model, &workspace);
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        let (state, startup) = restore(fresh, &events, now);
+        let (state, startup) = restore(fresh, &events);
         let last_seq = record
             .last_seq
             .max(events.last().map(|e| e.seq).unwrap_or(0));

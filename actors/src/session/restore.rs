@@ -10,9 +10,11 @@
 
 use super::effect::Effect;
 use super::state::SessionState;
+use super::step::push_tool_result;
+use crate::model::ToolOutcome;
 use crate::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, InputId, Message, ResultEvent, StopReason,
-    SystemSubtype, ToolResultEvent, Usage,
+    SystemSubtype, Usage,
 };
 
 /// Why a turn was closed on load.
@@ -32,11 +34,7 @@ struct OpenTurn {
 /// `state`, a fresh state built from the current configuration. Returns the
 /// state and the effects that close an unfinished turn (empty when the log
 /// ends between turns).
-pub fn restore(
-    mut state: SessionState,
-    events: &[EventEnvelope],
-    now_ms: u64,
-) -> (SessionState, Vec<Effect>) {
+pub fn restore(mut state: SessionState, events: &[EventEnvelope]) -> (SessionState, Vec<Effect>) {
     let mut open: Option<OpenTurn> = None;
     for event in events {
         if let Some(turn_id) = event.turn_id {
@@ -108,7 +106,7 @@ pub fn restore(
                 }
             }
             AgentMessage::Result(r) => {
-                count_turn(&mut state, r.usage);
+                state.count_turn(r.usage);
                 open = None;
             }
             AgentMessage::StreamEvent(_)
@@ -118,44 +116,17 @@ pub fn restore(
     }
     let mut effects = Vec::new();
     if let Some(turn) = open {
-        close_unfinished(&mut state, turn, now_ms, &mut effects);
+        close_unfinished(&mut state, turn, &mut effects);
     }
     (state, effects)
 }
 
-/// Add a finished turn's usage to the session totals, as `end_turn` does.
-fn count_turn(state: &mut SessionState, usage: Usage) {
-    if let Some(pricing) = state.current_model().and_then(|m| m.pricing) {
-        *state.usage.cost_usd.get_or_insert(0.0) += pricing.cost(&usage);
+fn close_unfinished(state: &mut SessionState, turn: OpenTurn, fx: &mut Vec<Effect>) {
+    for call in turn.pending {
+        let outcome = ToolOutcome::error(format!("not finished: {UNFINISHED_TURN}"));
+        push_tool_result(&mut state.history, turn.id, call, outcome, true, fx);
     }
-    state.usage.total += usage;
-    state.usage.last_turn = usage;
-    state.usage.turns += 1;
-}
-
-fn close_unfinished(state: &mut SessionState, turn: OpenTurn, now_ms: u64, fx: &mut Vec<Effect>) {
-    let _ = now_ms;
-    for (call_id, name) in turn.pending {
-        let output = format!("not finished: {UNFINISHED_TURN}");
-        state.history.push(Message::ToolResult {
-            call_id: call_id.clone(),
-            name: name.clone(),
-            output: output.clone(),
-            is_error: true,
-        });
-        fx.push(Effect::Emit {
-            turn_id: Some(turn.id),
-            message: AgentMessage::ToolResult(ToolResultEvent {
-                call_id,
-                name,
-                is_error: true,
-                output,
-                duration_ms: 0,
-                cancelled: true,
-            }),
-        });
-    }
-    count_turn(state, turn.usage);
+    state.count_turn(turn.usage);
     fx.push(Effect::Emit {
         turn_id: Some(turn.id),
         message: AgentMessage::Result(ResultEvent {

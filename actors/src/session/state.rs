@@ -117,6 +117,17 @@ impl SessionState {
         !self.is_busy() && self.queue.is_empty()
     }
 
+    /// Add a finished turn's usage (and its cost, when the profile has
+    /// prices) to the session's totals.
+    pub(super) fn count_turn(&mut self, usage: crate::protocol::Usage) {
+        if let Some(pricing) = self.current_model().and_then(|m| m.pricing) {
+            *self.usage.cost_usd.get_or_insert(0.0) += pricing.cost(&usage);
+        }
+        self.usage.total += usage;
+        self.usage.last_turn = usage;
+        self.usage.turns += 1;
+    }
+
     /// The current profile's description, if it is configured.
     pub fn current_model(&self) -> Option<&ModelInfo> {
         self.config.models.iter().find(|m| m.name == self.model)

@@ -458,9 +458,28 @@ fn record_tool_result(
     fx: &mut Vec<Effect>,
 ) {
     call.recorded = true;
+    push_tool_result(
+        history,
+        turn_id,
+        (call.id.clone(), call.name.clone()),
+        outcome,
+        cancelled,
+        fx,
+    );
+}
+
+/// A tool call's result into the history and out as a `tool_result` event.
+pub(super) fn push_tool_result(
+    history: &mut Vec<Message>,
+    turn_id: InputId,
+    (call_id, name): (String, String),
+    outcome: ToolOutcome,
+    cancelled: bool,
+    fx: &mut Vec<Effect>,
+) {
     history.push(Message::ToolResult {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
+        call_id: call_id.clone(),
+        name: name.clone(),
         output: outcome.output.clone(),
         is_error: outcome.is_error,
     });
@@ -468,8 +487,8 @@ fn record_tool_result(
         fx,
         Some(turn_id),
         AgentMessage::ToolResult(ToolResultEvent {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
+            call_id,
+            name,
             is_error: outcome.is_error,
             output: outcome.output,
             duration_ms: outcome.duration_ms,
@@ -647,12 +666,7 @@ fn end_turn(
     let Some(turn) = state.turn.take() else {
         return;
     };
-    if let Some(pricing) = state.current_model().and_then(|m| m.pricing) {
-        *state.usage.cost_usd.get_or_insert(0.0) += pricing.cost(&turn.usage);
-    }
-    state.usage.total += turn.usage;
-    state.usage.last_turn = turn.usage;
-    state.usage.turns += 1;
+    state.count_turn(turn.usage);
     emit(
         fx,
         Some(turn.id),

@@ -857,7 +857,7 @@ fn restore_closes_a_turn_the_process_left_in_a_tool_call() {
     h.tool_done(batch, "c1", "done");
     // The process dies here: c2 never finished, no result was written.
     let log = persisted(&h);
-    let (state, fx) = restore(fresh(), &log, 0);
+    let (state, fx) = restore(fresh(), &log);
     let closing = messages(&fx);
     assert_eq!(type_names(&closing), ["tool_result", "result"]);
     let AgentMessage::ToolResult(t) = &closing[0] else {
@@ -887,7 +887,7 @@ fn restore_of_a_turn_cut_while_streaming_keeps_only_the_user_message() {
             text: "Once".into(),
         },
     );
-    let (state, fx) = restore(fresh(), &persisted(&h), 0);
+    let (state, fx) = restore(fresh(), &persisted(&h));
     assert_eq!(type_names(&messages(&fx)), ["result"]);
     assert_eq!(
         state.history,
@@ -975,7 +975,7 @@ proptest! {
         if h.state().turn.is_some() {
             h.feed(Input::Interrupt); // settle: a live session between turns
         }
-        let (restored, fx) = restore(fresh(), &persisted(&h), 0);
+        let (restored, fx) = restore(fresh(), &persisted(&h));
         prop_assert!(fx.is_empty(), "nothing to close: {fx:?}");
         let live = h.state();
         prop_assert_eq!(&restored.history, &live.history);
