@@ -73,9 +73,7 @@ async fn edit_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
     }
     let path = ctx.resolve_for_write(&params.path)?;
     let max_bytes = ctx.max_output_bytes;
-    tokio::task::spawn_blocking(move || edit(&path, &params, max_bytes))
-        .await
-        .map_err(|e| ToolError::failed(format!("edit_file stopped unexpectedly: {e}")))?
+    super::blocking("edit_file", move || edit(&path, &params, max_bytes)).await
 }
 
 fn edit(path: &Path, params: &Params, max_bytes: usize) -> Result<ToolOutput, ToolError> {

@@ -68,9 +68,10 @@ async fn glob(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
         })?
         .compile_matcher();
     let cancel = ctx.cancel.clone();
-    tokio::task::spawn_blocking(move || find(&root, &matcher, &params.pattern, &cancel))
-        .await
-        .map_err(|e| ToolError::failed(format!("glob stopped unexpectedly: {e}")))?
+    super::blocking("glob", move || {
+        find(&root, &matcher, &params.pattern, &cancel)
+    })
+    .await
 }
 
 /// The pattern relative to the search root: a leading `./` is dropped, and an
@@ -123,23 +124,11 @@ fn find(
     }
 
     let mut found = Vec::new();
-    let mut unreadable = 0usize;
-    for entry in walk::walk(root) {
-        if cancel.is_cancelled() {
-            return Err(ToolError::Cancelled);
-        }
-        let Ok(entry) = entry else {
-            unreadable += 1;
-            continue;
-        };
-        if entry.depth() == 0 || !walk::is_file(&entry) {
-            continue;
-        }
-        let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+    let unreadable = walk::files(root, cancel, |path, rel| {
         if matcher.is_match(rel) {
-            found.push(walk::relative(entry.path(), root));
+            found.push(walk::relative(path, root));
         }
-    }
+    })?;
     found.sort();
 
     let mut out = String::new();

@@ -94,9 +94,7 @@ async fn grep(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
         max_bytes: ctx.max_output_bytes,
         cancel: ctx.cancel.clone(),
     };
-    tokio::task::spawn_blocking(move || search.run(&root, display_root.as_deref()))
-        .await
-        .map_err(|e| ToolError::failed(format!("grep stopped unexpectedly: {e}")))?
+    super::blocking("grep", move || search.run(&root, display_root.as_deref())).await
 }
 
 /// The `glob` parameter: matched against the file name, or against the path
@@ -193,24 +191,13 @@ impl Search {
         let mut found = Found::default();
 
         if meta.is_dir() {
-            for entry in walk::walk(root) {
-                if self.cancel.is_cancelled() {
-                    return Err(ToolError::Cancelled);
-                }
-                let Ok(entry) = entry else {
-                    found.unreadable += 1;
-                    continue;
-                };
-                if entry.depth() == 0 || !walk::is_file(&entry) {
-                    continue;
-                }
-                let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+            found.unreadable += walk::files(root, &self.cancel, |path, rel| {
                 if self.filter.as_ref().is_some_and(|f| !f.accepts(rel)) {
-                    continue;
+                    return;
                 }
-                let shown = walk::relative(entry.path(), root);
-                self.search_file(&mut searcher, entry.path(), &shown, &mut found);
-            }
+                let shown = walk::relative(path, root);
+                self.search_file(&mut searcher, path, &shown, &mut found);
+            })?;
         } else if !meta.is_file() {
             return Err(ToolError::failed(format!(
                 "{} is not a regular file or directory (it is a device, FIFO or socket); grep \

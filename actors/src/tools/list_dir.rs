@@ -45,9 +45,7 @@ impl BuiltinTool for ListDir {
 
 async fn list_dir(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
     let path = ctx.resolve(&params.path);
-    tokio::task::spawn_blocking(move || list(&path))
-        .await
-        .map_err(|e| ToolError::failed(format!("list_dir stopped unexpectedly: {e}")))?
+    super::blocking("list_dir", move || list(&path)).await
 }
 
 fn list(path: &Path) -> Result<ToolOutput, ToolError> {

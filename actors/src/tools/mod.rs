@@ -145,6 +145,17 @@ pub fn schema_of<P: JsonSchema>() -> Value {
     schema
 }
 
+/// Run a tool's file-system work on a blocking thread; the thread dying
+/// (a panic) is the tool's error, named after the tool.
+pub(crate) async fn blocking<T: Send + 'static>(
+    tool: &str,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::failed(format!("{tool} stopped unexpectedly: {e}")))?
+}
+
 /// Deserialise arguments into `P`, naming the offending field on failure.
 pub fn parse_params<P: DeserializeOwned>(tool: &str, input: Value) -> Result<P, ToolError> {
     if !input.is_object() {

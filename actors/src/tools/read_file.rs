@@ -70,9 +70,10 @@ async fn read_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
     let offset = params.offset.unwrap_or(1).max(1);
     let path = ctx.resolve(&params.path);
     let max_bytes = ctx.max_output_bytes;
-    tokio::task::spawn_blocking(move || read_lines(&path, offset, limit, max_bytes))
-        .await
-        .map_err(|e| ToolError::failed(format!("read_file stopped unexpectedly: {e}")))?
+    super::blocking("read_file", move || {
+        read_lines(&path, offset, limit, max_bytes)
+    })
+    .await
 }
 
 fn read_lines(

@@ -9,8 +9,10 @@
 //!   are often what the model is looking for), but `.git` itself is skipped.
 //! - Symbolic links are not followed; entries come sorted by file name.
 
+use super::ToolError;
 use ignore::{DirEntry, Walk, WalkBuilder};
 use std::path::Path;
+use tokio_util::sync::CancellationToken;
 
 /// A walk over everything under `root` that the searching tools consider.
 pub(crate) fn walk(root: &Path) -> Walk {
@@ -21,6 +23,32 @@ pub(crate) fn walk(root: &Path) -> Walk {
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| entry.file_name() != ".git")
         .build()
+}
+
+/// Calls `visit(path, path relative to root)` for every file of the walk
+/// under `root`, stopping when `cancel` fires. Returns how many entries
+/// could not be read.
+pub(crate) fn files(
+    root: &Path,
+    cancel: &CancellationToken,
+    mut visit: impl FnMut(&Path, &Path),
+) -> Result<usize, ToolError> {
+    let mut unreadable = 0;
+    for entry in walk(root) {
+        if cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        let Ok(entry) = entry else {
+            unreadable += 1;
+            continue;
+        };
+        if entry.depth() == 0 || !is_file(&entry) {
+            continue;
+        }
+        let rel = entry.path().strip_prefix(root).unwrap_or(entry.path());
+        visit(entry.path(), rel);
+    }
+    Ok(unreadable)
 }
 
 /// Whether a walked entry is a file (or a symbolic link to one).

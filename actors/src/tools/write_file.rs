@@ -43,9 +43,10 @@ impl BuiltinTool for WriteFile {
 
 async fn write_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
     let path = ctx.resolve_for_write(&params.path)?;
-    tokio::task::spawn_blocking(move || write(&path, params.content.as_bytes()))
-        .await
-        .map_err(|e| ToolError::failed(format!("write_file stopped unexpectedly: {e}")))?
+    super::blocking("write_file", move || {
+        write(&path, params.content.as_bytes())
+    })
+    .await
 }
 
 fn write(path: &Path, content: &[u8]) -> Result<ToolOutput, ToolError> {
