@@ -21,10 +21,10 @@ use crate::bus::{LifecycleTopic, SessionTopic};
 use crate::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
 use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleKind, SessionId,
-    UserInput,
+    SystemEvent, UserInput,
 };
 use crate::provider::ModelClient;
-use crate::session::{Effect, Input, SessionState, step};
+use crate::session::{Effect, Input, SessionCommand, SessionState, step};
 use crate::session_commands::{self, CommandContext};
 use crate::store::{Append, Store};
 use crate::tool_executor::{RunTool, ToolCatalog, ToolExecutor};
@@ -33,7 +33,7 @@ use kameo::Actor;
 use kameo::actor::{ActorRef, WeakActorRef};
 use kameo::error::Infallible;
 use kameo::message::{Context, Message};
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,8 +75,6 @@ pub struct AgentLoop {
     last_seq: u64,
     model_calls: HashMap<u64, CancellationToken>,
     tool_batches: HashMap<u64, CancellationToken>,
-    /// Inputs produced while performing effects, fed in after them.
-    deferred: Vec<Input>,
     last_activity: Instant,
     me: WeakActorRef<AgentLoop>,
 }
@@ -98,7 +96,6 @@ impl Actor for AgentLoop {
             last_seq: args.last_seq,
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
-            deferred: Vec::new(),
             last_activity: Instant::now(),
             me: me.downgrade(),
         };
@@ -136,21 +133,16 @@ impl Actor for AgentLoop {
 }
 
 impl AgentLoop {
-    /// Feed one input through the core and perform what it asks, then the
-    /// inputs that performing produced (answers to session commands).
+    /// Feed one input through the core and perform what it asks.
     async fn apply(&mut self, input: Input) {
         self.last_activity = Instant::now();
         let was_idle = self.state.as_ref().is_some_and(|s| s.is_idle());
-        let mut inputs = VecDeque::from([input]);
-        while let Some(input) = inputs.pop_front() {
-            let Some(state) = self.state.take() else {
-                return;
-            };
-            let (state, effects) = step(state, input, now_ms());
-            self.state = Some(state);
-            self.perform_all(effects).await;
-            inputs.extend(self.deferred.drain(..));
-        }
+        let Some(state) = self.state.take() else {
+            return;
+        };
+        let (state, effects) = step(state, input, now_ms());
+        self.state = Some(state);
+        self.perform_all(effects).await;
         let idle = self.state.as_ref().is_some_and(|s| s.is_idle());
         if idle != was_idle {
             let kind = if idle {
@@ -250,22 +242,30 @@ impl AgentLoop {
                 }
             }
             Effect::SessionCommand { input_id, command } => {
-                let model = self
-                    .state
-                    .as_ref()
-                    .map(|s| s.model.clone())
-                    .unwrap_or_default();
-                let context = CommandContext {
-                    store: &self.store,
-                    lifecycle: &self.lifecycle,
-                    session_id: &self.session_id,
-                    workspace: &self.workspace,
-                    model: &model,
-                };
-                let reply = session_commands::perform(command, context).await;
-                self.deferred.push(Input::CommandDone { input_id, reply });
+                self.start_session_command(input_id, command)
             }
         }
+    }
+
+    /// Run a session command (store work, files) on a task of its own; its
+    /// reply comes back as a [`CommandSignal`].
+    fn start_session_command(&mut self, input_id: InputId, command: SessionCommand) {
+        let Some(me) = self.me.upgrade() else { return };
+        let context = CommandContext {
+            store: self.store.clone(),
+            lifecycle: self.lifecycle.clone(),
+            session_id: self.session_id.clone(),
+            workspace: self.workspace.clone(),
+            model: self
+                .state
+                .as_ref()
+                .map(|s| s.model.clone())
+                .unwrap_or_default(),
+        };
+        tokio::spawn(async move {
+            let reply = session_commands::perform(command, context).await;
+            let _ = me.tell(CommandSignal { input_id, reply }).await;
+        });
     }
 
     fn start_model_call(&mut self, request_id: u64, request: ModelRequest) {
@@ -370,6 +370,24 @@ pub struct ModelSignal {
 
 /// The tool catalog changed.
 pub struct CatalogSignal(pub Arc<ToolCatalog>);
+
+/// From a session command's task: its reply.
+pub struct CommandSignal {
+    pub input_id: InputId,
+    pub reply: SystemEvent,
+}
+
+impl Message<CommandSignal> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(&mut self, msg: CommandSignal, _: &mut Context<Self, Self::Reply>) {
+        self.apply(Input::CommandDone {
+            input_id: msg.input_id,
+            reply: msg.reply,
+        })
+        .await;
+    }
+}
 
 /// From a tool task: one call finished.
 #[derive(Debug)]

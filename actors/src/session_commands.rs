@@ -15,17 +15,19 @@ use crate::store::{
     Owner, ResolveId, SessionDocument, SessionRecord, Store,
 };
 use kameo::actor::ActorRef;
-use std::path::Path;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-/// What a command may use.
-pub struct CommandContext<'a> {
-    pub store: &'a ActorRef<Store>,
+/// What a command may use (owned: a command runs on a task of its own, so
+/// the session's actor stays free for an interrupt meanwhile).
+pub struct CommandContext {
+    pub store: ActorRef<Store>,
     /// Where new sessions (`/new`, `/fork`, `/load`) are announced.
-    pub lifecycle: &'a LifecycleTopic,
-    pub session_id: &'a SessionId,
-    pub workspace: &'a Path,
+    pub lifecycle: Arc<LifecycleTopic>,
+    pub session_id: SessionId,
+    pub workspace: PathBuf,
     /// The session's current model profile (a new session starts with it).
-    pub model: &'a str,
+    pub model: String,
 }
 
 /// The summary `/sessions` and `/resume` show of a record.
@@ -61,7 +63,7 @@ pub async fn fork_session(
 }
 
 /// Perform `command`; the reply is what the user sees.
-pub async fn perform(command: SessionCommand, ctx: CommandContext<'_>) -> SystemEvent {
+pub async fn perform(command: SessionCommand, ctx: CommandContext) -> SystemEvent {
     let name = match &command {
         SessionCommand::New => "new",
         SessionCommand::List => "sessions",
@@ -76,8 +78,8 @@ pub async fn perform(command: SessionCommand, ctx: CommandContext<'_>) -> System
     }
 }
 
-async fn run(command: SessionCommand, ctx: &CommandContext<'_>) -> Result<SystemEvent, String> {
-    let store = ctx.store;
+async fn run(command: SessionCommand, ctx: &CommandContext) -> Result<SystemEvent, String> {
+    let store = &ctx.store;
     let text = |e: &dyn std::fmt::Display| e.to_string();
     match command {
         SessionCommand::New => {
@@ -118,10 +120,14 @@ async fn run(command: SessionCommand, ctx: &CommandContext<'_>) -> Result<System
             Ok(resume::found(&summary(&record)))
         }
         SessionCommand::Fork { at_seq } => {
-            let record = fork_session(store, ctx.lifecycle, ctx.session_id, at_seq)
+            let record = fork_session(store, &ctx.lifecycle, &ctx.session_id, at_seq)
                 .await
                 .map_err(|e| text(&e))?;
-            Ok(fork::forked(&record.id, ctx.session_id, record.forked_at()))
+            Ok(fork::forked(
+                &record.id,
+                &ctx.session_id,
+                record.forked_at(),
+            ))
         }
         SessionCommand::Save { path } => {
             let document = store
