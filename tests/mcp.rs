@@ -237,6 +237,25 @@ async fn a_crash_mid_call_returns_an_error_result() {
 }
 
 #[tokio::test]
+async fn a_server_tool_timeout_replaces_the_tools_timeout() {
+    // `[tools] timeout_secs` is shorter than the server's `tool_timeout_secs`:
+    // the server's own limit is the one that stops the call.
+    let fx = Fixture::new("mcp_single_call").await;
+    fx.add_config(&format!(
+        "[tools]\ntimeout_secs = 1\n\n{}",
+        test_server_config("tool_timeout_secs = 2")
+    ));
+    let out = fx.run(&["run", "--json", "call hang"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let output = tool_results(&events)[0]["output"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(output.contains("timed out after 2 s"), "{output}");
+}
+
+#[tokio::test]
 async fn a_tool_timeout_cancels_the_call_on_the_server() {
     let fx = Fixture::new("mcp_single_call").await;
     let cancel_file = fx.home.path().join("cancelled");
@@ -253,7 +272,7 @@ async fn a_tool_timeout_cancels_the_call_on_the_server() {
         result["output"]
             .as_str()
             .unwrap()
-            .contains("did not answer within 1 s"),
+            .contains("timed out after 1 s"),
         "{result}"
     );
     // The server saw `notifications/cancelled`; it records that on a task of

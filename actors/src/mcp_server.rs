@@ -7,8 +7,9 @@
 //! backoff. Every change is reported to the ToolExecutor
 //! ([`ServerChanged`]), which owns the registry and tells the sessions.
 //!
-//! Accepts [`CallMcpTool`] (answered when the call ends: a timeout or an
-//! interrupt drops the call, which sends MCP `notifications/cancelled`) and
+//! Accepts [`CallMcpTool`] (answered when the call ends: the executor's time
+//! limit — this server's `tool_timeout_secs` — or an interrupt fires the
+//! call's token, and dropping the call sends MCP `notifications/cancelled`) and
 //! [`StopServer`] (stops the child and waits until it is reaped).
 //!
 //! Never blocks a session: calls made while the server is not ready are
@@ -126,6 +127,7 @@ impl McpServer {
     }
 
     fn tools(&self, listed: Vec<rmcp::model::Tool>, me: ActorRef<McpServer>) -> Vec<Arc<dyn Tool>> {
+        let time_limit = Duration::from_secs(self.config.tool_timeout_secs.max(1));
         listed
             .into_iter()
             .map(|t| {
@@ -137,7 +139,12 @@ impl McpServer {
                         server: self.name.clone(),
                     },
                 };
-                Arc::new(McpTool::new(spec, t.name.to_string(), me.clone())) as Arc<dyn Tool>
+                Arc::new(McpTool::new(
+                    spec,
+                    t.name.to_string(),
+                    me.clone(),
+                    time_limit,
+                )) as Arc<dyn Tool>
             })
             .collect()
     }
@@ -358,21 +365,17 @@ impl Message<CallMcpTool> for McpServer {
                 self.status.describe()
             )));
         };
-        let timeout = Duration::from_secs(self.config.tool_timeout_secs.max(1));
         ctx.spawn(async move {
             let params = CallToolRequestParams::new(call.tool.clone()).with_arguments(call.arguments);
+            // The time limit (`tool_timeout_secs`) is the executor's: it
+            // fires `cancel`, and dropping the call cancels it on the server.
             let response = tokio::select! {
                 _ = call.cancel.cancelled() => return ToolOutcome::error(crate::model::INTERRUPTED),
-                response = tokio::time::timeout(timeout, peer.call_tool_once(params)) => response,
+                response = peer.call_tool_once(params) => response,
             };
             match response {
-                Err(_) => ToolOutcome::error(format!(
-                    "tool `{}` of MCP server `{server}` did not answer within {} s and was cancelled",
-                    call.tool,
-                    timeout.as_secs()
-                )),
-                Ok(Err(e)) => ToolOutcome::error(format!("MCP server `{server}` failed during the call: {e}")),
-                Ok(Ok(CallToolResponse::Complete(result))) => {
+                Err(e) => ToolOutcome::error(format!("MCP server `{server}` failed during the call: {e}")),
+                Ok(CallToolResponse::Complete(result)) => {
                     let (output, is_error) = result_text(&serde_json::to_value(&result).unwrap_or_default());
                     ToolOutcome {
                         output,
@@ -380,7 +383,7 @@ impl Message<CallMcpTool> for McpServer {
                         duration_ms: 0,
                     }
                 }
-                Ok(Ok(_)) => ToolOutcome::error(format!(
+                Ok(_) => ToolOutcome::error(format!(
                     "MCP server `{server}` answered `{}` with a kind of result agentbus does not support (input request or task)",
                     call.tool
                 )),

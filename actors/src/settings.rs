@@ -98,7 +98,8 @@ pub struct ToolSettings {
     /// Tool outputs longer than this are truncated with a marker.
     #[serde(default = "default_max_output_bytes")]
     pub max_output_bytes: usize,
-    /// A tool call running longer than this is cancelled with an error result.
+    /// A built-in tool call running longer than this is cancelled with an
+    /// error result (an MCP server's tools have its `tool_timeout_secs`).
     #[serde(default = "default_tool_timeout_secs")]
     pub timeout_secs: u64,
 }
@@ -153,7 +154,8 @@ pub struct McpServerConfig {
     /// Starting (connect, initialize, list tools) may take this long.
     #[serde(default = "default_startup_timeout_secs")]
     pub startup_timeout_secs: u64,
-    /// One tool call may take this long; then it is cancelled.
+    /// One tool call may take this long; then it is cancelled. Replaces
+    /// `[tools] timeout_secs` for this server's tools, longer or shorter.
     #[serde(default = "default_mcp_tool_timeout_secs")]
     pub tool_timeout_secs: u64,
 }

@@ -323,7 +323,9 @@ async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> ToolO
     };
     let tool_cancel = context.cancel.clone();
     let mut task = tokio::spawn(tool.call(msg.call.input, context));
-    let timeout = Duration::from_secs(settings.timeout_secs);
+    let timeout = tool
+        .time_limit()
+        .unwrap_or(Duration::from_secs(settings.timeout_secs));
     let result = tokio::select! {
         joined = &mut task => joined,
         _ = tokio::time::sleep(timeout) => {

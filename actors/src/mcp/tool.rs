@@ -7,20 +7,29 @@ use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use futures::future::BoxFuture;
 use kameo::actor::ActorRef;
 use serde_json::Value;
+use std::time::Duration;
 
 pub struct McpTool {
     spec: ToolSpec,
     /// The tool's name on its server.
     remote: String,
     server: ActorRef<McpServer>,
+    /// The server's `tool_timeout_secs`.
+    time_limit: Duration,
 }
 
 impl McpTool {
-    pub fn new(spec: ToolSpec, remote: String, server: ActorRef<McpServer>) -> Self {
+    pub fn new(
+        spec: ToolSpec,
+        remote: String,
+        server: ActorRef<McpServer>,
+        time_limit: Duration,
+    ) -> Self {
         McpTool {
             spec,
             remote,
             server,
+            time_limit,
         }
     }
 }
@@ -28,6 +37,10 @@ impl McpTool {
 impl Tool for McpTool {
     fn spec(&self) -> ToolSpec {
         self.spec.clone()
+    }
+
+    fn time_limit(&self) -> Option<Duration> {
+        Some(self.time_limit)
     }
 
     fn call(

@@ -32,6 +32,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What a tool returns to the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,6 +95,11 @@ impl ToolError {
 /// A tool the executor can run, whatever its origin.
 pub trait Tool: Send + Sync + 'static {
     fn spec(&self) -> ToolSpec;
+    /// How long one call may run when the tool has a limit of its own (an
+    /// MCP server's `tool_timeout_secs`); `None`: `[tools] timeout_secs`.
+    fn time_limit(&self) -> Option<Duration> {
+        None
+    }
     fn call(
         &self,
         input: Value,
