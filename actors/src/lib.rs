@@ -23,6 +23,7 @@ pub mod runtime;
 pub mod session;
 pub mod session_commands;
 pub mod session_handle;
+pub mod session_loader;
 pub mod session_manager;
 pub mod settings;
 pub mod store;

@@ -253,7 +253,7 @@ impl Runtime {
 
     /// Stop every session: running turns end with a stored `cancelled`
     /// result, queued inputs are answered without running; then each is
-    /// released (it stays stored). New sessions can still be made.
+    /// released (it stays stored). No session is created or loaded after it.
     pub async fn stop_sessions(&self) {
         let _ = self.manager.ask(StopAll).await;
     }

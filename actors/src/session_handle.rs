@@ -20,6 +20,8 @@ pub enum SessionError {
     UnknownProfile { name: String, available: String },
     #[error("session {0} is not running")]
     Gone(SessionId),
+    #[error("agentbus is shutting down: no session can be started or loaded")]
+    ShuttingDown,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("internal error: {0}")]

@@ -2,11 +2,13 @@
 //! ones.
 //!
 //! Owns the table of loaded sessions (one AgentLoop and one topic each).
-//! Accepts [`CreateSession`], [`OpenSession`] (loads a stored session: takes
-//! its lease, folds its log through the pure core, closes a turn a dead
-//! process left open), [`GetSession`], [`ListSessions`], [`CloseSession`],
-//! [`SweepIdle`] (unloads sessions that nobody holds or watches and that
-//! have been idle for `idle_unload_secs`; they stay stored) and [`StopAll`].
+//! Accepts [`CreateSession`], [`OpenSession`] (loads a stored session on a
+//! task of its own — takes its lease, folds its log through the pure core,
+//! closes a turn a dead process left open — while other requests go on; a
+//! second request for the same session waits for that load),
+//! [`GetSession`], [`ListSessions`], [`CloseSession`], [`SweepIdle`]
+//! (unloads sessions that nobody holds or watches and that have been idle for
+//! `idle_unload_secs`; they stay stored), [`DeleteSession`] and [`StopAll`].
 //!
 //! Never touches a conversation: everything a session does goes through its
 //! AgentLoop. Holds a session's lease exactly while it is loaded here, so
@@ -16,22 +18,25 @@ use crate::agent_loop::{AgentLoop, AgentLoopArgs, IdleFor, ShutDown};
 use crate::bus::{LifecycleTopic, SessionTopic};
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
-use crate::session::{Effect, SessionConfig, SessionState, restore};
+use crate::session::{Effect, SessionState};
 use crate::session_handle::{SessionError, SessionHandle};
+use crate::session_loader::{LoadedSession, SessionLoader};
 use crate::settings::Settings;
 use crate::store::{
-    AcquireSession, CreateSession as StoreCreate, DeleteSession as StoreDelete, NewSession, Owner,
-    ReleaseSession, SetTitle, Store,
+    CreateSession as StoreCreate, DeleteSession as StoreDelete, NewSession, Owner, ReleaseSession,
+    SetTitle, Store,
 };
 use crate::tool_executor::{ToolCatalog, ToolExecutor};
+use futures::future::join_all;
 use kameo::Actor;
 use kameo::actor::{ActorRef, Spawn};
 use kameo::message::{Context, Message};
+use kameo::reply::DelegatedReply;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 /// How to create a session; unset fields come from the settings.
 #[derive(Clone, Debug, Default)]
@@ -63,24 +68,44 @@ pub struct CloseSession(pub SessionId);
 pub struct SweepIdle;
 
 /// Stop every session and release every lease (shutdown): running turns
-/// end with a stored `cancelled` result first.
+/// end with a stored `cancelled` result first. No session is created or
+/// loaded after it.
 pub struct StopAll;
 
 /// Delete a session: unload it if loaded, then remove it from the store.
 pub struct DeleteSession(pub SessionId);
 
+/// A load started by [`OpenSession`] has ended (sent by the loading task).
+struct Loaded {
+    id: SessionId,
+    ticket: u64,
+    loaded: Result<LoadedSession, SessionError>,
+}
+
+/// A stored session being loaded.
+struct Loading {
+    /// Tells this load from a later one of the same session.
+    ticket: u64,
+    /// Who asked for the session meanwhile. A sender dropped unanswered
+    /// (the load failed or was called off) makes its asker try again.
+    waiters: Vec<oneshot::Sender<SessionHandle>>,
+}
+
 /// The actor.
 pub struct SessionManager {
     settings: Arc<Settings>,
     lifecycle: Arc<LifecycleTopic>,
-    /// The system prompt with the prompts of the enabled MCP servers.
-    system_prompt: String,
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
     catalog: watch::Receiver<Arc<ToolCatalog>>,
     store: ActorRef<Store>,
     owner: Owner,
+    loader: SessionLoader,
     sessions: HashMap<SessionId, SessionHandle>,
+    loading: HashMap<SessionId, Loading>,
+    next_ticket: u64,
+    /// [`StopAll`] has run.
+    stopped: bool,
 }
 
 /// What a SessionManager starts from.
@@ -112,50 +137,30 @@ impl Actor for SessionManager {
                 }
             }
         });
+        let owner = Owner::current();
         Ok(SessionManager {
-            system_prompt: system_prompt(&args.settings),
+            loader: SessionLoader::new(
+                args.settings.clone(),
+                args.catalog.clone(),
+                args.store.clone(),
+                owner,
+            ),
             settings: args.settings,
             lifecycle: args.lifecycle,
             model: args.model,
             tools: args.tools,
             catalog: args.catalog,
             store: args.store,
-            owner: Owner::current(),
+            owner,
             sessions: HashMap::new(),
+            loading: HashMap::new(),
+            next_ticket: 0,
+            stopped: false,
         })
     }
 }
 
-/// The configured prompt, then the `prompt` of each enabled MCP server.
-fn system_prompt(settings: &Settings) -> String {
-    let mut prompt = settings.system_prompt.clone();
-    for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.enabled) {
-        if let Some(extra) = server.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
-            prompt.push_str(&format!("\n\n# MCP server `{name}`\n{}", extra.trim()));
-        }
-    }
-    prompt
-}
-
 impl SessionManager {
-    /// A state for session `id` built from the current configuration.
-    fn fresh_state(
-        &self,
-        id: SessionId,
-        model: String,
-        workspace: &std::path::Path,
-    ) -> SessionState {
-        let config = SessionConfig {
-            system_prompt: self.system_prompt.clone(),
-            max_steps: self.settings.max_steps,
-            include_partial_messages: self.settings.include_partial_messages,
-            models: self.settings.model_infos(),
-            workspace: workspace.display().to_string(),
-        };
-        let tools = self.catalog.borrow().tools.clone();
-        SessionState::new(id, config, model, tools)
-    }
-
     fn start(
         &mut self,
         state: SessionState,
@@ -189,16 +194,29 @@ impl SessionManager {
         self.lifecycle.announce(session_id, kind);
     }
 
+    /// Stop a session that was removed from the table and give its lease
+    /// back.
     async fn release(&self, handle: &SessionHandle) {
         handle.stop().await;
         self.announce(handle.id(), LifecycleKind::Closed);
+        self.release_lease(handle.id()).await;
+    }
+
+    async fn release_lease(&self, id: &SessionId) {
         let release = ReleaseSession {
-            id: handle.id().clone(),
+            id: id.clone(),
             owner: self.owner,
         };
         if let Err(e) = self.store.ask(release).await {
-            tracing::warn!(session = %handle.id(), "could not release the session: {e}");
+            tracing::warn!(session = %id, "could not release the session: {e}");
         }
+    }
+
+    /// Shut a session down (its running turn ends with a stored result) and
+    /// release it.
+    async fn shut_down(&self, handle: &SessionHandle) {
+        let _ = handle.agent_loop().ask(ShutDown).await;
+        self.release(handle).await;
     }
 }
 
@@ -210,6 +228,9 @@ impl Message<CreateSession> for SessionManager {
         CreateSession(options): CreateSession,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
+        if self.stopped {
+            return Err(SessionError::ShuttingDown);
+        }
         let model = options.model.unwrap_or_else(|| self.settings.model.clone());
         if !self.settings.models.contains_key(&model) {
             return Err(SessionError::UnknownProfile {
@@ -247,48 +268,88 @@ impl Message<CreateSession> for SessionManager {
             self.store.ask(set).await.map_err(SessionError::from)?;
         }
         self.announce(&id, LifecycleKind::Created);
-        let state = self.fresh_state(id, model, &workspace);
+        let state = self.loader.fresh_state(id, model, &workspace);
         Ok(self.start(state, Vec::new(), false, 0, workspace))
     }
 }
 
 impl Message<OpenSession> for SessionManager {
-    type Reply = Result<SessionHandle, SessionError>;
+    type Reply = DelegatedReply<Result<SessionHandle, SessionError>>;
 
     async fn handle(
         &mut self,
         OpenSession(id): OpenSession,
-        _: &mut Context<Self, Self::Reply>,
+        ctx: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
         if let Some(handle) = self.sessions.get(&id).filter(|h| h.is_alive()) {
-            return Ok(handle.clone());
+            return ctx.reply(Ok(handle.clone()));
         }
-        let (record, events) = self
-            .store
-            .ask(AcquireSession {
-                id: id.clone(),
-                owner: self.owner,
-            })
-            .await
-            .map_err(SessionError::from)?;
-        let model = if self.settings.models.contains_key(&record.model) {
-            record.model.clone()
-        } else {
-            tracing::warn!(session = %id, model = %record.model, "the session's model profile is no longer configured; using the default");
-            self.settings.model.clone()
+        if self.stopped {
+            return ctx.reply(Err(SessionError::ShuttingDown));
+        }
+        let me = ctx.actor_ref().clone();
+        if let Some(loading) = self.loading.get_mut(&id) {
+            let (waiter, loaded) = oneshot::channel();
+            loading.waiters.push(waiter);
+            return ctx.spawn(async move {
+                match loaded.await {
+                    Ok(handle) => Ok(handle),
+                    // That load failed or was called off: ask again, for an
+                    // answer of our own.
+                    Err(_) => me.ask(OpenSession(id)).await.map_err(SessionError::from),
+                }
+            });
+        }
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        let waiters = Vec::new();
+        self.loading.insert(id.clone(), Loading { ticket, waiters });
+        let loader = self.loader.clone();
+        ctx.spawn(async move {
+            let loaded = loader.load(id.clone()).await;
+            let done = Loaded { id, ticket, loaded };
+            me.ask(done).await.map_err(SessionError::from)
+        })
+    }
+}
+
+impl Message<Loaded> for SessionManager {
+    type Reply = Result<SessionHandle, SessionError>;
+
+    async fn handle(
+        &mut self,
+        Loaded { id, ticket, loaded }: Loaded,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        let current = self.loading.get(&id).is_some_and(|l| l.ticket == ticket);
+        let waiters = match current {
+            true => self.loading.remove(&id).map(|l| l.waiters),
+            false => None,
         };
-        let stored_workspace = PathBuf::from(&record.workspace);
-        let workspace = if stored_workspace.is_dir() {
-            stored_workspace
-        } else {
-            self.settings.workspace.clone()
-        };
-        let fresh = self.fresh_state(id, model, &workspace);
-        let (state, startup) = restore(fresh, &events);
-        let last_seq = record
-            .last_seq
-            .max(events.last().map(|e| e.seq).unwrap_or(0));
-        Ok(self.start(state, startup, true, last_seq, workspace))
+        match (loaded, waiters) {
+            (Ok(loaded), Some(waiters)) => {
+                let LoadedSession {
+                    state,
+                    startup,
+                    last_seq,
+                    workspace,
+                } = loaded;
+                let handle = self.start(state, startup, true, last_seq, workspace);
+                for waiter in waiters {
+                    let _ = waiter.send(handle.clone());
+                }
+                Ok(handle)
+            }
+            (Ok(_), None) => {
+                // Called off while it loaded (deleted, or shutting down): give
+                // the lease back unless the session is here again by now.
+                if !self.sessions.contains_key(&id) && !self.loading.contains_key(&id) {
+                    self.release_lease(&id).await;
+                }
+                Err(SessionError::Gone(id))
+            }
+            (Err(e), _) => Err(e),
+        }
     }
 }
 
@@ -337,23 +398,33 @@ impl Message<SweepIdle> for SessionManager {
 
     async fn handle(&mut self, _: SweepIdle, _: &mut Context<Self, Self::Reply>) -> usize {
         let limit = Duration::from_secs(self.settings.sessions.idle_unload_secs);
-        let mut idle = Vec::new();
-        for (id, handle) in &self.sessions {
-            if handle.in_use() || handle.topic().subscriber_count() > 0 {
-                continue; // a front end holds it, or someone is watching
-            }
-            let idle_for = handle.agent_loop().ask(IdleFor).await.ok().flatten();
-            if idle_for.is_some_and(|d| d >= limit) || !handle.is_alive() {
-                idle.push(id.clone());
-            }
+        // A front end holds it, or someone is watching: not idle.
+        let unused: Vec<&SessionHandle> = self
+            .sessions
+            .values()
+            .filter(|h| !h.in_use() && h.topic().subscriber_count() == 0)
+            .collect();
+        let idle_for = join_all(
+            unused
+                .iter()
+                .map(|h| async { h.agent_loop().ask(IdleFor).await.ok().flatten() }),
+        )
+        .await;
+        let idle: Vec<SessionId> = unused
+            .iter()
+            .zip(idle_for)
+            .filter(|(h, idle_for)| idle_for.is_some_and(|d| d >= limit) || !h.is_alive())
+            .map(|(h, _)| h.id().clone())
+            .collect();
+        let handles: Vec<_> = idle
+            .iter()
+            .filter_map(|id| self.sessions.remove(id))
+            .collect();
+        for handle in &handles {
+            tracing::debug!(session = %handle.id(), "unloading an idle session");
         }
-        for id in &idle {
-            if let Some(handle) = self.sessions.remove(id) {
-                tracing::debug!(session = %id, "unloading an idle session");
-                self.release(&handle).await;
-            }
-        }
-        idle.len()
+        join_all(handles.iter().map(|h| self.release(h))).await;
+        handles.len()
     }
 }
 
@@ -361,11 +432,12 @@ impl Message<StopAll> for SessionManager {
     type Reply = ();
 
     async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) {
+        self.stopped = true;
+        // Loads in flight are called off; whoever waits for one is told the
+        // session is gone.
+        self.loading.clear();
         let handles: Vec<_> = self.sessions.drain().map(|(_, h)| h).collect();
-        for handle in &handles {
-            let _ = handle.agent_loop().ask(ShutDown).await;
-            self.release(handle).await;
-        }
+        join_all(handles.iter().map(|h| self.shut_down(h))).await;
     }
 }
 
@@ -377,9 +449,11 @@ impl Message<DeleteSession> for SessionManager {
         DeleteSession(id): DeleteSession,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
+        // A load in flight is called off; whoever waits for it asks again
+        // (and is told the session does not exist).
+        self.loading.remove(&id);
         if let Some(handle) = self.sessions.remove(&id) {
-            let _ = handle.agent_loop().ask(ShutDown).await;
-            self.release(&handle).await;
+            self.shut_down(&handle).await;
         }
         let delete = StoreDelete {
             id: id.clone(),

@@ -537,3 +537,73 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
     let expected: Vec<u64> = (last + 1..=result.seq).collect();
     assert_eq!(rest, expected);
 }
+
+/// A session run once and unloaded: stored, not in memory.
+async fn stored_session(h: &Harness) -> agentbus_actors::protocol::SessionId {
+    let session = h.session().await;
+    let id = session.id().clone();
+    {
+        let mut events = Events::of(&session);
+        session.submit_text("remember me").await.unwrap();
+        h.next_call().await.answer("I will.");
+        events.result().await;
+    }
+    drop(session);
+    assert_eq!(h.runtime.sweep_idle().await, 1);
+    id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_requests_for_one_stored_session_load_it_once() {
+    let h = Harness::with_idle_unload(0).await;
+    let id = stored_session(&h).await;
+    let opened = futures::future::join_all((0..8).map(|_| h.runtime.open_session(&id))).await;
+    let handles: Vec<SessionHandle> = opened.into_iter().map(|o| o.unwrap()).collect();
+    assert!(
+        handles
+            .iter()
+            .all(|h| Arc::ptr_eq(h.topic(), handles[0].topic())),
+        "every request got the same load (one topic, one AgentLoop)"
+    );
+    assert_eq!(h.runtime.loaded_sessions().await, vec![id.clone()]);
+    // The one loaded session works and holds its history.
+    let mut events = Events::of(&handles[3]);
+    handles[5].submit_text("still there?").await.unwrap();
+    let call = h.next_call().await;
+    assert_eq!(call.request.messages.len(), 3);
+    call.answer("yes");
+    assert_eq!(events.result().await.text, "yes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_deleted_while_it_loads_is_not_left_loaded() {
+    let h = Harness::with_idle_unload(0).await;
+    let id = stored_session(&h).await;
+    // However the delete and the loads interleave, the session ends up
+    // neither loaded nor stored, and every load has an answer.
+    let opens = futures::future::join_all((0..4).map(|_| h.runtime.open_session(&id)));
+    let (opened, deleted) = tokio::join!(opens, h.runtime.delete_session(&id));
+    deleted.unwrap();
+    assert_eq!(opened.len(), 4);
+    assert!(h.runtime.loaded_sessions().await.is_empty());
+    assert!(h.runtime.open_session(&id).await.is_err(), "deleted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_stopping_every_session_nothing_is_started_or_loaded() {
+    let h = Harness::with_idle_unload(0).await;
+    let id = stored_session(&h).await;
+    h.runtime.stop_sessions().await;
+    let opened = h.runtime.open_session(&id).await;
+    assert!(
+        matches!(opened, Err(agentbus_actors::SessionError::ShuttingDown)),
+        "{:?}",
+        opened.err()
+    );
+    let created = h.runtime.create_session(SessionOptions::default()).await;
+    assert!(matches!(
+        created,
+        Err(agentbus_actors::SessionError::ShuttingDown)
+    ));
+    assert!(h.runtime.loaded_sessions().await.is_empty());
+}

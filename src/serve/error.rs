@@ -59,6 +59,7 @@ impl From<SessionError> for ApiError {
         let status = match &e {
             SessionError::UnknownProfile { .. } => StatusCode::BAD_REQUEST,
             SessionError::Gone(_) => StatusCode::NOT_FOUND,
+            SessionError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             SessionError::Store(StoreError::NotFound { .. }) => StatusCode::NOT_FOUND,
             SessionError::Store(StoreError::Ambiguous { .. }) => StatusCode::BAD_REQUEST,
             SessionError::Store(StoreError::Busy { .. }) => StatusCode::CONFLICT,

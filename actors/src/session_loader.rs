@@ -1,0 +1,116 @@
+//! SessionLoader: the state a session's AgentLoop starts from — a fresh one
+//! built from the configuration, or a stored one folded from its log.
+//!
+//! Exists so that the SessionManager can load a stored session on a task of
+//! its own (a long log is a database read and a fold through the core)
+//! instead of inside its handler, where every other request would wait.
+//! Cloned into each load; never starts an actor and keeps nothing.
+
+use crate::protocol::SessionId;
+use crate::session::{Effect, SessionConfig, SessionState, restore};
+use crate::session_handle::SessionError;
+use crate::settings::Settings;
+use crate::store::{AcquireSession, Owner, Store};
+use crate::tool_executor::ToolCatalog;
+use kameo::actor::ActorRef;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+#[derive(Clone)]
+pub struct SessionLoader {
+    settings: Arc<Settings>,
+    /// The system prompt with the prompts of the enabled MCP servers.
+    system_prompt: Arc<str>,
+    catalog: watch::Receiver<Arc<ToolCatalog>>,
+    store: ActorRef<Store>,
+    owner: Owner,
+}
+
+/// A stored session, ready to start: its lease is taken.
+pub struct LoadedSession {
+    pub state: SessionState,
+    /// What the core asks for first (e.g. closing a turn a dead process left
+    /// open).
+    pub startup: Vec<Effect>,
+    pub last_seq: u64,
+    pub workspace: PathBuf,
+}
+
+impl SessionLoader {
+    pub fn new(
+        settings: Arc<Settings>,
+        catalog: watch::Receiver<Arc<ToolCatalog>>,
+        store: ActorRef<Store>,
+        owner: Owner,
+    ) -> Self {
+        SessionLoader {
+            system_prompt: system_prompt(&settings).into(),
+            settings,
+            catalog,
+            store,
+            owner,
+        }
+    }
+
+    /// A state for a new session `id` built from the current configuration.
+    pub fn fresh_state(&self, id: SessionId, model: String, workspace: &Path) -> SessionState {
+        let config = SessionConfig {
+            system_prompt: self.system_prompt.to_string(),
+            max_steps: self.settings.max_steps,
+            include_partial_messages: self.settings.include_partial_messages,
+            models: self.settings.model_infos(),
+            workspace: workspace.display().to_string(),
+        };
+        let tools = self.catalog.borrow().tools.clone();
+        SessionState::new(id, config, model, tools)
+    }
+
+    /// Take stored session `id`'s lease and fold its log. A model profile no
+    /// longer configured falls back to the default, a workspace gone from
+    /// disk to the configured one.
+    pub async fn load(&self, id: SessionId) -> Result<LoadedSession, SessionError> {
+        let (record, events) = self
+            .store
+            .ask(AcquireSession {
+                id: id.clone(),
+                owner: self.owner,
+            })
+            .await
+            .map_err(SessionError::from)?;
+        let model = if self.settings.models.contains_key(&record.model) {
+            record.model.clone()
+        } else {
+            tracing::warn!(session = %id, model = %record.model, "the session's model profile is no longer configured; using the default");
+            self.settings.model.clone()
+        };
+        let stored_workspace = PathBuf::from(&record.workspace);
+        let workspace = if stored_workspace.is_dir() {
+            stored_workspace
+        } else {
+            self.settings.workspace.clone()
+        };
+        let fresh = self.fresh_state(id, model, &workspace);
+        let (state, startup) = restore(fresh, &events);
+        let last_seq = record
+            .last_seq
+            .max(events.last().map(|e| e.seq).unwrap_or(0));
+        Ok(LoadedSession {
+            state,
+            startup,
+            last_seq,
+            workspace,
+        })
+    }
+}
+
+/// The configured prompt, then the `prompt` of each enabled MCP server.
+fn system_prompt(settings: &Settings) -> String {
+    let mut prompt = settings.system_prompt.clone();
+    for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.enabled) {
+        if let Some(extra) = server.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+            prompt.push_str(&format!("\n\n# MCP server `{name}`\n{}", extra.trim()));
+        }
+    }
+    prompt
+}
