@@ -190,6 +190,12 @@ impl<W: Write> Renderer<W> {
         let _ = self.out.flush();
     }
 
+    /// A whole line of its own, dimmed.
+    pub fn dim_line(&mut self, text: &str) {
+        let text = self.dim(text);
+        self.line(&text);
+    }
+
     fn dim(&self, s: &str) -> String {
         if self.options.color {
             s.dark_grey().to_string()

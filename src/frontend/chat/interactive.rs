@@ -2,7 +2,10 @@
 //!
 //! The line editor blocks, so it runs inside `block_in_place`; everything
 //! else is async. While a turn runs the terminal is in raw mode and a
-//! [`KeyWatcher`] reads keys: Esc or Ctrl-C interrupts. The watcher is joined
+//! [`KeyWatcher`] reads keys: Esc or Ctrl-C interrupts; what is typed is
+//! kept ([`TypeAhead`]): lines finished with Enter are sent after the reply,
+//! in order, the unfinished one is in the prompt when it comes back, and an
+//! interrupt puts everything typed back into the prompt. The watcher is joined
 //! before the editor reads again — two readers of the terminal would steal
 //! each other's input (the editor's cursor-position query among it). A
 //! session that already has a conversation (`--continue`, `/resume`,
@@ -12,13 +15,14 @@
 
 use super::editor::{self, CTRL_C};
 use super::screen::Screen;
+use super::type_ahead::{TypeAhead, Typed};
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
 use crate::frontend::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, input_end};
 use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
 use anyhow::Context as _;
-use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::{self, Event};
 use indicatif::{ProgressBar, ProgressStyle};
 use reedline::{EditCommand, Signal};
 use std::path::PathBuf;
@@ -44,29 +48,42 @@ pub async fn run(
         },
     );
     let mut attached = show(session, &mut renderer).await?;
-    renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits.");
+    renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits. What you type during a reply is sent after it.");
+    let mut ahead = TypeAhead::default();
     loop {
-        let at_prompt = AtPrompt::start(attached, renderer);
-        let signal = tokio::task::block_in_place(|| editor.read_line(&editor::ChatPrompt));
-        (attached, renderer) = at_prompt.stop().await?;
-        let signal = signal.context("reading input")?;
-        let text = match signal {
-            Signal::Success(text) if text == CTRL_C => {
-                if editor.current_buffer_contents().is_empty() {
-                    break;
-                }
-                editor.run_edit_commands(&[EditCommand::Clear]);
-                continue;
+        let text = match ahead.next_line() {
+            Some(line) => {
+                renderer.line(&format!("› {line}"));
+                line
             }
-            Signal::Success(text) => text,
-            Signal::CtrlC | Signal::CtrlD => break,
+            None => {
+                let partial = ahead.take_partial();
+                if !partial.is_empty() {
+                    editor.run_edit_commands(&[EditCommand::InsertString(partial)]);
+                }
+                let at_prompt = AtPrompt::start(attached, renderer);
+                let signal = tokio::task::block_in_place(|| editor.read_line(&editor::ChatPrompt));
+                (attached, renderer) = at_prompt.stop().await?;
+                match signal.context("reading input")? {
+                    Signal::Success(text) if text == CTRL_C => {
+                        if editor.current_buffer_contents().is_empty() {
+                            break;
+                        }
+                        editor.run_edit_commands(&[EditCommand::Clear]);
+                        continue;
+                    }
+                    Signal::Success(text) => text,
+                    Signal::CtrlC | Signal::CtrlD => break,
+                }
+            }
         };
         let text = text.trim();
         if text.is_empty() {
             continue;
         }
         let id = attached.submit_text(text.to_string()).await?;
-        let end = follow(&mut attached, id, &mut renderer).await?;
+        let end;
+        (end, ahead) = follow(&mut attached, id, &mut renderer, ahead).await?;
         match &end {
             Some(InputEnd::Reply(reply)) if reply.subtype == SystemSubtype::Quit => break,
             Some(end) => {
@@ -103,17 +120,20 @@ async fn show(mut attached: Attached, renderer: &mut Renderer<Screen>) -> anyhow
 }
 
 /// Show the events of input `id` until it ends; Esc or Ctrl-C interrupts.
+/// Keys typed meanwhile are added to `ahead`, which comes back with the end.
 async fn follow(
     attached: &mut Attached,
     id: InputId,
     renderer: &mut Renderer<Screen>,
-) -> anyhow::Result<Option<InputEnd>> {
+    ahead: TypeAhead,
+) -> anyhow::Result<(Option<InputEnd>, TypeAhead)> {
     let _raw = RawMode::enable()?;
     renderer.options.raw = true;
     let mut spinner = Spinner::default();
     spinner.show("thinking…");
-    let (interrupt_keys, mut interrupts) = tokio::sync::mpsc::unbounded_channel();
-    let watcher = KeyWatcher::start(interrupt_keys);
+    let (typed, mut keys) = tokio::sync::mpsc::unbounded_channel();
+    let watcher = KeyWatcher::start(ahead, typed);
+    let mut interrupted = false;
     let end = loop {
         tokio::select! {
             event = attached.events.recv() => {
@@ -127,13 +147,25 @@ async fn follow(
                     spinner.show(waiting);
                 }
             }
-            Some(()) = interrupts.recv() => attached.interrupt().await?,
+            Some(typed) = keys.recv() => match typed {
+                Typed::Interrupt => {
+                    interrupted = true;
+                    attached.interrupt().await?;
+                }
+                Typed::Queued(line) => {
+                    spinner.suspend(|| renderer.dim_line(&format!("⏎ queued: {line}")));
+                }
+                Typed::Nothing => {}
+            },
         }
     };
-    watcher.stop();
+    let mut ahead = watcher.stop();
+    if interrupted {
+        ahead.unqueue();
+    }
     spinner.hide();
     renderer.options.raw = false;
-    Ok(end)
+    Ok((end, ahead))
 }
 
 /// Shows the session's events above the prompt while it waits for input:
@@ -200,31 +232,40 @@ fn waiting_after(message: &AgentMessage) -> Option<&'static str> {
     }
 }
 
-/// Reads keys on a thread of its own while a turn runs and reports Esc and
-/// Ctrl-C. Polls in short slices so that [`stop`](Self::stop) returns soon.
+/// Reads keys on a thread of its own while a turn runs into a
+/// [`TypeAhead`], and reports interrupts and queued lines. Polls in short
+/// slices so that [`stop`](Self::stop) returns soon.
 struct KeyWatcher {
     stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<std::thread::JoinHandle<TypeAhead>>,
 }
 
 impl KeyWatcher {
-    fn start(interrupts: UnboundedSender<()>) -> KeyWatcher {
+    fn start(mut ahead: TypeAhead, typed: UnboundedSender<Typed>) -> KeyWatcher {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::spawn(move || {
             while !stopping.load(Ordering::Relaxed) {
                 match event::poll(Duration::from_millis(50)) {
-                    Ok(true) => {
-                        if let Ok(Event::Key(k)) = event::read()
-                            && is_interrupt_key(&k)
-                        {
-                            let _ = interrupts.send(());
+                    Ok(true) => match event::read() {
+                        Ok(Event::Key(key)) => match ahead.key(&key) {
+                            Typed::Nothing => {}
+                            said => {
+                                let _ = typed.send(said);
+                            }
+                        },
+                        Ok(Event::Paste(text)) => {
+                            for line in ahead.paste(&text) {
+                                let _ = typed.send(Typed::Queued(line));
+                            }
                         }
-                    }
+                        _ => {}
+                    },
                     Ok(false) => {}
-                    Err(_) => return,
+                    Err(_) => break,
                 }
             }
+            ahead
         });
         KeyWatcher {
             stop,
@@ -232,9 +273,13 @@ impl KeyWatcher {
         }
     }
 
-    /// Stop reading keys; returns once the thread is gone.
-    fn stop(self) {
-        drop(self);
+    /// Stop reading keys; returns what was typed once the thread is gone.
+    fn stop(mut self) -> TypeAhead {
+        self.stop.store(true, Ordering::Relaxed);
+        let thread = self.thread.take();
+        thread
+            .and_then(|thread| thread.join().ok())
+            .unwrap_or_default()
     }
 }
 
@@ -247,12 +292,6 @@ impl Drop for KeyWatcher {
             let _ = thread.join();
         }
     }
-}
-
-fn is_interrupt_key(k: &KeyEvent) -> bool {
-    k.kind == KeyEventKind::Press
-        && (k.code == KeyCode::Esc
-            || (k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL)))
 }
 
 /// A spinner on stderr while nothing streams.
@@ -273,6 +312,14 @@ impl Spinner {
     fn hide(&mut self) {
         if let Some(bar) = self.0.take() {
             bar.finish_and_clear();
+        }
+    }
+
+    /// Run `f` (which writes to the terminal) with the spinner out of the way.
+    fn suspend<R>(&self, f: impl FnOnce() -> R) -> R {
+        match &self.0 {
+            Some(bar) => bar.suspend(f),
+            None => f(),
         }
     }
 }

@@ -13,6 +13,7 @@ mod editor;
 mod interactive;
 mod piped;
 mod screen;
+mod type_ahead;
 
 use super::attached::Start;
 use super::backend::{Attach, Backend};
