@@ -27,6 +27,7 @@ pub mod session_loader;
 pub mod session_manager;
 pub mod settings;
 pub mod store;
+pub mod text;
 pub mod tool_executor;
 pub mod tools;
 pub mod ui_sink;

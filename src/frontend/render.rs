@@ -7,6 +7,7 @@
 use agentbus_actors::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, StopReason, StreamDelta, SystemSubtype,
 };
+use agentbus_actors::text::ellipsize as cut;
 use crossterm::style::Stylize;
 use serde_json::Value;
 use std::io::Write;
@@ -271,14 +272,6 @@ fn first_line(s: &str) -> String {
     match s.split_once('\n') {
         Some((first, _)) => format!("{first}…"),
         None => s.to_string(),
-    }
-}
-
-fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() > max {
-        format!("{}…", s.chars().take(max).collect::<String>())
-    } else {
-        s.to_string()
     }
 }
 

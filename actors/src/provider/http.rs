@@ -171,10 +171,8 @@ pub fn error_message(body: &str) -> String {
     let text = from_json.unwrap_or_else(|| body.trim().to_string());
     if text.is_empty() {
         "(empty body)".into()
-    } else if text.chars().count() > 500 {
-        format!("{}…", text.chars().take(500).collect::<String>())
     } else {
-        text
+        crate::text::ellipsize(&text, 500)
     }
 }
 
@@ -203,13 +201,9 @@ fn causes(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Frame data longer than this is shortened in error messages.
+/// Frame data as quoted in error messages: at most 200 characters.
 pub fn short(s: &str) -> String {
-    if s.chars().count() > 200 {
-        format!("{}…", s.chars().take(200).collect::<String>())
-    } else {
-        s.to_string()
-    }
+    crate::text::ellipsize(s, 200)
 }
 
 #[cfg(test)]

@@ -168,13 +168,9 @@ fn parse_arguments(json: &str) -> Result<Value, String> {
     }
 }
 
+/// Arguments as quoted in an error: at most 200 characters.
 fn abbreviate(s: &str) -> String {
-    const MAX: usize = 200;
-    if s.chars().count() <= MAX {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(MAX).collect::<String>())
-    }
+    crate::text::ellipsize(s, 200)
 }
 
 #[cfg(test)]
