@@ -7,9 +7,10 @@
 //! - [`model`] and [`provider`]: model requests, and the wire formats.
 //! - [`tools`]: the built-in tools.
 //! - the actors: [`agent_loop`], [`tool_executor`], [`mcp_server`],
-//!   [`ui_sink`], [`session_manager`]; [`runtime`] wires them together.
+//!   [`ui_sink`], [`session_manager`] (with [`session_loader`]); [`runtime`]
+//!   wires them together.
 //! - [`mcp`]: connecting to MCP servers, naming and reading their tools.
-//! - [`settings`]: the resolved configuration.
+//! - [`settings`]: the resolved configuration; [`text`]: small text helpers.
 
 pub mod agent_loop;
 pub mod bus;

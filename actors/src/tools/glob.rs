@@ -2,7 +2,7 @@
 //! `**/*.rs`, under a directory (the workspace by default).
 //!
 //! It walks with the `ignore` crate, so `.gitignore`d files and `.git` are
-//! skipped (see [`super::walk`] for the exact rules, including trees that are
+//! skipped (see `tools/walk.rs` for the exact rules, including trees that are
 //! not git repositories). It must never modify anything, never follow
 //! symbolic links while walking, and never list more than [`MAX_RESULTS`]
 //! paths (the rest are counted).

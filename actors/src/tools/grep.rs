@@ -2,7 +2,7 @@
 //! prints matching lines as `path:line_number:line`.
 //!
 //! Directories are walked with the `ignore` crate, so `.gitignore`d files and
-//! `.git` are skipped (see [`super::walk`]); binary files are skipped. It must
+//! `.git` are skipped (see `tools/walk.rs`); binary files are skipped. It must
 //! never modify anything, never follow symbolic links while walking, and
 //! never print more than [`MAX_MATCHES`] lines or the output limit (further
 //! matches are counted, not shown).
