@@ -171,6 +171,24 @@ async fn after_a_restart_a_client_resumes_from_the_store() {
     assert!(status.success(), "{stderr}");
 
     let server = f.serve().await;
+    // Reading the conversation does not load the session.
+    let messages: Value = server
+        .get_json(&format!("/v1/sessions/{id}/messages"))
+        .await;
+    let roles: Vec<&str> = messages["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(roles, ["user", "assistant"], "{messages}");
+    assert_eq!(
+        messages["events"].as_array().unwrap().len(),
+        persisted(&sse.events).len()
+    );
+    let record: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(record["loaded"], false, "{record}");
+
     let mut resumed = server.sse(&id, None).await;
     let started = resumed
         .until(|e| e["subtype"] == "session_started" && e["data"]["resumed"] == true)

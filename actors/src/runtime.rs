@@ -10,9 +10,10 @@
 
 use crate::bus::LifecycleTopic;
 use crate::mcp_server::{McpServer, McpServerArgs, StopServer};
-use crate::protocol::{McpServerStatus, SessionId};
+use crate::protocol::{EventEnvelope, McpServerStatus, Message, SessionId};
 use crate::provider::{ModelClient, ProviderError, Providers};
 use crate::session_handle::{SessionError, SessionHandle};
+use crate::session_loader::SessionLoader;
 use crate::session_manager::{
     CloseSession, CreateSession, DeleteSession, GetSession as GetLoaded,
     ListSessions as ListLoaded, OpenSession, SessionManager, SessionManagerArgs, SessionOptions,
@@ -20,7 +21,7 @@ use crate::session_manager::{
 };
 use crate::settings::Settings;
 use crate::store::{
-    GetSession, ListSessions, ResolveId, SessionRecord, Store, StoreError, StoreOptions,
+    GetSession, ListSessions, Owner, ResolveId, SessionRecord, Store, StoreError, StoreOptions,
 };
 use crate::tool_executor::{ToolCatalog, ToolExecutor, ToolRegistry};
 use crate::tools::builtin_tools;
@@ -49,6 +50,8 @@ pub struct Runtime {
     store: ActorRef<Store>,
     mcp_servers: Vec<ActorRef<McpServer>>,
     catalog: watch::Receiver<Arc<ToolCatalog>>,
+    /// Reads stored conversations without loading them.
+    loader: SessionLoader,
 }
 
 /// Open the store for `settings` and run it on a thread of its own.
@@ -106,6 +109,12 @@ impl Runtime {
             server.wait_for_startup().await;
         }
         let lifecycle = Arc::new(LifecycleTopic::starting_now());
+        let loader = SessionLoader::new(
+            settings.clone(),
+            catalog.clone(),
+            store.clone(),
+            Owner::current(),
+        );
         let manager = SessionManager::spawn(SessionManagerArgs {
             settings: settings.clone(),
             lifecycle: lifecycle.clone(),
@@ -113,8 +122,10 @@ impl Runtime {
             tools: tools.clone(),
             catalog: catalog.clone(),
             store: store.clone(),
+            loader: loader.clone(),
         });
         Ok(Runtime {
+            loader,
             settings,
             lifecycle,
             manager,
@@ -205,6 +216,24 @@ impl Runtime {
             .ask(DeleteSession(id.clone()))
             .await
             .map_err(SessionError::from)
+    }
+
+    /// A session's conversation as the model sees it, with the stored
+    /// events it comes from. A session not loaded is read from the store
+    /// without loading it (no lease is taken).
+    pub async fn conversation(
+        &self,
+        id: &SessionId,
+    ) -> Result<(Vec<Message>, Vec<EventEnvelope>), SessionError> {
+        if let Some(session) = self.session(id).await {
+            let history = session.snapshot().await?.history;
+            let events = session.stored_events(0, None).await?;
+            return Ok((history, events));
+        }
+        match self.stored_session(id).await? {
+            Some(record) => self.loader.read(&record).await,
+            None => Err(SessionError::Gone(id.clone())),
+        }
     }
 
     /// A stored session's record.

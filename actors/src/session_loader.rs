@@ -3,14 +3,15 @@
 //!
 //! Exists so that the SessionManager can load a stored session on a task of
 //! its own (a long log is a database read and a fold through the core)
-//! instead of inside its handler, where every other request would wait.
-//! Cloned into each load; never starts an actor and keeps nothing.
+//! instead of inside its handler, where every other request would wait, and
+//! so that a stored conversation can be read without loading it (no lease
+//! taken). Cloned into each load; never starts an actor and keeps nothing.
 
-use crate::protocol::SessionId;
+use crate::protocol::{EventEnvelope, Message, SessionId};
 use crate::session::{Effect, SessionConfig, SessionState, restore};
 use crate::session_handle::SessionError;
 use crate::settings::Settings;
-use crate::store::{AcquireSession, Owner, Store};
+use crate::store::{AcquireSession, LoadEvents, Owner, SessionRecord, Store};
 use crate::tool_executor::ToolCatalog;
 use kameo::actor::ActorRef;
 use std::path::{Path, PathBuf};
@@ -53,6 +54,11 @@ impl SessionLoader {
         }
     }
 
+    /// Who holds the leases this loader takes.
+    pub fn owner(&self) -> Owner {
+        self.owner
+    }
+
     /// A state for a new session `id` built from the current configuration.
     pub fn fresh_state(&self, id: SessionId, model: String, workspace: &Path) -> SessionState {
         let config = SessionConfig {
@@ -78,6 +84,32 @@ impl SessionLoader {
             })
             .await
             .map_err(SessionError::from)?;
+        Ok(self.fold(&record, &events))
+    }
+
+    /// Stored session `record`'s conversation as the model sees it, read
+    /// from the store without taking the lease (another process may be
+    /// driving it), with the stored events it comes from.
+    pub async fn read(
+        &self,
+        record: &SessionRecord,
+    ) -> Result<(Vec<Message>, Vec<EventEnvelope>), SessionError> {
+        let events = self
+            .store
+            .ask(LoadEvents {
+                id: record.id.clone(),
+                after_seq: 0,
+                up_to: None,
+            })
+            .await
+            .map_err(SessionError::from)?;
+        let history = self.fold(record, &events).state.history;
+        Ok((history, events))
+    }
+
+    /// A session's log folded through the core.
+    fn fold(&self, record: &SessionRecord, events: &[EventEnvelope]) -> LoadedSession {
+        let id = &record.id;
         let model = if self.settings.models.contains_key(&record.model) {
             record.model.clone()
         } else {
@@ -90,17 +122,17 @@ impl SessionLoader {
         } else {
             self.settings.workspace.clone()
         };
-        let fresh = self.fresh_state(id, model, &workspace);
-        let (state, startup) = restore(fresh, &events);
+        let fresh = self.fresh_state(id.clone(), model, &workspace);
+        let (state, startup) = restore(fresh, events);
         let last_seq = record
             .last_seq
             .max(events.last().map(|e| e.seq).unwrap_or(0));
-        Ok(LoadedSession {
+        LoadedSession {
             state,
             startup,
             last_seq,
             workspace,
-        })
+        }
     }
 }
 

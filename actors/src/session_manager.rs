@@ -116,6 +116,7 @@ pub struct SessionManagerArgs {
     pub tools: ActorRef<ToolExecutor>,
     pub catalog: watch::Receiver<Arc<ToolCatalog>>,
     pub store: ActorRef<Store>,
+    pub loader: SessionLoader,
 }
 
 impl Actor for SessionManager {
@@ -137,21 +138,15 @@ impl Actor for SessionManager {
                 }
             }
         });
-        let owner = Owner::current();
         Ok(SessionManager {
-            loader: SessionLoader::new(
-                args.settings.clone(),
-                args.catalog.clone(),
-                args.store.clone(),
-                owner,
-            ),
+            owner: args.loader.owner(),
+            loader: args.loader,
             settings: args.settings,
             lifecycle: args.lifecycle,
             model: args.model,
             tools: args.tools,
             catalog: args.catalog,
             store: args.store,
-            owner,
             sessions: HashMap::new(),
             loading: HashMap::new(),
             next_ticket: 0,

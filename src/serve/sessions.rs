@@ -179,8 +179,7 @@ pub async fn messages(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Messages>, ApiError> {
-    let session = open(&state, &id).await?;
-    let history = session.snapshot().await?.history;
-    let events = session.stored_events(0, None).await?;
+    let id = state.runtime.resolve(&id).await?;
+    let (history, events) = state.runtime.conversation(&id).await?;
     Ok(Json(Messages { history, events }))
 }
