@@ -58,6 +58,15 @@ fn types(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["type"].as_str().unwrap()).collect()
 }
 
+/// The roles of a `GET .../messages` answer's history, in order.
+fn roles(messages: &Value) -> Vec<String> {
+    let history = messages["history"].as_array().cloned().unwrap_or_default();
+    history
+        .iter()
+        .map(|m| m["role"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
 #[tokio::test]
 async fn a_query_streams_over_sse_to_its_result_and_the_conversation_reads_back() {
     let f = fixture().await;
@@ -89,13 +98,7 @@ async fn a_query_streams_over_sse_to_its_result_and_the_conversation_reads_back(
     let messages: Value = server
         .get_json(&format!("/v1/sessions/{id}/messages"))
         .await;
-    let roles: Vec<&str> = messages["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
-    assert_eq!(roles, ["user", "assistant"]);
+    assert_eq!(roles(&messages), ["user", "assistant"], "{messages}");
     assert_eq!(
         messages["events"].as_array().unwrap(),
         &persisted(&sse.events),
@@ -175,13 +178,7 @@ async fn after_a_restart_a_client_resumes_from_the_store() {
     let messages: Value = server
         .get_json(&format!("/v1/sessions/{id}/messages"))
         .await;
-    let roles: Vec<&str> = messages["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap_or("?"))
-        .collect();
-    assert_eq!(roles, ["user", "assistant"], "{messages}");
+    assert_eq!(roles(&messages), ["user", "assistant"], "{messages}");
     assert_eq!(
         messages["events"].as_array().unwrap().len(),
         persisted(&sse.events).len()

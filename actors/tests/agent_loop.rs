@@ -397,18 +397,7 @@ async fn a_stream_that_ends_without_finishing_is_an_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_session_is_unloaded_and_comes_back_whole() {
     let h = Harness::with_idle_unload(0).await;
-    let session = h.session().await;
-    let id = session.id().clone();
-    {
-        let mut events = Events::of(&session);
-        session.submit_text("remember me").await.unwrap();
-        h.next_call().await.answer("I will.");
-        events.result().await;
-    } // the subscription is gone: nobody watches the session
-    drop(session);
-    assert_eq!(h.runtime.sweep_idle().await, 1);
-    assert!(h.runtime.session(&id).await.is_none(), "unloaded");
-
+    let id = stored_session(&h, "remember me", "I will.").await;
     let again = h.runtime.open_session(&id).await.unwrap();
     let history = again.snapshot().await.unwrap().history;
     assert_eq!(history.len(), 2);
@@ -441,16 +430,7 @@ async fn a_busy_or_watched_session_is_not_unloaded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscriber_reaching_past_the_ring_gets_the_stored_events_then_live_ones() {
     let h = Harness::with_idle_unload(0).await;
-    let session = h.session().await;
-    let id = session.id().clone();
-    {
-        let mut events = Events::of(&session);
-        session.submit_text("first").await.unwrap();
-        h.next_call().await.answer("one");
-        events.result().await;
-    }
-    drop(session);
-    h.runtime.sweep_idle().await;
+    let id = stored_session(&h, "first", "one").await;
     // Loaded again, the topic's ring holds only this load's events.
     let again = h.runtime.open_session(&id).await.unwrap();
     assert!(again.loaded_after() > 0);
@@ -494,7 +474,7 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
     let session = h.session().await;
     let start = session.loaded_after();
     // A client with room for 4 events that reads nothing for now.
-    let (_slow_sink, mut slow) = agentbus_actors::ui_sink::attach_until_full(&session, start, 4);
+    let (slow_sink, mut slow) = agentbus_actors::ui_sink::attach_until_full(&session, start, 4);
     let mut events = Events::of(&session);
     session.submit_text("talk a lot").await.unwrap();
     let call = h.next_call().await;
@@ -509,6 +489,11 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
     });
     let result = events.until(|m| matches!(m, AgentMessage::Result(_))).await;
 
+    // The sink pumps on a task of its own and may still be behind the
+    // result: it detaches once it finds the client's buffer full.
+    tokio::time::timeout(GUARD, slow_sink.wait_for_shutdown())
+        .await
+        .expect("the slow client is cut off");
     // The slow client got what fitted, then its stream ended.
     let mut got = Vec::new();
     while let Some(event) = tokio::time::timeout(GUARD, slow.recv()).await.unwrap() {
@@ -538,25 +523,31 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
     assert_eq!(rest, expected);
 }
 
-/// A session run once and unloaded: stored, not in memory.
-async fn stored_session(h: &Harness) -> agentbus_actors::protocol::SessionId {
+/// A session that answered `query` with `answer` once, then was unloaded
+/// (nobody held or watched it): stored, not in memory.
+async fn stored_session(
+    h: &Harness,
+    query: &str,
+    answer: &str,
+) -> agentbus_actors::protocol::SessionId {
     let session = h.session().await;
     let id = session.id().clone();
     {
         let mut events = Events::of(&session);
-        session.submit_text("remember me").await.unwrap();
-        h.next_call().await.answer("I will.");
+        session.submit_text(query).await.unwrap();
+        h.next_call().await.answer(answer);
         events.result().await;
-    }
+    } // the subscription is gone: nobody watches the session
     drop(session);
     assert_eq!(h.runtime.sweep_idle().await, 1);
+    assert!(h.runtime.session(&id).await.is_none(), "unloaded");
     id
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_requests_for_one_stored_session_load_it_once() {
     let h = Harness::with_idle_unload(0).await;
-    let id = stored_session(&h).await;
+    let id = stored_session(&h, "remember me", "I will.").await;
     let opened = futures::future::join_all((0..8).map(|_| h.runtime.open_session(&id))).await;
     let handles: Vec<SessionHandle> = opened.into_iter().map(|o| o.unwrap()).collect();
     assert!(
@@ -578,7 +569,7 @@ async fn many_requests_for_one_stored_session_load_it_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_deleted_while_it_loads_is_not_left_loaded() {
     let h = Harness::with_idle_unload(0).await;
-    let id = stored_session(&h).await;
+    let id = stored_session(&h, "remember me", "I will.").await;
     // However the delete and the loads interleave, the session ends up
     // neither loaded nor stored, and every load has an answer.
     let opens = futures::future::join_all((0..4).map(|_| h.runtime.open_session(&id)));
@@ -592,7 +583,7 @@ async fn a_session_deleted_while_it_loads_is_not_left_loaded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_stopping_every_session_nothing_is_started_or_loaded() {
     let h = Harness::with_idle_unload(0).await;
-    let id = stored_session(&h).await;
+    let id = stored_session(&h, "remember me", "I will.").await;
     h.runtime.stop_sessions().await;
     let opened = h.runtime.open_session(&id).await;
     assert!(

@@ -6,6 +6,7 @@
 //! missing or (without `replace_all`) not unique changes nothing, and never
 //! create files (that is write_file's job).
 
+use super::found::{Found, look, special_file};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput, truncate_middle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -77,29 +78,22 @@ async fn edit_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
 }
 
 fn edit(path: &Path, params: &Params, max_bytes: usize) -> Result<ToolOutput, ToolError> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
+    match look(path, "inspect")? {
+        Found::RegularFile => {}
+        Found::Directory => {
             return Err(ToolError::failed(format!(
                 "{} is a directory, not a file; edit_file needs the path of a file",
                 path.display()
             )));
         }
-        Ok(meta) if !meta.is_file() => {
-            return Err(ToolError::failed(format!(
-                "{} is not a regular file (it is a device, FIFO or socket); edit_file only \
-                 edits regular files",
-                path.display()
-            )));
-        }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Found::Special => return Err(special_file(path, "edit_file", "edits")),
+        Found::Nothing => {
             return Err(ToolError::failed(format!(
                 "file not found: {}; edit_file only changes existing files (use write_file to \
                  create one)",
                 path.display()
             )));
         }
-        Err(e) => return Err(ToolError::io("inspect", path, e)),
     }
     let bytes = std::fs::read(path).map_err(|e| ToolError::io("read", path, e))?;
     let Ok(old_content) = String::from_utf8(bytes) else {

@@ -5,6 +5,7 @@
 //! It must never modify anything, never descend into subdirectories, and
 //! never list more than [`MAX_ENTRIES`] entries (the rest are counted).
 
+use super::found::{Found, look};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -49,22 +50,21 @@ async fn list_dir(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolEr
 }
 
 fn list(path: &Path) -> Result<ToolOutput, ToolError> {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_dir() => {
+    match look(path, "list")? {
+        Found::Directory => {}
+        Found::RegularFile | Found::Special => {
             return Err(ToolError::failed(format!(
                 "{} is a file, not a directory; use read_file to read it",
                 path.display()
             )));
         }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Found::Nothing => {
             return Err(ToolError::failed(format!(
                 "directory not found: {} (check the path; relative paths resolve against the \
                  workspace)",
                 path.display()
             )));
         }
-        Err(e) => return Err(ToolError::io("list", path, e)),
     }
     let read = std::fs::read_dir(path).map_err(|e| ToolError::io("list", path, e))?;
 

@@ -19,6 +19,7 @@ pub mod read_file;
 pub mod write_file;
 
 mod context;
+mod found;
 mod output;
 mod walk;
 

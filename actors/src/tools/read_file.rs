@@ -5,6 +5,7 @@
 //! conversation, and never return more than the output limit: long lines are
 //! cut, and when lines remain unread the output says which `offset` reads on.
 
+use super::found::{Found, look, special_file};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -82,28 +83,21 @@ fn read_lines(
     limit: usize,
     max_bytes: usize,
 ) -> Result<ToolOutput, ToolError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    match look(path, "read")? {
+        Found::RegularFile => {}
+        Found::Nothing => {
             return Err(ToolError::failed(format!(
                 "file not found: {} (check the path; relative paths resolve against the workspace)",
                 path.display()
             )));
         }
-        Err(e) => return Err(ToolError::io("read", path, e)),
-    };
-    if meta.is_dir() {
-        return Err(ToolError::failed(format!(
-            "{} is a directory, not a file; use list_dir to see its contents",
-            path.display()
-        )));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::failed(format!(
-            "{} is not a regular file (it is a device, FIFO or socket); read_file only reads \
-             regular files",
-            path.display()
-        )));
+        Found::Directory => {
+            return Err(ToolError::failed(format!(
+                "{} is a directory, not a file; use list_dir to see its contents",
+                path.display()
+            )));
+        }
+        Found::Special => return Err(special_file(path, "read_file", "reads")),
     }
     let mut file = File::open(path).map_err(|e| ToolError::io("open", path, e))?;
 

@@ -4,6 +4,7 @@
 //! It must never write outside the workspace (paths go through
 //! [`ToolContext::resolve_for_write`]) and never replace a directory.
 
+use super::found::{Found, look, special_file};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -50,23 +51,16 @@ async fn write_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, Tool
 }
 
 fn write(path: &Path, content: &[u8]) -> Result<ToolOutput, ToolError> {
-    let existed = match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => {
+    let existed = match look(path, "inspect")? {
+        Found::RegularFile => true,
+        Found::Nothing => false,
+        Found::Directory => {
             return Err(ToolError::failed(format!(
                 "{} is a directory; write_file needs a file path",
                 path.display()
             )));
         }
-        Ok(meta) if !meta.is_file() => {
-            return Err(ToolError::failed(format!(
-                "{} is not a regular file (it is a device, FIFO or socket); write_file only \
-                 writes regular files",
-                path.display()
-            )));
-        }
-        Ok(_) => true,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(ToolError::io("inspect", path, e)),
+        Found::Special => return Err(special_file(path, "write_file", "writes")),
     };
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
