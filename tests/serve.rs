@@ -472,6 +472,7 @@ async fn sigterm_ends_every_running_turn_with_a_stored_result_and_stops_mcp_serv
     let running_two = server.input(&two, "stall two").await;
     sse_one.until(|e| e["event"]["type"] == "text_delta").await;
     sse_two.until(|e| e["event"]["type"] == "text_delta").await;
+    let mut lifecycle = support::server::EventStream::open(server.get("/v1/events")).await;
 
     server.terminate();
     // Attached clients see each turn end before their stream closes.
@@ -482,6 +483,18 @@ async fn sigterm_ends_every_running_turn_with_a_stored_result_and_stops_mcp_serv
     assert_eq!(ended_queued["stop_reason"], "cancelled");
     assert_eq!(ended_two["stop_reason"], "cancelled");
     assert!(sse_one.next().await.is_none(), "the stream ends");
+    // The lifecycle stream tells of both sessions closing before it ends.
+    while lifecycle.next().await.is_some() {}
+    for id in [&one, &two] {
+        assert!(
+            lifecycle
+                .events
+                .iter()
+                .any(|e| e["session_id"] == id.as_str() && e["kind"] == "closed"),
+            "no `closed` for {id}: {:#?}",
+            lifecycle.events
+        );
+    }
     let (status, stderr) = server.wait().await;
     assert_eq!(status.code(), Some(0), "{stderr}");
     let marker = format!("TEST_MCP_PID_FILE={}", pid_file.display());
@@ -672,6 +685,9 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
     );
 
     drop(sse);
+    // A client watching the session being deleted sees its stream end.
+    let mut watcher = server.sse(&fork_id, None).await;
+    watcher.until(|e| e["subtype"] == "session_started").await;
     let deleted = server
         .http
         .delete(format!("{}/v1/sessions/{fork_id}", server.url))
@@ -680,6 +696,8 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
         .await
         .unwrap();
     assert_eq!(deleted.status(), 204);
+    // (`next` fails the test if the stream stays open with nothing to say.)
+    while watcher.next().await.is_some() {}
     let gone = server
         .get(&format!("/v1/sessions/{fork_id}"))
         .send()

@@ -128,6 +128,8 @@ impl Actor for AgentLoop {
         for token in self.model_calls.values().chain(self.tool_batches.values()) {
             token.cancel();
         }
+        // Watchers get what was said, then the end of the stream.
+        self.topic.close();
         Ok(())
     }
 }

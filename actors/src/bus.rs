@@ -99,6 +99,8 @@ struct Inner<E> {
     /// not pay for the channel's slots.
     sender: Option<broadcast::Sender<Arc<E>>>,
     channel_capacity: usize,
+    /// Its publisher is gone: subscriptions end once they have everything.
+    closed: bool,
 }
 
 impl<E: Sequenced> Inner<E> {
@@ -135,6 +137,7 @@ impl<E: Sequenced> Topic<E> {
                 last_seq,
                 sender: None,
                 channel_capacity: channel_capacity.max(1),
+                closed: false,
             }),
         }
     }
@@ -173,10 +176,15 @@ impl<E: Sequenced> Topic<E> {
     pub fn subscribe(&self, after_seq: u64) -> Result<Subscription<E>, SubscribeError> {
         let mut inner = self.lock();
         let capacity = inner.channel_capacity;
-        let receiver = inner
-            .sender
-            .get_or_insert_with(|| broadcast::channel(capacity).0)
-            .subscribe();
+        let receiver = if inner.closed {
+            // Nothing live will come: a channel already without sender.
+            broadcast::channel(1).1
+        } else {
+            inner
+                .sender
+                .get_or_insert_with(|| broadcast::channel(capacity).0)
+                .subscribe()
+        };
         let oldest = inner
             .ring
             .front()
@@ -196,6 +204,15 @@ impl<E: Sequenced> Topic<E> {
             receiver,
             last_seq: after_seq,
         })
+    }
+
+    /// No more events will be published (the session stopped): every
+    /// subscription ends after the events published so far, instead of
+    /// waiting for ones that will never come.
+    pub fn close(&self) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        inner.sender = None;
     }
 
     /// How many subscribers are listening now.
@@ -337,6 +354,23 @@ mod tests {
         assert!(t.subscribe(41).is_ok());
         publish_range(&t, 42..=42);
         assert_eq!(t.recent(0).len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_closed_topic_ends_subscriptions_after_what_was_published() {
+        let t = Topic::<Ev>::new(0);
+        let mut live = t.subscribe(0).unwrap();
+        publish_range(&t, 1..=3);
+        t.close();
+        for seq in 1..=3 {
+            assert_eq!(live.recv().await.unwrap().seq(), seq);
+        }
+        assert_eq!(live.recv().await.unwrap_err(), RecvError::Closed);
+        // A subscriber coming later gets the ring, then the end.
+        let mut late = t.subscribe(1).unwrap();
+        assert_eq!(late.recv().await.unwrap().seq(), 2);
+        assert_eq!(late.recv().await.unwrap().seq(), 3);
+        assert_eq!(late.recv().await.unwrap_err(), RecvError::Closed);
     }
 
     #[tokio::test]

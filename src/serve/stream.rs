@@ -17,7 +17,7 @@ use agentbus_actors::ui_sink::{DropWhenFull, UiSink, attach_until_full};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
+use futures::{FutureExt, Stream};
 use kameo::actor::ActorRef;
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -30,6 +30,11 @@ pub const CLIENT_BUFFER: usize = 1024;
 
 /// How often an idle stream sends a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// At shutdown, how long a client's feed may stay silent before it is ended
+/// anyway (normally it ends as soon as its stopped session's last events
+/// are through).
+const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
 
 /// Where a client resumes: `Last-Event-ID` wins over `?after=`.
 pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError> {
@@ -60,10 +65,19 @@ impl ClientFeed {
         ClientFeed { sink, events }
     }
 
-    /// The next event; `None` when the session closed or the client fell
-    /// too far behind (it resumes from its last seq).
-    pub async fn next(&mut self) -> Option<Arc<EventEnvelope>> {
-        self.events.recv().await
+    /// The next event; `None` when the session closed, the client fell too
+    /// far behind (it resumes from its last seq) or the server shut down.
+    /// The sessions are stopped before `shutdown` fires, so what they said
+    /// last (each turn's `result`) may still be on its way: it is delivered
+    /// first, until the feed ends or stays silent for [`SHUTDOWN_DRAIN`].
+    pub async fn next(&mut self, shutdown: &CancellationToken) -> Option<Arc<EventEnvelope>> {
+        tokio::select! {
+            biased;
+            event = self.events.recv() => event,
+            () = shutdown.cancelled() => {
+                tokio::time::timeout(SHUTDOWN_DRAIN, self.events.recv()).await.ok().flatten()
+            }
+        }
     }
 }
 
@@ -97,15 +111,8 @@ pub async fn session_events(
     let mut feed = ClientFeed::attach(&session, after);
     let shutdown = state.shutdown.clone();
     let stream = async_stream::stream! {
-        loop {
-            let event = tokio::select! {
-                event = feed.next() => event,
-                () = shutdown.cancelled() => None,
-            };
-            match event {
-                Some(event) => yield Ok(frame(event.seq, &*event)),
-                None => break,
-            }
+        while let Some(event) = feed.next(&shutdown).await {
+            yield Ok(frame(event.seq, &*event));
         }
     };
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
@@ -131,10 +138,21 @@ pub async fn lifecycle_events(
         .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let shutdown: CancellationToken = state.shutdown.clone();
     let stream = async_stream::stream! {
+        let mut shutting_down = false;
         loop {
-            let event = tokio::select! {
-                event = subscription.recv() => event,
-                () = shutdown.cancelled() => Err(RecvError::Closed),
+            let event = if shutting_down {
+                // Announced before the shutdown (each session's `closed`):
+                // already in, sent before the stream ends.
+                subscription.recv().now_or_never().unwrap_or(Err(RecvError::Closed))
+            } else {
+                tokio::select! {
+                    biased;
+                    event = subscription.recv() => event,
+                    () = shutdown.cancelled() => {
+                        shutting_down = true;
+                        continue;
+                    }
+                }
             };
             match event {
                 Ok(event) => yield Ok(frame(event.seq, &*event)),

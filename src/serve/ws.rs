@@ -50,9 +50,13 @@ async fn serve_socket(
     let mut feed = ClientFeed::attach(&session, after);
     loop {
         tokio::select! {
-            event = feed.next() => {
+            event = feed.next(&shutdown) => {
                 let Some(event) = event else {
-                    close(&mut socket, "the session closed or this client fell behind; reconnect with ?after=LAST_SEQ").await;
+                    let reason = match shutdown.is_cancelled() {
+                        true => "the server is shutting down",
+                        false => "the session closed or this client fell behind; reconnect with ?after=LAST_SEQ",
+                    };
+                    close(&mut socket, reason).await;
                     return;
                 };
                 let text = match serde_json::to_string(&*event) {
@@ -80,10 +84,6 @@ async fn serve_socket(
                 if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
                     return;
                 }
-            }
-            () = shutdown.cancelled() => {
-                close(&mut socket, "the server is shutting down").await;
-                return;
             }
         }
     }
