@@ -19,11 +19,36 @@ use tokio::sync::broadcast;
 /// Something with a place in a topic's sequence.
 pub trait Sequenced: Send + Sync + 'static {
     fn seq(&self) -> u64;
+
+    /// Replayed from the ring only until an event that
+    /// [`starts_anew`](Self::starts_anew) (a streamed delta: its whole
+    /// message carries its text).
+    fn is_transient(&self) -> bool {
+        false
+    }
+
+    /// The transient events before this one leave the ring.
+    fn starts_anew(&self) -> bool {
+        false
+    }
 }
 
+/// A session's streamed deltas are replayed until the next turn's `user`
+/// event: a client reconnecting in the middle of the latest reply gets every
+/// delta it missed, one replaying older turns gets their whole messages (as
+/// from the store). A busy session's ring then holds one reply's deltas, not
+/// a thousand.
 impl Sequenced for EventEnvelope {
     fn seq(&self) -> u64 {
         self.seq
+    }
+
+    fn is_transient(&self) -> bool {
+        !self.message.is_persisted()
+    }
+
+    fn starts_anew(&self) -> bool {
+        matches!(self.message, crate::protocol::AgentMessage::User(_))
     }
 }
 
@@ -107,6 +132,9 @@ impl<E: Sequenced> Inner<E> {
     /// Record `event` (its seq is next) in the ring and send it live.
     fn push(&mut self, event: Arc<E>) {
         self.last_seq = event.seq();
+        if event.starts_anew() {
+            self.ring.retain(|e| !e.is_transient());
+        }
         if self.ring.len() == self.ring_capacity {
             self.ring.pop_front();
         }
@@ -354,6 +382,55 @@ mod tests {
         assert!(t.subscribe(41).is_ok());
         publish_range(&t, 42..=42);
         assert_eq!(t.recent(0).len(), 1);
+    }
+
+    /// A session's events: `u` a user event, `d` a streamed delta, `r` any
+    /// other (persisted) event.
+    fn session_events(topic: &SessionTopic, kinds: &str) {
+        use crate::protocol::{
+            AgentMessage, ErrorEvent, ErrorKind, SessionId, StreamDelta, StreamEvent, UserEvent,
+        };
+        let session_id = SessionId::new();
+        for kind in kinds.chars() {
+            let message = match kind {
+                'u' => AgentMessage::User(UserEvent { text: "q".into() }),
+                'd' => AgentMessage::StreamEvent(StreamEvent {
+                    event: StreamDelta::TextDelta {
+                        index: 0,
+                        text: "t".into(),
+                    },
+                }),
+                _ => AgentMessage::Error(ErrorEvent {
+                    kind: ErrorKind::Internal,
+                    message: "r".into(),
+                }),
+            };
+            topic.publish_next(|seq| EventEnvelope {
+                session_id: session_id.clone(),
+                seq,
+                turn_id: None,
+                at: chrono::Utc::now(),
+                message,
+            });
+        }
+    }
+
+    #[tokio::test]
+    async fn the_ring_keeps_the_latest_replys_deltas_only() {
+        let t = SessionTopic::new(0);
+        session_events(&t, "uddr"); // 1..=4: a turn with two deltas
+        let seqs = |t: &SessionTopic| t.recent(0).iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(&t), [1, 2, 3, 4], "the latest reply replays whole");
+        session_events(&t, "udr"); // 5..=7: the next turn starts
+        assert_eq!(seqs(&t), [1, 4, 5, 6, 7]);
+        // A reconnect from the middle of the older reply gets its persisted
+        // events, then the new turn's, with nothing twice.
+        let mut sub = t.subscribe(2).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(sub.recv().await.unwrap().seq);
+        }
+        assert_eq!(got, [4, 5, 6, 7]);
     }
 
     #[tokio::test]

@@ -27,8 +27,8 @@ pub struct RenderOptions {
 pub struct Renderer<W: Write> {
     out: W,
     pub options: RenderOptions,
-    /// Text of the current assistant message has been streamed.
-    streamed_text: bool,
+    /// The text of the current assistant message streamed so far.
+    streamed: String,
     /// The cursor is at the start of a line.
     at_line_start: bool,
 }
@@ -38,7 +38,7 @@ impl<W: Write> Renderer<W> {
         Renderer {
             out,
             options,
-            streamed_text: false,
+            streamed: String::new(),
             at_line_start: true,
         }
     }
@@ -83,7 +83,7 @@ impl<W: Write> Renderer<W> {
                 }
             },
             AgentMessage::User(u) => {
-                self.streamed_text = false;
+                self.streamed.clear();
                 if self.options.echo_user {
                     let text = format!("> {}", u.text);
                     self.line(&self.bold(&text));
@@ -91,25 +91,25 @@ impl<W: Write> Renderer<W> {
             }
             AgentMessage::StreamEvent(s) => match &s.event {
                 StreamDelta::TextDelta { text, .. } => {
-                    self.streamed_text = true;
+                    self.streamed.push_str(text);
                     self.write(text);
                 }
                 StreamDelta::Discard { reason } => {
-                    self.streamed_text = false;
+                    self.streamed.clear();
                     let text = self.dim(&format!("● partial output discarded ({reason})"));
                     self.line(&text);
                 }
                 _ => {}
             },
             AgentMessage::Assistant(a) => {
-                if !self.streamed_text {
-                    let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
-                    if !text.is_empty() {
-                        self.write(&text);
-                    }
+                // What did not stream (a replay without the deltas, or a
+                // reconnect in the middle of them) is written now.
+                let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
+                if let Some(rest) = text.strip_prefix(self.streamed.as_str()) {
+                    self.write(rest);
                 }
                 self.end_line();
-                self.streamed_text = false;
+                self.streamed.clear();
                 for block in &a.content {
                     if let ContentBlock::ToolUse { name, input, .. } = block {
                         let text = format!("⏺ {name}({})", summarize_input(input));
@@ -330,6 +330,30 @@ mod tests {
             }),
         ]);
         assert_eq!(out, "Hello\n");
+    }
+
+    #[test]
+    fn text_that_did_not_stream_is_written_with_the_whole_message() {
+        let out = render(vec![
+            AgentMessage::StreamEvent(StreamEvent {
+                event: StreamDelta::TextDelta {
+                    index: 0,
+                    text: "Hel".into(),
+                },
+            }),
+            // The rest of the deltas were missed (a reconnect after they
+            // left the replay ring).
+            AgentMessage::Assistant(AssistantEvent {
+                content: vec![ContentBlock::Text {
+                    text: "Hello world".into(),
+                }],
+                model: "m".into(),
+                usage: Usage::default(),
+                finish_reason: "end_turn".into(),
+                interrupted: false,
+            }),
+        ]);
+        assert_eq!(out, "Hello world\n");
     }
 
     #[test]
