@@ -15,8 +15,9 @@
 //!    daemon's resident memory before and after.
 //! 2. Throughput: every held session gets a query at the same moment and the
 //!    model streams each reply's chunks as fast as it can; events delivered
-//!    to all SSE clients per second. Two rounds, with the daemon's resident
-//!    memory after each.
+//!    to all SSE clients per second. Four rounds (`AGENTBUS_BENCH_BURSTS`),
+//!    with the daemon's resident memory after each: what a session keeps per
+//!    turn shows as growth from round to round.
 //! 3. Delay from the model sending a chunk to the same text delta reaching
 //!    an SSE client, p50/p99: one session alone, then 100 sessions at once
 //!    with paced replies (a chunk every 20 ms, as a model generates), then
@@ -40,8 +41,9 @@ const CHUNKS: usize = 50;
 const PACED_SESSIONS: usize = 100;
 /// The pause between a paced reply's chunks.
 const PACE_MS: u64 = 20;
-/// Rounds of every session answering at once.
-const BURSTS: usize = 2;
+/// Rounds of every session answering at once, unless
+/// `AGENTBUS_BENCH_BURSTS` says otherwise.
+const BURSTS: usize = 4;
 
 /// What one SSE client saw of one turn.
 struct TurnSeen {
@@ -64,11 +66,9 @@ fn main() {
 }
 
 async fn bench() {
-    let sessions: usize = std::env::var("AGENTBUS_BENCH_SESSIONS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000);
-    let fixture = Fixture::with_script(script(sessions)).await;
+    let sessions = env_number("AGENTBUS_BENCH_SESSIONS", 1000);
+    let bursts = env_number("AGENTBUS_BENCH_BURSTS", BURSTS);
+    let fixture = Fixture::with_script(script(sessions, bursts)).await;
     let server = Arc::new(fixture.serve_with_env(&[], &[("RUST_LOG", "warn")]).await);
     println!("agentbus serve bench: {sessions} sessions, {CHUNKS} text chunks per reply");
 
@@ -126,9 +126,9 @@ async fn bench() {
     );
 
     // 2 + 3c. Every session at once, as fast as the model can stream;
-    // twice, to tell memory kept per turn from the high-water mark of a
-    // burst.
-    for round in 1..=BURSTS {
+    // several times, to tell memory kept per turn from the high-water mark
+    // of a burst.
+    for round in 1..=bursts {
         let started = Instant::now();
         let (delays, events) = run_turns(&server, &ids, "burst", &mut seen_rx).await;
         let elapsed = started.elapsed().as_secs_f64();
@@ -163,9 +163,17 @@ async fn bench() {
     }
 }
 
+/// A whole number from the environment, or `default`.
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
+}
+
 /// One response per turn the bench runs: the paced ones route by the word
 /// "paced" in the query, the others answer the bursts.
-fn script(sessions: usize) -> Script {
+fn script(sessions: usize, bursts: usize) -> Script {
     let mut toml = String::new();
     for _ in 0..(1 + PACED_SESSIONS.min(sessions)) {
         let _ = write!(
@@ -173,7 +181,7 @@ fn script(sessions: usize) -> Script {
             "[[response]]\nmatch = \"paced\"\nstamped_chunks = {CHUNKS}\nchunk_interval_ms = {PACE_MS}\n"
         );
     }
-    for _ in 0..sessions * BURSTS {
+    for _ in 0..sessions * bursts {
         let _ = write!(toml, "[[response]]\nstamped_chunks = {CHUNKS}\n");
     }
     match Script::from_toml_str(&toml) {
