@@ -6,10 +6,34 @@ use agentbus_actors::model::ToolOrigin;
 use agentbus_actors::protocol::McpServerStatus;
 use agentbus_actors::{Runtime, Settings};
 use anyhow::Context as _;
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::Duration;
+
+/// One configured server as `mcp list` reports it.
+#[derive(Serialize)]
+struct ServerReport {
+    name: String,
+    enabled: bool,
+    /// `stdio` or `http`.
+    transport: &'static str,
+    /// The server's status as the catalog has it, or `{"state":
+    /// "disabled"}` / `{"state": "unknown"}`.
+    status: Value,
+    tools: Vec<ToolReport>,
+    /// The status itself (for the text output).
+    #[serde(skip)]
+    known: Option<McpServerStatus>,
+}
+
+#[derive(Serialize)]
+struct ToolReport {
+    name: String,
+    description: String,
+    summary: String,
+}
 
 pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode> {
     let configured = settings.mcp_servers.clone();
@@ -26,31 +50,37 @@ pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode>
     };
     let mut servers = Vec::new();
     for (name, config) in &configured {
-        let tools: Vec<Value> = catalog
+        let origin = ToolOrigin::Mcp {
+            server: name.clone(),
+        };
+        let tools = catalog
             .tools
             .iter()
-            .filter(|t| {
-                t.origin
-                    == ToolOrigin::Mcp {
-                        server: name.clone(),
-                    }
+            .filter(|t| t.origin == origin)
+            .map(|t| ToolReport {
+                name: t.name.clone(),
+                description: t.description.clone(),
+                summary: t.summary().to_string(),
             })
-            .map(|t| json!({"name": t.name, "description": t.description, "summary": t.summary()}))
             .collect();
-        let status = match catalog.servers.get(name) {
+        let known = catalog.servers.get(name).cloned();
+        let status = match &known {
             Some(status) => serde_json::to_value(status)?,
             None if !config.enabled => json!({"state": "disabled"}),
             None => json!({"state": "unknown"}),
         };
-        let transport = if config.url.is_some() {
-            "http"
-        } else {
-            "stdio"
-        };
-        servers.push(json!({
-            "name": name, "enabled": config.enabled, "transport": transport,
-            "status": status, "tools": tools,
-        }));
+        servers.push(ServerReport {
+            name: name.clone(),
+            enabled: config.enabled,
+            transport: if config.url.is_some() {
+                "http"
+            } else {
+                "stdio"
+            },
+            status,
+            tools,
+            known,
+        });
     }
     let mut out = std::io::stdout();
     if as_json {
@@ -62,36 +92,36 @@ pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode>
             "No MCP servers are configured (see [mcp_servers.NAME] in the README)."
         )?;
     } else {
-        for (server, (name, _)) in servers.iter().zip(&configured) {
-            let status = match catalog.servers.get(name) {
-                Some(s) => s.describe(),
-                None => server["status"]["state"]
-                    .as_str()
-                    .unwrap_or("unknown")
-                    .to_string(),
-            };
-            writeln!(
-                out,
-                "{name} ({}): {status}",
-                server["transport"].as_str().unwrap_or("?")
-            )?;
-            if let McpServerStatus::Failed { stderr, .. }
-            | McpServerStatus::Restarting { stderr, .. } = catalog
-                .servers
-                .get(name)
-                .unwrap_or(&McpServerStatus::Stopped)
-            {
-                for line in stderr.iter().rev().take(5).rev() {
-                    writeln!(out, "    stderr: {line}")?;
-                }
-            }
-            for tool in server["tools"].as_array().into_iter().flatten() {
-                let summary = tool["summary"].as_str().unwrap_or_default();
-                writeln!(out, "  {}  {summary}", tool["name"].as_str().unwrap_or("?"))?;
-            }
+        for server in &servers {
+            write_text(&mut out, server)?;
         }
     }
     out.flush().context("writing to stdout")?;
     runtime.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A server, its status (with the last lines of its stderr when it failed),
+/// and a line per tool.
+fn write_text(out: &mut impl Write, server: &ServerReport) -> std::io::Result<()> {
+    let status = match &server.known {
+        Some(status) => status.describe(),
+        None => server.status["state"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_string(),
+    };
+    writeln!(out, "{} ({}): {status}", server.name, server.transport)?;
+    if let Some(
+        McpServerStatus::Failed { stderr, .. } | McpServerStatus::Restarting { stderr, .. },
+    ) = &server.known
+    {
+        for line in stderr.iter().rev().take(5).rev() {
+            writeln!(out, "    stderr: {line}")?;
+        }
+    }
+    for tool in &server.tools {
+        writeln!(out, "  {}  {}", tool.name, tool.summary)?;
+    }
+    Ok(())
 }
