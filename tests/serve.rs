@@ -253,6 +253,26 @@ async fn two_sse_clients_and_a_websocket_see_the_same_events_in_the_same_order()
     let reply = ws.next().await.unwrap();
     assert_eq!(reply["turn_id"], usage_id);
     assert_eq!(reply["subtype"], "usage");
+    // The body of `POST .../input` is an input here too, slash commands
+    // included.
+    for frame in [json!({"command": "usage"}), json!({"text": "/usage"})] {
+        ws.send(frame.clone()).await;
+        let accepted = ws.next().await.unwrap();
+        let id = accepted["accepted"]["input_id"].as_u64();
+        assert!(id.is_some(), "{frame} -> {accepted}");
+        let reply = ws.next().await.unwrap();
+        assert_eq!(reply["turn_id"].as_u64(), id);
+        assert_eq!(reply["subtype"], "usage");
+    }
+    ws.send(json!({"text": 42})).await;
+    let error = ws.next().await.unwrap();
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("`text` must be a string"),
+        "{error}"
+    );
 }
 
 #[tokio::test]

@@ -9,7 +9,7 @@
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 
 use super::AppState;
-use super::api::After;
+use super::api::{After, Input};
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
 use super::stream::ClientFeed;
@@ -27,7 +27,7 @@ const TRY_AGAIN_LATER: u16 = 1013;
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/ws", tag = "events",
     params(("id" = String, Path, description = "Session id or a unique prefix"), After),
-    responses((status = 101, description = "WebSocket: events out (envelope JSON), inputs in (`{\"type\": \"query\" | \"control\" | \"interrupt\", ...}`)"),
+    responses((status = 101, description = "WebSocket: events out (envelope JSON), inputs in (the body of `POST .../input`, or `{\"type\": \"query\" | \"control\" | \"interrupt\", ...}`)"),
               (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn session_socket(
     State(state): State<AppState>,
@@ -90,13 +90,9 @@ async fn serve_socket(
 }
 
 async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value {
-    let input: SessionInput = match serde_json::from_str(text) {
+    let input = match parse_input(text) {
         Ok(input) => input,
-        Err(e) => {
-            return json!({"error": format!(
-                "not an input ({e}); expected {{\"type\": \"query\", \"text\": \"...\"}}, {{\"type\": \"control\", \"command\": \"clear\"}} or {{\"type\": \"interrupt\"}}"
-            )});
-        }
+        Err(e) => return json!({"error": format!("not an input: {e}")}),
     };
     let submitted = match input {
         SessionInput::Query { text } => session.submit(UserInput::Query { text }).await,
@@ -112,6 +108,22 @@ async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value 
         Ok(input_id) => json!({"accepted": {"input_id": input_id}}),
         Err(e) => json!({"error": e.to_string()}),
     }
+}
+
+/// A frame as an input: the body of `POST .../input` (`{"text": ...}` or
+/// `{"command": ...}`), or a tagged [`SessionInput`] (`{"type": "query" |
+/// "control" | "interrupt", ...}`, the only way to interrupt here).
+fn parse_input(text: &str) -> Result<SessionInput, String> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if value.get("type").is_some() {
+        return serde_json::from_value(value).map_err(|e| {
+            format!("{e}; expected {{\"type\": \"query\", \"text\": \"...\"}}, {{\"type\": \"control\", \"command\": \"clear\"}} or {{\"type\": \"interrupt\"}}")
+        });
+    }
+    Ok(match Input::try_from(value)? {
+        Input::Text(text) => SessionInput::Query { text },
+        Input::Command(command) => SessionInput::Control(command),
+    })
 }
 
 async fn close(socket: &mut WebSocket, reason: &str) {
