@@ -545,26 +545,22 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
         return;
     };
     let turn_id = turn.id;
-    match std::mem::replace(
-        &mut turn.phase,
-        Phase::RunningTools {
-            batch_id: 0,
-            calls: Vec::new(),
-        },
-    ) {
+    match &mut turn.phase {
         Phase::Streaming {
             request_id,
             partial,
         } => {
+            let request_id = *request_id;
             fx.push(Effect::CancelModel { request_id });
             if !partial.is_empty() {
                 let assembled = partial.finish(|index| format!("call_{request_id}_{index}"));
+                let usage = partial.usage;
                 record_assistant(
                     &mut state.history,
                     turn,
                     &model,
                     &assembled,
-                    partial.usage,
+                    usage,
                     "interrupted".into(),
                     true,
                     fx,
@@ -588,11 +584,10 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 }
             }
         }
-        Phase::RunningTools {
-            batch_id,
-            mut calls,
-        } => {
-            fx.push(Effect::CancelTools { batch_id });
+        Phase::RunningTools { batch_id, calls } => {
+            fx.push(Effect::CancelTools {
+                batch_id: *batch_id,
+            });
             for call in calls.iter_mut().filter(|c| !c.recorded) {
                 let (outcome, cancelled) = match call.outcome.clone() {
                     Some(done) => (done, false),
