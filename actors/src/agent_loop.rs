@@ -137,7 +137,10 @@ impl Actor for AgentLoop {
 impl AgentLoop {
     /// Feed one input through the core and perform what it asks.
     async fn apply(&mut self, input: Input) {
-        self.last_activity = Instant::now();
+        // A tool-list change is not use of the session (idle unloading).
+        if !matches!(input, Input::CatalogChanged { .. }) {
+            self.last_activity = Instant::now();
+        }
         let was_idle = self.state.as_ref().is_some_and(|s| s.is_idle());
         let Some(state) = self.state.take() else {
             return;
@@ -458,10 +461,7 @@ impl Message<CatalogSignal> for AgentLoop {
         CatalogSignal(catalog): CatalogSignal,
         _: &mut Context<Self, Self::Reply>,
     ) {
-        let input = catalog_input(&catalog);
-        let activity = self.last_activity;
-        self.apply(input).await;
-        self.last_activity = activity; // a tool-list change is not use
+        self.apply(catalog_input(&catalog)).await;
     }
 }
 
@@ -501,8 +501,11 @@ impl Message<ToolSignal> for AgentLoop {
             outcome: msg.outcome,
         })
         .await;
-        let running = |s: &SessionState| matches!(&s.turn, Some(t) if matches!(&t.phase, crate::session::Phase::RunningTools { batch_id, .. } if *batch_id == msg.batch_id));
-        if !self.state.as_ref().is_some_and(running) {
+        let running = self
+            .state
+            .as_ref()
+            .and_then(SessionState::running_tool_batch);
+        if running != Some(msg.batch_id) {
             self.tool_batches.remove(&msg.batch_id);
         }
     }

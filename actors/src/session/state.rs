@@ -112,6 +112,15 @@ impl SessionState {
         self.turn.is_some() || self.pending_command.is_some()
     }
 
+    /// The batch of tool calls running now, if any: once a batch is no
+    /// longer running, its calls' cancellation can be let go.
+    pub fn running_tool_batch(&self) -> Option<u64> {
+        match &self.turn.as_ref()?.phase {
+            super::turn::Phase::RunningTools { batch_id, .. } => Some(*batch_id),
+            super::turn::Phase::Streaming { .. } => None,
+        }
+    }
+
     /// Nothing running and nothing queued.
     pub fn is_idle(&self) -> bool {
         !self.is_busy() && self.queue.is_empty()
