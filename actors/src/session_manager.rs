@@ -27,6 +27,7 @@ use crate::store::{
     SetTitle, Store,
 };
 use crate::tool_executor::{ToolCatalog, ToolExecutor};
+use futures::FutureExt;
 use futures::future::join_all;
 use kameo::Actor;
 use kameo::actor::{ActorRef, Spawn};
@@ -301,7 +302,14 @@ impl Message<OpenSession> for SessionManager {
         self.loading.insert(id.clone(), Loading { ticket, waiters });
         let loader = self.loader.clone();
         ctx.spawn(async move {
-            let loaded = loader.load(id.clone()).await;
+            // Whatever happens, the load ends with `Loaded`: a load that
+            // never reported would keep later requests for it waiting.
+            let load = std::panic::AssertUnwindSafe(loader.load(id.clone()));
+            let loaded = load.catch_unwind().await.unwrap_or_else(|_| {
+                Err(SessionError::Internal(format!(
+                    "loading session {id} failed (a bug: it panicked)"
+                )))
+            });
             let done = Loaded { id, ticket, loaded };
             me.ask(done).await.map_err(SessionError::from)
         })
@@ -335,15 +343,20 @@ impl Message<Loaded> for SessionManager {
                 }
                 Ok(handle)
             }
-            (Ok(_), None) => {
-                // Called off while it loaded (deleted, or shutting down): give
-                // the lease back unless the session is here again by now.
-                if !self.sessions.contains_key(&id) && !self.loading.contains_key(&id) {
+            (loaded, _) => {
+                // Called off while it loaded (deleted, or shutting down), or
+                // failed after taking the lease (a store error means it was
+                // not taken): give the lease back unless the session is here
+                // again by now.
+                let leased = !matches!(loaded, Err(SessionError::Store(_)));
+                if leased && !self.sessions.contains_key(&id) && !self.loading.contains_key(&id) {
                     self.release_lease(&id).await;
                 }
-                Err(SessionError::Gone(id))
+                match loaded {
+                    Ok(_) => Err(SessionError::Gone(id)),
+                    Err(e) => Err(e),
+                }
             }
-            (Err(e), _) => Err(e),
         }
     }
 }
