@@ -46,7 +46,7 @@ async fn dispatch(store: &ActorRef<Store>, command: SessionsCommand) -> anyhow::
     let mut out = std::io::stdout();
     match command {
         SessionsCommand::List { json } => {
-            let records = ask!(store, ListSessions { limit: None })?;
+            let records = ask!(store, ListSessions::default())?;
             if json {
                 serde_json::to_writer_pretty(&mut out, &records)?;
                 writeln!(out)?;

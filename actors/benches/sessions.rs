@@ -235,7 +235,11 @@ async fn main() {
             .expect("release");
     }
     let after = rss_kib();
-    let listed = runtime.stored_sessions(None).await.expect("list").len();
+    let listed = runtime
+        .stored_sessions(Default::default())
+        .await
+        .expect("list")
+        .len();
     println!(
         "memory: {listed} sessions stored, none loaded: {after} KiB resident ({:+} KiB for the {stored} new ones)",
         after as i64 - before as i64

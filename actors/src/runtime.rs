@@ -184,15 +184,13 @@ impl Runtime {
         crate::session_commands::fork_session(&self.store, &self.lifecycle, id, at_seq).await
     }
 
-    /// Stored sessions, most recently updated first.
+    /// Stored sessions, most recently updated first (a page of them, as
+    /// `query` says).
     pub async fn stored_sessions(
         &self,
-        limit: Option<usize>,
+        query: ListSessions,
     ) -> Result<Vec<SessionRecord>, SessionError> {
-        self.store
-            .ask(ListSessions { limit })
-            .await
-            .map_err(SessionError::from)
+        self.store.ask(query).await.map_err(SessionError::from)
     }
 
     /// A loaded session by id.

@@ -101,7 +101,10 @@ async fn run(command: SessionCommand, ctx: &CommandContext) -> Result<SystemEven
         }
         SessionCommand::List => {
             let records = store
-                .ask(ListSessions { limit: Some(30) })
+                .ask(ListSessions {
+                    limit: Some(30),
+                    after: None,
+                })
                 .await
                 .map_err(|e| text(&e))?;
             let summaries: Vec<SessionSummary> = records.iter().map(summary).collect();

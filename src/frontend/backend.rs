@@ -68,7 +68,7 @@ impl Backend {
                 } else if resume.continue_ {
                     let workspace = runtime.settings().workspace.display().to_string();
                     let recent = runtime
-                        .stored_sessions(None)
+                        .stored_sessions(Default::default())
                         .await?
                         .into_iter()
                         .find(|r| r.workspace == workspace)

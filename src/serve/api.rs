@@ -70,6 +70,10 @@ impl Session {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Sessions {
     pub sessions: Vec<Session>,
+    /// When `limit` was given and the page is full: pass it as `after` for
+    /// the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
 }
 
 /// `POST /v1/sessions/{id}/fork`.
@@ -188,12 +192,14 @@ pub struct Tools {
     pub mcp_servers: serde_json::Value,
 }
 
-/// `GET /v1/sessions?limit=N`.
+/// `GET /v1/sessions?limit=N&after=CURSOR`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
 pub struct ListQuery {
     /// At most this many sessions, the most recently updated first
     /// (default: all).
     pub limit: Option<usize>,
+    /// The next page: the `next` value of the previous page's answer.
+    pub after: Option<String>,
 }
 
 /// Where the server reads `after` from.

@@ -9,7 +9,7 @@ use super::api::{
 };
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use agentbus_actors::protocol::{SessionId, UserInput};
-use agentbus_actors::store::ExportSession;
+use agentbus_actors::store::{ExportSession, ListCursor, ListSessions};
 use agentbus_actors::{SessionError, SessionHandle, SessionOptions};
 use axum::Json;
 use axum::extract::{Path, State};
@@ -42,7 +42,24 @@ pub async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Sessions>, ApiError> {
-    let records = state.runtime.stored_sessions(query.limit).await?;
+    let after = match query.after.as_deref() {
+        Some(cursor) => Some(cursor.parse::<ListCursor>().map_err(|e| {
+            ApiError::new(StatusCode::BAD_REQUEST, format!("invalid `after`: {e}"))
+        })?),
+        None => None,
+    };
+    let page = ListSessions {
+        limit: query.limit,
+        after,
+    };
+    let records = state.runtime.stored_sessions(page).await?;
+    let full = query
+        .limit
+        .is_some_and(|limit| records.len() == limit && limit > 0);
+    let next = records
+        .last()
+        .filter(|_| full)
+        .map(|last| ListCursor::after(last).to_string());
     let mut sessions = Vec::with_capacity(records.len());
     for record in records {
         let loaded = state.runtime.session(&record.id).await;
@@ -52,7 +69,7 @@ pub async fn list(
         };
         sessions.push(Session::new(record, loaded.is_some(), busy));
     }
-    Ok(Json(Sessions { sessions }))
+    Ok(Json(Sessions { sessions, next }))
 }
 
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSession,

@@ -22,6 +22,8 @@
   const state = {
     token: null,
     sessions: [], // Session records from GET /v1/sessions, most recent first
+    listLimit: 100, // how many of them the list shows ("Show more" adds a page)
+    moreSessions: false, // the server has more than listLimit
     selectedId: null,
     // The selected session's event stream and what was rendered from it.
     view: null, // see newView()
@@ -210,8 +212,9 @@
   /** Fetch the list and draw it. */
   async function loadSessions() {
     try {
-      const answer = await api('GET', '/v1/sessions');
+      const answer = await api('GET', '/v1/sessions?limit=' + state.listLimit);
       state.sessions = (answer && answer.sessions) || [];
+      state.moreSessions = Boolean(answer && answer.next);
       renderSessionList();
       renderSessionHeader();
     } catch (e) {
@@ -243,7 +246,18 @@
       list.replaceChildren(el('li', { class: 'empty dim', text: 'No sessions yet.' }));
       return;
     }
-    list.replaceChildren(...state.sessions.map(sessionItem));
+    const items = state.sessions.map(sessionItem);
+    if (state.moreSessions) {
+      const more = () => {
+        state.listLimit += 100;
+        loadSessions();
+      };
+      items.push(
+        el('li', { class: 'session-more' },
+          el('button', { type: 'button', class: 'small', 'data-testid': 'more-sessions', text: 'Show more', onclick: more })),
+      );
+    }
+    list.replaceChildren(...items);
   }
 
   /** One row: title, updated time, busy marker; Fork and Delete buttons. */

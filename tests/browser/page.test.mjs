@@ -188,6 +188,28 @@ async function main() {
       expect(replies === 1, `after the reload the reply is shown ${replies} times`);
     });
 
+    await check('a long session list shows 100 at a time and Show more the rest', page, async () => {
+      // More than a page of sessions.
+      for (let i = 0; i < 101; i++) {
+        const answer = await fetch(`${BASE}/v1/sessions`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify({ title: `bulk ${i}` }),
+        });
+        expect(answer.status === 201, `creating a session answered ${answer.status}`);
+      }
+      await page.reload();
+      await byId(page, 'more-sessions').waitFor();
+      const shown = await byId(page, 'session-item').count();
+      expect(shown === 100, `the list shows ${shown} sessions, expected 100`);
+      await byId(page, 'more-sessions').click();
+      await page.waitForFunction(() => document.querySelectorAll('[data-testid="session-item"]').length > 100);
+      const all = await byId(page, 'session-item').count();
+      const listed = (await (await fetch(`${BASE}/v1/sessions`, { headers: { Authorization: `Bearer ${TOKEN}` } })).json()).sessions.length;
+      expect(all === listed, `after Show more the list shows ${all} of ${listed} sessions`);
+      expect((await byId(page, 'more-sessions').count()) === 0, 'Show more is still there');
+    });
+
     await check('the page threw no JavaScript errors', page, async () => {
       expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
     });

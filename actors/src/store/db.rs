@@ -521,16 +521,27 @@ pub fn get(conn: &Connection, id: &SessionId) -> Result<Option<SessionRecord>, S
         .transpose()
 }
 
-pub fn list(conn: &Connection, limit: Option<usize>) -> Result<Vec<SessionRecord>, StoreError> {
+pub fn list(
+    conn: &Connection,
+    limit: Option<usize>,
+    after: Option<&super::ListCursor>,
+) -> Result<Vec<SessionRecord>, StoreError> {
     let operation = "list sessions";
     let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    let after_time = after.map(|c| timestamp(c.updated_at));
+    let after_id = after.map(|c| c.id.0.as_str());
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY updated_at DESC, id DESC LIMIT ?1"
+            "SELECT {SESSION_COLUMNS} FROM sessions \
+             WHERE ?2 IS NULL OR (updated_at, id) < (?2, ?3) \
+             ORDER BY updated_at DESC, id DESC LIMIT ?1"
         ))
         .map_err(|e| sqlite(operation, None, e))?;
     let rows = stmt
-        .query_map([limit], RawSession::from_row)
+        .query_map(
+            rusqlite::params![limit, after_time, after_id],
+            RawSession::from_row,
+        )
         .map_err(|e| sqlite(operation, None, e))?;
     rows.map(|row| row.map_err(|e| sqlite(operation, None, e))?.decode())
         .collect()

@@ -238,6 +238,57 @@ pub struct LoadEvents {
 #[derive(Clone, Debug, Default)]
 pub struct ListSessions {
     pub limit: Option<usize>,
+    /// Only the sessions after this place in the list (the next page).
+    pub after: Option<ListCursor>,
+}
+
+/// A place in the list of sessions: just after the session updated at
+/// `updated_at` with id `id`. Stable when sessions are updated meanwhile (an
+/// updated session moves to the top; the pages after stay as they were).
+/// Written `MICROS.ID` (unix microseconds, the session id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListCursor {
+    pub updated_at: DateTime<Utc>,
+    pub id: SessionId,
+}
+
+impl ListCursor {
+    /// The place just after `record`.
+    pub fn after(record: &SessionRecord) -> Self {
+        ListCursor {
+            updated_at: record.updated_at,
+            id: record.id.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ListCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.updated_at.timestamp_micros(), self.id)
+    }
+}
+
+impl std::str::FromStr for ListCursor {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let expected = "expected the `next` value of a previous page (MICROS.ID)";
+        let (micros, id) = s
+            .split_once('.')
+            .ok_or_else(|| format!("`{s}` is not a list cursor; {expected}"))?;
+        let updated_at = micros
+            .parse::<i64>()
+            .ok()
+            .and_then(DateTime::from_timestamp_micros)
+            .ok_or_else(|| format!("`{micros}` is not a time in microseconds; {expected}"))?;
+        if id.is_empty() {
+            return Err(format!("`{s}` names no session; {expected}"));
+        }
+        Ok(ListCursor {
+            updated_at,
+            id: SessionId(id.to_string()),
+        })
+    }
 }
 
 /// One session's record, if it exists.
@@ -361,7 +412,7 @@ impl Message<ListSessions> for Store {
         msg: ListSessions,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
-        db::list(&self.conn, msg.limit)
+        db::list(&self.conn, msg.limit, msg.after.as_ref())
     }
 }
 

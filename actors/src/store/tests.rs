@@ -564,7 +564,7 @@ async fn a_corrupt_row_is_reported_not_panicked_on() {
         .await
         .expect_err("corrupt");
     assert!(e.to_string().contains("updated_at"), "{e}");
-    let e = ask(&store, ListSessions { limit: None })
+    let e = ask(&store, ListSessions::default())
         .await
         .expect_err("corrupt");
     assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
@@ -605,9 +605,7 @@ async fn a_corrupt_row_is_reported_not_panicked_on() {
     .await
     .expect("delete");
     assert_eq!(
-        ask(&store, ListSessions { limit: None })
-            .await
-            .expect("list"),
+        ask(&store, ListSessions::default()).await.expect("list"),
         vec![]
     );
 }
@@ -1083,15 +1081,57 @@ async fn list_orders_sessions_by_their_last_update() {
     let ids = |records: Vec<SessionRecord>| -> Vec<String> {
         records.into_iter().map(|r| r.id.0).collect()
     };
-    let all = ask(&store, ListSessions { limit: None })
-        .await
-        .expect("list");
+    let all = ask(&store, ListSessions::default()).await.expect("list");
     assert!(all.windows(2).all(|w| w[0].updated_at >= w[1].updated_at));
     assert_eq!(ids(all), ["a", "c", "b"]);
-    let two = ask(&store, ListSessions { limit: Some(2) })
-        .await
-        .expect("list");
+    let two = ask(
+        &store,
+        ListSessions {
+            limit: Some(2),
+            after: None,
+        },
+    )
+    .await
+    .expect("list");
     assert_eq!(ids(two), ["a", "c"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile() {
+    let (_dir, _path, store) = temp_store();
+    for id in ["a", "b", "c", "d", "e"] {
+        create(&store, id).await;
+    }
+    let ids = |records: &[SessionRecord]| -> Vec<String> {
+        records.iter().map(|r| r.id.0.clone()).collect()
+    };
+    let all = ids(&ask(&store, ListSessions::default()).await.expect("list"));
+    let page = |after| ListSessions {
+        limit: Some(2),
+        after,
+    };
+    let first = ask(&store, page(None)).await.expect("page 1");
+    assert_eq!(ids(&first), all[..2]);
+    // A session of page 1 is updated: it moves to the top; the pages after
+    // page 1 stay as they were.
+    let moved = first[0].id.0.clone();
+    append(&store, &moved, turn(&moved, 1, "q"))
+        .await
+        .expect("append");
+    let cursor = first.last().map(ListCursor::after).expect("a cursor");
+    let second = ask(&store, page(Some(cursor.clone())))
+        .await
+        .expect("page 2");
+    assert_eq!(ids(&second), all[2..4]);
+    let third = ask(&store, page(second.last().map(ListCursor::after)))
+        .await
+        .expect("page 3");
+    assert_eq!(ids(&third), all[4..]);
+    // Written out and read back, a cursor is the same place.
+    assert_eq!(cursor.to_string().parse::<ListCursor>(), Ok(cursor));
+    for bad in ["", "12", "x.a", "12."] {
+        assert!(bad.parse::<ListCursor>().is_err(), "{bad}");
+    }
 }
 
 // ---------------------------------------------------------------- the file
