@@ -8,13 +8,14 @@
 
 use crate::frontend::InputEnd;
 use crate::remote::RemoteClient;
-use crate::remote::events::{Following, follow};
+use crate::remote::events::{Connection, Following, follow};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
 use agentbus_actors::ui_sink::{ChannelFrontEnd, UiSink, attach_channel};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
 use tokio::sync::mpsc::Receiver;
+use tokio::sync::watch;
 
 /// Which events an attach starts with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,7 +77,7 @@ enum Link {
     Remote {
         client: RemoteClient,
         id: SessionId,
-        _following: Following,
+        following: Following,
     },
 }
 
@@ -109,8 +110,17 @@ impl Attached {
             link: Link::Remote {
                 client: client.clone(),
                 id,
-                _following: following,
+                following,
             },
+        }
+    }
+
+    /// How the connection to the server is doing, as it changes (`None`
+    /// for a session in this process).
+    pub fn connection(&self) -> Option<watch::Receiver<Connection>> {
+        match &self.link {
+            Link::Local { .. } => None,
+            Link::Remote { following, .. } => Some(following.connection()),
         }
     }
 

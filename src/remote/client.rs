@@ -93,6 +93,7 @@ impl RemoteClient {
                 token_file: token_file.display().to_string(),
             });
         };
+        agentbus_actors::provider::install_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // Event streams carry a keep-alive every 15 s: silence for

@@ -7,6 +7,9 @@
 //! nothing is missed and nothing arrives twice. It gives up — closing the
 //! channel — when the session is gone (404), the token is refused, the
 //! receiver is dropped, or the server stays unreachable for [`GIVE_UP`].
+//! How the connection is doing is published as a [`Connection`]: a front
+//! end that shows it (the interactive chat) subscribes; otherwise breaks are
+//! logged as warnings.
 
 use super::client::RemoteClient;
 use agentbus_actors::protocol::{EventEnvelope, SessionId};
@@ -15,7 +18,7 @@ use futures::StreamExt;
 use reqwest::StatusCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 /// How long reconnecting is tried before the stream is given up.
@@ -24,9 +27,26 @@ pub const GIVE_UP: Duration = Duration::from_secs(30);
 /// Longest pause between two reconnection attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 
+/// How following a server's session is going.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Connection {
+    /// The server accepted the stream: events arrive as they happen.
+    Up,
+    /// The stream broke (`reason`); trying again.
+    Reconnecting { reason: String },
+}
+
 /// The task following a session; dropping it stops following.
 pub struct Following {
     task: JoinHandle<()>,
+    connection: Arc<watch::Sender<Connection>>,
+}
+
+impl Following {
+    /// How the connection is doing, as it changes.
+    pub fn connection(&self) -> watch::Receiver<Connection> {
+        self.connection.subscribe()
+    }
 }
 
 impl Drop for Following {
@@ -42,8 +62,15 @@ pub fn follow(
     after_seq: u64,
 ) -> (Following, mpsc::Receiver<Arc<EventEnvelope>>) {
     let (tx, events) = mpsc::channel(256);
-    let task = tokio::spawn(pump(client.clone(), id.clone(), after_seq, tx));
-    (Following { task }, events)
+    let connection = Arc::new(watch::Sender::new(Connection::Up));
+    let task = tokio::spawn(pump(
+        client.clone(),
+        id.clone(),
+        after_seq,
+        tx,
+        connection.clone(),
+    ));
+    (Following { task, connection }, events)
 }
 
 /// How one connection ended.
@@ -78,11 +105,12 @@ async fn pump(
     id: SessionId,
     mut last_seq: u64,
     tx: mpsc::Sender<Arc<EventEnvelope>>,
+    connection: Arc<watch::Sender<Connection>>,
 ) {
     let mut failing_since: Option<Instant> = None;
     let mut attempt = 0u32;
     loop {
-        let ended = connect_once(&client, &id, &mut last_seq, &tx).await;
+        let ended = connect_once(&client, &id, &mut last_seq, &tx, &connection).await;
         let reason = match ended {
             Ended::Finished => return,
             Ended::Broken { reason, connected } => {
@@ -102,7 +130,16 @@ async fn pump(
         attempt += 1;
         let pause =
             Duration::from_millis(100 * 2u64.saturating_pow(attempt.min(5))).min(MAX_BACKOFF);
-        tracing::warn!(session = %id, last_seq, "event stream interrupted ({reason}); reconnecting");
+        if connection.receiver_count() == 0 {
+            tracing::warn!(session = %id, last_seq, "event stream interrupted ({reason}); reconnecting");
+        } else {
+            tracing::debug!(session = %id, last_seq, "event stream interrupted ({reason}); reconnecting");
+        }
+        connection.send_if_modified(|now| {
+            let was_up = *now == Connection::Up;
+            *now = Connection::Reconnecting { reason };
+            was_up
+        });
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
             () = tx.closed() => return,
@@ -115,6 +152,7 @@ async fn connect_once(
     id: &SessionId,
     last_seq: &mut u64,
     tx: &mpsc::Sender<Arc<EventEnvelope>>,
+    connection: &watch::Sender<Connection>,
 ) -> Ended {
     let url = client.url(&["sessions", &id.0, "events"]);
     let request = client
@@ -137,6 +175,7 @@ async fn connect_once(
         }
         return Ended::refused(error.to_string());
     }
+    connection.send_if_modified(|now| std::mem::replace(now, Connection::Up) != Connection::Up);
     let mut frames = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
     loop {
         let frame = tokio::select! {
@@ -163,5 +202,101 @@ async fn connect_once(
         if tx.send(Arc::new(event)).await.is_err() {
             return Ended::Finished;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentbus_actors::protocol::{AgentMessage, UserEvent};
+    use axum::http::HeaderMap;
+    use axum::response::sse::{Event, Sse};
+    use std::convert::Infallible;
+    use std::sync::Mutex;
+
+    /// Only so a broken build fails instead of hanging.
+    const GUARD: Duration = Duration::from_secs(30);
+
+    fn event(seq: u64) -> String {
+        let envelope = EventEnvelope {
+            session_id: SessionId("s1".into()),
+            seq,
+            turn_id: None,
+            at: chrono::Utc::now(),
+            message: AgentMessage::User(UserEvent {
+                text: format!("event {seq}"),
+            }),
+        };
+        serde_json::to_string(&envelope).unwrap_or_default()
+    }
+
+    /// A server whose first stream sends seqs 1 and 2 and ends; later ones
+    /// send what comes after `Last-Event-ID` up to 3 and stay open.
+    async fn flaky_server() -> (String, Arc<Mutex<Vec<String>>>) {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let seen = asked.clone();
+        let app = axum::Router::new().route(
+            "/v1/sessions/s1/events",
+            axum::routing::get(move |headers: HeaderMap| {
+                let seen = seen.clone();
+                async move {
+                    let last = headers
+                        .get("Last-Event-ID")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("0")
+                        .to_string();
+                    let first = {
+                        let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+                        seen.push(last.clone());
+                        seen.len() == 1
+                    };
+                    let after: u64 = last.parse().unwrap_or(0);
+                    let upto = if first { 2 } else { 3 };
+                    let frames: Vec<Result<Event, Infallible>> = (after + 1..=upto)
+                        .map(|seq| Ok(Event::default().id(seq.to_string()).data(event(seq))))
+                        .collect();
+                    let stream = futures::stream::iter(frames);
+                    let stream: futures::stream::BoxStream<'static, Result<Event, Infallible>> =
+                        if first {
+                            Box::pin(stream)
+                        } else {
+                            Box::pin(stream.chain(futures::stream::pending()))
+                        };
+                    Sse::new(stream)
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let address = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        (format!("http://{address}/?token=t"), asked)
+    }
+
+    #[tokio::test]
+    async fn a_broken_stream_is_resumed_after_the_last_seq_and_the_connection_state_says_so() {
+        let (url, asked) = flaky_server().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let client = RemoteClient::new(&url, dir.path()).expect("client");
+        let (following, mut events) = follow(&client, &SessionId("s1".into()), 0);
+        let mut connection = following.connection();
+        let mut seqs = Vec::new();
+        for _ in 0..3 {
+            let event = tokio::time::timeout(GUARD, events.recv())
+                .await
+                .expect("an event in time")
+                .expect("still following");
+            seqs.push(event.seq);
+        }
+        assert_eq!(seqs, [1, 2, 3], "nothing missed, nothing twice");
+        let asked = asked.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        assert_eq!(asked, ["0", "2"], "reconnected after the last seq");
+        // The break was published, then the recovery (the receiver sees the
+        // latest: up again, after having changed).
+        assert!(connection.has_changed().unwrap_or(false));
+        assert_eq!(*connection.borrow_and_update(), Connection::Up);
     }
 }

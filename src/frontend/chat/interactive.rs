@@ -20,6 +20,7 @@ use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
 use crate::frontend::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, input_end};
+use crate::remote::events::Connection;
 use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
 use anyhow::Context as _;
 use crossterm::event::{self, Event};
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::watch;
 
 pub async fn run(
     backend: &Backend,
@@ -134,8 +136,12 @@ async fn follow(
     let (typed, mut keys) = tokio::sync::mpsc::unbounded_channel();
     let watcher = KeyWatcher::start(ahead, typed);
     let mut interrupted = false;
+    let mut link = attached.connection();
     let end = loop {
         tokio::select! {
+            connection = connection_changed(&mut link) => {
+                spinner.suspend(|| renderer.dim_line(&connection_notice(&connection)));
+            }
             event = attached.events.recv() => {
                 let Some(event) = event else { break None };
                 spinner.hide();
@@ -186,10 +192,14 @@ impl AtPrompt {
             // The editor prints a row per poll (every 100 ms at most).
             let mut pump = tokio::time::interval(Duration::from_millis(50));
             let mut open = true;
+            let mut link = attached.connection();
             loop {
                 tokio::select! {
                     biased;
                     _ = &mut stopped => break,
+                    connection = connection_changed(&mut link) => {
+                        renderer.dim_line(&connection_notice(&connection));
+                    }
                     // Closed: the next turn reports it; rows still waiting
                     // go on being printed.
                     event = attached.events.recv(), if open => match event {
@@ -214,6 +224,27 @@ impl AtPrompt {
             .on_terminal()
             .context("writing to the terminal")?;
         Ok((attached, renderer))
+    }
+}
+
+/// The next change of the connection to the server; never, for a session
+/// in this process (or once the link is gone).
+async fn connection_changed(link: &mut Option<watch::Receiver<Connection>>) -> Connection {
+    if let Some(changes) = link {
+        if changes.changed().await.is_ok() {
+            return changes.borrow_and_update().clone();
+        }
+        *link = None;
+    }
+    std::future::pending().await
+}
+
+fn connection_notice(connection: &Connection) -> String {
+    match connection {
+        Connection::Up => "● reconnected to the server".to_string(),
+        Connection::Reconnecting { reason } => {
+            format!("● lost the connection to the server ({reason}); reconnecting…")
+        }
     }
 }
 
