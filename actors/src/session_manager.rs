@@ -277,8 +277,13 @@ impl Message<OpenSession> for SessionManager {
         OpenSession(id): OpenSession,
         ctx: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
-        if let Some(handle) = self.sessions.get(&id).filter(|h| h.is_alive()) {
-            return ctx.reply(Ok(handle.clone()));
+        if let Some(handle) = self.sessions.get(&id) {
+            if handle.is_alive() {
+                return ctx.reply(Ok(handle.clone()));
+            }
+            // Its AgentLoop died: the load below takes its place (and its
+            // lease, which no later clean-up of the dead one may release).
+            self.sessions.remove(&id);
         }
         if self.stopped {
             return ctx.reply(Err(SessionError::ShuttingDown));

@@ -136,6 +136,10 @@ impl Tool for Renamed {
         }
     }
 
+    fn time_limit(&self) -> Option<Duration> {
+        self.inner.time_limit()
+    }
+
     fn call(
         &self,
         input: serde_json::Value,
@@ -445,6 +449,59 @@ mod tests {
             workspace: std::env::temp_dir(),
             cancel: CancellationToken::new(),
         }
+    }
+
+    /// A server's tool that never ends, with a time limit of its own.
+    struct LimitedForever(Duration);
+    impl Tool for LimitedForever {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                origin: ToolOrigin::Mcp { server: "s".into() },
+                ..Forever.spec()
+            }
+        }
+        fn time_limit(&self) -> Option<Duration> {
+            Some(self.0)
+        }
+        fn call(
+            &self,
+            input: Value,
+            ctx: ToolContext,
+        ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+            Forever.call(input, ctx)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tool_renamed_in_a_name_clash_keeps_its_own_time_limit() {
+        let mut registry = ToolRegistry::new(vec![Arc::new(Forever)], &[]);
+        let limited: Arc<dyn Tool> = Arc::new(LimitedForever(Duration::from_secs(1)));
+        registry.set_server_tools("s", vec![limited]);
+        let renamed: Vec<String> = registry
+            .specs()
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|n| n != "forever")
+            .collect();
+        assert_eq!(renamed.len(), 1, "the server's `forever` was renamed");
+        let ex = ToolExecutor::spawn(ToolExecutor::new(
+            registry,
+            ToolSettings {
+                max_output_bytes: 1000,
+                timeout_secs: 600,
+            },
+            watch::channel(Arc::new(ToolCatalog::default())).0,
+        ));
+        // Without its own limit it would run for the 600 s of `[tools]`.
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            ex.ask(call(&renamed[0], json!({}))),
+        )
+        .await
+        .expect("stopped by its own limit, not the executor's")
+        .unwrap();
+        assert!(out.is_error);
+        assert!(out.output.contains("timed out after 1 s"), "{}", out.output);
     }
 
     #[tokio::test]

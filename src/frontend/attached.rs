@@ -66,6 +66,9 @@ impl Catchup {
 pub struct Attached {
     pub events: Receiver<Arc<EventEnvelope>>,
     pub catchup: Catchup,
+    /// How the connection to the server is doing, once
+    /// [`watch_connection`](Self::watch_connection) was called.
+    pub connection: Option<watch::Receiver<Connection>>,
     link: Link,
 }
 
@@ -93,6 +96,7 @@ impl Attached {
         Attached {
             events,
             catchup: Catchup::StartedAfter(loaded_after),
+            connection: None,
             link: Link::Local {
                 session,
                 _sink: sink,
@@ -107,6 +111,7 @@ impl Attached {
         Attached {
             events,
             catchup,
+            connection: None,
             link: Link::Remote {
                 client: client.clone(),
                 id,
@@ -115,12 +120,17 @@ impl Attached {
         }
     }
 
-    /// How the connection to the server is doing, as it changes (`None`
-    /// for a session in this process).
-    pub fn connection(&self) -> Option<watch::Receiver<Connection>> {
-        match &self.link {
-            Link::Local { .. } => None,
-            Link::Remote { following, .. } => Some(following.connection()),
+    /// Follow how the connection to the server is doing in
+    /// [`connection`](Self::connection), for a front end that shows it
+    /// (breaks are then not logged as warnings). Nothing for a session in
+    /// this process. A break already under way shows as a change.
+    pub fn watch_connection(&mut self) {
+        if let Link::Remote { following, .. } = &self.link {
+            let mut connection = following.connection();
+            if *connection.borrow() != Connection::Up {
+                connection.mark_changed();
+            }
+            self.connection = Some(connection);
         }
     }
 

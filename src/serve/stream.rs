@@ -31,7 +31,7 @@ pub const CLIENT_BUFFER: usize = 1024;
 /// How often an idle stream sends a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// At shutdown, how long a client's feed may stay silent before it is ended
+/// At shutdown, how long a client's feed may go on before it is ended
 /// anyway (normally it ends as soon as its stopped session's last events
 /// are through).
 const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
@@ -57,27 +57,41 @@ pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError>
 pub struct ClientFeed {
     sink: ActorRef<UiSink<DropWhenFull>>,
     events: mpsc::Receiver<Arc<EventEnvelope>>,
+    /// Set when the shutdown is first seen: the feed ends by then at the
+    /// latest.
+    drain_until: Option<tokio::time::Instant>,
 }
 
 impl ClientFeed {
     pub fn attach(session: &agentbus_actors::SessionHandle, after_seq: u64) -> Self {
         let (sink, events) = attach_until_full(session, after_seq, CLIENT_BUFFER);
-        ClientFeed { sink, events }
+        ClientFeed {
+            sink,
+            events,
+            drain_until: None,
+        }
     }
 
     /// The next event; `None` when the session closed, the client fell too
     /// far behind (it resumes from its last seq) or the server shut down.
     /// The sessions are stopped before `shutdown` fires, so what they said
     /// last (each turn's `result`) may still be on its way: it is delivered
-    /// first, until the feed ends or stays silent for [`SHUTDOWN_DRAIN`].
+    /// first, until the feed ends, for at most [`SHUTDOWN_DRAIN`].
     pub async fn next(&mut self, shutdown: &CancellationToken) -> Option<Arc<EventEnvelope>> {
-        tokio::select! {
-            biased;
-            event = self.events.recv() => event,
-            () = shutdown.cancelled() => {
-                tokio::time::timeout(SHUTDOWN_DRAIN, self.events.recv()).await.ok().flatten()
-            }
-        }
+        let until = match self.drain_until {
+            Some(until) => until,
+            None => tokio::select! {
+                biased;
+                event = self.events.recv() => return event,
+                () = shutdown.cancelled() => {
+                    *self.drain_until.insert(tokio::time::Instant::now() + SHUTDOWN_DRAIN)
+                }
+            },
+        };
+        tokio::time::timeout_at(until, self.events.recv())
+            .await
+            .ok()
+            .flatten()
     }
 }
 

@@ -3,8 +3,9 @@
 //!
 //! Out: each event's envelope as a text frame; `{"accepted": {"input_id"}}`
 //! for each input queued; `{"error": "..."}` for a frame that is not an
-//! input. In: a [`SessionInput`] — `{"type": "query", "text"}`,
-//! `{"type": "control", "command", ...}` or `{"type": "interrupt"}`. A bad
+//! input. In: the body of `POST .../input` (`{"text"}`, `{"command", ...}`)
+//! or a tagged [`SessionInput`] — `{"type": "query", "text"}`, `{"type":
+//! "control", "command", ...}` or `{"type": "interrupt"}`. A bad
 //! frame never closes the socket; a client too slow to read its events is
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 

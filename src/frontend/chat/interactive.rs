@@ -104,6 +104,7 @@ pub async fn run(
 /// Show what an attached session (attached from the beginning) holds: the
 /// conversation so far (user lines included), then this load's own events.
 async fn show(mut attached: Attached, renderer: &mut Renderer<Screen>) -> anyhow::Result<Attached> {
+    attached.watch_connection();
     let catchup = attached.catchup;
     renderer.options.echo_user = true;
     if !catchup.is_empty() {
@@ -136,10 +137,9 @@ async fn follow(
     let (typed, mut keys) = tokio::sync::mpsc::unbounded_channel();
     let watcher = KeyWatcher::start(ahead, typed);
     let mut interrupted = false;
-    let mut link = attached.connection();
     let end = loop {
         tokio::select! {
-            connection = connection_changed(&mut link) => {
+            connection = connection_changed(&mut attached.connection) => {
                 spinner.suspend(|| renderer.dim_line(&connection_notice(&connection)));
             }
             event = attached.events.recv() => {
@@ -192,12 +192,11 @@ impl AtPrompt {
             // The editor prints a row per poll (every 100 ms at most).
             let mut pump = tokio::time::interval(Duration::from_millis(50));
             let mut open = true;
-            let mut link = attached.connection();
             loop {
                 tokio::select! {
                     biased;
                     _ = &mut stopped => break,
-                    connection = connection_changed(&mut link) => {
+                    connection = connection_changed(&mut attached.connection) => {
                         renderer.dim_line(&connection_notice(&connection));
                     }
                     // Closed: the next turn reports it; rows still waiting
