@@ -15,8 +15,9 @@ use agentbus_actors::protocol::{
 };
 use agentbus_actors::provider::{ModelClient, ModelStream};
 use agentbus_actors::settings::{ModelProfile, ProviderKind, SessionSettings, ToolSettings};
-use agentbus_actors::store::{Append, CreateSession, NewSession, Owner};
+use agentbus_actors::store::{Append, CreateSession, NewSession, Owner, Store};
 use agentbus_actors::{Runtime, SessionOptions, Settings};
+use kameo::actor::ActorRef;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -118,6 +119,24 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// A new empty session in `store`, leased by this process.
+async fn create(store: &ActorRef<Store>) -> SessionId {
+    let id = SessionId::new();
+    let new = NewSession {
+        id: id.clone(),
+        model: "m".into(),
+        workspace: "/bench".into(),
+    };
+    store
+        .ask(CreateSession {
+            new,
+            owner: Owner::current(),
+        })
+        .await
+        .expect("create");
+    id
+}
+
 async fn one_turn(runtime: &Runtime) -> SessionId {
     let session = runtime
         .create_session(SessionOptions::default())
@@ -142,19 +161,7 @@ async fn main() {
     let store = runtime.store().clone();
 
     // 1. Append throughput, one event per transaction.
-    let id = SessionId::new();
-    let new = NewSession {
-        id: id.clone(),
-        model: "m".into(),
-        workspace: "/bench".into(),
-    };
-    store
-        .ask(CreateSession {
-            new,
-            owner: Owner::current(),
-        })
-        .await
-        .expect("create");
+    let id = create(&store).await;
     let n = 10_000u64;
     let started = Instant::now();
     for seq in 1..=n {
@@ -205,19 +212,7 @@ async fn main() {
     let stored = 10_000u64;
     let before = rss_kib();
     for _ in 0..stored {
-        let id = SessionId::new();
-        let new = NewSession {
-            id: id.clone(),
-            model: "m".into(),
-            workspace: "/bench".into(),
-        };
-        store
-            .ask(CreateSession {
-                new,
-                owner: Owner::current(),
-            })
-            .await
-            .expect("create");
+        let id = create(&store).await;
         let events = (1..=4).map(|seq| event(&id, seq)).collect();
         store
             .ask(Append {

@@ -531,7 +531,7 @@
     renderEvent(view, event);
     // A first query sets the title; every turn changes the update time.
     if (event.type === 'user' || event.type === 'result') refreshSessionsSoon();
-    if (event.type === 'system') followSwitch(event);
+    if (event.type === 'system' || event.type === 'result') followSwitch(event);
     updateControls();
   }
 
@@ -811,12 +811,17 @@
 
   const inputKey = (sessionId, inputId) => sessionId + ':' + inputId;
 
-  /** A `system` event: a command's reply may name a session to switch to. */
+  /**
+   * A `system` event (a command's reply may name a session to switch to) or
+   * a `result` (a query's turn is over). The server says which inputs are
+   * commands; this page does not look at the text.
+   */
   function followSwitch(event) {
     if (event.turn_id === undefined) return;
     const key = inputKey(event.session_id, event.turn_id);
-    const ours = state.ownInputs.delete(key); // a command has exactly one reply: forget it
-    const target = event.data && typeof event.data.switch_to === 'string' ? event.data.switch_to : null;
+    const target = event.type === 'system' && event.data && typeof event.data.switch_to === 'string' ? event.data.switch_to : null;
+    // Forget it at its first reply or result (a query is never followed).
+    const ours = state.ownInputs.delete(key);
     if (ours) {
       if (target) switchTo(target);
     } else if (state.postsInFlight > 0) {
@@ -857,8 +862,7 @@
     try {
       const answer = await api('POST', sessionPath(sessionId) + '/input', { text });
       hideBanner();
-      // Only slash commands can name a session to switch to.
-      if (answer && answer.input_id !== undefined && text.trimStart().startsWith('/')) noteOwnInput(sessionId, answer.input_id);
+      if (answer && answer.input_id !== undefined) noteOwnInput(sessionId, answer.input_id);
     } catch (e) {
       if (e.status === 401) return;
       showBanner(e.message);

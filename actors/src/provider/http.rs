@@ -6,6 +6,7 @@
 
 use super::{FrameError, ModelStream, ProviderError};
 use crate::model::ModelEvent;
+use crate::settings::ModelProfile;
 use futures::{Stream, StreamExt};
 use std::time::{Duration, SystemTime};
 
@@ -29,6 +30,28 @@ pub trait FrameDecoder: Default + Send + 'static {
     fn saw_finish(&self) -> bool;
     /// Close open blocks and report the finish.
     fn finish(&mut self) -> Vec<ModelEvent>;
+}
+
+/// A POST of `body` to `url` with the profile's extra headers and its key,
+/// which `authorize` places where the wire format wants it; a key that
+/// cannot be read is the error.
+pub fn post(
+    http: &reqwest::Client,
+    url: &str,
+    profile: &ModelProfile,
+    requested: &str,
+    body: &serde_json::Value,
+    authorize: impl FnOnce(reqwest::RequestBuilder, String) -> reqwest::RequestBuilder,
+) -> Result<reqwest::RequestBuilder, ProviderError> {
+    let key = profile.api_key(requested)?;
+    let mut builder = http.post(url).json(body);
+    if let Some(key) = key {
+        builder = authorize(builder, key);
+    }
+    for (name, value) in &profile.headers {
+        builder = builder.header(name, value);
+    }
+    Ok(builder)
 }
 
 /// One call to the model: send `request` (an error building it, such as a

@@ -11,7 +11,7 @@
 //! - [`attempt`]: one HTTP call that feeds the decoder (retries wrap it).
 
 use super::http::{Decoded, FrameDecoder};
-use super::{FrameError, ModelStream, ProviderError, http, status_hint};
+use super::{FrameError, ModelStream, http, status_hint};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
 use crate::settings::ModelProfile;
@@ -294,23 +294,14 @@ pub fn endpoint(base_url: &str) -> String {
 /// One call to the model, streaming its answer (no retries here).
 pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
     let url = endpoint(&profile.base_url);
-    let built = profile.api_key(&request.profile).map(|key| {
-        let mut builder = http.post(&url).json(&request_body(&profile, &request));
-        if let Some(key) = key {
-            builder = builder.bearer_auth(key);
-        }
-        for (name, value) in &profile.headers {
-            builder = builder.header(name, value);
-        }
-        builder
+    let body = request_body(&profile, &request);
+    let built = http::post(&http, &url, &profile, &request.profile, &body, |b, key| {
+        b.bearer_auth(key)
     });
     let idle = profile.idle_timeout();
-    http::answer::<Decoder>(
-        built.map_err(ProviderError::from),
-        url,
-        idle,
-        move |status| status_hint(status, &profile, &request.profile),
-    )
+    http::answer::<Decoder>(built, url, idle, move |status| {
+        status_hint(status, &profile, &request.profile)
+    })
 }
 
 #[cfg(test)]
