@@ -43,14 +43,12 @@ pub enum RuntimeError {
 
 /// The running actors.
 pub struct Runtime {
-    settings: Arc<Settings>,
     lifecycle: Arc<LifecycleTopic>,
     manager: ActorRef<SessionManager>,
     tools: ActorRef<ToolExecutor>,
-    store: ActorRef<Store>,
     mcp_servers: Vec<ActorRef<McpServer>>,
-    catalog: watch::Receiver<Arc<ToolCatalog>>,
-    /// Reads stored conversations without loading them.
+    /// The settings, the store and the tool catalog; also reads stored
+    /// conversations without loading them.
     loader: SessionLoader,
 }
 
@@ -109,40 +107,29 @@ impl Runtime {
             server.wait_for_startup().await;
         }
         let lifecycle = Arc::new(LifecycleTopic::starting_now());
-        let loader = SessionLoader::new(
-            settings.clone(),
-            catalog.clone(),
-            store.clone(),
-            Owner::current(),
-        );
+        let loader = SessionLoader::new(settings, catalog, store, Owner::current());
         let manager = SessionManager::spawn(SessionManagerArgs {
-            settings: settings.clone(),
             lifecycle: lifecycle.clone(),
             model,
             tools: tools.clone(),
-            catalog: catalog.clone(),
-            store: store.clone(),
             loader: loader.clone(),
         });
         Ok(Runtime {
             loader,
-            settings,
             lifecycle,
             manager,
             tools,
-            store,
             mcp_servers,
-            catalog,
         })
     }
 
     pub fn settings(&self) -> &Settings {
-        &self.settings
+        self.loader.settings()
     }
 
     /// The session store.
     pub fn store(&self) -> &ActorRef<Store> {
-        &self.store
+        self.loader.store()
     }
 
     /// A new session.
@@ -166,7 +153,8 @@ impl Runtime {
 
     /// A session id from an id or a unique prefix of one.
     pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
-        self.store
+        self.loader
+            .store()
             .ask(ResolveId {
                 prefix: prefix.to_string(),
             })
@@ -181,7 +169,8 @@ impl Runtime {
         id: &SessionId,
         at_seq: Option<u64>,
     ) -> Result<SessionRecord, SessionError> {
-        crate::session_commands::fork_session(&self.store, &self.lifecycle, id, at_seq).await
+        crate::session_commands::fork_session(self.loader.store(), &self.lifecycle, id, at_seq)
+            .await
     }
 
     /// Stored sessions, most recently updated first (a page of them, as
@@ -190,7 +179,11 @@ impl Runtime {
         &self,
         query: ListSessions,
     ) -> Result<Vec<SessionRecord>, SessionError> {
-        self.store.ask(query).await.map_err(SessionError::from)
+        self.loader
+            .store()
+            .ask(query)
+            .await
+            .map_err(SessionError::from)
     }
 
     /// A loaded session by id.
@@ -239,7 +232,8 @@ impl Runtime {
         &self,
         id: &SessionId,
     ) -> Result<Option<SessionRecord>, SessionError> {
-        self.store
+        self.loader
+            .store()
             .ask(GetSession { id: id.clone() })
             .await
             .map_err(SessionError::from)
@@ -260,7 +254,7 @@ impl Runtime {
 
     /// The tool catalog (tools and MCP server statuses) as it changes.
     pub fn catalog(&self) -> watch::Receiver<Arc<ToolCatalog>> {
-        self.catalog.clone()
+        self.loader.catalog().clone()
     }
 
     /// Wait until every enabled MCP server has left `starting` (ready,
@@ -299,7 +293,7 @@ impl Runtime {
         .await;
         let _ = self.tools.stop_gracefully().await;
         self.tools.wait_for_shutdown().await;
-        let _ = self.store.stop_gracefully().await;
-        self.store.wait_for_shutdown().await;
+        let _ = self.loader.store().stop_gracefully().await;
+        self.loader.store().wait_for_shutdown().await;
     }
 }

@@ -5,7 +5,10 @@
 //! its own (a long log is a database read and a fold through the core)
 //! instead of inside its handler, where every other request would wait, and
 //! so that a stored conversation can be read without loading it (no lease
-//! taken). Cloned into each load; never starts an actor and keeps nothing.
+//! taken). Holds what every session starts from — the settings, the store,
+//! the tool catalog, this process's lease owner — and is the one place the
+//! SessionManager and the Runtime read them from. Cloned into each load;
+//! never starts an actor.
 
 use crate::protocol::{EventEnvelope, Message, SessionId};
 use crate::session::{Effect, SessionConfig, SessionState, restore};
@@ -57,6 +60,19 @@ impl SessionLoader {
     /// Who holds the leases this loader takes.
     pub fn owner(&self) -> Owner {
         self.owner
+    }
+
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
+    pub fn store(&self) -> &ActorRef<Store> {
+        &self.store
+    }
+
+    /// The tool catalog as it changes (what new sessions start with).
+    pub fn catalog(&self) -> &watch::Receiver<Arc<ToolCatalog>> {
+        &self.catalog
     }
 
     /// A state for a new session `id` built from the current configuration.

@@ -21,12 +21,11 @@ use crate::provider::ModelClient;
 use crate::session::{Effect, SessionState};
 use crate::session_handle::{SessionError, SessionHandle};
 use crate::session_loader::{LoadedSession, SessionLoader};
-use crate::settings::Settings;
 use crate::store::{
-    CreateSession as StoreCreate, DeleteSession as StoreDelete, NewSession, Owner, ReleaseSession,
-    SetTitle, Store,
+    CreateSession as StoreCreate, DeleteSession as StoreDelete, NewSession, ReleaseSession,
+    SetTitle,
 };
-use crate::tool_executor::{ToolCatalog, ToolExecutor};
+use crate::tool_executor::ToolExecutor;
 use futures::FutureExt;
 use futures::future::join_all;
 use kameo::Actor;
@@ -37,7 +36,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 /// How to create a session; unset fields come from the settings.
 #[derive(Clone, Debug, Default)]
@@ -94,13 +93,10 @@ struct Loading {
 
 /// The actor.
 pub struct SessionManager {
-    settings: Arc<Settings>,
     lifecycle: Arc<LifecycleTopic>,
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
-    catalog: watch::Receiver<Arc<ToolCatalog>>,
-    store: ActorRef<Store>,
-    owner: Owner,
+    /// The settings, store, tool catalog and lease owner sessions start with.
     loader: SessionLoader,
     sessions: HashMap<SessionId, SessionHandle>,
     loading: HashMap<SessionId, Loading>,
@@ -111,12 +107,9 @@ pub struct SessionManager {
 
 /// What a SessionManager starts from.
 pub struct SessionManagerArgs {
-    pub settings: Arc<Settings>,
     pub lifecycle: Arc<LifecycleTopic>,
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
-    pub catalog: watch::Receiver<Arc<ToolCatalog>>,
-    pub store: ActorRef<Store>,
     pub loader: SessionLoader,
 }
 
@@ -125,7 +118,7 @@ impl Actor for SessionManager {
     type Error = kameo::error::Infallible;
 
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
-        let idle = Duration::from_secs(args.settings.sessions.idle_unload_secs.max(1));
+        let idle = Duration::from_secs(args.loader.settings().sessions.idle_unload_secs.max(1));
         let weak = me.downgrade();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(
@@ -140,14 +133,10 @@ impl Actor for SessionManager {
             }
         });
         Ok(SessionManager {
-            owner: args.loader.owner(),
             loader: args.loader,
-            settings: args.settings,
             lifecycle: args.lifecycle,
             model: args.model,
             tools: args.tools,
-            catalog: args.catalog,
-            store: args.store,
             sessions: HashMap::new(),
             loading: HashMap::new(),
             next_ticket: 0,
@@ -172,16 +161,21 @@ impl SessionManager {
             startup,
             resumed,
             last_seq,
-            catalog: self.catalog.clone(),
+            catalog: self.loader.catalog().clone(),
             topic: topic.clone(),
             lifecycle: self.lifecycle.clone(),
             model: self.model.clone(),
             tools: self.tools.clone(),
-            store: self.store.clone(),
+            store: self.loader.store().clone(),
             workspace,
         });
-        let handle =
-            SessionHandle::new(id.clone(), agent_loop, topic, self.store.clone(), last_seq);
+        let handle = SessionHandle::new(
+            id.clone(),
+            agent_loop,
+            topic,
+            self.loader.store().clone(),
+            last_seq,
+        );
         self.sessions.insert(id, handle.clone());
         handle
     }
@@ -201,9 +195,9 @@ impl SessionManager {
     async fn release_lease(&self, id: &SessionId) {
         let release = ReleaseSession {
             id: id.clone(),
-            owner: self.owner,
+            owner: self.loader.owner(),
         };
-        if let Err(e) = self.store.ask(release).await {
+        if let Err(e) = self.loader.store().ask(release).await {
             tracing::warn!(session = %id, "could not release the session: {e}");
         }
     }
@@ -227,12 +221,12 @@ impl Message<CreateSession> for SessionManager {
         if self.stopped {
             return Err(SessionError::ShuttingDown);
         }
-        let model = options.model.unwrap_or_else(|| self.settings.model.clone());
-        if !self.settings.models.contains_key(&model) {
+        let settings = self.loader.settings();
+        let model = options.model.unwrap_or_else(|| settings.model.clone());
+        if !settings.models.contains_key(&model) {
             return Err(SessionError::UnknownProfile {
                 name: model,
-                available: self
-                    .settings
+                available: settings
                     .models
                     .keys()
                     .cloned()
@@ -242,17 +236,18 @@ impl Message<CreateSession> for SessionManager {
         }
         let workspace = options
             .workspace
-            .unwrap_or_else(|| self.settings.workspace.clone());
+            .unwrap_or_else(|| settings.workspace.clone());
         let id = SessionId::new();
         let new = NewSession {
             id: id.clone(),
             model: model.clone(),
             workspace: workspace.display().to_string(),
         };
-        self.store
+        self.loader
+            .store()
             .ask(StoreCreate {
                 new,
-                owner: self.owner,
+                owner: self.loader.owner(),
             })
             .await
             .map_err(SessionError::from)?;
@@ -261,7 +256,11 @@ impl Message<CreateSession> for SessionManager {
                 id: id.clone(),
                 title,
             };
-            self.store.ask(set).await.map_err(SessionError::from)?;
+            self.loader
+                .store()
+                .ask(set)
+                .await
+                .map_err(SessionError::from)?;
         }
         self.announce(&id, LifecycleKind::Created);
         let state = self.loader.fresh_state(id, model, &workspace);
@@ -410,7 +409,7 @@ impl Message<SweepIdle> for SessionManager {
     type Reply = usize;
 
     async fn handle(&mut self, _: SweepIdle, _: &mut Context<Self, Self::Reply>) -> usize {
-        let limit = Duration::from_secs(self.settings.sessions.idle_unload_secs);
+        let limit = Duration::from_secs(self.loader.settings().sessions.idle_unload_secs);
         // A front end holds it, or someone is watching: not idle.
         let unused: Vec<&SessionHandle> = self
             .sessions
@@ -470,9 +469,13 @@ impl Message<DeleteSession> for SessionManager {
         }
         let delete = StoreDelete {
             id: id.clone(),
-            owner: self.owner,
+            owner: self.loader.owner(),
         };
-        self.store.ask(delete).await.map_err(SessionError::from)?;
+        self.loader
+            .store()
+            .ask(delete)
+            .await
+            .map_err(SessionError::from)?;
         self.announce(&id, LifecycleKind::Deleted);
         Ok(())
     }
