@@ -160,6 +160,29 @@ impl Server {
         EventStream::open(request).await
     }
 
+    /// Follow `stream` to the `result` of turn `input_id` as a real client
+    /// does: when the server cuts it off (a client that falls 1,024 events
+    /// behind is), reconnect after the last seq it got. `stream.events`
+    /// holds everything received, stitched.
+    pub async fn result_of_resuming(
+        &self,
+        stream: &mut EventStream,
+        id: &str,
+        input_id: u64,
+    ) -> Value {
+        const MAX_RECONNECTS: usize = 1000;
+        for _ in 0..MAX_RECONNECTS {
+            while let Some(event) = stream.next().await {
+                if event["type"] == "result" && event["turn_id"] == input_id {
+                    return event;
+                }
+            }
+            let last = stream.seqs().last().copied();
+            stream.frames = self.sse(id, last).await.frames;
+        }
+        panic!("no result for turn {input_id} after {MAX_RECONNECTS} reconnects");
+    }
+
     /// A WebSocket on a session.
     pub async fn ws(&self, id: &str) -> Socket {
         let url = format!(
