@@ -6,6 +6,7 @@ mod support;
 
 use agentbus_testkit::Script;
 use serde_json::{Value, json};
+use support::server::error_of;
 use support::{Fixture, assert_gap_free, processes_with_env, test_mcp_server};
 
 const SCRIPT: &str = r#"
@@ -333,22 +334,12 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     let http = &server.http;
     let id = server.create_session().await;
 
-    let missing = http.get(format!("{url}/v1/sessions")).send().await.unwrap();
-    assert_eq!(missing.status(), 401);
-    let body: Value = missing.json().await.unwrap();
-    assert!(
-        body["error"]
-            .as_str()
-            .unwrap()
-            .contains("Authorization: Bearer")
-    );
+    let missing = error_of(http.get(format!("{url}/v1/sessions")), 401).await;
+    assert!(missing.contains("Authorization: Bearer"), "{missing}");
     let wrong = http
         .get(format!("{url}/v1/sessions"))
-        .bearer_auth("not-the-token")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(wrong.status(), 401);
+        .bearer_auth("not-the-token");
+    error_of(wrong, 401).await;
     let in_query = http
         .get(format!("{url}/v1/sessions?token={}", server.token))
         .send()
@@ -360,40 +351,15 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     let bad_json = server
         .post(&input_path)
         .header("content-type", "application/json")
-        .body("{\"text\": ")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad_json.status(), 400);
-    let body: Value = bad_json.json().await.unwrap();
-    assert!(body["error"].as_str().unwrap().contains("JSON"), "{body}");
-    let bad_shape = server
-        .post(&input_path)
-        .json(&json!({"txt": "hello"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad_shape.status(), 400);
-    let body: Value = bad_shape.json().await.unwrap();
-    assert!(
-        body["error"]
-            .as_str()
-            .unwrap()
-            .contains("{\"text\": \"...\"}"),
-        "{body}"
-    );
-    let bad_command = server
-        .post(&input_path)
-        .json(&json!({"command": "reboot"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad_command.status(), 400);
-    let body: Value = bad_command.json().await.unwrap();
-    assert!(
-        body["error"].as_str().unwrap().contains("switch_model"),
-        "{body}"
-    );
+        .body("{\"text\": ");
+    let error = error_of(bad_json, 400).await;
+    assert!(error.contains("JSON"), "{error}");
+    let bad_shape = server.post(&input_path).json(&json!({"txt": "hello"}));
+    let error = error_of(bad_shape, 400).await;
+    assert!(error.contains("{\"text\": \"...\"}"), "{error}");
+    let bad_command = server.post(&input_path).json(&json!({"command": "reboot"}));
+    let error = error_of(bad_command, 400).await;
+    assert!(error.contains("switch_model"), "{error}");
     // A client of its own: the server answers before reading the whole
     // body and closes that connection, which a shared pool could reuse.
     let too_big = reqwest::Client::new()
@@ -406,32 +372,20 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     assert_eq!(too_big.status(), 413);
     let bad_model = server
         .post("/v1/sessions")
-        .json(&json!({"model": "no-such-profile"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad_model.status(), 400);
-    let body: Value = bad_model.json().await.unwrap();
-    assert!(
-        body["error"].as_str().unwrap().contains("no-such-profile"),
-        "{body}"
-    );
+        .json(&json!({"model": "no-such-profile"}));
+    let error = error_of(bad_model, 400).await;
+    assert!(error.contains("no-such-profile"), "{error}");
     let bad_resume = server
         .get(&format!("/v1/sessions/{id}/events"))
-        .header("Last-Event-ID", "yesterday")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad_resume.status(), 400);
+        .header("Last-Event-ID", "yesterday");
+    let error = error_of(bad_resume, 400).await;
+    assert!(error.contains("Last-Event-ID"), "{error}");
     for path in [
         format!("/v1/sessions/{id}/events?after=yesterday"),
         format!("/v1/sessions/{id}/ws?after=-1"),
         "/v1/sessions?limit=many".to_string(),
     ] {
-        let response = server.get(&path).send().await.unwrap();
-        assert_eq!(response.status(), 400, "{path}");
-        let body: Value = response.json().await.unwrap();
-        let error = body["error"].as_str().unwrap();
+        let error = error_of(server.get(&path), 400).await;
         assert!(error.contains("invalid query string"), "{path}: {error}");
     }
 
@@ -446,27 +400,14 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
         server.post(&format!("/v1/sessions/{unknown}/interrupt")),
         server.get("/v1/no-such-route"),
     ] {
-        let response = request.send().await.unwrap();
-        assert_eq!(response.status(), 404);
-        let body: Value = response.json().await.unwrap();
-        assert!(!body["error"].as_str().unwrap().is_empty());
+        error_of(request, 404).await;
     }
     // Outside /v1 an unknown path is a 404 with or without the token;
     // under /v1 it needs the token first.
-    let outside = server
-        .http
-        .get(format!("{}/no-such-page", server.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(outside.status(), 404);
-    let inside = server
-        .http
-        .get(format!("{}/v1/no-such-route", server.url))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(inside.status(), 401);
+    let outside = server.http.get(format!("{}/no-such-page", server.url));
+    error_of(outside, 404).await;
+    let inside = server.http.get(format!("{}/v1/no-such-route", server.url));
+    error_of(inside, 401).await;
 
     // Still serving.
     let health: Value = server.get_json("/v1/health").await;
@@ -620,13 +561,10 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         let documented = &document["paths"][path][method.to_lowercase()]["responses"];
         assert!(documented.get("401").is_some(), "{route} lists no 401");
         let path = path.replace("{id}", &id);
-        let response = server
+        let request = server
             .http
-            .request(method.parse().unwrap(), format!("{}{path}", server.url))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 401, "{route} without the token");
+            .request(method.parse().unwrap(), format!("{}{path}", server.url));
+        error_of(request, 401).await;
     }
 
     // Every $ref points at a schema the document defines.
@@ -708,17 +646,8 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
         .collect();
     assert_eq!(page_ids, list_ids);
     assert!(list["next"].is_null(), "no limit, no next: {list}");
-    let bad = server
-        .get("/v1/sessions?after=yesterday")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
-    let body: Value = bad.json().await.unwrap();
-    assert!(
-        body["error"].as_str().unwrap().contains("invalid `after`"),
-        "{body}"
-    );
+    let error = error_of(server.get("/v1/sessions?after=yesterday"), 400).await;
+    assert!(error.contains("invalid `after`"), "{error}");
     let ids: Vec<&str> = list["sessions"]
         .as_array()
         .unwrap()
@@ -750,12 +679,7 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
     assert_eq!(deleted.status(), 204);
     // (`next` fails the test if the stream stays open with nothing to say.)
     while watcher.next().await.is_some() {}
-    let gone = server
-        .get(&format!("/v1/sessions/{fork_id}"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(gone.status(), 404);
+    error_of(server.get(&format!("/v1/sessions/{fork_id}")), 404).await;
     lifecycle
         .until(|e| e["kind"] == "deleted" && e["session_id"] == fork_id.as_str())
         .await;
@@ -927,11 +851,8 @@ async fn a_non_loopback_address_needs_a_configured_token() {
     let refused = server
         .http
         .get(format!("{}/v1/health", server.url))
-        .bearer_auth("anything-else")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(refused.status(), 401);
+        .bearer_auth("anything-else");
+    error_of(refused, 401).await;
     server.token = "configured+secret/4242=".into();
     let health: Value = server.get_json("/v1/health").await;
     assert_eq!(health["status"], "ok", "{health}");

@@ -220,6 +220,20 @@ impl Server {
 
 type Frames = Pin<Box<dyn Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>>;
 
+/// Send `request` and check the answer is `status` with a JSON `{"error"}`
+/// body that says something; returns the error text.
+pub async fn error_of(request: reqwest::RequestBuilder, status: u16) -> String {
+    let response = request.send().await.expect("the server answers");
+    assert_eq!(response.status(), status, "{}", response.url());
+    let body: Value = response.json().await.expect("a JSON error body");
+    let error = body["error"].as_str().unwrap_or_default().to_string();
+    assert!(
+        !error.is_empty(),
+        "an error that says what was wrong: {body}"
+    );
+    error
+}
+
 /// A session's SSE stream, parsed.
 pub struct EventStream {
     frames: Frames,
