@@ -516,10 +516,16 @@ fn continue_after_tools(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effe
     }
 }
 
-/// Answer every queued input without running it: a query gets its one
-/// `result` (cancelled), a command a notice.
+/// Answer every input not yet answered: a session command still running
+/// on its task gets a notice (its late reply would reach a stopped
+/// session), and every queued input is answered without running it — a
+/// query with its one `result` (cancelled), a command with a notice.
 fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
     const REASON: &str = "agentbus shut down before this ran";
+    if let Some(input_id) = state.pending_command.take() {
+        let notice = "agentbus shut down before this command answered (it may still have taken effect)";
+        emit(fx, Some(input_id), system(SystemSubtype::Notice, notice, None));
+    }
     for QueuedInput { input_id, input } in state.queue.drain(..) {
         let message = match input {
             UserInput::Query { .. } => AgentMessage::Result(ResultEvent {
@@ -567,16 +573,10 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 );
                 state.usage.model_calls += 1;
                 for call in assembled.calls {
-                    let mut pending = PendingCall {
-                        id: call.id,
-                        name: call.name,
-                        outcome: None,
-                        recorded: false,
-                    };
-                    record_tool_result(
+                    push_tool_result(
                         &mut state.history,
                         turn_id,
-                        &mut pending,
+                        (call.id, call.name),
                         cancelled_outcome(),
                         true,
                         fx,

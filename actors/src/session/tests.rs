@@ -1024,6 +1024,29 @@ fn session_commands_hold_the_queue_until_the_driver_answers() {
 }
 
 #[test]
+fn shutdown_answers_a_session_command_still_running() {
+    let mut h = Harness::new();
+    let new = h.query("/new");
+    let queued = h.query("after");
+    let fx = h.feed(Input::Shutdown);
+    let answered: Vec<(Option<InputId>, &'static str)> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { turn_id, message } => Some((*turn_id, message.type_name())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, [(Some(new), "system"), (Some(queued), "result")]);
+    assert!(!h.state().is_busy(), "nothing is left waiting");
+    // Its reply, should it still come, changes nothing.
+    let late = h.feed(Input::CommandDone {
+        input_id: new,
+        reply: crate::commands::new::created(&SessionId::from("s2")),
+    });
+    assert!(late.is_empty());
+}
+
+#[test]
 fn shutdown_cancels_the_turn_and_answers_every_queued_input() {
     let mut h = Harness::new();
     let running = h.query("running");
