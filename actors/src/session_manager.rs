@@ -357,6 +357,7 @@ impl Message<Loaded> for SessionManager {
                     self.release_lease(&id).await;
                 }
                 match loaded {
+                    Ok(_) if self.stopped => Err(SessionError::ShuttingDown),
                     Ok(_) => Err(SessionError::Gone(id)),
                     Err(e) => Err(e),
                 }

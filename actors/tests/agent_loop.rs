@@ -581,6 +581,27 @@ async fn a_session_deleted_while_it_loads_is_not_left_loaded() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loads_called_off_by_a_shutdown_say_it_is_shutting_down() {
+    let h = Harness::with_idle_unload(0).await;
+    let id = stored_session(&h, "remember me", "I will.").await;
+    // However the stop and the loads interleave, a load either finished
+    // first or is told agentbus is shutting down (not "not running").
+    let opens = futures::future::join_all((0..4).map(|_| h.runtime.open_session(&id)));
+    let (opened, ()) = tokio::join!(opens, h.runtime.stop_sessions());
+    for answer in opened {
+        assert!(
+            matches!(
+                answer,
+                Ok(_) | Err(agentbus_actors::SessionError::ShuttingDown)
+            ),
+            "{:?}",
+            answer.err()
+        );
+    }
+    assert!(h.runtime.loaded_sessions().await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_stopping_every_session_nothing_is_started_or_loaded() {
     let h = Harness::with_idle_unload(0).await;
     let id = stored_session(&h, "remember me", "I will.").await;

@@ -523,8 +523,13 @@ fn continue_after_tools(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effe
 fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
     const REASON: &str = "agentbus shut down before this ran";
     if let Some(input_id) = state.pending_command.take() {
-        let notice = "agentbus shut down before this command answered (it may still have taken effect)";
-        emit(fx, Some(input_id), system(SystemSubtype::Notice, notice, None));
+        let notice =
+            "agentbus shut down before this command answered (it may still have taken effect)";
+        emit(
+            fx,
+            Some(input_id),
+            system(SystemSubtype::Notice, notice, None),
+        );
     }
     for QueuedInput { input_id, input } in state.queue.drain(..) {
         let message = match input {
