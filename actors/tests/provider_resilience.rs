@@ -279,6 +279,38 @@ async fn retries_stop_after_max_retries_with_the_last_error() {
 }
 
 #[tokio::test]
+async fn a_profile_header_replaces_the_wire_formats_own() {
+    let s = server("[[response]]\ntext = \"hi\"\n").await;
+    let out = call(&s, ProviderKind::Anthropic, |p| {
+        p.api_key = Some(agentbus_actors::settings::Secret("sk-ant-test".into()));
+        p.headers
+            .insert("anthropic-version".into(), "2099-01-01".into());
+        p.headers.insert("x-api-key".into(), "from-headers".into());
+    })
+    .await;
+    assert!(out.finished(), "{out:?}");
+    let r = &s.requests()[0];
+    // One value each (repeated headers would arrive joined with ", ").
+    assert_eq!(r.headers["anthropic-version"], "2099-01-01");
+    assert_eq!(r.headers["x-api-key"], "from-headers");
+}
+
+#[tokio::test]
+async fn a_header_that_is_not_valid_http_is_a_clear_error() {
+    let s = server("[[response]]\ntext = \"hi\"\n").await;
+    let out = call(&s, ProviderKind::Openai, |p| {
+        p.headers.insert("bad header".into(), "x".into());
+    })
+    .await;
+    let error = out.error.expect("the call fails");
+    assert!(
+        error.contains("`bad header` has an invalid name"),
+        "{error}"
+    );
+    assert!(s.requests().is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
 async fn the_anthropic_request_carries_version_key_and_system() {
     let s = server("[[response]]\ntext = \"hi\"\n").await;
     let out = call(&s, ProviderKind::Anthropic, |p| {

@@ -326,9 +326,12 @@ pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelReque
     let url = endpoint(&profile.base_url);
     let body = request_body(&profile, &request);
     let built = http::post(&http, &url, &profile, &request.profile, &body, |b, key| {
-        b.header("x-api-key", key)
-    })
-    .map(|b| b.header("anthropic-version", API_VERSION));
+        let b = b.header("anthropic-version", API_VERSION);
+        match key {
+            Some(key) => b.header("x-api-key", key),
+            None => b,
+        }
+    });
     let idle = profile.idle_timeout();
     http::answer::<Decoder>(built, url, idle, move |status| {
         status_hint(status, &profile, &request.profile)

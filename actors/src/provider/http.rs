@@ -32,26 +32,33 @@ pub trait FrameDecoder: Default + Send + 'static {
     fn finish(&mut self) -> Vec<ModelEvent>;
 }
 
-/// A POST of `body` to `url` with the profile's extra headers and its key,
-/// which `authorize` places where the wire format wants it; a key that
-/// cannot be read is the error.
+/// A POST of `body` to `url`: `wire` adds the wire format's own headers
+/// and places the key (if the profile has one) where the format wants it;
+/// then the profile's extra headers, which replace any of the same name. A
+/// key that cannot be read, or a header that is not valid HTTP, is the
+/// error.
 pub fn post(
     http: &reqwest::Client,
     url: &str,
     profile: &ModelProfile,
     requested: &str,
     body: &serde_json::Value,
-    authorize: impl FnOnce(reqwest::RequestBuilder, String) -> reqwest::RequestBuilder,
+    wire: impl FnOnce(reqwest::RequestBuilder, Option<String>) -> reqwest::RequestBuilder,
 ) -> Result<reqwest::RequestBuilder, ProviderError> {
     let key = profile.api_key(requested)?;
-    let mut builder = http.post(url).json(body);
-    if let Some(key) = key {
-        builder = authorize(builder, key);
-    }
+    let mut extra = reqwest::header::HeaderMap::new();
     for (name, value) in &profile.headers {
-        builder = builder.header(name, value);
+        let invalid = |what: &str| ProviderError::Client {
+            profile: requested.to_string(),
+            detail: format!("the header `{name}` has an invalid {what}"),
+        };
+        let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid("name"))?;
+        let value = reqwest::header::HeaderValue::from_str(value)
+            .map_err(|_| invalid("value (it is not shown)"))?;
+        extra.insert(name, value);
     }
-    Ok(builder)
+    Ok(wire(http.post(url).json(body), key).headers(extra))
 }
 
 /// One call to the model: send `request` (an error building it, such as a

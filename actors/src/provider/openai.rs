@@ -295,9 +295,17 @@ pub fn endpoint(base_url: &str) -> String {
 pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelRequest) -> ModelStream {
     let url = endpoint(&profile.base_url);
     let body = request_body(&profile, &request);
-    let built = http::post(&http, &url, &profile, &request.profile, &body, |b, key| {
-        b.bearer_auth(key)
-    });
+    let built = http::post(
+        &http,
+        &url,
+        &profile,
+        &request.profile,
+        &body,
+        |b, key| match key {
+            Some(key) => b.bearer_auth(key),
+            None => b,
+        },
+    );
     let idle = profile.idle_timeout();
     http::answer::<Decoder>(built, url, idle, move |status| {
         status_hint(status, &profile, &request.profile)
