@@ -252,6 +252,7 @@ impl<E: Sequenced> Topic<E> {
     }
 
     /// Events after `after_seq` that the ring still holds (oldest first).
+    #[cfg(test)]
     pub fn recent(&self, after_seq: u64) -> Vec<Arc<E>> {
         self.lock()
             .ring

@@ -7,6 +7,7 @@
 //! never print more than [`MAX_MATCHES`] lines or the output limit (further
 //! matches are counted, not shown).
 
+use super::found::{Found as PathKind, look};
 use super::walk;
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use globset::{GlobBuilder, GlobMatcher};
@@ -174,42 +175,43 @@ impl Found {
 
 impl Search {
     fn run(&self, root: &Path, display_root: Option<&str>) -> Result<ToolOutput, ToolError> {
-        let meta = match std::fs::metadata(root) {
-            Ok(m) => m,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ToolError::failed(format!(
-                    "path not found: {} (relative paths resolve against the workspace)",
-                    root.display()
-                )));
-            }
-            Err(e) => return Err(ToolError::io("search", root, e)),
-        };
+        let kind = look(root, "search")?;
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
             .build();
         let mut found = Found::default();
 
-        if meta.is_dir() {
-            found.unreadable += walk::files(root, &self.cancel, |path, rel| {
-                if self.filter.as_ref().is_some_and(|f| !f.accepts(rel)) {
-                    return;
+        match kind {
+            PathKind::Nothing => {
+                return Err(ToolError::failed(format!(
+                    "path not found: {} (relative paths resolve against the workspace)",
+                    root.display()
+                )));
+            }
+            PathKind::Special => {
+                return Err(ToolError::failed(format!(
+                    "{} is not a regular file or directory (it is a device, FIFO or socket); \
+                     grep searches files and directories",
+                    root.display()
+                )));
+            }
+            PathKind::Directory => {
+                found.unreadable += walk::files(root, &self.cancel, |path, rel| {
+                    if self.filter.as_ref().is_some_and(|f| !f.accepts(rel)) {
+                        return;
+                    }
+                    let shown = walk::relative(path, root);
+                    self.search_file(&mut searcher, path, &shown, &mut found);
+                })?;
+            }
+            PathKind::RegularFile => {
+                // A single file: shown as the model named it.
+                let shown = display_root.map_or_else(|| root.display().to_string(), str::to_string);
+                let name = PathBuf::from(root.file_name().unwrap_or_default());
+                if self.filter.as_ref().is_none_or(|f| f.accepts(&name)) {
+                    self.search_file(&mut searcher, root, &shown, &mut found);
                 }
-                let shown = walk::relative(path, root);
-                self.search_file(&mut searcher, path, &shown, &mut found);
-            })?;
-        } else if !meta.is_file() {
-            return Err(ToolError::failed(format!(
-                "{} is not a regular file or directory (it is a device, FIFO or socket); grep \
-                 searches files and directories",
-                root.display()
-            )));
-        } else {
-            // A single file: shown as the model named it.
-            let shown = display_root.map_or_else(|| root.display().to_string(), str::to_string);
-            let name = PathBuf::from(root.file_name().unwrap_or_default());
-            if self.filter.as_ref().is_none_or(|f| f.accepts(&name)) {
-                self.search_file(&mut searcher, root, &shown, &mut found);
             }
         }
         Ok(ToolOutput::ok(self.render(found, root)))
