@@ -17,7 +17,6 @@ use crate::model::{ToolCall, ToolOutcome, ToolSpec};
 use crate::protocol::McpServerStatus;
 use crate::settings::ToolSettings;
 use crate::tools::{Tool, ToolContext, ToolError, truncate_middle};
-use futures::future::BoxFuture;
 use kameo::Actor;
 use kameo::message::{Context, Message};
 use kameo::reply::DelegatedReply;
@@ -92,60 +91,38 @@ impl ToolRegistry {
             if self.disallowed.contains(&name) {
                 continue;
             }
-            let (name, tool) = if self.index.contains_key(&name) {
+            // The loser of a name clash is shown (and called) under another
+            // name; the tool itself is unchanged.
+            let name = if self.index.contains_key(&name) {
                 let renamed =
                     naming::disambiguated(&name, &format!("{}/{name}", server.map_or("", |s| s)));
                 tracing::warn!(tool = %name, server = ?server, renamed = %renamed, "tool name already taken; renamed");
-                let tool: Arc<dyn Tool> = Arc::new(Renamed {
-                    name: renamed.clone(),
-                    inner: tool,
-                });
-                (renamed, tool)
+                renamed
             } else {
-                (name, tool)
+                name
             };
             self.order.push(name.clone());
             self.index.insert(name, tool);
         }
     }
 
+    /// The specs of the registered tools, each under the name it is shown
+    /// and called by.
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.order
             .iter()
-            .filter_map(|n| self.index.get(n))
-            .map(|t| t.spec())
+            .filter_map(|name| {
+                let tool = self.index.get(name)?;
+                Some(ToolSpec {
+                    name: name.clone(),
+                    ..tool.spec()
+                })
+            })
             .collect()
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.index.get(name).cloned()
-    }
-}
-
-/// A tool shown under another name (the loser of a name clash).
-struct Renamed {
-    name: String,
-    inner: Arc<dyn Tool>,
-}
-
-impl Tool for Renamed {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: self.name.clone(),
-            ..self.inner.spec()
-        }
-    }
-
-    fn time_limit(&self) -> Option<Duration> {
-        self.inner.time_limit()
-    }
-
-    fn call(
-        &self,
-        input: serde_json::Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<crate::tools::ToolOutput, ToolError>> {
-        self.inner.call(input, ctx)
     }
 }
 
