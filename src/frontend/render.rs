@@ -103,10 +103,19 @@ impl<W: Write> Renderer<W> {
             },
             AgentMessage::Assistant(a) => {
                 // What did not stream (a replay without the deltas, or a
-                // reconnect in the middle of them) is written now.
+                // reconnect in the middle of them) is written now. When the
+                // deltas shown are not the message's beginning (some in
+                // between were missed), the whole message follows them.
                 let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
-                if let Some(rest) = text.strip_prefix(self.streamed.as_str()) {
-                    self.write(rest);
+                match text.strip_prefix(self.streamed.as_str()) {
+                    Some(rest) => self.write(rest),
+                    None => {
+                        self.end_line();
+                        self.line(
+                            &self.dim("(part of this reply did not arrive; the whole of it:)"),
+                        );
+                        self.write(&text);
+                    }
                 }
                 self.end_line();
                 self.streamed.clear();
@@ -354,6 +363,36 @@ mod tests {
             }),
         ]);
         assert_eq!(out, "Hello world\n");
+    }
+
+    #[test]
+    fn a_reply_whose_middle_did_not_stream_is_written_whole() {
+        let delta = |text: &str| {
+            AgentMessage::StreamEvent(StreamEvent {
+                event: StreamDelta::TextDelta {
+                    index: 0,
+                    text: text.into(),
+                },
+            })
+        };
+        let out = render(vec![
+            delta("Hel"),
+            // "lo wo" was missed.
+            delta("rld"),
+            AgentMessage::Assistant(AssistantEvent {
+                content: vec![ContentBlock::Text {
+                    text: "Hello world".into(),
+                }],
+                model: "m".into(),
+                usage: Usage::default(),
+                finish_reason: "end_turn".into(),
+                interrupted: false,
+            }),
+        ]);
+        assert_eq!(
+            out,
+            "Helrld\n(part of this reply did not arrive; the whole of it:)\nHello world\n"
+        );
     }
 
     #[test]
