@@ -83,7 +83,18 @@ pub async fn run(
         if text.is_empty() {
             continue;
         }
-        let id = attached.submit_text(text.to_string()).await?;
+        // The server may be out of reach for a moment: the text goes back
+        // into the prompt, the chat goes on.
+        let id = match attached.submit_text(text.to_string()).await {
+            Ok(id) => id,
+            Err(e) => {
+                renderer.dim_line(&format!(
+                    "● could not send ({e:#}); your text is back at the prompt"
+                ));
+                ahead.give_back(text.to_string());
+                continue;
+            }
+        };
         let end;
         (end, ahead) = follow(&mut attached, id, &mut renderer, ahead).await?;
         match &end {
@@ -155,8 +166,12 @@ async fn follow(
             }
             Some(typed) = keys.recv() => match typed {
                 Typed::Interrupt => {
-                    interrupted = true;
-                    attached.interrupt().await?;
+                    match attached.interrupt().await {
+                        Ok(()) => interrupted = true,
+                        Err(e) => spinner.suspend(|| {
+                            renderer.dim_line(&format!("● could not interrupt ({e:#}); press Esc to try again"))
+                        }),
+                    }
                 }
                 Typed::Queued(line) => {
                     spinner.suspend(|| renderer.dim_line(&format!("⏎ queued: {line}")));

@@ -101,6 +101,13 @@ impl TypeAhead {
         }
         self.partial = all.join("\n");
     }
+
+    /// A line that could not be sent goes back, before everything else
+    /// typed, into the prompt; nothing stays queued.
+    pub fn give_back(&mut self, line: String) {
+        self.lines.push_front(line);
+        self.unqueue();
+    }
 }
 
 #[cfg(test)]
@@ -170,5 +177,15 @@ mod tests {
         assert_eq!(ahead.next_line().as_deref(), Some("abc"));
         assert_eq!(ahead.next_line().as_deref(), Some("de"));
         assert_eq!(ahead.take_partial(), "f");
+    }
+
+    #[test]
+    fn a_line_that_could_not_be_sent_goes_back_first_into_the_prompt() {
+        let mut ahead = TypeAhead::default();
+        typed(&mut ahead, "second\nthi");
+        let first = "first".to_string();
+        ahead.give_back(first);
+        assert_eq!(ahead.next_line(), None, "nothing is sent on its own");
+        assert_eq!(ahead.take_partial(), "first\nsecond\nthi");
     }
 }
