@@ -33,9 +33,17 @@ impl utoipa::Modify for BearerToken {
 /// `GET /v1/openapi.json`. Run on the finished document (after the routes
 /// are in).
 pub fn complete(openapi: &mut OpenApi) {
-    for item in openapi.paths.paths.values_mut() {
+    for (path, item) in openapi.paths.paths.iter_mut() {
+        let sessions = path.starts_with("/v1/sessions");
         for operation in operations(item) {
             add_error(operation, "401", "No token, or the wrong one");
+            if sessions {
+                add_error(
+                    operation,
+                    "503",
+                    "agentbus is shutting down: no session can be started or loaded",
+                );
+            }
             if operation.request_body.is_some() {
                 add_error(operation, "413", "The body is over the 1 MiB limit");
                 add_error(

@@ -179,7 +179,7 @@ pub async fn input(
 
 #[utoipa::path(post, path = "/v1/sessions/{id}/interrupt", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 202, description = "Queued", body = Object), (status = 404, description = "No such session", body = ErrorBody)))]
+    responses((status = 202, description = "The running turn (if any) is being cancelled; it ends with a `result` (stop_reason `cancelled`). Queued inputs stay queued", body = Object), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn interrupt(
     State(state): State<AppState>,
     Path(id): Path<String>,
