@@ -5,13 +5,13 @@
 //! plugs a front end into a session. Logs go to stderr (RUST_LOG filters
 //! them); stdout belongs to the user's output and `--json` events.
 
+mod admin;
+mod api;
 mod cli;
 mod config;
 mod frontend;
-mod mcp_command;
 mod remote;
 mod serve;
-mod sessions_command;
 
 use anyhow::Context as _;
 use clap::Parser;
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
-    agentbus_actors::provider::install_crypto_provider();
+    agentbus_actors::runtime::install_crypto_provider();
     match cli.command {
         Command::Chat(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
@@ -61,7 +61,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Sessions(command) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
-            sessions_command::run(settings, command).await
+            admin::sessions::run(settings, command).await
         }
         Command::Serve(args) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
@@ -69,7 +69,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Mcp(McpCommand::List { json }) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
-            mcp_command::list(settings, json).await
+            admin::mcp::list(settings, json).await
         }
     }
 }

@@ -2,22 +2,21 @@
 //! that the work was done). Run with
 //! `cargo bench -p agentbus-actors --bench sessions`; the README reports it.
 //!
-//! 1. Append throughput: events/s through the Store actor, one event per
+//! 1. Append throughput: events/s through the session store, one event per
 //!    transaction (the worst case; the AgentLoop batches each step).
 //! 2. Load time of a 10,000-event session: take the lease, read and parse
 //!    the log, fold it through the session core.
 //! 3. Resident memory with 10,000 sessions stored but not loaded.
 //! 4. Resident memory per idle loaded session (each has had one turn).
 
-use agentbus_actors::model::{ModelEvent, ModelRequest};
 use agentbus_actors::protocol::{
     AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, SessionId, ToolResultEvent, Usage,
 };
-use agentbus_actors::provider::{ModelClient, ModelStream};
+use agentbus_actors::runtime::{
+    ModelClient, ModelEvent, ModelRequest, ModelStream, NewSession, Owner, SessionStore,
+};
 use agentbus_actors::settings::{ModelProfile, ProviderKind, SessionSettings, ToolSettings};
-use agentbus_actors::store::{Append, CreateSession, NewSession, Owner, Store};
 use agentbus_actors::{Runtime, SessionOptions, Settings};
-use kameo::actor::ActorRef;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -120,20 +119,14 @@ fn rss_kib() -> u64 {
 }
 
 /// A new empty session in `store`, leased by this process.
-async fn create(store: &ActorRef<Store>) -> SessionId {
+async fn create(store: &Arc<dyn SessionStore>) -> SessionId {
     let id = SessionId::new();
     let new = NewSession {
         id: id.clone(),
         model: "m".into(),
         workspace: "/bench".into(),
     };
-    store
-        .ask(CreateSession {
-            new,
-            owner: Owner::current(),
-        })
-        .await
-        .expect("create");
+    store.create(new, Owner::current()).await.expect("create");
     id
 }
 
@@ -166,10 +159,7 @@ async fn main() {
     let started = Instant::now();
     for seq in 1..=n {
         store
-            .ask(Append {
-                id: id.clone(),
-                events: vec![event(&id, seq)],
-            })
+            .append(&id, vec![event(&id, seq)])
             .await
             .expect("append");
     }
@@ -181,13 +171,7 @@ async fn main() {
     );
 
     // 2. Load time of that 10,000-event session (lease, read, parse, fold).
-    store
-        .ask(agentbus_actors::store::ReleaseSession {
-            id: id.clone(),
-            owner: Owner::current(),
-        })
-        .await
-        .expect("release");
+    store.release(&id, Owner::current()).await.expect("release");
     let mut loads = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
@@ -214,24 +198,13 @@ async fn main() {
     for _ in 0..stored {
         let id = create(&store).await;
         let events = (1..=4).map(|seq| event(&id, seq)).collect();
-        store
-            .ask(Append {
-                id: id.clone(),
-                events,
-            })
-            .await
-            .expect("append");
-        store
-            .ask(agentbus_actors::store::ReleaseSession {
-                id,
-                owner: Owner::current(),
-            })
-            .await
-            .expect("release");
+        store.append(&id, events).await.expect("append");
+        store.release(&id, Owner::current()).await.expect("release");
     }
     let after = rss_kib();
     let listed = runtime
-        .stored_sessions(Default::default())
+        .stored()
+        .list(Default::default())
         .await
         .expect("list")
         .len();

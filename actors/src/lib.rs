@@ -1,39 +1,41 @@
 //! agentbus-actors: everything agentbus is, minus its front ends.
 //!
+//! The public face is small on purpose — front ends speak only the
+//! protocol and go through the runtime:
 //! - [`protocol`]: the typed inputs and events every front end speaks.
-//! - [`session`]: the pure conversation core (`step`), no I/O.
-//! - [`commands`]: slash commands, one file each.
-//! - [`bus`]: per-session topics with seq numbers and replay.
-//! - [`model`] and [`provider`]: model requests, and the wire formats.
-//! - [`tools`]: the built-in tools.
-//! - the actors: [`agent_loop`], [`tool_executor`], [`mcp_server`],
-//!   [`ui_sink`], [`session_manager`] (with [`session_loader`]); [`runtime`]
-//!   wires them together.
-//! - [`mcp`]: connecting to MCP servers, naming and reading their tools.
-//! - [`settings`]: the resolved configuration; [`text`]: small text helpers.
+//! - [`settings`]: the resolved configuration.
+//! - [`runtime`]: the actors of one process wired together, and the facade
+//!   front ends and library users call (sessions, stored sessions, feeds,
+//!   the model-client seam).
+//! - [`text`]: how long text is shortened, the same in the core and in
+//!   front ends.
+//!
+//! Inside (private to the crate, one concept per folder):
+//! - `session`: one session — its pure core (`step`, no I/O), the
+//!   AgentLoop actor that drives it, the handle front ends hold.
+//! - `sessions`: the set of sessions — the SessionManager, loading.
+//! - `stored_sessions`: stored sessions as a service (fork, export, ...).
+//! - `bus`: per-session topics with seq numbers and replay; feeds.
+//! - `provider`: model calls over HTTP, one wire format per file.
+//! - `tools`: the registry, the ToolExecutor, the built-in tools.
+//! - `mcp`: MCP servers, one actor each.
+//! - `store`: sessions and their event logs, behind one trait.
 
-pub mod agent_loop;
-pub mod bus;
-pub mod commands;
-pub mod mcp;
-pub mod mcp_server;
-pub mod model;
 pub mod protocol;
-pub mod provider;
 pub mod runtime;
-pub mod session;
-pub mod session_commands;
-pub mod session_handle;
-pub mod session_loader;
-pub mod session_manager;
 pub mod settings;
-pub mod store;
 pub mod text;
-pub mod tool_executor;
-pub mod tools;
-pub mod ui_sink;
 
-pub use runtime::{Runtime, RuntimeError};
-pub use session_handle::{SessionError, SessionHandle};
-pub use session_manager::SessionOptions;
+mod bus;
+mod mcp;
+mod provider;
+mod session;
+mod sessions;
+mod store;
+mod stored_sessions;
+mod tools;
+
+pub use runtime::{
+    Runtime, RuntimeError, SessionError, SessionHandle, SessionOptions, StoredSessions,
+};
 pub use settings::Settings;

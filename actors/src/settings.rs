@@ -5,8 +5,7 @@
 //! code. API keys are never stored resolved: a profile names where its key
 //! comes from and [`ModelProfile::api_key`] reads it when a request is made.
 
-use crate::model::Pricing;
-use crate::session::ModelInfo;
+use crate::protocol::{ModelInfo, Pricing};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -104,8 +103,12 @@ pub struct ToolSettings {
     pub timeout_secs: u64,
 }
 
+/// Tool outputs are cut to this many bytes unless `[tools]` says otherwise
+/// (about what a model reads comfortably in one result).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
+
 fn default_max_output_bytes() -> usize {
-    crate::tools::ToolContext::new(".").max_output_bytes
+    DEFAULT_MAX_OUTPUT_BYTES
 }
 
 fn default_tool_timeout_secs() -> u64 {
@@ -322,15 +325,6 @@ impl ModelProfile {
             output_per_mtok: None,
             cache_read_per_mtok: None,
             cache_write_per_mtok: None,
-        }
-    }
-
-    /// How this profile retries.
-    pub fn retry_policy(&self) -> crate::provider::retry::RetryPolicy {
-        crate::provider::retry::RetryPolicy {
-            max_retries: self.max_retries,
-            base_delay: std::time::Duration::from_millis(self.retry_base_delay_ms),
-            max_delay: std::time::Duration::from_secs(self.max_retry_delay_secs),
         }
     }
 

@@ -2,11 +2,11 @@
 //! every model call hands the test a sender for its stream, so each step
 //! happens exactly when the test says. Real tools, real bus, no network.
 
-use agentbus_actors::model::{ModelEvent, ModelRequest};
 use agentbus_actors::protocol::{
     AgentMessage, BlockKind, EventEnvelope, Message, StopReason, SystemSubtype,
 };
-use agentbus_actors::provider::{ModelClient, ModelStream, ProviderError};
+use agentbus_actors::runtime::{ModelClient, ModelStream, ProviderError};
+use agentbus_actors::runtime::{ModelEvent, ModelRequest};
 use agentbus_actors::settings::{ModelProfile, ProviderKind, ToolSettings};
 use agentbus_actors::{Runtime, SessionHandle, SessionOptions, Settings};
 use std::collections::BTreeMap;
@@ -163,7 +163,7 @@ impl Harness {
 }
 
 /// Events of a session, read from a subscription.
-struct Events(agentbus_actors::bus::Subscription<EventEnvelope>);
+struct Events(agentbus_actors::runtime::Subscription<EventEnvelope>);
 
 impl Events {
     fn of(session: &SessionHandle) -> Events {
@@ -434,7 +434,7 @@ async fn a_subscriber_reaching_past_the_ring_gets_the_stored_events_then_live_on
     // Loaded again, the topic's ring holds only this load's events.
     let again = h.runtime.open_session(&id).await.unwrap();
     assert!(again.loaded_after() > 0);
-    let (_sink, mut events) = agentbus_actors::ui_sink::attach_channel(&again, 0);
+    let (_sink, mut events) = agentbus_actors::runtime::attach_channel(&again, 0);
     again.submit_text("second").await.unwrap();
     h.next_call().await.answer("two");
     let mut seen = Vec::new();
@@ -474,7 +474,7 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
     let session = h.session().await;
     let start = session.loaded_after();
     // A client with room for 4 events that reads nothing for now.
-    let (slow_sink, mut slow) = agentbus_actors::ui_sink::attach_until_full(&session, start, 4);
+    let (slow_sink, mut slow) = agentbus_actors::runtime::attach_until_full(&session, start, 4);
     let mut events = Events::of(&session);
     session.submit_text("talk a lot").await.unwrap();
     let call = h.next_call().await;
@@ -507,7 +507,7 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
 
     // Resuming from its last seq gets the rest: no gap, no duplicate.
     let last = *got.last().unwrap();
-    let (_sink, mut resumed) = agentbus_actors::ui_sink::attach_until_full(&session, last, 1024);
+    let (_sink, mut resumed) = agentbus_actors::runtime::attach_until_full(&session, last, 1024);
     let mut rest = Vec::new();
     loop {
         let event = tokio::time::timeout(GUARD, resumed.recv())

@@ -11,7 +11,7 @@ use crate::remote::RemoteClient;
 use crate::remote::events::{Connection, Following, follow};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
-use agentbus_actors::ui_sink::{ChannelFrontEnd, UiSink, attach_channel};
+use agentbus_actors::runtime::{ChannelFrontEnd, UiSink, attach_channel};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
 use tokio::sync::mpsc::Receiver;
@@ -75,7 +75,7 @@ pub struct Attached {
 enum Link {
     Local {
         session: SessionHandle,
-        _sink: ActorRef<UiSink<ChannelFrontEnd>>,
+        _sink: ActorRef<UiSink<SessionHandle, ChannelFrontEnd>>,
     },
     Remote {
         client: RemoteClient,

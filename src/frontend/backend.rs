@@ -4,9 +4,9 @@
 //! session and never care which it is.
 
 use super::attached::{Attached, Catchup, Start};
+use crate::api::Session;
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
-use crate::serve::api::Session;
 use agentbus_actors::protocol::SessionId;
 use agentbus_actors::{Runtime, SessionOptions, Settings};
 use anyhow::Context as _;
@@ -68,7 +68,8 @@ impl Backend {
                 } else if resume.continue_ {
                     let workspace = runtime.settings().workspace.display().to_string();
                     let recent = runtime
-                        .stored_sessions(Default::default())
+                        .stored()
+                        .list(Default::default())
                         .await?
                         .into_iter()
                         .find(|r| r.workspace == workspace)

@@ -6,16 +6,19 @@
 //!   hold on one — the same for an in-process runtime and a server.
 //! - [`run`]: one prompt, non-interactive (`agentbus run`).
 //! - [`chat`]: the terminal chat (`agentbus chat`), line-by-line when piped.
-//! - [`render`] and [`json`]: how events are shown — as text or JSON lines.
+//! - [`output`]: how events are shown — as text for people or JSON lines,
+//!   behind one trait.
 //!
-//! Front ends never parse slash commands (the session does) and never look
-//! at provider formats: they only read [`agentbus_actors::protocol`] events.
+//! Front ends never look at provider formats: they only read
+//! [`agentbus_actors::protocol`] events and send text or typed commands.
+//! The session parses slash commands; the piped chat also reads each line
+//! with the session's own parser, only to know when to wait for a command
+//! that switches sessions and when `/quit` ends the input.
 
 pub mod attached;
 pub mod backend;
 pub mod chat;
-pub mod json;
-pub mod render;
+pub mod output;
 pub mod run;
 
 use agentbus_actors::protocol::{

@@ -10,12 +10,14 @@
 
 use super::attached::Start;
 use super::backend::{Attach, Backend};
-use super::{InputEnd, input_end, json};
+use super::input_end;
+use super::output::Output;
+use super::output::answer::Answer;
+use super::output::json::JsonLines;
 use crate::cli::ResumeArgs;
 use agentbus_actors::Settings;
-use agentbus_actors::protocol::{AgentMessage, ErrorKind, SystemSubtype};
+use agentbus_actors::protocol::{AgentMessage, ErrorKind};
 use anyhow::Context as _;
-use std::io::Write;
 use std::process::ExitCode;
 use tokio::io::AsyncReadExt;
 
@@ -53,6 +55,11 @@ async fn run_turn(
     json_output: bool,
     interrupts: &mut tokio::signal::unix::Signal,
 ) -> anyhow::Result<ExitCode> {
+    let mut output: Box<dyn Output> = if json_output {
+        Box::new(JsonLines(std::io::stdout()))
+    } else {
+        Box::new(Answer)
+    };
     let mut attached = backend.choose(resume, Start::ThisLoad).await?;
     let id = attached.submit_text(prompt).await?;
     let mut interrupted = false;
@@ -63,20 +70,9 @@ async fn run_turn(
                 let Some(event) = event else {
                     anyhow::bail!("the session stopped before the turn ended");
                 };
-                if json_output {
-                    json::print_event(&mut std::io::stdout(), &event).context("writing to stdout")?;
-                }
-                match &event.message {
-                    AgentMessage::System(s) if s.subtype == SystemSubtype::Retrying && !json_output => {
-                        eprintln!("agentbus: {}", s.message);
-                    }
-                    AgentMessage::Error(e) if e.kind == ErrorKind::Store => {
-                        not_saved = true;
-                        if !json_output {
-                            eprintln!("agentbus: {}", e.message);
-                        }
-                    }
-                    _ => {}
+                output.event(&event).context("writing to stdout")?;
+                if matches!(&event.message, AgentMessage::Error(e) if e.kind == ErrorKind::Store) {
+                    not_saved = true;
                 }
                 if let Some(end) = input_end(&event, id) {
                     break end;
@@ -91,17 +87,7 @@ async fn run_turn(
             }
         }
     };
-    if !json_output {
-        let text = match &end {
-            InputEnd::Result(r) => r.text.clone(),
-            InputEnd::Reply(s) if s.subtype != SystemSubtype::Notice => s.message.clone(),
-            InputEnd::Reply(_) => String::new(),
-        };
-        if !text.is_empty() {
-            let mut out = std::io::stdout();
-            writeln!(out, "{}", text.trim_end()).context("writing to stdout")?;
-        }
-    }
+    output.ended(&end).context("writing to stdout")?;
     if let Some(reason) = end.failure_reason() {
         eprintln!("agentbus: {reason}");
     }

@@ -4,9 +4,9 @@
 //! has it), else `AGENTBUS_TOKEN`, else the `token` file of the local data
 //! dir (where a server on this machine keeps it).
 
-use crate::serve::api::{Accepted, CreateSession, Created, Session, Sessions};
+use crate::api::{Accepted, CreateSession, Created, Session, Sessions};
 use agentbus_actors::protocol::{InputId, SessionId};
-use agentbus_actors::provider::http::describe;
+use agentbus_actors::runtime::describe_http_error as describe;
 use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 use std::path::Path;
@@ -93,7 +93,7 @@ impl RemoteClient {
                 token_file: token_file.display().to_string(),
             });
         };
-        agentbus_actors::provider::install_crypto_provider();
+        agentbus_actors::runtime::install_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // Event streams carry a keep-alive every 15 s: silence for
@@ -169,7 +169,7 @@ impl RemoteClient {
 
     /// Check that the server answers and takes the token.
     pub async fn health(&self) -> Result<(), RemoteError> {
-        let _: crate::serve::api::Health = self
+        let _: crate::api::Health = self
             .send(
                 "a health check",
                 self.request(reqwest::Method::GET, self.url(&["health"])),

@@ -13,7 +13,7 @@
 
 use super::client::RemoteClient;
 use agentbus_actors::protocol::{EventEnvelope, SessionId};
-use agentbus_actors::provider::http::describe;
+use agentbus_actors::runtime::describe_http_error as describe;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use std::sync::Arc;

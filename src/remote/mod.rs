@@ -5,7 +5,7 @@
 //! into errors that say what to do; [`events`] follows a session's SSE
 //! stream, reconnecting with `Last-Event-ID` so the front end sees every
 //! event once, in order. Request and answer bodies are the server's own
-//! types ([`crate::serve::api`]). Nothing here knows about terminals.
+//! types ([`crate::api`]). Nothing here knows about terminals.
 
 pub mod client;
 pub mod events;

@@ -1,8 +1,7 @@
 //! API errors: a status and a JSON body `{"error": "..."}` that says what was
 //! wrong and what was expected.
 
-use agentbus_actors::SessionError;
-use agentbus_actors::store::StoreError;
+use agentbus_actors::runtime::{Failure, SessionError};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Query};
@@ -56,15 +55,12 @@ impl IntoResponse for ApiError {
 
 impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
-        let status = match &e {
-            SessionError::UnknownProfile { .. } => StatusCode::BAD_REQUEST,
-            SessionError::Gone(_) => StatusCode::NOT_FOUND,
-            SessionError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            SessionError::Store(StoreError::NotFound { .. }) => StatusCode::NOT_FOUND,
-            SessionError::Store(StoreError::Ambiguous { .. }) => StatusCode::BAD_REQUEST,
-            SessionError::Store(StoreError::Busy { .. }) => StatusCode::CONFLICT,
-            SessionError::Store(StoreError::SeqOutOfRange { .. }) => StatusCode::BAD_REQUEST,
-            SessionError::Store(_) | SessionError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        let status = match e.failure() {
+            Failure::NotFound => StatusCode::NOT_FOUND,
+            Failure::Invalid => StatusCode::BAD_REQUEST,
+            Failure::Conflict => StatusCode::CONFLICT,
+            Failure::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Failure::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError::new(status, e.to_string())
     }

@@ -2,7 +2,7 @@
 //! Read-only; never shows a key or a token.
 
 use super::AppState;
-use super::api::{Health, Model, Models, Tools};
+use crate::api::{Health, Model, Models, Tools};
 use axum::Json;
 use axum::extract::State;
 

@@ -8,7 +8,6 @@
 //! translate between HTTP and the runtime's handles — no conversation rule
 //! lives here. A client's mistake is an error answer, never a crash.
 
-pub mod api;
 mod auth;
 mod error;
 mod meta;

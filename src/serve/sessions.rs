@@ -4,13 +4,13 @@
 //! failures to the status that says what was wrong.
 
 use super::AppState;
-use super::api::{
+use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+use crate::api::{
     Accepted, CreateSession, Created, Fork, Input, ListQuery, Messages, Session, Sessions,
 };
-use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use agentbus_actors::protocol::{SessionId, UserInput};
-use agentbus_actors::store::{ExportSession, ListCursor, ListSessions};
-use agentbus_actors::{SessionError, SessionHandle, SessionOptions};
+use agentbus_actors::runtime::{ListCursor, ListPage};
+use agentbus_actors::{SessionHandle, SessionOptions};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -25,7 +25,8 @@ pub async fn open(state: &AppState, id: &str) -> Result<SessionHandle, ApiError>
 async fn view(state: &AppState, id: &SessionId) -> Result<Session, ApiError> {
     let record = state
         .runtime
-        .stored_session(id)
+        .stored()
+        .get(id)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
     let loaded = state.runtime.session(id).await;
@@ -48,11 +49,11 @@ pub async fn list(
         })?),
         None => None,
     };
-    let page = ListSessions {
+    let page = ListPage {
         limit: query.limit,
         after,
     };
-    let records = state.runtime.stored_sessions(page).await?;
+    let records = state.runtime.stored().list(page).await?;
     let full = query
         .limit
         .is_some_and(|limit| records.len() == limit && limit > 0);
@@ -138,7 +139,7 @@ pub async fn fork(
 ) -> Result<impl IntoResponse, ApiError> {
     let id = state.runtime.resolve(&id).await?;
     let at_seq = body.and_then(|ApiJson(b)| b.at_seq);
-    let record = state.runtime.fork_session(&id, at_seq).await?;
+    let record = state.runtime.stored().fork(&id, at_seq).await?;
     Ok((StatusCode::CREATED, Json(Created { id: record.id.0 })))
 }
 
@@ -150,12 +151,7 @@ pub async fn export(
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
     let id = state.runtime.resolve(&id).await?;
-    let document = state
-        .runtime
-        .store()
-        .ask(ExportSession { id })
-        .await
-        .map_err(SessionError::from)?;
+    let document = state.runtime.stored().export(&id).await?;
     Ok(Json(document))
 }
 

@@ -8,12 +8,13 @@
 //! resumes the same way. Streams end when the server shuts down.
 
 use super::AppState;
-use super::api::After;
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
-use agentbus_actors::bus::{RecvError, SubscribeError};
+use crate::api::After;
+use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::ui_sink::{DropWhenFull, UiSink, attach_until_full};
+use agentbus_actors::runtime::{DropWhenFull, UiSink, attach_until_full};
+use agentbus_actors::runtime::{RecvError, SubscribeError};
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -55,7 +56,7 @@ pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError>
 /// A session's events after a seq, for one network client. Dropping it
 /// detaches the client's UiSink.
 pub struct ClientFeed {
-    sink: ActorRef<UiSink<DropWhenFull>>,
+    sink: ActorRef<UiSink<SessionHandle, DropWhenFull>>,
     events: mpsc::Receiver<Arc<EventEnvelope>>,
     /// Set when the shutdown is first seen: the feed ends by then at the
     /// latest.
@@ -63,7 +64,7 @@ pub struct ClientFeed {
 }
 
 impl ClientFeed {
-    pub fn attach(session: &agentbus_actors::SessionHandle, after_seq: u64) -> Self {
+    pub fn attach(session: &SessionHandle, after_seq: u64) -> Self {
         let (sink, events) = attach_until_full(session, after_seq, CLIENT_BUFFER);
         ClientFeed {
             sink,

@@ -10,10 +10,10 @@
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 
 use super::AppState;
-use super::api::{After, Input};
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
 use super::stream::ClientFeed;
+use crate::api::{After, Input};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::{SessionInput, UserInput};
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};

@@ -88,7 +88,7 @@ impl Fixture {
             stderr,
             stderr_task,
             http: {
-                agentbus_actors::provider::install_crypto_provider();
+                agentbus_actors::runtime::install_crypto_provider();
                 reqwest::Client::new()
             },
         }

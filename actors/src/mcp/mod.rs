@@ -1,11 +1,16 @@
-//! MCP: what the McpServer actor ([`crate::mcp_server`]) is made of.
+//! MCP servers: one McpServer actor per configured server, and what it is
+//! made of.
 //!
+//! - [`server`]: the McpServer actor (start, list tools, follow changes,
+//!   restart after a crash, call tools, stop).
 //! - [`connect`]: starting an rmcp client over stdio or streamable HTTP.
-//! - [`naming`]: `mcp__<server>__<tool>` names within the models' limits.
 //! - [`content`]: tool results as text the model reads.
 //! - [`tool`]: an MCP tool as an entry of the shared tool registry.
+//!
+//! How a server's tools are named (`mcp__<server>__<tool>`) is
+//! [`crate::tools::naming`].
 
 pub mod connect;
 pub mod content;
-pub mod naming;
+pub mod server;
 pub mod tool;

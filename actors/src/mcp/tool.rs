@@ -1,19 +1,33 @@
 //! An MCP server's tool as an entry of the tool registry: calling it asks
-//! the owning McpServer actor.
+//! the owning McpServer actor ([`CallMcpTool`]).
+//!
+//! Knows the server only as something that answers [`CallMcpTool`] (a
+//! kameo reply recipient), so the server depends on this file and not the
+//! other way round.
 
-use crate::mcp_server::{CallMcpTool, McpServer};
-use crate::model::ToolSpec;
+use crate::session::core::model::{ToolOutcome, ToolSpec};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use futures::future::BoxFuture;
-use kameo::actor::ActorRef;
+use kameo::actor::ReplyRecipient;
+use kameo::error::Infallible;
 use serde_json::Value;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Call tool `tool` (its name on the server) with `arguments`.
+#[derive(Debug)]
+pub struct CallMcpTool {
+    pub tool: String,
+    pub arguments: serde_json::Map<String, serde_json::Value>,
+    /// Fires on interrupt: the call is dropped (and cancelled on the server).
+    pub cancel: CancellationToken,
+}
 
 pub struct McpTool {
     spec: ToolSpec,
     /// The tool's name on its server.
     remote: String,
-    server: ActorRef<McpServer>,
+    server: ReplyRecipient<CallMcpTool, ToolOutcome, Infallible>,
     /// The server's `tool_timeout_secs`.
     time_limit: Duration,
 }
@@ -22,7 +36,7 @@ impl McpTool {
     pub fn new(
         spec: ToolSpec,
         remote: String,
-        server: ActorRef<McpServer>,
+        server: ReplyRecipient<CallMcpTool, ToolOutcome, Infallible>,
         time_limit: Duration,
     ) -> Self {
         McpTool {

@@ -3,7 +3,7 @@
 //! Front ends (terminal, one-shot runs, HTTP, web, ACP) speak only this
 //! vocabulary. It never contains provider wire formats and never contains
 //! logic beyond construction helpers: what a type *means* is documented here,
-//! what the session *does* with it lives in [`crate::session`].
+//! what the session *does* with it lives in [`crate::session::core`].
 //!
 //! - [`input`]: what a front end sends into a session (queries, control
 //!   commands, interrupts).
@@ -12,6 +12,7 @@
 //! - [`content`]: the pieces both share: content blocks, usage, stop reasons.
 //! - [`message`]: the conversation history as the model sees it.
 //! - [`mcp`]: the status of MCP servers, as sessions report it.
+//! - [`profile`]: a model profile as sessions show it (no key).
 
 pub mod content;
 pub mod event;
@@ -19,6 +20,7 @@ pub mod input;
 pub mod lifecycle;
 pub mod mcp;
 pub mod message;
+pub mod profile;
 
 pub use content::{ContentBlock, StopReason, Usage};
 pub use event::{
@@ -30,6 +32,7 @@ pub use input::{ControlCommand, InputId, SessionInput, UserInput};
 pub use lifecycle::{LifecycleEvent, LifecycleKind};
 pub use mcp::McpServerStatus;
 pub use message::Message;
+pub use profile::{ModelInfo, Pricing};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -43,6 +46,20 @@ impl SessionId {
     /// A fresh, time-ordered session id.
     pub fn new() -> Self {
         SessionId(uuid::Uuid::now_v7().to_string())
+    }
+
+    /// The start of the id, enough to type in `/resume` or `--session`:
+    /// past the millisecond timestamp (the first 13 characters of a UUIDv7,
+    /// shared by sessions made in the same millisecond) into its random
+    /// part.
+    pub fn short(&self) -> &str {
+        let end = self
+            .0
+            .char_indices()
+            .nth(18)
+            .map(|(i, _)| i)
+            .unwrap_or(self.0.len());
+        &self.0[..end]
     }
 }
 

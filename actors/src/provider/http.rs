@@ -5,7 +5,7 @@
 //! [`FrameDecoder`] over them until the answer is complete.
 
 use super::{FrameError, ModelStream, ProviderError};
-use crate::model::ModelEvent;
+use crate::session::core::model::ModelEvent;
 use crate::settings::ModelProfile;
 use futures::{Stream, StreamExt};
 use std::time::{Duration, SystemTime};

@@ -15,9 +15,12 @@ pub mod http;
 pub mod openai;
 pub mod retry;
 
-pub use error::{ProviderError, RETRYABLE_STATUSES};
+#[cfg(test)]
+mod resilience_tests;
 
-use crate::model::{ModelEvent, ModelRequest};
+pub use error::ProviderError;
+
+use crate::session::core::model::{ModelEvent, ModelRequest};
 use crate::settings::{ModelProfile, ProviderKind};
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -146,7 +149,7 @@ impl ModelClient for Providers {
             Ok(http) => http,
             Err(e) => return Box::pin(futures::stream::once(async { Err(e) })),
         };
-        let policy = profile.settings.retry_policy();
+        let policy = retry::RetryPolicy::of(&profile.settings);
         let hint = self.connect_hints.get(&request.profile).cloned();
         let attempt = move || match profile.settings.provider {
             ProviderKind::Openai => {

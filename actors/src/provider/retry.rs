@@ -6,7 +6,8 @@
 //! stream (an interrupt) cancels a request waiting in backoff too.
 
 use super::{ModelStream, ProviderError};
-use crate::model::ModelEvent;
+use crate::session::core::model::ModelEvent;
+use crate::settings::ModelProfile;
 use futures::StreamExt;
 use std::time::Duration;
 
@@ -20,6 +21,18 @@ pub struct RetryPolicy {
     /// No backoff grows beyond this, and a `Retry-After` beyond it is not
     /// waited for (the call fails instead).
     pub max_delay: Duration,
+}
+
+impl RetryPolicy {
+    /// How `profile` retries (its `max_retries`, `retry_base_delay_ms` and
+    /// `max_retry_delay_secs`).
+    pub fn of(profile: &ModelProfile) -> Self {
+        RetryPolicy {
+            max_retries: profile.max_retries,
+            base_delay: Duration::from_millis(profile.retry_base_delay_ms),
+            max_delay: Duration::from_secs(profile.max_retry_delay_secs),
+        }
+    }
 }
 
 /// The delay before retry number `attempt` (1-based). `jitter` in `[0, 1)`

@@ -1,38 +1,21 @@
-//! The pure session core: a conversation as a state machine with no I/O.
+//! One session: its pure core, the actor that drives it, and the handle
+//! front ends hold.
 //!
-//! ```text
-//! step(state, input, now_ms) -> (state', Vec<Effect>)
-//! ```
+//! - [`core`]: the conversation as a state machine with no I/O (`step`),
+//!   the slash commands, and the fold that rebuilds a stored session.
+//! - `actor`: the AgentLoop, the only caller of `step` for its session.
+//! - [`handle`]: what a front end holds to talk to a live session.
+//! - `store_commands`: how the AgentLoop performs the commands that read or
+//!   write stored sessions (`/new`, `/fork`, `/save`, ...).
+//! - [`error`]: why a session could not do what was asked.
 //!
-//! Inputs are what front ends send (queries, control commands, interrupts)
-//! and signals fed back by the driver (model stream events, model failure,
-//! tool outcomes). Effects are requests for the driver: emit an event, call
-//! the model, run tools, cancel them. The core never awaits and never touches
-//! the network, the disk or the clock (time arrives as `now_ms`), so every
-//! conversation rule is a deterministic unit test (see `tests.rs`).
-//!
-//! Rules kept here and nowhere else:
-//! - one FIFO queue for queries and control commands; interrupt bypasses it;
-//! - every accepted query produces exactly one `result` event;
-//! - the history never holds a tool call without its result, nor a result
-//!   without its call — not even after an interrupt or a provider failure;
-//! - tool results are emitted and recorded in the order of the calls;
-//! - a turn makes at most `max_steps` model calls.
+//! The set of sessions (creating, loading, unloading) is [`crate::sessions`].
 
-mod effect;
-mod input;
-pub mod partial;
-mod restore;
-mod state;
-mod step;
-mod turn;
+pub mod actor;
+pub mod core;
+pub mod error;
+pub mod handle;
+pub mod store_commands;
 
-#[cfg(test)]
-mod tests;
-
-pub use effect::{Effect, SessionCommand};
-pub use input::Input;
-pub use restore::{UNFINISHED_TURN, restore};
-pub use state::{ModelInfo, QueuedInput, SessionConfig, SessionState, SessionUsage};
-pub use step::step;
-pub use turn::{PendingCall, Phase, Turn};
+pub use error::{Failure, SessionError};
+pub use handle::SessionHandle;

@@ -136,6 +136,10 @@ pub enum StoreError {
         source: serde_json::Error,
     },
 
+    /// The store is not running (closed, or its writer died).
+    #[error("the session store is not running ({reason})")]
+    Closed { reason: String },
+
     /// An export document that cannot be imported.
     #[error(transparent)]
     Document(#[from] DocumentError),

@@ -8,9 +8,14 @@ use crate::protocol::{
     AgentMessage, AssistantEvent, ContentBlock, ResultEvent, StopReason, StreamDelta, StreamEvent,
     ToolResultEvent, Usage, UserEvent,
 };
+use crate::store::document::{DOCUMENT_FORMAT, DOCUMENT_VERSION, DocumentError, DocumentSession};
+use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, TITLE_MAX_CHARS};
+use crate::store::sqlite::schema::{self, SCHEMA_VERSION};
+use crate::store::sqlite::{SqliteStore, StoreOptions};
 use chrono::TimeZone;
-use kameo::actor::Spawn;
-use kameo::error::SendError;
+use chrono::{DateTime, Utc};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Instant;
 use tempfile::TempDir;
@@ -18,36 +23,21 @@ use tempfile::TempDir;
 // ---------------------------------------------------------------- helpers
 
 /// A store in a fresh temporary folder (kept alive by the returned guard).
-fn temp_store() -> (TempDir, PathBuf, ActorRef<Store>) {
+async fn temp_store() -> (TempDir, PathBuf, SqliteStore) {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("nested").join("sessions.db");
-    let store = spawn(&path);
+    let store = spawn(&path).await;
     (dir, path, store)
 }
 
-fn spawn(path: &Path) -> ActorRef<Store> {
-    let store = Store::open(StoreOptions::new(path)).expect("store opens");
-    Store::spawn_in_thread(store)
+async fn spawn(path: &Path) -> SqliteStore {
+    SqliteStore::open(StoreOptions::new(path))
+        .await
+        .expect("store opens")
 }
 
-/// Ask the store; a handler error comes back as `Err`, anything else about
-/// the actor failing is a test failure.
-async fn ask<M, T>(store: &ActorRef<Store>, msg: M) -> Result<T, StoreError>
-where
-    Store: Message<M, Reply = Result<T, StoreError>>,
-    M: Send + 'static,
-    T: Send + 'static,
-{
-    match store.ask(msg).await {
-        Ok(reply) => Ok(reply),
-        Err(SendError::HandlerError(e)) => Err(e),
-        Err(e) => panic!("the store actor failed: {e}"),
-    }
-}
-
-async fn stop(store: ActorRef<Store>) {
-    store.stop_gracefully().await.expect("store stops");
-    store.wait_for_shutdown().await;
+async fn stop(store: SqliteStore) {
+    store.close().await;
 }
 
 /// A second connection to the file, to look behind the store's back.
@@ -71,49 +61,27 @@ fn new_session(id: &str) -> NewSession {
     }
 }
 
-async fn create(store: &ActorRef<Store>, id: &str) -> SessionRecord {
-    ask(
-        store,
-        CreateSession {
-            new: new_session(id),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("session created")
+async fn create(store: &SqliteStore, id: &str) -> SessionRecord {
+    store
+        .create(new_session(id), me())
+        .await
+        .expect("session created")
 }
 
 async fn append(
-    store: &ActorRef<Store>,
+    store: &SqliteStore,
     id: &str,
     events: Vec<Arc<EventEnvelope>>,
 ) -> Result<(), StoreError> {
-    ask(
-        store,
-        Append {
-            id: sid(id),
-            events,
-        },
-    )
-    .await
+    store.append(&sid(id), events).await
 }
 
-async fn load_all(store: &ActorRef<Store>, id: &str) -> Result<Vec<EventEnvelope>, StoreError> {
-    ask(
-        store,
-        LoadEvents {
-            id: sid(id),
-            after_seq: 0,
-            up_to: None,
-        },
-    )
-    .await
+async fn load_all(store: &SqliteStore, id: &str) -> Result<Vec<EventEnvelope>, StoreError> {
+    store.load_events(&sid(id), 0, None).await
 }
 
-async fn get(store: &ActorRef<Store>, id: &str) -> Option<SessionRecord> {
-    ask(store, GetSession { id: sid(id) })
-        .await
-        .expect("get session")
+async fn get(store: &SqliteStore, id: &str) -> Option<SessionRecord> {
+    store.get(&sid(id)).await.expect("get session")
 }
 
 /// Event times with nanoseconds, to show bodies keep full precision.
@@ -266,7 +234,7 @@ impl Drop for OtherProcess {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     let created = create(&store, "s1").await;
     assert_eq!(created.status, STATUS_ACTIVE);
     assert_eq!(created.owner, Some(me()));
@@ -280,15 +248,7 @@ async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
         .expect("append 2");
     append(&store, "s1", vec![]).await.expect("empty batch");
 
-    let (record, events) = ask(
-        &store,
-        AcquireSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("acquire");
+    let (record, events) = store.acquire(&sid("s1"), me()).await.expect("acquire");
     let expected: Vec<EventEnvelope> = unwrapped(&first)
         .into_iter()
         .chain(unwrapped(&second))
@@ -308,22 +268,16 @@ async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
         .expect("row");
     assert_eq!(body, serde_json::to_string(&*first[1]).expect("json"));
 
-    let replay = ask(
-        &store,
-        LoadEvents {
-            id: sid("s1"),
-            after_seq: 3,
-            up_to: Some(6),
-        },
-    )
-    .await
-    .expect("load range");
+    let replay = store
+        .load_events(&sid("s1"), 3, Some(6))
+        .await
+        .expect("load range");
     assert_eq!(seqs(&replay), vec![4, 5, 6]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_title_is_the_first_line_of_the_first_user_message() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "s1").await;
     assert_eq!(get(&store, "s1").await.and_then(|r| r.title), None);
 
@@ -366,7 +320,7 @@ async fn the_title_is_the_first_line_of_the_first_user_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appending_an_existing_seq_fails_and_changes_nothing() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "s1").await;
     append(&store, "s1", turn("s1", 1, "hi"))
         .await
@@ -406,7 +360,7 @@ async fn appending_an_existing_seq_fails_and_changes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stream_events_are_never_stored() {
-    let (_dir, path, store) = temp_store();
+    let (_dir, path, store) = temp_store().await;
     create(&store, "s1").await;
     append(
         &store,
@@ -443,7 +397,7 @@ async fn stream_events_are_never_stored() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appending_another_sessions_event_is_refused() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "s1").await;
     create(&store, "s2").await;
     let e = append(&store, "s1", vec![user("s2", 1, "hi")])
@@ -456,7 +410,7 @@ async fn appending_another_sessions_event_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn everything_survives_reopening_the_database() {
-    let (_dir, path, store) = temp_store();
+    let (_dir, path, store) = temp_store().await;
     create(&store, "s1").await;
     append(&store, "s1", turn("s1", 1, "remember me"))
         .await
@@ -464,7 +418,7 @@ async fn everything_survives_reopening_the_database() {
     let record = get(&store, "s1").await;
     stop(store).await;
 
-    let store = spawn(&path);
+    let store = spawn(&path).await;
     assert_eq!(get(&store, "s1").await, record);
     assert_eq!(
         load_all(&store, "s1").await.expect("load"),
@@ -478,41 +432,21 @@ async fn everything_survives_reopening_the_database() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_sessions_are_not_found() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     let not_found = |r: Result<_, StoreError>| matches!(r, Err(StoreError::NotFound { .. }));
     let owner = me();
     let id = || sid("nope");
-    assert!(not_found(
-        ask(&store, AcquireSession { id: id(), owner })
-            .await
-            .map(|_| ())
-    ));
-    assert!(not_found(
-        ask(&store, ReleaseSession { id: id(), owner }).await
-    ));
+    assert!(not_found(store.acquire(&id(), owner).await.map(|_| ())));
+    assert!(not_found(store.release(&id(), owner).await));
     assert!(not_found(
         append(&store, "nope", vec![user("nope", 1, "x")]).await
     ));
     assert!(not_found(load_all(&store, "nope").await.map(|_| ())));
     assert!(not_found(
-        ask(
-            &store,
-            ForkSession {
-                id: id(),
-                at_seq: None,
-                new_id: sid("f"),
-                owner: None
-            }
-        )
-        .await
-        .map(|_| ())
+        store.fork(&id(), None, sid("f"), None).await.map(|_| ())
     ));
-    assert!(not_found(
-        ask(&store, DeleteSession { id: id(), owner }).await
-    ));
-    assert!(not_found(
-        ask(&store, ExportSession { id: id() }).await.map(|_| ())
-    ));
+    assert!(not_found(store.delete(&id(), owner).await));
+    assert!(not_found(store.export(&id()).await.map(|_| ())));
     assert_eq!(get(&store, "nope").await, None);
     let e = load_all(&store, "nope").await.expect_err("not found");
     assert_eq!(e.to_string(), "no stored session matches \"nope\"");
@@ -520,23 +454,18 @@ async fn unknown_sessions_are_not_found() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn creating_a_taken_id_is_refused() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "s1").await;
-    let e = ask(
-        &store,
-        CreateSession {
-            new: new_session("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect_err("refused");
+    let e = store
+        .create(new_session("s1"), me())
+        .await
+        .expect_err("refused");
     assert!(matches!(e, StoreError::Exists { .. }), "{e:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_corrupt_row_is_reported_not_panicked_on() {
-    let (_dir, path, store) = temp_store();
+    let (_dir, path, store) = temp_store().await;
     create(&store, "s1").await;
     append(&store, "s1", turn("s1", 1, "hi"))
         .await
@@ -560,13 +489,9 @@ async fn a_corrupt_row_is_reported_not_panicked_on() {
             [],
         )
         .expect("tamper");
-    let e = ask(&store, GetSession { id: sid("s1") })
-        .await
-        .expect_err("corrupt");
+    let e = store.get(&sid("s1")).await.expect_err("corrupt");
     assert!(e.to_string().contains("updated_at"), "{e}");
-    let e = ask(&store, ListSessions::default())
-        .await
-        .expect_err("corrupt");
+    let e = store.list(ListPage::default()).await.expect_err("corrupt");
     assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
 
     raw(&path)
@@ -583,45 +508,23 @@ async fn a_corrupt_row_is_reported_not_panicked_on() {
             [],
         )
         .expect("tamper");
-    let e = ask(
-        &store,
-        AcquireSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect_err("corrupt");
+    let e = store.acquire(&sid("s1"), me()).await.expect_err("corrupt");
     assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
 
     // Deleting is the way out, and it works.
-    ask(
-        &store,
-        DeleteSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("delete");
-    assert_eq!(
-        ask(&store, ListSessions::default()).await.expect("list"),
-        vec![]
-    );
+    store.delete(&sid("s1"), me()).await.expect("delete");
+    assert_eq!(store.list(ListPage::default()).await.expect("list"), vec![]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_tell_is_logged_and_the_store_keeps_serving() {
-    let (_dir, _path, store) = temp_store();
+async fn a_failed_operation_leaves_the_store_serving() {
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "s1").await;
-    store
-        .tell(Append {
-            id: sid("unknown"),
-            events: vec![user("unknown", 1, "x")],
-        })
+    let e = append(&store, "unknown", vec![user("unknown", 1, "x")])
         .await
-        .expect("tell");
-    // The mailbox is in order: this is handled after the failed tell.
+        .expect_err("no such session");
+    assert!(matches!(e, StoreError::NotFound { .. }), "{e:?}");
+    // The writer lives on: the next operation is served.
     assert!(get(&store, "s1").await.is_some());
 }
 
@@ -629,31 +532,18 @@ async fn a_failed_tell_is_logged_and_the_store_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_leased_by_a_live_process_is_busy_until_that_process_dies() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     let mut other = OtherProcess::start();
     let holder = other.owner();
-    ask(
-        &store,
-        CreateSession {
-            new: new_session("s1"),
-            owner: holder,
-        },
-    )
-    .await
-    .expect("create");
+    store
+        .create(new_session("s1"), holder)
+        .await
+        .expect("create");
     append(&store, "s1", turn("s1", 1, "hi"))
         .await
         .expect("append");
 
-    let e = ask(
-        &store,
-        AcquireSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect_err("busy");
+    let e = store.acquire(&sid("s1"), me()).await.expect_err("busy");
     assert!(
         matches!(&e, StoreError::Busy { pid, .. } if *pid == holder.pid),
         "{e:?}"
@@ -668,38 +558,20 @@ async fn a_session_leased_by_a_live_process_is_busy_until_that_process_dies() {
     );
     assert!(message.contains("close it there first"), "{message}");
 
-    let e = ask(
-        &store,
-        DeleteSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect_err("busy");
+    let e = store.delete(&sid("s1"), me()).await.expect_err("busy");
     assert!(matches!(e, StoreError::Busy { .. }), "{e:?}");
     // Releasing someone else's lease does nothing.
-    ask(
-        &store,
-        ReleaseSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("release is a no-op");
+    store
+        .release(&sid("s1"), me())
+        .await
+        .expect("release is a no-op");
     assert_eq!(get(&store, "s1").await.and_then(|r| r.owner), Some(holder));
 
     other.kill();
-    let (record, events) = ask(
-        &store,
-        AcquireSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("the holder is gone");
+    let (record, events) = store
+        .acquire(&sid("s1"), me())
+        .await
+        .expect("the holder is gone");
     assert_eq!(record.owner, Some(me()));
     assert_eq!(record.status, STATUS_ACTIVE);
     assert_eq!(events.len(), 4);
@@ -707,40 +579,22 @@ async fn a_session_leased_by_a_live_process_is_busy_until_that_process_dies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_released_session_is_idle_and_can_be_acquired_again() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "s1").await;
     // The holder itself may acquire again (e.g. after a front end reconnects).
-    ask(
-        &store,
-        AcquireSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("re-acquire by the holder");
-    ask(
-        &store,
-        ReleaseSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("release");
+    store
+        .acquire(&sid("s1"), me())
+        .await
+        .expect("re-acquire by the holder");
+    store.release(&sid("s1"), me()).await.expect("release");
     let record = get(&store, "s1").await.expect("record");
     assert_eq!((record.status.as_str(), record.owner), (STATUS_IDLE, None));
 
     let other = OtherProcess::start();
-    let (record, _) = ask(
-        &store,
-        AcquireSession {
-            id: sid("s1"),
-            owner: other.owner(),
-        },
-    )
-    .await
-    .expect("a free session is anyone's");
+    let (record, _) = store
+        .acquire(&sid("s1"), other.owner())
+        .await
+        .expect("a free session is anyone's");
     assert_eq!(record.owner, Some(other.owner()));
 }
 
@@ -748,7 +602,7 @@ async fn a_released_session_is_idle_and_can_be_acquired_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "parent").await;
     append(&store, "parent", turn("parent", 1, "first question"))
         .await
@@ -759,17 +613,10 @@ async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched() {
     let parent_before = get(&store, "parent").await;
     let parent_events = load_all(&store, "parent").await.expect("load");
 
-    let fork = ask(
-        &store,
-        ForkSession {
-            id: sid("parent"),
-            at_seq: Some(4),
-            new_id: sid("child"),
-            owner: Some(me()),
-        },
-    )
-    .await
-    .expect("fork");
+    let fork = store
+        .fork(&sid("parent"), Some(4), sid("child"), Some(me()))
+        .await
+        .expect("fork");
     assert_eq!(fork.parent, Some((sid("parent"), 4)));
     assert_eq!(fork.title.as_deref(), Some("first question (fork)"));
     assert_eq!((fork.last_seq, fork.event_count), (4, 4));
@@ -812,22 +659,15 @@ async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fork_defaults_to_the_whole_log_and_needs_no_owner() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "parent").await;
     append(&store, "parent", turn("parent", 1, "q"))
         .await
         .expect("append");
-    let fork = ask(
-        &store,
-        ForkSession {
-            id: sid("parent"),
-            at_seq: None,
-            new_id: sid("child"),
-            owner: None,
-        },
-    )
-    .await
-    .expect("fork");
+    let fork = store
+        .fork(&sid("parent"), None, sid("child"), None)
+        .await
+        .expect("fork");
     assert_eq!(fork.parent, Some((sid("parent"), 4)));
     assert_eq!((fork.status.as_str(), fork.owner), (STATUS_IDLE, None));
     assert_eq!(
@@ -835,38 +675,24 @@ async fn fork_defaults_to_the_whole_log_and_needs_no_owner() {
         vec![1, 2, 3, 4]
     );
 
-    let e = ask(
-        &store,
-        ForkSession {
-            id: sid("parent"),
-            at_seq: None,
-            new_id: sid("child"),
-            owner: None,
-        },
-    )
-    .await
-    .expect_err("taken");
+    let e = store
+        .fork(&sid("parent"), None, sid("child"), None)
+        .await
+        .expect_err("taken");
     assert!(matches!(e, StoreError::Exists { .. }), "{e:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "parent").await;
     append(&store, "parent", turn("parent", 1, "q"))
         .await
         .expect("append");
-    let e = ask(
-        &store,
-        ForkSession {
-            id: sid("parent"),
-            at_seq: Some(9),
-            new_id: sid("child"),
-            owner: None,
-        },
-    )
-    .await
-    .expect_err("out of range");
+    let e = store
+        .fork(&sid("parent"), Some(9), sid("child"), None)
+        .await
+        .expect_err("out of range");
     assert!(
         matches!(
             e,
@@ -887,7 +713,7 @@ async fn forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_session_deletes_its_events() {
-    let (_dir, path, store) = temp_store();
+    let (_dir, path, store) = temp_store().await;
     create(&store, "s1").await;
     create(&store, "s2").await;
     append(&store, "s1", turn("s1", 1, "q"))
@@ -896,15 +722,7 @@ async fn deleting_a_session_deletes_its_events() {
     append(&store, "s2", turn("s2", 1, "q"))
         .await
         .expect("append");
-    ask(
-        &store,
-        DeleteSession {
-            id: sid("s1"),
-            owner: me(),
-        },
-    )
-    .await
-    .expect("delete");
+    store.delete(&sid("s1"), me()).await.expect("delete");
     assert_eq!(get(&store, "s1").await, None);
     let count = |id: &str| -> i64 {
         raw(&path)
@@ -923,7 +741,7 @@ async fn deleting_a_session_deletes_its_events() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn export_then_import_round_trips_the_session() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "orig").await;
     append(&store, "orig", turn("orig", 1, "export me"))
         .await
@@ -935,37 +753,22 @@ async fn export_then_import_round_trips_the_session() {
     )
     .await
     .expect("append");
-    let fork = ask(
-        &store,
-        ForkSession {
-            id: sid("orig"),
-            at_seq: Some(4),
-            new_id: sid("forked"),
-            owner: None,
-        },
-    )
-    .await
-    .expect("fork");
-
-    let document = ask(&store, ExportSession { id: sid("forked") })
+    let fork = store
+        .fork(&sid("orig"), Some(4), sid("forked"), None)
         .await
-        .expect("export");
+        .expect("fork");
+
+    let document = store.export(&sid("forked")).await.expect("export");
     assert_eq!(document.format, DOCUMENT_FORMAT);
     assert_eq!(document.version, DOCUMENT_VERSION);
     let text = document.to_json_pretty();
     let read = SessionDocument::from_json(&text).expect("own export reads back");
     assert_eq!(read, document);
 
-    let imported = ask(
-        &store,
-        ImportSession {
-            document: read,
-            new_id: sid("copy"),
-            owner: Some(me()),
-        },
-    )
-    .await
-    .expect("import");
+    let imported = store
+        .import(read, sid("copy"), Some(me()))
+        .await
+        .expect("import");
     assert_eq!(imported.id, sid("copy"));
     assert_eq!(imported.title, fork.title);
     assert_eq!(imported.created_at, fork.created_at);
@@ -988,9 +791,7 @@ async fn export_then_import_round_trips_the_session() {
     }
 
     // Exporting the copy gives the same document apart from the id.
-    let again = ask(&store, ExportSession { id: sid("copy") })
-        .await
-        .expect("export");
+    let again = store.export(&sid("copy")).await.expect("export");
     assert_eq!(again.session.id, sid("copy"));
     assert_eq!(
         DocumentSession {
@@ -1003,25 +804,17 @@ async fn export_then_import_round_trips_the_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn import_refuses_an_invalid_document_and_stores_nothing() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "orig").await;
     append(&store, "orig", turn("orig", 1, "q"))
         .await
         .expect("append");
-    let mut document = ask(&store, ExportSession { id: sid("orig") })
-        .await
-        .expect("export");
+    let mut document = store.export(&sid("orig")).await.expect("export");
     document.events.swap(1, 2);
-    let e = ask(
-        &store,
-        ImportSession {
-            document,
-            new_id: sid("copy"),
-            owner: None,
-        },
-    )
-    .await
-    .expect_err("refused");
+    let e = store
+        .import(document, sid("copy"), None)
+        .await
+        .expect_err("refused");
     assert!(
         matches!(e, StoreError::Document(DocumentError::SeqDisorder { .. })),
         "{e:?}"
@@ -1033,18 +826,11 @@ async fn import_refuses_an_invalid_document_and_stores_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resolve_id_takes_an_exact_id_or_a_unique_prefix() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     for id in ["0193a-1", "0193a-2", "0193b-1", "x1", "x10"] {
         create(&store, id).await;
     }
-    let resolve = |prefix: &str| {
-        ask(
-            &store,
-            ResolveId {
-                prefix: prefix.to_string(),
-            },
-        )
-    };
+    let resolve = |prefix: &'static str| store.resolve(prefix);
     assert_eq!(resolve("0193a-2").await.expect("exact"), sid("0193a-2"));
     assert_eq!(
         resolve("0193b").await.expect("unique prefix"),
@@ -1071,7 +857,7 @@ async fn resolve_id_takes_an_exact_id_or_a_unique_prefix() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_orders_sessions_by_their_last_update() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     for id in ["a", "b", "c"] {
         create(&store, id).await;
     }
@@ -1081,36 +867,34 @@ async fn list_orders_sessions_by_their_last_update() {
     let ids = |records: Vec<SessionRecord>| -> Vec<String> {
         records.into_iter().map(|r| r.id.0).collect()
     };
-    let all = ask(&store, ListSessions::default()).await.expect("list");
+    let all = store.list(ListPage::default()).await.expect("list");
     assert!(all.windows(2).all(|w| w[0].updated_at >= w[1].updated_at));
     assert_eq!(ids(all), ["a", "c", "b"]);
-    let two = ask(
-        &store,
-        ListSessions {
+    let two = store
+        .list(ListPage {
             limit: Some(2),
             after: None,
-        },
-    )
-    .await
-    .expect("list");
+        })
+        .await
+        .expect("list");
     assert_eq!(ids(two), ["a", "c"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile() {
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     for id in ["a", "b", "c", "d", "e"] {
         create(&store, id).await;
     }
     let ids = |records: &[SessionRecord]| -> Vec<String> {
         records.iter().map(|r| r.id.0.clone()).collect()
     };
-    let all = ids(&ask(&store, ListSessions::default()).await.expect("list"));
-    let page = |after| ListSessions {
+    let all = ids(&store.list(ListPage::default()).await.expect("list"));
+    let page = |after| ListPage {
         limit: Some(2),
         after,
     };
-    let first = ask(&store, page(None)).await.expect("page 1");
+    let first = store.list(page(None)).await.expect("page 1");
     assert_eq!(ids(&first), all[..2]);
     // A session of page 1 is updated: it moves to the top; the pages after
     // page 1 stay as they were.
@@ -1119,11 +903,13 @@ async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile
         .await
         .expect("append");
     let cursor = first.last().map(ListCursor::after).expect("a cursor");
-    let second = ask(&store, page(Some(cursor.clone())))
+    let second = store
+        .list(page(Some(cursor.clone())))
         .await
         .expect("page 2");
     assert_eq!(ids(&second), all[2..4]);
-    let third = ask(&store, page(second.last().map(ListCursor::after)))
+    let third = store
+        .list(page(second.last().map(ListCursor::after)))
         .await
         .expect("page 3");
     assert_eq!(ids(&third), all[4..]);
@@ -1138,7 +924,7 @@ async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opening_creates_the_folder_and_migrates_to_the_current_schema() {
-    let (_dir, path, store) = temp_store();
+    let (_dir, path, store) = temp_store().await;
     stop(store).await;
     let conn = raw(&path);
     assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
@@ -1147,18 +933,22 @@ async fn opening_creates_the_folder_and_migrates_to_the_current_schema() {
         .expect("journal mode");
     assert_eq!(mode, "wal");
     // Opening again is a no-op migration.
-    drop(Store::open(StoreOptions::new(&path)).expect("reopen"));
+    SqliteStore::open(StoreOptions::new(&path))
+        .await
+        .expect("reopen")
+        .close()
+        .await;
     assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
 }
 
-#[test]
-fn a_database_from_a_newer_agentbus_is_refused_untouched() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_from_a_newer_agentbus_is_refused_untouched() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("sessions.db");
     let conn = raw(&path);
     conn.pragma_update(None, "user_version", 99)
         .expect("set version");
-    let e = match Store::open(StoreOptions::new(&path)) {
+    let e = match SqliteStore::open(StoreOptions::new(&path)).await {
         Ok(_) => panic!("opened a newer schema"),
         Err(e) => e,
     };
@@ -1182,12 +972,12 @@ fn a_database_from_a_newer_agentbus_is_refused_untouched() {
     assert_eq!(tables, 0);
 }
 
-#[test]
-fn a_file_that_is_not_a_database_is_refused_naming_it() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_that_is_not_a_database_is_refused_naming_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("notes.txt");
     std::fs::write(&path, "x".repeat(4096)).expect("write");
-    let e = match Store::open(StoreOptions::new(&path)) {
+    let e = match SqliteStore::open(StoreOptions::new(&path)).await {
         Ok(_) => panic!("opened a text file"),
         Err(e) => e,
     };
@@ -1197,12 +987,12 @@ fn a_file_that_is_not_a_database_is_refused_naming_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_stores_on_one_file_both_write_their_own_sessions() {
-    let (_dir, path, first) = temp_store();
-    let second = spawn(&path);
+    let (_dir, path, first) = temp_store().await;
+    let second = spawn(&path).await;
     create(&first, "one").await;
     create(&second, "two").await;
 
-    let writer = |store: ActorRef<Store>, id: &'static str| async move {
+    let writer = |store: SqliteStore, id: &'static str| async move {
         for turn_no in 0..50u64 {
             append(&store, id, turn(id, turn_no * 4 + 1, "q"))
                 .await
@@ -1226,7 +1016,7 @@ async fn two_stores_on_one_file_both_write_their_own_sessions() {
 #[ignore = "benchmark: run with --ignored --nocapture"]
 async fn append_throughput_report() {
     const EVENTS: u64 = 10_000;
-    let (_dir, _path, store) = temp_store();
+    let (_dir, _path, store) = temp_store().await;
     create(&store, "bench").await;
     let events: Vec<Arc<EventEnvelope>> = (1..=EVENTS)
         .map(|seq| match seq % 4 {

@@ -17,11 +17,13 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
+    /// A context for `workspace` with the default output limit (tests).
+    #[cfg(test)]
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         ToolContext {
             workspace: workspace.into(),
             cancel: CancellationToken::new(),
-            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            max_output_bytes: crate::settings::DEFAULT_MAX_OUTPUT_BYTES,
         }
     }
 
@@ -54,9 +56,6 @@ impl ToolContext {
         }
     }
 }
-
-/// Default output limit (about what a model reads comfortably in one result).
-pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
 
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();

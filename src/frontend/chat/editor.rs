@@ -5,7 +5,7 @@
 //! at an empty prompt, clear the line otherwise. Ctrl-N replaces the line
 //! with `/new` and submits it, as if typed.
 
-use agentbus_actors::commands::COMMANDS;
+use agentbus_actors::runtime::COMMANDS;
 use reedline::{
     ColumnarMenu, Completer, EditCommand, Emacs, ExternalPrinter, FileBackedHistory, KeyCode,
     KeyModifiers, MenuBuilder, Prompt, PromptEditMode, PromptHistorySearch, Reedline,

@@ -18,7 +18,7 @@ use super::screen::Screen;
 use super::type_ahead::{TypeAhead, Typed};
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
-use crate::frontend::render::{RenderOptions, Renderer};
+use crate::frontend::output::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, input_end};
 use crate::remote::events::Connection;
 use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
@@ -123,7 +123,7 @@ async fn show(mut attached: Attached, renderer: &mut Renderer<Screen>) -> anyhow
         // makes right after the stored events.
         while let Some(event) = attached.events.recv().await {
             renderer.options.echo_user = event.seq <= catchup.history_until();
-            renderer.event(&event);
+            renderer.render(&event);
             if catchup.reached_by(&event) {
                 break;
             }
@@ -156,7 +156,7 @@ async fn follow(
             event = attached.events.recv() => {
                 let Some(event) = event else { break None };
                 spinner.hide();
-                renderer.event(&event);
+                renderer.render(&event);
                 if let Some(end) = input_end(&event, id) {
                     break Some(end);
                 }
@@ -217,7 +217,7 @@ impl AtPrompt {
                     // Closed: the next turn reports it; rows still waiting
                     // go on being printed.
                     event = attached.events.recv(), if open => match event {
-                        Some(event) => renderer.event(&event),
+                        Some(event) => renderer.render(&event),
                         None => open = false,
                     },
                     _ = pump.tick() => renderer.writer_mut().pump(),

@@ -9,13 +9,20 @@
 //! exits. At end of input — or at a `/quit` line, which ends the input like
 //! end of file — the chat waits for every submitted input to finish, then
 //! exits (1 if any of them failed).
+//!
+//! To know which lines are barriers or the end, each line is read with the
+//! session's own slash-command parser (`runtime::parse_command`, the one
+//! the session uses); the line is still sent as typed, and the session
+//! parses and runs it.
 
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
-use crate::frontend::render::{RenderOptions, Renderer};
-use crate::frontend::{input_end, json};
-use agentbus_actors::commands;
+use crate::frontend::input_end;
+use crate::frontend::output::Output;
+use crate::frontend::output::json::JsonLines;
+use crate::frontend::output::render::{RenderOptions, Renderer};
 use agentbus_actors::protocol::{ControlCommand, InputId};
+use agentbus_actors::runtime::parse_command;
 use anyhow::Context as _;
 use std::collections::BTreeSet;
 use std::process::ExitCode;
@@ -31,7 +38,7 @@ enum LineKind {
 }
 
 fn kind(text: &str) -> LineKind {
-    match commands::parse(text) {
+    match parse_command(text) {
         Some(Ok(ControlCommand::Quit)) => LineKind::Quit,
         Some(Ok(command)) if command.switches_session() => LineKind::Switch,
         _ => LineKind::Plain,
@@ -45,14 +52,18 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let mut interrupts = crate::frontend::interrupt_signals()?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
-    let mut renderer = Renderer::new(
-        std::io::stdout(),
-        RenderOptions {
-            color: false,
-            raw: false,
-            echo_user: true,
-        },
-    );
+    let mut output: Box<dyn Output> = if json_output {
+        Box::new(JsonLines(std::io::stdout()))
+    } else {
+        Box::new(Renderer::new(
+            std::io::stdout(),
+            RenderOptions {
+                color: false,
+                raw: false,
+                echo_user: true,
+            },
+        ))
+    };
     let mut pending: BTreeSet<InputId> = BTreeSet::new();
     let mut barrier: Option<InputId> = None;
     let mut input_open = true;
@@ -81,11 +92,7 @@ pub async fn run(
             }
             event = attached.events.recv() => {
                 let Some(event) = event else { anyhow::bail!("the session stopped unexpectedly") };
-                if json_output {
-                    json::print_event(&mut std::io::stdout(), &event).context("writing to stdout")?;
-                } else {
-                    renderer.event(&event);
-                }
+                output.event(&event).context("writing to stdout")?;
                 let ended = pending.iter().copied().find_map(|id| input_end(&event, id).map(|end| (id, end)));
                 if let Some((id, end)) = ended {
                     pending.remove(&id);

@@ -1,0 +1,205 @@
+//! UiSink actor: one per attached front end.
+//!
+//! Subscribes to a session's events through an [`EventSource`] and hands
+//! each event, in `seq` order, to a [`FrontEnd`]. The hand-off runs on the sink's own task, so a slow front
+//! end only slows itself: when it falls behind the topic's channel it is cut
+//! off and rejoins from its last seq — replayed from the ring, or from the
+//! store when the ring no longer reaches back (the store holds the persisted
+//! events, so the numbers of old `stream_event`s are skipped). If even the
+//! store cannot answer, the front end is told to resync.
+//!
+//! The [`EventSource`] is the seam for sessions that live elsewhere: a
+//! session of this process is its own source (its handle: the topic, then
+//! the store); a session driven by another process can be followed
+//! through a source that mirrors its events into a local topic.
+//!
+//! Never blocks the AgentLoop and never sends inputs: front ends submit
+//! through the session's handle.
+
+use super::{RecvError, SubscribeError, Subscription};
+use crate::protocol::{EventEnvelope, SessionId};
+use crate::store::StoreError;
+use kameo::Actor;
+use kameo::actor::{ActorRef, WeakActorRef};
+use kameo::error::{ActorStopReason, Infallible};
+use std::future::Future;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Where a session's events come from: the ones still in memory (and live
+/// ones) from a topic subscription, older persisted ones from a store.
+#[async_trait::async_trait]
+pub trait EventSource: Send + Sync + 'static {
+    /// The session whose events these are.
+    fn session_id(&self) -> &SessionId;
+
+    /// Events after `after_seq` that the topic's ring holds, then live ones.
+    fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError>;
+
+    /// Stored events with `after_seq < seq <= up_to`.
+    async fn stored_events(
+        &self,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, StoreError>;
+}
+
+/// A front end that shows a session's events.
+pub trait FrontEnd: Send + 'static {
+    /// Show one event. Return `false` to detach.
+    fn deliver(&mut self, event: Arc<EventEnvelope>) -> impl Future<Output = bool> + Send;
+
+    /// Events after `last_seq` up to `resumed_at - 1` could not be replayed;
+    /// the front end should reload its view of the session.
+    fn resync(&mut self, last_seq: u64, resumed_at: u64) -> impl Future<Output = ()> + Send {
+        async move {
+            tracing::warn!(
+                last_seq,
+                resumed_at,
+                "front end missed events that are no longer in memory"
+            );
+        }
+    }
+}
+
+/// What a sink starts from.
+pub struct UiSinkArgs<S, F> {
+    pub source: S,
+    /// Deliver events after this seq (0: everything the ring holds).
+    pub after_seq: u64,
+    pub front_end: F,
+}
+
+/// The actor.
+pub struct UiSink<S: EventSource, F: FrontEnd> {
+    pump: JoinHandle<()>,
+    _kind: std::marker::PhantomData<fn() -> (S, F)>,
+}
+
+impl<S: EventSource, F: FrontEnd> Actor for UiSink<S, F> {
+    type Args = UiSinkArgs<S, F>;
+    type Error = Infallible;
+
+    async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+        let weak = me.downgrade();
+        let pump = tokio::spawn(async move {
+            pump(args.source, args.after_seq, args.front_end).await;
+            if let Some(me) = weak.upgrade() {
+                me.kill();
+            }
+        });
+        Ok(UiSink {
+            pump,
+            _kind: std::marker::PhantomData,
+        })
+    }
+
+    async fn on_stop(
+        &mut self,
+        _: WeakActorRef<Self>,
+        _: ActorStopReason,
+    ) -> Result<(), Self::Error> {
+        self.pump.abort();
+        Ok(())
+    }
+}
+
+async fn pump<S: EventSource, F: FrontEnd>(session: S, mut last_seq: u64, mut front_end: F) {
+    loop {
+        let mut subscription = match session.subscribe(last_seq) {
+            Ok(s) => s,
+            Err(SubscribeError::NotInRing { oldest, .. }) => {
+                match session.stored_events(last_seq, Some(oldest - 1)).await {
+                    Ok(stored) => {
+                        for event in stored {
+                            if !front_end.deliver(Arc::new(event)).await {
+                                return;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(session = %session.session_id(), "replay from the store failed: {e}");
+                        front_end.resync(last_seq, oldest).await;
+                    }
+                }
+                last_seq = oldest - 1;
+                continue;
+            }
+        };
+        loop {
+            match subscription.recv().await {
+                Ok(event) => {
+                    if !front_end.deliver(event).await {
+                        return;
+                    }
+                }
+                Err(RecvError::Lagged { last_seq: seen }) => {
+                    tracing::debug!(seen, "front end fell behind; rejoining");
+                    last_seq = seen;
+                    break;
+                }
+                Err(RecvError::Closed) => return,
+            }
+        }
+    }
+}
+
+/// A front end that forwards events into a channel, for front ends that
+/// run their own loop (the terminal chat, one-shot runs).
+pub struct ChannelFrontEnd(pub mpsc::Sender<Arc<EventEnvelope>>);
+
+impl FrontEnd for ChannelFrontEnd {
+    async fn deliver(&mut self, event: Arc<EventEnvelope>) -> bool {
+        self.0.send(event).await.is_ok()
+    }
+}
+
+/// Attach a channel front end: events after `after_seq` arrive on the
+/// returned receiver until it is dropped or the session closes.
+pub fn attach_channel<S: EventSource + Clone>(
+    source: &S,
+    after_seq: u64,
+) -> (
+    ActorRef<UiSink<S, ChannelFrontEnd>>,
+    mpsc::Receiver<Arc<EventEnvelope>>,
+) {
+    use kameo::actor::Spawn;
+    let (tx, rx) = mpsc::channel(256);
+    let sink = UiSink::spawn(UiSinkArgs {
+        source: source.clone(),
+        after_seq,
+        front_end: ChannelFrontEnd(tx),
+    });
+    (sink, rx)
+}
+
+/// A front end for a network client: it detaches when the client's buffer
+/// is full instead of waiting, so a client too slow to keep up is cut off
+/// and resumes from its last seq (its events stay in the ring and store).
+pub struct DropWhenFull(pub mpsc::Sender<Arc<EventEnvelope>>);
+
+impl FrontEnd for DropWhenFull {
+    async fn deliver(&mut self, event: Arc<EventEnvelope>) -> bool {
+        self.0.try_send(event).is_ok()
+    }
+}
+
+/// Attach a [`DropWhenFull`] front end with room for `capacity` events.
+pub fn attach_until_full<S: EventSource + Clone>(
+    source: &S,
+    after_seq: u64,
+    capacity: usize,
+) -> (
+    ActorRef<UiSink<S, DropWhenFull>>,
+    mpsc::Receiver<Arc<EventEnvelope>>,
+) {
+    use kameo::actor::Spawn;
+    let (tx, rx) = mpsc::channel(capacity.max(1));
+    let sink = UiSink::spawn(UiSinkArgs {
+        source: source.clone(),
+        after_seq,
+        front_end: DropWhenFull(tx),
+    });
+    (sink, rx)
+}

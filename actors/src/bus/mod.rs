@@ -1,0 +1,16 @@
+//! The bus: one topic per session, carrying its events in `seq` order, and
+//! the feeds that hand a topic's events to front ends.
+//!
+//! - [`topic`]: [`Topic`], a seq-checked broadcast with a replay ring;
+//!   subscribe "after seq N" with no gap and no duplicate.
+//! - [`lifecycle`]: the runtime's topic of session lifecycle events.
+//! - [`feed`]: the UiSink actor, which pumps a session's events into a
+//!   front end, replaying from the store when the ring no longer reaches
+//!   back, and cutting off a front end that falls behind.
+
+pub mod feed;
+pub mod lifecycle;
+pub mod topic;
+
+pub use lifecycle::LifecycleTopic;
+pub use topic::{RecvError, SessionTopic, SubscribeError, Subscription};

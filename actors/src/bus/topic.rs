@@ -1,0 +1,428 @@
+//! A topic: one session's events (or the lifecycle events) in `seq` order.
+//!
+//! A [`Topic`] is a thin layer over tokio's broadcast channel that adds what
+//! the broadcast lacks: sequence numbers checked on publish, a replay ring of
+//! recent events, and subscribe-with-replay ("everything after seq N") that
+//! can neither miss nor duplicate an event — the ring snapshot and the live
+//! receiver are taken under the same lock that publishing holds.
+//!
+//! The producer never blocks: a subscriber that falls behind the channel's
+//! capacity gets [`RecvError::Lagged`] with the last seq it saw and rejoins
+//! with [`Topic::subscribe`] (from the ring, or — when the ring no longer
+//! reaches back — from the store). Never hold the lock across an await.
+
+use crate::protocol::EventEnvelope;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
+
+/// Something with a place in a topic's sequence.
+pub trait Sequenced: Send + Sync + 'static {
+    fn seq(&self) -> u64;
+
+    /// Replayed from the ring only until an event that
+    /// [`starts_anew`](Self::starts_anew) (a streamed delta: its whole
+    /// message carries its text).
+    fn is_transient(&self) -> bool {
+        false
+    }
+
+    /// The transient events before this one leave the ring.
+    fn starts_anew(&self) -> bool {
+        false
+    }
+}
+
+/// A session's streamed deltas are replayed until the next turn's `user`
+/// event: a client reconnecting in the middle of the latest reply gets every
+/// delta it missed, one replaying older turns gets their whole messages (as
+/// from the store). A busy session's ring then holds one reply's deltas, not
+/// a thousand.
+impl Sequenced for EventEnvelope {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    fn is_transient(&self) -> bool {
+        !self.message.is_persisted()
+    }
+
+    fn starts_anew(&self) -> bool {
+        matches!(self.message, crate::protocol::AgentMessage::User(_))
+    }
+}
+
+/// A session's event topic.
+pub type SessionTopic = Topic<EventEnvelope>;
+
+/// Default number of recent events kept for replay (older persisted events
+/// come from the store).
+pub const DEFAULT_RING_CAPACITY: usize = 1024;
+/// Default number of events a live subscriber may fall behind before it lags
+/// (and rejoins from the ring). The channel's slots are allocated up front,
+/// so this is most of what an idle, watched session costs.
+pub const DEFAULT_CHANNEL_CAPACITY: usize = 256;
+
+/// Why a subscription could not be made.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SubscribeError {
+    /// The ring no longer holds every event after `after_seq`; read
+    /// `after_seq + 1 ..= oldest - 1` from the store first.
+    #[error("events after seq {after_seq} are no longer in memory (oldest kept is {oldest})")]
+    NotInRing { after_seq: u64, oldest: u64 },
+}
+
+/// Why a subscription ended.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RecvError {
+    /// The subscriber fell behind and was cut off; rejoin after `last_seq`.
+    #[error("subscriber fell behind after seq {last_seq}")]
+    Lagged { last_seq: u64 },
+    /// The topic is gone (its session closed).
+    #[error("the topic is closed")]
+    Closed,
+}
+
+struct Inner<E> {
+    ring: VecDeque<Arc<E>>,
+    ring_capacity: usize,
+    last_seq: u64,
+    /// Made when the first subscriber comes: a session nobody watches does
+    /// not pay for the channel's slots.
+    sender: Option<broadcast::Sender<Arc<E>>>,
+    channel_capacity: usize,
+    /// Its publisher is gone: subscriptions end once they have everything.
+    closed: bool,
+}
+
+impl<E: Sequenced> Inner<E> {
+    /// Record `event` (its seq is next) in the ring and send it live.
+    fn push(&mut self, event: Arc<E>) {
+        self.last_seq = event.seq();
+        if event.starts_anew() {
+            self.ring.retain(|e| !e.is_transient());
+        }
+        if self.ring.len() == self.ring_capacity {
+            self.ring.pop_front();
+        }
+        self.ring.push_back(event.clone());
+        if let Some(sender) = &self.sender {
+            // No receivers is fine: nobody is listening right now.
+            let _ = sender.send(event);
+        }
+    }
+}
+
+/// A seq-ordered broadcast with replay.
+pub struct Topic<E: Sequenced> {
+    inner: Mutex<Inner<E>>,
+}
+
+impl<E: Sequenced> Topic<E> {
+    /// A topic whose next event will have seq `last_seq + 1`.
+    pub fn new(last_seq: u64) -> Self {
+        Self::with_capacity(last_seq, DEFAULT_RING_CAPACITY, DEFAULT_CHANNEL_CAPACITY)
+    }
+
+    pub fn with_capacity(last_seq: u64, ring_capacity: usize, channel_capacity: usize) -> Self {
+        Topic {
+            inner: Mutex::new(Inner {
+                ring: VecDeque::new(),
+                ring_capacity: ring_capacity.max(1),
+                last_seq,
+                sender: None,
+                channel_capacity: channel_capacity.max(1),
+                closed: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<E>> {
+        // A panic while holding this lock cannot leave the ring inconsistent
+        // (every mutation is a single push/pop), so a poisoned lock is usable.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The seq of the last published event (0 before any).
+    pub fn last_seq(&self) -> u64 {
+        self.lock().last_seq
+    }
+
+    /// Publish the next event. Its seq must be exactly `last_seq + 1`; an
+    /// out-of-order event is refused (returned) so no subscriber sees a gap.
+    pub fn publish(&self, event: Arc<E>) -> Result<(), Arc<E>> {
+        let mut inner = self.lock();
+        if event.seq() != inner.last_seq + 1 {
+            return Err(event);
+        }
+        inner.push(event);
+        Ok(())
+    }
+
+    /// Publish an event made for the next seq (for topics with several
+    /// publishers: the seq is taken under the lock).
+    pub fn publish_next(&self, make: impl FnOnce(u64) -> E) {
+        let mut inner = self.lock();
+        let event = Arc::new(make(inner.last_seq + 1));
+        inner.push(event);
+    }
+
+    /// Every event after `after_seq` (replayed from the ring), then live ones.
+    pub fn subscribe(&self, after_seq: u64) -> Result<Subscription<E>, SubscribeError> {
+        let mut inner = self.lock();
+        let capacity = inner.channel_capacity;
+        let receiver = if inner.closed {
+            // Nothing live will come: a channel already without sender.
+            broadcast::channel(1).1
+        } else {
+            inner
+                .sender
+                .get_or_insert_with(|| broadcast::channel(capacity).0)
+                .subscribe()
+        };
+        let oldest = inner
+            .ring
+            .front()
+            .map(|e| e.seq())
+            .unwrap_or(inner.last_seq + 1);
+        if after_seq + 1 < oldest && after_seq < inner.last_seq {
+            return Err(SubscribeError::NotInRing { after_seq, oldest });
+        }
+        let backlog = inner
+            .ring
+            .iter()
+            .filter(|e| e.seq() > after_seq)
+            .cloned()
+            .collect();
+        Ok(Subscription {
+            backlog,
+            receiver,
+            last_seq: after_seq,
+        })
+    }
+
+    /// No more events will be published (the session stopped): every
+    /// subscription ends after the events published so far, instead of
+    /// waiting for ones that will never come.
+    pub fn close(&self) {
+        let mut inner = self.lock();
+        inner.closed = true;
+        inner.sender = None;
+    }
+
+    /// How many subscribers are listening now.
+    pub fn subscriber_count(&self) -> usize {
+        self.lock()
+            .sender
+            .as_ref()
+            .map_or(0, |s| s.receiver_count())
+    }
+
+    /// Events after `after_seq` that the ring still holds (oldest first).
+    #[cfg(test)]
+    pub fn recent(&self, after_seq: u64) -> Vec<Arc<E>> {
+        self.lock()
+            .ring
+            .iter()
+            .filter(|e| e.seq() > after_seq)
+            .cloned()
+            .collect()
+    }
+}
+
+/// A subscriber's view of a topic: the replayed backlog, then live events.
+pub struct Subscription<E> {
+    backlog: VecDeque<Arc<E>>,
+    receiver: broadcast::Receiver<Arc<E>>,
+    last_seq: u64,
+}
+
+impl<E: Sequenced> Subscription<E> {
+    /// The next event, in seq order with no gap and no duplicate.
+    pub async fn recv(&mut self) -> Result<Arc<E>, RecvError> {
+        if let Some(event) = self.backlog.pop_front() {
+            self.last_seq = event.seq();
+            return Ok(event);
+        }
+        loop {
+            match self.receiver.recv().await {
+                Ok(event) if event.seq() <= self.last_seq => continue, // already replayed
+                Ok(event) => {
+                    if event.seq() != self.last_seq + 1 {
+                        return Err(RecvError::Lagged {
+                            last_seq: self.last_seq,
+                        });
+                    }
+                    self.last_seq = event.seq();
+                    return Ok(event);
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    return Err(RecvError::Lagged {
+                        last_seq: self.last_seq,
+                    });
+                }
+                Err(broadcast::error::RecvError::Closed) => return Err(RecvError::Closed),
+            }
+        }
+    }
+
+    /// The seq of the last event handed out.
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Ev(u64);
+    impl Sequenced for Ev {
+        fn seq(&self) -> u64 {
+            self.0
+        }
+    }
+
+    fn publish_range(t: &Topic<Ev>, range: std::ops::RangeInclusive<u64>) {
+        for s in range {
+            t.publish(Arc::new(Ev(s))).unwrap();
+        }
+    }
+
+    async fn take(sub: &mut Subscription<Ev>, n: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.push(sub.recv().await.unwrap().0);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn late_subscriber_replays_then_follows_live_without_gap() {
+        let t = Topic::new(0);
+        publish_range(&t, 1..=5);
+        let mut sub = t.subscribe(2).unwrap();
+        publish_range(&t, 6..=7);
+        assert_eq!(take(&mut sub, 5).await, [3, 4, 5, 6, 7]);
+    }
+
+    #[tokio::test]
+    async fn out_of_order_publish_is_refused() {
+        let t = Topic::new(0);
+        publish_range(&t, 1..=2);
+        assert!(t.publish(Arc::new(Ev(4))).is_err());
+        assert!(t.publish(Arc::new(Ev(2))).is_err());
+        assert_eq!(t.last_seq(), 2);
+    }
+
+    #[tokio::test]
+    async fn lagging_subscriber_is_cut_off_and_rejoins_from_its_last_seq() {
+        let t = Topic::with_capacity(0, 100, 4);
+        let mut sub = t.subscribe(0).unwrap();
+        publish_range(&t, 1..=2);
+        assert_eq!(take(&mut sub, 1).await, [1]);
+        publish_range(&t, 3..=20); // far more than the channel holds
+        let err = sub.recv().await.unwrap_err();
+        assert_eq!(err, RecvError::Lagged { last_seq: 1 });
+        let mut again = t.subscribe(1).unwrap();
+        assert_eq!(take(&mut again, 19).await, (2..=20).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn replay_reaching_past_the_ring_says_so() {
+        let t = Topic::with_capacity(0, 3, 8);
+        publish_range(&t, 1..=10);
+        assert_eq!(
+            t.subscribe(2).err(),
+            Some(SubscribeError::NotInRing {
+                after_seq: 2,
+                oldest: 8
+            })
+        );
+        assert!(t.subscribe(7).is_ok());
+        assert!(t.subscribe(10).is_ok());
+    }
+
+    #[tokio::test]
+    async fn topic_resumed_at_a_seq_accepts_the_next_one() {
+        let t = Topic::new(41);
+        assert!(t.subscribe(41).is_ok());
+        publish_range(&t, 42..=42);
+        assert_eq!(t.recent(0).len(), 1);
+    }
+
+    /// A session's events: `u` a user event, `d` a streamed delta, `r` any
+    /// other (persisted) event.
+    fn session_events(topic: &SessionTopic, kinds: &str) {
+        use crate::protocol::{
+            AgentMessage, ErrorEvent, ErrorKind, SessionId, StreamDelta, StreamEvent, UserEvent,
+        };
+        let session_id = SessionId::new();
+        for kind in kinds.chars() {
+            let message = match kind {
+                'u' => AgentMessage::User(UserEvent { text: "q".into() }),
+                'd' => AgentMessage::StreamEvent(StreamEvent {
+                    event: StreamDelta::TextDelta {
+                        index: 0,
+                        text: "t".into(),
+                    },
+                }),
+                _ => AgentMessage::Error(ErrorEvent {
+                    kind: ErrorKind::Internal,
+                    message: "r".into(),
+                }),
+            };
+            topic.publish_next(|seq| EventEnvelope {
+                session_id: session_id.clone(),
+                seq,
+                turn_id: None,
+                at: chrono::Utc::now(),
+                message,
+            });
+        }
+    }
+
+    #[tokio::test]
+    async fn the_ring_keeps_the_latest_replys_deltas_only() {
+        let t = SessionTopic::new(0);
+        session_events(&t, "uddr"); // 1..=4: a turn with two deltas
+        let seqs = |t: &SessionTopic| t.recent(0).iter().map(|e| e.seq).collect::<Vec<_>>();
+        assert_eq!(seqs(&t), [1, 2, 3, 4], "the latest reply replays whole");
+        session_events(&t, "udr"); // 5..=7: the next turn starts
+        assert_eq!(seqs(&t), [1, 4, 5, 6, 7]);
+        // A reconnect from the middle of the older reply gets its persisted
+        // events, then the new turn's, with nothing twice.
+        let mut sub = t.subscribe(2).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            got.push(sub.recv().await.unwrap().seq);
+        }
+        assert_eq!(got, [4, 5, 6, 7]);
+    }
+
+    #[tokio::test]
+    async fn a_closed_topic_ends_subscriptions_after_what_was_published() {
+        let t = Topic::<Ev>::new(0);
+        let mut live = t.subscribe(0).unwrap();
+        publish_range(&t, 1..=3);
+        t.close();
+        for seq in 1..=3 {
+            assert_eq!(live.recv().await.unwrap().seq(), seq);
+        }
+        assert_eq!(live.recv().await.unwrap_err(), RecvError::Closed);
+        // A subscriber coming later gets the ring, then the end.
+        let mut late = t.subscribe(1).unwrap();
+        assert_eq!(late.recv().await.unwrap().seq(), 2);
+        assert_eq!(late.recv().await.unwrap().seq(), 3);
+        assert_eq!(late.recv().await.unwrap_err(), RecvError::Closed);
+    }
+
+    #[tokio::test]
+    async fn closed_topic_ends_subscriptions() {
+        let t = Topic::<Ev>::new(0);
+        let mut sub = t.subscribe(0).unwrap();
+        drop(t);
+        assert_eq!(sub.recv().await.unwrap_err(), RecvError::Closed);
+    }
+}

@@ -1,0 +1,53 @@
+//! A model profile as sessions and front ends see it: its name, wire
+//! format, model and prices — never its key (`/model`, `/models`, `/usage`
+//! and `GET /v1/models` show these).
+
+use super::Usage;
+use serde::{Deserialize, Serialize};
+
+/// What the session needs to know about a model profile (never its key).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelInfo {
+    /// Profile name, as used by `/model NAME`.
+    pub name: String,
+    /// Wire format: `openai` or `anthropic`.
+    pub provider: String,
+    /// The provider's model id.
+    pub model: String,
+    pub base_url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+    /// Prices, if configured (for the cost in `/usage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<Pricing>,
+}
+
+/// Prices of a model profile in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pricing {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Cached input read; defaults to the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_per_mtok: Option<f64>,
+    /// Cache writes; defaults to the input price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
+}
+
+impl Pricing {
+    /// What `usage` costs, in US dollars.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
+        per(usage.input_tokens, self.input_per_mtok)
+            + per(usage.output_tokens, self.output_per_mtok)
+            + per(
+                usage.cache_read_input_tokens,
+                self.cache_read_per_mtok.unwrap_or(self.input_per_mtok),
+            )
+            + per(
+                usage.cache_creation_input_tokens,
+                self.cache_write_per_mtok.unwrap_or(self.input_per_mtok),
+            )
+    }
+}

@@ -1,0 +1,259 @@
+//! The runtime: the actors of one agentbus process, wired together, and the
+//! facade front ends (and library users) use.
+//!
+//! `Runtime::start(settings)` opens the session store (SQLite, on a thread
+//! of its own), spawns the ToolExecutor, one McpServer per enabled MCP
+//! server (they start in parallel; nobody waits for their handshake) and
+//! the SessionManager, and connects them to the model providers. Front ends
+//! create, open or find sessions here and talk to them through
+//! [`SessionHandle`]s; stored sessions are [`StoredSessions`]. How the
+//! process stops — sessions first, then MCP servers, tools and the store —
+//! is [`shutdown`], written once.
+//!
+//! Everything a front end may use is re-exported here; the rest of the
+//! crate is private to it.
+
+mod shutdown;
+
+pub use crate::bus::feed::{
+    ChannelFrontEnd, DropWhenFull, EventSource, FrontEnd, UiSink, attach_channel, attach_until_full,
+};
+pub use crate::bus::{LifecycleTopic, RecvError, SubscribeError, Subscription};
+pub use crate::provider::http::describe as describe_http_error;
+pub use crate::provider::{ModelClient, ModelStream, ProviderError, install_crypto_provider};
+pub use crate::session::core::SessionState;
+pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_command};
+pub use crate::session::core::model::{ModelEvent, ModelRequest, ToolOrigin, ToolSpec};
+pub use crate::session::{Failure, SessionError, SessionHandle};
+pub use crate::sessions::SessionOptions;
+pub use crate::store::{
+    ListCursor, ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore,
+};
+pub use crate::stored_sessions::StoredSessions;
+pub use crate::tools::registry::ToolCatalog;
+
+use crate::mcp::server::{McpServer, McpServerArgs};
+use crate::protocol::{EventEnvelope, McpServerStatus, Message, SessionId};
+use crate::provider::Providers;
+use crate::sessions::loader::SessionLoader;
+use crate::sessions::manager::{
+    CloseSession, CreateSession, DeleteSession, LoadedSession, LoadedSessions, OpenSession,
+    SessionManager, SessionManagerArgs, StopAll, SweepIdle,
+};
+use crate::settings::Settings;
+use crate::stored_sessions::open_store;
+use crate::tools::builtin::builtin_tools;
+use crate::tools::executor::ToolExecutor;
+use crate::tools::registry::ToolRegistry;
+use kameo::actor::{ActorRef, Spawn};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+/// The running actors.
+pub struct Runtime {
+    lifecycle: Arc<LifecycleTopic>,
+    manager: ActorRef<SessionManager>,
+    tools: ActorRef<ToolExecutor>,
+    mcp_servers: Vec<ActorRef<McpServer>>,
+    /// The settings, the stored sessions and the tool catalog; also reads
+    /// stored conversations without loading them.
+    loader: SessionLoader,
+}
+
+impl Runtime {
+    /// Start with the real providers.
+    pub async fn start(settings: Settings) -> Result<Runtime, RuntimeError> {
+        let mut providers = Providers::new(settings.models.clone())?;
+        if let Some(hint) = &settings.unreachable_hint {
+            providers = providers.with_connect_hint(&settings.model, hint.clone());
+        }
+        Self::with_model_client(settings, Arc::new(providers)).await
+    }
+
+    /// Start with any model client (a fake one in tests). Returns once each
+    /// MCP server's process is spawned (not initialized: nobody waits for
+    /// that), so a server whose program does not exist is already known.
+    pub async fn with_model_client(
+        settings: Settings,
+        model: Arc<dyn ModelClient>,
+    ) -> Result<Runtime, RuntimeError> {
+        let store = open_store(&settings).await?;
+        let settings = Arc::new(settings);
+        let registry = ToolRegistry::new(builtin_tools(), &settings.disallowed_tools);
+        let (catalog_tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));
+        let tools = ToolExecutor::spawn(ToolExecutor::new(
+            registry,
+            settings.tools.clone(),
+            catalog_tx,
+        ));
+        let mcp_servers = settings
+            .mcp_servers
+            .iter()
+            .filter(|(_, config)| config.enabled)
+            .map(|(name, config)| {
+                McpServer::spawn(McpServerArgs {
+                    name: name.clone(),
+                    config: config.clone(),
+                    workspace: settings.workspace.clone(),
+                    executor: tools.clone(),
+                })
+            })
+            .collect::<Vec<_>>();
+        for server in &mcp_servers {
+            server.wait_for_startup().await;
+        }
+        let lifecycle = Arc::new(LifecycleTopic::starting_now());
+        let stored = StoredSessions::new(store, lifecycle.clone(), Owner::current());
+        let loader = SessionLoader::new(settings, catalog, stored);
+        let manager = SessionManager::spawn(SessionManagerArgs {
+            lifecycle: lifecycle.clone(),
+            model,
+            tools: tools.clone(),
+            loader: loader.clone(),
+        });
+        Ok(Runtime {
+            loader,
+            lifecycle,
+            manager,
+            tools,
+            mcp_servers,
+        })
+    }
+
+    pub fn settings(&self) -> &Settings {
+        self.loader.settings()
+    }
+
+    /// The stored sessions: find, list, fork, export, import.
+    pub fn stored(&self) -> &StoredSessions {
+        self.loader.stored()
+    }
+
+    /// The session store itself, for tools that work on the log directly
+    /// (benchmarks); front ends go through [`stored`](Self::stored).
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        self.loader.stored().store()
+    }
+
+    /// A new session.
+    pub async fn create_session(
+        &self,
+        options: SessionOptions,
+    ) -> Result<SessionHandle, SessionError> {
+        Ok(self.manager.ask(CreateSession(options)).await?)
+    }
+
+    /// A stored session, loaded (and its lease taken) if it is not already.
+    pub async fn open_session(&self, id: &SessionId) -> Result<SessionHandle, SessionError> {
+        Ok(self.manager.ask(OpenSession(id.clone())).await?)
+    }
+
+    /// A session id from an id or a unique prefix of one.
+    pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
+        self.stored().resolve(prefix).await
+    }
+
+    /// A loaded session by id.
+    pub async fn session(&self, id: &SessionId) -> Option<SessionHandle> {
+        self.manager
+            .ask(LoadedSession(id.clone()))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// The ids of the sessions loaded in memory.
+    pub async fn loaded_sessions(&self) -> Vec<SessionId> {
+        self.manager.ask(LoadedSessions).await.unwrap_or_default()
+    }
+
+    /// Sessions created, busy, idle, closed and deleted, as they happen.
+    pub fn lifecycle(&self) -> &Arc<LifecycleTopic> {
+        &self.lifecycle
+    }
+
+    /// Delete a session (unloading it first if it is loaded).
+    pub async fn delete_session(&self, id: &SessionId) -> Result<(), SessionError> {
+        Ok(self.manager.ask(DeleteSession(id.clone())).await?)
+    }
+
+    /// A session's conversation as the model sees it, with the stored
+    /// events it comes from. A session not loaded is read from the store
+    /// without loading it (no lease is taken).
+    pub async fn conversation(
+        &self,
+        id: &SessionId,
+    ) -> Result<(Vec<Message>, Vec<EventEnvelope>), SessionError> {
+        if let Some(session) = self.session(id).await {
+            let history = session.snapshot().await?.history;
+            let events = session.stored_events(0, None).await?;
+            return Ok((history, events));
+        }
+        match self.stored().get(id).await? {
+            Some(record) => self.loader.read(&record).await,
+            None => Err(SessionError::Gone(id.clone())),
+        }
+    }
+
+    /// Close one session (it stays stored).
+    pub async fn close_session(&self, id: &SessionId) -> bool {
+        self.manager
+            .ask(CloseSession(id.clone()))
+            .await
+            .unwrap_or(false)
+    }
+
+    /// Unload idle sessions now (normally done periodically).
+    pub async fn sweep_idle(&self) -> usize {
+        self.manager.ask(SweepIdle).await.unwrap_or(0)
+    }
+
+    /// The tool catalog (tools and MCP server statuses) as it changes.
+    pub fn catalog(&self) -> watch::Receiver<Arc<ToolCatalog>> {
+        self.loader.catalog().clone()
+    }
+
+    /// Wait until every enabled MCP server has left `starting` (ready,
+    /// restarting or failed), then return the catalog.
+    pub async fn settled_catalog(&self) -> Arc<ToolCatalog> {
+        let expected = self.mcp_servers.len();
+        let mut catalog = self.catalog();
+        let settled = |c: &ToolCatalog| {
+            c.servers.len() >= expected
+                && c.servers
+                    .values()
+                    .all(|s| !matches!(s, McpServerStatus::Starting))
+        };
+        let waited = catalog.wait_for(|c| settled(c)).await.map(|c| c.clone());
+        waited.unwrap_or_else(|_| catalog.borrow().clone())
+    }
+
+    /// Stop every session: running turns end with a stored `cancelled`
+    /// result, queued inputs are answered without running; then each is
+    /// released (it stays stored). No session is created or loaded after it.
+    pub async fn stop_sessions(&self) {
+        let _ = self.manager.ask(StopAll).await;
+    }
+
+    /// Stop every actor, in the order [`shutdown`] gives: sessions are
+    /// released (they stay stored), MCP server processes are stopped and
+    /// reaped, the store is closed.
+    pub async fn shutdown(&self) {
+        shutdown::stop(
+            &self.manager,
+            &self.mcp_servers,
+            &self.tools,
+            self.loader.stored(),
+        )
+        .await;
+    }
+}

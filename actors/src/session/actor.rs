@@ -1,0 +1,410 @@
+//! AgentLoop actor: drives one session.
+//!
+//! Owns the session's [`SessionState`] and is the ONLY code that calls
+//! [`step`] and the only publisher on the session's topic. Accepts
+//! [`Submit`] (a query or control command from a front end; replies with
+//! its input id), [`Feed`] (any other input of the core, as it is: an
+//! interrupt, a shutdown, and the signals its own tasks send back — model
+//! events, tool outcomes, session command replies, catalog changes),
+//! [`Snapshot`] and [`IdleFor`].
+//!
+//! Performs the effects `step` returns: stamps each event with the next
+//! `seq`; commits the persisted ones to the store (one transaction per
+//! step) BEFORE publishing anything; starts model calls, tool batches and
+//! store-backed session commands as tasks that feed their results back.
+//!
+//! Never awaits a model stream, a tool or a session command inside a
+//! handler — those run on tasks that report back with [`Feed`] — so an
+//! interrupt is handled at once. Never swallows a store failure: the events
+//! are still shown, followed by an `error` event of kind `store`.
+
+use super::core::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
+use super::core::{Effect, Input, SessionCommand, SessionState, step};
+use super::store_commands::{self, CommandContext};
+use crate::bus::{LifecycleTopic, SessionTopic};
+use crate::protocol::{
+    AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleKind, SessionId,
+    UserInput,
+};
+use crate::provider::ModelClient;
+use crate::stored_sessions::StoredSessions;
+use crate::tools::executor::{RunTool, ToolExecutor};
+use crate::tools::registry::ToolCatalog;
+use futures::StreamExt;
+use kameo::Actor;
+use kameo::actor::{ActorRef, WeakActorRef};
+use kameo::error::Infallible;
+use kameo::message::{Context, Message};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// What an AgentLoop starts from.
+pub struct AgentLoopArgs {
+    pub state: SessionState,
+    /// Effects to perform before anything else: the events that close a turn
+    /// a dead process left unfinished (see `session::core::restore`).
+    pub startup: Vec<Effect>,
+    /// The session was loaded from the store, not created.
+    pub resumed: bool,
+    /// The seq of the last stored event (0 for a new session).
+    pub last_seq: u64,
+    /// The tool catalog to follow (tools and MCP server statuses).
+    pub catalog: watch::Receiver<Arc<ToolCatalog>>,
+    pub topic: Arc<SessionTopic>,
+    /// Where busy/idle changes are announced.
+    pub lifecycle: Arc<LifecycleTopic>,
+    pub model: Arc<dyn ModelClient>,
+    pub tools: ActorRef<ToolExecutor>,
+    /// The store: where events are committed, and what session commands
+    /// (`/new`, `/fork`, ...) work on.
+    pub stored: StoredSessions,
+    pub workspace: PathBuf,
+}
+
+/// The actor.
+pub struct AgentLoop {
+    session_id: SessionId,
+    state: SessionState,
+    topic: Arc<SessionTopic>,
+    lifecycle: Arc<LifecycleTopic>,
+    model: Arc<dyn ModelClient>,
+    tools: ActorRef<ToolExecutor>,
+    stored: StoredSessions,
+    workspace: PathBuf,
+    /// The seq of the last event stamped (and published or being published).
+    last_seq: u64,
+    /// How to stop the model call and the tool batch the core says are
+    /// running (nothing else is kept).
+    model_calls: HashMap<u64, CancellationToken>,
+    tool_batches: HashMap<u64, CancellationToken>,
+    last_activity: Instant,
+    me: WeakActorRef<AgentLoop>,
+}
+
+impl Actor for AgentLoop {
+    type Args = AgentLoopArgs;
+    type Error = Infallible;
+
+    async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+        let mut this = AgentLoop {
+            session_id: args.state.session_id.clone(),
+            state: args.state,
+            topic: args.topic,
+            lifecycle: args.lifecycle,
+            model: args.model,
+            tools: args.tools,
+            stored: args.stored,
+            workspace: args.workspace,
+            last_seq: args.last_seq,
+            model_calls: HashMap::new(),
+            tool_batches: HashMap::new(),
+            last_activity: Instant::now(),
+            me: me.downgrade(),
+        };
+        this.perform_all(args.startup).await;
+        this.apply(Input::Started {
+            resumed: args.resumed,
+        })
+        .await;
+        let mut catalog = args.catalog;
+        let current = catalog.borrow_and_update().clone();
+        this.apply(catalog_input(&current)).await;
+        let weak = me.downgrade();
+        tokio::spawn(async move {
+            while catalog.changed().await.is_ok() {
+                let current = catalog.borrow_and_update().clone();
+                let Some(me) = weak.upgrade() else { return };
+                if me.tell(Feed(catalog_input(&current))).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(this)
+    }
+
+    async fn on_stop(
+        &mut self,
+        _: WeakActorRef<Self>,
+        _: kameo::error::ActorStopReason,
+    ) -> Result<(), Self::Error> {
+        for token in self.model_calls.values().chain(self.tool_batches.values()) {
+            token.cancel();
+        }
+        // Watchers get what was said, then the end of the stream.
+        self.topic.close();
+        Ok(())
+    }
+}
+
+impl AgentLoop {
+    /// Feed one input through the core and perform what it asks.
+    async fn apply(&mut self, input: Input) {
+        // A tool-list change is not use of the session (idle unloading).
+        if !matches!(input, Input::CatalogChanged { .. }) {
+            self.last_activity = Instant::now();
+        }
+        let was_idle = self.state.is_idle();
+        let effects = step(&mut self.state, input, now_ms());
+        self.perform_all(effects).await;
+        // Keep only the cancellations of what still runs.
+        let (call, batch) = (
+            self.state.running_model_call(),
+            self.state.running_tool_batch(),
+        );
+        self.model_calls.retain(|id, _| Some(*id) == call);
+        self.tool_batches.retain(|id, _| Some(*id) == batch);
+        let idle = self.state.is_idle();
+        if idle != was_idle {
+            let kind = if idle {
+                LifecycleKind::Idle
+            } else {
+                LifecycleKind::Busy
+            };
+            self.lifecycle.announce(&self.session_id, kind);
+        }
+    }
+
+    /// Perform effects in order. Consecutive events are stamped and
+    /// committed as one batch before any of them is published.
+    async fn perform_all(&mut self, effects: Vec<Effect>) {
+        let mut batch = Vec::new();
+        for effect in effects {
+            match effect {
+                Effect::Emit { turn_id, message } => batch.push(self.stamp(turn_id, message)),
+                other => {
+                    self.commit_and_publish(std::mem::take(&mut batch)).await;
+                    self.perform(other).await;
+                }
+            }
+        }
+        self.commit_and_publish(batch).await;
+    }
+
+    fn stamp(&mut self, turn_id: Option<InputId>, message: AgentMessage) -> Arc<EventEnvelope> {
+        self.last_seq += 1;
+        Arc::new(EventEnvelope {
+            session_id: self.session_id.clone(),
+            seq: self.last_seq,
+            turn_id,
+            at: chrono::Utc::now(),
+            message,
+        })
+    }
+
+    async fn commit_and_publish(&mut self, mut batch: Vec<Arc<EventEnvelope>>) {
+        let persisted: Vec<_> = batch
+            .iter()
+            .filter(|e| e.message.is_persisted())
+            .cloned()
+            .collect();
+        if !persisted.is_empty()
+            && let Err(failure) = self
+                .stored
+                .store()
+                .append(&self.session_id, persisted)
+                .await
+        {
+            tracing::error!(session = %self.session_id, "could not save events: {failure}");
+            let turn_id = batch.last().and_then(|e| e.turn_id);
+            batch.push(self.stamp(
+                turn_id,
+                AgentMessage::Error(ErrorEvent {
+                    kind: ErrorKind::Store,
+                    message: format!(
+                        "could not save this session's events, they are shown but not stored: {failure}"
+                    ),
+                }),
+            ));
+        }
+        for event in batch {
+            tracing::trace!(session = %self.session_id, seq = event.seq, kind = event.message.type_name(), "event");
+            if let Err(refused) = self.topic.publish(event) {
+                // Only this actor publishes on its topic, so this is a bug.
+                tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
+            }
+        }
+    }
+
+    async fn perform(&mut self, effect: Effect) {
+        match effect {
+            Effect::Emit { turn_id, message } => {
+                let event = self.stamp(turn_id, message);
+                self.commit_and_publish(vec![event]).await;
+            }
+            Effect::CallModel {
+                request_id,
+                request,
+            } => self.start_model_call(request_id, request),
+            Effect::CancelModel { request_id } => {
+                if let Some(token) = self.model_calls.remove(&request_id) {
+                    token.cancel();
+                }
+            }
+            Effect::RunTools { batch_id, calls } => self.start_tools(batch_id, calls),
+            Effect::CancelTools { batch_id } => {
+                if let Some(token) = self.tool_batches.remove(&batch_id) {
+                    token.cancel();
+                }
+            }
+            Effect::SessionCommand { input_id, command } => {
+                self.start_session_command(input_id, command)
+            }
+        }
+    }
+
+    /// Run a session command (store work, files) on a task of its own; its
+    /// reply comes back as [`Input::CommandDone`].
+    fn start_session_command(&mut self, input_id: InputId, command: SessionCommand) {
+        let Some(me) = self.me.upgrade() else { return };
+        let context = CommandContext {
+            stored: self.stored.clone(),
+            session_id: self.session_id.clone(),
+            workspace: self.workspace.clone(),
+            model: self.state.model.clone(),
+        };
+        tokio::spawn(async move {
+            let reply = store_commands::perform(command, context).await;
+            let _ = me.tell(Feed(Input::CommandDone { input_id, reply })).await;
+        });
+    }
+
+    fn start_model_call(&mut self, request_id: u64, request: ModelRequest) {
+        let Some(me) = self.me.upgrade() else { return };
+        let token = CancellationToken::new();
+        self.model_calls.insert(request_id, token.clone());
+        let mut stream = self.model.stream(request);
+        tokio::spawn(async move {
+            loop {
+                let item = tokio::select! {
+                    biased;
+                    _ = token.cancelled() => return,
+                    item = stream.next() => item,
+                };
+                let (input, last) = match item {
+                    Some(Ok(event)) => {
+                        let finished = matches!(event, ModelEvent::Finished { .. });
+                        (Input::Model { request_id, event }, finished)
+                    }
+                    Some(Err(e)) => (
+                        Input::ModelFailed {
+                            request_id,
+                            error: e.to_string(),
+                        },
+                        true,
+                    ),
+                    None => (
+                        Input::ModelFailed {
+                            request_id,
+                            error: "the model stream ended without finishing".to_string(),
+                        },
+                        true,
+                    ),
+                };
+                if me.tell(Feed(input)).await.is_err() || last {
+                    return;
+                }
+            }
+        });
+    }
+
+    fn start_tools(&mut self, batch_id: u64, calls: Vec<ToolCall>) {
+        let Some(me) = self.me.upgrade() else { return };
+        let token = CancellationToken::new();
+        self.tool_batches.insert(batch_id, token.clone());
+        for call in calls {
+            let me = me.clone();
+            let executor = self.tools.clone();
+            let call_id = call.id.clone();
+            let run = RunTool::new(call, self.workspace.clone(), token.clone());
+            tokio::spawn(async move {
+                let outcome = executor
+                    .ask(run)
+                    .await
+                    .unwrap_or_else(ToolOutcome::executor_unavailable);
+                let finished = Input::ToolFinished {
+                    batch_id,
+                    call_id,
+                    outcome,
+                };
+                let _ = me.tell(Feed(finished)).await;
+            });
+        }
+    }
+}
+
+fn catalog_input(catalog: &ToolCatalog) -> Input {
+    Input::CatalogChanged {
+        tools: catalog.tools.clone(),
+        servers: catalog.servers.clone(),
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Queue a query or control command; replies with its input id. Events it
+/// causes carry that id as `turn_id`.
+#[derive(Debug)]
+pub struct Submit(pub UserInput);
+
+/// Any other input of the core, as it is: [`Input::Interrupt`] (cancel the
+/// running turn now), [`Input::Shutdown`] (the process is stopping: cancel
+/// the running turn, answer queued inputs without running them — all of it
+/// committed before this returns), and what the actor's own tasks report.
+#[derive(Debug)]
+pub struct Feed(pub Input);
+
+/// A copy of the session state.
+#[derive(Debug)]
+pub struct Snapshot;
+
+/// How long the session has been idle (nothing running, nothing queued);
+/// `None` while it is busy.
+#[derive(Debug)]
+pub struct IdleFor;
+
+impl Message<Submit> for AgentLoop {
+    type Reply = InputId;
+
+    async fn handle(
+        &mut self,
+        Submit(input): Submit,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> InputId {
+        let input_id = self.state.next_input_id();
+        self.apply(Input::Submit { input_id, input }).await;
+        input_id
+    }
+}
+
+impl Message<Feed> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(&mut self, Feed(input): Feed, _: &mut Context<Self, Self::Reply>) {
+        self.apply(input).await;
+    }
+}
+
+impl Message<Snapshot> for AgentLoop {
+    type Reply = Option<SessionState>;
+
+    async fn handle(&mut self, _: Snapshot, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        Some(self.state.clone())
+    }
+}
+
+impl Message<IdleFor> for AgentLoop {
+    type Reply = Option<Duration>;
+
+    async fn handle(&mut self, _: IdleFor, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.state.is_idle().then(|| self.last_activity.elapsed())
+    }
+}

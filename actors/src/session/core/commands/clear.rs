@@ -1,0 +1,24 @@
+//! `/clear` — empties the history back to the system prompt. Usage totals
+//! stay (they count what was spent).
+
+use super::{SlashCommand, no_arguments, reply};
+use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use crate::session::core::SessionState;
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "clear",
+    usage: "/clear",
+    summary: "forget the conversation (keeps the system prompt)",
+    parse: |args| no_arguments("clear", args, ControlCommand::Clear),
+};
+
+/// The user sees how many messages were dropped.
+pub fn apply(state: &mut SessionState) -> SystemEvent {
+    let dropped = state.history.len();
+    state.history.clear();
+    reply(
+        SystemSubtype::Cleared,
+        format!("Conversation cleared ({dropped} messages dropped)."),
+        None,
+    )
+}

@@ -1,0 +1,203 @@
+//! Slash commands, parsed once here for every front end.
+//!
+//! One command, one file: each file holds the command's [`SlashCommand`]
+//! entry (name, usage, summary, parser) and its `apply`, a pure function of
+//! the session state that returns the one `system` event the user sees —
+//! or, for commands that read or write stored sessions (`/new`,
+//! `/sessions`, `/resume`, `/fork`, `/save`, `/load`), the
+//! [`SessionCommand`] the driver performs, plus the builder of the reply
+//! the driver sends back.
+//! Adding a command means adding a file, a [`ControlCommand`] variant, a line
+//! in [`COMMANDS`] and a line in [`apply`].
+//!
+//! Text is a slash command when it starts with `/` followed by a word of
+//! letters and dashes (so `/etc/hosts is odd` stays a query).
+
+mod clear;
+mod debug;
+pub mod fork;
+mod help;
+pub mod load;
+mod model;
+mod models;
+pub mod new;
+mod quit;
+pub mod resume;
+pub mod save;
+pub mod sessions;
+mod tools;
+mod usage;
+
+use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use crate::session::core::{SessionCommand, SessionState};
+
+/// A slash command as the user types it.
+pub struct SlashCommand {
+    /// The word after `/`.
+    pub name: &'static str,
+    /// How to type it, e.g. `/model [NAME]`.
+    pub usage: &'static str,
+    /// One line for `/help`.
+    pub summary: &'static str,
+    /// Turn the text after the name into a command, or explain the mistake.
+    pub parse: fn(args: &str) -> Result<ControlCommand, String>,
+}
+
+/// Every slash command, in the order `/help` lists them.
+pub const COMMANDS: &[SlashCommand] = &[
+    help::COMMAND,
+    quit::COMMAND,
+    clear::COMMAND,
+    new::COMMAND,
+    model::COMMAND,
+    models::COMMAND,
+    tools::COMMAND,
+    usage::COMMAND,
+    debug::COMMAND,
+    sessions::COMMAND,
+    resume::COMMAND,
+    fork::COMMAND,
+    save::COMMAND,
+    load::COMMAND,
+];
+
+/// What applying a command produced.
+#[derive(Debug, PartialEq)]
+pub enum Applied {
+    /// The reply, ready.
+    Reply(SystemEvent),
+    /// The driver must perform this with the store, then reply.
+    NeedsStore(SessionCommand),
+}
+
+/// `None` when `text` is not a slash command; otherwise the parsed command,
+/// or the notice to show (unknown command, bad arguments).
+pub fn parse(text: &str) -> Option<Result<ControlCommand, String>> {
+    let rest = text.trim_start().strip_prefix('/')?;
+    let (name, args) = match rest.find(char::is_whitespace) {
+        Some(i) => (&rest[..i], rest[i..].trim()),
+        None => (rest, ""),
+    };
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphabetic() || c == '-') {
+        return None;
+    }
+    let name = name.to_ascii_lowercase();
+    Some(match COMMANDS.iter().find(|c| c.name == name) {
+        Some(command) => (command.parse)(args),
+        None => Err(format!(
+            "Unknown command /{name}. Type /help for the list of commands; it was not sent to the model."
+        )),
+    })
+}
+
+/// Apply a control command to the session.
+pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
+    let reply = match command {
+        ControlCommand::Help => help::apply(),
+        ControlCommand::Quit => quit::apply(),
+        ControlCommand::Clear => clear::apply(state),
+        ControlCommand::SwitchModel { name } => model::switch(state, name),
+        ControlCommand::ShowModel => model::show(state),
+        ControlCommand::ListModels => models::apply(state),
+        ControlCommand::ListTools => tools::apply(state),
+        ControlCommand::Usage => usage::apply(state),
+        ControlCommand::Debug => debug::apply(state),
+        ControlCommand::NewConversation => return Applied::NeedsStore(SessionCommand::New),
+        ControlCommand::ListSessions => return Applied::NeedsStore(SessionCommand::List),
+        ControlCommand::Resume { id } => {
+            return Applied::NeedsStore(SessionCommand::Resume { id: id.clone() });
+        }
+        ControlCommand::Fork { at_seq } => {
+            return Applied::NeedsStore(SessionCommand::Fork { at_seq: *at_seq });
+        }
+        ControlCommand::Save { path } => {
+            return Applied::NeedsStore(SessionCommand::Save { path: path.clone() });
+        }
+        ControlCommand::Load { path } => {
+            return Applied::NeedsStore(SessionCommand::Load { path: path.clone() });
+        }
+    };
+    Applied::Reply(reply)
+}
+
+/// A one-argument parser: the whole rest of the line, required.
+fn one_argument(name: &str, what: &str, args: &str) -> Result<String, String> {
+    let arg = args.trim();
+    if arg.is_empty() {
+        Err(format!("/{name} needs {what}."))
+    } else {
+        Ok(arg.to_string())
+    }
+}
+
+/// The reply of a session command that failed (unknown id, unreadable file).
+pub fn failed(name: &str, error: impl std::fmt::Display) -> SystemEvent {
+    reply(
+        SystemSubtype::Notice,
+        format!("/{name} failed: {error}"),
+        None,
+    )
+}
+
+/// Parser for commands that take no arguments.
+fn no_arguments(name: &str, args: &str, command: ControlCommand) -> Result<ControlCommand, String> {
+    if args.is_empty() {
+        Ok(command)
+    } else {
+        Err(format!("/{name} takes no arguments (got `{args}`)."))
+    }
+}
+
+fn reply(
+    subtype: SystemSubtype,
+    message: impl Into<String>,
+    data: Option<serde_json::Value>,
+) -> SystemEvent {
+    SystemEvent {
+        subtype,
+        message: message.into(),
+        data,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_commands_parse_with_and_without_arguments() {
+        assert_eq!(parse("/clear"), Some(Ok(ControlCommand::Clear)));
+        assert_eq!(parse("  /CLEAR  "), Some(Ok(ControlCommand::Clear)));
+        assert_eq!(
+            parse("/model fast"),
+            Some(Ok(ControlCommand::SwitchModel {
+                name: "fast".into()
+            }))
+        );
+        assert_eq!(parse("/model"), Some(Ok(ControlCommand::ShowModel)));
+    }
+
+    #[test]
+    fn unknown_commands_and_bad_arguments_are_notices() {
+        let err = parse("/foo bar").unwrap().unwrap_err();
+        assert!(err.contains("Unknown command /foo"), "{err}");
+        let err = parse("/clear everything").unwrap().unwrap_err();
+        assert!(err.contains("takes no arguments"), "{err}");
+    }
+
+    #[test]
+    fn paths_and_plain_text_are_not_commands() {
+        assert_eq!(parse("/etc/hosts looks odd"), None);
+        assert_eq!(parse("hello /clear"), None);
+        assert_eq!(parse("/"), None);
+        assert_eq!(parse("/ spaced"), None);
+    }
+
+    #[test]
+    fn every_command_is_listed_once() {
+        let mut names: Vec<_> = COMMANDS.iter().map(|c| c.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), COMMANDS.len());
+    }
+}

@@ -1,0 +1,76 @@
+//! `/model [NAME]` — shows the current model profile, or switches to
+//! another one. The history is kept: the next model call uses the new profile.
+
+use super::{SlashCommand, reply};
+use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use crate::session::core::SessionState;
+use serde_json::json;
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "model",
+    usage: "/model [NAME]",
+    summary: "show the model profile, or switch to NAME (history is kept)",
+    parse,
+};
+
+fn parse(args: &str) -> Result<ControlCommand, String> {
+    match args.split_whitespace().collect::<Vec<_>>().as_slice() {
+        [] => Ok(ControlCommand::ShowModel),
+        [name] => Ok(ControlCommand::SwitchModel {
+            name: name.to_string(),
+        }),
+        _ => Err(format!(
+            "/model takes one profile name (got `{args}`); /models lists them."
+        )),
+    }
+}
+
+/// Switch, or explain which names exist.
+pub fn switch(state: &mut SessionState, name: &str) -> SystemEvent {
+    if !state.config.models.iter().any(|m| m.name == name) {
+        let names: Vec<&str> = state
+            .config
+            .models
+            .iter()
+            .map(|m| m.name.as_str())
+            .collect();
+        return reply(
+            SystemSubtype::Notice,
+            format!(
+                "Unknown model profile `{name}`; the model stays {}. Configured profiles: {}.",
+                state.model,
+                names.join(", ")
+            ),
+            None,
+        );
+    }
+    let previous = std::mem::replace(&mut state.model, name.to_string());
+    let detail = state
+        .current_model()
+        .map(|m| format!(" ({} via {})", m.model, m.provider))
+        .unwrap_or_default();
+    reply(
+        SystemSubtype::ModelSwitched,
+        format!("Model switched from {previous} to {name}{detail}."),
+        Some(json!({"model": name, "previous": previous})),
+    )
+}
+
+/// The current profile.
+pub fn show(state: &SessionState) -> SystemEvent {
+    match state.current_model() {
+        Some(m) => reply(
+            SystemSubtype::Model,
+            format!(
+                "Model: {} ({} via {} at {}).",
+                m.name, m.model, m.provider, m.base_url
+            ),
+            Some(json!(m)),
+        ),
+        None => reply(
+            SystemSubtype::Model,
+            format!("Model: {} (not a configured profile).", state.model),
+            Some(json!({"name": state.model})),
+        ),
+    }
+}

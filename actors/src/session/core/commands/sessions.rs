@@ -1,0 +1,55 @@
+//! `/sessions` — lists the stored sessions, most recent first.
+
+use super::{SlashCommand, no_arguments, reply};
+use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+
+/// What `/sessions` and `/resume` show of a stored session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub title: Option<String>,
+    pub updated_at: DateTime<Utc>,
+    pub model: String,
+    pub events: u64,
+    pub status: String,
+}
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "sessions",
+    usage: "/sessions",
+    summary: "list the stored sessions (resume one with /resume ID)",
+    parse: |args| no_arguments("sessions", args, ControlCommand::ListSessions),
+};
+
+/// The user sees one line per session: short id, when, title.
+pub fn listing(records: &[SessionSummary], current: &str) -> SystemEvent {
+    let lines: Vec<String> = records
+        .iter()
+        .map(|r| {
+            let mark = if r.id.0 == current { "*" } else { " " };
+            format!(
+                "{mark} {}  {}  {:>4} events  {}",
+                r.id.short(),
+                r.updated_at.format("%Y-%m-%d %H:%M"),
+                r.events,
+                r.title.as_deref().unwrap_or("(untitled)")
+            )
+        })
+        .collect();
+    let data = json!(records);
+    reply(
+        SystemSubtype::Sessions,
+        if lines.is_empty() {
+            "No stored sessions.".to_string()
+        } else {
+            format!(
+                "Sessions (* = this one; /resume ID switches):\n{}",
+                lines.join("\n")
+            )
+        },
+        Some(data),
+    )
+}

@@ -1,0 +1,56 @@
+//! `/tools` — lists the tools the model can call and where each comes from.
+
+use super::{SlashCommand, no_arguments, reply};
+use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use crate::session::core::SessionState;
+use crate::session::core::model::ToolOrigin;
+use serde_json::json;
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "tools",
+    usage: "/tools",
+    summary: "list the tools the model can call",
+    parse: |args| no_arguments("tools", args, ControlCommand::ListTools),
+};
+
+pub fn apply(state: &SessionState) -> SystemEvent {
+    let origin = |o: &ToolOrigin| match o {
+        ToolOrigin::Builtin => "built-in".to_string(),
+        ToolOrigin::Mcp { server } => format!("mcp:{server}"),
+    };
+    let lines: Vec<String> = state
+        .tools
+        .iter()
+        .map(|t| format!("  {} [{}] — {}", t.name, origin(&t.origin), t.summary()))
+        .collect();
+    let data: Vec<_> = state
+        .tools
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "origin": origin(&t.origin)}))
+        .collect();
+    reply(
+        SystemSubtype::Tools,
+        format!("{} tools:\n{}", state.tools.len(), lines.join("\n")),
+        Some(json!(data)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::session::core::model::{ToolOrigin, ToolSpec};
+
+    #[test]
+    fn listings_show_the_first_sentence() {
+        let spec = |d: &str| ToolSpec {
+            name: "t".into(),
+            description: d.into(),
+            input_schema: serde_json::json!({}),
+            origin: ToolOrigin::Builtin,
+        };
+        assert_eq!(
+            spec("Edit a file. It must exist.\nMore.").summary(),
+            "Edit a file."
+        );
+        assert_eq!(spec("One line").summary(), "One line");
+    }
+}

@@ -1,0 +1,52 @@
+//! `/usage` — tokens spent in this session and in the last turn.
+
+use super::{SlashCommand, no_arguments, reply};
+use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype, Usage};
+use crate::session::core::SessionState;
+use serde_json::json;
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "usage",
+    usage: "/usage",
+    summary: "tokens used in this session",
+    parse: |args| no_arguments("usage", args, ControlCommand::Usage),
+};
+
+fn describe(u: &Usage) -> String {
+    let mut s = format!(
+        "{} input + {} output tokens",
+        u.input_tokens, u.output_tokens
+    );
+    if u.cache_read_input_tokens > 0 || u.cache_creation_input_tokens > 0 {
+        s.push_str(&format!(
+            " (cache: {} read, {} written)",
+            u.cache_read_input_tokens, u.cache_creation_input_tokens
+        ));
+    }
+    s
+}
+
+pub fn apply(state: &SessionState) -> SystemEvent {
+    let u = &state.usage;
+    let cost = match u.cost_usd {
+        Some(usd) => format!("\nCost: ${usd:.4} (turns on profiles with prices)."),
+        None => "\nCost: unknown (no prices configured for the profiles used).".to_string(),
+    };
+    reply(
+        SystemSubtype::Usage,
+        format!(
+            "Session: {} over {} model calls in {} turns.\nLast turn: {}.{cost}",
+            describe(&u.total),
+            u.model_calls,
+            u.turns,
+            describe(&u.last_turn)
+        ),
+        Some(json!({
+            "session": u.total,
+            "last_turn": u.last_turn,
+            "model_calls": u.model_calls,
+            "turns": u.turns,
+            "cost_usd": u.cost_usd,
+        })),
+    )
+}

@@ -1,0 +1,52 @@
+//! What the core asks its driver to do.
+
+use crate::protocol::{AgentMessage, InputId};
+use crate::session::core::model::{ModelRequest, ToolCall};
+use serde::Serialize;
+
+/// One request from [`step`](super::step) to the driver, performed in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Publish an event (persisting it first when its type is persisted).
+    Emit {
+        turn_id: Option<InputId>,
+        message: AgentMessage,
+    },
+    /// Start a streaming model call; feed its events back as
+    /// [`Input::Model`](super::Input::Model) with the same `request_id`.
+    CallModel {
+        request_id: u64,
+        request: ModelRequest,
+    },
+    /// Stop the model call `request_id`; its later events are ignored.
+    CancelModel { request_id: u64 },
+    /// Run these calls (concurrently); feed each outcome back as
+    /// [`Input::ToolFinished`](super::Input::ToolFinished).
+    RunTools { batch_id: u64, calls: Vec<ToolCall> },
+    /// Stop every still-running call of `batch_id`.
+    CancelTools { batch_id: u64 },
+    /// Perform a command that needs the store; answer with
+    /// [`Input::CommandDone`](super::Input::CommandDone). The queue waits.
+    SessionCommand {
+        input_id: InputId,
+        command: SessionCommand,
+    },
+}
+
+/// Commands the core cannot answer alone: they read or write stored sessions.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum SessionCommand {
+    /// Create a new session for the front end to switch to.
+    New,
+    /// List the stored sessions.
+    List,
+    /// Find a stored session (id or unique prefix) to switch to.
+    Resume { id: String },
+    /// Copy this session up to `at_seq` (default: now) into a new session.
+    Fork { at_seq: Option<u64> },
+    /// Export this session to a file (relative to the workspace).
+    Save { path: String },
+    /// Import a file as a new session to switch to.
+    Load { path: String },
+}

@@ -1,0 +1,41 @@
+//! What the core reacts to.
+
+use crate::protocol::{InputId, McpServerStatus, SystemEvent, UserInput};
+use crate::session::core::model::{ModelEvent, ToolOutcome};
+use std::collections::BTreeMap;
+
+/// One input to [`step`](super::step).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// The session came to life: created, or `resumed` from the store.
+    Started { resumed: bool },
+    /// A front end submitted a query or control command. The driver takes
+    /// `input_id` from [`SessionState::next_input_id`](super::SessionState::next_input_id).
+    Submit { input_id: InputId, input: UserInput },
+    /// Cancel the running turn now.
+    Interrupt,
+    /// The process is stopping: cancel the running turn and answer every
+    /// queued input without running it.
+    Shutdown,
+    /// The model call `request_id` streamed an event.
+    Model { request_id: u64, event: ModelEvent },
+    /// The model call `request_id` failed for good.
+    ModelFailed { request_id: u64, error: String },
+    /// One call of tool batch `batch_id` finished.
+    ToolFinished {
+        batch_id: u64,
+        call_id: String,
+        outcome: ToolOutcome,
+    },
+    /// The driver performed the session command of input `input_id`.
+    CommandDone {
+        input_id: InputId,
+        reply: SystemEvent,
+    },
+    /// The tools or the MCP servers changed (a server came up, crashed,
+    /// changed its tool list). Also fed once right after `Started`.
+    CatalogChanged {
+        tools: crate::session::core::model::ToolList,
+        servers: BTreeMap<String, McpServerStatus>,
+    },
+}

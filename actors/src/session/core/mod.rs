@@ -1,0 +1,39 @@
+//! The pure session core: a conversation as a state machine with no I/O.
+//!
+//! ```text
+//! step(state, input, now_ms) -> (state', Vec<Effect>)
+//! ```
+//!
+//! Inputs are what front ends send (queries, control commands, interrupts)
+//! and signals fed back by the driver (model stream events, model failure,
+//! tool outcomes). Effects are requests for the driver: emit an event, call
+//! the model, run tools, cancel them. The core never awaits and never touches
+//! the network, the disk or the clock (time arrives as `now_ms`), so every
+//! conversation rule is a deterministic unit test (see `tests.rs`).
+//!
+//! Rules kept here and nowhere else:
+//! - one FIFO queue for queries and control commands; interrupt bypasses it;
+//! - every accepted query produces exactly one `result` event;
+//! - the history never holds a tool call without its result, nor a result
+//!   without its call — not even after an interrupt or a provider failure;
+//! - tool results are emitted and recorded in the order of the calls;
+//! - a turn makes at most `max_steps` model calls.
+
+pub mod commands;
+mod effect;
+mod input;
+pub mod model;
+pub mod partial;
+mod restore;
+mod state;
+mod step;
+mod turn;
+
+#[cfg(test)]
+mod tests;
+
+pub use effect::{Effect, SessionCommand};
+pub use input::Input;
+pub use restore::restore;
+pub use state::{SessionConfig, SessionState};
+pub use step::step;

@@ -1,0 +1,126 @@
+//! What the session asks of a model and what comes back, in our own words.
+//!
+//! Plain data shared by the pure session core and the providers: the core
+//! builds a [`ModelRequest`] and folds [`ModelEvent`]s; each provider module
+//! translates them to and from its wire format. Nothing here does I/O.
+
+use crate::protocol::{BlockKind, Message, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a tool comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolOrigin {
+    /// Compiled into agentbus (`read_file`, `bash`, ...).
+    Builtin,
+    /// A tool of the named MCP server.
+    Mcp { server: String },
+}
+
+/// The tools a session offers the model, shared (not copied) between the
+/// catalog, every session and every model request.
+pub type ToolList = std::sync::Arc<Vec<ToolSpec>>;
+
+/// A tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    pub origin: ToolOrigin,
+}
+
+impl ToolSpec {
+    /// The first sentence (or line) of the description, for listings.
+    pub fn summary(&self) -> &str {
+        let line = self.description.lines().next().unwrap_or_default();
+        match line.find(". ") {
+            Some(end) => &line[..=end],
+            None => line,
+        }
+    }
+}
+
+/// One model call: everything a provider needs, nothing provider-specific.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ModelRequest {
+    /// Name of the model profile to call.
+    pub profile: String,
+    pub system_prompt: String,
+    pub messages: Vec<Message>,
+    pub tools: ToolList,
+}
+
+/// One item of a model's streamed answer, normalised across providers.
+/// Blocks are numbered from 0 in the order they open.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ModelEvent {
+    BlockStart {
+        index: usize,
+        block: BlockKind,
+    },
+    TextDelta {
+        index: usize,
+        text: String,
+    },
+    ToolInputDelta {
+        index: usize,
+        partial_json: String,
+    },
+    BlockStop {
+        index: usize,
+    },
+    /// Token counts so far; later reports overwrite earlier non-zero fields.
+    Usage(Usage),
+    /// The provider will try again after `delay_ms`; everything streamed in
+    /// this call so far is void.
+    Retrying {
+        attempt: u32,
+        delay_ms: u64,
+        reason: String,
+    },
+    /// The answer is complete. `finish_reason` is normalised where known
+    /// (`end_turn`, `tool_use`, `max_tokens`) and the provider's word otherwise.
+    Finished {
+        finish_reason: String,
+    },
+}
+
+/// A tool call the model asked for, with arguments parsed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// How one tool call ended, as the model will read it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutcome {
+    pub output: String,
+    pub is_error: bool,
+    pub duration_ms: u64,
+}
+
+/// What a tool call interrupted by the user answers.
+pub const INTERRUPTED: &str = "cancelled: the user interrupted the turn";
+
+impl ToolOutcome {
+    /// A failed call that did not run (or not measurably): `output` says
+    /// why.
+    pub fn error(output: impl Into<String>) -> ToolOutcome {
+        ToolOutcome {
+            output: output.into(),
+            is_error: true,
+            duration_ms: 0,
+        }
+    }
+
+    /// The executor could not be asked to run the call.
+    pub fn executor_unavailable(reason: impl std::fmt::Display) -> ToolOutcome {
+        ToolOutcome::error(format!("the tool executor is unavailable: {reason}"))
+    }
+}

@@ -1,0 +1,141 @@
+//! A session rebuilt from its persisted events: the fold.
+//!
+//! Loading a session replays its log into a fresh state: history, model,
+//! usage and the next input id come back exactly as the live session had
+//! them (a property test in `tests.rs` checks this against the live core).
+//! If the process died mid-turn, the log ends inside a turn; `restore` then
+//! returns the events that close it — a cancelled result for every tool call
+//! without one, and a `result` with `stop_reason: error` — so the history
+//! the model sees next is valid. Pure: no I/O, no clock.
+
+use super::effect::Effect;
+use super::state::SessionState;
+use super::step::push_tool_result;
+use crate::protocol::{
+    AgentMessage, ContentBlock, EventEnvelope, InputId, Message, ResultEvent, StopReason,
+    SystemSubtype, Usage,
+};
+use crate::session::core::model::ToolOutcome;
+
+/// Why a turn was closed on load.
+pub const UNFINISHED_TURN: &str = "agentbus stopped before this turn finished (the process exited); the turn was closed when the session was loaded";
+
+/// A turn seen in the log without its `result` yet.
+struct OpenTurn {
+    id: InputId,
+    steps: u32,
+    usage: Usage,
+    last_text: String,
+    /// Tool calls of the turn's last assistant message without a result.
+    pending: Vec<(String, String)>,
+}
+
+/// Fold `events` (one session's persisted events, in seq order) into
+/// `state`, a fresh state built from the current configuration. Returns the
+/// effects that close an unfinished turn (empty when the log
+/// ends between turns).
+pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect> {
+    let mut open: Option<OpenTurn> = None;
+    for event in events {
+        if let Some(turn_id) = event.turn_id {
+            state.next_input_id = state.next_input_id.max(turn_id + 1);
+        }
+        match &event.message {
+            AgentMessage::System(s) => match s.subtype {
+                SystemSubtype::Cleared => state.history.clear(),
+                SystemSubtype::ModelSwitched => {
+                    let model = s
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("model"))
+                        .and_then(|m| m.as_str());
+                    if let Some(model) =
+                        model.filter(|m| state.config.models.iter().any(|p| p.name == *m))
+                    {
+                        state.model = model.to_string();
+                    }
+                }
+                _ => {}
+            },
+            AgentMessage::User(u) => {
+                state.history.push(Message::User {
+                    text: u.text.clone(),
+                });
+                open = Some(OpenTurn {
+                    id: event.turn_id.unwrap_or_default(),
+                    steps: 0,
+                    usage: Usage::default(),
+                    last_text: String::new(),
+                    pending: Vec::new(),
+                });
+            }
+            AgentMessage::Assistant(a) => {
+                state.history.push(Message::Assistant {
+                    content: a.content.clone(),
+                    interrupted: a.interrupted,
+                });
+                state.usage.model_calls += 1;
+                if let Some(turn) = open.as_mut() {
+                    turn.steps += 1;
+                    turn.usage += a.usage;
+                    let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
+                    if !text.is_empty() {
+                        turn.last_text = text;
+                    }
+                    turn.pending = a
+                        .content
+                        .iter()
+                        .filter_map(|b| match b {
+                            ContentBlock::ToolUse { id, name, .. } => {
+                                Some((id.clone(), name.clone()))
+                            }
+                            ContentBlock::Text { .. } => None,
+                        })
+                        .collect();
+                }
+            }
+            AgentMessage::ToolResult(t) => {
+                state.history.push(Message::ToolResult {
+                    call_id: t.call_id.clone(),
+                    name: t.name.clone(),
+                    output: t.output.clone(),
+                    is_error: t.is_error,
+                });
+                if let Some(turn) = open.as_mut() {
+                    turn.pending.retain(|(id, _)| *id != t.call_id);
+                }
+            }
+            AgentMessage::Result(r) => {
+                state.count_turn(r.usage);
+                open = None;
+            }
+            AgentMessage::StreamEvent(_)
+            | AgentMessage::ApprovalRequest(_)
+            | AgentMessage::Error(_) => {}
+        }
+    }
+    let mut effects = Vec::new();
+    if let Some(turn) = open {
+        close_unfinished(state, turn, &mut effects);
+    }
+    effects
+}
+
+fn close_unfinished(state: &mut SessionState, turn: OpenTurn, fx: &mut Vec<Effect>) {
+    for call in turn.pending {
+        let outcome = ToolOutcome::error(format!("not finished: {UNFINISHED_TURN}"));
+        push_tool_result(&mut state.history, turn.id, call, outcome, true, fx);
+    }
+    state.count_turn(turn.usage);
+    fx.push(Effect::Emit {
+        turn_id: Some(turn.id),
+        message: AgentMessage::Result(ResultEvent {
+            stop_reason: StopReason::Error,
+            text: turn.last_text,
+            usage: turn.usage,
+            steps: turn.steps,
+            duration_ms: 0,
+            error: Some(UNFINISHED_TURN.to_string()),
+        }),
+    });
+}

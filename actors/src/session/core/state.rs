@@ -1,0 +1,152 @@
+//! The conversation state the core owns. Serialisable (that is what `/debug`
+//! shows), and free of secrets by construction: model profiles appear here
+//! only as [`ModelInfo`], which has no key.
+
+use super::turn::Turn;
+use crate::protocol::{InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput};
+use crate::session::core::model::ModelRequest;
+use serde::Serialize;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Settings fixed when the session is created.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionConfig {
+    pub system_prompt: String,
+    /// Most model calls one turn may make.
+    pub max_steps: u32,
+    /// Emit `stream_event`s (false: only whole messages).
+    pub include_partial_messages: bool,
+    /// Every configured profile, for `/model` and `/models`.
+    pub models: Vec<ModelInfo>,
+    /// The workspace directory, shown at session start.
+    pub workspace: String,
+}
+
+/// Token usage of the session.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SessionUsage {
+    pub total: Usage,
+    pub last_turn: Usage,
+    pub model_calls: u64,
+    pub turns: u64,
+    /// US dollars spent on turns whose profile has prices; `None` until one has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// An input waiting in the session's FIFO.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct QueuedInput {
+    pub input_id: InputId,
+    pub input: UserInput,
+}
+
+/// The whole state of one session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionState {
+    pub session_id: SessionId,
+    pub config: SessionConfig,
+    /// The current model profile's name.
+    pub model: String,
+    pub tools: crate::session::core::model::ToolList,
+    /// How each MCP server is doing, as last reported to this session.
+    pub mcp_servers: BTreeMap<String, McpServerStatus>,
+    pub history: Vec<Message>,
+    pub usage: SessionUsage,
+    pub queue: VecDeque<QueuedInput>,
+    pub turn: Option<Turn>,
+    /// A session command the driver is performing; the queue waits for it.
+    pub pending_command: Option<InputId>,
+    pub(super) next_input_id: InputId,
+    pub(super) next_request_id: u64,
+}
+
+impl SessionState {
+    /// A fresh session with an empty history.
+    pub fn new(
+        session_id: SessionId,
+        config: SessionConfig,
+        model: String,
+        tools: crate::session::core::model::ToolList,
+    ) -> Self {
+        SessionState {
+            session_id,
+            config,
+            model,
+            tools,
+            mcp_servers: BTreeMap::new(),
+            history: Vec::new(),
+            usage: SessionUsage::default(),
+            queue: VecDeque::new(),
+            turn: None,
+            pending_command: None,
+            next_input_id: 1,
+            next_request_id: 1,
+        }
+    }
+
+    /// The id the next submitted input will get.
+    pub fn next_input_id(&self) -> InputId {
+        self.next_input_id
+    }
+
+    /// Whether a turn or a session command is running.
+    pub fn is_busy(&self) -> bool {
+        self.turn.is_some() || self.pending_command.is_some()
+    }
+
+    /// The batch of tool calls running now, if any: once a batch is no
+    /// longer running, its calls' cancellation can be let go.
+    pub fn running_tool_batch(&self) -> Option<u64> {
+        match &self.turn.as_ref()?.phase {
+            super::turn::Phase::RunningTools { batch_id, .. } => Some(*batch_id),
+            super::turn::Phase::Streaming { .. } => None,
+        }
+    }
+
+    /// The model call streaming now, if any: once a call is no longer
+    /// streaming, its cancellation can be let go.
+    pub fn running_model_call(&self) -> Option<u64> {
+        match &self.turn.as_ref()?.phase {
+            super::turn::Phase::Streaming { request_id, .. } => Some(*request_id),
+            super::turn::Phase::RunningTools { .. } => None,
+        }
+    }
+
+    /// Nothing running and nothing queued.
+    pub fn is_idle(&self) -> bool {
+        !self.is_busy() && self.queue.is_empty()
+    }
+
+    /// Add a finished turn's usage (and its cost, when the profile has
+    /// prices) to the session's totals.
+    pub(super) fn count_turn(&mut self, usage: crate::protocol::Usage) {
+        if let Some(pricing) = self.current_model().and_then(|m| m.pricing) {
+            *self.usage.cost_usd.get_or_insert(0.0) += pricing.cost(&usage);
+        }
+        self.usage.total += usage;
+        self.usage.last_turn = usage;
+        self.usage.turns += 1;
+    }
+
+    /// The current profile's description, if it is configured.
+    pub fn current_model(&self) -> Option<&ModelInfo> {
+        self.config.models.iter().find(|m| m.name == self.model)
+    }
+
+    /// The request for the next model call.
+    pub(super) fn model_request(&self) -> ModelRequest {
+        ModelRequest {
+            profile: self.model.clone(),
+            system_prompt: self.config.system_prompt.clone(),
+            messages: self.history.clone(),
+            tools: self.tools.clone(),
+        }
+    }
+
+    pub(super) fn take_request_id(&mut self) -> u64 {
+        let id = self.next_request_id;
+        self.next_request_id += 1;
+        id
+    }
+}

@@ -1,0 +1,681 @@
+//! The transition function: every conversation rule, applied to one input.
+
+use super::effect::Effect;
+use super::input::Input;
+use super::partial::{AssembledMessage, PartialMessage};
+use super::state::{QueuedInput, SessionState};
+use super::turn::{PendingCall, Phase, Turn};
+use crate::protocol::{
+    AgentMessage, AssistantEvent, ErrorEvent, ErrorKind, InputId, Message, ResultEvent, StopReason,
+    StreamDelta, StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent, UserEvent, UserInput,
+};
+use crate::session::core::commands;
+use crate::session::core::model::{ModelEvent, ToolCall, ToolOutcome};
+use serde_json::json;
+
+/// Apply one input to `state`, returning what the driver must do, in
+/// order. Pure: the same state and input give the same state and effects.
+pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    match input {
+        Input::Started { resumed } => announce_start(state, resumed, &mut fx),
+        Input::Submit { input_id, input } => accept(state, input_id, input, &mut fx),
+        Input::Interrupt => interrupt(state, now_ms, &mut fx),
+        Input::Shutdown => {
+            interrupt(state, now_ms, &mut fx);
+            shut_down_queue(state, &mut fx);
+            return fx; // nothing else runs
+        }
+        Input::Model { request_id, event } => {
+            on_model_event(state, request_id, event, now_ms, &mut fx)
+        }
+        Input::ModelFailed { request_id, error } => {
+            on_model_failed(state, request_id, error, now_ms, &mut fx)
+        }
+        Input::ToolFinished {
+            batch_id,
+            call_id,
+            outcome,
+        } => on_tool_finished(state, batch_id, &call_id, outcome, now_ms, &mut fx),
+        Input::CatalogChanged { tools, servers } => apply_catalog(state, tools, servers, &mut fx),
+        Input::CommandDone { input_id, reply } => {
+            if state.pending_command == Some(input_id) {
+                state.pending_command = None;
+                emit(&mut fx, Some(input_id), AgentMessage::System(reply));
+            }
+        }
+    }
+    run_queue(state, now_ms, &mut fx);
+    fx
+}
+
+fn emit(fx: &mut Vec<Effect>, turn_id: Option<InputId>, message: AgentMessage) {
+    fx.push(Effect::Emit { turn_id, message });
+}
+
+fn system(
+    subtype: SystemSubtype,
+    message: impl Into<String>,
+    data: Option<serde_json::Value>,
+) -> AgentMessage {
+    AgentMessage::System(SystemEvent {
+        subtype,
+        message: message.into(),
+        data,
+    })
+}
+
+fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
+    let tools: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();
+    let message = if resumed {
+        format!(
+            "Session {} resumed with model {} ({} messages).",
+            state.session_id,
+            state.model,
+            state.history.len()
+        )
+    } else {
+        format!(
+            "Session {} started with model {}.",
+            state.session_id, state.model
+        )
+    };
+    emit(
+        fx,
+        None,
+        system(
+            SystemSubtype::SessionStarted,
+            message,
+            Some(json!({
+                "model": state.model,
+                "tools": tools,
+                "workspace": state.config.workspace,
+                "resumed": resumed,
+                "messages": state.history.len(),
+            })),
+        ),
+    );
+}
+
+/// New tools apply to the next model call; each MCP server whose state
+/// changed is reported to the user.
+fn apply_catalog(
+    state: &mut SessionState,
+    tools: crate::session::core::model::ToolList,
+    servers: std::collections::BTreeMap<String, crate::protocol::McpServerStatus>,
+    fx: &mut Vec<Effect>,
+) {
+    state.tools = tools;
+    for (name, status) in &servers {
+        if state.mcp_servers.get(name) == Some(status) {
+            continue;
+        }
+        let mut data = json!({"server": name});
+        if let (Some(map), Ok(serde_json::Value::Object(fields))) =
+            (data.as_object_mut(), serde_json::to_value(status))
+        {
+            map.extend(fields);
+        }
+        emit(
+            fx,
+            None,
+            system(
+                SystemSubtype::McpServerStatus,
+                format!("MCP server `{name}`: {}", status.describe()),
+                Some(data),
+            ),
+        );
+    }
+    state.mcp_servers = servers;
+}
+
+/// Queue a query or command. Slash text is parsed here, once, for every
+/// front end; an unknown command is answered at once and never queued.
+fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mut Vec<Effect>) {
+    state.next_input_id = state.next_input_id.max(input_id + 1);
+    let input = match input {
+        UserInput::Query { text } => match commands::parse(&text) {
+            None => UserInput::Query { text },
+            Some(Ok(command)) => UserInput::Control { command },
+            Some(Err(notice)) => {
+                emit(
+                    fx,
+                    Some(input_id),
+                    system(SystemSubtype::Notice, notice, None),
+                );
+                return;
+            }
+        },
+        control => control,
+    };
+    state.queue.push_back(QueuedInput { input_id, input });
+}
+
+/// Start queued inputs while no turn runs: control commands apply at once,
+/// a query starts a turn (and stops the loop until it ends).
+fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
+    while state.turn.is_none() && state.pending_command.is_none() {
+        let Some(QueuedInput { input_id, input }) = state.queue.pop_front() else {
+            return;
+        };
+        match input {
+            UserInput::Control { command } => match commands::apply(&command, state) {
+                commands::Applied::Reply(reply) => {
+                    emit(fx, Some(input_id), AgentMessage::System(reply))
+                }
+                commands::Applied::NeedsStore(command) => {
+                    state.pending_command = Some(input_id);
+                    fx.push(Effect::SessionCommand { input_id, command });
+                }
+            },
+            UserInput::Query { text } => start_turn(state, input_id, text, now_ms, fx),
+        }
+    }
+}
+
+fn start_turn(
+    state: &mut SessionState,
+    id: InputId,
+    text: String,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    state.history.push(Message::User { text: text.clone() });
+    emit(fx, Some(id), AgentMessage::User(UserEvent { text }));
+    let request_id = state.take_request_id();
+    state.turn = Some(Turn {
+        id,
+        started_at_ms: now_ms,
+        steps: 0,
+        usage: Default::default(),
+        last_text: String::new(),
+        phase: Phase::Streaming {
+            request_id,
+            partial: PartialMessage::default(),
+        },
+    });
+    fx.push(Effect::CallModel {
+        request_id,
+        request: state.model_request(),
+    });
+}
+
+fn call_model(state: &mut SessionState, fx: &mut Vec<Effect>) {
+    let request_id = state.take_request_id();
+    let request = state.model_request();
+    if let Some(turn) = state.turn.as_mut() {
+        turn.phase = Phase::Streaming {
+            request_id,
+            partial: PartialMessage::default(),
+        };
+        fx.push(Effect::CallModel {
+            request_id,
+            request,
+        });
+    }
+}
+
+fn on_model_event(
+    state: &mut SessionState,
+    request_id: u64,
+    event: ModelEvent,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let include_partial = state.config.include_partial_messages;
+    let Some(turn) = state.turn.as_mut() else {
+        return;
+    };
+    let turn_id = Some(turn.id);
+    let Phase::Streaming {
+        request_id: current,
+        partial,
+    } = &mut turn.phase
+    else {
+        return;
+    };
+    if *current != request_id {
+        return; // a cancelled call's late event
+    }
+    partial.apply(&event);
+    let delta = match event {
+        ModelEvent::BlockStart { index, block } => Some(StreamDelta::BlockStart { index, block }),
+        ModelEvent::TextDelta { index, text } => Some(StreamDelta::TextDelta { index, text }),
+        ModelEvent::ToolInputDelta {
+            index,
+            partial_json,
+        } => Some(StreamDelta::ToolInputDelta {
+            index,
+            partial_json,
+        }),
+        ModelEvent::BlockStop { index } => Some(StreamDelta::BlockStop { index }),
+        ModelEvent::Usage(_) => None,
+        ModelEvent::Retrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => {
+            let had_output = !partial.is_empty();
+            *partial = PartialMessage::default();
+            if had_output && include_partial {
+                emit(
+                    fx,
+                    turn_id,
+                    AgentMessage::StreamEvent(StreamEvent {
+                        event: StreamDelta::Discard {
+                            reason: reason.clone(),
+                        },
+                    }),
+                );
+            }
+            emit(
+                fx,
+                turn_id,
+                system(
+                    SystemSubtype::Retrying,
+                    format!("retrying: attempt {attempt} in {delay_ms} ms after {reason}"),
+                    Some(json!({"attempt": attempt, "delay_ms": delay_ms, "reason": reason})),
+                ),
+            );
+            None
+        }
+        ModelEvent::Finished { finish_reason } => {
+            let partial = std::mem::take(partial);
+            finish_model_call(state, request_id, partial, finish_reason, now_ms, fx);
+            return;
+        }
+    };
+    if let Some(delta) = delta.filter(|_| include_partial) {
+        emit(
+            fx,
+            turn_id,
+            AgentMessage::StreamEvent(StreamEvent { event: delta }),
+        );
+    }
+}
+
+/// The model's message is complete: record it, then run its tool calls or
+/// end the turn.
+fn finish_model_call(
+    state: &mut SessionState,
+    request_id: u64,
+    partial: PartialMessage,
+    finish_reason: String,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let assembled = partial.finish(|index| format!("call_{request_id}_{index}"));
+    let model = state.model.clone();
+    let Some(turn) = state.turn.as_mut() else {
+        return;
+    };
+    record_assistant(
+        &mut state.history,
+        turn,
+        &model,
+        &assembled,
+        partial.usage,
+        finish_reason,
+        false,
+        fx,
+    );
+    state.usage.model_calls += 1;
+
+    if assembled.calls.is_empty() {
+        end_turn(state, StopReason::EndTurn, None, now_ms, fx);
+        return;
+    }
+    let batch_id = state.take_request_id();
+    let mut pending = Vec::new();
+    let mut runnable = Vec::new();
+    for call in assembled.calls {
+        let outcome = match call.input {
+            Ok(input) => {
+                runnable.push(ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input,
+                });
+                None
+            }
+            Err(reason) => Some(ToolOutcome::error(format!(
+                "{reason}. Call {} again with a JSON object of arguments.",
+                call.name
+            ))),
+        };
+        pending.push(PendingCall {
+            id: call.id,
+            name: call.name,
+            outcome,
+            recorded: false,
+        });
+    }
+    if let Some(turn) = state.turn.as_mut() {
+        turn.phase = Phase::RunningTools {
+            batch_id,
+            calls: pending,
+        };
+    }
+    if !runnable.is_empty() {
+        fx.push(Effect::RunTools {
+            batch_id,
+            calls: runnable,
+        });
+    }
+    record_finished_results(state, fx);
+    continue_after_tools(state, now_ms, fx);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn record_assistant(
+    history: &mut Vec<Message>,
+    turn: &mut Turn,
+    model: &str,
+    message: &AssembledMessage,
+    usage: crate::protocol::Usage,
+    finish_reason: String,
+    interrupted: bool,
+    fx: &mut Vec<Effect>,
+) {
+    turn.steps += 1;
+    turn.usage += usage;
+    let text = message.text();
+    if !text.is_empty() {
+        turn.last_text = text;
+    }
+    history.push(Message::Assistant {
+        content: message.content.clone(),
+        interrupted,
+    });
+    emit(
+        fx,
+        Some(turn.id),
+        AgentMessage::Assistant(AssistantEvent {
+            content: message.content.clone(),
+            model: model.to_string(),
+            usage,
+            finish_reason,
+            interrupted,
+        }),
+    );
+}
+
+fn on_tool_finished(
+    state: &mut SessionState,
+    batch_id: u64,
+    call_id: &str,
+    outcome: ToolOutcome,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(Turn {
+        phase: Phase::RunningTools {
+            batch_id: current,
+            calls,
+        },
+        ..
+    }) = state.turn.as_mut()
+    else {
+        return;
+    };
+    if *current != batch_id {
+        return;
+    }
+    if let Some(call) = calls
+        .iter_mut()
+        .find(|c| c.id == call_id && c.outcome.is_none())
+    {
+        call.outcome = Some(outcome);
+    }
+    record_finished_results(state, fx);
+    continue_after_tools(state, now_ms, fx);
+}
+
+/// Emit and record the results that are ready, in call order: a finished
+/// call waits for the calls before it.
+fn record_finished_results(state: &mut SessionState, fx: &mut Vec<Effect>) {
+    let Some(Turn {
+        id,
+        phase: Phase::RunningTools { calls, .. },
+        ..
+    }) = state.turn.as_mut()
+    else {
+        return;
+    };
+    for call in calls.iter_mut().filter(|c| !c.recorded) {
+        let Some(outcome) = &call.outcome else { break };
+        record_tool_result(&mut state.history, *id, call, outcome.clone(), false, fx);
+    }
+}
+
+fn record_tool_result(
+    history: &mut Vec<Message>,
+    turn_id: InputId,
+    call: &mut PendingCall,
+    outcome: ToolOutcome,
+    cancelled: bool,
+    fx: &mut Vec<Effect>,
+) {
+    call.recorded = true;
+    push_tool_result(
+        history,
+        turn_id,
+        (call.id.clone(), call.name.clone()),
+        outcome,
+        cancelled,
+        fx,
+    );
+}
+
+/// A tool call's result into the history and out as a `tool_result` event.
+pub(super) fn push_tool_result(
+    history: &mut Vec<Message>,
+    turn_id: InputId,
+    (call_id, name): (String, String),
+    outcome: ToolOutcome,
+    cancelled: bool,
+    fx: &mut Vec<Effect>,
+) {
+    history.push(Message::ToolResult {
+        call_id: call_id.clone(),
+        name: name.clone(),
+        output: outcome.output.clone(),
+        is_error: outcome.is_error,
+    });
+    emit(
+        fx,
+        Some(turn_id),
+        AgentMessage::ToolResult(ToolResultEvent {
+            call_id,
+            name,
+            is_error: outcome.is_error,
+            output: outcome.output,
+            duration_ms: outcome.duration_ms,
+            cancelled,
+        }),
+    );
+}
+
+/// When every call of the batch is recorded: call the model again, or stop
+/// at `max_steps`.
+fn continue_after_tools(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
+    let Some(turn) = state.turn.as_ref() else {
+        return;
+    };
+    let Phase::RunningTools { calls, .. } = &turn.phase else {
+        return;
+    };
+    if !calls.iter().all(|c| c.recorded) {
+        return;
+    }
+    if turn.steps >= state.config.max_steps {
+        end_turn(state, StopReason::MaxSteps, None, now_ms, fx);
+    } else {
+        call_model(state, fx);
+    }
+}
+
+/// Answer every input not yet answered: a session command still running
+/// on its task gets a notice (its late reply would reach a stopped
+/// session), and every queued input is answered without running it — a
+/// query with its one `result` (cancelled), a command with a notice.
+fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
+    const REASON: &str = "agentbus shut down before this ran";
+    if let Some(input_id) = state.pending_command.take() {
+        let notice =
+            "agentbus shut down before this command answered (it may still have taken effect)";
+        emit(
+            fx,
+            Some(input_id),
+            system(SystemSubtype::Notice, notice, None),
+        );
+    }
+    for QueuedInput { input_id, input } in state.queue.drain(..) {
+        let message = match input {
+            UserInput::Query { .. } => AgentMessage::Result(ResultEvent {
+                stop_reason: StopReason::Cancelled,
+                text: String::new(),
+                usage: Default::default(),
+                steps: 0,
+                duration_ms: 0,
+                error: Some(REASON.into()),
+            }),
+            UserInput::Control { .. } => system(SystemSubtype::Notice, REASON, None),
+        };
+        emit(fx, Some(input_id), message);
+    }
+}
+
+/// Cancel the running turn, keeping the history valid: the part of the
+/// message that streamed is kept (marked interrupted) and every tool call
+/// without a result gets a cancelled one.
+fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
+    let model = state.model.clone();
+    let Some(turn) = state.turn.as_mut() else {
+        return;
+    };
+    let turn_id = turn.id;
+    match &mut turn.phase {
+        Phase::Streaming {
+            request_id,
+            partial,
+        } => {
+            let request_id = *request_id;
+            fx.push(Effect::CancelModel { request_id });
+            if !partial.is_empty() {
+                let assembled = partial.finish(|index| format!("call_{request_id}_{index}"));
+                let usage = partial.usage;
+                record_assistant(
+                    &mut state.history,
+                    turn,
+                    &model,
+                    &assembled,
+                    usage,
+                    "interrupted".into(),
+                    true,
+                    fx,
+                );
+                state.usage.model_calls += 1;
+                for call in assembled.calls {
+                    push_tool_result(
+                        &mut state.history,
+                        turn_id,
+                        (call.id, call.name),
+                        cancelled_outcome(),
+                        true,
+                        fx,
+                    );
+                }
+            }
+        }
+        Phase::RunningTools { batch_id, calls } => {
+            fx.push(Effect::CancelTools {
+                batch_id: *batch_id,
+            });
+            for call in calls.iter_mut().filter(|c| !c.recorded) {
+                let (outcome, cancelled) = match call.outcome.clone() {
+                    Some(done) => (done, false),
+                    None => (cancelled_outcome(), true),
+                };
+                record_tool_result(&mut state.history, turn_id, call, outcome, cancelled, fx);
+            }
+        }
+    }
+    end_turn(state, StopReason::Cancelled, None, now_ms, fx);
+}
+
+fn cancelled_outcome() -> ToolOutcome {
+    ToolOutcome::error(format!(
+        "{} before this tool call finished",
+        crate::session::core::model::INTERRUPTED
+    ))
+}
+
+fn on_model_failed(
+    state: &mut SessionState,
+    request_id: u64,
+    error: String,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let include_partial = state.config.include_partial_messages;
+    let Some(turn) = state.turn.as_ref() else {
+        return;
+    };
+    let Phase::Streaming {
+        request_id: current,
+        partial,
+    } = &turn.phase
+    else {
+        return;
+    };
+    if *current != request_id {
+        return;
+    }
+    let turn_id = Some(turn.id);
+    if include_partial && !partial.is_empty() {
+        emit(
+            fx,
+            turn_id,
+            AgentMessage::StreamEvent(StreamEvent {
+                event: StreamDelta::Discard {
+                    reason: "the model call failed".into(),
+                },
+            }),
+        );
+    }
+    emit(
+        fx,
+        turn_id,
+        AgentMessage::Error(ErrorEvent {
+            kind: ErrorKind::Provider,
+            message: error.clone(),
+        }),
+    );
+    end_turn(state, StopReason::Error, Some(error), now_ms, fx);
+}
+
+fn end_turn(
+    state: &mut SessionState,
+    stop_reason: StopReason,
+    error: Option<String>,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(turn) = state.turn.take() else {
+        return;
+    };
+    state.count_turn(turn.usage);
+    emit(
+        fx,
+        Some(turn.id),
+        AgentMessage::Result(ResultEvent {
+            stop_reason,
+            text: turn.last_text,
+            usage: turn.usage,
+            steps: turn.steps,
+            duration_ms: now_ms.saturating_sub(turn.started_at_ms),
+            error,
+        }),
+    );
+}

@@ -1,0 +1,1081 @@
+//! The conversation rules, each as a deterministic test with no I/O.
+
+use super::turn::Phase;
+use super::*;
+use crate::protocol::{
+    AgentMessage, BlockKind, ContentBlock, ControlCommand, InputId, Message, ModelInfo, SessionId,
+    StopReason, StreamDelta, SystemSubtype, Usage, UserInput,
+};
+use crate::session::core::model::{ModelEvent, ToolOrigin, ToolOutcome, ToolSpec};
+use proptest::prelude::*;
+use serde_json::json;
+
+/// A session driven by hand: inputs in, effects collected.
+struct Harness {
+    state: Option<SessionState>,
+    effects: Vec<Effect>,
+    now: u64,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Self::with(3, true)
+    }
+
+    fn with(max_steps: u32, include_partial_messages: bool) -> Self {
+        let models = vec![
+            ModelInfo {
+                name: "main".into(),
+                provider: "openai".into(),
+                model: "gpt-test".into(),
+                base_url: "http://127.0.0.1:1/v1".into(),
+                context_window: None,
+                pricing: None,
+            },
+            ModelInfo {
+                name: "other".into(),
+                provider: "openai".into(),
+                model: "gpt-other".into(),
+                base_url: "http://127.0.0.1:2/v1".into(),
+                context_window: None,
+                pricing: None,
+            },
+        ];
+        let config = SessionConfig {
+            system_prompt: "be brief".into(),
+            max_steps,
+            include_partial_messages,
+            models,
+            workspace: "/ws".into(),
+        };
+        let tools = vec![ToolSpec {
+            name: "bash".into(),
+            description: "run".into(),
+            input_schema: json!({"type": "object"}),
+            origin: ToolOrigin::Builtin,
+        }];
+        Harness {
+            state: Some(SessionState::new(
+                SessionId::from("s1"),
+                config,
+                "main".into(),
+                std::sync::Arc::new(tools),
+            )),
+            effects: Vec::new(),
+            now: 1_000,
+        }
+    }
+
+    fn state(&self) -> &SessionState {
+        self.state.as_ref().unwrap()
+    }
+
+    fn feed(&mut self, input: Input) -> Vec<Effect> {
+        self.now += 10;
+        let fx = step(self.state.as_mut().unwrap(), input, self.now);
+        self.effects.extend(fx.clone());
+        fx
+    }
+
+    fn query(&mut self, text: &str) -> InputId {
+        let input_id = self.state().next_input_id();
+        self.feed(Input::Submit {
+            input_id,
+            input: UserInput::Query { text: text.into() },
+        });
+        input_id
+    }
+
+    fn model(&mut self, request_id: u64, event: ModelEvent) -> Vec<Effect> {
+        self.feed(Input::Model { request_id, event })
+    }
+
+    /// Stream a whole message: text and tool calls, then finish.
+    fn answer(&mut self, request_id: u64, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Effect> {
+        let mut fx = Vec::new();
+        let mut index = 0;
+        if !text.is_empty() {
+            fx.extend(self.model(
+                request_id,
+                ModelEvent::BlockStart {
+                    index,
+                    block: BlockKind::Text,
+                },
+            ));
+            fx.extend(self.model(
+                request_id,
+                ModelEvent::TextDelta {
+                    index,
+                    text: text.into(),
+                },
+            ));
+            fx.extend(self.model(request_id, ModelEvent::BlockStop { index }));
+            index += 1;
+        }
+        for (id, name, args) in calls {
+            fx.extend(self.model(
+                request_id,
+                ModelEvent::BlockStart {
+                    index,
+                    block: BlockKind::ToolUse {
+                        id: id.to_string(),
+                        name: name.to_string(),
+                    },
+                },
+            ));
+            fx.extend(self.model(
+                request_id,
+                ModelEvent::ToolInputDelta {
+                    index,
+                    partial_json: args.to_string(),
+                },
+            ));
+            index += 1;
+        }
+        fx.extend(self.model(
+            request_id,
+            ModelEvent::Usage(Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                ..Default::default()
+            }),
+        ));
+        fx.extend(
+            self.model(
+                request_id,
+                ModelEvent::Finished {
+                    finish_reason: if calls.is_empty() {
+                        "end_turn"
+                    } else {
+                        "tool_use"
+                    }
+                    .into(),
+                },
+            ),
+        );
+        fx
+    }
+
+    fn tool_done(&mut self, batch_id: u64, call_id: &str, output: &str) -> Vec<Effect> {
+        self.feed(Input::ToolFinished {
+            batch_id,
+            call_id: call_id.into(),
+            outcome: ToolOutcome {
+                output: output.into(),
+                is_error: false,
+                duration_ms: 3,
+            },
+        })
+    }
+
+    fn events(&self) -> Vec<AgentMessage> {
+        messages(&self.effects)
+    }
+
+    fn results(&self) -> Vec<crate::protocol::ResultEvent> {
+        self.events()
+            .into_iter()
+            .filter_map(|m| match m {
+                AgentMessage::Result(r) => Some(r),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn messages(fx: &[Effect]) -> Vec<AgentMessage> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Emit { message, .. } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::session::core::model::ModelRequest)> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::CallModel {
+                request_id,
+                request,
+            } => Some((*request_id, request.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn tool_batches(fx: &[Effect]) -> Vec<(u64, Vec<crate::session::core::model::ToolCall>)> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::RunTools { batch_id, calls } => Some((*batch_id, calls.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn type_names(events: &[AgentMessage]) -> Vec<&'static str> {
+    events.iter().map(|m| m.type_name()).collect()
+}
+
+/// The invariant: every tool call has exactly one result after it, and no
+/// result appears without its call.
+fn assert_history_valid(history: &[Message]) {
+    let mut open: Vec<String> = Vec::new();
+    for m in history {
+        match m {
+            Message::User { .. } => assert!(
+                open.is_empty(),
+                "user message while calls {open:?} lack results"
+            ),
+            Message::Assistant { content, .. } => {
+                assert!(
+                    open.is_empty(),
+                    "assistant message while calls {open:?} lack results"
+                );
+                for b in content {
+                    if let ContentBlock::ToolUse { id, .. } = b {
+                        open.push(id.clone());
+                    }
+                }
+            }
+            Message::ToolResult { call_id, .. } => {
+                let pos = open.iter().position(|id| id == call_id);
+                assert!(pos.is_some(), "result for {call_id} without its call");
+                open.remove(pos.unwrap());
+            }
+        }
+    }
+    assert!(open.is_empty(), "calls {open:?} never got results");
+}
+
+#[test]
+fn plain_reply_ends_the_turn_with_end_turn() {
+    let mut h = Harness::new();
+    let fx_start = h.feed(Input::Started { resumed: false });
+    assert!(
+        matches!(&messages(&fx_start)[0], AgentMessage::System(s) if s.subtype == SystemSubtype::SessionStarted)
+    );
+
+    let id = h.query("hello");
+    let calls = model_calls(&h.effects);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].1.messages,
+        vec![Message::User {
+            text: "hello".into()
+        }]
+    );
+    assert_eq!(calls[0].1.system_prompt, "be brief");
+
+    h.answer(calls[0].0, "Hi there", &[]);
+    let names = type_names(&h.events());
+    assert_eq!(
+        names,
+        [
+            "system",
+            "user",
+            "stream_event",
+            "stream_event",
+            "stream_event",
+            "assistant",
+            "result"
+        ]
+    );
+    let results = h.results();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].stop_reason, StopReason::EndTurn);
+    assert_eq!(results[0].text, "Hi there");
+    assert_eq!(results[0].steps, 1);
+    assert_eq!(results[0].usage.input_tokens, 10);
+    assert!(!h.state().is_busy());
+    // Every event of the turn carries the query's id.
+    assert!(h.effects.iter().all(|e| match e {
+        Effect::Emit { turn_id, message } =>
+            message.type_name() == "system" || *turn_id == Some(id),
+        _ => true,
+    }));
+}
+
+#[test]
+fn tool_round_feeds_results_back_to_the_model() {
+    let mut h = Harness::new();
+    h.query("list files");
+    let (req1, _) = model_calls(&h.effects)[0].clone();
+    h.answer(req1, "Looking.", &[("c1", "bash", r#"{"command":"ls"}"#)]);
+    let batches = tool_batches(&h.effects);
+    assert_eq!(batches.len(), 1);
+    assert_eq!(batches[0].1[0].input, json!({"command": "ls"}));
+
+    h.tool_done(batches[0].0, "c1", "a.txt\n");
+    let calls = model_calls(&h.effects);
+    assert_eq!(calls.len(), 2);
+    let msgs = &calls[1].1.messages;
+    assert!(
+        matches!(&msgs[2], Message::ToolResult { call_id, output, .. } if call_id == "c1" && output == "a.txt\n")
+    );
+
+    h.answer(calls[1].0, "There is a.txt.", &[]);
+    let r = &h.results()[0];
+    assert_eq!(r.stop_reason, StopReason::EndTurn);
+    assert_eq!(r.text, "There is a.txt.");
+    assert_eq!(r.steps, 2);
+    assert_eq!(r.usage.input_tokens, 20);
+    assert_history_valid(&h.state().history);
+}
+
+#[test]
+fn parallel_results_are_recorded_in_call_order() {
+    let mut h = Harness::new();
+    h.query("two things");
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(
+        req,
+        "",
+        &[
+            ("a", "bash", r#"{"command":"one"}"#),
+            ("b", "bash", r#"{"command":"two"}"#),
+        ],
+    );
+    let (batch, calls) = tool_batches(&h.effects)[0].clone();
+    assert_eq!(calls.len(), 2, "both calls run in one batch");
+
+    // The second call finishes first: nothing is emitted until the first is done.
+    let fx = h.tool_done(batch, "b", "two");
+    assert!(messages(&fx).is_empty());
+    let fx = h.tool_done(batch, "a", "one");
+    let ids: Vec<String> = messages(&fx)
+        .into_iter()
+        .filter_map(|m| match m {
+            AgentMessage::ToolResult(t) => Some(t.call_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+    assert_history_valid(&h.state().history);
+}
+
+#[test]
+fn invalid_json_arguments_become_an_error_result_without_running() {
+    let mut h = Harness::new();
+    h.query("go");
+    let req = model_calls(&h.effects)[0].0;
+    let fx = h.answer(req, "", &[("bad", "bash", "{oops")]);
+    assert!(tool_batches(&fx).is_empty(), "nothing to run");
+    let result = messages(&fx)
+        .into_iter()
+        .find_map(|m| match m {
+            AgentMessage::ToolResult(t) => Some(t),
+            _ => None,
+        })
+        .unwrap();
+    assert!(result.is_error);
+    assert!(
+        result.output.contains("not valid JSON"),
+        "{}",
+        result.output
+    );
+    // ... and the loop goes on: the model is called again.
+    assert_eq!(model_calls(&h.effects).len(), 2);
+    assert_history_valid(&h.state().history);
+}
+
+#[test]
+fn max_steps_stops_after_the_last_tool_results() {
+    let mut h = Harness::with(2, true);
+    h.query("loop");
+    for round in 0..2 {
+        let req = model_calls(&h.effects).last().unwrap().0;
+        let id = format!("c{round}");
+        h.answer(req, "", &[(&id, "bash", r#"{"command":"true"}"#)]);
+        let batch = tool_batches(&h.effects).last().unwrap().0;
+        h.tool_done(batch, &id, "ok");
+    }
+    assert_eq!(model_calls(&h.effects).len(), 2, "no third call");
+    let r = &h.results()[0];
+    assert_eq!(r.stop_reason, StopReason::MaxSteps);
+    assert_eq!(r.steps, 2);
+    assert_history_valid(&h.state().history);
+    assert!(!h.state().is_busy());
+}
+
+#[test]
+fn interrupt_mid_stream_keeps_partial_message_and_cancels_its_calls() {
+    let mut h = Harness::new();
+    h.query("write a story");
+    let req = model_calls(&h.effects)[0].0;
+    h.model(
+        req,
+        ModelEvent::TextDelta {
+            index: 0,
+            text: "Once upon".into(),
+        },
+    );
+    h.model(
+        req,
+        ModelEvent::BlockStart {
+            index: 1,
+            block: BlockKind::ToolUse {
+                id: "t1".into(),
+                name: "bash".into(),
+            },
+        },
+    );
+    h.model(
+        req,
+        ModelEvent::ToolInputDelta {
+            index: 1,
+            partial_json: "{\"comm".into(),
+        },
+    );
+    let fx = h.feed(Input::Interrupt);
+    assert!(fx.contains(&Effect::CancelModel { request_id: req }));
+    let events = messages(&fx);
+    assert_eq!(type_names(&events), ["assistant", "tool_result", "result"]);
+    match &events[0] {
+        AgentMessage::Assistant(a) => assert!(a.interrupted),
+        other => panic!("{other:?}"),
+    }
+    match &events[1] {
+        AgentMessage::ToolResult(t) => assert!(t.cancelled && t.is_error && t.call_id == "t1"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(h.results()[0].stop_reason, StopReason::Cancelled);
+    assert_eq!(h.results()[0].text, "Once upon");
+    assert_history_valid(&h.state().history);
+    assert!(matches!(
+        &h.state().history[1],
+        Message::Assistant {
+            interrupted: true,
+            ..
+        }
+    ));
+
+    // Late events of the cancelled stream are ignored.
+    let fx = h.model(
+        req,
+        ModelEvent::TextDelta {
+            index: 0,
+            text: " a time".into(),
+        },
+    );
+    assert!(fx.is_empty());
+
+    // The next query's request is protocol-valid.
+    h.query("go on");
+    let last = model_calls(&h.effects).last().unwrap().1.clone();
+    assert_history_valid(&last.messages);
+}
+
+#[test]
+fn interrupt_before_any_output_leaves_only_the_user_message() {
+    let mut h = Harness::new();
+    h.query("hi");
+    h.feed(Input::Interrupt);
+    assert_eq!(h.state().history, vec![Message::User { text: "hi".into() }]);
+    assert_eq!(h.results()[0].stop_reason, StopReason::Cancelled);
+}
+
+#[test]
+fn interrupt_mid_tool_cancels_unfinished_calls_and_keeps_finished_ones() {
+    let mut h = Harness::new();
+    h.query("two");
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(
+        req,
+        "",
+        &[
+            ("a", "bash", r#"{"command":"fast"}"#),
+            ("b", "bash", r#"{"command":"slow"}"#),
+        ],
+    );
+    let batch = tool_batches(&h.effects)[0].0;
+    h.tool_done(batch, "a", "fast done");
+    let fx = h.feed(Input::Interrupt);
+    assert!(fx.contains(&Effect::CancelTools { batch_id: batch }));
+    let results: Vec<_> = messages(&fx)
+        .into_iter()
+        .filter_map(|m| match m {
+            AgentMessage::ToolResult(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].call_id, "b");
+    assert!(results[0].cancelled);
+    // The late outcome of the cancelled call is ignored.
+    assert!(h.tool_done(batch, "b", "too late").is_empty());
+    assert_history_valid(&h.state().history);
+    assert_eq!(h.results()[0].stop_reason, StopReason::Cancelled);
+}
+
+#[test]
+fn interrupt_when_idle_does_nothing() {
+    let mut h = Harness::new();
+    assert!(h.feed(Input::Interrupt).is_empty());
+}
+
+#[test]
+fn clear_waits_behind_running_query() {
+    let mut h = Harness::new();
+    h.query("first");
+    let clear_id = h.query("/clear");
+    h.query("second");
+    // While the first turn runs, neither the clear nor the second query applied.
+    assert_eq!(h.state().queue.len(), 2);
+    assert_eq!(model_calls(&h.effects).len(), 1);
+
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(req, "one", &[]);
+    // The first turn ended, the clear applied, the second query started on an empty history.
+    let cleared = h.effects.iter().any(|e| {
+        matches!(e, Effect::Emit { turn_id: Some(t), message: AgentMessage::System(s) }
+                 if *t == clear_id && s.subtype == SystemSubtype::Cleared)
+    });
+    assert!(cleared);
+    let calls = model_calls(&h.effects);
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[1].1.messages,
+        vec![Message::User {
+            text: "second".into()
+        }]
+    );
+}
+
+#[test]
+fn every_accepted_query_gets_exactly_one_result() {
+    let mut h = Harness::new();
+    let ids: Vec<InputId> = (0..3).map(|i| h.query(&format!("q{i}"))).collect();
+    // Finish, interrupt, fail.
+    let r1 = model_calls(&h.effects)[0].0;
+    h.answer(r1, "done", &[]);
+    h.feed(Input::Interrupt);
+    let r3 = model_calls(&h.effects).last().unwrap().0;
+    h.feed(Input::ModelFailed {
+        request_id: r3,
+        error: "provider down".into(),
+    });
+    let mut result_turns: Vec<InputId> = h
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit {
+                turn_id: Some(t),
+                message: AgentMessage::Result(_),
+            } => Some(*t),
+            _ => None,
+        })
+        .collect();
+    result_turns.sort();
+    assert_eq!(result_turns, ids);
+    let reasons: Vec<StopReason> = h.results().iter().map(|r| r.stop_reason).collect();
+    assert_eq!(
+        reasons,
+        [
+            StopReason::EndTurn,
+            StopReason::Cancelled,
+            StopReason::Error
+        ]
+    );
+}
+
+#[test]
+fn provider_failure_emits_error_then_result_and_discards_partial_text() {
+    let mut h = Harness::new();
+    h.query("hi");
+    let req = model_calls(&h.effects)[0].0;
+    h.model(
+        req,
+        ModelEvent::TextDelta {
+            index: 0,
+            text: "Hal".into(),
+        },
+    );
+    let fx = h.feed(Input::ModelFailed {
+        request_id: req,
+        error: "HTTP 401".into(),
+    });
+    let events = messages(&fx);
+    assert_eq!(type_names(&events), ["stream_event", "error", "result"]);
+    assert!(
+        matches!(&events[0], AgentMessage::StreamEvent(s) if matches!(s.event, StreamDelta::Discard { .. }))
+    );
+    assert_eq!(h.results()[0].error.as_deref(), Some("HTTP 401"));
+    assert_eq!(h.state().history, vec![Message::User { text: "hi".into() }]);
+}
+
+#[test]
+fn retry_discards_partial_output_and_tells_the_user() {
+    let mut h = Harness::new();
+    h.query("hi");
+    let req = model_calls(&h.effects)[0].0;
+    h.model(
+        req,
+        ModelEvent::TextDelta {
+            index: 0,
+            text: "dup".into(),
+        },
+    );
+    let fx = h.model(
+        req,
+        ModelEvent::Retrying {
+            attempt: 1,
+            delay_ms: 200,
+            reason: "HTTP 500".into(),
+        },
+    );
+    assert_eq!(type_names(&messages(&fx)), ["stream_event", "system"]);
+    h.answer(req, "clean", &[]);
+    assert_eq!(h.results()[0].text, "clean");
+}
+
+#[test]
+fn without_partial_messages_no_stream_events_are_emitted() {
+    let mut h = Harness::with(3, false);
+    h.query("hi");
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(req, "Hello", &[]);
+    assert_eq!(type_names(&h.events()), ["user", "assistant", "result"]);
+}
+
+#[test]
+fn unknown_command_is_a_notice_and_never_reaches_the_model() {
+    let mut h = Harness::new();
+    let id = h.query("/foo");
+    assert!(model_calls(&h.effects).is_empty());
+    assert!(h.state().history.is_empty());
+    match &h.effects[..] {
+        [
+            Effect::Emit {
+                turn_id: Some(t),
+                message: AgentMessage::System(s),
+            },
+        ] => {
+            assert_eq!(*t, id);
+            assert_eq!(s.subtype, SystemSubtype::Notice);
+            assert!(s.message.contains("/foo"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn switching_model_keeps_history_and_uses_the_new_profile() {
+    let mut h = Harness::new();
+    h.query("hi");
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(req, "hello", &[]);
+    h.query("/model other");
+    assert_eq!(h.state().model, "other");
+    h.query("again");
+    let last = model_calls(&h.effects).last().unwrap().1.clone();
+    assert_eq!(last.profile, "other");
+    assert_eq!(last.messages.len(), 3);
+    let req = model_calls(&h.effects).last().unwrap().0;
+    h.answer(req, "hello again", &[]);
+
+    h.query("/model nope");
+    assert_eq!(h.state().model, "other");
+    let notice = h.events().into_iter().rev().find_map(|m| match m {
+        AgentMessage::System(s) => Some(s),
+        _ => None,
+    });
+    assert!(
+        notice
+            .unwrap()
+            .message
+            .contains("Unknown model profile `nope`")
+    );
+}
+
+#[test]
+fn usage_accumulates_over_turns() {
+    let mut h = Harness::new();
+    for q in ["a", "b"] {
+        h.query(q);
+        let req = model_calls(&h.effects).last().unwrap().0;
+        h.answer(req, "ok", &[]);
+    }
+    assert_eq!(h.state().usage.total.input_tokens, 20);
+    assert_eq!(h.state().usage.turns, 2);
+    h.feed(Input::Submit {
+        input_id: 99,
+        input: UserInput::Control {
+            command: ControlCommand::Usage,
+        },
+    });
+    let usage = h.events().into_iter().last().unwrap();
+    assert!(
+        matches!(usage, AgentMessage::System(s) if s.data.as_ref().unwrap()["session"]["input_tokens"] == 20)
+    );
+}
+
+#[test]
+fn debug_shows_state_without_secrets() {
+    let mut h = Harness::new();
+    h.query("/debug");
+    let debug = h.events().into_iter().last().unwrap();
+    let AgentMessage::System(s) = debug else {
+        panic!()
+    };
+    assert_eq!(s.subtype, SystemSubtype::Debug);
+    let data = s.data.unwrap();
+    assert_eq!(data["model"], "main");
+    assert_eq!(data["config"]["system_prompt"], "be brief");
+}
+
+#[test]
+fn tools_changed_applies_to_the_next_model_call() {
+    let mut h = Harness::new();
+    h.feed(Input::CatalogChanged {
+        tools: Default::default(),
+        servers: Default::default(),
+    });
+    h.query("hi");
+    assert!(model_calls(&h.effects)[0].1.tools.is_empty());
+}
+
+#[test]
+fn mcp_server_changes_are_reported_once_each() {
+    use crate::protocol::McpServerStatus;
+    let mut h = Harness::new();
+    let tools = h.state().tools.clone();
+    let catalog = |status: McpServerStatus| Input::CatalogChanged {
+        tools: tools.clone(),
+        servers: [("files".to_string(), status)].into_iter().collect(),
+    };
+    let fx = h.feed(catalog(McpServerStatus::Starting));
+    assert_eq!(messages(&fx).len(), 1);
+    assert!(
+        h.feed(catalog(McpServerStatus::Starting)).is_empty(),
+        "no change, no event"
+    );
+    let fx = h.feed(catalog(McpServerStatus::Failed {
+        reason: "command not found".into(),
+        stderr: vec!["boom".into()],
+    }));
+    let AgentMessage::System(s) = &messages(&fx)[0] else {
+        panic!()
+    };
+    assert_eq!(s.subtype, SystemSubtype::McpServerStatus);
+    assert!(
+        s.message
+            .contains("`files`: failed: command not found (stderr: boom)"),
+        "{}",
+        s.message
+    );
+    let data = s.data.clone().unwrap();
+    assert_eq!(data["server"], "files");
+    assert_eq!(data["state"], "failed");
+    assert_eq!(data["stderr"][0], "boom");
+}
+
+#[test]
+fn usage_cost_counts_turns_on_priced_profiles() {
+    let mut h = Harness::new();
+    if let Some(state) = h.state.as_mut() {
+        state.config.models[1].pricing = Some(crate::protocol::Pricing {
+            input_per_mtok: 2.0,
+            output_per_mtok: 10.0,
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+        });
+    }
+    h.query("unpriced");
+    let req = model_calls(&h.effects).last().unwrap().0;
+    h.answer(req, "a", &[]);
+    assert_eq!(
+        h.state().usage.cost_usd,
+        None,
+        "the main profile has no prices"
+    );
+
+    h.query("/model other");
+    h.query("priced");
+    let req = model_calls(&h.effects).last().unwrap().0;
+    h.answer(req, "b", &[]); // 10 input, 5 output tokens
+    let cost = h.state().usage.cost_usd.unwrap();
+    assert!(
+        (cost - (10.0 * 2.0 + 5.0 * 10.0) / 1_000_000.0).abs() < 1e-12,
+        "{cost}"
+    );
+    h.query("/usage");
+    let AgentMessage::System(usage) = h.events().into_iter().last().unwrap() else {
+        panic!()
+    };
+    assert!(usage.message.contains("Cost: $0.0001"), "{}", usage.message);
+}
+
+/// The persisted events of everything the harness emitted so far, stamped
+/// as the driver would.
+fn persisted(h: &Harness) -> Vec<crate::protocol::EventEnvelope> {
+    let mut seq = 0;
+    h.effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { turn_id, message } => {
+                seq += 1;
+                Some(crate::protocol::EventEnvelope {
+                    session_id: SessionId::from("s1"),
+                    seq,
+                    turn_id: *turn_id,
+                    at: chrono::DateTime::UNIX_EPOCH,
+                    message: message.clone(),
+                })
+            }
+            _ => None,
+        })
+        .filter(|e| e.message.is_persisted())
+        .collect()
+}
+
+fn fresh() -> SessionState {
+    let live = Harness::new();
+    let s = live.state();
+    SessionState::new(
+        s.session_id.clone(),
+        s.config.clone(),
+        "main".into(),
+        s.tools.clone(),
+    )
+}
+
+#[test]
+fn restore_closes_a_turn_the_process_left_in_a_tool_call() {
+    let mut h = Harness::new();
+    h.query("run it");
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(
+        req,
+        "Running.",
+        &[
+            ("c1", "bash", r#"{"command":"sleep 9"}"#),
+            ("c2", "bash", "{}"),
+        ],
+    );
+    let batch = tool_batches(&h.effects)[0].0;
+    h.tool_done(batch, "c1", "done");
+    // The process dies here: c2 never finished, no result was written.
+    let log = persisted(&h);
+    let mut state = fresh();
+    let fx = restore(&mut state, &log);
+    let closing = messages(&fx);
+    assert_eq!(type_names(&closing), ["tool_result", "result"]);
+    let AgentMessage::ToolResult(t) = &closing[0] else {
+        panic!()
+    };
+    assert!(t.cancelled && t.call_id == "c2");
+    let AgentMessage::Result(r) = &closing[1] else {
+        panic!()
+    };
+    assert_eq!(r.stop_reason, StopReason::Error);
+    assert_eq!(r.error.as_deref(), Some(super::restore::UNFINISHED_TURN));
+    assert_eq!(r.text, "Running.");
+    assert_history_valid(&state.history);
+    assert!(!state.is_busy());
+    assert_eq!(state.next_input_id(), 2);
+}
+
+#[test]
+fn restore_of_a_turn_cut_while_streaming_keeps_only_the_user_message() {
+    let mut h = Harness::new();
+    h.query("story");
+    let req = model_calls(&h.effects)[0].0;
+    h.model(
+        req,
+        ModelEvent::TextDelta {
+            index: 0,
+            text: "Once".into(),
+        },
+    );
+    let mut state = fresh();
+    let fx = restore(&mut state, &persisted(&h));
+    assert_eq!(type_names(&messages(&fx)), ["result"]);
+    assert_eq!(
+        state.history,
+        vec![Message::User {
+            text: "story".into()
+        }]
+    );
+}
+
+/// One step of a random conversation, chosen among what is possible now.
+fn act(h: &mut Harness, choice: u8, n: usize) {
+    let running = h.state().turn.clone();
+    match running.map(|t| t.phase) {
+        None => match choice % 6 {
+            0 => {
+                h.query("/clear");
+            }
+            1 => {
+                h.query(if n.is_multiple_of(2) {
+                    "/model other"
+                } else {
+                    "/model main"
+                });
+            }
+            _ => {
+                h.query(&format!("question {n}"));
+            }
+        },
+        Some(Phase::Streaming { request_id, .. }) => match choice % 7 {
+            0 => {
+                h.model(
+                    request_id,
+                    ModelEvent::TextDelta {
+                        index: 0,
+                        text: "partial".into(),
+                    },
+                );
+                h.feed(Input::Interrupt);
+            }
+            1 => {
+                h.feed(Input::ModelFailed {
+                    request_id,
+                    error: "down".into(),
+                });
+            }
+            2 => {
+                h.answer(request_id, "", &[("x", "bash", "{broken")]);
+            }
+            3 | 4 => {
+                let a = format!("a{n}");
+                let b = format!("b{n}");
+                h.answer(
+                    request_id,
+                    "tools",
+                    &[(&a, "bash", "{}"), (&b, "bash", "{}")],
+                );
+            }
+            _ => {
+                h.answer(request_id, &format!("answer {n}"), &[]);
+            }
+        },
+        Some(Phase::RunningTools { batch_id, calls }) => match choice % 4 {
+            0 => {
+                h.feed(Input::Interrupt);
+            }
+            _ => {
+                if let Some(call) = calls.iter().rev().find(|c| c.outcome.is_none()) {
+                    h.tool_done(batch_id, &call.id.clone(), "ok");
+                }
+            }
+        },
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A session loaded from its log is the session that wrote it.
+    #[test]
+    fn fold_of_the_persisted_events_equals_the_live_state(choices in proptest::collection::vec(any::<u8>(), 0..80)) {
+        let mut h = Harness::with(4, true);
+        for (n, choice) in choices.into_iter().enumerate() {
+            act(&mut h, choice, n);
+        }
+        if h.state().turn.is_some() {
+            h.feed(Input::Interrupt); // settle: a live session between turns
+        }
+        let mut restored = fresh();
+    let fx = restore(&mut restored, &persisted(&h));
+        prop_assert!(fx.is_empty(), "nothing to close: {fx:?}");
+        let live = h.state();
+        prop_assert_eq!(&restored.history, &live.history);
+        prop_assert_eq!(&restored.model, &live.model);
+        prop_assert_eq!(&restored.usage, &live.usage);
+        prop_assert_eq!(restored.next_input_id(), live.next_input_id());
+        assert_history_valid(&restored.history);
+    }
+}
+
+#[test]
+fn session_commands_hold_the_queue_until_the_driver_answers() {
+    let mut h = Harness::new();
+    let new = h.query("/new");
+    h.query("after");
+    assert!(
+        model_calls(&h.effects).is_empty(),
+        "the query waits behind /new"
+    );
+    assert!(h.effects.contains(&Effect::SessionCommand {
+        input_id: new,
+        command: SessionCommand::New
+    }));
+    assert!(h.state().is_busy());
+    // An answer for another input changes nothing.
+    let stray = h.feed(Input::CommandDone {
+        input_id: 999,
+        reply: crate::session::core::commands::failed("new", "x"),
+    });
+    assert!(stray.is_empty());
+    let fx = h.feed(Input::CommandDone {
+        input_id: new,
+        reply: crate::session::core::commands::new::created(&SessionId::from("s2")),
+    });
+    let AgentMessage::System(reply) = &messages(&fx)[0] else {
+        panic!()
+    };
+    assert_eq!(reply.subtype, SystemSubtype::NewConversation);
+    assert_eq!(reply.data.as_ref().unwrap()["switch_to"], "s2");
+    assert_eq!(model_calls(&fx).len(), 1, "then the queued query runs");
+    assert_eq!(
+        h.state().history.len(),
+        1,
+        "/new leaves this session's history alone"
+    );
+}
+
+#[test]
+fn shutdown_answers_a_session_command_still_running() {
+    let mut h = Harness::new();
+    let new = h.query("/new");
+    let queued = h.query("after");
+    let fx = h.feed(Input::Shutdown);
+    let answered: Vec<(Option<InputId>, &'static str)> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { turn_id, message } => Some((*turn_id, message.type_name())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answered, [(Some(new), "system"), (Some(queued), "result")]);
+    assert!(!h.state().is_busy(), "nothing is left waiting");
+    // Its reply, should it still come, changes nothing.
+    let late = h.feed(Input::CommandDone {
+        input_id: new,
+        reply: crate::session::core::commands::new::created(&SessionId::from("s2")),
+    });
+    assert!(late.is_empty());
+}
+
+#[test]
+fn shutdown_cancels_the_turn_and_answers_every_queued_input() {
+    let mut h = Harness::new();
+    let running = h.query("running");
+    let queued = h.query("queued");
+    let command = h.query("/usage");
+    let fx = h.feed(Input::Shutdown);
+    let ends: Vec<(Option<InputId>, &'static str)> = fx
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit { turn_id, message } => Some((*turn_id, message.type_name())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            (Some(running), "result"),
+            (Some(queued), "result"),
+            (Some(command), "system")
+        ]
+    );
+    assert!(model_calls(&fx).is_empty(), "nothing new starts");
+    assert!(h.state().is_idle());
+    assert!(
+        h.results()
+            .iter()
+            .all(|r| r.stop_reason == StopReason::Cancelled)
+    );
+}

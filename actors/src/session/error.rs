@@ -1,0 +1,69 @@
+//! Why a session, or the set of sessions, could not do what was asked.
+//!
+//! One error for every session operation a front end can call: each variant
+//! says what went wrong in words a user can act on (an HTTP front end maps
+//! them to status codes).
+
+use crate::protocol::SessionId;
+use crate::store::StoreError;
+
+/// Why a session could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("unknown model profile `{name}`; configured profiles: {available}")]
+    UnknownProfile { name: String, available: String },
+    #[error("session {0} is not running")]
+    Gone(SessionId),
+    #[error("agentbus is shutting down: no session can be started or loaded")]
+    ShuttingDown,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// A request to a session actor that failed: its own error, or the actor
+/// not running.
+impl<M> From<kameo::error::SendError<M, SessionError>> for SessionError {
+    fn from(e: kameo::error::SendError<M, SessionError>) -> Self {
+        match e {
+            kameo::error::SendError::HandlerError(e) => e,
+            other => SessionError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// What kind of failure a [`SessionError`] is, for front ends that answer
+/// with a status (HTTP) instead of the message alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// No such session (or no session id starts with the prefix).
+    NotFound,
+    /// The request itself was wrong: an unknown profile, an ambiguous
+    /// prefix, a fork point past the end of the log.
+    Invalid,
+    /// Another agentbus process drives the session.
+    Conflict,
+    /// agentbus is shutting down.
+    Unavailable,
+    /// Anything else: a store failure, a bug.
+    Internal,
+}
+
+impl SessionError {
+    /// What kind of failure this is.
+    pub fn failure(&self) -> Failure {
+        match self {
+            SessionError::UnknownProfile { .. } => Failure::Invalid,
+            SessionError::Gone(_) => Failure::NotFound,
+            SessionError::ShuttingDown => Failure::Unavailable,
+            SessionError::Store(e) => match e {
+                StoreError::NotFound { .. } => Failure::NotFound,
+                StoreError::Ambiguous { .. } | StoreError::SeqOutOfRange { .. } => Failure::Invalid,
+                StoreError::Busy { .. } => Failure::Conflict,
+                _ => Failure::Internal,
+            },
+            SessionError::Internal(_) => Failure::Internal,
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! A handle on one live session: what a front end holds to talk to it.
+//!
+//! Cheap to clone. Inputs go to the session's AgentLoop; events come from
+//! its topic — recent ones from the ring, older ones from the store — so a
+//! subscriber can start after any seq (subscribe before submitting, and
+//! nothing is missed).
+
+use super::SessionError;
+use super::actor::{AgentLoop, Feed, IdleFor, Snapshot, Submit};
+use super::core::{Input, SessionState};
+use crate::bus::feed::EventSource;
+use crate::bus::{SessionTopic, SubscribeError, Subscription};
+use crate::protocol::{EventEnvelope, InputId, SessionId, UserInput};
+use crate::store::{SessionStore, StoreError};
+use kameo::actor::ActorRef;
+use std::sync::Arc;
+
+/// A live session.
+#[derive(Clone)]
+pub struct SessionHandle {
+    id: SessionId,
+    agent_loop: ActorRef<AgentLoop>,
+    topic: Arc<SessionTopic>,
+    store: Arc<dyn SessionStore>,
+    /// The last seq stored before this load (0 for a new session).
+    loaded_after: u64,
+    /// One count per clone: the SessionManager holds one, so more means a
+    /// front end is using the session and it must stay loaded.
+    users: Arc<()>,
+}
+
+impl SessionHandle {
+    pub(crate) fn new(
+        id: SessionId,
+        agent_loop: ActorRef<AgentLoop>,
+        topic: Arc<SessionTopic>,
+        store: Arc<dyn SessionStore>,
+        loaded_after: u64,
+    ) -> Self {
+        SessionHandle {
+            id,
+            agent_loop,
+            topic,
+            store,
+            loaded_after,
+            users: Arc::new(()),
+        }
+    }
+
+    /// Whether anyone besides the SessionManager holds this session.
+    pub(crate) fn in_use(&self) -> bool {
+        Arc::strong_count(&self.users) > 1
+    }
+
+    pub fn id(&self) -> &SessionId {
+        &self.id
+    }
+
+    /// The last seq stored before this load: subscribe after it to see
+    /// everything this load did (the closing of a turn a dead process left,
+    /// the `session_started` event, ...), or after 0 for the whole story.
+    pub fn loaded_after(&self) -> u64 {
+        self.loaded_after
+    }
+
+    /// Queue a query or control command; returns its input id.
+    pub async fn submit(&self, input: UserInput) -> Result<InputId, SessionError> {
+        self.agent_loop
+            .ask(Submit(input))
+            .await
+            .map_err(|_| SessionError::Gone(self.id.clone()))
+    }
+
+    /// Queue text typed by a user (slash commands are parsed by the session).
+    pub async fn submit_text(&self, text: impl Into<String>) -> Result<InputId, SessionError> {
+        self.submit(UserInput::Query { text: text.into() }).await
+    }
+
+    /// Cancel the running turn now.
+    pub async fn interrupt(&self) -> Result<(), SessionError> {
+        self.feed(Input::Interrupt).await
+    }
+
+    /// The process is stopping: the running turn ends with a stored
+    /// `cancelled` result and queued inputs are answered without running
+    /// (all of it committed when this returns).
+    pub(crate) async fn shut_down(&self) -> Result<(), SessionError> {
+        self.feed(Input::Shutdown).await
+    }
+
+    async fn feed(&self, input: Input) -> Result<(), SessionError> {
+        self.agent_loop
+            .ask(Feed(input))
+            .await
+            .map_err(|_| SessionError::Gone(self.id.clone()))
+    }
+
+    /// Events after `after_seq` that the in-memory ring holds, then live
+    /// ones; see [`stored_events`](Self::stored_events) for older ones.
+    pub fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError> {
+        self.topic.subscribe(after_seq)
+    }
+
+    /// Stored events with `after_seq < seq <= up_to` (the persisted ones).
+    pub async fn stored_events(
+        &self,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, SessionError> {
+        Ok(self.store.load_events(&self.id, after_seq, up_to).await?)
+    }
+
+    pub fn topic(&self) -> &Arc<SessionTopic> {
+        &self.topic
+    }
+
+    /// A copy of the session state.
+    pub async fn snapshot(&self) -> Result<SessionState, SessionError> {
+        self.agent_loop
+            .ask(Snapshot)
+            .await
+            .ok()
+            .flatten()
+            .ok_or_else(|| SessionError::Gone(self.id.clone()))
+    }
+
+    /// Nothing running and nothing queued.
+    pub async fn is_idle(&self) -> bool {
+        self.idle_for().await.is_some()
+    }
+
+    /// How long the session has had nothing running and nothing queued;
+    /// `None` while it is busy (or gone).
+    pub(crate) async fn idle_for(&self) -> Option<std::time::Duration> {
+        self.agent_loop.ask(IdleFor).await.ok().flatten()
+    }
+
+    /// Whether the session's AgentLoop still runs.
+    pub fn is_alive(&self) -> bool {
+        self.agent_loop.is_alive()
+    }
+
+    /// Stop the session's AgentLoop (running work is cancelled).
+    pub async fn stop(&self) {
+        let _ = self.agent_loop.stop_gracefully().await;
+        self.agent_loop.wait_for_shutdown().await;
+    }
+}
+
+/// A live session is the source of its own events: the topic for recent and
+/// live ones, the store for older ones.
+#[async_trait::async_trait]
+impl EventSource for SessionHandle {
+    fn session_id(&self) -> &SessionId {
+        &self.id
+    }
+
+    fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError> {
+        self.topic.subscribe(after_seq)
+    }
+
+    async fn stored_events(
+        &self,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, StoreError> {
+        self.store.load_events(&self.id, after_seq, up_to).await
+    }
+}

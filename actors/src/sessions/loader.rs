@@ -1,0 +1,144 @@
+//! SessionLoader: the state a session's AgentLoop starts from — a fresh one
+//! built from the configuration, or a stored one folded from its log.
+//!
+//! Exists so that the SessionManager can load a stored session on a task of
+//! its own (a long log is a database read and a fold through the core)
+//! instead of inside its handler, where every other request would wait, and
+//! so that a stored conversation can be read without loading it (no lease
+//! taken). Holds what every session starts from — the settings, the stored
+//! sessions (the store and this process's lease owner), the tool catalog —
+//! and is the one place the SessionManager and the Runtime read them from.
+//! Cloned into each load; never starts an actor.
+
+use crate::protocol::{EventEnvelope, Message, SessionId};
+use crate::session::SessionError;
+use crate::session::core::{Effect, SessionConfig, SessionState, restore};
+use crate::settings::Settings;
+use crate::store::SessionRecord;
+use crate::stored_sessions::StoredSessions;
+use crate::tools::registry::ToolCatalog;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+#[derive(Clone)]
+pub struct SessionLoader {
+    settings: Arc<Settings>,
+    /// The system prompt with the prompts of the enabled MCP servers.
+    system_prompt: Arc<str>,
+    catalog: watch::Receiver<Arc<ToolCatalog>>,
+    stored: StoredSessions,
+}
+
+/// A stored session, ready to start: its lease is taken.
+pub struct Restored {
+    pub state: SessionState,
+    /// What the core asks for first (e.g. closing a turn a dead process left
+    /// open).
+    pub startup: Vec<Effect>,
+    pub last_seq: u64,
+    pub workspace: PathBuf,
+}
+
+impl SessionLoader {
+    pub fn new(
+        settings: Arc<Settings>,
+        catalog: watch::Receiver<Arc<ToolCatalog>>,
+        stored: StoredSessions,
+    ) -> Self {
+        SessionLoader {
+            system_prompt: system_prompt(&settings).into(),
+            settings,
+            catalog,
+            stored,
+        }
+    }
+
+    pub fn settings(&self) -> &Arc<Settings> {
+        &self.settings
+    }
+
+    /// The stored sessions (the store, and the owner of the leases this
+    /// loader takes).
+    pub fn stored(&self) -> &StoredSessions {
+        &self.stored
+    }
+
+    /// The tool catalog as it changes (what new sessions start with).
+    pub fn catalog(&self) -> &watch::Receiver<Arc<ToolCatalog>> {
+        &self.catalog
+    }
+
+    /// A state for a new session `id` built from the current configuration.
+    pub fn fresh_state(&self, id: SessionId, model: String, workspace: &Path) -> SessionState {
+        let config = SessionConfig {
+            system_prompt: self.system_prompt.to_string(),
+            max_steps: self.settings.max_steps,
+            include_partial_messages: self.settings.include_partial_messages,
+            models: self.settings.model_infos(),
+            workspace: workspace.display().to_string(),
+        };
+        let tools = self.catalog.borrow().tools.clone();
+        SessionState::new(id, config, model, tools)
+    }
+
+    /// Take stored session `id`'s lease and fold its log. A model profile no
+    /// longer configured falls back to the default, a workspace gone from
+    /// disk to the configured one.
+    pub async fn load(&self, id: SessionId) -> Result<Restored, SessionError> {
+        let store = self.stored.store();
+        let (record, events) = store.acquire(&id, self.stored.owner()).await?;
+        Ok(self.fold(&record, &events))
+    }
+
+    /// Stored session `record`'s conversation as the model sees it, read
+    /// from the store without taking the lease (another process may be
+    /// driving it), with the stored events it comes from.
+    pub async fn read(
+        &self,
+        record: &SessionRecord,
+    ) -> Result<(Vec<Message>, Vec<EventEnvelope>), SessionError> {
+        let events = self.stored.events(&record.id, 0, None).await?;
+        let history = self.fold(record, &events).state.history;
+        Ok((history, events))
+    }
+
+    /// A session's log folded through the core.
+    fn fold(&self, record: &SessionRecord, events: &[EventEnvelope]) -> Restored {
+        let id = &record.id;
+        let model = if self.settings.models.contains_key(&record.model) {
+            record.model.clone()
+        } else {
+            tracing::warn!(session = %id, model = %record.model, "the session's model profile is no longer configured; using the default");
+            self.settings.model.clone()
+        };
+        let stored_workspace = PathBuf::from(&record.workspace);
+        let workspace = if stored_workspace.is_dir() {
+            stored_workspace
+        } else {
+            self.settings.workspace.clone()
+        };
+        let mut state = self.fresh_state(id.clone(), model, &workspace);
+        let startup = restore(&mut state, events);
+        let last_seq = record
+            .last_seq
+            .max(events.last().map(|e| e.seq).unwrap_or(0));
+        Restored {
+            state,
+            startup,
+            last_seq,
+            workspace,
+        }
+    }
+}
+
+/// The configured prompt, then the `prompt` of each enabled MCP server.
+fn system_prompt(settings: &Settings) -> String {
+    let mut prompt = settings.system_prompt.clone();
+    for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.enabled) {
+        if let Some(extra) = server.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+            prompt.push_str(&format!("\n\n# MCP server `{name}`\n{}", extra.trim()));
+        }
+    }
+    prompt
+}

@@ -1,0 +1,444 @@
+//! SessionManager actor: creates sessions, loads stored ones, unloads idle
+//! ones.
+//!
+//! Owns the table of loaded sessions (one AgentLoop and one topic each).
+//! Accepts [`CreateSession`], [`OpenSession`] (loads a stored session on a
+//! task of its own — takes its lease, folds its log through the pure core,
+//! closes a turn a dead process left open — while other requests go on; a
+//! second request for the same session waits for that load),
+//! [`LoadedSession`], [`LoadedSessions`], [`CloseSession`], [`SweepIdle`]
+//! (unloads sessions that nobody holds or watches and that have been idle for
+//! `idle_unload_secs`; they stay stored), [`DeleteSession`] and [`StopAll`].
+//!
+//! Never touches a conversation: everything a session does goes through its
+//! AgentLoop. Holds a session's lease exactly while it is loaded here, so
+//! another agentbus process on the same data dir is told it is in use.
+
+use super::loader::{Restored, SessionLoader};
+use crate::bus::{LifecycleTopic, SessionTopic};
+use crate::protocol::{LifecycleKind, SessionId};
+use crate::provider::ModelClient;
+use crate::session::actor::{AgentLoop, AgentLoopArgs};
+use crate::session::core::{Effect, SessionState};
+use crate::session::{SessionError, SessionHandle};
+use crate::store::NewSession;
+use crate::tools::executor::ToolExecutor;
+use futures::FutureExt;
+use futures::future::join_all;
+use kameo::Actor;
+use kameo::actor::{ActorRef, Spawn};
+use kameo::message::{Context, Message};
+use kameo::reply::DelegatedReply;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// How to create a session; unset fields come from the settings.
+#[derive(Clone, Debug, Default)]
+pub struct SessionOptions {
+    /// Model profile name.
+    pub model: Option<String>,
+    pub workspace: Option<PathBuf>,
+    /// A title (otherwise the first query names the session).
+    pub title: Option<String>,
+}
+
+/// Create a session.
+pub struct CreateSession(pub SessionOptions);
+
+/// A stored session, loaded if it is not already.
+pub struct OpenSession(pub SessionId);
+
+/// A loaded session by id.
+pub struct LoadedSession(pub SessionId);
+
+/// Ids of the loaded sessions.
+pub struct LoadedSessions;
+
+/// Stop a session's AgentLoop and release it; `true` if it was loaded.
+pub struct CloseSession(pub SessionId);
+
+/// Unload the sessions idle for longer than `idle_unload_secs`; replies with
+/// how many were unloaded.
+pub struct SweepIdle;
+
+/// Stop every session and release every lease (shutdown): running turns
+/// end with a stored `cancelled` result first. No session is created or
+/// loaded after it.
+pub struct StopAll;
+
+/// Delete a session: unload it if loaded, then remove it from the store.
+pub struct DeleteSession(pub SessionId);
+
+/// A load started by [`OpenSession`] has ended (sent by the loading task).
+struct LoadEnded {
+    id: SessionId,
+    ticket: u64,
+    loaded: Result<Restored, SessionError>,
+}
+
+/// A stored session being loaded.
+struct Loading {
+    /// Tells this load from a later one of the same session.
+    ticket: u64,
+    /// Who asked for the session meanwhile. A sender dropped unanswered
+    /// (the load failed or was called off) makes its asker try again.
+    waiters: Vec<oneshot::Sender<SessionHandle>>,
+}
+
+/// The actor.
+pub struct SessionManager {
+    lifecycle: Arc<LifecycleTopic>,
+    model: Arc<dyn ModelClient>,
+    tools: ActorRef<ToolExecutor>,
+    /// The settings, store, tool catalog and lease owner sessions start with.
+    loader: SessionLoader,
+    sessions: HashMap<SessionId, SessionHandle>,
+    loading: HashMap<SessionId, Loading>,
+    next_ticket: u64,
+    /// [`StopAll`] has run.
+    stopped: bool,
+}
+
+/// What a SessionManager starts from.
+pub struct SessionManagerArgs {
+    pub lifecycle: Arc<LifecycleTopic>,
+    pub model: Arc<dyn ModelClient>,
+    pub tools: ActorRef<ToolExecutor>,
+    pub loader: SessionLoader,
+}
+
+impl Actor for SessionManager {
+    type Args = SessionManagerArgs;
+    type Error = kameo::error::Infallible;
+
+    async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+        let idle = Duration::from_secs(args.loader.settings().sessions.idle_unload_secs.max(1));
+        let weak = me.downgrade();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(
+                (idle / 4).clamp(Duration::from_secs(1), Duration::from_secs(60)),
+            );
+            loop {
+                ticks.tick().await;
+                let Some(me) = weak.upgrade() else { return };
+                if me.tell(SweepIdle).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(SessionManager {
+            loader: args.loader,
+            lifecycle: args.lifecycle,
+            model: args.model,
+            tools: args.tools,
+            sessions: HashMap::new(),
+            loading: HashMap::new(),
+            next_ticket: 0,
+            stopped: false,
+        })
+    }
+}
+
+impl SessionManager {
+    fn start(
+        &mut self,
+        state: SessionState,
+        startup: Vec<Effect>,
+        resumed: bool,
+        last_seq: u64,
+        workspace: PathBuf,
+    ) -> SessionHandle {
+        let id = state.session_id.clone();
+        let topic = Arc::new(SessionTopic::new(last_seq));
+        let agent_loop = AgentLoop::spawn(AgentLoopArgs {
+            state,
+            startup,
+            resumed,
+            last_seq,
+            catalog: self.loader.catalog().clone(),
+            topic: topic.clone(),
+            lifecycle: self.lifecycle.clone(),
+            model: self.model.clone(),
+            tools: self.tools.clone(),
+            stored: self.loader.stored().clone(),
+            workspace,
+        });
+        let handle = SessionHandle::new(
+            id.clone(),
+            agent_loop,
+            topic,
+            self.loader.stored().store().clone(),
+            last_seq,
+        );
+        self.sessions.insert(id, handle.clone());
+        handle
+    }
+
+    fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
+        self.lifecycle.announce(session_id, kind);
+    }
+
+    /// Stop a session that was removed from the table and give its lease
+    /// back.
+    async fn release(&self, handle: &SessionHandle) {
+        handle.stop().await;
+        self.announce(handle.id(), LifecycleKind::Closed);
+        self.release_lease(handle.id()).await;
+    }
+
+    async fn release_lease(&self, id: &SessionId) {
+        self.loader.stored().release(id).await;
+    }
+
+    /// Shut a session down (its running turn ends with a stored result) and
+    /// release it.
+    async fn shut_down(&self, handle: &SessionHandle) {
+        let _ = handle.shut_down().await;
+        self.release(handle).await;
+    }
+}
+
+impl Message<CreateSession> for SessionManager {
+    type Reply = Result<SessionHandle, SessionError>;
+
+    async fn handle(
+        &mut self,
+        CreateSession(options): CreateSession,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        if self.stopped {
+            return Err(SessionError::ShuttingDown);
+        }
+        let settings = self.loader.settings();
+        let model = options.model.unwrap_or_else(|| settings.model.clone());
+        if !settings.models.contains_key(&model) {
+            return Err(SessionError::UnknownProfile {
+                name: model,
+                available: settings
+                    .models
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            });
+        }
+        let workspace = options
+            .workspace
+            .unwrap_or_else(|| settings.workspace.clone());
+        let new = NewSession {
+            id: SessionId::new(),
+            model: model.clone(),
+            workspace: workspace.display().to_string(),
+        };
+        let record = self.loader.stored().create(new, options.title).await?;
+        let id = record.id;
+        let state = self.loader.fresh_state(id, model, &workspace);
+        Ok(self.start(state, Vec::new(), false, 0, workspace))
+    }
+}
+
+impl Message<OpenSession> for SessionManager {
+    type Reply = DelegatedReply<Result<SessionHandle, SessionError>>;
+
+    async fn handle(
+        &mut self,
+        OpenSession(id): OpenSession,
+        ctx: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        if let Some(handle) = self.sessions.get(&id) {
+            if handle.is_alive() {
+                return ctx.reply(Ok(handle.clone()));
+            }
+            // Its AgentLoop died: the load below takes its place (and its
+            // lease, which no later clean-up of the dead one may release).
+            self.sessions.remove(&id);
+        }
+        if self.stopped {
+            return ctx.reply(Err(SessionError::ShuttingDown));
+        }
+        let me = ctx.actor_ref().clone();
+        if let Some(loading) = self.loading.get_mut(&id) {
+            let (waiter, loaded) = oneshot::channel();
+            loading.waiters.push(waiter);
+            return ctx.spawn(async move {
+                match loaded.await {
+                    Ok(handle) => Ok(handle),
+                    // That load failed or was called off: ask again, for an
+                    // answer of our own.
+                    Err(_) => me.ask(OpenSession(id)).await.map_err(SessionError::from),
+                }
+            });
+        }
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        let waiters = Vec::new();
+        self.loading.insert(id.clone(), Loading { ticket, waiters });
+        let loader = self.loader.clone();
+        ctx.spawn(async move {
+            // Whatever happens, the load ends with `LoadEnded`: a load that
+            // never reported would keep later requests for it waiting.
+            let load = std::panic::AssertUnwindSafe(loader.load(id.clone()));
+            let loaded = load.catch_unwind().await.unwrap_or_else(|_| {
+                Err(SessionError::Internal(format!(
+                    "loading session {id} failed (a bug: it panicked)"
+                )))
+            });
+            let done = LoadEnded { id, ticket, loaded };
+            me.ask(done).await.map_err(SessionError::from)
+        })
+    }
+}
+
+impl Message<LoadEnded> for SessionManager {
+    type Reply = Result<SessionHandle, SessionError>;
+
+    async fn handle(
+        &mut self,
+        LoadEnded { id, ticket, loaded }: LoadEnded,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        let current = self.loading.get(&id).is_some_and(|l| l.ticket == ticket);
+        let waiters = match current {
+            true => self.loading.remove(&id).map(|l| l.waiters),
+            false => None,
+        };
+        match (loaded, waiters) {
+            (Ok(loaded), Some(waiters)) => {
+                let Restored {
+                    state,
+                    startup,
+                    last_seq,
+                    workspace,
+                } = loaded;
+                let handle = self.start(state, startup, true, last_seq, workspace);
+                for waiter in waiters {
+                    let _ = waiter.send(handle.clone());
+                }
+                Ok(handle)
+            }
+            (loaded, _) => {
+                // Called off while it loaded (deleted, or shutting down), or
+                // failed after taking the lease (a store error means it was
+                // not taken): give the lease back unless the session is here
+                // again by now.
+                let leased = !matches!(loaded, Err(SessionError::Store(_)));
+                if leased && !self.sessions.contains_key(&id) && !self.loading.contains_key(&id) {
+                    self.release_lease(&id).await;
+                }
+                match loaded {
+                    Ok(_) if self.stopped => Err(SessionError::ShuttingDown),
+                    Ok(_) => Err(SessionError::Gone(id)),
+                    Err(e) => Err(e),
+                }
+            }
+        }
+    }
+}
+
+impl Message<LoadedSession> for SessionManager {
+    type Reply = Option<SessionHandle>;
+
+    async fn handle(
+        &mut self,
+        LoadedSession(id): LoadedSession,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        self.sessions.get(&id).filter(|h| h.is_alive()).cloned()
+    }
+}
+
+impl Message<LoadedSessions> for SessionManager {
+    type Reply = Vec<SessionId>;
+
+    async fn handle(
+        &mut self,
+        _: LoadedSessions,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        let mut ids: Vec<_> = self.sessions.keys().cloned().collect();
+        ids.sort();
+        ids
+    }
+}
+
+impl Message<CloseSession> for SessionManager {
+    type Reply = bool;
+
+    async fn handle(
+        &mut self,
+        CloseSession(id): CloseSession,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> bool {
+        match self.sessions.remove(&id) {
+            Some(handle) => {
+                self.release(&handle).await;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Message<SweepIdle> for SessionManager {
+    type Reply = usize;
+
+    async fn handle(&mut self, _: SweepIdle, _: &mut Context<Self, Self::Reply>) -> usize {
+        let limit = Duration::from_secs(self.loader.settings().sessions.idle_unload_secs);
+        // A front end holds it, or someone is watching: not idle.
+        let unused: Vec<&SessionHandle> = self
+            .sessions
+            .values()
+            .filter(|h| !h.in_use() && h.topic().subscriber_count() == 0)
+            .collect();
+        let idle_for = join_all(unused.iter().map(|h| h.idle_for())).await;
+        let idle: Vec<SessionId> = unused
+            .iter()
+            .zip(idle_for)
+            .filter(|(h, idle_for)| idle_for.is_some_and(|d| d >= limit) || !h.is_alive())
+            .map(|(h, _)| h.id().clone())
+            .collect();
+        let handles: Vec<_> = idle
+            .iter()
+            .filter_map(|id| self.sessions.remove(id))
+            .collect();
+        for handle in &handles {
+            tracing::debug!(session = %handle.id(), "unloading an idle session");
+        }
+        join_all(handles.iter().map(|h| self.release(h))).await;
+        handles.len()
+    }
+}
+
+impl Message<StopAll> for SessionManager {
+    type Reply = ();
+
+    async fn handle(&mut self, _: StopAll, _: &mut Context<Self, Self::Reply>) {
+        self.stopped = true;
+        // Loads in flight are called off; whoever waits for one is told the
+        // session is gone.
+        self.loading.clear();
+        let handles: Vec<_> = self.sessions.drain().map(|(_, h)| h).collect();
+        join_all(handles.iter().map(|h| self.shut_down(h))).await;
+    }
+}
+
+impl Message<DeleteSession> for SessionManager {
+    type Reply = Result<(), SessionError>;
+
+    async fn handle(
+        &mut self,
+        DeleteSession(id): DeleteSession,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        // A load in flight is called off; whoever waits for it asks again
+        // (and is told the session does not exist).
+        self.loading.remove(&id);
+        if let Some(handle) = self.sessions.remove(&id) {
+            self.shut_down(&handle).await;
+        }
+        self.loader.stored().delete(&id).await
+    }
+}

@@ -1,0 +1,125 @@
+//! What the store keeps about a session besides its log, and how the list
+//! of sessions is paged. Plain data, the same for every backend.
+
+use crate::protocol::SessionId;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// `SessionRecord::status` while a process holds the lease.
+pub const STATUS_ACTIVE: &str = "active";
+/// `SessionRecord::status` otherwise.
+pub const STATUS_IDLE: &str = "idle";
+
+/// Titles taken from the first user message are at most this many characters.
+pub const TITLE_MAX_CHARS: usize = 80;
+
+/// A stored session, without its log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionRecord {
+    pub id: SessionId,
+    /// From the first user message (see [`title_from`]); `None` until there
+    /// is one.
+    pub title: Option<String>,
+    pub created_at: DateTime<Utc>,
+    /// When an event was last appended (or the session created, forked,
+    /// imported).
+    pub updated_at: DateTime<Utc>,
+    /// The model profile the session uses.
+    pub model: String,
+    pub workspace: String,
+    /// The session this one was forked from, and the parent's seq it was
+    /// forked at.
+    pub parent: Option<(SessionId, u64)>,
+    /// [`STATUS_ACTIVE`] while a process holds the lease, else [`STATUS_IDLE`].
+    pub status: String,
+    /// The process holding the lease.
+    pub owner: Option<super::Owner>,
+    /// The highest stored seq (0: no events).
+    pub last_seq: u64,
+    /// How many events are stored.
+    pub event_count: u64,
+}
+
+impl SessionRecord {
+    /// For a fork, the parent's seq it was forked at; else the last seq.
+    pub fn forked_at(&self) -> u64 {
+        self.parent.as_ref().map_or(self.last_seq, |(_, seq)| *seq)
+    }
+}
+
+/// What a new session starts with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewSession {
+    pub id: SessionId,
+    pub model: String,
+    pub workspace: String,
+}
+
+/// A session's title, from the text of its first user message: the first
+/// non-blank line, cut to [`TITLE_MAX_CHARS`] characters (with an ellipsis).
+pub fn title_from(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|line| !line.is_empty())?;
+    if line.chars().count() <= TITLE_MAX_CHARS {
+        return Some(line.to_string());
+    }
+    let cut: String = line.chars().take(TITLE_MAX_CHARS - 1).collect();
+    Some(format!("{}…", cut.trim_end()))
+}
+
+/// Which page of the list of sessions (most recently updated first).
+#[derive(Clone, Debug, Default)]
+pub struct ListPage {
+    /// At most this many (default: all).
+    pub limit: Option<usize>,
+    /// Only the sessions after this place in the list (the next page).
+    pub after: Option<ListCursor>,
+}
+
+/// A place in the list of sessions: just after the session updated at
+/// `updated_at` with id `id`. Stable when sessions are updated meanwhile (an
+/// updated session moves to the top; the pages after stay as they were).
+/// Written `MICROS.ID` (unix microseconds, the session id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListCursor {
+    pub updated_at: DateTime<Utc>,
+    pub id: SessionId,
+}
+
+impl ListCursor {
+    /// The place just after `record`.
+    pub fn after(record: &SessionRecord) -> Self {
+        ListCursor {
+            updated_at: record.updated_at,
+            id: record.id.clone(),
+        }
+    }
+}
+
+impl std::fmt::Display for ListCursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.updated_at.timestamp_micros(), self.id)
+    }
+}
+
+impl std::str::FromStr for ListCursor {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let expected = "expected the `next` value of a previous page (MICROS.ID)";
+        let (micros, id) = s
+            .split_once('.')
+            .ok_or_else(|| format!("`{s}` is not a list cursor; {expected}"))?;
+        let updated_at = micros
+            .parse::<i64>()
+            .ok()
+            .and_then(DateTime::from_timestamp_micros)
+            .ok_or_else(|| format!("`{micros}` is not a time in microseconds; {expected}"))?;
+        if id.is_empty() {
+            return Err(format!("`{s}` names no session; {expected}"));
+        }
+        Ok(ListCursor {
+            updated_at,
+            id: SessionId(id.to_string()),
+        })
+    }
+}

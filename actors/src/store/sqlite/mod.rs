@@ -1,0 +1,260 @@
+//! The embedded backend: SQLite, one file in the data directory.
+//!
+//! [`SqliteStore`] implements [`SessionStore`] by handing each operation,
+//! as a closure over the connection, to the `Writer` actor: the single
+//! owner of the connection, running on a thread of its own (SQLite blocks;
+//! this needs a multi-threaded tokio runtime). Several processes may open
+//! the same file: SQLite's WAL mode and the busy timeout arbitrate the
+//! writes, and leases make sure only one process drives a given session.
+//!
+//! - `db`: the SQL behind each operation, as plain synchronous functions.
+//! - [`schema`]: tables and versioned migrations.
+
+mod db;
+pub mod schema;
+
+use super::{
+    ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore, StoreError,
+};
+use crate::protocol::{EventEnvelope, SessionId};
+use chrono::{DateTime, SubsecRound, Utc};
+use kameo::Actor;
+use kameo::actor::{ActorRef, Spawn};
+use kameo::error::Infallible;
+use kameo::message::{Context, Message};
+use rusqlite::Connection;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// Where the store lives and how long a write waits for another process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// The database file (its folder is created if missing).
+    pub path: PathBuf,
+    /// How long a statement waits for another connection's lock before it
+    /// fails with [`StoreError::Sqlite`].
+    pub busy_timeout: Duration,
+}
+
+impl StoreOptions {
+    /// The default busy timeout.
+    #[cfg(test)]
+    pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// The store at `path`, with the default busy timeout.
+    #[cfg(test)]
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        StoreOptions {
+            path: path.into(),
+            busy_timeout: Self::DEFAULT_BUSY_TIMEOUT,
+        }
+    }
+}
+
+/// The SQLite backend: cheap to clone, every clone talks to the same
+/// connection.
+#[derive(Clone)]
+pub struct SqliteStore {
+    writer: ActorRef<Writer>,
+}
+
+impl SqliteStore {
+    /// Open (creating if needed) and migrate the store, and start its
+    /// writer on a thread of its own. Refuses a file from a newer agentbus
+    /// ([`StoreError::NewerSchema`]).
+    pub async fn open(options: StoreOptions) -> Result<SqliteStore, StoreError> {
+        let conn = tokio::task::spawn_blocking(move || open_connection(&options))
+            .await
+            .map_err(|e| StoreError::Closed {
+                reason: format!("the thread opening it failed: {e}"),
+            })??;
+        Ok(SqliteStore {
+            writer: Writer::spawn_in_thread(Writer { conn }),
+        })
+    }
+
+    /// Run `work` on the writer's connection and wait for its answer.
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (answer, answered) = oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = answer.send(work(conn));
+        });
+        let closed = |reason: String| StoreError::Closed { reason };
+        self.writer
+            .ask(Run(job))
+            .await
+            .map_err(|e| closed(e.to_string()))?;
+        answered
+            .await
+            .map_err(|_| closed("it stopped during the operation".into()))?
+    }
+}
+
+/// Open, configure and migrate the connection (blocking).
+fn open_connection(options: &StoreOptions) -> Result<Connection, StoreError> {
+    let path = &options.path;
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let open_error = |source| StoreError::Open {
+        path: path.clone(),
+        source,
+    };
+    let mut conn = Connection::open(path).map_err(open_error)?;
+    conn.busy_timeout(options.busy_timeout)
+        .map_err(open_error)?;
+    conn.pragma_update(None, "foreign_keys", true)
+        .map_err(open_error)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(open_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(path = %path.display(), %mode, "the session store could not switch to WAL mode");
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(open_error)?;
+    schema::migrate(&mut conn, path)?;
+    Ok(conn)
+}
+
+/// The clock, at the precision the store keeps.
+fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// One operation on the connection; it sends its own answer.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// The writer actor: the only owner of the connection. A panic in an
+/// operation stops it (later calls fail with [`StoreError::Closed`]).
+struct Writer {
+    conn: Connection,
+}
+
+impl Actor for Writer {
+    type Args = Writer;
+    type Error = Infallible;
+
+    async fn on_start(writer: Self::Args, _: ActorRef<Self>) -> Result<Self, Self::Error> {
+        Ok(writer)
+    }
+}
+
+/// Run a job on the connection.
+struct Run(Job);
+
+impl Message<Run> for Writer {
+    type Reply = ();
+
+    async fn handle(&mut self, Run(job): Run, _: &mut Context<Self, Self::Reply>) {
+        job(&mut self.conn);
+    }
+}
+
+#[async_trait::async_trait]
+impl SessionStore for SqliteStore {
+    async fn create(&self, new: NewSession, owner: Owner) -> Result<SessionRecord, StoreError> {
+        self.run(move |conn| db::create(conn, new, owner, now()))
+            .await
+    }
+
+    async fn acquire(
+        &self,
+        id: &SessionId,
+        owner: Owner,
+    ) -> Result<(SessionRecord, Vec<EventEnvelope>), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::acquire(conn, &id, owner)).await
+    }
+
+    async fn release(&self, id: &SessionId, owner: Owner) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::release(conn, &id, owner)).await
+    }
+
+    async fn append(
+        &self,
+        id: &SessionId,
+        events: Vec<Arc<EventEnvelope>>,
+    ) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::append(conn, &id, &events, now()))
+            .await
+    }
+
+    async fn load_events(
+        &self,
+        id: &SessionId,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::load_events(conn, &id, after_seq, up_to))
+            .await
+    }
+
+    async fn list(&self, query: ListPage) -> Result<Vec<SessionRecord>, StoreError> {
+        self.run(move |conn| db::list(conn, query.limit, query.after.as_ref()))
+            .await
+    }
+
+    async fn get(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::get(conn, &id)).await
+    }
+
+    async fn resolve(&self, prefix: &str) -> Result<SessionId, StoreError> {
+        let prefix = prefix.to_string();
+        self.run(move |conn| db::resolve(conn, &prefix)).await
+    }
+
+    async fn fork(
+        &self,
+        id: &SessionId,
+        at_seq: Option<u64>,
+        new_id: SessionId,
+        owner: Option<Owner>,
+    ) -> Result<SessionRecord, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::fork(conn, &id, at_seq, new_id, owner, now()))
+            .await
+    }
+
+    async fn delete(&self, id: &SessionId, owner: Owner) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::delete(conn, &id, owner)).await
+    }
+
+    async fn set_title(&self, id: &SessionId, title: &str) -> Result<(), StoreError> {
+        let (id, title) = (id.clone(), title.to_string());
+        self.run(move |conn| db::set_title(conn, &id, &title)).await
+    }
+
+    async fn export(&self, id: &SessionId) -> Result<SessionDocument, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::export(conn, &id, now())).await
+    }
+
+    async fn import(
+        &self,
+        document: SessionDocument,
+        new_id: SessionId,
+        owner: Option<Owner>,
+    ) -> Result<SessionRecord, StoreError> {
+        self.run(move |conn| db::import(conn, document, new_id, owner, now()))
+            .await
+    }
+
+    async fn close(&self) {
+        let _ = self.writer.stop_gracefully().await;
+        self.writer.wait_for_shutdown().await;
+    }
+}

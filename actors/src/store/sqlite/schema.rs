@@ -1,0 +1,113 @@
+//! The database schema and its migrations, versioned by `PRAGMA user_version`.
+//!
+//! Exists so that every store file, whichever agentbus created it, is brought
+//! to the one schema this code reads — one migration per version, each in its
+//! own transaction that also bumps `user_version`, so a crash never leaves a
+//! half-migrated file. A file whose version is *newer* than this code knows
+//! is refused untouched ([`StoreError::NewerSchema`]): an older agentbus must
+//! never write to a schema it does not understand.
+//!
+//! Never edit a migration that has shipped: add the next one to
+//! `MIGRATIONS` instead.
+
+use crate::store::StoreError;
+use rusqlite::{Connection, TransactionBehavior};
+use std::path::Path;
+
+/// Migration `i` brings a database from version `i` to `i + 1`.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// The schema version this code reads and writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// v1: sessions and their append-only event logs.
+///
+/// - `sessions.status` is `'active'` while a process holds the lease in
+///   `owner` (`"pid:start_time"`), else `'idle'` (and `owner` is NULL).
+/// - `last_seq`/`event_count` summarise `events` so listing never scans logs.
+/// - Timestamps are RFC 3339 UTC text of fixed width (microseconds, `Z`), so
+///   text order is time order.
+/// - `events.body` is the whole `EventEnvelope` as JSON; the other columns
+///   are copies for querying.
+const V1: &str = "
+CREATE TABLE sessions (
+    id          TEXT PRIMARY KEY NOT NULL,
+    title       TEXT,
+    created_at  TEXT NOT NULL,
+    updated_at  TEXT NOT NULL,
+    model       TEXT NOT NULL,
+    workspace   TEXT NOT NULL,
+    parent_id   TEXT,
+    fork_seq    INTEGER,
+    status      TEXT NOT NULL DEFAULT 'idle' CHECK (status IN ('active', 'idle')),
+    owner       TEXT,
+    last_seq    INTEGER NOT NULL DEFAULT 0,
+    event_count INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_updated_at ON sessions (updated_at);
+
+CREATE TABLE events (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    seq        INTEGER NOT NULL,
+    at         TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    turn_id    INTEGER,
+    body       TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+";
+
+/// The database's `user_version`.
+pub fn version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Bring the database at `path` up to [`SCHEMA_VERSION`], or refuse a newer
+/// one. Safe against another process migrating the same file at the same
+/// time: each step re-reads the version inside its write transaction.
+pub fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
+    let open_error = |source| StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    };
+    let newer = |found| StoreError::NewerSchema {
+        path: path.to_path_buf(),
+        found,
+        supported: SCHEMA_VERSION,
+    };
+
+    // A negative version is written by no agentbus: refuse it like a newer one.
+    let unknown = |v: i64| !(0..=SCHEMA_VERSION).contains(&v);
+
+    let found = version(conn).map_err(open_error)?;
+    if unknown(found) {
+        return Err(newer(found));
+    }
+    while version(conn).map_err(open_error)? < SCHEMA_VERSION {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(open_error)?;
+        // Another process may have migrated while we waited for the lock.
+        let current = version(&tx).map_err(open_error)?;
+        if unknown(current) {
+            return Err(newer(current));
+        }
+        let Some(step) = usize::try_from(current)
+            .ok()
+            .and_then(|i| MIGRATIONS.get(i))
+        else {
+            return Ok(());
+        };
+        let target = current + 1;
+        let migrate_error = |source| StoreError::Migrate {
+            path: path.to_path_buf(),
+            version: target,
+            source,
+        };
+        tx.execute_batch(step).map_err(migrate_error)?;
+        tx.pragma_update(None, "user_version", target)
+            .map_err(migrate_error)?;
+        tx.commit().map_err(migrate_error)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,154 @@
+//! Stored sessions as a service: create, find, list, fork, export, import
+//! and delete sessions in the store, each announced on the lifecycle topic.
+//!
+//! The one implementation behind the slash commands (`/new`, `/sessions`,
+//! `/resume`, `/fork`, `/save`, `/load`), the HTTP API and the `sessions`
+//! command line. Works on the store alone: it never loads a session (that
+//! is the SessionManager's job) and never touches a live one's state.
+//! Sessions it creates are leased by this process's [`Owner`] (the one
+//! source of it); forks and imports are left free for whoever loads them.
+
+use crate::bus::LifecycleTopic;
+use crate::protocol::{EventEnvelope, LifecycleKind, SessionId};
+use crate::session::SessionError;
+use crate::settings::Settings;
+use crate::store::sqlite::{SqliteStore, StoreOptions};
+use crate::store::{ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The stored sessions of one store, as seen by this process.
+#[derive(Clone)]
+pub struct StoredSessions {
+    store: Arc<dyn SessionStore>,
+    lifecycle: Arc<LifecycleTopic>,
+    owner: Owner,
+}
+
+impl StoredSessions {
+    pub(crate) fn new(
+        store: Arc<dyn SessionStore>,
+        lifecycle: Arc<LifecycleTopic>,
+        owner: Owner,
+    ) -> Self {
+        StoredSessions {
+            store,
+            lifecycle,
+            owner,
+        }
+    }
+
+    /// The configured store, on its own (no runtime: no model, no MCP
+    /// server), for commands that only read or copy stored sessions.
+    pub async fn open(settings: &Settings) -> Result<StoredSessions, SessionError> {
+        let store = open_store(settings).await?;
+        let lifecycle = Arc::new(LifecycleTopic::starting_now());
+        Ok(Self::new(store, lifecycle, Owner::current()))
+    }
+
+    /// Close the store (what [`open`](Self::open) opened).
+    pub async fn close(&self) {
+        self.store.close().await;
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    /// Who holds the leases of sessions made or loaded here.
+    pub(crate) fn owner(&self) -> Owner {
+        self.owner
+    }
+
+    /// A new, empty session leased by this process, named `title` if one is
+    /// given (otherwise its first query names it).
+    pub async fn create(
+        &self,
+        new: NewSession,
+        title: Option<String>,
+    ) -> Result<SessionRecord, SessionError> {
+        let id = new.id.clone();
+        let mut record = self.store.create(new, self.owner).await?;
+        if let Some(title) = title.filter(|t| !t.trim().is_empty()) {
+            self.store.set_title(&id, &title).await?;
+            record.title = Some(title);
+        }
+        self.lifecycle.announce(&id, LifecycleKind::Created);
+        Ok(record)
+    }
+
+    /// A session id from an id or a unique prefix of one.
+    pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
+        Ok(self.store.resolve(prefix).await?)
+    }
+
+    /// A stored session's record.
+    pub async fn get(&self, id: &SessionId) -> Result<Option<SessionRecord>, SessionError> {
+        Ok(self.store.get(id).await?)
+    }
+
+    /// Stored sessions, most recently updated first (a page of them, as
+    /// `query` says).
+    pub async fn list(&self, query: ListPage) -> Result<Vec<SessionRecord>, SessionError> {
+        Ok(self.store.list(query).await?)
+    }
+
+    /// Stored events with `after_seq < seq <= up_to`.
+    pub async fn events(
+        &self,
+        id: &SessionId,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, SessionError> {
+        Ok(self.store.load_events(id, after_seq, up_to).await?)
+    }
+
+    /// Copy session `id` (up to `at_seq`; `None`: every stored event) into
+    /// a new session.
+    pub async fn fork(
+        &self,
+        id: &SessionId,
+        at_seq: Option<u64>,
+    ) -> Result<SessionRecord, SessionError> {
+        let record = self.store.fork(id, at_seq, SessionId::new(), None).await?;
+        self.lifecycle.announce(&record.id, LifecycleKind::Created);
+        Ok(record)
+    }
+
+    /// A session as a versioned export document.
+    pub async fn export(&self, id: &SessionId) -> Result<SessionDocument, SessionError> {
+        Ok(self.store.export(id).await?)
+    }
+
+    /// An export document as a new session.
+    pub async fn import(&self, document: SessionDocument) -> Result<SessionRecord, SessionError> {
+        let record = self.store.import(document, SessionId::new(), None).await?;
+        self.lifecycle.announce(&record.id, LifecycleKind::Created);
+        Ok(record)
+    }
+
+    /// Delete a session and its log, unless another live process holds it.
+    /// (A session loaded here must be unloaded first: the SessionManager
+    /// does that.)
+    pub async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
+        self.store.delete(id, self.owner).await?;
+        self.lifecycle.announce(id, LifecycleKind::Deleted);
+        Ok(())
+    }
+
+    /// Give up this process's lease of a session it no longer drives.
+    pub(crate) async fn release(&self, id: &SessionId) {
+        if let Err(e) = self.store.release(id, self.owner).await {
+            tracing::warn!(session = %id, "could not release the session: {e}");
+        }
+    }
+}
+
+/// Open the store `settings` name (SQLite in the data directory).
+pub(crate) async fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, SessionError> {
+    let options = StoreOptions {
+        path: settings.database_path(),
+        busy_timeout: Duration::from_millis(settings.sessions.busy_timeout_ms),
+    };
+    Ok(Arc::new(SqliteStore::open(options).await?))
+}

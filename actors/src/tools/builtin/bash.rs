@@ -1,0 +1,537 @@
+//! The `bash` tool: runs a shell command in the workspace and returns its
+//! combined output and exit status.
+//!
+//! The command runs as `bash -c COMMAND` with the workspace as its working
+//! directory, stdin from /dev/null, and stdout and stderr sent to one pipe, so
+//! the model sees them interleaved as a terminal would show them. It runs in
+//! its own process group so that everything it started can be killed at once.
+//!
+//! It must never outlive its limits: on timeout or cancellation the whole
+//! process group is killed with SIGKILL and the child reaped; it never waits
+//! forever for background processes holding the output pipe open, and never
+//! keeps more output in memory than it can show.
+
+use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use crate::tools::output::HeadTailBuffer;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::time::Instant;
+
+/// Timeout when `timeout_secs` is not given.
+pub const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// Largest timeout a call may ask for; larger values are clamped.
+pub const MAX_TIMEOUT_SECS: u64 = 600;
+/// How long to keep reading output after the command itself has exited
+/// (background processes may still hold the pipe open).
+const DRAIN_AFTER_EXIT: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Debug)]
+pub struct Bash;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Params {
+    /// The command to run with `bash -c`, in the workspace directory. It may
+    /// be a pipeline or several commands joined with `&&` or `;`.
+    pub command: String,
+    /// Seconds to wait before killing the command (default 120, maximum 600).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+impl BuiltinTool for Bash {
+    const NAME: &'static str = "bash";
+    const DESCRIPTION: &'static str = "Run a shell command with `bash -c` in the workspace \
+        directory and return its output, stdout and stderr interleaved as a terminal would \
+        show them, followed by `Exit code: N` when it is not 0. Each call starts a fresh shell: \
+        `cd` and exported variables do not carry over to the next call, so chain dependent \
+        steps with `&&`. Stdin is /dev/null, so interactive programs (editors, pagers, prompts) \
+        cannot be used; pass flags such as `--yes` or `--no-pager` instead. \
+        The command is killed, with everything it started, after `timeout_secs` (default 120, \
+        at most 600). Long output is shortened in the middle, keeping its start and end. \
+        To start a long-running background process, redirect its output (e.g. \
+        `server > server.log 2>&1 &`); output still open 2 s after the command exits is not \
+        waited for. Prefer read_file, list_dir, glob and grep over cat, ls, find and grep: \
+        they are faster and their output is made for you.";
+    type Params = Params;
+
+    fn run(
+        &self,
+        params: Params,
+        ctx: ToolContext,
+    ) -> impl std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
+        bash(params, ctx)
+    }
+}
+
+/// The timeout to use and, if the requested one was out of range, a note
+/// saying what was used instead.
+fn effective_timeout(requested: Option<u64>) -> (u64, Option<String>) {
+    match requested {
+        None => (DEFAULT_TIMEOUT_SECS, None),
+        Some(0) => (
+            1,
+            Some("timeout_secs 0 is too small; used 1 s.".to_string()),
+        ),
+        Some(n) if n > MAX_TIMEOUT_SECS => (
+            MAX_TIMEOUT_SECS,
+            Some(format!(
+                "timeout_secs {n} exceeds the maximum of {MAX_TIMEOUT_SECS}; used {MAX_TIMEOUT_SECS} s."
+            )),
+        ),
+        Some(n) => (n, None),
+    }
+}
+
+/// Kills a process group with SIGKILL when dropped, unless disarmed: if the
+/// tool call is abandoned half way, nothing it started keeps running.
+struct GroupKiller(Option<Pid>);
+
+impl GroupKiller {
+    fn kill_now(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // ESRCH (the group is already gone) is fine.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill_now();
+    }
+}
+
+async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    if params.command.trim().is_empty() {
+        return Err(ToolError::InvalidArguments {
+            tool: Bash::NAME.to_string(),
+            detail: "`command` is empty; give the shell command to run".to_string(),
+        });
+    }
+    let (timeout_secs, timeout_note) = effective_timeout(params.timeout_secs);
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+
+    let (pipe_reader, pipe_writer) = std::io::pipe()
+        .map_err(|e| ToolError::failed(format!("could not create a pipe for the output: {e}")))?;
+    let pipe_writer_for_stderr = pipe_writer
+        .try_clone()
+        .map_err(|e| ToolError::failed(format!("could not create a pipe for the output: {e}")))?;
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg("-c")
+        .arg(&params.command)
+        .current_dir(&ctx.workspace)
+        .stdin(Stdio::null())
+        .stdout(pipe_writer)
+        .stderr(pipe_writer_for_stderr)
+        .process_group(0)
+        .kill_on_drop(true);
+    let spawned = command.spawn();
+    // The Command still holds our copies of the pipe's write end; drop them
+    // so that end-of-file arrives once the command's processes are done.
+    drop(command);
+    let mut child = spawned.map_err(|e| {
+        ToolError::failed(format!(
+            "could not start `bash -c` in {}: {e}",
+            ctx.workspace.display()
+        ))
+    })?;
+    let mut group = GroupKiller(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .map(Pid::from_raw),
+    );
+    let mut reader = pipe::Receiver::from_owned_fd(OwnedFd::from(pipe_reader))
+        .map_err(|e| ToolError::failed(format!("could not read the command's output: {e}")))?;
+
+    let mut output = HeadTailBuffer::new(ctx.max_output_bytes);
+    let mut buf = vec![0u8; 16 * 1024];
+    let mut eof = false;
+    let deadline = Instant::now() + Duration::from_secs(timeout_secs);
+    let waited = loop {
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => {
+                group.kill_now();
+                let _ = child.wait().await;
+                return Err(ToolError::Cancelled);
+            }
+            status = child.wait() => break Some(status),
+            _ = tokio::time::sleep_until(deadline) => break None,
+            read = reader.read(&mut buf), if !eof => match read {
+                Ok(0) => eof = true,
+                Ok(n) => output.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => eof = true,
+            },
+        }
+    };
+
+    let mut notes: Vec<String> = timeout_note.into_iter().collect();
+    let status = match waited {
+        None => {
+            group.kill_now();
+            let _ = child.wait().await;
+            if !eof {
+                drain(&mut reader, &mut output, &mut buf, &ctx).await?;
+            }
+            notes.push(format!(
+                "Command timed out after {timeout_secs} s and was killed, with every process it \
+                 started."
+            ));
+            return Ok(ToolOutput::error(render(&output, &ctx, &notes)));
+        }
+        Some(Err(e)) => {
+            group.kill_now();
+            return Err(ToolError::failed(format!(
+                "lost track of the command while waiting for it: {e}"
+            )));
+        }
+        Some(Ok(status)) => status,
+    };
+
+    if !eof && !drain(&mut reader, &mut output, &mut buf, &ctx).await? {
+        notes.push(format!(
+            "Stopped reading output {} s after the command exited: a background process still \
+             holds its output open. Redirect a background process's output to a file (e.g. \
+             `cmd > cmd.log 2>&1 &`).",
+            DRAIN_AFTER_EXIT.as_secs()
+        ));
+    }
+    // The command finished on its own; background processes it deliberately
+    // left running are not killed.
+    group.disarm();
+
+    let failed = !status.success();
+    if let Some(line) = describe_failure(status) {
+        notes.push(line);
+    }
+    let text = render(&output, &ctx, &notes);
+    Ok(if failed {
+        ToolOutput::error(text)
+    } else {
+        ToolOutput::ok(text)
+    })
+}
+
+/// Reads what is left in the pipe until end-of-file, for at most
+/// [`DRAIN_AFTER_EXIT`]. Returns whether end-of-file was reached.
+async fn drain(
+    reader: &mut pipe::Receiver,
+    output: &mut HeadTailBuffer,
+    buf: &mut [u8],
+    ctx: &ToolContext,
+) -> Result<bool, ToolError> {
+    let give_up = tokio::time::sleep(DRAIN_AFTER_EXIT);
+    tokio::pin!(give_up);
+    loop {
+        tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
+            _ = &mut give_up => return Ok(false),
+            read = reader.read(buf) => match read {
+                Ok(0) => return Ok(true),
+                Ok(n) => output.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return Ok(true),
+            },
+        }
+    }
+}
+
+/// `Exit code: N` or the terminating signal, or `None` for success.
+fn describe_failure(status: ExitStatus) -> Option<String> {
+    if let Some(code) = status.code() {
+        return (code != 0).then(|| format!("Exit code: {code}"));
+    }
+    let sig = status.signal()?;
+    let name = Signal::try_from(sig)
+        .map(Signal::as_str)
+        .unwrap_or("unknown signal");
+    Some(format!("Killed by signal {sig} ({name})"))
+}
+
+/// The captured output (shortened to the output limit) followed by notes.
+fn render(output: &HeadTailBuffer, ctx: &ToolContext, notes: &[String]) -> String {
+    let mut text = if output.is_empty() {
+        "(no output)".to_string()
+    } else {
+        output.finish(ctx.max_output_bytes)
+    };
+    for note in notes {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(note);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Tool;
+    use serde_json::json;
+
+    async fn run(ctx: &ToolContext, args: serde_json::Value) -> Result<ToolOutput, ToolError> {
+        Bash.call(args, ctx.clone()).await
+    }
+
+    fn read_pid(path: &std::path::Path) -> i32 {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Waits (event-driven, through a pidfd) until process `pid` has exited;
+    /// `false` if it is still running after a generous 10 s. A zombie counts
+    /// as exited: it is dead, only not yet reaped by its new parent.
+    async fn process_exits(pid: i32) -> bool {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::FromRawFd;
+            // SAFETY: pidfd_open takes a pid and flags and returns a new fd
+            // (or -1); it touches no memory of ours.
+            let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
+            if fd < 0 {
+                let err = std::io::Error::last_os_error();
+                if err.raw_os_error() == Some(nix::libc::ESRCH) {
+                    return true;
+                }
+                panic!("pidfd_open({pid}) failed: {err}");
+            }
+            // SAFETY: `fd` is a freshly opened descriptor that nothing else owns.
+            let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+            // SAFETY: the AsyncFd owns the OwnedFd, so the descriptor stays open
+            // and unchanged for the AsyncFd's whole life.
+            let fd = unsafe {
+                tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
+            }
+            .map_err(|e| e.to_string())
+            .expect("register pidfd");
+            tokio::time::timeout(Duration::from_secs(10), fd.readable())
+                .await
+                .is_ok()
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            nix::sys::signal::kill(Pid::from_raw(pid), None).is_err()
+        }
+    }
+
+    #[tokio::test]
+    async fn bash_captures_stdout_and_stderr_interleaved() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(
+            &ctx,
+            json!({"command": "echo out1; echo err1 >&2; echo out2; echo err2 >&2"}),
+        )
+        .await
+        .unwrap();
+        assert!(!out.is_error, "{}", out.text);
+        assert_eq!(out.text, "out1\nerr1\nout2\nerr2\n");
+    }
+
+    #[tokio::test]
+    async fn bash_reports_a_nonzero_exit_code_as_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(
+            &ctx,
+            json!({"command": "echo partial; echo oops >&2; exit 3"}),
+        )
+        .await
+        .unwrap();
+        assert!(out.is_error);
+        assert_eq!(out.text, "partial\noops\nExit code: 3");
+    }
+
+    #[tokio::test]
+    async fn bash_says_when_there_is_no_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(&ctx, json!({"command": "true"})).await.unwrap();
+        assert!(!out.is_error);
+        assert_eq!(out.text, "(no output)");
+        let out = run(&ctx, json!({"command": "false"})).await.unwrap();
+        assert!(out.is_error);
+        assert_eq!(out.text, "(no output)\nExit code: 1");
+    }
+
+    #[tokio::test]
+    async fn bash_runs_in_the_workspace_with_stdin_from_dev_null() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        // `cat` would hang on an inherited terminal; with /dev/null it ends.
+        let out = run(&ctx, json!({"command": "pwd -P; cat; echo done"}))
+            .await
+            .unwrap();
+        let expected = format!("{}\ndone\n", dir.path().canonicalize().unwrap().display());
+        assert_eq!(out.text, expected);
+    }
+
+    #[tokio::test]
+    async fn bash_names_the_signal_that_killed_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(&ctx, json!({"command": "kill -TERM $$"}))
+            .await
+            .unwrap();
+        assert!(out.is_error);
+        assert!(out.text.contains("signal 15 (SIGTERM)"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn bash_timeout_kills_the_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(
+            &ctx,
+            json!({"command": "sleep 30 & echo $! > bg.pid; echo started; sleep 30", "timeout_secs": 1}),
+        )
+        .await
+        .unwrap();
+        assert!(out.is_error);
+        assert!(out.text.starts_with("started\n"), "{}", out.text);
+        assert!(out.text.contains("timed out after 1 s"), "{}", out.text);
+        let bg = read_pid(&dir.path().join("bg.pid"));
+        assert!(
+            process_exits(bg).await,
+            "background child {bg} survived the timeout"
+        );
+    }
+
+    #[tokio::test]
+    async fn bash_cancellation_kills_the_process_group_and_returns_cancelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ready.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let ctx = ToolContext::new(dir.path());
+        let call = tokio::spawn(Bash.call(
+            json!({"command": "sleep 30 & echo $! > ready.fifo; wait"}),
+            ctx.clone(),
+        ));
+        // Opening the FIFO blocks until the command writes its background
+        // child's PID: by then the command is certainly running.
+        let bg = tokio::task::spawn_blocking(move || read_pid(&fifo))
+            .await
+            .unwrap();
+        ctx.cancel.cancel();
+        let result = call.await.unwrap();
+        assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+        assert!(
+            process_exits(bg).await,
+            "background child {bg} survived cancellation"
+        );
+    }
+
+    #[tokio::test]
+    async fn bash_returns_cancelled_without_running_when_already_cancelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        ctx.cancel.cancel();
+        let result = run(&ctx, json!({"command": "touch ran"})).await;
+        assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+        assert!(!dir.path().join("ran").exists());
+    }
+
+    #[tokio::test]
+    async fn bash_does_not_wait_forever_for_background_jobs_holding_the_output_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(
+            &ctx,
+            json!({"command": "sleep 30 & echo $! > bg.pid; echo hi"}),
+        )
+        .await
+        .unwrap();
+        let bg = read_pid(&dir.path().join("bg.pid"));
+        // Clean up: the tool deliberately leaves finished commands' background
+        // processes running.
+        let _ = nix::sys::signal::kill(Pid::from_raw(bg), Signal::SIGKILL);
+        assert!(!out.is_error, "{}", out.text);
+        assert!(out.text.starts_with("hi\n"), "{}", out.text);
+        assert!(out.text.contains("Stopped reading output"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn bash_background_jobs_with_redirected_output_do_not_delay_the_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(
+            &ctx,
+            json!({"command": "sleep 30 > /dev/null 2>&1 & echo $! > bg.pid; echo hi"}),
+        )
+        .await
+        .unwrap();
+        let bg = read_pid(&dir.path().join("bg.pid"));
+        let _ = nix::sys::signal::kill(Pid::from_raw(bg), Signal::SIGKILL);
+        assert_eq!(out.text, "hi\n");
+    }
+
+    #[tokio::test]
+    async fn bash_truncates_long_output_keeping_head_and_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = ToolContext::new(dir.path());
+        ctx.max_output_bytes = 1000;
+        let out = run(&ctx, json!({"command": "seq 1 200000"})).await.unwrap();
+        assert!(out.text.starts_with("1\n2\n3\n"), "{}", out.text);
+        assert!(out.text.ends_with("199999\n200000\n"), "{}", out.text);
+        assert!(out.text.contains("bytes truncated"), "{}", out.text);
+        assert!(out.text.len() < 1200, "{}", out.text.len());
+    }
+
+    #[tokio::test]
+    async fn bash_clamps_the_timeout_to_the_maximum_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        let out = run(&ctx, json!({"command": "echo hi", "timeout_secs": 100000}))
+            .await
+            .unwrap();
+        assert!(!out.is_error);
+        assert!(out.text.starts_with("hi\n"), "{}", out.text);
+        assert!(out.text.contains("maximum of 600"), "{}", out.text);
+    }
+
+    #[tokio::test]
+    async fn bash_rejects_unknown_fields_wrong_types_and_empty_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let ctx = ToolContext::new(dir.path());
+        for args in [
+            json!({"command": "ls", "timeout": 5}),
+            json!({"command": 5}),
+            json!({"command": "ls", "timeout_secs": -1}),
+            json!({"command": "  "}),
+            json!("ls"),
+        ] {
+            let err = run(&ctx, args.clone()).await.unwrap_err();
+            assert!(
+                matches!(err, ToolError::InvalidArguments { .. }),
+                "{args}: {err}"
+            );
+        }
+    }
+}

@@ -1,0 +1,445 @@
+//! ToolExecutor actor: runs tool calls, and owns the tool registry.
+//!
+//! The registry holds the built-in tools and the tools of every MCP server
+//! (reported by McpServer actors with [`ServerChanged`]); each change is
+//! published as a [`ToolCatalog`] on a watch channel that sessions follow.
+//! Accepts [`RunTool`] (answered when the call ends), [`ListTools`] and
+//! [`ServerChanged`]. Every call runs on its own task, so many run at once
+//! and the actor stays responsive; every failure — unknown tool, arguments
+//! that do not fit, an error, a panic, a timeout, a cancellation — becomes
+//! an error [`ToolOutcome`] the model can read. Outputs are cut to size.
+//!
+//! Never runs a tool inside its handler (that would serialise all calls) and
+//! never talks to a session directly: the caller gets the outcome as a reply.
+
+use crate::protocol::McpServerStatus;
+use crate::session::core::model::{ToolCall, ToolOutcome, ToolSpec};
+use crate::settings::ToolSettings;
+use crate::tools::naming;
+use crate::tools::registry::{ToolCatalog, ToolRegistry};
+use crate::tools::{Tool, ToolContext, ToolError, truncate_middle};
+use kameo::Actor;
+use kameo::error::Infallible;
+use kameo::message::{Context, Message};
+use kameo::reply::DelegatedReply;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+/// Run one tool call in `workspace`; stop it when `cancel` fires.
+#[derive(Debug)]
+pub struct RunTool {
+    pub call: ToolCall,
+    pub workspace: PathBuf,
+    pub cancel: CancellationToken,
+}
+
+impl RunTool {
+    pub fn new(call: ToolCall, workspace: PathBuf, cancel: CancellationToken) -> Self {
+        RunTool {
+            call,
+            workspace,
+            cancel,
+        }
+    }
+}
+
+/// A call that waited for its MCP server to finish starting, tried again.
+#[derive(Debug)]
+struct RetryAfterStart(RunTool);
+
+/// The specs of every registered tool.
+#[derive(Debug)]
+pub struct ListTools;
+
+/// An MCP server's state changed; `tools` is set when its tool list did.
+pub struct ServerChanged {
+    pub server: String,
+    pub status: McpServerStatus,
+    pub tools: Option<Vec<Arc<dyn Tool>>>,
+}
+
+/// The actor.
+#[derive(Actor)]
+pub struct ToolExecutor {
+    registry: ToolRegistry,
+    settings: ToolSettings,
+    servers: BTreeMap<String, McpServerStatus>,
+    catalog: watch::Sender<Arc<ToolCatalog>>,
+}
+
+impl ToolExecutor {
+    /// An executor publishing its catalog on `catalog`.
+    pub fn new(
+        registry: ToolRegistry,
+        settings: ToolSettings,
+        catalog: watch::Sender<Arc<ToolCatalog>>,
+    ) -> Self {
+        let executor = ToolExecutor {
+            registry,
+            settings,
+            servers: BTreeMap::new(),
+            catalog,
+        };
+        executor.publish();
+        executor
+    }
+
+    fn publish(&self) {
+        self.catalog.send_replace(Arc::new(ToolCatalog {
+            tools: Arc::new(self.registry.specs()),
+            servers: self.servers.clone(),
+        }));
+    }
+}
+
+impl Message<ServerChanged> for ToolExecutor {
+    type Reply = ();
+
+    async fn handle(&mut self, change: ServerChanged, _: &mut Context<Self, Self::Reply>) {
+        match (&change.status, change.tools) {
+            (McpServerStatus::Failed { .. } | McpServerStatus::Stopped, _) => {
+                self.registry.remove_server(&change.server)
+            }
+            (_, Some(tools)) => self.registry.set_server_tools(&change.server, tools),
+            (_, None) => {}
+        }
+        self.servers.insert(change.server, change.status);
+        self.publish();
+    }
+}
+
+/// How a call ended. (Never an error: every failure is an error outcome the
+/// model reads; the `Result` only lets the actor reply with it.)
+pub type Ran = Result<ToolOutcome, Infallible>;
+
+impl Message<RunTool> for ToolExecutor {
+    type Reply = DelegatedReply<Ran>;
+
+    async fn handle(&mut self, msg: RunTool, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        if self.registry.get(&msg.call.name).is_none()
+            && let Some(server) = self.first_start_of(&msg.call.name)
+        {
+            // The tool's server has not listed its tools yet: this call (and
+            // only this call) waits for it to finish starting.
+            let me = ctx.actor_ref().clone();
+            let mut catalog = self.catalog.subscribe();
+            return ctx.spawn(async move {
+                let started = catalog.wait_for(|c| {
+                    !matches!(c.servers.get(&server), Some(McpServerStatus::Starting))
+                });
+                tokio::select! {
+                    _ = msg.cancel.cancelled() => return Ok(cancelled()),
+                    _ = started => {}
+                }
+                Ok(me
+                    .ask(RetryAfterStart(msg))
+                    .await
+                    .unwrap_or_else(ToolOutcome::executor_unavailable))
+            });
+        }
+        self.run(msg, ctx)
+    }
+}
+
+impl Message<RetryAfterStart> for ToolExecutor {
+    type Reply = DelegatedReply<Ran>;
+
+    async fn handle(
+        &mut self,
+        RetryAfterStart(msg): RetryAfterStart,
+        ctx: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        self.run(msg, ctx)
+    }
+}
+
+impl ToolExecutor {
+    /// Look the tool up and run it on a task of its own.
+    fn run<R>(&self, msg: RunTool, ctx: &mut Context<Self, R>) -> DelegatedReply<Ran>
+    where
+        R: kameo::Reply<Value = Ran>,
+    {
+        let Some(tool) = self.registry.get(&msg.call.name) else {
+            let names = self.registry.names().join(", ");
+            return ctx.reply(Ok(ToolOutcome::error(format!(
+                "unknown tool `{}`; the available tools are: {names}",
+                msg.call.name
+            ))));
+        };
+        let settings = self.settings.clone();
+        ctx.spawn(async move { Ok(run(tool, msg, settings).await) })
+    }
+
+    /// The MCP server that owns `tool` by name and is still starting for the
+    /// first time (it has listed no tools yet).
+    fn first_start_of(&self, tool: &str) -> Option<String> {
+        self.servers
+            .iter()
+            .find(|(server, status)| {
+                matches!(status, McpServerStatus::Starting)
+                    && !self.registry.has_server(server)
+                    && tool.starts_with(&naming::server_prefix(server))
+            })
+            .map(|(server, _)| server.clone())
+    }
+}
+
+fn cancelled() -> ToolOutcome {
+    ToolOutcome::error(crate::session::core::model::INTERRUPTED)
+}
+
+impl Message<ListTools> for ToolExecutor {
+    type Reply = Vec<ToolSpec>;
+
+    async fn handle(&mut self, _: ListTools, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        self.registry.specs()
+    }
+}
+
+/// Run a call to its end on a task of its own, so that a panic inside the
+/// tool is caught as a `JoinError` instead of taking anything down.
+async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> ToolOutcome {
+    let started = Instant::now();
+    let name = msg.call.name.clone();
+    let context = ToolContext {
+        workspace: msg.workspace,
+        cancel: msg.cancel.child_token(),
+        max_output_bytes: settings.max_output_bytes,
+    };
+    let tool_cancel = context.cancel.clone();
+    let mut task = tokio::spawn(tool.call(msg.call.input, context));
+    let timeout = tool
+        .time_limit()
+        .unwrap_or(Duration::from_secs(settings.timeout_secs));
+    let result = tokio::select! {
+        joined = &mut task => joined,
+        _ = tokio::time::sleep(timeout) => {
+            tool_cancel.cancel();
+            task.abort();
+            return outcome(started, Err(format!("tool `{name}` timed out after {} s and was stopped", timeout.as_secs())), &settings);
+        }
+    };
+    let text = match result {
+        Ok(Ok(output)) if !output.is_error => Ok(output.text),
+        Ok(Ok(output)) => Err(output.text),
+        Ok(Err(ToolError::Cancelled)) => Err(crate::session::core::model::INTERRUPTED.to_string()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(join) if join.is_panic() => Err(format!(
+            "tool `{name}` crashed (panic: {}); this is a bug in the tool, not in your arguments",
+            panic_message(join.into_panic())
+        )),
+        Err(_) => Err(format!("tool `{name}` was stopped")),
+    };
+    outcome(started, text, &settings)
+}
+
+fn outcome(started: Instant, text: Result<String, String>, settings: &ToolSettings) -> ToolOutcome {
+    let (output, is_error) = match text {
+        Ok(t) => (t, false),
+        Err(t) => (t, true),
+    };
+    ToolOutcome {
+        output: truncate_middle(&output, settings.max_output_bytes),
+        is_error,
+        duration_ms: started.elapsed().as_millis() as u64,
+    }
+}
+
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown payload".into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::core::model::ToolOrigin;
+    use crate::tools::ToolOutput;
+    use futures::future::BoxFuture;
+    use kameo::actor::Spawn;
+    use serde_json::{Value, json};
+
+    struct Panicky;
+    impl Tool for Panicky {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "panicky".into(),
+                description: "panics".into(),
+                input_schema: json!({"type": "object"}),
+                origin: ToolOrigin::Builtin,
+            }
+        }
+        fn call(
+            &self,
+            _: Value,
+            _: ToolContext,
+        ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+            Box::pin(async { panic!("boom") })
+        }
+    }
+
+    struct Forever;
+    impl Tool for Forever {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                name: "forever".into(),
+                description: "never ends unless cancelled".into(),
+                input_schema: json!({"type": "object"}),
+                origin: ToolOrigin::Builtin,
+            }
+        }
+        fn call(
+            &self,
+            _: Value,
+            ctx: ToolContext,
+        ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+            Box::pin(async move {
+                ctx.cancel.cancelled().await;
+                Err(ToolError::Cancelled)
+            })
+        }
+    }
+
+    fn executor(timeout_secs: u64) -> kameo::actor::ActorRef<ToolExecutor> {
+        let mut tools = crate::tools::builtin::builtin_tools();
+        tools.push(Arc::new(Panicky));
+        tools.push(Arc::new(Forever));
+        let registry = ToolRegistry::new(tools, &["grep".to_string()]);
+        ToolExecutor::spawn(ToolExecutor::new(
+            registry,
+            ToolSettings {
+                max_output_bytes: 1000,
+                timeout_secs,
+            },
+            watch::channel(Arc::new(ToolCatalog::default())).0,
+        ))
+    }
+
+    fn call(name: &str, input: Value) -> RunTool {
+        RunTool {
+            call: ToolCall {
+                id: "c".into(),
+                name: name.into(),
+                input,
+            },
+            workspace: std::env::temp_dir(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    /// A server's tool that never ends, with a time limit of its own.
+    struct LimitedForever(Duration);
+    impl Tool for LimitedForever {
+        fn spec(&self) -> ToolSpec {
+            ToolSpec {
+                origin: ToolOrigin::Mcp { server: "s".into() },
+                ..Forever.spec()
+            }
+        }
+        fn time_limit(&self) -> Option<Duration> {
+            Some(self.0)
+        }
+        fn call(
+            &self,
+            input: Value,
+            ctx: ToolContext,
+        ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+            Forever.call(input, ctx)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_tool_renamed_in_a_name_clash_keeps_its_own_time_limit() {
+        let mut registry = ToolRegistry::new(vec![Arc::new(Forever)], &[]);
+        let limited: Arc<dyn Tool> = Arc::new(LimitedForever(Duration::from_secs(1)));
+        registry.set_server_tools("s", vec![limited]);
+        let renamed: Vec<String> = registry
+            .specs()
+            .into_iter()
+            .map(|s| s.name)
+            .filter(|n| n != "forever")
+            .collect();
+        assert_eq!(renamed.len(), 1, "the server's `forever` was renamed");
+        let ex = ToolExecutor::spawn(ToolExecutor::new(
+            registry,
+            ToolSettings {
+                max_output_bytes: 1000,
+                timeout_secs: 600,
+            },
+            watch::channel(Arc::new(ToolCatalog::default())).0,
+        ));
+        // Without its own limit it would run for the 600 s of `[tools]`.
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            ex.ask(call(&renamed[0], json!({}))),
+        )
+        .await
+        .expect("stopped by its own limit, not the executor's")
+        .unwrap();
+        assert!(out.is_error);
+        assert!(out.output.contains("timed out after 1 s"), "{}", out.output);
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_is_an_error_result_listing_the_tools() {
+        let ex = executor(60);
+        let out = ex.ask(call("nope", json!({}))).await.unwrap();
+        assert!(out.is_error);
+        assert!(out.output.contains("unknown tool `nope`") && out.output.contains("read_file"));
+    }
+
+    #[tokio::test]
+    async fn disallowed_tools_are_not_registered() {
+        let ex = executor(60);
+        let names: Vec<String> = ex
+            .ask(ListTools)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert!(!names.contains(&"grep".to_string()));
+        assert!(names.contains(&"bash".to_string()));
+        let out = ex.ask(call("grep", json!({"pattern": "x"}))).await.unwrap();
+        assert!(out.is_error);
+    }
+
+    #[tokio::test]
+    async fn a_panicking_tool_becomes_an_error_result_and_the_executor_lives_on() {
+        let ex = executor(60);
+        let out = ex.ask(call("panicky", json!({}))).await.unwrap();
+        assert!(out.is_error);
+        assert!(out.output.contains("panic: boom"), "{}", out.output);
+        let again = ex.ask(call("nope", json!({}))).await.unwrap();
+        assert!(again.is_error);
+    }
+
+    #[tokio::test]
+    async fn cancellation_stops_a_running_call() {
+        let ex = executor(60);
+        let msg = call("forever", json!({}));
+        let cancel = msg.cancel.clone();
+        let pending = tokio::spawn(async move { ex.ask(msg).await });
+        cancel.cancel();
+        let out = pending.await.unwrap().unwrap();
+        assert!(out.is_error);
+        assert!(out.output.contains("cancelled"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_past_the_timeout_is_stopped_with_an_error() {
+        let ex = executor(5);
+        let out = ex.ask(call("forever", json!({}))).await.unwrap();
+        assert!(out.is_error);
+        assert!(out.output.contains("timed out after 5 s"), "{}", out.output);
+    }
+}

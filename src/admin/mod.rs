@@ -1,0 +1,10 @@
+//! Administration commands: look after stored sessions and MCP servers
+//! without chatting.
+//!
+//! - [`sessions`]: `agentbus sessions list|show|export|import|fork|delete`,
+//!   straight from the store (no model, no MCP server started).
+//! - [`mcp`]: `agentbus mcp list`, which starts the configured MCP servers
+//!   once and reports what each offers.
+
+pub mod mcp;
+pub mod sessions;

@@ -1,0 +1,210 @@
+//! The API's request and answer bodies, in one place for the server (which
+//! documents them in the OpenAPI document) and its Rust client
+//! ([`crate::remote`]). Plain data. Events themselves are the protocol's
+//! envelopes.
+
+use agentbus_actors::protocol::ControlCommand;
+use agentbus_actors::runtime::SessionRecord;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `POST /v1/sessions`.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// Model profile (default: the configured one).
+    pub model: Option<String>,
+    /// A title (default: the first query).
+    pub title: Option<String>,
+    /// The directory tools work in (default: the server's workspace).
+    pub workspace: Option<String>,
+}
+
+/// A new session's id.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Created {
+    pub id: String,
+}
+
+/// A stored session.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Session {
+    pub id: String,
+    pub title: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub model: String,
+    pub workspace: String,
+    /// `[parent id, seq]` for a fork.
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub parent: Option<(String, u64)>,
+    pub event_count: u64,
+    /// The last stored seq.
+    pub last_seq: u64,
+    /// Loaded in this server's memory.
+    pub loaded: bool,
+    /// A turn or command is running or queued.
+    pub busy: bool,
+}
+
+impl Session {
+    pub fn new(record: SessionRecord, loaded: bool, busy: bool) -> Self {
+        Session {
+            id: record.id.0,
+            title: record.title,
+            created_at: record.created_at,
+            updated_at: record.updated_at,
+            model: record.model,
+            workspace: record.workspace,
+            parent: record.parent.map(|(id, seq)| (id.0, seq)),
+            event_count: record.event_count,
+            last_seq: record.last_seq,
+            loaded,
+            busy,
+        }
+    }
+}
+
+/// `GET /v1/sessions`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Sessions {
+    pub sessions: Vec<Session>,
+    /// When `limit` was given and the page is full: pass it as `after` for
+    /// the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next: Option<String>,
+}
+
+/// `POST /v1/sessions/{id}/fork`.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Fork {
+    /// Copy events up to this seq (default: all stored).
+    pub at_seq: Option<u64>,
+}
+
+/// `POST /v1/sessions/{id}/input`: text (slash commands allowed) or a
+/// control command such as `{"command": "clear"}`.
+#[derive(Debug, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
+pub enum Input {
+    Text(String),
+    Command(ControlCommand),
+}
+
+impl TryFrom<serde_json::Value> for Input {
+    type Error = String;
+
+    fn try_from(value: serde_json::Value) -> Result<Self, Self::Error> {
+        const EXPECTED: &str =
+            r#"expected {"text": "..."} or a control command such as {"command": "clear"}"#;
+        let Some(object) = value.as_object() else {
+            return Err(format!("the input is not a JSON object; {EXPECTED}"));
+        };
+        if let Some(text) = object.get("text") {
+            if object.len() > 1 {
+                return Err(format!("`text` comes alone; {EXPECTED}"));
+            }
+            return match text.as_str() {
+                Some(text) => Ok(Input::Text(text.to_string())),
+                None => Err(format!("`text` must be a string; {EXPECTED}")),
+            };
+        }
+        if object.contains_key("command") {
+            return serde_json::from_value(value.clone())
+                .map(Input::Command)
+                .map_err(|e| format!("not a control command: {e}"));
+        }
+        Err(format!("neither `text` nor `command` given; {EXPECTED}"))
+    }
+}
+
+impl utoipa::PartialSchema for Input {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
+        let text = ObjectBuilder::new()
+            .property("text", ObjectBuilder::new().schema_type(Type::String))
+            .required("text")
+            .description(Some("A query; text starting with `/` is a slash command"));
+        let command = ObjectBuilder::new()
+            .property(
+                "command",
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .description(Some("`clear`, `new_conversation`, `switch_model` (with `name`), `usage`, ...")),
+            )
+            .required("command")
+            .description(Some("A control command with its fields, e.g. `{\"command\": \"switch_model\", \"name\": \"local\"}`"));
+        OneOfBuilder::new().item(text).item(command).into()
+    }
+}
+
+impl ToSchema for Input {}
+
+/// An input was queued.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Accepted {
+    pub input_id: u64,
+}
+
+/// `GET /v1/sessions/{id}/messages`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Messages {
+    /// The conversation as the model sees it.
+    #[schema(value_type = Vec<Object>)]
+    pub history: Vec<agentbus_actors::protocol::Message>,
+    /// The stored events, as the user saw them.
+    #[schema(value_type = Vec<Object>)]
+    pub events: Vec<agentbus_actors::protocol::EventEnvelope>,
+}
+
+/// `GET /v1/health`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub version: String,
+    pub sessions_loaded: usize,
+}
+
+/// One model profile.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Model {
+    pub name: String,
+    pub provider: String,
+    pub model: String,
+    pub base_url: String,
+}
+
+/// `GET /v1/models`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Models {
+    pub default: String,
+    pub models: Vec<Model>,
+}
+
+/// `GET /v1/tools`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Tools {
+    #[schema(value_type = Vec<Object>)]
+    pub tools: Vec<serde_json::Value>,
+    #[schema(value_type = Object)]
+    pub mcp_servers: serde_json::Value,
+}
+
+/// `GET /v1/sessions?limit=N&after=CURSOR`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// At most this many sessions, the most recently updated first
+    /// (default: all).
+    pub limit: Option<usize>,
+    /// The next page: the `next` value of the previous page's answer.
+    pub after: Option<String>,
+}
+
+/// Where the server reads `after` from.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+pub struct After {
+    /// Events after this seq (default: all; `Last-Event-ID` wins).
+    pub after: Option<u64>,
+}

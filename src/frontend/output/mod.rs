@@ -1,0 +1,32 @@
+//! How a front end shows a session's events: one [`Output`] trait, written
+//! for people or for programs.
+//!
+//! - [`render`]: [`Renderer`](render::Renderer), events as text for people
+//!   (streamed replies, a line or two per tool call, notices dimmed) — the
+//!   chat's transcript.
+//! - [`answer`]: [`Answer`](answer::Answer), what `agentbus run` prints
+//!   without `--json`: the final text on stdout, retries and failures on
+//!   stderr.
+//! - [`json`]: [`JsonLines`](json::JsonLines), every event as one JSON
+//!   object per line (`--json`), the same envelope the HTTP API sends.
+//!
+//! Front ends pick an output once and then never ask which one it is.
+
+pub mod answer;
+pub mod json;
+pub mod render;
+
+use super::InputEnd;
+use agentbus_actors::protocol::EventEnvelope;
+
+/// Where a front end's events go.
+pub trait Output {
+    /// Show one event.
+    fn event(&mut self, event: &EventEnvelope) -> std::io::Result<()>;
+
+    /// The input the front end waited for has ended as `end` (a one-shot
+    /// run shows its answer here).
+    fn ended(&mut self, _end: &InputEnd) -> std::io::Result<()> {
+        Ok(())
+    }
+}

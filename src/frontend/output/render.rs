@@ -1,0 +1,434 @@
+//! Events as text for people: streamed assistant text as it arrives, tool
+//! calls and results on a line or two each, notices dimmed, errors in red.
+//!
+//! Used by the terminal chat (interactive and piped). Knows nothing about
+//! keys or input; writes only to the writer it is given.
+
+use super::Output;
+use agentbus_actors::protocol::{
+    AgentMessage, ContentBlock, EventEnvelope, StopReason, StreamDelta, SystemSubtype,
+};
+use agentbus_actors::text::ellipsize as cut;
+use crossterm::style::Stylize;
+use serde_json::Value;
+use std::io::Write;
+
+/// How to render.
+#[derive(Clone, Copy, Debug)]
+pub struct RenderOptions {
+    /// ANSI colours.
+    pub color: bool,
+    /// The terminal is in raw mode: lines end with `\r\n`.
+    pub raw: bool,
+    /// Echo `user` events (piped input is not on the screen otherwise).
+    pub echo_user: bool,
+}
+
+/// Renders a session's events as text.
+pub struct Renderer<W: Write> {
+    out: W,
+    pub options: RenderOptions,
+    /// The text of the current assistant message streamed so far.
+    streamed: String,
+    /// The cursor is at the start of a line.
+    at_line_start: bool,
+}
+
+impl<W: Write> Renderer<W> {
+    pub fn new(out: W, options: RenderOptions) -> Self {
+        Renderer {
+            out,
+            options,
+            streamed: String::new(),
+            at_line_start: true,
+        }
+    }
+
+    /// Where the renderer writes.
+    pub fn writer_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    /// Show one event.
+    pub fn render(&mut self, event: &EventEnvelope) {
+        match &event.message {
+            AgentMessage::System(s) => match s.subtype {
+                SystemSubtype::SessionStarted => {
+                    let tools = s
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("tools"))
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len);
+                    let model = s
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("model"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("?");
+                    let line = format!(
+                        "● session {} · model {model} · {tools} tools",
+                        event.session_id
+                    );
+                    self.line(&self.dim(&line));
+                }
+                SystemSubtype::Retrying
+                | SystemSubtype::Notice
+                | SystemSubtype::McpServerStatus => {
+                    let text = self.dim(&format!("● {}", s.message));
+                    self.line(&text);
+                }
+                _ => {
+                    let text = s.message.clone();
+                    self.line(&text);
+                }
+            },
+            AgentMessage::User(u) => {
+                self.streamed.clear();
+                if self.options.echo_user {
+                    let text = format!("> {}", u.text);
+                    self.line(&self.bold(&text));
+                }
+            }
+            AgentMessage::StreamEvent(s) => match &s.event {
+                StreamDelta::TextDelta { text, .. } => {
+                    self.streamed.push_str(text);
+                    self.write(text);
+                }
+                StreamDelta::Discard { reason } => {
+                    self.streamed.clear();
+                    let text = self.dim(&format!("● partial output discarded ({reason})"));
+                    self.line(&text);
+                }
+                _ => {}
+            },
+            AgentMessage::Assistant(a) => {
+                // What did not stream (a replay without the deltas, or a
+                // reconnect in the middle of them) is written now. When the
+                // deltas shown are not the message's beginning (some in
+                // between were missed), the whole message follows them.
+                let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
+                match text.strip_prefix(self.streamed.as_str()) {
+                    Some(rest) => self.write(rest),
+                    None => {
+                        self.end_line();
+                        self.line(
+                            &self.dim("(part of this reply did not arrive; the whole of it:)"),
+                        );
+                        self.write(&text);
+                    }
+                }
+                self.end_line();
+                self.streamed.clear();
+                for block in &a.content {
+                    if let ContentBlock::ToolUse { name, input, .. } = block {
+                        let text = format!("⏺ {name}({})", summarize_input(input));
+                        self.line(&self.cyan(&text));
+                    }
+                }
+                if a.interrupted {
+                    self.line(&self.dim("(interrupted)"));
+                }
+            }
+            AgentMessage::ToolResult(t) => {
+                let summary = summarize_output(&t.output);
+                let text = format!("  ⎿ {summary}");
+                let text = if t.is_error {
+                    self.red(&text)
+                } else {
+                    self.dim(&text)
+                };
+                self.line(&text);
+            }
+            AgentMessage::ApprovalRequest(a) => {
+                let text = format!("? {} wants approval", a.name);
+                self.line(&self.yellow(&text));
+            }
+            AgentMessage::Result(r) => {
+                self.end_line();
+                let usage = format!(
+                    "{} step{} · {} in / {} out tokens · {:.1} s",
+                    r.steps,
+                    if r.steps == 1 { "" } else { "s" },
+                    r.usage.input_tokens,
+                    r.usage.output_tokens,
+                    r.duration_ms as f64 / 1000.0
+                );
+                let text = match r.stop_reason {
+                    StopReason::EndTurn => self.dim(&format!("✓ {usage}")),
+                    StopReason::Cancelled => self.yellow(&format!("⏹ interrupted · {usage}")),
+                    StopReason::MaxSteps => {
+                        self.yellow(&format!("⚠ stopped at max_steps · {usage}"))
+                    }
+                    StopReason::Error => self.red(&format!("✗ turn failed · {usage}")),
+                };
+                self.line(&text);
+            }
+            AgentMessage::Error(e) => {
+                let text = format!("error: {}", e.message);
+                self.line(&self.red(&text));
+            }
+        }
+        let _ = self.out.flush();
+    }
+
+    /// Write text as it streams (newlines converted in raw mode).
+    fn write(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let text = if self.options.raw {
+            text.replace('\n', "\r\n")
+        } else {
+            text.to_string()
+        };
+        let _ = self.out.write_all(text.as_bytes());
+        self.at_line_start = text.ends_with('\n');
+    }
+
+    /// End the current line if something is on it.
+    pub fn end_line(&mut self) {
+        if !self.at_line_start {
+            self.write("\n");
+        }
+    }
+
+    /// A whole line of its own.
+    pub fn line(&mut self, text: &str) {
+        self.end_line();
+        self.write(text);
+        self.write("\n");
+        let _ = self.out.flush();
+    }
+
+    /// A whole line of its own, dimmed.
+    pub fn dim_line(&mut self, text: &str) {
+        let text = self.dim(text);
+        self.line(&text);
+    }
+
+    fn dim(&self, s: &str) -> String {
+        if self.options.color {
+            s.dark_grey().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        if self.options.color {
+            s.bold().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    fn cyan(&self, s: &str) -> String {
+        if self.options.color {
+            s.cyan().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    fn red(&self, s: &str) -> String {
+        if self.options.color {
+            s.red().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+    fn yellow(&self, s: &str) -> String {
+        if self.options.color {
+            s.yellow().to_string()
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+/// `key: value, ...` with long values cut, for one line.
+fn summarize_input(input: &Value) -> String {
+    let text = match input {
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::String(s) => format!("{:?}", first_line(s)),
+                    other => other.to_string(),
+                };
+                format!("{k}: {v}")
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    };
+    cut(&text, 100)
+}
+
+/// The first lines of a tool's output, and how many more there are.
+fn summarize_output(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().collect();
+    if lines.is_empty() {
+        return "(no output)".into();
+    }
+    let shown: Vec<String> = lines.iter().take(3).map(|l| cut(l, 120)).collect();
+    let mut text = shown.join("\n    ");
+    if lines.len() > 3 {
+        text.push_str(&format!("\n    … +{} lines", lines.len() - 3));
+    }
+    text
+}
+
+fn first_line(s: &str) -> String {
+    match s.split_once('\n') {
+        Some((first, _)) => format!("{first}…"),
+        None => s.to_string(),
+    }
+}
+
+/// The transcript as an [`Output`] (write failures to a terminal are
+/// not worth stopping a chat for: the renderer ignores them).
+impl<W: Write> Output for Renderer<W> {
+    fn event(&mut self, event: &EventEnvelope) -> std::io::Result<()> {
+        self.render(event);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentbus_actors::protocol::{
+        AssistantEvent, SessionId, StreamEvent, ToolResultEvent, Usage,
+    };
+
+    fn env(message: AgentMessage) -> EventEnvelope {
+        EventEnvelope {
+            session_id: SessionId::from("s"),
+            seq: 1,
+            turn_id: Some(1),
+            at: chrono::Utc::now(),
+            message,
+        }
+    }
+
+    fn render(events: Vec<AgentMessage>) -> String {
+        let mut out = Vec::new();
+        {
+            let mut r = Renderer::new(
+                &mut out,
+                RenderOptions {
+                    color: false,
+                    raw: false,
+                    echo_user: false,
+                },
+            );
+            for e in events {
+                r.render(&env(e));
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn streamed_text_is_not_printed_twice() {
+        let out = render(vec![
+            AgentMessage::StreamEvent(StreamEvent {
+                event: StreamDelta::TextDelta {
+                    index: 0,
+                    text: "Hello".into(),
+                },
+            }),
+            AgentMessage::Assistant(AssistantEvent {
+                content: vec![ContentBlock::Text {
+                    text: "Hello".into(),
+                }],
+                model: "m".into(),
+                usage: Usage::default(),
+                finish_reason: "end_turn".into(),
+                interrupted: false,
+            }),
+        ]);
+        assert_eq!(out, "Hello\n");
+    }
+
+    #[test]
+    fn text_that_did_not_stream_is_written_with_the_whole_message() {
+        let out = render(vec![
+            AgentMessage::StreamEvent(StreamEvent {
+                event: StreamDelta::TextDelta {
+                    index: 0,
+                    text: "Hel".into(),
+                },
+            }),
+            // The rest of the deltas were missed (a reconnect after they
+            // left the replay ring).
+            AgentMessage::Assistant(AssistantEvent {
+                content: vec![ContentBlock::Text {
+                    text: "Hello world".into(),
+                }],
+                model: "m".into(),
+                usage: Usage::default(),
+                finish_reason: "end_turn".into(),
+                interrupted: false,
+            }),
+        ]);
+        assert_eq!(out, "Hello world\n");
+    }
+
+    #[test]
+    fn a_reply_whose_middle_did_not_stream_is_written_whole() {
+        let delta = |text: &str| {
+            AgentMessage::StreamEvent(StreamEvent {
+                event: StreamDelta::TextDelta {
+                    index: 0,
+                    text: text.into(),
+                },
+            })
+        };
+        let out = render(vec![
+            delta("Hel"),
+            // "lo wo" was missed.
+            delta("rld"),
+            AgentMessage::Assistant(AssistantEvent {
+                content: vec![ContentBlock::Text {
+                    text: "Hello world".into(),
+                }],
+                model: "m".into(),
+                usage: Usage::default(),
+                finish_reason: "end_turn".into(),
+                interrupted: false,
+            }),
+        ]);
+        assert_eq!(
+            out,
+            "Helrld\n(part of this reply did not arrive; the whole of it:)\nHello world\n"
+        );
+    }
+
+    #[test]
+    fn tool_calls_and_results_take_a_line_or_two() {
+        let out = render(vec![
+            AgentMessage::Assistant(AssistantEvent {
+                content: vec![ContentBlock::ToolUse {
+                    id: "c".into(),
+                    name: "bash".into(),
+                    input: serde_json::json!({"command": "ls\nrm -rf"}),
+                }],
+                model: "m".into(),
+                usage: Usage::default(),
+                finish_reason: "tool_use".into(),
+                interrupted: false,
+            }),
+            AgentMessage::ToolResult(ToolResultEvent {
+                call_id: "c".into(),
+                name: "bash".into(),
+                is_error: false,
+                output: "a\nb\nc\nd\ne".into(),
+                duration_ms: 1,
+                cancelled: false,
+            }),
+        ]);
+        assert!(out.contains("⏺ bash(command: \"ls…\")"), "{out}");
+        assert!(out.contains("  ⎿ a\n    b\n    c\n    … +2 lines"), "{out}");
+    }
+}
