@@ -10,7 +10,7 @@
 //!  "output":"hello\n","duration_ms":12}
 //! ```
 
-use super::{ContentBlock, SessionId, StopReason, Usage};
+use super::{ContentBlock, SessionId, StopReason, SystemEvent, Usage};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -72,77 +72,6 @@ impl AgentMessage {
             AgentMessage::Result(_) => "result",
             AgentMessage::Error(_) => "error",
         }
-    }
-}
-
-/// What kind of `system` event this is. Front ends show `message`; scripts may
-/// read `data`, whose shape each variant documents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SystemSubtype {
-    /// The session started, or was loaded again (`data.resumed`).
-    /// `data`: `{model, tools: [names], workspace, resumed, messages}`.
-    SessionStarted,
-    /// `/clear` emptied the history.
-    Cleared,
-    /// `/new` made a new session. `data`: `{switch_to}` — front ends switch to it.
-    NewConversation,
-    /// `/sessions`. `data`: `[{id, title, updated_at, model, events, status}]`.
-    Sessions,
-    /// `/resume ID` found the session. `data`: `{switch_to, title}`.
-    Resumed,
-    /// `/fork` copied this session. `data`: `{switch_to, parent, at_seq}`.
-    Forked,
-    /// `/save PATH` wrote an export. `data`: `{path, events}`.
-    Saved,
-    /// `/load PATH` imported a session. `data`: `{switch_to, events}`.
-    Loaded,
-    /// `/model NAME` switched the profile. `data`: `{model, previous}`.
-    ModelSwitched,
-    /// `/model` without a name. `data`: the profile (`name`, `provider`, `model`, `base_url`).
-    Model,
-    /// `/models`. `data`: `[{name, provider, model, base_url, current}]`.
-    Models,
-    /// `/tools`. `data`: `[{name, description, origin}]`.
-    Tools,
-    /// `/usage`. `data`: `{session: Usage, last_turn: Usage, model_calls, turns}`.
-    Usage,
-    /// `/debug`. `data`: the session state, secrets redacted.
-    Debug,
-    /// `/help`. `data`: `[{command, description}]`.
-    Help,
-    /// `/quit`: the front end that sent it should exit.
-    Quit,
-    /// A model call failed and will be tried again; anything streamed since
-    /// the last `assistant` event was discarded. `data`: `{attempt, delay_ms, reason}`.
-    Retrying,
-    /// An MCP server changed state (also sent once per server when a
-    /// session starts). `data`: `{server, state, tools?, reason?, stderr?, attempt?, delay_ms?}`.
-    McpServerStatus,
-    /// Anything else worth telling the user, e.g. an unknown command.
-    Notice,
-}
-
-/// A `system` event.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SystemEvent {
-    pub subtype: SystemSubtype,
-    /// Human-readable text for the user.
-    pub message: String,
-    /// Structured details; see [`SystemSubtype`].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
-}
-
-impl SystemEvent {
-    /// The session a command's reply tells front ends to switch to
-    /// (`data.switch_to`: `/new`, `/resume`, `/fork`, `/load`).
-    pub fn switch_to(&self) -> Option<SessionId> {
-        self.data
-            .as_ref()?
-            .get("switch_to")?
-            .as_str()
-            .map(SessionId::from)
     }
 }
 

@@ -13,6 +13,7 @@
 //! - [`message`]: the conversation history as the model sees it.
 //! - [`mcp`]: the status of MCP servers, as sessions report it.
 //! - [`profile`]: a model profile as sessions show it (no key).
+//! - [`system`]: `system` events and the typed payload of each subtype.
 
 pub mod content;
 pub mod event;
@@ -21,18 +22,19 @@ pub mod lifecycle;
 pub mod mcp;
 pub mod message;
 pub mod profile;
+pub mod system;
 
 pub use content::{ContentBlock, StopReason, Usage};
 pub use event::{
     AgentMessage, ApprovalRequestEvent, AssistantEvent, BlockKind, ErrorEvent, ErrorKind,
-    EventEnvelope, ResultEvent, StreamDelta, StreamEvent, SystemEvent, SystemSubtype,
-    ToolResultEvent, UserEvent,
+    EventEnvelope, ResultEvent, StreamDelta, StreamEvent, ToolResultEvent, UserEvent,
 };
 pub use input::{ControlCommand, InputId, SessionInput, UserInput};
 pub use lifecycle::{LifecycleEvent, LifecycleKind};
 pub use mcp::McpServerStatus;
 pub use message::Message;
 pub use profile::{ModelInfo, Pricing};
+pub use system::{SystemEvent, SystemPayload, SystemSubtype};
 
 use serde::{Deserialize, Serialize};
 use std::fmt;

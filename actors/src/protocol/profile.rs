@@ -6,7 +6,7 @@ use super::Usage;
 use serde::{Deserialize, Serialize};
 
 /// What the session needs to know about a model profile (never its key).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelInfo {
     /// Profile name, as used by `/model NAME`.
     pub name: String,

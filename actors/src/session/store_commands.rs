@@ -4,9 +4,9 @@
 //! sees. Failures become a notice naming what went wrong; nothing here
 //! touches the session's state (the core does, with the reply).
 
+use crate::protocol::system::SessionSummary;
 use crate::protocol::{SessionId, SystemEvent};
 use crate::session::core::SessionCommand;
-use crate::session::core::commands::sessions::SessionSummary;
 use crate::session::core::commands::{self, fork, load, new, resume, save, sessions};
 use crate::store::{ListPage, NewSession, SessionDocument, SessionRecord};
 use crate::stored_sessions::StoredSessions;

@@ -5,6 +5,7 @@
 //! keys or input; writes only to the writer it is given.
 
 use super::Output;
+use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, StopReason, StreamDelta, SystemSubtype,
 };
@@ -54,18 +55,9 @@ impl<W: Write> Renderer<W> {
         match &event.message {
             AgentMessage::System(s) => match s.subtype {
                 SystemSubtype::SessionStarted => {
-                    let tools = s
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("tools"))
-                        .and_then(Value::as_array)
-                        .map_or(0, Vec::len);
-                    let model = s
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("model"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("?");
+                    let started = s.payload::<SessionStarted>();
+                    let tools = started.as_ref().map_or(0, |p| p.tools.len());
+                    let model = started.as_ref().map_or("?", |p| p.model.as_str());
                     let line = format!(
                         "● session {} · model {model} · {tools} tools",
                         event.session_id

@@ -11,6 +11,7 @@
 use super::effect::Effect;
 use super::state::SessionState;
 use super::step::push_tool_result;
+use crate::protocol::system::ModelSwitched;
 use crate::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, InputId, Message, ResultEvent, StopReason,
     SystemSubtype, Usage,
@@ -44,15 +45,11 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
             AgentMessage::System(s) => match s.subtype {
                 SystemSubtype::Cleared => state.history.clear(),
                 SystemSubtype::ModelSwitched => {
-                    let model = s
-                        .data
-                        .as_ref()
-                        .and_then(|d| d.get("model"))
-                        .and_then(|m| m.as_str());
-                    if let Some(model) =
-                        model.filter(|m| state.config.models.iter().any(|p| p.name == *m))
+                    let switched = s.payload::<ModelSwitched>();
+                    if let Some(switched) =
+                        switched.filter(|p| state.config.models.iter().any(|m| m.name == p.model))
                     {
-                        state.model = model.to_string();
+                        state.model = switched.model;
                     }
                 }
                 _ => {}

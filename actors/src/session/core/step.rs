@@ -5,13 +5,13 @@ use super::input::Input;
 use super::partial::{AssembledMessage, PartialMessage};
 use super::state::{QueuedInput, SessionState};
 use super::turn::{PendingCall, Phase, Turn};
+use crate::protocol::system::{McpServerChanged, Retrying, SessionStarted};
 use crate::protocol::{
     AgentMessage, AssistantEvent, ErrorEvent, ErrorKind, InputId, Message, ResultEvent, StopReason,
     StreamDelta, StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent, UserEvent, UserInput,
 };
 use crate::session::core::commands;
 use crate::session::core::model::{ModelEvent, ToolCall, ToolOutcome};
-use serde_json::json;
 
 /// Apply one input to `state`, returning what the driver must do, in
 /// order. Pure: the same state and input give the same state and effects.
@@ -53,20 +53,12 @@ fn emit(fx: &mut Vec<Effect>, turn_id: Option<InputId>, message: AgentMessage) {
     fx.push(Effect::Emit { turn_id, message });
 }
 
-fn system(
-    subtype: SystemSubtype,
-    message: impl Into<String>,
-    data: Option<serde_json::Value>,
-) -> AgentMessage {
-    AgentMessage::System(SystemEvent {
-        subtype,
-        message: message.into(),
-        data,
-    })
+fn notice(message: impl Into<String>) -> AgentMessage {
+    AgentMessage::System(SystemEvent::bare(SystemSubtype::Notice, message))
 }
 
 fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
-    let tools: Vec<&str> = state.tools.iter().map(|t| t.name.as_str()).collect();
+    let tools: Vec<String> = state.tools.iter().map(|t| t.name.clone()).collect();
     let message = if resumed {
         format!(
             "Session {} resumed with model {} ({} messages).",
@@ -80,20 +72,17 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
             state.session_id, state.model
         )
     };
+    let started = SessionStarted {
+        model: state.model.clone(),
+        tools,
+        workspace: state.config.workspace.clone(),
+        resumed,
+        messages: state.history.len(),
+    };
     emit(
         fx,
         None,
-        system(
-            SystemSubtype::SessionStarted,
-            message,
-            Some(json!({
-                "model": state.model,
-                "tools": tools,
-                "workspace": state.config.workspace,
-                "resumed": resumed,
-                "messages": state.history.len(),
-            })),
-        ),
+        AgentMessage::System(SystemEvent::new(message, &started)),
     );
 }
 
@@ -110,20 +99,15 @@ fn apply_catalog(
         if state.mcp_servers.get(name) == Some(status) {
             continue;
         }
-        let mut data = json!({"server": name});
-        if let (Some(map), Ok(serde_json::Value::Object(fields))) =
-            (data.as_object_mut(), serde_json::to_value(status))
-        {
-            map.extend(fields);
-        }
+        let changed = McpServerChanged {
+            server: name.clone(),
+            status: status.clone(),
+        };
+        let message = format!("MCP server `{name}`: {}", status.describe());
         emit(
             fx,
             None,
-            system(
-                SystemSubtype::McpServerStatus,
-                format!("MCP server `{name}`: {}", status.describe()),
-                Some(data),
-            ),
+            AgentMessage::System(SystemEvent::new(message, &changed)),
         );
     }
     state.mcp_servers = servers;
@@ -138,11 +122,7 @@ fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mu
             None => UserInput::Query { text },
             Some(Ok(command)) => UserInput::Control { command },
             Some(Err(notice)) => {
-                emit(
-                    fx,
-                    Some(input_id),
-                    system(SystemSubtype::Notice, notice, None),
-                );
+                emit(fx, Some(input_id), self::notice(notice));
                 return;
             }
         },
@@ -268,14 +248,16 @@ fn on_model_event(
                     }),
                 );
             }
+            let message = format!("retrying: attempt {attempt} in {delay_ms} ms after {reason}");
+            let retrying = Retrying {
+                attempt,
+                delay_ms,
+                reason,
+            };
             emit(
                 fx,
                 turn_id,
-                system(
-                    SystemSubtype::Retrying,
-                    format!("retrying: attempt {attempt} in {delay_ms} ms after {reason}"),
-                    Some(json!({"attempt": attempt, "delay_ms": delay_ms, "reason": reason})),
-                ),
+                AgentMessage::System(SystemEvent::new(message, &retrying)),
             );
             None
         }
@@ -524,11 +506,7 @@ fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
     if let Some(input_id) = state.pending_command.take() {
         let notice =
             "agentbus shut down before this command answered (it may still have taken effect)";
-        emit(
-            fx,
-            Some(input_id),
-            system(SystemSubtype::Notice, notice, None),
-        );
+        emit(fx, Some(input_id), self::notice(notice));
     }
     for QueuedInput { input_id, input } in state.queue.drain(..) {
         let message = match input {
@@ -540,7 +518,7 @@ fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
                 duration_ms: 0,
                 error: Some(REASON.into()),
             }),
-            UserInput::Control { .. } => system(SystemSubtype::Notice, REASON, None),
+            UserInput::Control { .. } => notice(REASON),
         };
         emit(fx, Some(input_id), message);
     }

@@ -1,7 +1,7 @@
 //! `/clear` — empties the history back to the system prompt. Usage totals
 //! stay (they count what was spent).
 
-use super::{SlashCommand, no_arguments, reply};
+use super::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
 use crate::session::core::SessionState;
 
@@ -16,9 +16,8 @@ pub const COMMAND: SlashCommand = SlashCommand {
 pub fn apply(state: &mut SessionState) -> SystemEvent {
     let dropped = state.history.len();
     state.history.clear();
-    reply(
+    SystemEvent::bare(
         SystemSubtype::Cleared,
         format!("Conversation cleared ({dropped} messages dropped)."),
-        None,
     )
 }

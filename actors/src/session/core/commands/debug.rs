@@ -2,8 +2,9 @@
 //! appear: the state holds no keys by construction, and any field whose name
 //! looks like a secret is redacted anyway.
 
-use super::{SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use super::{SlashCommand, no_arguments};
+use crate::protocol::system::DebugState;
+use crate::protocol::{ControlCommand, SystemEvent};
 use crate::session::core::SessionState;
 use serde_json::Value;
 
@@ -18,7 +19,7 @@ pub fn apply(state: &SessionState) -> SystemEvent {
     let mut value = serde_json::to_value(state).unwrap_or(Value::Null);
     redact_secrets(&mut value);
     let text = serde_json::to_string_pretty(&value).unwrap_or_default();
-    reply(SystemSubtype::Debug, text, Some(value))
+    SystemEvent::new(text, &DebugState(value))
 }
 
 /// Replace the value of every object key that names a secret.

@@ -1,9 +1,9 @@
 //! `/fork [SEQ]` — copies this session, up to event SEQ (default: now),
 //! into a new session and switches to it. This session is untouched.
 
-use super::{SlashCommand, reply};
-use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
-use serde_json::json;
+use super::SlashCommand;
+use crate::protocol::system::Forked;
+use crate::protocol::{ControlCommand, SessionId, SystemEvent};
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "fork",
@@ -24,9 +24,12 @@ fn parse(args: &str) -> Result<ControlCommand, String> {
 
 /// The reply once the store made the fork.
 pub fn forked(new: &SessionId, parent: &SessionId, at_seq: u64) -> SystemEvent {
-    reply(
-        SystemSubtype::Forked,
+    SystemEvent::new(
         format!("Forked {parent} at event {at_seq} into new session {new}."),
-        Some(json!({"switch_to": new, "parent": parent, "at_seq": at_seq})),
+        &Forked {
+            switch_to: new.clone(),
+            parent: parent.clone(),
+            at_seq,
+        },
     )
 }

@@ -1,8 +1,8 @@
 //! `/help` — lists the slash commands with a line each.
 
-use super::{COMMANDS, SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
-use serde_json::json;
+use super::{COMMANDS, SlashCommand, no_arguments};
+use crate::protocol::system::{CommandEntry, CommandList};
+use crate::protocol::{ControlCommand, SystemEvent};
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "help",
@@ -18,13 +18,15 @@ pub fn apply() -> SystemEvent {
         .iter()
         .map(|c| format!("  {:width$}  {}", c.usage, c.summary))
         .collect();
-    let data: Vec<_> = COMMANDS
+    let entries = COMMANDS
         .iter()
-        .map(|c| json!({"command": c.usage, "description": c.summary}))
+        .map(|c| CommandEntry {
+            command: c.usage.to_string(),
+            description: c.summary.to_string(),
+        })
         .collect();
-    reply(
-        SystemSubtype::Help,
+    SystemEvent::new(
         format!("Commands:\n{}", lines.join("\n")),
-        Some(json!(data)),
+        &CommandList(entries),
     )
 }

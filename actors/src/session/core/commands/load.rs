@@ -2,9 +2,9 @@
 //! sessions export`) as a new session and switches to it. A malformed file
 //! or one from a newer agentbus changes nothing.
 
-use super::{SlashCommand, one_argument, reply};
-use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
-use serde_json::json;
+use super::{SlashCommand, one_argument};
+use crate::protocol::system::Loaded;
+use crate::protocol::{ControlCommand, SessionId, SystemEvent};
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "load",
@@ -17,9 +17,11 @@ pub const COMMAND: SlashCommand = SlashCommand {
 
 /// The reply once the store imported the file.
 pub fn loaded(new: &SessionId, path: &str, events: usize) -> SystemEvent {
-    reply(
-        SystemSubtype::Loaded,
+    SystemEvent::new(
         format!("Loaded {events} events from {path} as new session {new}."),
-        Some(json!({"switch_to": new, "events": events})),
+        &Loaded {
+            switch_to: new.clone(),
+            events,
+        },
     )
 }

@@ -132,11 +132,7 @@ fn one_argument(name: &str, what: &str, args: &str) -> Result<String, String> {
 
 /// The reply of a session command that failed (unknown id, unreadable file).
 pub fn failed(name: &str, error: impl std::fmt::Display) -> SystemEvent {
-    reply(
-        SystemSubtype::Notice,
-        format!("/{name} failed: {error}"),
-        None,
-    )
+    SystemEvent::bare(SystemSubtype::Notice, format!("/{name} failed: {error}"))
 }
 
 /// Parser for commands that take no arguments.
@@ -145,18 +141,6 @@ fn no_arguments(name: &str, args: &str, command: ControlCommand) -> Result<Contr
         Ok(command)
     } else {
         Err(format!("/{name} takes no arguments (got `{args}`)."))
-    }
-}
-
-fn reply(
-    subtype: SystemSubtype,
-    message: impl Into<String>,
-    data: Option<serde_json::Value>,
-) -> SystemEvent {
-    SystemEvent {
-        subtype,
-        message: message.into(),
-        data,
     }
 }
 

@@ -1,10 +1,10 @@
 //! `/model [NAME]` — shows the current model profile, or switches to
 //! another one. The history is kept: the next model call uses the new profile.
 
-use super::{SlashCommand, reply};
+use super::SlashCommand;
+use crate::protocol::system::{CurrentModel, ModelSwitched};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
 use crate::session::core::SessionState;
-use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "model",
@@ -34,14 +34,13 @@ pub fn switch(state: &mut SessionState, name: &str) -> SystemEvent {
             .iter()
             .map(|m| m.name.as_str())
             .collect();
-        return reply(
+        return SystemEvent::bare(
             SystemSubtype::Notice,
             format!(
                 "Unknown model profile `{name}`; the model stays {}. Configured profiles: {}.",
                 state.model,
                 names.join(", ")
             ),
-            None,
         );
     }
     let previous = std::mem::replace(&mut state.model, name.to_string());
@@ -49,28 +48,29 @@ pub fn switch(state: &mut SessionState, name: &str) -> SystemEvent {
         .current_model()
         .map(|m| format!(" ({} via {})", m.model, m.provider))
         .unwrap_or_default();
-    reply(
-        SystemSubtype::ModelSwitched,
-        format!("Model switched from {previous} to {name}{detail}."),
-        Some(json!({"model": name, "previous": previous})),
-    )
+    let message = format!("Model switched from {previous} to {name}{detail}.");
+    let switched = ModelSwitched {
+        model: name.to_string(),
+        previous,
+    };
+    SystemEvent::new(message, &switched)
 }
 
 /// The current profile.
 pub fn show(state: &SessionState) -> SystemEvent {
     match state.current_model() {
-        Some(m) => reply(
-            SystemSubtype::Model,
+        Some(m) => SystemEvent::new(
             format!(
                 "Model: {} ({} via {} at {}).",
                 m.name, m.model, m.provider, m.base_url
             ),
-            Some(json!(m)),
+            &CurrentModel::Configured(m.clone()),
         ),
-        None => reply(
-            SystemSubtype::Model,
+        None => SystemEvent::new(
             format!("Model: {} (not a configured profile).", state.model),
-            Some(json!({"name": state.model})),
+            &CurrentModel::Unknown {
+                name: state.model.clone(),
+            },
         ),
     }
 }

@@ -1,9 +1,9 @@
 //! `/models` — lists the configured model profiles, marking the current one.
 
-use super::{SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use super::{SlashCommand, no_arguments};
+use crate::protocol::system::{ModelEntry, ModelList};
+use crate::protocol::{ControlCommand, SystemEvent};
 use crate::session::core::SessionState;
-use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "models",
@@ -25,20 +25,20 @@ pub fn apply(state: &SessionState) -> SystemEvent {
             )
         })
         .collect();
-    let data: Vec<_> = state
+    let entries = state
         .config
         .models
         .iter()
-        .map(|m| {
-            json!({
-                "name": m.name, "provider": m.provider, "model": m.model,
-                "base_url": m.base_url, "current": m.name == state.model,
-            })
+        .map(|m| ModelEntry {
+            name: m.name.clone(),
+            provider: m.provider.clone(),
+            model: m.model.clone(),
+            base_url: m.base_url.clone(),
+            current: m.name == state.model,
         })
         .collect();
-    reply(
-        SystemSubtype::Models,
+    SystemEvent::new(
         format!("Model profiles (* = current):\n{}", lines.join("\n")),
-        Some(json!(data)),
+        &ModelList(entries),
     )
 }

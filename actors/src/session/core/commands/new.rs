@@ -1,9 +1,9 @@
 //! `/new` — starts a new session. The current one stays stored (and can be
 //! resumed); front ends switch to the new one (`data.switch_to`).
 
-use super::{SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
-use serde_json::json;
+use super::{SlashCommand, no_arguments};
+use crate::protocol::system::NewConversation;
+use crate::protocol::{ControlCommand, SessionId, SystemEvent};
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "new",
@@ -14,9 +14,10 @@ pub const COMMAND: SlashCommand = SlashCommand {
 
 /// The reply once the store made the session.
 pub fn created(id: &SessionId) -> SystemEvent {
-    reply(
-        SystemSubtype::NewConversation,
+    SystemEvent::new(
         format!("New session {id} started."),
-        Some(json!({"switch_to": id})),
+        &NewConversation {
+            switch_to: id.clone(),
+        },
     )
 }

@@ -1,6 +1,6 @@
 //! `/quit` — the front end that typed it exits; the session is untouched.
 
-use super::{SlashCommand, no_arguments, reply};
+use super::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
 
 pub const COMMAND: SlashCommand = SlashCommand {
@@ -12,5 +12,5 @@ pub const COMMAND: SlashCommand = SlashCommand {
 
 /// Front ends exit when they see the `quit` event of their own input.
 pub fn apply() -> SystemEvent {
-    reply(SystemSubtype::Quit, "Goodbye.", None)
+    SystemEvent::bare(SystemSubtype::Quit, "Goodbye.")
 }

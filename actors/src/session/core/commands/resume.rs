@@ -1,9 +1,8 @@
 //! `/resume ID` — switches to a stored session (id or unique prefix).
 
-use super::sessions::SessionSummary;
-use super::{SlashCommand, one_argument, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
-use serde_json::json;
+use super::{SlashCommand, one_argument};
+use crate::protocol::system::{Resumed, SessionSummary};
+use crate::protocol::{ControlCommand, SystemEvent};
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "resume",
@@ -17,14 +16,16 @@ pub const COMMAND: SlashCommand = SlashCommand {
 
 /// The reply once the store found the session.
 pub fn found(record: &SessionSummary) -> SystemEvent {
-    reply(
-        SystemSubtype::Resumed,
+    SystemEvent::new(
         format!(
             "Resuming session {} ({}, {} events).",
             record.id,
             record.title.as_deref().unwrap_or("untitled"),
             record.events
         ),
-        Some(json!({"switch_to": &record.id, "title": record.title})),
+        &Resumed {
+            switch_to: record.id.clone(),
+            title: record.title.clone(),
+        },
     )
 }

@@ -1,9 +1,9 @@
 //! `/save PATH` — exports this session as a versioned JSON document
 //! (metadata and events; never tools or secrets).
 
-use super::{SlashCommand, one_argument, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
-use serde_json::json;
+use super::{SlashCommand, one_argument};
+use crate::protocol::system::Saved;
+use crate::protocol::{ControlCommand, SystemEvent};
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "save",
@@ -16,9 +16,11 @@ pub const COMMAND: SlashCommand = SlashCommand {
 
 /// The reply once the file is written.
 pub fn saved(path: &str, events: usize) -> SystemEvent {
-    reply(
-        SystemSubtype::Saved,
+    SystemEvent::new(
         format!("Saved {events} events to {path}."),
-        Some(json!({"path": path, "events": events})),
+        &Saved {
+            path: path.to_string(),
+            events,
+        },
     )
 }

@@ -1,21 +1,8 @@
 //! `/sessions` — lists the stored sessions, most recent first.
 
-use super::{SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SessionId, SystemEvent, SystemSubtype};
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-use serde_json::json;
-
-/// What `/sessions` and `/resume` show of a stored session.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SessionSummary {
-    pub id: SessionId,
-    pub title: Option<String>,
-    pub updated_at: DateTime<Utc>,
-    pub model: String,
-    pub events: u64,
-    pub status: String,
-}
+use super::{SlashCommand, no_arguments};
+use crate::protocol::system::{SessionList, SessionSummary};
+use crate::protocol::{ControlCommand, SystemEvent};
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "sessions",
@@ -39,9 +26,7 @@ pub fn listing(records: &[SessionSummary], current: &str) -> SystemEvent {
             )
         })
         .collect();
-    let data = json!(records);
-    reply(
-        SystemSubtype::Sessions,
+    SystemEvent::new(
         if lines.is_empty() {
             "No stored sessions.".to_string()
         } else {
@@ -50,6 +35,6 @@ pub fn listing(records: &[SessionSummary], current: &str) -> SystemEvent {
                 lines.join("\n")
             )
         },
-        Some(data),
+        &SessionList(records.to_vec()),
     )
 }

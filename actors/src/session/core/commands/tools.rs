@@ -1,10 +1,10 @@
 //! `/tools` — lists the tools the model can call and where each comes from.
 
-use super::{SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use super::{SlashCommand, no_arguments};
+use crate::protocol::system::{ToolEntry, ToolListing};
+use crate::protocol::{ControlCommand, SystemEvent};
 use crate::session::core::SessionState;
 use crate::session::core::model::ToolOrigin;
-use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "tools",
@@ -23,15 +23,18 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         .iter()
         .map(|t| format!("  {} [{}] — {}", t.name, origin(&t.origin), t.summary()))
         .collect();
-    let data: Vec<_> = state
+    let entries = state
         .tools
         .iter()
-        .map(|t| json!({"name": t.name, "description": t.description, "origin": origin(&t.origin)}))
+        .map(|t| ToolEntry {
+            name: t.name.clone(),
+            description: t.description.clone(),
+            origin: origin(&t.origin),
+        })
         .collect();
-    reply(
-        SystemSubtype::Tools,
+    SystemEvent::new(
         format!("{} tools:\n{}", state.tools.len(), lines.join("\n")),
-        Some(json!(data)),
+        &ToolListing(entries),
     )
 }
 

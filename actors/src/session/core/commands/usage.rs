@@ -1,9 +1,9 @@
 //! `/usage` — tokens spent in this session and in the last turn.
 
-use super::{SlashCommand, no_arguments, reply};
-use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype, Usage};
+use super::{SlashCommand, no_arguments};
+use crate::protocol::system::UsageReport;
+use crate::protocol::{ControlCommand, SystemEvent, Usage};
 use crate::session::core::SessionState;
-use serde_json::json;
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "usage",
@@ -32,8 +32,14 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         Some(usd) => format!("\nCost: ${usd:.4} (turns on profiles with prices)."),
         None => "\nCost: unknown (no prices configured for the profiles used).".to_string(),
     };
-    reply(
-        SystemSubtype::Usage,
+    let report = UsageReport {
+        session: u.total,
+        last_turn: u.last_turn,
+        model_calls: u.model_calls,
+        turns: u.turns,
+        cost_usd: u.cost_usd,
+    };
+    SystemEvent::new(
         format!(
             "Session: {} over {} model calls in {} turns.\nLast turn: {}.{cost}",
             describe(&u.total),
@@ -41,12 +47,6 @@ pub fn apply(state: &SessionState) -> SystemEvent {
             u.turns,
             describe(&u.last_turn)
         ),
-        Some(json!({
-            "session": u.total,
-            "last_turn": u.last_turn,
-            "model_calls": u.model_calls,
-            "turns": u.turns,
-            "cost_usd": u.cost_usd,
-        })),
+        &report,
     )
 }

@@ -1,0 +1,403 @@
+//! `system` events: what they are about ([`SystemSubtype`]) and what their
+//! `data` holds, as one typed payload per subtype.
+//!
+//! On the wire a `system` event is `{"type": "system", "subtype", "message",
+//! "data"?}`; `data` is plain JSON so that scripts can read it. Inside
+//! agentbus it is written and read only through the payload types below
+//! ([`SystemEvent::new`], [`SystemEvent::payload`]), so the writer and every
+//! reader agree on each field by construction: a misspelt key does not
+//! compile.
+
+use super::{McpServerStatus, ModelInfo, SessionId, Usage};
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What kind of `system` event this is. Front ends show `message`; scripts may
+/// read `data`, whose shape each variant documents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemSubtype {
+    /// The session started, or was loaded again (`data.resumed`).
+    /// `data`: [`SessionStarted`].
+    SessionStarted,
+    /// `/clear` emptied the history.
+    Cleared,
+    /// `/new` made a new session. `data`: [`NewConversation`] — front ends
+    /// switch to it.
+    NewConversation,
+    /// `/sessions`. `data`: [`SessionList`].
+    Sessions,
+    /// `/resume ID` found the session. `data`: [`Resumed`].
+    Resumed,
+    /// `/fork` copied this session. `data`: [`Forked`].
+    Forked,
+    /// `/save PATH` wrote an export. `data`: [`Saved`].
+    Saved,
+    /// `/load PATH` imported a session. `data`: [`Loaded`].
+    Loaded,
+    /// `/model NAME` switched the profile. `data`: [`ModelSwitched`].
+    ModelSwitched,
+    /// `/model` without a name. `data`: [`CurrentModel`].
+    Model,
+    /// `/models`. `data`: [`ModelList`].
+    Models,
+    /// `/tools`. `data`: [`ToolListing`].
+    Tools,
+    /// `/usage`. `data`: [`UsageReport`].
+    Usage,
+    /// `/debug`. `data`: [`DebugState`].
+    Debug,
+    /// `/help`. `data`: [`CommandList`].
+    Help,
+    /// `/quit`: the front end that sent it should exit.
+    Quit,
+    /// A model call failed and will be tried again; anything streamed since
+    /// the last `assistant` event was discarded. `data`: [`Retrying`].
+    Retrying,
+    /// An MCP server changed state (also sent once per server when a
+    /// session starts). `data`: [`McpServerChanged`].
+    McpServerStatus,
+    /// Anything else worth telling the user, e.g. an unknown command.
+    Notice,
+}
+
+/// A `system` event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SystemEvent {
+    pub subtype: SystemSubtype,
+    /// Human-readable text for the user.
+    pub message: String,
+    /// Structured details; see [`SystemSubtype`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl SystemEvent {
+    /// A `system` event of `P`'s subtype, with `payload` as its `data`.
+    pub fn new<P: SystemPayload>(message: impl Into<String>, payload: &P) -> SystemEvent {
+        SystemEvent {
+            subtype: P::SUBTYPE,
+            message: message.into(),
+            // Payloads are plain data: serialising them cannot fail.
+            data: serde_json::to_value(payload).ok(),
+        }
+    }
+
+    /// A `system` event that carries no `data` (`cleared`, `quit`,
+    /// `notice`).
+    pub fn bare(subtype: SystemSubtype, message: impl Into<String>) -> SystemEvent {
+        SystemEvent {
+            subtype,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// The `data` as `P`, when the event is of `P`'s subtype and its data
+    /// has `P`'s shape.
+    pub fn payload<P: SystemPayload>(&self) -> Option<P> {
+        if self.subtype != P::SUBTYPE {
+            return None;
+        }
+        serde_json::from_value(self.data.clone()?).ok()
+    }
+
+    /// The session a command's reply tells front ends to switch to
+    /// (`data.switch_to` of `/new`, `/resume`, `/fork`, `/load`).
+    pub fn switch_to(&self) -> Option<SessionId> {
+        match self.subtype {
+            SystemSubtype::NewConversation => {
+                self.payload::<NewConversation>().map(|p| p.switch_to)
+            }
+            SystemSubtype::Resumed => self.payload::<Resumed>().map(|p| p.switch_to),
+            SystemSubtype::Forked => self.payload::<Forked>().map(|p| p.switch_to),
+            SystemSubtype::Loaded => self.payload::<Loaded>().map(|p| p.switch_to),
+            _ => None,
+        }
+    }
+}
+
+/// The `data` of one subtype of `system` event.
+pub trait SystemPayload: Serialize + DeserializeOwned {
+    /// The subtype whose `data` this is.
+    const SUBTYPE: SystemSubtype;
+}
+
+macro_rules! payload_of {
+    ($($payload:ty => $subtype:ident),* $(,)?) => {
+        $(impl SystemPayload for $payload {
+            const SUBTYPE: SystemSubtype = SystemSubtype::$subtype;
+        })*
+    };
+}
+
+payload_of! {
+    SessionStarted => SessionStarted,
+    NewConversation => NewConversation,
+    SessionList => Sessions,
+    Resumed => Resumed,
+    Forked => Forked,
+    Saved => Saved,
+    Loaded => Loaded,
+    ModelSwitched => ModelSwitched,
+    CurrentModel => Model,
+    ModelList => Models,
+    ToolListing => Tools,
+    UsageReport => Usage,
+    DebugState => Debug,
+    CommandList => Help,
+    Retrying => Retrying,
+    McpServerChanged => McpServerStatus,
+}
+
+/// The session started, or was loaded again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    /// The model profile it runs with.
+    pub model: String,
+    /// The names of the tools the model is offered.
+    pub tools: Vec<String>,
+    pub workspace: String,
+    /// Loaded from the store (not new).
+    pub resumed: bool,
+    /// Messages in its history.
+    pub messages: usize,
+}
+
+/// `/new` made a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NewConversation {
+    /// The new session: front ends switch to it.
+    pub switch_to: SessionId,
+}
+
+/// `/sessions`: the stored sessions, most recent first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionList(pub Vec<SessionSummary>);
+
+/// What `/sessions` and `/resume` show of a stored session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub title: Option<String>,
+    pub updated_at: DateTime<Utc>,
+    /// Its model profile.
+    pub model: String,
+    /// How many events are stored.
+    pub events: u64,
+    /// `active` while a process holds it, else `idle`.
+    pub status: String,
+}
+
+/// `/resume ID` found a session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Resumed {
+    /// The session found: front ends switch to it.
+    pub switch_to: SessionId,
+    pub title: Option<String>,
+}
+
+/// `/fork` copied the session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Forked {
+    /// The copy: front ends switch to it.
+    pub switch_to: SessionId,
+    /// The session it was copied from.
+    pub parent: SessionId,
+    /// The parent's last seq in the copy.
+    pub at_seq: u64,
+}
+
+/// `/save PATH` wrote an export document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Saved {
+    pub path: String,
+    /// Events written.
+    pub events: usize,
+}
+
+/// `/load PATH` imported a document as a new session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Loaded {
+    /// The new session: front ends switch to it.
+    pub switch_to: SessionId,
+    /// Events imported.
+    pub events: usize,
+}
+
+/// `/model NAME` switched the profile (the history is kept).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelSwitched {
+    /// The profile now used.
+    pub model: String,
+    /// The profile used before.
+    pub previous: String,
+}
+
+/// `/model`: the current profile, or only its name when it is not
+/// configured (any more).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CurrentModel {
+    Configured(ModelInfo),
+    Unknown { name: String },
+}
+
+/// `/models`: every configured profile.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ModelList(pub Vec<ModelEntry>);
+
+/// One profile of `/models`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelEntry {
+    pub name: String,
+    /// Wire format: `openai` or `anthropic`.
+    pub provider: String,
+    /// The provider's model id.
+    pub model: String,
+    pub base_url: String,
+    /// The session uses it now.
+    pub current: bool,
+}
+
+/// `/tools`: the tools the model can call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ToolListing(pub Vec<ToolEntry>);
+
+/// One tool of `/tools`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolEntry {
+    pub name: String,
+    pub description: String,
+    /// `built-in`, or `mcp:SERVER`.
+    pub origin: String,
+}
+
+/// `/usage`: tokens used.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct UsageReport {
+    /// All turns of the session.
+    pub session: Usage,
+    pub last_turn: Usage,
+    pub model_calls: u64,
+    pub turns: u64,
+    /// US dollars, when the profiles used have prices.
+    pub cost_usd: Option<f64>,
+}
+
+/// `/debug`: the session state as JSON, secrets redacted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DebugState(pub Value);
+
+/// `/help`: the slash commands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CommandList(pub Vec<CommandEntry>);
+
+/// One command of `/help`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommandEntry {
+    /// How to type it, e.g. `/model [NAME]`.
+    pub command: String,
+    pub description: String,
+}
+
+/// A model call failed and will be tried again.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Retrying {
+    /// The attempt about to be made (1: the first retry).
+    pub attempt: u32,
+    pub delay_ms: u64,
+    /// Why the last attempt failed.
+    pub reason: String,
+}
+
+/// An MCP server changed state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct McpServerChanged {
+    pub server: String,
+    /// The new state, its fields inline (`state`, `tools`, `reason`, ...).
+    #[serde(flatten)]
+    pub status: McpServerStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_payload_is_read_back_only_from_its_own_subtype() {
+        let switched = ModelSwitched {
+            model: "fast".into(),
+            previous: "main".into(),
+        };
+        let event = SystemEvent::new("switched", &switched);
+        assert_eq!(event.subtype, SystemSubtype::ModelSwitched);
+        assert_eq!(
+            event.data,
+            Some(json!({"model": "fast", "previous": "main"}))
+        );
+        assert_eq!(event.payload::<ModelSwitched>(), Some(switched));
+        assert_eq!(event.payload::<Saved>(), None);
+        assert_eq!(event.switch_to(), None);
+    }
+
+    #[test]
+    fn mcp_status_fields_sit_beside_the_server_name() {
+        let changed = McpServerChanged {
+            server: "fs".into(),
+            status: McpServerStatus::Ready { tools: 3 },
+        };
+        let event = SystemEvent::new("ready", &changed);
+        assert_eq!(
+            event.data,
+            Some(json!({"server": "fs", "state": "ready", "tools": 3}))
+        );
+        assert_eq!(event.payload::<McpServerChanged>(), Some(changed));
+    }
+
+    #[test]
+    fn every_switching_reply_names_its_target() {
+        let id = SessionId::from("s2");
+        let replies = [
+            SystemEvent::new(
+                "",
+                &NewConversation {
+                    switch_to: id.clone(),
+                },
+            ),
+            SystemEvent::new(
+                "",
+                &Resumed {
+                    switch_to: id.clone(),
+                    title: None,
+                },
+            ),
+            SystemEvent::new(
+                "",
+                &Forked {
+                    switch_to: id.clone(),
+                    parent: "s1".into(),
+                    at_seq: 4,
+                },
+            ),
+            SystemEvent::new(
+                "",
+                &Loaded {
+                    switch_to: id.clone(),
+                    events: 9,
+                },
+            ),
+        ];
+        for reply in replies {
+            assert_eq!(reply.switch_to(), Some(id.clone()), "{reply:?}");
+        }
+    }
+}
