@@ -13,8 +13,10 @@
 //! Inside (private to the crate, one concept per folder):
 //! - `session`: one session — its pure core (`step`, no I/O), the
 //!   AgentLoop actor that drives it, the handle front ends hold.
-//! - `sessions`: the set of sessions — the SessionManager, loading.
-//! - `stored_sessions`: stored sessions as a service (fork, export, ...).
+//! - `sessions`: the set of sessions — the SessionManager, loading, and
+//!   stored sessions as a service (fork, export, import, ...).
+//! - `model`: what the session core, the providers and the tools exchange
+//!   (model requests and events, tool specs, calls and outcomes).
 //! - `bus`: per-session topics with seq numbers and replay; feeds.
 //! - `provider`: model calls over HTTP, one wire format per file.
 //! - `tools`: the registry, the ToolExecutor, the built-in tools.
@@ -28,11 +30,11 @@ pub mod text;
 
 mod bus;
 mod mcp;
+mod model;
 mod provider;
 mod session;
 mod sessions;
 mod store;
-mod stored_sessions;
 mod tools;
 
 pub use runtime::{

@@ -1,7 +1,7 @@
 //! What the server offers: health, model profiles, tools and MCP servers.
 //! Read-only; never shows a key or a token.
 
-use super::AppState;
+use super::state::AppState;
 use crate::api::{Health, Model, Models, Tools};
 use axum::Json;
 use axum::extract::State;

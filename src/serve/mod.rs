@@ -3,8 +3,9 @@
 //! and the web page.
 //!
 //! Layers: [`auth`] guards everything under `/v1`; [`sessions`], [`stream`],
-//! [`ws`] and [`meta`] are the handlers, one per operation; [`api`] holds
-//! the request and answer bodies; [`web`] serves the page. Handlers only
+//! [`ws`] and [`meta`] are the handlers, one per operation, each reaching
+//! the runtime through [`AppState`]; [`crate::api`] holds the request and
+//! answer bodies; [`web`] serves the page. Handlers only
 //! translate between HTTP and the runtime's handles — no conversation rule
 //! lives here. A client's mistake is an error answer, never a crash.
 
@@ -13,9 +14,12 @@ mod error;
 mod meta;
 mod openapi;
 mod sessions;
+mod state;
 mod stream;
 mod web;
 mod ws;
+
+pub use state::AppState;
 
 use agentbus_actors::{Runtime, Settings};
 use anyhow::Context as _;
@@ -37,14 +41,6 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 
 /// Largest request body accepted (inputs are text; 1 MiB is plenty).
 const BODY_LIMIT: usize = 1024 * 1024;
-
-/// What every handler reaches.
-#[derive(Clone)]
-pub struct AppState {
-    pub runtime: Arc<Runtime>,
-    /// Cancelled when the server shuts down: streams end.
-    pub shutdown: CancellationToken,
-}
 
 #[derive(OpenApi)]
 #[openapi(

@@ -3,8 +3,8 @@
 //! the session through the runtime (an id or a unique prefix) and maps
 //! failures to the status that says what was wrong.
 
-use super::AppState;
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
+use super::state::AppState;
 use crate::api::{
     Accepted, CreateSession, Created, Fork, Input, ListQuery, Messages, Session, Sessions,
 };

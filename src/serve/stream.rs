@@ -7,9 +7,9 @@
 //! client too slow to keep up is disconnected (its buffer is bounded) and
 //! resumes the same way. Streams end when the server shuts down.
 
-use super::AppState;
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
+use super::state::AppState;
 use crate::api::After;
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::EventEnvelope;

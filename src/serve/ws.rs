@@ -9,9 +9,9 @@
 //! frame never closes the socket; a client too slow to read its events is
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 
-use super::AppState;
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
+use super::state::AppState;
 use super::stream::ClientFeed;
 use crate::api::{After, Input};
 use agentbus_actors::SessionHandle;

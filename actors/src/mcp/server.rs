@@ -18,8 +18,8 @@
 use crate::mcp::connect::{self, Connection, StderrTail};
 use crate::mcp::content::result_text;
 use crate::mcp::tool::{CallMcpTool, McpTool};
+use crate::model::{INTERRUPTED, ToolOrigin, ToolOutcome, ToolSpec};
 use crate::protocol::McpServerStatus;
-use crate::session::core::model::{INTERRUPTED, ToolOrigin, ToolOutcome, ToolSpec};
 use crate::settings::McpServerConfig;
 use crate::tools::Tool;
 use crate::tools::executor::{ServerChanged, ToolExecutor};

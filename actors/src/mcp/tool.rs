@@ -5,7 +5,7 @@
 //! kameo reply recipient), so the server depends on this file and not the
 //! other way round.
 
-use crate::session::core::model::{ToolOutcome, ToolSpec};
+use crate::model::{ToolOutcome, ToolSpec};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use futures::future::BoxFuture;
 use kameo::actor::ReplyRecipient;

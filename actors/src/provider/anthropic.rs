@@ -12,10 +12,10 @@
 //!   mid-stream `error` event reported so it is retried like an HTTP 529;
 //! - [`attempt`]: one HTTP call that feeds the decoder.
 
-use super::http::{Decoded, FrameDecoder};
-use super::{FrameError, ModelStream, http, status_hint};
+use super::ModelStream;
+use super::http::{self, Decoded, FrameDecoder, FrameError, status_hint};
+use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
-use crate::session::core::model::{ModelEvent, ModelRequest};
 use crate::settings::ModelProfile;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -341,7 +341,7 @@ pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelReque
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::core::model::{ToolOrigin, ToolSpec};
+    use crate::model::{ToolOrigin, ToolSpec};
     use crate::session::core::partial::PartialMessage;
     use crate::settings::ProviderKind;
     use futures::StreamExt;

@@ -4,8 +4,9 @@
 //! reading SSE frames with an idle timeout, and running a wire format's
 //! [`FrameDecoder`] over them until the answer is complete.
 
-use super::{FrameError, ModelStream, ProviderError};
-use crate::session::core::model::ModelEvent;
+use super::ProviderError;
+use super::client::ModelStream;
+use crate::model::ModelEvent;
 use crate::settings::ModelProfile;
 use futures::{Stream, StreamExt};
 use std::time::{Duration, SystemTime};
@@ -234,6 +235,56 @@ fn causes(e: &dyn std::error::Error) -> String {
 /// Frame data as quoted in error messages: at most 200 characters.
 pub fn short(s: &str) -> String {
     crate::text::ellipsize(s, 200)
+}
+
+/// What can be wrong with one frame of a stream.
+#[derive(Debug, PartialEq)]
+pub enum FrameError {
+    /// Not a valid event (bad JSON, wrong shape).
+    Garbage(String),
+    /// The server reported an error inside the stream.
+    Remote { kind: String, message: String },
+}
+
+impl FrameError {
+    pub(super) fn into_provider(self, url: &str) -> ProviderError {
+        match self {
+            FrameError::Garbage(detail) => ProviderError::Garbage {
+                url: url.to_string(),
+                detail,
+            },
+            FrameError::Remote { kind, message } => ProviderError::Remote {
+                url: url.to_string(),
+                kind,
+                message,
+            },
+        }
+    }
+}
+
+/// Advice for an error status: which key to check, or which URL.
+pub(super) fn status_hint(
+    status: u16,
+    profile: &ModelProfile,
+    profile_name: &str,
+) -> Option<String> {
+    match status {
+        401 | 403 => Some(match profile.key_variable() {
+            Some(var) => format!("check the API key in ${var} for model profile `{profile_name}`"),
+            None => format!("model profile `{profile_name}` sends no API key; set api_key_env"),
+        }),
+        404 => Some(format!(
+            "check base_url `{}` and model `{}` of model profile `{profile_name}`",
+            profile.base_url, profile.model
+        )),
+        _ => None,
+    }
+}
+
+/// rustls needs one process-wide crypto provider; installing it twice is
+/// harmless (the second attempt is refused and ignored).
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 #[cfg(test)]

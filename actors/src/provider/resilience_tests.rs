@@ -5,8 +5,8 @@
 
 use super::error::RETRYABLE_STATUSES;
 use super::{ModelClient, Providers};
+use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::Message;
-use crate::session::core::model::{ModelEvent, ModelRequest};
 use crate::session::core::partial::PartialMessage;
 use crate::settings::{ModelProfile, ProviderKind};
 use agentbus_testkit::{Script, ScriptedModel};

@@ -6,7 +6,7 @@
 //! stream (an interrupt) cancels a request waiting in backoff too.
 
 use super::{ModelStream, ProviderError};
-use crate::session::core::model::ModelEvent;
+use crate::model::ModelEvent;
 use crate::settings::ModelProfile;
 use futures::StreamExt;
 use std::time::Duration;

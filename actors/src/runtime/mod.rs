@@ -19,17 +19,17 @@ pub use crate::bus::feed::{
     ChannelFrontEnd, DropWhenFull, EventSource, FrontEnd, UiSink, attach_channel, attach_until_full,
 };
 pub use crate::bus::{LifecycleTopic, RecvError, SubscribeError, Subscription};
+pub use crate::model::{ModelEvent, ModelRequest, ToolOrigin, ToolSpec};
 pub use crate::provider::http::describe as describe_http_error;
 pub use crate::provider::{ModelClient, ModelStream, ProviderError, install_crypto_provider};
 pub use crate::session::core::SessionState;
 pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_command};
-pub use crate::session::core::model::{ModelEvent, ModelRequest, ToolOrigin, ToolSpec};
 pub use crate::session::{Failure, SessionError, SessionHandle};
 pub use crate::sessions::SessionOptions;
+pub use crate::sessions::stored::StoredSessions;
 pub use crate::store::{
     ListCursor, ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore,
 };
-pub use crate::stored_sessions::StoredSessions;
 pub use crate::tools::registry::ToolCatalog;
 
 use crate::mcp::server::{McpServer, McpServerArgs};
@@ -40,8 +40,8 @@ use crate::sessions::manager::{
     CloseSession, CreateSession, DeleteSession, LoadedSession, LoadedSessions, OpenSession,
     SessionManager, SessionManagerArgs, StopAll, SweepIdle,
 };
+use crate::sessions::stored::open_store;
 use crate::settings::Settings;
-use crate::stored_sessions::open_store;
 use crate::tools::builtin::builtin_tools;
 use crate::tools::executor::ToolExecutor;
 use crate::tools::registry::ToolRegistry;

@@ -12,7 +12,7 @@
 
 use crate::mcp::server::{McpServer, StopServer};
 use crate::sessions::manager::{SessionManager, StopAll};
-use crate::stored_sessions::StoredSessions;
+use crate::sessions::stored::StoredSessions;
 use crate::tools::executor::ToolExecutor;
 use kameo::actor::ActorRef;
 

@@ -11,26 +11,27 @@
 //! Performs the effects `step` returns: stamps each event with the next
 //! `seq`; commits the persisted ones to the store (one transaction per
 //! step) BEFORE publishing anything; starts model calls, tool batches and
-//! store-backed session commands as tasks that feed their results back.
+//! session commands (through [`SessionCommands`], which the set of sessions
+//! provides) as tasks that feed their results back.
 //!
 //! Never awaits a model stream, a tool or a session command inside a
 //! handler — those run on tasks that report back with [`Feed`] — so an
 //! interrupt is handled at once. Never swallows a store failure: the events
 //! are still shown, followed by an `error` event of kind `store`.
 
-use super::core::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
-use super::store_commands::{self, CommandContext};
 use crate::bus::{LifecycleTopic, SessionTopic};
+use crate::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
 use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleKind, SessionId,
-    UserInput,
+    SystemEvent, UserInput,
 };
 use crate::provider::ModelClient;
-use crate::stored_sessions::StoredSessions;
+use crate::store::SessionStore;
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use kameo::Actor;
 use kameo::actor::{ActorRef, WeakActorRef};
 use kameo::error::Infallible;
@@ -59,10 +60,33 @@ pub struct AgentLoopArgs {
     pub lifecycle: Arc<LifecycleTopic>,
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
-    /// The store: where events are committed, and what session commands
-    /// (`/new`, `/fork`, ...) work on.
-    pub stored: StoredSessions,
+    /// Where events are committed.
+    pub store: Arc<dyn SessionStore>,
+    /// Who performs the session commands (`/new`, `/fork`, ...).
+    pub commands: Arc<dyn SessionCommands>,
     pub workspace: PathBuf,
+}
+
+/// Performs the session commands the core cannot answer alone: they read or
+/// write stored sessions (`/new`, `/sessions`, `/resume`, `/fork`, `/save`,
+/// `/load`). The set of sessions provides it; the AgentLoop only hands the
+/// commands on and feeds the reply back.
+pub trait SessionCommands: Send + Sync + 'static {
+    /// Perform `command` for the session `context` describes; the reply is
+    /// what the user sees (a notice when it failed).
+    fn perform(
+        &self,
+        command: SessionCommand,
+        context: CommandContext,
+    ) -> BoxFuture<'static, SystemEvent>;
+}
+
+/// What a session command may know of its session.
+pub struct CommandContext {
+    pub session_id: SessionId,
+    pub workspace: PathBuf,
+    /// The session's current model profile (a new session starts with it).
+    pub model: String,
 }
 
 /// The actor.
@@ -73,7 +97,8 @@ pub struct AgentLoop {
     lifecycle: Arc<LifecycleTopic>,
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
-    stored: StoredSessions,
+    store: Arc<dyn SessionStore>,
+    commands: Arc<dyn SessionCommands>,
     workspace: PathBuf,
     /// The seq of the last event stamped (and published or being published).
     last_seq: u64,
@@ -97,7 +122,8 @@ impl Actor for AgentLoop {
             lifecycle: args.lifecycle,
             model: args.model,
             tools: args.tools,
-            stored: args.stored,
+            store: args.store,
+            commands: args.commands,
             workspace: args.workspace,
             last_seq: args.last_seq,
             model_calls: HashMap::new(),
@@ -202,11 +228,7 @@ impl AgentLoop {
             .cloned()
             .collect();
         if !persisted.is_empty()
-            && let Err(failure) = self
-                .stored
-                .store()
-                .append(&self.session_id, persisted)
-                .await
+            && let Err(failure) = self.store.append(&self.session_id, persisted).await
         {
             tracing::error!(session = %self.session_id, "could not save events: {failure}");
             let turn_id = batch.last().and_then(|e| e.turn_id);
@@ -261,13 +283,13 @@ impl AgentLoop {
     fn start_session_command(&mut self, input_id: InputId, command: SessionCommand) {
         let Some(me) = self.me.upgrade() else { return };
         let context = CommandContext {
-            stored: self.stored.clone(),
             session_id: self.session_id.clone(),
             workspace: self.workspace.clone(),
             model: self.state.model.clone(),
         };
+        let reply = self.commands.perform(command, context);
         tokio::spawn(async move {
-            let reply = store_commands::perform(command, context).await;
+            let reply = reply.await;
             let _ = me.tell(Feed(Input::CommandDone { input_id, reply })).await;
         });
     }

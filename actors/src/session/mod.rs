@@ -5,17 +5,17 @@
 //!   the slash commands, and the fold that rebuilds a stored session.
 //! - `actor`: the AgentLoop, the only caller of `step` for its session.
 //! - [`handle`]: what a front end holds to talk to a live session.
-//! - `store_commands`: how the AgentLoop performs the commands that read or
-//!   write stored sessions (`/new`, `/fork`, `/save`, ...).
 //! - [`error`]: why a session could not do what was asked.
 //!
-//! The set of sessions (creating, loading, unloading) is [`crate::sessions`].
+//! The set of sessions (creating, loading, unloading) is [`crate::sessions`];
+//! so are stored sessions, and the commands that work on them (`/new`,
+//! `/fork`, `/save`, ...), which the AgentLoop hands on through
+//! [`actor::SessionCommands`].
 
 pub mod actor;
 pub mod core;
 pub mod error;
 pub mod handle;
-pub mod store_commands;
 
 pub use error::{Failure, SessionError};
 pub use handle::SessionHandle;

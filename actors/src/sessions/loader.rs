@@ -13,9 +13,9 @@
 use crate::protocol::{EventEnvelope, Message, SessionId};
 use crate::session::SessionError;
 use crate::session::core::{Effect, SessionConfig, SessionState, restore};
+use crate::sessions::stored::StoredSessions;
 use crate::settings::Settings;
 use crate::store::SessionRecord;
-use crate::stored_sessions::StoredSessions;
 use crate::tools::registry::ToolCatalog;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

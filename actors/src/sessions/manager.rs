@@ -163,7 +163,8 @@ impl SessionManager {
             lifecycle: self.lifecycle.clone(),
             model: self.model.clone(),
             tools: self.tools.clone(),
-            stored: self.loader.stored().clone(),
+            store: self.loader.stored().store().clone(),
+            commands: Arc::new(self.loader.stored().clone()),
             workspace,
         });
         let handle = SessionHandle::new(

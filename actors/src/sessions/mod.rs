@@ -5,12 +5,18 @@
 //!   sessions and of their leases.
 //! - [`loader`]: the state a session starts from — fresh, or folded from
 //!   its stored log — built off the manager's mailbox.
+//! - [`stored`]: stored sessions as a service — create, resolve, list,
+//!   fork, export, import, delete — the one implementation behind the slash
+//!   commands, the HTTP API and the `sessions` command line.
+//! - [`store_commands`]: the slash commands that work on stored sessions
+//!   (`/new`, `/sessions`, `/resume`, `/fork`, `/save`, `/load`), performed
+//!   for every AgentLoop.
 //!
-//! One session's own life is [`crate::session`]; operations on stored
-//! sessions that need no loaded session (fork, export, import, ...) are
-//! [`crate::stored_sessions`].
+//! One session's own life is [`crate::session`].
 
 pub mod loader;
 pub mod manager;
+pub mod store_commands;
+pub mod stored;
 
 pub use manager::SessionOptions;

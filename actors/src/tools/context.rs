@@ -1,7 +1,7 @@
 //! What a tool call may know about its surroundings: the workspace it works
 //! in, a cancellation token, and output limits.
 
-use super::ToolError;
+use super::error::ToolError;
 use std::path::{Component, Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 

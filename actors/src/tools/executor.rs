@@ -12,8 +12,8 @@
 //! Never runs a tool inside its handler (that would serialise all calls) and
 //! never talks to a session directly: the caller gets the outcome as a reply.
 
+use crate::model::{ToolCall, ToolOutcome, ToolSpec};
 use crate::protocol::McpServerStatus;
-use crate::session::core::model::{ToolCall, ToolOutcome, ToolSpec};
 use crate::settings::ToolSettings;
 use crate::tools::naming;
 use crate::tools::registry::{ToolCatalog, ToolRegistry};
@@ -189,7 +189,7 @@ impl ToolExecutor {
 }
 
 fn cancelled() -> ToolOutcome {
-    ToolOutcome::error(crate::session::core::model::INTERRUPTED)
+    ToolOutcome::error(crate::model::INTERRUPTED)
 }
 
 impl Message<ListTools> for ToolExecutor {
@@ -226,7 +226,7 @@ async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> ToolO
     let text = match result {
         Ok(Ok(output)) if !output.is_error => Ok(output.text),
         Ok(Ok(output)) => Err(output.text),
-        Ok(Err(ToolError::Cancelled)) => Err(crate::session::core::model::INTERRUPTED.to_string()),
+        Ok(Err(ToolError::Cancelled)) => Err(crate::model::INTERRUPTED.to_string()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(join) if join.is_panic() => Err(format!(
             "tool `{name}` crashed (panic: {}); this is a bug in the tool, not in your arguments",
@@ -262,7 +262,7 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::core::model::ToolOrigin;
+    use crate::model::ToolOrigin;
     use crate::tools::ToolOutput;
     use futures::future::BoxFuture;
     use kameo::actor::Spawn;

@@ -8,8 +8,8 @@
 
 use super::Tool;
 use super::naming;
+use crate::model::{ToolList, ToolSpec};
 use crate::protocol::McpServerStatus;
-use crate::session::core::model::{ToolList, ToolSpec};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! What the core asks its driver to do.
 
+use crate::model::{ModelRequest, ToolCall};
 use crate::protocol::{AgentMessage, InputId};
-use crate::session::core::model::{ModelRequest, ToolCall};
 use serde::Serialize;
 
 /// One request from [`step`](super::step) to the driver, performed in order.

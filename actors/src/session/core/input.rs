@@ -1,7 +1,7 @@
 //! What the core reacts to.
 
+use crate::model::{ModelEvent, ToolOutcome};
 use crate::protocol::{InputId, McpServerStatus, SystemEvent, UserInput};
-use crate::session::core::model::{ModelEvent, ToolOutcome};
 use std::collections::BTreeMap;
 
 /// One input to [`step`](super::step).
@@ -35,7 +35,7 @@ pub enum Input {
     /// The tools or the MCP servers changed (a server came up, crashed,
     /// changed its tool list). Also fed once right after `Started`.
     CatalogChanged {
-        tools: crate::session::core::model::ToolList,
+        tools: crate::model::ToolList,
         servers: BTreeMap<String, McpServerStatus>,
     },
 }

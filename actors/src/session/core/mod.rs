@@ -22,7 +22,6 @@
 pub mod commands;
 mod effect;
 mod input;
-pub mod model;
 pub mod partial;
 mod restore;
 mod state;

@@ -4,8 +4,8 @@
 //! tool arguments are parsed once, at the end, so a fragment split anywhere
 //! (even inside a UTF-8 character's escape) is fine.
 
+use crate::model::ModelEvent;
 use crate::protocol::{BlockKind, ContentBlock, Usage};
-use crate::session::core::model::ModelEvent;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

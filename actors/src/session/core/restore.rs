@@ -11,12 +11,12 @@
 use super::effect::Effect;
 use super::state::SessionState;
 use super::step::push_tool_result;
+use crate::model::ToolOutcome;
 use crate::protocol::system::ModelSwitched;
 use crate::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, InputId, Message, ResultEvent, StopReason,
     SystemSubtype, Usage,
 };
-use crate::session::core::model::ToolOutcome;
 
 /// Why a turn was closed on load.
 pub const UNFINISHED_TURN: &str = "agentbus stopped before this turn finished (the process exited); the turn was closed when the session was loaded";

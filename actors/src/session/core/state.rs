@@ -3,8 +3,8 @@
 //! only as [`ModelInfo`], which has no key.
 
 use super::turn::Turn;
+use crate::model::ModelRequest;
 use crate::protocol::{InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput};
-use crate::session::core::model::ModelRequest;
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -48,7 +48,7 @@ pub struct SessionState {
     pub config: SessionConfig,
     /// The current model profile's name.
     pub model: String,
-    pub tools: crate::session::core::model::ToolList,
+    pub tools: crate::model::ToolList,
     /// How each MCP server is doing, as last reported to this session.
     pub mcp_servers: BTreeMap<String, McpServerStatus>,
     pub history: Vec<Message>,
@@ -67,7 +67,7 @@ impl SessionState {
         session_id: SessionId,
         config: SessionConfig,
         model: String,
-        tools: crate::session::core::model::ToolList,
+        tools: crate::model::ToolList,
     ) -> Self {
         SessionState {
             session_id,

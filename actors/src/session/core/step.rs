@@ -5,13 +5,13 @@ use super::input::Input;
 use super::partial::{AssembledMessage, PartialMessage};
 use super::state::{QueuedInput, SessionState};
 use super::turn::{PendingCall, Phase, Turn};
+use crate::model::{ModelEvent, ToolCall, ToolOutcome};
 use crate::protocol::system::{McpServerChanged, Retrying, SessionStarted};
 use crate::protocol::{
     AgentMessage, AssistantEvent, ErrorEvent, ErrorKind, InputId, Message, ResultEvent, StopReason,
     StreamDelta, StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent, UserEvent, UserInput,
 };
 use crate::session::core::commands;
-use crate::session::core::model::{ModelEvent, ToolCall, ToolOutcome};
 
 /// Apply one input to `state`, returning what the driver must do, in
 /// order. Pure: the same state and input give the same state and effects.
@@ -90,7 +90,7 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
 /// changed is reported to the user.
 fn apply_catalog(
     state: &mut SessionState,
-    tools: crate::session::core::model::ToolList,
+    tools: crate::model::ToolList,
     servers: std::collections::BTreeMap<String, crate::protocol::McpServerStatus>,
     fx: &mut Vec<Effect>,
 ) {
@@ -585,7 +585,7 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
 fn cancelled_outcome() -> ToolOutcome {
     ToolOutcome::error(format!(
         "{} before this tool call finished",
-        crate::session::core::model::INTERRUPTED
+        crate::model::INTERRUPTED
     ))
 }
 

@@ -2,11 +2,11 @@
 
 use super::turn::Phase;
 use super::*;
+use crate::model::{ModelEvent, ToolOrigin, ToolOutcome, ToolSpec};
 use crate::protocol::{
     AgentMessage, BlockKind, ContentBlock, ControlCommand, InputId, Message, ModelInfo, SessionId,
     StopReason, StreamDelta, SystemSubtype, Usage, UserInput,
 };
-use crate::session::core::model::{ModelEvent, ToolOrigin, ToolOutcome, ToolSpec};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -192,7 +192,7 @@ fn messages(fx: &[Effect]) -> Vec<AgentMessage> {
         .collect()
 }
 
-fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::session::core::model::ModelRequest)> {
+fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::model::ModelRequest)> {
     fx.iter()
         .filter_map(|e| match e {
             Effect::CallModel {
@@ -204,7 +204,7 @@ fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::session::core::model::ModelReq
         .collect()
 }
 
-fn tool_batches(fx: &[Effect]) -> Vec<(u64, Vec<crate::session::core::model::ToolCall>)> {
+fn tool_batches(fx: &[Effect]) -> Vec<(u64, Vec<crate::model::ToolCall>)> {
     fx.iter()
         .filter_map(|e| match e {
             Effect::RunTools { batch_id, calls } => Some((*batch_id, calls.clone())),

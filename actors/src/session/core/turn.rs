@@ -1,8 +1,8 @@
 //! The running turn: from an accepted query to its `result`.
 
 use super::partial::PartialMessage;
+use crate::model::ToolOutcome;
 use crate::protocol::{InputId, Usage};
-use crate::session::core::model::ToolOutcome;
 use serde::Serialize;
 
 /// A turn in progress.

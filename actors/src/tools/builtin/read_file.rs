@@ -397,7 +397,7 @@ mod tests {
 
     #[test]
     fn read_file_schema_documents_every_parameter() {
-        let schema = crate::tools::builtin::schema_of::<Params>();
+        let schema = crate::tools::builtin::typed::schema_of::<Params>();
         for field in ["path", "offset", "limit"] {
             let desc = &schema["properties"][field]["description"];
             assert!(desc.is_string(), "{field} has no description: {schema}");

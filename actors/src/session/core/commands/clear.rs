@@ -1,7 +1,7 @@
 //! `/clear` — empties the history back to the system prompt. Usage totals
 //! stay (they count what was spent).
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
 use crate::session::core::SessionState;
 

@@ -2,7 +2,7 @@
 //! appear: the state holds no keys by construction, and any field whose name
 //! looks like a secret is redacted anyway.
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::DebugState;
 use crate::protocol::{ControlCommand, SystemEvent};
 use crate::session::core::SessionState;

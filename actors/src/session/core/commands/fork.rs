@@ -1,7 +1,7 @@
 //! `/fork [SEQ]` — copies this session, up to event SEQ (default: now),
 //! into a new session and switches to it. This session is untouched.
 
-use super::SlashCommand;
+use super::syntax::SlashCommand;
 use crate::protocol::system::Forked;
 use crate::protocol::{ControlCommand, SessionId, SystemEvent};
 

@@ -1,6 +1,6 @@
 //! `/help` — lists the slash commands with a line each.
 
-use super::{COMMANDS, SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::{CommandEntry, CommandList};
 use crate::protocol::{ControlCommand, SystemEvent};
 
@@ -12,13 +12,14 @@ pub const COMMAND: SlashCommand = SlashCommand {
 };
 
 /// The user sees one line per command: usage, then what it does.
-pub fn apply() -> SystemEvent {
-    let width = COMMANDS.iter().map(|c| c.usage.len()).max().unwrap_or(0);
-    let lines: Vec<String> = COMMANDS
+/// The commands of `table`, one line each.
+pub fn apply(table: &[SlashCommand]) -> SystemEvent {
+    let width = table.iter().map(|c| c.usage.len()).max().unwrap_or(0);
+    let lines: Vec<String> = table
         .iter()
         .map(|c| format!("  {:width$}  {}", c.usage, c.summary))
         .collect();
-    let entries = COMMANDS
+    let entries = table
         .iter()
         .map(|c| CommandEntry {
             command: c.usage.to_string(),

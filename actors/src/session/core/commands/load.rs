@@ -2,7 +2,7 @@
 //! sessions export`) as a new session and switches to it. A malformed file
 //! or one from a newer agentbus changes nothing.
 
-use super::{SlashCommand, one_argument};
+use super::syntax::{SlashCommand, one_argument};
 use crate::protocol::system::Loaded;
 use crate::protocol::{ControlCommand, SessionId, SystemEvent};
 

@@ -1,7 +1,8 @@
 //! Slash commands, parsed once here for every front end.
 //!
 //! One command, one file: each file holds the command's [`SlashCommand`]
-//! entry (name, usage, summary, parser) and its `apply`, a pure function of
+//! entry (name, usage, summary, parser; `syntax` has what they share) and
+//! its `apply`, a pure function of
 //! the session state that returns the one `system` event the user sees —
 //! or, for commands that read or write stored sessions (`/new`,
 //! `/sessions`, `/resume`, `/fork`, `/save`, `/load`), the
@@ -25,23 +26,14 @@ mod quit;
 pub mod resume;
 pub mod save;
 pub mod sessions;
+mod syntax;
 mod tools;
 mod usage;
 
+pub use syntax::SlashCommand;
+
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
 use crate::session::core::{SessionCommand, SessionState};
-
-/// A slash command as the user types it.
-pub struct SlashCommand {
-    /// The word after `/`.
-    pub name: &'static str,
-    /// How to type it, e.g. `/model [NAME]`.
-    pub usage: &'static str,
-    /// One line for `/help`.
-    pub summary: &'static str,
-    /// Turn the text after the name into a command, or explain the mistake.
-    pub parse: fn(args: &str) -> Result<ControlCommand, String>,
-}
 
 /// Every slash command, in the order `/help` lists them.
 pub const COMMANDS: &[SlashCommand] = &[
@@ -93,7 +85,7 @@ pub fn parse(text: &str) -> Option<Result<ControlCommand, String>> {
 /// Apply a control command to the session.
 pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
     let reply = match command {
-        ControlCommand::Help => help::apply(),
+        ControlCommand::Help => help::apply(COMMANDS),
         ControlCommand::Quit => quit::apply(),
         ControlCommand::Clear => clear::apply(state),
         ControlCommand::SwitchModel { name } => model::switch(state, name),
@@ -120,28 +112,9 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
     Applied::Reply(reply)
 }
 
-/// A one-argument parser: the whole rest of the line, required.
-fn one_argument(name: &str, what: &str, args: &str) -> Result<String, String> {
-    let arg = args.trim();
-    if arg.is_empty() {
-        Err(format!("/{name} needs {what}."))
-    } else {
-        Ok(arg.to_string())
-    }
-}
-
 /// The reply of a session command that failed (unknown id, unreadable file).
 pub fn failed(name: &str, error: impl std::fmt::Display) -> SystemEvent {
     SystemEvent::bare(SystemSubtype::Notice, format!("/{name} failed: {error}"))
-}
-
-/// Parser for commands that take no arguments.
-fn no_arguments(name: &str, args: &str, command: ControlCommand) -> Result<ControlCommand, String> {
-    if args.is_empty() {
-        Ok(command)
-    } else {
-        Err(format!("/{name} takes no arguments (got `{args}`)."))
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! `/model [NAME]` — shows the current model profile, or switches to
 //! another one. The history is kept: the next model call uses the new profile.
 
-use super::SlashCommand;
+use super::syntax::SlashCommand;
 use crate::protocol::system::{CurrentModel, ModelSwitched};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
 use crate::session::core::SessionState;

@@ -1,6 +1,6 @@
 //! `/models` — lists the configured model profiles, marking the current one.
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::{ModelEntry, ModelList};
 use crate::protocol::{ControlCommand, SystemEvent};
 use crate::session::core::SessionState;

@@ -1,7 +1,7 @@
 //! `/new` — starts a new session. The current one stays stored (and can be
 //! resumed); front ends switch to the new one (`data.switch_to`).
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::NewConversation;
 use crate::protocol::{ControlCommand, SessionId, SystemEvent};
 

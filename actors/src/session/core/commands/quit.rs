@@ -1,6 +1,6 @@
 //! `/quit` — the front end that typed it exits; the session is untouched.
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
 
 pub const COMMAND: SlashCommand = SlashCommand {

@@ -1,6 +1,6 @@
 //! `/resume ID` — switches to a stored session (id or unique prefix).
 
-use super::{SlashCommand, one_argument};
+use super::syntax::{SlashCommand, one_argument};
 use crate::protocol::system::{Resumed, SessionSummary};
 use crate::protocol::{ControlCommand, SystemEvent};
 

@@ -1,7 +1,7 @@
 //! `/save PATH` — exports this session as a versioned JSON document
 //! (metadata and events; never tools or secrets).
 
-use super::{SlashCommand, one_argument};
+use super::syntax::{SlashCommand, one_argument};
 use crate::protocol::system::Saved;
 use crate::protocol::{ControlCommand, SystemEvent};
 

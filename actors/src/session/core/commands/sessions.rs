@@ -1,6 +1,6 @@
 //! `/sessions` — lists the stored sessions, most recent first.
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::{SessionList, SessionSummary};
 use crate::protocol::{ControlCommand, SystemEvent};
 

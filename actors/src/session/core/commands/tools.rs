@@ -1,10 +1,10 @@
 //! `/tools` — lists the tools the model can call and where each comes from.
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
+use crate::model::ToolOrigin;
 use crate::protocol::system::{ToolEntry, ToolListing};
 use crate::protocol::{ControlCommand, SystemEvent};
 use crate::session::core::SessionState;
-use crate::session::core::model::ToolOrigin;
 
 pub const COMMAND: SlashCommand = SlashCommand {
     name: "tools",
@@ -40,7 +40,7 @@ pub fn apply(state: &SessionState) -> SystemEvent {
 
 #[cfg(test)]
 mod tests {
-    use crate::session::core::model::{ToolOrigin, ToolSpec};
+    use crate::model::{ToolOrigin, ToolSpec};
 
     #[test]
     fn listings_show_the_first_sentence() {

@@ -1,6 +1,6 @@
 //! `/usage` — tokens spent in this session and in the last turn.
 
-use super::{SlashCommand, no_arguments};
+use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::UsageReport;
 use crate::protocol::{ControlCommand, SystemEvent, Usage};
 use crate::session::core::SessionState;

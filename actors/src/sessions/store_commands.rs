@@ -1,25 +1,29 @@
-//! How the AgentLoop performs the session commands the core hands it
-//! (`/new`, `/sessions`, `/resume`, `/fork`, `/save`, `/load`): each reads
-//! or writes stored sessions and becomes the one `system` reply the user
-//! sees. Failures become a notice naming what went wrong; nothing here
-//! touches the session's state (the core does, with the reply).
+//! The session commands the core hands its AgentLoop (`/new`,
+//! `/sessions`, `/resume`, `/fork`, `/save`, `/load`), performed on the
+//! stored sessions: [`StoredSessions`] is the AgentLoop's
+//! [`SessionCommands`]. Each becomes the one `system` reply the user sees.
+//! Failures become a notice naming what went wrong; nothing here touches
+//! the session's state (the core does, with the reply).
 
+use super::stored::StoredSessions;
 use crate::protocol::system::SessionSummary;
 use crate::protocol::{SessionId, SystemEvent};
+use crate::session::SessionError;
+use crate::session::actor::{CommandContext, SessionCommands};
 use crate::session::core::SessionCommand;
 use crate::session::core::commands::{self, fork, load, new, resume, save, sessions};
 use crate::store::{ListPage, NewSession, SessionDocument, SessionRecord};
-use crate::stored_sessions::StoredSessions;
-use std::path::PathBuf;
+use futures::future::BoxFuture;
 
-/// What a command may use (owned: a command runs on a task of its own, so
-/// the session's actor stays free for an interrupt meanwhile).
-pub struct CommandContext {
-    pub stored: StoredSessions,
-    pub session_id: SessionId,
-    pub workspace: PathBuf,
-    /// The session's current model profile (a new session starts with it).
-    pub model: String,
+impl SessionCommands for StoredSessions {
+    fn perform(
+        &self,
+        command: SessionCommand,
+        context: CommandContext,
+    ) -> BoxFuture<'static, SystemEvent> {
+        let stored = self.clone();
+        Box::pin(async move { perform(command, &stored, &context).await })
+    }
 }
 
 /// The summary `/sessions` and `/resume` show of a record.
@@ -35,7 +39,11 @@ fn summary(record: &SessionRecord) -> SessionSummary {
 }
 
 /// Perform `command`; the reply is what the user sees.
-pub async fn perform(command: SessionCommand, ctx: CommandContext) -> SystemEvent {
+async fn perform(
+    command: SessionCommand,
+    stored: &StoredSessions,
+    ctx: &CommandContext,
+) -> SystemEvent {
     let name = match &command {
         SessionCommand::New => "new",
         SessionCommand::List => "sessions",
@@ -44,15 +52,18 @@ pub async fn perform(command: SessionCommand, ctx: CommandContext) -> SystemEven
         SessionCommand::Save { .. } => "save",
         SessionCommand::Load { .. } => "load",
     };
-    match run(command, &ctx).await {
+    match run(command, stored, ctx).await {
         Ok(reply) => reply,
         Err(error) => commands::failed(name, error),
     }
 }
 
-async fn run(command: SessionCommand, ctx: &CommandContext) -> Result<SystemEvent, String> {
-    let stored = &ctx.stored;
-    let text = |e: crate::session::SessionError| e.to_string();
+async fn run(
+    command: SessionCommand,
+    stored: &StoredSessions,
+    ctx: &CommandContext,
+) -> Result<SystemEvent, String> {
+    let text = |e: SessionError| e.to_string();
     match command {
         SessionCommand::New => {
             let new = NewSession {

@@ -1,0 +1,40 @@
+//! What every slash command is made of: its entry in the table, and the
+//! argument parsers the commands share. (The table itself and the
+//! dispatch are `mod.rs`; a command's file never needs them.)
+
+use crate::protocol::ControlCommand;
+
+/// A slash command as the user types it.
+pub struct SlashCommand {
+    /// The word after `/`.
+    pub name: &'static str,
+    /// How to type it, e.g. `/model [NAME]`.
+    pub usage: &'static str,
+    /// One line for `/help`.
+    pub summary: &'static str,
+    /// Turn the text after the name into a command, or explain the mistake.
+    pub parse: fn(args: &str) -> Result<ControlCommand, String>,
+}
+
+/// A one-argument parser: the whole rest of the line, required.
+pub fn one_argument(name: &str, what: &str, args: &str) -> Result<String, String> {
+    let arg = args.trim();
+    if arg.is_empty() {
+        Err(format!("/{name} needs {what}."))
+    } else {
+        Ok(arg.to_string())
+    }
+}
+
+/// Parser for commands that take no arguments.
+pub fn no_arguments(
+    name: &str,
+    args: &str,
+    command: ControlCommand,
+) -> Result<ControlCommand, String> {
+    if args.is_empty() {
+        Ok(command)
+    } else {
+        Err(format!("/{name} takes no arguments (got `{args}`)."))
+    }
+}

@@ -1,0 +1,570 @@
+//! The layout's rules, checked on the source itself: no import cycles
+//! between modules, and a pure session core.
+//!
+//! Every `.rs` file of a crate is read with `syn`. A file depends on
+//! another when it names something there: a `use` path or any path in its
+//! code that starts with `crate::`, `super::` or `self::` (or a name it
+//! imported). Each path is followed down the module tree, through `pub use`
+//! re-exports, to the file that defines the item. A module's own `mod` and
+//! `pub use` lines are its structure, not a dependency; code under
+//! `#[cfg(test)]` is left out (tests may look anywhere).
+//!
+//! Checked:
+//! - no cycle between files, nor between the top-level modules of
+//!   `agentbus-actors` (`session`, `store`, `bus`, ...) or of the binary;
+//! - `session::core` depends on nothing but itself, `protocol`, `model`
+//!   and `text`,
+//!   and names no I/O, clock or actor crate (tokio, kameo, reqwest,
+//!   rusqlite, rmcp, std::fs, std::net, std::process, std::env, the clock).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// A module path inside a crate, `[]` being the crate root.
+type ModPath = Vec<String>;
+
+/// What a crate is made of: each module's file, the names it re-exports,
+/// and the paths its code names.
+struct Crate {
+    files: BTreeMap<ModPath, PathBuf>,
+    /// `use` bindings: module -> name -> the path it stands for.
+    exports: BTreeMap<ModPath, BTreeMap<String, ModPath>>,
+    /// Module -> the absolute paths its code names (outside its structure).
+    uses: BTreeMap<ModPath, Vec<ModPath>>,
+    /// Module -> the first segments of paths naming other crates.
+    externs: BTreeMap<ModPath, BTreeSet<String>>,
+}
+
+fn module_path(root: &Path, file: &Path) -> ModPath {
+    let relative = file.strip_prefix(root).expect("file under the crate root");
+    let mut parts: Vec<String> = relative
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().expect("a file name");
+    match last.as_str() {
+        "lib.rs" | "main.rs" | "mod.rs" if parts.is_empty() || last == "mod.rs" => {}
+        _ => parts.push(last.trim_end_matches(".rs").to_string()),
+    }
+    parts
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("read source dir")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn is_test_only(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+/// A path of the use tree, flattened: (segments, the name it binds, glob).
+fn flatten(tree: &syn::UseTree, prefix: &mut ModPath, out: &mut Vec<(ModPath, String, bool)>) {
+    match tree {
+        syn::UseTree::Path(p) => {
+            prefix.push(p.ident.to_string());
+            flatten(&p.tree, prefix, out);
+            prefix.pop();
+        }
+        syn::UseTree::Name(n) => {
+            let name = n.ident.to_string();
+            let mut path = prefix.clone();
+            if name != "self" {
+                path.push(name.clone());
+            }
+            let bound = path.last().cloned().unwrap_or_default();
+            out.push((path, bound, false));
+        }
+        syn::UseTree::Rename(r) => {
+            let mut path = prefix.clone();
+            if r.ident != "self" {
+                path.push(r.ident.to_string());
+            }
+            out.push((path, r.rename.to_string(), false));
+        }
+        syn::UseTree::Glob(_) => out.push((prefix.clone(), String::new(), true)),
+        syn::UseTree::Group(g) => {
+            for item in &g.items {
+                flatten(item, prefix, out);
+            }
+        }
+    }
+}
+
+/// Collects what one file names.
+struct FileVisitor {
+    module: ModPath,
+    /// Names imported by `use` in this file -> absolute path.
+    imports: BTreeMap<String, ModPath>,
+    /// Names imported from other crates -> their full path.
+    extern_imports: BTreeMap<String, Vec<String>>,
+    uses: Vec<ModPath>,
+    exports: BTreeMap<String, ModPath>,
+    /// Paths into other crates, in full (`std::fs::read`, `tokio::spawn`).
+    externs: BTreeSet<String>,
+    child_modules: BTreeSet<String>,
+    /// Children declared `#[cfg(test)] mod x;`.
+    test_children: BTreeSet<String>,
+}
+
+impl FileVisitor {
+    /// `path` (as written in this file) made absolute, or `None` for a path
+    /// into another crate (recorded in `externs`) or a local name.
+    fn absolute(&mut self, segments: &[String]) -> Option<ModPath> {
+        let first = segments.first()?;
+        let mut base = match first.as_str() {
+            "crate" => Vec::new(),
+            "self" => self.module.clone(),
+            "super" => {
+                let mut m = self.module.clone();
+                let mut rest = segments;
+                while rest.first().is_some_and(|s| s == "super") {
+                    m.pop();
+                    rest = &rest[1..];
+                }
+                m.extend(rest.iter().cloned());
+                return Some(m);
+            }
+            name if self.imports.contains_key(name) => {
+                let mut m = self.imports[name].clone();
+                m.extend(segments[1..].iter().cloned());
+                return Some(m);
+            }
+            name if self.child_modules.contains(name) => {
+                let mut m = self.module.clone();
+                m.extend(segments.iter().cloned());
+                return Some(m);
+            }
+            name if self.extern_imports.contains_key(name) => {
+                let mut full = self.extern_imports[name].clone();
+                full.extend(segments[1..].iter().cloned());
+                self.externs.insert(full.join("::"));
+                return None;
+            }
+            name => {
+                // `tokio::spawn`, `std::fs::read`: another crate. (Prelude
+                // and generic names — `Vec::new`, `T::default` — start
+                // with a capital.)
+                const PRIMITIVES: [&str; 17] = [
+                    "bool", "char", "str", "f32", "f64", "i8", "i16", "i32", "i64", "i128",
+                    "isize", "u8", "u16", "u32", "u64", "u128", "usize",
+                ];
+                if segments.len() > 1
+                    && name.starts_with(|c: char| c.is_lowercase())
+                    && !PRIMITIVES.contains(&name)
+                {
+                    self.externs.insert(segments.join("::"));
+                }
+                return None;
+            }
+        };
+        base.extend(segments[1..].iter().cloned());
+        Some(base)
+    }
+
+    fn use_item(&mut self, item: &syn::ItemUse) {
+        let mut flat = Vec::new();
+        flatten(&item.tree, &mut Vec::new(), &mut flat);
+        let public = matches!(item.vis, syn::Visibility::Public(_));
+        for (path, bound, glob) in flat {
+            let Some(absolute) = self.absolute(&path) else {
+                if !glob {
+                    self.extern_imports.insert(bound, path);
+                }
+                continue;
+            };
+            // A module's re-export of its own descendants is its structure.
+            let own = absolute.starts_with(&self.module) && absolute.len() > self.module.len();
+            // Any `use` binds the name in this module (a private one for
+            // its descendants): resolution follows it.
+            if !glob {
+                self.exports.insert(bound.clone(), absolute.clone());
+            }
+            if !glob {
+                self.imports.insert(bound, absolute.clone());
+            }
+            if !(public && own) {
+                self.uses.push(absolute);
+            }
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for FileVisitor {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs = match item {
+            syn::Item::Mod(_) => return syn::visit::visit_item(self, item),
+            syn::Item::Fn(f) => &f.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            syn::Item::Use(u) => &u.attrs,
+            syn::Item::Struct(s) => &s.attrs,
+            syn::Item::Enum(e) => &e.attrs,
+            syn::Item::Const(c) => &c.attrs,
+            _ => return syn::visit::visit_item(self, item),
+        };
+        if is_test_only(attrs) {
+            return;
+        }
+        syn::visit::visit_item(self, item);
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        // `mod x;` is structure; an inline `mod x { .. }` is read as part
+        // of this file.
+        if is_test_only(&m.attrs) {
+            self.test_children.insert(m.ident.to_string());
+            return;
+        }
+        if let Some((_, items)) = &m.content {
+            for item in items {
+                self.visit_item(item);
+            }
+        }
+    }
+
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.use_item(item);
+    }
+
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {
+        // `pub(super)` names a module but uses nothing.
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        if let Some(absolute) = self.absolute(&segments) {
+            self.uses.push(absolute);
+        }
+        syn::visit::visit_path(self, path);
+    }
+
+    fn visit_macro(&mut self, mac: &'ast syn::Macro) {
+        // Paths inside macro calls (format!, matches!, json!, ...): read the
+        // tokens as expressions where they parse.
+        if let Ok(args) = mac.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        ) {
+            for arg in &args {
+                self.visit_expr(arg);
+            }
+        }
+        syn::visit::visit_macro(self, mac);
+    }
+}
+
+fn read_crate(root: &Path) -> Crate {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    let modules: BTreeMap<ModPath, PathBuf> = files
+        .iter()
+        .map(|f| (module_path(root, f), f.clone()))
+        .collect();
+    let mut krate = Crate {
+        files: BTreeMap::new(),
+        exports: BTreeMap::new(),
+        uses: BTreeMap::new(),
+        externs: BTreeMap::new(),
+    };
+    // Files of test-only modules (and everything under them) are left out.
+    let mut test_only: BTreeSet<ModPath> = BTreeSet::new();
+    for (module, file) in &modules {
+        if test_only.iter().any(|t| module.starts_with(t)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read source");
+        let parsed = syn::parse_file(&text)
+            .unwrap_or_else(|e| panic!("{} does not parse: {e}", file.display()));
+        let child_modules = modules
+            .keys()
+            .filter(|m| m.len() == module.len() + 1 && m.starts_with(module))
+            .map(|m| m.last().cloned().unwrap_or_default())
+            .collect();
+        let mut visitor = FileVisitor {
+            module: module.clone(),
+            imports: BTreeMap::new(),
+            extern_imports: BTreeMap::new(),
+            uses: Vec::new(),
+            exports: BTreeMap::new(),
+            externs: BTreeSet::new(),
+            child_modules,
+            test_children: BTreeSet::new(),
+        };
+        // Imports first, so paths through imported names resolve wherever
+        // they appear in the file.
+        for item in &parsed.items {
+            if let syn::Item::Use(u) = item
+                && !is_test_only(&u.attrs)
+            {
+                visitor.use_item(u);
+            }
+        }
+        visitor.uses.clear();
+        visitor.externs.clear();
+        visitor.visit_file(&parsed);
+        for child in &visitor.test_children {
+            let mut path = module.clone();
+            path.push(child.clone());
+            test_only.insert(path);
+        }
+        krate.files.insert(module.clone(), file.clone());
+        krate.exports.insert(module.clone(), visitor.exports);
+        krate.uses.insert(module.clone(), visitor.uses);
+        krate.externs.insert(module.clone(), visitor.externs);
+    }
+    krate
+}
+
+impl Crate {
+    /// The file that defines what `path` names: down the module tree,
+    /// through re-exports.
+    fn defining_module(&self, path: &[String], depth: usize) -> ModPath {
+        let mut module: ModPath = Vec::new();
+        for (i, segment) in path.iter().enumerate() {
+            let mut child = module.clone();
+            child.push(segment.clone());
+            if self.files.contains_key(&child) {
+                module = child;
+                continue;
+            }
+            if depth < 16
+                && let Some(target) = self.exports.get(&module).and_then(|e| e.get(segment))
+            {
+                let mut rest = target.clone();
+                rest.extend(path[i + 1..].iter().cloned());
+                return self.defining_module(&rest, depth + 1);
+            }
+            break;
+        }
+        module
+    }
+
+    /// File-level edges: module -> the modules it depends on.
+    fn edges(&self) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+        let mut edges: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+        for (module, uses) in &self.uses {
+            let targets = edges.entry(module.clone()).or_default();
+            for path in uses {
+                let target = self.defining_module(path, 0);
+                if &target != module {
+                    targets.insert(target);
+                }
+            }
+        }
+        edges
+    }
+}
+
+/// The cycles of a graph: its strongly connected components with more than
+/// one node (Tarjan).
+fn cycles<N: Ord + Clone>(edges: &BTreeMap<N, BTreeSet<N>>) -> Vec<Vec<N>> {
+    struct State<N> {
+        index: BTreeMap<N, usize>,
+        low: BTreeMap<N, usize>,
+        stack: Vec<N>,
+        on_stack: BTreeSet<N>,
+        next: usize,
+        found: Vec<Vec<N>>,
+    }
+    fn visit<N: Ord + Clone>(n: &N, edges: &BTreeMap<N, BTreeSet<N>>, s: &mut State<N>) {
+        s.index.insert(n.clone(), s.next);
+        s.low.insert(n.clone(), s.next);
+        s.next += 1;
+        s.stack.push(n.clone());
+        s.on_stack.insert(n.clone());
+        for m in edges.get(n).into_iter().flatten() {
+            if !s.index.contains_key(m) {
+                visit(m, edges, s);
+                let low = s.low[n].min(s.low[m]);
+                s.low.insert(n.clone(), low);
+            } else if s.on_stack.contains(m) {
+                let low = s.low[n].min(s.index[m]);
+                s.low.insert(n.clone(), low);
+            }
+        }
+        if s.low[n] == s.index[n] {
+            let mut component = Vec::new();
+            while let Some(m) = s.stack.pop() {
+                s.on_stack.remove(&m);
+                let done = &m == n;
+                component.push(m);
+                if done {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for n in edges.keys() {
+        if !state.index.contains_key(n) {
+            visit(n, edges, &mut state);
+        }
+    }
+    state.found
+}
+
+fn name(module: &ModPath) -> String {
+    if module.is_empty() {
+        "crate".into()
+    } else {
+        module.join("::")
+    }
+}
+
+fn top_level(edges: &BTreeMap<ModPath, BTreeSet<ModPath>>) -> BTreeMap<String, BTreeSet<String>> {
+    let mut top: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, targets) in edges {
+        let Some(a) = from.first() else { continue };
+        for to in targets {
+            if let Some(b) = to.first().filter(|b| *b != a) {
+                top.entry(a.clone()).or_default().insert(b.clone());
+            }
+        }
+    }
+    top
+}
+
+fn assert_no_cycles(krate_name: &str, root: &Path) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    let krate = read_crate(root);
+    let edges = krate.edges();
+    let file_cycles: Vec<String> = cycles(&edges)
+        .iter()
+        .map(|c| c.iter().map(name).collect::<Vec<_>>().join(" <-> "))
+        .collect();
+    assert!(
+        file_cycles.is_empty(),
+        "{krate_name}: import cycles between files: {file_cycles:#?}"
+    );
+    let top = top_level(&edges);
+    let top_cycles = cycles(&top);
+    assert!(
+        top_cycles.is_empty(),
+        "{krate_name}: import cycles between top-level modules: {top_cycles:?}\nedges: {top:#?}"
+    );
+    edges
+}
+
+fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_actors_crate_has_no_import_cycle() {
+    let edges = assert_no_cycles("agentbus-actors", &workspace().join("actors/src"));
+    // The checker sees real dependencies (it would miss every cycle if it
+    // saw none): the AgentLoop uses the core's step, the session commands
+    // use the stored sessions, the store's SQLite backend the store trait.
+    let of = |m: &str| -> ModPath { m.split("::").map(String::from).collect() };
+    let depends = |a: &str, b: &str| edges.get(&of(a)).is_some_and(|t| t.contains(&of(b)));
+    assert!(depends("session::actor", "session::core::step"));
+    assert!(depends("sessions::store_commands", "sessions::stored"));
+    assert!(depends("store::sqlite", "store"));
+}
+
+#[test]
+fn the_binary_has_no_import_cycle() {
+    assert_no_cycles("agentbus", &workspace().join("src"));
+}
+
+#[test]
+fn the_session_core_is_pure() {
+    let root = workspace().join("actors/src");
+    let krate = read_crate(&root);
+    let edges = krate.edges();
+    let core: ModPath = vec!["session".into(), "core".into()];
+    let allowed = |m: &ModPath| {
+        m.starts_with(&core)
+            || m.first()
+                .is_some_and(|f| ["protocol", "model", "text"].contains(&f.as_str()))
+    };
+    // Other crates the core may name: plain data and pure helpers.
+    let pure_crates = ["std", "core", "serde", "serde_json", "chrono"];
+    let impure_std = [
+        "std::fs",
+        "std::net",
+        "std::process",
+        "std::env",
+        "std::thread",
+        "std::time::SystemTime",
+        "std::time::Instant",
+        "chrono::Utc::now",
+        "chrono::Local",
+    ];
+    let mut problems = Vec::new();
+    for (module, targets) in edges.iter().filter(|(m, _)| m.starts_with(&core)) {
+        for target in targets.iter().filter(|t| !allowed(t)) {
+            problems.push(format!("{} uses {}", name(module), name(target)));
+        }
+        for path in &krate.externs[module] {
+            let first = path.split("::").next().unwrap_or_default();
+            let impure = impure_std.iter().any(|p| path.starts_with(p));
+            if impure || !pure_crates.contains(&first) {
+                problems.push(format!("{} names {path}", name(module)));
+            }
+        }
+        for path in &krate.uses[module] {
+            if path.ends_with(&["SessionId".to_string(), "new".to_string()]) {
+                problems.push(format!(
+                    "{} makes session ids (clock and randomness)",
+                    name(module)
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "the session core must do no I/O: {problems:#?}"
+    );
+    assert!(
+        edges.keys().filter(|m| m.starts_with(&core)).count() > 10,
+        "the core's files were all found"
+    );
+}
+
+/// Debugging aid: `LAYOUT_ROOT=DIR [LAYOUT_MODULE=a::b] cargo test --test
+/// layout -- --ignored --nocapture print_layout` prints the cycles of any
+/// crate's source (e.g. an older checkout) and the edges of one module.
+#[test]
+#[ignore = "a debugging aid, not a check: see its doc comment"]
+fn print_layout() {
+    let root = std::env::var("LAYOUT_ROOT").map_or(workspace().join("actors/src"), PathBuf::from);
+    let krate = read_crate(&root);
+    let edges = krate.edges();
+    for cycle in cycles(&edges) {
+        println!("file cycle: {}", cycle.iter().map(name).collect::<Vec<_>>().join(" <-> "));
+    }
+    for cycle in cycles(&top_level(&edges)) {
+        println!("top-level cycle: {}", cycle.join(" <-> "));
+    }
+    let wanted = std::env::var("LAYOUT_MODULE").unwrap_or_default();
+    for (module, targets) in edges.iter().filter(|(m, _)| name(m) == wanted) {
+        for target in targets {
+            println!("{} -> {}", name(module), name(target));
+        }
+    }
+}
