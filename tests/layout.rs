@@ -556,7 +556,10 @@ fn print_layout() {
     let krate = read_crate(&root);
     let edges = krate.edges();
     for cycle in cycles(&edges) {
-        println!("file cycle: {}", cycle.iter().map(name).collect::<Vec<_>>().join(" <-> "));
+        println!(
+            "file cycle: {}",
+            cycle.iter().map(name).collect::<Vec<_>>().join(" <-> ")
+        );
     }
     for cycle in cycles(&top_level(&edges)) {
         println!("top-level cycle: {}", cycle.join(" <-> "));
@@ -567,4 +570,38 @@ fn print_layout() {
             println!("{} -> {}", name(module), name(target));
         }
     }
+}
+
+/// ARCHITECTURE.md's code map names every folder of both crates and every
+/// file at the top of each (`model.rs`, `api.rs`, ...), so it cannot fall
+/// behind the tree.
+#[test]
+fn the_architecture_map_names_every_folder() {
+    let map = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).expect("read map");
+    let mut missing = Vec::new();
+    for root in ["actors/src", "src"] {
+        let root = workspace().join(root);
+        let mut files = Vec::new();
+        rust_files(&root, &mut files);
+        let mut named: BTreeSet<String> = BTreeSet::new();
+        for file in &files {
+            let relative = file.strip_prefix(&root).expect("under root");
+            let mut dir = PathBuf::new();
+            for part in relative.parent().into_iter().flat_map(|p| p.iter()) {
+                dir.push(part);
+                named.insert(format!("`{}/", part.to_string_lossy()));
+            }
+            if relative.parent().is_some_and(|p| p.as_os_str().is_empty()) {
+                let name = relative.to_string_lossy();
+                if !["lib.rs", "main.rs"].contains(&name.as_ref()) {
+                    named.insert(format!("`{name}`"));
+                }
+            }
+        }
+        missing.extend(named.into_iter().filter(|n| !map.contains(n.as_str())));
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md does not name: {missing:?}"
+    );
 }

@@ -46,7 +46,9 @@ pub enum AgentMessage {
     /// One tool call finished. Persisted. Emitted in the order of the calls
     /// in the assistant message.
     ToolResult(ToolResultEvent),
-    /// A tool call waits for the user's decision. Persisted.
+    /// Reserved: a tool call waiting for the user's decision. Nothing emits
+    /// it yet (agentbus has no approval flow); front ends show it if a
+    /// later version or an imported log carries one. Persisted.
     ApprovalRequest(ApprovalRequestEvent),
     /// The turn ended. Exactly one per accepted query. Persisted.
     Result(ResultEvent),
@@ -143,7 +145,8 @@ pub struct ToolResultEvent {
     pub cancelled: bool,
 }
 
-/// An `approval_request` event: the call waits for an approval decision.
+/// An `approval_request` event (reserved, not emitted yet): the call waits
+/// for an approval decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequestEvent {
     pub request_id: String,

@@ -1,7 +1,7 @@
 //! The protocol: every type that crosses the bus, in one place, as plain data.
 //!
-//! Front ends (terminal, one-shot runs, HTTP, web, ACP) speak only this
-//! vocabulary. It never contains provider wire formats and never contains
+//! Front ends (the terminal chat, one-shot runs, the HTTP API and its web
+//! page) speak only this vocabulary. It never contains provider wire formats and never contains
 //! logic beyond construction helpers: what a type *means* is documented here,
 //! what the session *does* with it lives in [`crate::session::core`].
 //!
