@@ -551,9 +551,7 @@ async fn many_requests_for_one_stored_session_load_it_once() {
     let opened = futures::future::join_all((0..8).map(|_| h.runtime.open_session(&id))).await;
     let handles: Vec<SessionHandle> = opened.into_iter().map(|o| o.unwrap()).collect();
     assert!(
-        handles
-            .iter()
-            .all(|h| Arc::ptr_eq(h.topic(), handles[0].topic())),
+        handles.iter().all(|h| h == &handles[0]),
         "every request got the same load (one topic, one AgentLoop)"
     );
     assert_eq!(h.runtime.loaded_sessions().await, vec![id.clone()]);

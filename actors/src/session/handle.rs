@@ -110,8 +110,9 @@ impl SessionHandle {
         Ok(self.store.load_events(&self.id, after_seq, up_to).await?)
     }
 
-    pub fn topic(&self) -> &Arc<SessionTopic> {
-        &self.topic
+    /// How many subscribers watch the session now.
+    pub(crate) fn watchers(&self) -> usize {
+        self.topic.subscriber_count()
     }
 
     /// A copy of the session state.
@@ -136,16 +137,26 @@ impl SessionHandle {
     }
 
     /// Whether the session's AgentLoop still runs.
-    pub fn is_alive(&self) -> bool {
+    pub(crate) fn is_alive(&self) -> bool {
         self.agent_loop.is_alive()
     }
 
     /// Stop the session's AgentLoop (running work is cancelled).
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         let _ = self.agent_loop.stop_gracefully().await;
         self.agent_loop.wait_for_shutdown().await;
     }
 }
+
+/// Two handles are equal when they reach the same AgentLoop: the same load
+/// of the same session.
+impl PartialEq for SessionHandle {
+    fn eq(&self, other: &Self) -> bool {
+        self.agent_loop.id() == other.agent_loop.id()
+    }
+}
+
+impl Eq for SessionHandle {}
 
 /// A live session is the source of its own events: the topic for recent and
 /// live ones, the store for older ones.

@@ -392,7 +392,7 @@ impl Message<SweepIdle> for SessionManager {
         let unused: Vec<&SessionHandle> = self
             .sessions
             .values()
-            .filter(|h| !h.in_use() && h.topic().subscriber_count() == 0)
+            .filter(|h| !h.in_use() && h.watchers() == 0)
             .collect();
         let idle_for = join_all(unused.iter().map(|h| h.idle_for())).await;
         let idle: Vec<SessionId> = unused
