@@ -3,7 +3,7 @@
 //! Plain: the final assistant text goes to stdout, retry notices and the
 //! reason for a failure to stderr. `--json`: every event of this run as a
 //! JSON line. Exit 0 for `end_turn`; non-zero otherwise (see
-//! [`InputEnd::exit_code`]), and 1 whenever the session could not be saved.
+//! [`InputEnd::exit_code`](super::InputEnd::exit_code)), and 1 whenever the session could not be saved.
 //! The first Ctrl-C interrupts the turn (its `cancelled` result is still
 //! printed; exit 130); a second one exits at once. `--session ID` or
 //! `--continue` add the turn to a stored session.

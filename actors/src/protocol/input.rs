@@ -16,7 +16,8 @@ pub type InputId = u64;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionInput {
     /// A user message. Text starting with `/` is parsed as a slash command
-    /// before it is queued (see [`crate::session::core::commands`]).
+    /// before it is queued (by the session; `runtime::parse_command` is the
+    /// same parser).
     Query { text: String },
     /// A typed control command, queued like a query.
     Control(ControlCommand),

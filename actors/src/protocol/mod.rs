@@ -3,7 +3,7 @@
 //! Front ends (the terminal chat, one-shot runs, the HTTP API and its web
 //! page) speak only this vocabulary. It never contains provider wire formats and never contains
 //! logic beyond construction helpers: what a type *means* is documented here,
-//! what the session *does* with it lives in [`crate::session::core`].
+//! what the session *does* with it lives in the session core.
 //!
 //! - [`input`]: what a front end sends into a session (queries, control
 //!   commands, interrupts).

@@ -8,7 +8,7 @@
 //! create, open or find sessions here and talk to them through
 //! [`SessionHandle`]s; stored sessions are [`StoredSessions`]. How the
 //! process stops — sessions first, then MCP servers, tools and the store —
-//! is [`shutdown`], written once.
+//! is `shutdown.rs`, written once.
 //!
 //! Everything a front end may use is re-exported here; the rest of the
 //! crate is private to it.
@@ -244,7 +244,7 @@ impl Runtime {
         let _ = self.manager.ask(StopAll).await;
     }
 
-    /// Stop every actor, in the order [`shutdown`] gives: sessions are
+    /// Stop every actor, in the order `shutdown.rs` gives: sessions are
     /// released (they stay stored), MCP server processes are stopped and
     /// reaped, the store is closed.
     pub async fn shutdown(&self) {

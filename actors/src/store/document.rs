@@ -28,9 +28,9 @@ pub const DOCUMENT_VERSION: u32 = 1;
 /// One exported session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionDocument {
-    /// Always [`DOCUMENT_FORMAT`].
+    /// Always `agentbus-session`.
     pub format: String,
-    /// The format version it was written in ([`DOCUMENT_VERSION`] here).
+    /// The format version it was written in (1 here).
     pub version: u32,
     pub exported_at: DateTime<Utc>,
     pub session: DocumentSession,

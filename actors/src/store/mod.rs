@@ -49,7 +49,7 @@ pub trait SessionStore: Send + Sync + 'static {
 
     /// Take a session's lease — free, already `owner`'s, or held by a
     /// process that is gone — and get its record and whole log in seq
-    /// order. [`StoreError::Busy`] if a live process holds it.
+    /// order. `StoreError::Busy` if a live process holds it.
     async fn acquire(
         &self,
         id: &SessionId,

@@ -17,7 +17,7 @@ pub const TITLE_MAX_CHARS: usize = 80;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SessionRecord {
     pub id: SessionId,
-    /// From the first user message (see [`title_from`]); `None` until there
+    /// From the first user message (see `title_from`); `None` until there
     /// is one.
     pub title: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -30,7 +30,7 @@ pub struct SessionRecord {
     /// The session this one was forked from, and the parent's seq it was
     /// forked at.
     pub parent: Option<(SessionId, u64)>,
-    /// [`STATUS_ACTIVE`] while a process holds the lease, else [`STATUS_IDLE`].
+    /// `active` while a process holds the lease, else `idle`.
     pub status: String,
     /// The process holding the lease.
     pub owner: Option<super::Owner>,
