@@ -23,7 +23,7 @@
 //!    with paced replies (a chunk every 20 ms, as a model generates), then
 //!    under the burst of (2).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/all/support/mod.rs"]
 mod support;
 
 use agentbus_testkit::Script;

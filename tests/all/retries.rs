@@ -1,11 +1,9 @@
 //! A flaky provider, seen by a user of `agentbus run`: the turn still ends
 //! well, the user is told about each retry, and nothing is said twice.
 
-mod support;
-
+use crate::support::*;
 use agentbus_testkit::Script;
 use serde_json::Value;
-use support::*;
 
 const PROFILES: [&str; 2] = ["scripted", "scripted-anthropic"];
 

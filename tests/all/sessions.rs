@@ -1,11 +1,9 @@
 //! Sessions that last, end to end: stored, resumed, recovered after SIGKILL,
 //! driven by two processes at once, forked, exported and imported.
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
 use std::process::Stdio;
-use support::*;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 fn text_of(out: &Finished) -> String {

@@ -1,10 +1,8 @@
 //! `agentbus run` end to end: the built binary against the scripted model
 //! server over real HTTP, with real tools in a temporary workspace.
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 #[tokio::test]
 async fn run_json_prints_every_event_in_order_with_gap_free_seq() {

@@ -1,10 +1,8 @@
 //! `agentbus chat` end to end with piped stdin: one input per line,
 //! submitted as read, so inputs queue in the session's FIFO.
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 fn seq_of(events: &[Value], pred: impl Fn(&Value) -> bool) -> u64 {
     events

@@ -2,12 +2,10 @@
 //! scripted model behind it, and real HTTP, SSE and WebSocket clients —
 //! plus the terminal front ends attached over the API.
 
-mod support;
-
+use crate::support::server::{EventStream, error_of};
+use crate::support::{Fixture, GUARD, assert_gap_free, processes_with_env, test_mcp_server};
 use agentbus_testkit::Script;
 use serde_json::{Value, json};
-use support::server::error_of;
-use support::{Fixture, assert_gap_free, processes_with_env, test_mcp_server};
 
 const SCRIPT: &str = r#"
 [[response]]
@@ -201,10 +199,8 @@ async fn after_a_restart_a_client_resumes_from_the_store() {
 
     // `?after=` works like Last-Event-ID.
     let after = sse.events[1]["seq"].as_u64().unwrap();
-    let mut partial = support::server::EventStream::open(
-        server.get(&format!("/v1/sessions/{id}/events?after={after}")),
-    )
-    .await;
+    let mut partial =
+        EventStream::open(server.get(&format!("/v1/sessions/{id}/events?after={after}"))).await;
     let first = partial.next().await.unwrap();
     assert!(first["seq"].as_u64().unwrap() > after);
     assert_eq!(first, persisted(&sse.events)[2]);
@@ -433,7 +429,7 @@ async fn sigterm_ends_every_running_turn_with_a_stored_result_and_stops_mcp_serv
     let running_two = server.input(&two, "stall two").await;
     sse_one.until(|e| e["event"]["type"] == "text_delta").await;
     sse_two.until(|e| e["event"]["type"] == "text_delta").await;
-    let mut lifecycle = support::server::EventStream::open(server.get("/v1/events")).await;
+    let mut lifecycle = EventStream::open(server.get("/v1/events")).await;
 
     server.terminate();
     // Attached clients see each turn end before their stream closes.
@@ -583,7 +579,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
 async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
     let f = fixture().await;
     let server = f.serve().await;
-    let mut lifecycle = support::server::EventStream::open(server.get("/v1/events")).await;
+    let mut lifecycle = EventStream::open(server.get("/v1/events")).await;
     let id = server
         .create_session_with(json!({"title": "my session"}))
         .await;
@@ -692,7 +688,7 @@ async fn sessions_are_created_forked_exported_and_deleted_over_the_api() {
 async fn lifecycle_ids_go_on_rising_across_restarts_and_slash_commands_announce_sessions() {
     let f = fixture().await;
     let first = f.serve().await;
-    let mut lifecycle = support::server::EventStream::open(first.get("/v1/events")).await;
+    let mut lifecycle = EventStream::open(first.get("/v1/events")).await;
     let id = first.create_session().await;
     first.input(&id, "hello").await;
     // created, busy, idle: with ids restarting at 1 the next run's first
@@ -704,7 +700,7 @@ async fn lifecycle_ids_go_on_rising_across_restarts_and_slash_commands_announce_
     assert!(status.success(), "{log}");
 
     let second = f.serve().await;
-    let mut resumed = support::server::EventStream::open(
+    let mut resumed = EventStream::open(
         second
             .get("/v1/events")
             .header("Last-Event-ID", last_id.to_string()),
@@ -923,7 +919,7 @@ async fn a_client_that_stops_reading_is_cut_off_and_resumes_from_its_last_seq() 
     // before the result.
     let mut received = Vec::new();
     tokio::time::timeout(
-        support::GUARD,
+        GUARD,
         tokio::io::AsyncReadExt::read_to_end(&mut slow, &mut received),
     )
     .await

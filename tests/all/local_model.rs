@@ -1,13 +1,11 @@
 //! agentbus against a real LLM: llama.cpp's server with a small real model,
 //! through both of its wire formats. Needs the server: run
 //! `scripts/local-model.sh start`, set AGENTBUS_TEST_LOCAL_MODEL_URL to the
-//! URL it prints, then `cargo test --test local_model -- --ignored`
+//! URL it prints, then `cargo test --test all local_model:: -- --ignored`
 //! (`.ci/run` does this when the server's build is cached on the machine).
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 const SKIP: &str = "needs a real llama.cpp server: run scripts/local-model.sh start, set AGENTBUS_TEST_LOCAL_MODEL_URL, pass --ignored";
 

@@ -2,10 +2,8 @@
 //! script over OpenAI Chat Completions and Anthropic Messages, and agentbus
 //! must turn both into the same events.
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
-use support::*;
 
 /// Events without what may differ between two runs: ids, times, durations,
 /// the profile's name and the temporary workspace's path.

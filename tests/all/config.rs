@@ -1,8 +1,6 @@
 //! Configuration as a user meets it: layered files, clear errors.
 
-mod support;
-
-use support::*;
+use crate::support::*;
 
 #[tokio::test]
 async fn a_bad_config_file_names_the_file_and_the_key() {

@@ -3,11 +3,9 @@
 //! the test kit's own server that can crash, hang, fail to start and grow
 //! its tool list — driven by the scripted model.
 
-mod support;
-
+use crate::support::*;
 use serde_json::Value;
 use std::process::Stdio;
-use support::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 fn statuses<'a>(events: &'a [Value], server: &str) -> Vec<&'a Value> {

@@ -1,0 +1,19 @@
+//! The end-to-end tests of the built `agentbus` binary, as one test target:
+//! every module below was a test binary of its own, and each linked the
+//! shared `support` code again. One target compiles and links it once.
+//!
+//! Run one area with a filter on its module, e.g.
+//! `cargo test --test all serve::`; the tests against a real local model
+//! with `cargo test --test all local_model:: -- --ignored`.
+
+mod support;
+
+mod chat;
+mod config;
+mod local_model;
+mod mcp;
+mod retries;
+mod run;
+mod serve;
+mod sessions;
+mod wire_formats;
