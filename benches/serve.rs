@@ -24,6 +24,7 @@
 //!    under the burst of (2).
 
 #[path = "../tests/all/support/mod.rs"]
+#[allow(dead_code)] // the bench uses a part of the tests' support
 mod support;
 
 use agentbus_testkit::Script;

@@ -8,8 +8,6 @@
 //! Waits are bounded by [`GUARD`] only so that a broken build fails instead
 //! of hanging; tests synchronise on what the binary prints, never on time.
 
-#![allow(dead_code)]
-
 pub mod server;
 
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
@@ -226,6 +224,7 @@ impl Agent {
     }
 
     /// Read stdout lines until one contains `text`.
+    #[allow(dead_code)] // no test calls it yet
     pub async fn wait_for_text(&mut self, text: &str) -> String {
         loop {
             let line = self.next_line().await.unwrap_or_else(|| {
