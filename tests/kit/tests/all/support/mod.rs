@@ -3,8 +3,6 @@
 //! (including truncated streams and stalls) without depending on agentbus or
 //! a TLS-configured HTTP client.
 
-#![allow(dead_code)] // each test file uses a different part
-
 use std::net::SocketAddr;
 use std::time::Duration;
 

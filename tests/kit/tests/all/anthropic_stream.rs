@@ -2,13 +2,11 @@
 //! stream reassembles into exactly the scripted text and tool uses, in
 //! Anthropic's event shapes, and requests are recorded and validated.
 
-mod support;
-
 use std::collections::BTreeMap;
 
+use crate::support::{Frame, post};
 use agentbus_testkit::{Script, ScriptedModel};
 use serde_json::{Value, json};
-use support::{Frame, post};
 
 /// What an Anthropic streaming client ends up with.
 #[derive(Debug, Default)]

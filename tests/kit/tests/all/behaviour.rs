@@ -2,11 +2,9 @@
 //! routing, templates, HTTP errors, raw fixtures, exhaustion, and the
 //! recording/waiting API tests rely on.
 
-mod support;
-
+use crate::support::{Frame, post, read_frames, send_request, within};
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
 use serde_json::{Value, json};
-use support::{Frame, post, read_frames, send_request, within};
 
 fn script(toml: &str) -> Script {
     Script::from_toml_str(toml).expect("valid script")

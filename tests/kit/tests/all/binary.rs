@@ -1,11 +1,9 @@
 //! The `scripted-model` binary: announces its address on one stdout line and
 //! serves the script like the in-process server.
 
-mod support;
-
+use crate::support::{post, within};
 use agentbus_testkit::fixtures_dir;
 use serde_json::json;
-use support::{post, within};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 

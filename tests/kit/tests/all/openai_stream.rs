@@ -2,13 +2,11 @@
 //! streamed chunks reassemble into exactly the scripted text and tool calls,
 //! in OpenAI's frame shapes, and requests are recorded and validated.
 
-mod support;
-
 use std::collections::BTreeMap;
 
+use crate::support::{Frame, post, request};
 use agentbus_testkit::{Script, ScriptedModel};
 use serde_json::{Value, json};
-use support::{Frame, post, request};
 
 /// What an OpenAI streaming client ends up with.
 #[derive(Debug, Default)]
