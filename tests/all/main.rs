@@ -1,6 +1,7 @@
-//! The end-to-end tests of the built `agentbus` binary, as one test target:
-//! every module below was a test binary of its own, and each linked the
-//! shared `support` code again. One target compiles and links it once.
+//! The end-to-end tests of the built `agentbus` binary, and the layout
+//! check of the source (`layout`), as one test target: every module below
+//! was a test binary of its own, and each linked the shared `support` code
+//! again. One target compiles and links it once.
 //!
 //! Run one area with a filter on its module, e.g.
 //! `cargo test --test all serve::`; the tests against a real local model
@@ -10,6 +11,7 @@ mod support;
 
 mod chat;
 mod config;
+mod layout;
 mod local_model;
 mod mcp;
 mod retries;

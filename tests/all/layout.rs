@@ -547,7 +547,7 @@ fn the_session_core_is_pure() {
 }
 
 /// Debugging aid: `LAYOUT_ROOT=DIR [LAYOUT_MODULE=a::b] cargo test --test
-/// layout -- --ignored --nocapture print_layout` prints the cycles of any
+/// all layout::print_layout -- --ignored --nocapture` prints the cycles of any
 /// crate's source (e.g. an older checkout) and the edges of one module.
 #[test]
 #[ignore = "a debugging aid, not a check: see its doc comment"]
