@@ -1,8 +1,9 @@
 //! UiSink actor: one per attached front end.
 //!
 //! Subscribes to a session's events through an [`EventSource`] and hands
-//! each event, in `seq` order, to a [`FrontEnd`]. The hand-off runs on the sink's own task, so a slow front
-//! end only slows itself: when it falls behind the topic's channel it is cut
+//! each event, in `seq` order, to a [`FrontEnd`]. The hand-off runs on the
+//! sink's own task, so a slow front end only slows itself: when it falls
+//! behind the topic's channel it is cut
 //! off and rejoins from its last seq — replayed from the ring, or from the
 //! store when the ring no longer reaches back (the store holds the persisted
 //! events, so the numbers of old `stream_event`s are skipped). If even the

@@ -1,8 +1,9 @@
 //! ToolExecutor actor: runs tool calls, and owns the tool registry.
 //!
-//! The registry holds the built-in tools and the tools of every MCP server
-//! (reported by McpServer actors with [`ServerChanged`]); each change is
-//! published as a [`ToolCatalog`] on a watch channel that sessions follow.
+//! The [registry](super::registry) holds the built-in tools and the tools of
+//! every MCP server (reported by McpServer actors with [`ServerChanged`]);
+//! each change is published as a [`ToolCatalog`] on a watch channel that
+//! sessions follow.
 //! Accepts [`RunTool`] (answered when the call ends), [`ListTools`] and
 //! [`ServerChanged`]. Every call runs on its own task, so many run at once
 //! and the actor stays responsive; every failure — unknown tool, arguments

@@ -4,7 +4,8 @@
 //! Built-in tools come first, then each MCP server's (servers in name
 //! order); a name already taken is given a hash suffix ([`naming`]), so
 //! which tool keeps a contested name does not depend on which server
-//! started first. Never runs a tool: that is the [executor](super::executor)'s job.
+//! started first. Never runs a tool: that is the
+//! [executor](super::executor)'s job.
 
 use super::Tool;
 use super::naming;
