@@ -2,18 +2,22 @@
 //! that the work was done). Run with
 //! `cargo bench -p agentbus-actors --bench sessions`; the README reports it.
 //!
-//! 1. Append throughput: events/s through the session store, one event per
-//!    transaction (the worst case; the AgentLoop batches each step).
-//! 2. Load time of a 10,000-event session: take the lease, read and parse
+//! 1. Load time of a 10,000-event session: take the lease, read and parse
 //!    the log, fold it through the session core.
-//! 3. Resident memory with 10,000 sessions stored but not loaded.
-//! 4. Resident memory per idle loaded session (each has had one turn).
+//! 2. Resident memory with 10,000 sessions stored but not loaded.
+//! 3. Resident memory per idle loaded session (each has had one turn).
+//!
+//! Stored sessions are made as a user makes them, by importing export
+//! documents (through the runtime, which is all a program outside the crate
+//! may use). Append throughput, one event per transaction, is the store's
+//! own report: `cargo test --release -p agentbus-actors --lib
+//! store::tests::append_throughput_report -- --ignored --nocapture`.
 
 use agentbus_actors::protocol::{
     AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, SessionId, ToolResultEvent, Usage,
 };
 use agentbus_actors::runtime::{
-    ModelClient, ModelEvent, ModelRequest, ModelStream, NewSession, Owner, SessionStore,
+    ModelClient, ModelEvent, ModelRequest, ModelStream, SessionDocument,
 };
 use agentbus_actors::settings::{ModelProfile, ProviderKind, SessionSettings, ToolSettings};
 use agentbus_actors::{Runtime, SessionOptions, Settings};
@@ -118,16 +122,19 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// A new empty session in `store`, leased by this process.
-async fn create(store: &Arc<dyn SessionStore>) -> SessionId {
+/// An export document of a session with `events` events, as `sessions
+/// export` writes them.
+fn document(events: u64) -> SessionDocument {
     let id = SessionId::new();
-    let new = NewSession {
-        id: id.clone(),
-        model: "m".into(),
-        workspace: "/bench".into(),
-    };
-    store.create(new, Owner::current()).await.expect("create");
-    id
+    let log: Vec<_> = (1..=events).map(|seq| event(&id, seq)).collect();
+    let json = serde_json::json!({
+        "format": "agentbus-session",
+        "version": 1,
+        "exported_at": chrono::Utc::now(),
+        "session": {"id": id, "created_at": chrono::Utc::now(), "model": "m", "workspace": "/bench"},
+        "events": log,
+    });
+    SessionDocument::from_json(&json.to_string()).expect("a valid document")
 }
 
 async fn one_turn(runtime: &Runtime) -> SessionId {
@@ -151,27 +158,10 @@ async fn main() {
     let runtime = Runtime::with_model_client(settings(dir.path()), Arc::new(InstantModel))
         .await
         .expect("runtime");
-    let store = runtime.store().clone();
-
-    // 1. Append throughput, one event per transaction.
-    let id = create(&store).await;
+    // 1. Load time of a 10,000-event session (lease, read, parse, fold).
     let n = 10_000u64;
-    let started = Instant::now();
-    for seq in 1..=n {
-        store
-            .append(&id, vec![event(&id, seq)])
-            .await
-            .expect("append");
-    }
-    let append = started.elapsed();
-    println!(
-        "append: {n} events, one per transaction: {:.2} s = {:.0} events/s",
-        append.as_secs_f64(),
-        n as f64 / append.as_secs_f64()
-    );
-
-    // 2. Load time of that 10,000-event session (lease, read, parse, fold).
-    store.release(&id, Owner::current()).await.expect("release");
+    let big = runtime.stored().import(document(n)).await.expect("import");
+    let id = big.id;
     let mut loads = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
@@ -190,16 +180,18 @@ async fn main() {
         loads[4].as_secs_f64() * 1e3
     );
 
-    // 3. Memory with 10,000 sessions stored but not loaded: measured before
+    // 2. Memory with 10,000 sessions stored but not loaded: measured before
     // any session is loaded (freed memory is not given back to the system,
     // so measuring after unloading would show the high-water mark).
     let stored = 10_000u64;
     let before = rss_kib();
+    let small = document(4);
     for _ in 0..stored {
-        let id = create(&store).await;
-        let events = (1..=4).map(|seq| event(&id, seq)).collect();
-        store.append(&id, events).await.expect("append");
-        store.release(&id, Owner::current()).await.expect("release");
+        runtime
+            .stored()
+            .import(small.clone())
+            .await
+            .expect("import");
     }
     let after = rss_kib();
     let listed = runtime
@@ -213,7 +205,7 @@ async fn main() {
         after as i64 - before as i64
     );
 
-    // 4. Memory per idle loaded session (each has had one turn).
+    // 3. Memory per idle loaded session (each has had one turn).
     let loaded = 2_000;
     let before = rss_kib();
     let mut handles = Vec::new();

@@ -32,8 +32,13 @@ struct Crate {
     exports: BTreeMap<ModPath, BTreeMap<String, ModPath>>,
     /// Module -> the absolute paths its code names (outside its structure).
     uses: BTreeMap<ModPath, Vec<ModPath>>,
-    /// Module -> the first segments of paths naming other crates.
+    /// Module -> the paths naming other crates, in full.
     externs: BTreeMap<ModPath, BTreeSet<String>>,
+    /// Module -> the macros it calls.
+    macros: BTreeMap<ModPath, BTreeSet<String>>,
+    /// Module -> its glob imports (a glob hides which file a name comes
+    /// from, so outside tests there are none).
+    globs: BTreeMap<ModPath, Vec<String>>,
 }
 
 fn module_path(root: &Path, file: &Path) -> ModPath {
@@ -120,6 +125,10 @@ struct FileVisitor {
     child_modules: BTreeSet<String>,
     /// Children declared `#[cfg(test)] mod x;`.
     test_children: BTreeSet<String>,
+    /// The names of the macros it calls (`println`, `json`, ...).
+    macros: BTreeSet<String>,
+    /// Its `use ...::*` imports (outside tests).
+    globs: Vec<String>,
 }
 
 impl FileVisitor {
@@ -182,6 +191,9 @@ impl FileVisitor {
         flatten(&item.tree, &mut Vec::new(), &mut flat);
         let public = matches!(item.vis, syn::Visibility::Public(_));
         for (path, bound, glob) in flat {
+            if glob {
+                self.globs.push(format!("{}::*", path.join("::")));
+            }
             let Some(absolute) = self.absolute(&path) else {
                 if !glob {
                     self.extern_imports.insert(bound, path);
@@ -254,16 +266,56 @@ impl<'ast> Visit<'ast> for FileVisitor {
     }
 
     fn visit_macro(&mut self, mac: &'ast syn::Macro) {
-        // Paths inside macro calls (format!, matches!, json!, ...): read the
-        // tokens as expressions where they parse.
-        if let Ok(args) = mac.parse_body_with(
-            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
-        ) {
-            for arg in &args {
-                self.visit_expr(arg);
+        // Paths inside macro calls (`tracing::warn!(x = %a::b(..))`,
+        // `json!({..})`, `tokio::select!`, ...): every `a::b::c` run of the
+        // tokens, whatever the macro's own syntax.
+        if let Some(name) = mac.path.segments.last() {
+            self.macros.insert(name.ident.to_string());
+        }
+        let mut paths = Vec::new();
+        token_paths(mac.tokens.clone(), &mut paths);
+        for segments in paths {
+            if let Some(absolute) = self.absolute(&segments) {
+                self.uses.push(absolute);
             }
         }
         syn::visit::visit_macro(self, mac);
+    }
+}
+
+/// Every `a::b::c` run of identifiers in a token stream (groups included).
+fn token_paths(tokens: proc_macro2::TokenStream, out: &mut Vec<Vec<String>>) {
+    use proc_macro2::TokenTree;
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut i = 0;
+    while i < trees.len() {
+        match &trees[i] {
+            TokenTree::Group(g) => token_paths(g.stream(), out),
+            TokenTree::Ident(ident) => {
+                let mut path = vec![ident.to_string()];
+                let mut j = i + 1;
+                // `::` is two `:` puncts, then an identifier.
+                while let (
+                    Some(TokenTree::Punct(a)),
+                    Some(TokenTree::Punct(b)),
+                    Some(TokenTree::Ident(next)),
+                ) = (trees.get(j), trees.get(j + 1), trees.get(j + 2))
+                {
+                    if a.as_char() != ':' || b.as_char() != ':' {
+                        break;
+                    }
+                    path.push(next.to_string());
+                    j += 3;
+                }
+                if path.len() > 1 {
+                    out.push(path);
+                    i = j;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
     }
 }
 
@@ -279,6 +331,8 @@ fn read_crate(root: &Path) -> Crate {
         exports: BTreeMap::new(),
         uses: BTreeMap::new(),
         externs: BTreeMap::new(),
+        macros: BTreeMap::new(),
+        globs: BTreeMap::new(),
     };
     // Files of test-only modules (and everything under them) are left out.
     let mut test_only: BTreeSet<ModPath> = BTreeSet::new();
@@ -303,6 +357,8 @@ fn read_crate(root: &Path) -> Crate {
             externs: BTreeSet::new(),
             child_modules,
             test_children: BTreeSet::new(),
+            macros: BTreeSet::new(),
+            globs: Vec::new(),
         };
         // Imports first, so paths through imported names resolve wherever
         // they appear in the file.
@@ -315,6 +371,7 @@ fn read_crate(root: &Path) -> Crate {
         }
         visitor.uses.clear();
         visitor.externs.clear();
+        visitor.globs.clear();
         visitor.visit_file(&parsed);
         for child in &visitor.test_children {
             let mut path = module.clone();
@@ -325,6 +382,8 @@ fn read_crate(root: &Path) -> Crate {
         krate.exports.insert(module.clone(), visitor.exports);
         krate.uses.insert(module.clone(), visitor.uses);
         krate.externs.insert(module.clone(), visitor.externs);
+        krate.macros.insert(module.clone(), visitor.macros);
+        krate.globs.insert(module.clone(), visitor.globs);
     }
     krate
 }
@@ -451,6 +510,15 @@ fn top_level(edges: &BTreeMap<ModPath, BTreeSet<ModPath>>) -> BTreeMap<String, B
 
 fn assert_no_cycles(krate_name: &str, root: &Path) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
     let krate = read_crate(root);
+    let globs: Vec<String> = krate
+        .globs
+        .iter()
+        .flat_map(|(m, g)| g.iter().map(move |g| format!("{}: use {g}", name(m))))
+        .collect();
+    assert!(
+        globs.is_empty(),
+        "{krate_name}: glob imports outside tests hide where names come from: {globs:?}"
+    );
     let edges = krate.edges();
     let file_cycles: Vec<String> = cycles(&edges)
         .iter()
@@ -483,19 +551,29 @@ fn the_actors_crate_has_no_import_cycle() {
     let depends = |a: &str, b: &str| edges.get(&of(a)).is_some_and(|t| t.contains(&of(b)));
     assert!(depends("session::actor", "session::core::step"));
     assert!(depends("sessions::store_commands", "sessions::stored"));
-    assert!(depends("store::sqlite", "store"));
+    assert!(depends("store::sqlite", "store::backend"));
 }
 
 #[test]
 fn the_binary_has_no_import_cycle() {
-    assert_no_cycles("agentbus", &workspace().join("src"));
+    let edges = assert_no_cycles("agentbus", &workspace().join("src"));
+    let of = |m: &str| -> ModPath { m.split("::").map(String::from).collect() };
+    let depends = |a: &str, b: &str| edges.get(&of(a)).is_some_and(|t| t.contains(&of(b)));
+    assert!(
+        depends("serve::sessions", "serve::state"),
+        "the checker sees the binary's edges"
+    );
+    assert!(depends("frontend::run", "frontend::output::answer"));
 }
 
-#[test]
-fn the_session_core_is_pure() {
-    let root = workspace().join("actors/src");
-    let krate = read_crate(&root);
-    let edges = krate.edges();
+/// What makes the modules under `prefix` impure: dependencies outside the
+/// session core, `protocol`, `model` and `text`, and names of I/O, clock,
+/// randomness or actor crates.
+fn impurities(
+    krate: &Crate,
+    edges: &BTreeMap<ModPath, BTreeSet<ModPath>>,
+    prefix: &ModPath,
+) -> Vec<String> {
     let core: ModPath = vec!["session".into(), "core".into()];
     let allowed = |m: &ModPath| {
         m.starts_with(&core)
@@ -503,9 +581,10 @@ fn the_session_core_is_pure() {
                 .is_some_and(|f| ["protocol", "model", "text"].contains(&f.as_str()))
     };
     // Other crates the core may name: plain data and pure helpers.
-    let pure_crates = ["std", "core", "serde", "serde_json", "chrono"];
+    let pure_crates = ["std", "core", "alloc", "serde", "serde_json", "chrono"];
     let impure_std = [
         "std::fs",
+        "std::io",
         "std::net",
         "std::process",
         "std::env",
@@ -515,8 +594,9 @@ fn the_session_core_is_pure() {
         "chrono::Utc::now",
         "chrono::Local",
     ];
+    let impure_macros = ["print", "println", "eprint", "eprintln", "dbg"];
     let mut problems = Vec::new();
-    for (module, targets) in edges.iter().filter(|(m, _)| m.starts_with(&core)) {
+    for (module, targets) in edges.iter().filter(|(m, _)| m.starts_with(prefix)) {
         for target in targets.iter().filter(|t| !allowed(t)) {
             problems.push(format!("{} uses {}", name(module), name(target)));
         }
@@ -527,8 +607,14 @@ fn the_session_core_is_pure() {
                 problems.push(format!("{} names {path}", name(module)));
             }
         }
+        for mac in &krate.macros[module] {
+            if impure_macros.contains(&mac.as_str()) {
+                problems.push(format!("{} prints ({mac}!)", name(module)));
+            }
+        }
         for path in &krate.uses[module] {
-            if path.ends_with(&["SessionId".to_string(), "new".to_string()]) {
+            let tail: Vec<&str> = path.iter().rev().take(2).map(String::as_str).collect();
+            if tail == ["new", "SessionId"] || tail == ["default", "SessionId"] {
                 problems.push(format!(
                     "{} makes session ids (clock and randomness)",
                     name(module)
@@ -536,10 +622,30 @@ fn the_session_core_is_pure() {
             }
         }
     }
+    problems
+}
+
+#[test]
+fn the_session_core_is_pure() {
+    let root = workspace().join("actors/src");
+    let krate = read_crate(&root);
+    let edges = krate.edges();
+    let core: ModPath = vec!["session".into(), "core".into()];
+    let problems = impurities(&krate, &edges, &core);
     assert!(
         problems.is_empty(),
         "the session core must do no I/O: {problems:#?}"
     );
+    // The check sees what it must refuse: the AgentLoop, beside the core,
+    // names tokio and kameo and uses the store.
+    let actor: ModPath = vec!["session".into(), "actor".into()];
+    let refused = impurities(&krate, &edges, &actor).join("\n");
+    for expected in ["names tokio", "names kameo", "uses store"] {
+        assert!(
+            refused.contains(expected),
+            "the AgentLoop {expected}? {refused}"
+        );
+    }
     assert!(
         edges.keys().filter(|m| m.starts_with(&core)).count() > 10,
         "the core's files were all found"
@@ -561,8 +667,15 @@ fn print_layout() {
             cycle.iter().map(name).collect::<Vec<_>>().join(" <-> ")
         );
     }
-    for cycle in cycles(&top_level(&edges)) {
+    let top = top_level(&edges);
+    for cycle in cycles(&top) {
         println!("top-level cycle: {}", cycle.join(" <-> "));
+    }
+    for (module, targets) in &top {
+        println!(
+            "{module} -> {}",
+            targets.iter().cloned().collect::<Vec<_>>().join(", ")
+        );
     }
     let wanted = std::env::var("LAYOUT_MODULE").unwrap_or_default();
     for (module, targets) in edges.iter().filter(|(m, _)| name(m) == wanted) {
@@ -573,22 +686,29 @@ fn print_layout() {
 }
 
 /// ARCHITECTURE.md's code map names every folder of both crates and every
-/// file at the top of each (`model.rs`, `api.rs`, ...), so it cannot fall
-/// behind the tree.
+/// file at the top of each (`model.rs`, `api.rs`, ...), each in its own
+/// crate's section, so it cannot fall behind the tree.
 #[test]
 fn the_architecture_map_names_every_folder() {
     let map = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).expect("read map");
+    // The map's sections, by their `### ` headings.
+    let section = |heading: &str| -> String {
+        let start = map
+            .find(&format!("### {heading}"))
+            .unwrap_or_else(|| panic!("ARCHITECTURE.md has no section `### {heading}`"));
+        let rest = &map[start + 4..];
+        rest[..rest.find("\n#").unwrap_or(rest.len())].to_string()
+    };
     let mut missing = Vec::new();
-    for root in ["actors/src", "src"] {
+    for (root, heading) in [("actors/src", "`actors/`"), ("src", "`src/`")] {
+        let text = section(heading);
         let root = workspace().join(root);
         let mut files = Vec::new();
         rust_files(&root, &mut files);
         let mut named: BTreeSet<String> = BTreeSet::new();
         for file in &files {
             let relative = file.strip_prefix(&root).expect("under root");
-            let mut dir = PathBuf::new();
             for part in relative.parent().into_iter().flat_map(|p| p.iter()) {
-                dir.push(part);
                 named.insert(format!("`{}/", part.to_string_lossy()));
             }
             if relative.parent().is_some_and(|p| p.as_os_str().is_empty()) {
@@ -598,10 +718,30 @@ fn the_architecture_map_names_every_folder() {
                 }
             }
         }
-        missing.extend(named.into_iter().filter(|n| !map.contains(n.as_str())));
+        missing.extend(
+            named
+                .into_iter()
+                .filter(|n| !text.contains(n.as_str()))
+                .map(|n| format!("{heading}: {n}")),
+        );
     }
     assert!(
         missing.is_empty(),
         "ARCHITECTURE.md does not name: {missing:?}"
+    );
+}
+
+#[test]
+fn paths_inside_macro_calls_are_seen() {
+    let tokens: proc_macro2::TokenStream =
+        r#"x = %crate::a::b(1), { "k": super::c::D }, tokio::select! { _ = e::f => {} }"#
+            .parse()
+            .expect("tokens");
+    let mut paths = Vec::new();
+    token_paths(tokens, &mut paths);
+    let paths: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        paths,
+        ["crate::a::b", "super::c::D", "tokio::select", "e::f"]
     );
 }

@@ -11,8 +11,9 @@
 //!
 //! The [`EventSource`] is the seam for sessions that live elsewhere: a
 //! session of this process is its own source (its handle: the topic, then
-//! the store); a session driven by another process can be followed
-//! through a source that mirrors its events into a local topic.
+//! the store); a session driven by another process can be followed through
+//! a source inside this crate that mirrors its events into a local topic
+//! (subscriptions come from topics, which only this crate makes).
 //!
 //! Never blocks the AgentLoop and never sends inputs: front ends submit
 //! through the session's handle.

@@ -104,18 +104,19 @@ impl SystemEvent {
         serde_json::from_value(self.data.clone()?).ok()
     }
 
-    /// The session a command's reply tells front ends to switch to
-    /// (`data.switch_to` of `/new`, `/resume`, `/fork`, `/load`).
+    /// The session a command's reply tells front ends to switch to: the
+    /// `data.switch_to` that the payloads of `/new`, `/resume`, `/fork` and
+    /// `/load` share (their other fields are not needed for it).
     pub fn switch_to(&self) -> Option<SessionId> {
-        match self.subtype {
-            SystemSubtype::NewConversation => {
-                self.payload::<NewConversation>().map(|p| p.switch_to)
-            }
-            SystemSubtype::Resumed => self.payload::<Resumed>().map(|p| p.switch_to),
-            SystemSubtype::Forked => self.payload::<Forked>().map(|p| p.switch_to),
-            SystemSubtype::Loaded => self.payload::<Loaded>().map(|p| p.switch_to),
-            _ => None,
+        /// The field the switching payloads share.
+        #[derive(Deserialize)]
+        struct SwitchTo {
+            switch_to: SessionId,
         }
+        let data = self.data.clone()?;
+        serde_json::from_value::<SwitchTo>(data)
+            .ok()
+            .map(|p| p.switch_to)
     }
 }
 
@@ -152,8 +153,10 @@ payload_of! {
     McpServerChanged => McpServerStatus,
 }
 
-/// The session started, or was loaded again.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The session started, or was loaded again. (Each field may be missing
+/// when read back, from a log written by hand.)
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct SessionStarted {
     /// The model profile it runs with.
     pub model: String,
@@ -233,7 +236,8 @@ pub struct Loaded {
 pub struct ModelSwitched {
     /// The profile now used.
     pub model: String,
-    /// The profile used before.
+    /// The profile used before (may be missing when read back).
+    #[serde(default)]
     pub previous: String,
 }
 
@@ -361,6 +365,24 @@ mod tests {
             Some(json!({"server": "fs", "state": "ready", "tools": 3}))
         );
         assert_eq!(event.payload::<McpServerChanged>(), Some(changed));
+    }
+
+    #[test]
+    fn readers_need_only_the_fields_they_read() {
+        let bare = |subtype, data| SystemEvent {
+            subtype,
+            message: String::new(),
+            data: Some(data),
+        };
+        let forked = bare(SystemSubtype::Forked, json!({"switch_to": "s2"}));
+        assert_eq!(forked.switch_to(), Some(SessionId::from("s2")));
+        let switched = bare(SystemSubtype::ModelSwitched, json!({"model": "fast"}));
+        assert_eq!(
+            switched.payload::<ModelSwitched>().map(|p| p.model),
+            Some("fast".to_string())
+        );
+        let saved = bare(SystemSubtype::Saved, json!({"path": "x.json", "events": 3}));
+        assert_eq!(saved.switch_to(), None);
     }
 
     #[test]

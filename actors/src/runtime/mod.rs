@@ -27,9 +27,7 @@ pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_
 pub use crate::session::{Failure, SessionError, SessionHandle};
 pub use crate::sessions::SessionOptions;
 pub use crate::sessions::stored::StoredSessions;
-pub use crate::store::{
-    ListCursor, ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore,
-};
+pub use crate::store::{ListCursor, ListPage, SessionDocument, SessionRecord};
 pub use crate::tools::registry::ToolCatalog;
 
 use crate::mcp::server::{McpServer, McpServerArgs};
@@ -40,7 +38,6 @@ use crate::sessions::manager::{
     CloseSession, CreateSession, DeleteSession, LoadedSession, LoadedSessions, OpenSession,
     SessionManager, SessionManagerArgs, StopAll, SweepIdle,
 };
-use crate::sessions::stored::open_store;
 use crate::settings::Settings;
 use crate::tools::builtin::builtin_tools;
 use crate::tools::executor::ToolExecutor;
@@ -60,7 +57,6 @@ pub enum RuntimeError {
 
 /// The running actors.
 pub struct Runtime {
-    lifecycle: Arc<LifecycleTopic>,
     manager: ActorRef<SessionManager>,
     tools: ActorRef<ToolExecutor>,
     mcp_servers: Vec<ActorRef<McpServer>>,
@@ -86,7 +82,7 @@ impl Runtime {
         settings: Settings,
         model: Arc<dyn ModelClient>,
     ) -> Result<Runtime, RuntimeError> {
-        let store = open_store(&settings).await?;
+        let stored = StoredSessions::open(&settings).await?;
         let settings = Arc::new(settings);
         let registry = ToolRegistry::new(builtin_tools(), &settings.disallowed_tools);
         let (catalog_tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));
@@ -111,18 +107,14 @@ impl Runtime {
         for server in &mcp_servers {
             server.wait_for_startup().await;
         }
-        let lifecycle = Arc::new(LifecycleTopic::starting_now());
-        let stored = StoredSessions::new(store, lifecycle.clone(), Owner::current());
         let loader = SessionLoader::new(settings, catalog, stored);
         let manager = SessionManager::spawn(SessionManagerArgs {
-            lifecycle: lifecycle.clone(),
             model,
             tools: tools.clone(),
             loader: loader.clone(),
         });
         Ok(Runtime {
             loader,
-            lifecycle,
             manager,
             tools,
             mcp_servers,
@@ -136,12 +128,6 @@ impl Runtime {
     /// The stored sessions: find, list, fork, export, import.
     pub fn stored(&self) -> &StoredSessions {
         self.loader.stored()
-    }
-
-    /// The session store itself, for tools that work on the log directly
-    /// (benchmarks); front ends go through [`stored`](Self::stored).
-    pub fn store(&self) -> &Arc<dyn SessionStore> {
-        self.loader.stored().store()
     }
 
     /// A new session.
@@ -178,7 +164,7 @@ impl Runtime {
 
     /// Sessions created, busy, idle, closed and deleted, as they happen.
     pub fn lifecycle(&self) -> &Arc<LifecycleTopic> {
-        &self.lifecycle
+        self.loader.stored().lifecycle()
     }
 
     /// Delete a session (unloading it first if it is loaded).

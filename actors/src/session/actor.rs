@@ -416,10 +416,11 @@ impl Message<Feed> for AgentLoop {
 }
 
 impl Message<Snapshot> for AgentLoop {
-    type Reply = Option<SessionState>;
+    /// (Never an error: the `Result` only lets the actor reply with a state.)
+    type Reply = Result<SessionState, Infallible>;
 
     async fn handle(&mut self, _: Snapshot, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        Some(self.state.clone())
+        Ok(self.state.clone())
     }
 }
 

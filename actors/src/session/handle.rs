@@ -107,7 +107,7 @@ impl SessionHandle {
         after_seq: u64,
         up_to: Option<u64>,
     ) -> Result<Vec<EventEnvelope>, SessionError> {
-        Ok(self.store.load_events(&self.id, after_seq, up_to).await?)
+        Ok(EventSource::stored_events(self, after_seq, up_to).await?)
     }
 
     /// How many subscribers watch the session now.
@@ -120,9 +120,7 @@ impl SessionHandle {
         self.agent_loop
             .ask(Snapshot)
             .await
-            .ok()
-            .flatten()
-            .ok_or_else(|| SessionError::Gone(self.id.clone()))
+            .map_err(|_| SessionError::Gone(self.id.clone()))
     }
 
     /// Nothing running and nothing queued.
@@ -167,7 +165,7 @@ impl EventSource for SessionHandle {
     }
 
     fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError> {
-        self.topic.subscribe(after_seq)
+        SessionHandle::subscribe(self, after_seq)
     }
 
     async fn stored_events(

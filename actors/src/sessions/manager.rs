@@ -15,7 +15,7 @@
 //! another agentbus process on the same data dir is told it is in use.
 
 use super::loader::{Restored, SessionLoader};
-use crate::bus::{LifecycleTopic, SessionTopic};
+use crate::bus::SessionTopic;
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
 use crate::session::actor::{AgentLoop, AgentLoopArgs};
@@ -90,7 +90,6 @@ struct Loading {
 
 /// The actor.
 pub struct SessionManager {
-    lifecycle: Arc<LifecycleTopic>,
     model: Arc<dyn ModelClient>,
     tools: ActorRef<ToolExecutor>,
     /// The settings, store, tool catalog and lease owner sessions start with.
@@ -104,7 +103,6 @@ pub struct SessionManager {
 
 /// What a SessionManager starts from.
 pub struct SessionManagerArgs {
-    pub lifecycle: Arc<LifecycleTopic>,
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
     pub loader: SessionLoader,
@@ -131,7 +129,6 @@ impl Actor for SessionManager {
         });
         Ok(SessionManager {
             loader: args.loader,
-            lifecycle: args.lifecycle,
             model: args.model,
             tools: args.tools,
             sessions: HashMap::new(),
@@ -160,7 +157,7 @@ impl SessionManager {
             last_seq,
             catalog: self.loader.catalog().clone(),
             topic: topic.clone(),
-            lifecycle: self.lifecycle.clone(),
+            lifecycle: self.loader.stored().lifecycle().clone(),
             model: self.model.clone(),
             tools: self.tools.clone(),
             store: self.loader.stored().store().clone(),
@@ -179,7 +176,7 @@ impl SessionManager {
     }
 
     fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
-        self.lifecycle.announce(session_id, kind);
+        self.loader.stored().lifecycle().announce(session_id, kind);
     }
 
     /// Stop a session that was removed from the table and give its lease

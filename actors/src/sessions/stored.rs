@@ -12,8 +12,9 @@ use crate::bus::LifecycleTopic;
 use crate::protocol::{EventEnvelope, LifecycleKind, SessionId};
 use crate::session::SessionError;
 use crate::settings::Settings;
-use crate::store::sqlite::{SqliteStore, StoreOptions};
-use crate::store::{ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore};
+use crate::store::{
+    self, ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,24 +27,21 @@ pub struct StoredSessions {
 }
 
 impl StoredSessions {
-    pub(crate) fn new(
-        store: Arc<dyn SessionStore>,
-        lifecycle: Arc<LifecycleTopic>,
-        owner: Owner,
-    ) -> Self {
-        StoredSessions {
-            store,
-            lifecycle,
-            owner,
-        }
-    }
-
-    /// The configured store, on its own (no runtime: no model, no MCP
-    /// server), for commands that only read or copy stored sessions.
+    /// The configured store, with a lifecycle topic of its own, for this
+    /// process (its leases are this process's [`Owner`]). A runtime opens
+    /// it once; commands that only read or copy stored sessions open it
+    /// alone (no model, no MCP server).
     pub async fn open(settings: &Settings) -> Result<StoredSessions, SessionError> {
-        let store = open_store(settings).await?;
-        let lifecycle = Arc::new(LifecycleTopic::starting_now());
-        Ok(Self::new(store, lifecycle, Owner::current()))
+        let store = store::open(
+            &settings.database_path(),
+            Duration::from_millis(settings.sessions.busy_timeout_ms),
+        )
+        .await?;
+        Ok(StoredSessions {
+            store,
+            lifecycle: Arc::new(LifecycleTopic::starting_now()),
+            owner: Owner::current(),
+        })
     }
 
     /// Close the store (what [`open`](Self::open) opened).
@@ -53,6 +51,12 @@ impl StoredSessions {
 
     pub(crate) fn store(&self) -> &Arc<dyn SessionStore> {
         &self.store
+    }
+
+    /// Where sessions created, busy, idle, closed and deleted are
+    /// announced (the runtime's lifecycle topic).
+    pub(crate) fn lifecycle(&self) -> &Arc<LifecycleTopic> {
+        &self.lifecycle
     }
 
     /// Who holds the leases of sessions made or loaded here.
@@ -142,13 +146,4 @@ impl StoredSessions {
             tracing::warn!(session = %id, "could not release the session: {e}");
         }
     }
-}
-
-/// Open the store `settings` name (SQLite in the data directory).
-pub(crate) async fn open_store(settings: &Settings) -> Result<Arc<dyn SessionStore>, SessionError> {
-    let options = StoreOptions {
-        path: settings.database_path(),
-        busy_timeout: Duration::from_millis(settings.sessions.busy_timeout_ms),
-    };
-    Ok(Arc::new(SqliteStore::open(options).await?))
 }

@@ -137,7 +137,7 @@ pub enum StoreError {
     },
 
     /// The store is not running (closed, or its writer died).
-    #[error("the session store is not running ({reason})")]
+    #[error("the store is not running ({reason})")]
     Closed { reason: String },
 
     /// An export document that cannot be imported.

@@ -5,8 +5,8 @@
 
 use super::*;
 use crate::protocol::{
-    AgentMessage, AssistantEvent, ContentBlock, ResultEvent, StopReason, StreamDelta, StreamEvent,
-    ToolResultEvent, Usage, UserEvent,
+    AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, ResultEvent, SessionId, StopReason,
+    StreamDelta, StreamEvent, ToolResultEvent, Usage, UserEvent,
 };
 use crate::store::document::{DOCUMENT_FORMAT, DOCUMENT_VERSION, DocumentError, DocumentSession};
 use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, TITLE_MAX_CHARS};

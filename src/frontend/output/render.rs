@@ -55,9 +55,11 @@ impl<W: Write> Renderer<W> {
         match &event.message {
             AgentMessage::System(s) => match s.subtype {
                 SystemSubtype::SessionStarted => {
-                    let started = s.payload::<SessionStarted>();
-                    let tools = started.as_ref().map_or(0, |p| p.tools.len());
-                    let model = started.as_ref().map_or("?", |p| p.model.as_str());
+                    let started = s.payload::<SessionStarted>().unwrap_or_default();
+                    let tools = started.tools.len();
+                    let model = Some(started.model.as_str())
+                        .filter(|m| !m.is_empty())
+                        .unwrap_or("?");
                     let line = format!(
                         "● session {} · model {model} · {tools} tools",
                         event.session_id

@@ -1,7 +1,7 @@
 //! The pure session core: a conversation as a state machine with no I/O.
 //!
 //! ```text
-//! step(state, input, now_ms) -> (state', Vec<Effect>)
+//! step(&mut state, input, now_ms) -> Vec<Effect>
 //! ```
 //!
 //! Inputs are what front ends send (queries, control commands, interrupts)

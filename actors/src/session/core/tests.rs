@@ -12,7 +12,7 @@ use serde_json::json;
 
 /// A session driven by hand: inputs in, effects collected.
 struct Harness {
-    state: Option<SessionState>,
+    state: SessionState,
     effects: Vec<Effect>,
     now: u64,
 }
@@ -55,24 +55,24 @@ impl Harness {
             origin: ToolOrigin::Builtin,
         }];
         Harness {
-            state: Some(SessionState::new(
+            state: SessionState::new(
                 SessionId::from("s1"),
                 config,
                 "main".into(),
                 std::sync::Arc::new(tools),
-            )),
+            ),
             effects: Vec::new(),
             now: 1_000,
         }
     }
 
     fn state(&self) -> &SessionState {
-        self.state.as_ref().unwrap()
+        &self.state
     }
 
     fn feed(&mut self, input: Input) -> Vec<Effect> {
         self.now += 10;
-        let fx = step(self.state.as_mut().unwrap(), input, self.now);
+        let fx = step(&mut self.state, input, self.now);
         self.effects.extend(fx.clone());
         fx
     }
@@ -773,14 +773,12 @@ fn mcp_server_changes_are_reported_once_each() {
 #[test]
 fn usage_cost_counts_turns_on_priced_profiles() {
     let mut h = Harness::new();
-    if let Some(state) = h.state.as_mut() {
-        state.config.models[1].pricing = Some(crate::protocol::Pricing {
-            input_per_mtok: 2.0,
-            output_per_mtok: 10.0,
-            cache_read_per_mtok: None,
-            cache_write_per_mtok: None,
-        });
-    }
+    h.state.config.models[1].pricing = Some(crate::protocol::Pricing {
+        input_per_mtok: 2.0,
+        output_per_mtok: 10.0,
+        cache_read_per_mtok: None,
+        cache_write_per_mtok: None,
+    });
     h.query("unpriced");
     let req = model_calls(&h.effects).last().unwrap().0;
     h.answer(req, "a", &[]);

@@ -1,7 +1,8 @@
-//! Every SQL statement the [`SqliteStore`](super::SqliteStore) runs, as plain synchronous
-//! functions on a [`Connection`].
+//! Every SQL statement the [`SqliteStore`](super::SqliteStore) runs, as
+//! plain synchronous functions on a [`Connection`].
 //!
-//! Exists to keep the actor in `mod.rs` a thin list of messages, and to keep
+//! Exists to keep `mod.rs` a thin mapping from the store's operations to
+//! closures run by its writer, and to keep
 //! the rules of the data in one place: writes run in `IMMEDIATE`
 //! transactions (so a second process waits out the busy timeout at `BEGIN`
 //! instead of failing mid-way), an append touches only its new events and

@@ -11,8 +11,7 @@ pub const COMMAND: SlashCommand = SlashCommand {
     parse: |args| no_arguments("help", args, ControlCommand::Help),
 };
 
-/// The user sees one line per command: usage, then what it does.
-/// The commands of `table`, one line each.
+/// The user sees one line per command of `table`: usage, then what it does.
 pub fn apply(table: &[SlashCommand]) -> SystemEvent {
     let width = table.iter().map(|c| c.usage.len()).max().unwrap_or(0);
     let lines: Vec<String> = table
