@@ -28,7 +28,7 @@ pub struct StoredSessions {
 
 impl StoredSessions {
     /// The configured store, with a lifecycle topic of its own, for this
-    /// process (its leases are this process's [`Owner`]). A runtime opens
+    /// process (its leases are this process's `Owner`). A runtime opens
     /// it once; commands that only read or copy stored sessions open it
     /// alone (no model, no MCP server).
     pub async fn open(settings: &Settings) -> Result<StoredSessions, SessionError> {
