@@ -1,21 +1,29 @@
 //! The layout's rules, checked on the source itself: no import cycles
-//! between modules, and a pure session core.
+//! between modules, a pure session core, and a code map that names the
+//! tree.
 //!
 //! Every `.rs` file of a crate is read with `syn`. A file depends on
-//! another when it names something there: a `use` path or any path in its
-//! code that starts with `crate::`, `super::` or `self::` (or a name it
-//! imported). Each path is followed down the module tree, through `pub use`
-//! re-exports, to the file that defines the item. A module's own `mod` and
-//! `pub use` lines are its structure, not a dependency; code under
-//! `#[cfg(test)]` is left out (tests may look anywhere).
+//! another when it names something there: a `use` path, or any path in its
+//! code or inside a macro call (read token by token) that starts with
+//! `crate::`, `super::` or `self::`, a child module or a name it imported.
+//! Each path is followed down the module tree, through `use` bindings and
+//! re-exports, to the file that defines the item. A module's own `mod`
+//! lines and `pub use` of its own descendants are its structure, not a
+//! dependency; code under `#[cfg(test)]` is left out (tests may look
+//! anywhere). Paths written inside string attributes are not seen (there
+//! are none).
 //!
-//! Checked:
+//! Checked, each with a positive control:
 //! - no cycle between files, nor between the top-level modules of
-//!   `agentbus-actors` (`session`, `store`, `bus`, ...) or of the binary;
+//!   `agentbus-actors` (`session`, `store`, `bus`, ...) or of the binary,
+//!   and no glob import outside tests (it would hide where a name comes
+//!   from);
 //! - `session::core` depends on nothing but itself, `protocol`, `model`
-//!   and `text`,
-//!   and names no I/O, clock or actor crate (tokio, kameo, reqwest,
-//!   rusqlite, rmcp, std::fs, std::net, std::process, std::env, the clock).
+//!   and `text`, and names no crate but `std`, `serde`, `serde_json` and
+//!   `chrono` — no I/O (`std::fs`, `std::io`, `std::net`, ...), no clock,
+//!   no printing macro, no new session ids;
+//! - ARCHITECTURE.md names every folder and top-level file of each crate
+//!   in that crate's section.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
