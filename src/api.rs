@@ -19,6 +19,10 @@ pub struct CreateSession {
     pub title: Option<String>,
     /// The directory tools work in (default: the server's workspace).
     pub workspace: Option<String>,
+    /// This session's own `[context]` keys (`max_tokens`, `strategy`, ...),
+    /// over the profile's and the server's.
+    #[schema(value_type = Option<Object>)]
+    pub context: Option<serde_json::Value>,
 }
 
 /// A new session's id.

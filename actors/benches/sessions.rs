@@ -62,6 +62,8 @@ fn settings(dir: &std::path::Path) -> Settings {
             ..Default::default()
         },
         server: Default::default(),
+        context: Default::default(),
+        compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
         unreachable_hint: None,
     }
 }

@@ -9,6 +9,7 @@
 //!   the model-client seam).
 //! - [`text`]: how long text is shortened, the same in the core and in
 //!   front ends.
+//! - [`tokens`]: counting tokens locally (tiktoken ranks compiled in).
 //!
 //! Inside (private to the crate, one concept per folder):
 //! - `session`: one session — its pure core (`step`, no I/O), the
@@ -27,6 +28,7 @@ pub mod protocol;
 pub mod runtime;
 pub mod settings;
 pub mod text;
+pub mod tokens;
 
 mod bus;
 mod mcp;

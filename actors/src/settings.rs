@@ -5,7 +5,7 @@
 //! code. API keys are never stored resolved: a profile names where its key
 //! comes from and [`ModelProfile::api_key`] reads it when a request is made.
 
-use crate::protocol::{ModelInfo, Pricing};
+use crate::protocol::{ContextConfig, ModelInfo, Pricing};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -33,6 +33,10 @@ pub struct Settings {
     pub data_dir: PathBuf,
     pub sessions: SessionSettings,
     pub server: ServerSettings,
+    /// `[context]`: how requests are kept inside the context window.
+    pub context: ContextConfig,
+    /// The instructions a summary is written with (`config/prompts/compact.md`).
+    pub compact_prompt: String,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -102,6 +106,13 @@ pub struct ToolSettings {
     #[serde(default = "default_tool_timeout_secs")]
     pub timeout_secs: u64,
 }
+
+/// The output cap sent to Anthropic-format servers when a profile sets
+/// none (their API requires one); it is taken from the context window.
+pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The instructions summaries are written with, compiled in.
+pub const DEFAULT_COMPACT_PROMPT: &str = include_str!("../../config/prompts/compact.md");
 
 /// Tool outputs are cut to this many bytes unless `[tools]` says otherwise
 /// (about what a model reads comfortably in one result).
@@ -245,6 +256,9 @@ pub struct ModelProfile {
     pub max_tokens_field: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// `[models.NAME.context]`: keys of `[context]` for this profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextConfig>,
     /// Extra HTTP headers sent with every request (values may hold secrets,
     /// so they are never serialised).
     #[serde(default, skip_serializing)]
@@ -315,6 +329,7 @@ impl ModelProfile {
             max_output_tokens: None,
             max_tokens_field: None,
             context_window: None,
+            context: None,
             headers: BTreeMap::new(),
             max_retries: default_max_retries(),
             retry_base_delay_ms: default_retry_base_delay_ms(),
@@ -375,6 +390,14 @@ impl ModelProfile {
             model: self.model.clone(),
             base_url: self.base_url.clone(),
             context_window: self.context_window,
+            max_output_tokens: match self.provider {
+                ProviderKind::Anthropic => Some(
+                    self.max_output_tokens
+                        .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
+                ),
+                ProviderKind::Openai => self.max_output_tokens,
+            },
+            context: self.context.clone(),
             pricing: self.pricing(),
         }
     }

@@ -132,6 +132,8 @@ impl Harness {
                 ..Default::default()
             },
             server: Default::default(),
+            context: Default::default(),
+            compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,
         };
         Harness {

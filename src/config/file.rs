@@ -4,6 +4,7 @@
 //! it is in. Model profiles stay raw tables here: a file may override one key
 //! of a profile defined elsewhere, so profiles are checked after merging.
 
+use agentbus_actors::protocol::ContextConfig;
 use agentbus_actors::settings::{ServerSettings, SessionSettings, ToolSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -24,6 +25,8 @@ pub struct ConfigFile {
     pub tools: Option<ToolSettings>,
     pub sessions: Option<SessionSettings>,
     pub server: Option<ServerSettings>,
+    /// `[context]`: keeping requests inside the context window.
+    pub context: Option<ContextConfig>,
     pub models: Option<BTreeMap<String, toml::Table>>,
     /// MCP servers, raw like the model profiles (checked after merging).
     pub mcp_servers: Option<BTreeMap<String, toml::Table>>,

@@ -307,7 +307,20 @@ fn resolve(
     for (name, table) in file.models.unwrap_or_default() {
         let origin = profile_origin.get(&name).cloned().unwrap_or_default();
         let profile: ModelProfile = check_entry(&table, &origin, &format!("models.{name}"))?;
+        if let Some(context) = &profile.context {
+            check_context(context, &origin, &format!("models.{name}.context"))?;
+        }
         models.insert(name, profile);
+    }
+    for (name, profile) in &models {
+        if let Some(compact) = profile
+            .context
+            .as_ref()
+            .and_then(|c| c.compact_model.as_ref())
+        {
+            let origin = profile_origin.get(name).cloned().unwrap_or_default();
+            check_compact_model(compact, &models, &origin, &format!("models.{name}.context"))?;
+        }
     }
     let mcp_servers = mcp_servers(
         &workspace,
@@ -315,6 +328,12 @@ fn resolve(
         file.mcp_servers.unwrap_or_default(),
         &server_origin,
     )?;
+
+    let context = file.context.clone().unwrap_or_default();
+    check_context(&context, "the merged configuration", "context")?;
+    if let Some(compact) = &context.compact_model {
+        check_compact_model(compact, &models, "the merged configuration", "context")?;
+    }
 
     let (requested, origin) = match &options.model {
         Some(m) => (m.clone(), "--model".to_string()),
@@ -375,7 +394,40 @@ fn resolve(
         data_dir: data_dir(options.data_dir.as_deref()),
         sessions: file.sessions.unwrap_or_default(),
         server: file.server.unwrap_or_default(),
+        context,
+        compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.to_string(),
         unreachable_hint,
+    })
+}
+
+/// A `[context]` table whose values mean something.
+fn check_context(
+    context: &agentbus_actors::protocol::ContextConfig,
+    origin: &str,
+    table: &str,
+) -> Result<(), ConfigError> {
+    context.check().map_err(|message| ConfigError::Invalid {
+        origin: origin.to_string(),
+        key: table.to_string(),
+        message,
+    })
+}
+
+/// `compact_model` names a configured profile.
+fn check_compact_model(
+    name: &str,
+    models: &BTreeMap<String, ModelProfile>,
+    origin: &str,
+    table: &str,
+) -> Result<(), ConfigError> {
+    if models.contains_key(name) {
+        return Ok(());
+    }
+    let available = available(models);
+    Err(ConfigError::Invalid {
+        origin: origin.to_string(),
+        key: format!("{table}.compact_model"),
+        message: format!("unknown model profile `{name}`; configured profiles: {available}"),
     })
 }
 

@@ -188,6 +188,7 @@ impl RemoteClient {
             model,
             title: None,
             workspace,
+            context: None,
         };
         let created: Created = self
             .send(

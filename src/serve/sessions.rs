@@ -92,10 +92,23 @@ pub async fn create(
         }
         None => None,
     };
+    let context = match body.context {
+        None => None,
+        Some(value) => {
+            let context: agentbus_actors::protocol::ContextConfig =
+                serde_json::from_value(value)
+                    .map_err(|e| ApiError::bad_request(format!("`context`: {e}")))?;
+            context
+                .check()
+                .map_err(|e| ApiError::bad_request(format!("`context`: {e}")))?;
+            Some(context)
+        }
+    };
     let options = SessionOptions {
         model: body.model,
         workspace,
         title: body.title,
+        context,
     };
     let session = state.runtime.create_session(options).await?;
     Ok((

@@ -10,7 +10,7 @@
 //!  "output":"hello\n","duration_ms":12}
 //! ```
 
-use super::{ContentBlock, SessionId, StopReason, SystemEvent, Usage};
+use super::{ContentBlock, ContextUsage, SessionId, StopReason, SystemEvent, Usage};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -129,6 +129,9 @@ pub struct AssistantEvent {
     /// The message is the part that streamed before an interrupt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// How full the context is with this message in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
 }
 
 /// A `tool_result` event.
@@ -169,6 +172,9 @@ pub struct ResultEvent {
     /// For `stop_reason: error`, what went wrong.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How full the context is at the end of the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
 }
 
 /// Where an `error` came from.

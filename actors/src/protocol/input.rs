@@ -71,6 +71,11 @@ pub enum ControlCommand {
     ListTools,
     /// Show token usage for this session.
     Usage,
+    /// Show where the context budget goes.
+    Context,
+    /// Summarise the conversation so far into the model's view now;
+    /// `focus` says what the summary should keep above all.
+    Compact { focus: Option<String> },
     /// Show the session state as JSON, secrets redacted.
     Debug,
 }
@@ -99,6 +104,8 @@ impl ControlCommand {
             ControlCommand::ListModels => "models",
             ControlCommand::ListTools => "tools",
             ControlCommand::Usage => "usage",
+            ControlCommand::Context => "context",
+            ControlCommand::Compact { .. } => "compact",
             ControlCommand::Debug => "debug",
             ControlCommand::ListSessions => "sessions",
             ControlCommand::Resume { .. } => "resume",

@@ -10,12 +10,14 @@
 //! - [`event`]: what a session publishes ([`AgentMessage`] in an
 //!   [`EventEnvelope`] carrying a gap-free per-session `seq`).
 //! - [`content`]: the pieces both share: content blocks, usage, stop reasons.
+//! - [`context`]: the context window: its configuration, usage and reports.
 //! - [`message`]: the conversation history as the model sees it.
 //! - [`mcp`]: the status of MCP servers, as sessions report it.
 //! - [`profile`]: a model profile as sessions show it (no key).
 //! - [`system`]: `system` events and the typed payload of each subtype.
 
 pub mod content;
+pub mod context;
 pub mod event;
 pub mod input;
 pub mod lifecycle;
@@ -25,6 +27,7 @@ pub mod profile;
 pub mod system;
 
 pub use content::{ContentBlock, StopReason, Usage};
+pub use context::{ContextConfig, ContextUsage, Strategy};
 pub use event::{
     AgentMessage, ApprovalRequestEvent, AssistantEvent, BlockKind, ErrorEvent, ErrorKind,
     EventEnvelope, ResultEvent, StreamDelta, StreamEvent, ToolResultEvent, UserEvent,

@@ -2,7 +2,7 @@
 //! format, model and prices — never its key (`/model`, `/models`, `/usage`
 //! and `GET /v1/models` show these).
 
-use super::Usage;
+use super::{ContextConfig, Usage};
 use serde::{Deserialize, Serialize};
 
 /// What the session needs to know about a model profile (never its key).
@@ -17,6 +17,12 @@ pub struct ModelInfo {
     pub base_url: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Cap on output tokens per model call (taken from the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+    /// The profile's own `[context]` keys, over the global ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextConfig>,
     /// Prices, if configured (for the cost in `/usage`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pricing: Option<Pricing>,

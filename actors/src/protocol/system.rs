@@ -8,6 +8,7 @@
 //! reader agree on each field by construction: a misspelt key does not
 //! compile.
 
+use super::context::{Compacted, ContextReport, ContextUsage};
 use super::{McpServerStatus, ModelInfo, SessionId, Usage};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -59,6 +60,12 @@ pub enum SystemSubtype {
     /// An MCP server changed state (also sent once per server when a
     /// session starts). `data`: [`McpServerChanged`].
     McpServerStatus,
+    /// A summary replaced the older part of the conversation in the
+    /// model's view (`/compact`, or automatically). Persisted and folded on
+    /// load. `data`: [`Compacted`].
+    Compacted,
+    /// `/context`: where the context budget goes. `data`: [`ContextReport`].
+    Context,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -151,6 +158,8 @@ payload_of! {
     CommandList => Help,
     Retrying => Retrying,
     McpServerChanged => McpServerStatus,
+    Compacted => Compacted,
+    ContextReport => Context,
 }
 
 /// The session started, or was loaded again. (Each field may be missing
@@ -167,6 +176,10 @@ pub struct SessionStarted {
     pub resumed: bool,
     /// Messages in its history.
     pub messages: usize,
+    /// The session's own `[context]` keys, when it was created with some
+    /// (loading the session reads them back from here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<super::ContextConfig>,
 }
 
 /// `/new` made a session.
@@ -292,6 +305,9 @@ pub struct UsageReport {
     pub turns: u64,
     /// US dollars, when the profiles used have prices.
     pub cost_usd: Option<f64>,
+    /// How full the context is now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextUsage>,
 }
 
 /// `/debug`: the session state as JSON, secrets redacted.

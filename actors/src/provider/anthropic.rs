@@ -24,7 +24,7 @@ use std::collections::BTreeSet;
 pub const API_VERSION: &str = "2023-06-01";
 
 /// Output cap when the profile sets none (the API requires one).
-pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+pub use crate::settings::ANTHROPIC_DEFAULT_MAX_TOKENS as DEFAULT_MAX_TOKENS;
 
 /// The JSON body of a streaming `/v1/messages` request.
 pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {

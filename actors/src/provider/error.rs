@@ -74,6 +74,35 @@ impl ProviderError {
         }
     }
 
+    /// Whether the provider refused the request as longer than the model's
+    /// context window (OpenAI's `context_length_exceeded`, Anthropic's
+    /// "prompt is too long", llama.cpp's "exceeds the available context
+    /// size").
+    pub fn is_context_overflow(&self) -> bool {
+        let message = match self {
+            ProviderError::Status {
+                status: 400 | 413 | 422,
+                message,
+                ..
+            } => message,
+            ProviderError::Remote { message, .. } => message,
+            _ => return false,
+        };
+        let message = message.to_ascii_lowercase();
+        [
+            "context_length_exceeded",
+            "maximum context length",
+            "prompt is too long",
+            "context window",
+            "exceeds the available context size",
+            "exceed_context_size",
+            "too many tokens",
+            "context length",
+        ]
+        .iter()
+        .any(|needle| message.contains(needle))
+    }
+
     /// The delay the server asked for, if any.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {

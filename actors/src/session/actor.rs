@@ -212,6 +212,7 @@ impl AgentLoop {
 
     fn stamp(&mut self, turn_id: Option<InputId>, message: AgentMessage) -> Arc<EventEnvelope> {
         self.last_seq += 1;
+        self.state.context.seqs.observe(&message, self.last_seq);
         Arc::new(EventEnvelope {
             session_id: self.session_id.clone(),
             seq: self.last_seq,
@@ -314,6 +315,7 @@ impl AgentLoop {
                     Some(Err(e)) => (
                         Input::ModelFailed {
                             request_id,
+                            too_long: e.is_context_overflow(),
                             error: e.to_string(),
                         },
                         true,
@@ -322,6 +324,7 @@ impl AgentLoop {
                         Input::ModelFailed {
                             request_id,
                             error: "the model stream ended without finishing".to_string(),
+                            too_long: false,
                         },
                         true,
                     ),

@@ -77,6 +77,8 @@ impl SessionLoader {
             include_partial_messages: self.settings.include_partial_messages,
             models: self.settings.model_infos(),
             workspace: workspace.display().to_string(),
+            context: self.settings.context.clone(),
+            compact_prompt: self.settings.compact_prompt.clone(),
         };
         let tools = self.catalog.borrow().tools.clone();
         SessionState::new(id, config, model, tools)

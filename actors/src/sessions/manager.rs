@@ -43,6 +43,8 @@ pub struct SessionOptions {
     pub workspace: Option<PathBuf>,
     /// A title (otherwise the first query names the session).
     pub title: Option<String>,
+    /// This session's own `[context]` keys (kept with the session).
+    pub context: Option<crate::protocol::ContextConfig>,
 }
 
 /// Create a session.
@@ -233,7 +235,8 @@ impl Message<CreateSession> for SessionManager {
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;
-        let state = self.loader.fresh_state(id, model, &workspace);
+        let mut state = self.loader.fresh_state(id, model, &workspace);
+        state.context.session = options.context;
         Ok(self.start(state, Vec::new(), false, 0, workspace))
     }
 }

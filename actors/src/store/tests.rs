@@ -134,6 +134,7 @@ fn assistant(id: &str, seq: u64, text: &str) -> Arc<EventEnvelope> {
             },
             finish_reason: "tool_use".to_string(),
             interrupted: false,
+            context: None,
         }),
     )
 }
@@ -164,6 +165,7 @@ fn result(id: &str, seq: u64) -> Arc<EventEnvelope> {
             steps: 1,
             duration_ms: 40,
             error: None,
+            context: None,
         }),
     )
 }

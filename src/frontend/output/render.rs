@@ -340,6 +340,7 @@ mod tests {
                 usage: Usage::default(),
                 finish_reason: "end_turn".into(),
                 interrupted: false,
+                context: None,
             }),
         ]);
         assert_eq!(out, "Hello\n");
@@ -364,6 +365,7 @@ mod tests {
                 usage: Usage::default(),
                 finish_reason: "end_turn".into(),
                 interrupted: false,
+                context: None,
             }),
         ]);
         assert_eq!(out, "Hello world\n");
@@ -391,6 +393,7 @@ mod tests {
                 usage: Usage::default(),
                 finish_reason: "end_turn".into(),
                 interrupted: false,
+                context: None,
             }),
         ]);
         assert_eq!(
@@ -412,6 +415,7 @@ mod tests {
                 usage: Usage::default(),
                 finish_reason: "tool_use".into(),
                 interrupted: false,
+                context: None,
             }),
             AgentMessage::ToolResult(ToolResultEvent {
                 call_id: "c".into(),

@@ -12,7 +12,10 @@
 //! answers each model call with the next response of a [`Script`] (a TOML
 //! file, see the [`script`] module for the format), records every request,
 //! and checks each one against the protocol's rules so that tests can assert
-//! agentbus never sent the provider something it would reject.
+//! agentbus never sent the provider something it would reject. With a
+//! script-level `context_window` it also counts each request's tokens
+//! ([`count_request`]) and refuses oversize requests with the provider's own
+//! error, as a real model does.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -38,6 +41,7 @@ mod render_anthropic;
 mod render_openai;
 mod server;
 mod stream;
+mod tokens;
 mod turn;
 mod validate;
 mod wire;
@@ -47,6 +51,8 @@ use std::path::{Path, PathBuf};
 pub use record::RecordedRequest;
 pub use script::Script;
 pub use server::ScriptedModel;
+pub use tokens::{count_request, count_text};
+pub use wire::Wire;
 
 /// Absolute path of the repository's `tests/fixtures` directory, where test
 /// scripts (`scripts/*.toml`) and raw stream fixtures (`openai/*.sse`, ...)

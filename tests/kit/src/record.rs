@@ -30,6 +30,15 @@ pub struct RecordedRequest {
     /// Index in the script of the response that answered this request, if
     /// one did.
     pub response: Option<usize>,
+    /// The request's input tokens, counted when the script sets a
+    /// `context_window` and the request is a model call with a JSON body
+    /// (see [`count_request`](crate::count_request)); `None` otherwise.
+    pub input_tokens: Option<u64>,
+    /// Whether the request was refused because its input tokens plus its
+    /// maximum output tokens exceed the script's `context_window` (HTTP 400
+    /// with the provider's error; no response consumed). Neither a protocol
+    /// violation nor a problem: a real provider refuses it the same way.
+    pub refused_for_length: bool,
 }
 
 /// Shared, thread-safe log of requests and disconnects.

@@ -26,7 +26,9 @@
 //! * `chunk_size` — pieces of N characters; by default text and arguments are
 //!   each split into 3 pieces.
 //! * `usage` — `{ input_tokens, output_tokens }`, each defaulting to small
-//!   non-zero numbers (10 and 5).
+//!   non-zero numbers (10 and 5); with `context_window` (below) to the
+//!   request's counted input tokens and a count of the streamed text and
+//!   arguments (at least 1).
 //! * `finish_reason` — `stop`/`end_turn`, `tool_calls`/`tool_use`,
 //!   `length`/`max_tokens` are translated to the request's format; any other
 //!   value is sent verbatim. By default: tool calls if there are any, else stop.
@@ -58,6 +60,38 @@
 //! the text of the last user message that has any text: Anthropic user
 //! messages holding only `tool_result` blocks are skipped, so routing is the
 //! same in both formats and stays stable across a tool round.
+//!
+//! ## Context window
+//!
+//! A top-level key, written before the first `[[response]]` (TOML would put
+//! it inside the table above it otherwise):
+//!
+//! ```toml
+//! context_window = 8000
+//!
+//! [[response]]
+//! text = "fits"
+//! ```
+//!
+//! `context_window = N` makes the scripted model count every model call's
+//! input tokens (see [`count_request`](crate::count_request) for the
+//! convention) before a response is chosen, and record the count
+//! ([`RecordedRequest::input_tokens`](crate::RecordedRequest::input_tokens)).
+//! When the count plus the request's maximum output tokens (`max_tokens`, or
+//! OpenAI's `max_completion_tokens`; 0 when absent) exceeds N, the request is
+//! refused as the provider refuses it, with HTTP 400 and the provider's
+//! error body, and no response is consumed
+//! ([`RecordedRequest::refused_for_length`](crate::RecordedRequest::refused_for_length)):
+//!
+//! * OpenAI: `{"error":{"message":"This model's maximum context length is N
+//!   tokens. However, you requested T tokens (C in the messages, M in the
+//!   completion). Please reduce the length of the messages or
+//!   completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
+//!   with C the count, M the maximum output tokens and T = C + M;
+//! * Anthropic: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt
+//!   is too long: C tokens > L maximum"}}` with L = N − M, the input budget.
+//!
+//! Without `context_window` nothing is counted or refused.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -76,6 +110,8 @@ use crate::fixtures_dir;
 #[derive(Debug, Clone)]
 pub struct Script {
     pub(crate) responses: Vec<ScriptedResponse>,
+    /// `context_window`: the token limit requests are checked against.
+    pub(crate) context_window: Option<u64>,
 }
 
 /// One `[[response]]`, checked.
@@ -106,7 +142,9 @@ pub(crate) struct StreamSpec {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub chunk_size: Option<usize>,
-    pub usage: Usage,
+    /// `usage` as the script gives it; what it leaves out is filled in when
+    /// the turn is resolved.
+    pub usage: ScriptUsage,
     pub finish_reason: Option<String>,
     pub ending: Ending,
     /// Pause before each frame after the first.
@@ -131,6 +169,13 @@ pub(crate) struct Usage {
     pub output_tokens: u64,
 }
 
+/// A response's `usage` keys, each optional.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ScriptUsage {
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
 /// How a rendered stream ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ending {
@@ -141,14 +186,10 @@ pub(crate) enum Ending {
     DropAfter(usize),
 }
 
-const DEFAULT_USAGE: Usage = Usage {
-    input_tokens: 10,
-    output_tokens: 5,
-};
-
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawScript {
+    context_window: Option<u64>,
     #[serde(default)]
     response: Vec<RawResponse>,
 }
@@ -171,6 +212,8 @@ struct RawResponse {
     drop_after_chunks: Option<usize>,
     chunk_interval_ms: Option<u64>,
     stamped_chunks: Option<usize>,
+    /// Only here to explain the mistake: it is a top-level key.
+    context_window: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -208,13 +251,24 @@ impl Script {
     /// generates). Fixture files it names are read now.
     pub fn from_toml_str(toml_text: &str) -> anyhow::Result<Script> {
         let raw: RawScript = toml::from_str(toml_text).context("parsing script TOML")?;
+        if raw.context_window == Some(0) {
+            bail!("`context_window` must be at least 1");
+        }
         let responses = raw
             .response
             .into_iter()
             .enumerate()
             .map(|(index, raw)| check(index, raw).with_context(|| format!("response[{index}]")))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Script { responses })
+        Ok(Script {
+            responses,
+            context_window: raw.context_window,
+        })
+    }
+
+    /// The script's `context_window`, if it sets one.
+    pub fn context_window(&self) -> Option<u64> {
+        self.context_window
     }
 
     /// Number of responses in the script.
@@ -229,6 +283,12 @@ impl Script {
 }
 
 fn check(index: usize, mut raw: RawResponse) -> anyhow::Result<ScriptedResponse> {
+    if raw.context_window.is_some() {
+        bail!(
+            "`context_window` is a top-level key of the script: \
+             write it before the first [[response]]"
+        );
+    }
     let match_text = raw.match_text.take();
     let streamed = raw.text.is_some()
         || raw.tool_calls.is_some()
@@ -330,10 +390,12 @@ fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
             }
         })
         .collect();
-    let usage = raw.usage.map_or(DEFAULT_USAGE, |usage| Usage {
-        input_tokens: usage.input_tokens.unwrap_or(DEFAULT_USAGE.input_tokens),
-        output_tokens: usage.output_tokens.unwrap_or(DEFAULT_USAGE.output_tokens),
-    });
+    let usage = raw
+        .usage
+        .map_or_else(ScriptUsage::default, |usage| ScriptUsage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+        });
     Ok(StreamSpec {
         text,
         tool_calls,
@@ -380,8 +442,9 @@ mod tests {
         let spec = stream(&script, 0);
         assert_eq!(spec.text, "hi");
         assert_eq!(spec.chunk_size, Some(2));
-        assert_eq!(spec.usage.input_tokens, 10);
-        assert_eq!(spec.usage.output_tokens, 9);
+        assert_eq!(spec.usage.input_tokens, None);
+        assert_eq!(spec.usage.output_tokens, Some(9));
+        assert_eq!(script.context_window(), None);
         assert_eq!(spec.finish_reason.as_deref(), Some("length"));
         assert_eq!(spec.ending, Ending::StallAfter(3));
         assert_eq!(spec.tool_calls[0].id, "c1");
@@ -443,6 +506,13 @@ mod tests {
                 "[[response]]\nfixture = 'no/such/file.sse'",
                 "reading fixture",
             ),
+            ("context_window = 0", "at least 1"),
+            ("context_window = -5", "context_window"),
+            ("context_window = 'big'", "context_window"),
+            (
+                "[[response]]\ntext = 'a'\ncontext_window = 100",
+                "before the first [[response]]",
+            ),
         ] {
             let error = Script::from_toml_str(bad).expect_err(bad);
             let message = format!("{error:#}");
@@ -459,6 +529,19 @@ mod tests {
         let pieces = crate::turn::pieces(&spec.text, spec.chunk_size);
         assert_eq!(pieces, vec!["{sent_at_micros} "; 3]);
         assert_eq!(spec.chunk_interval, Some(Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn context_window_is_a_top_level_key() {
+        let script = Script::from_toml_str(
+            "context_window = 8000\n[[response]]\ntext = 'a'\nusage = { input_tokens = 3 }",
+        )
+        .expect("valid script");
+        assert_eq!(script.context_window(), Some(8000));
+        assert_eq!(script.len(), 1);
+        let usage = stream(&script, 0).usage;
+        assert_eq!(usage.input_tokens, Some(3));
+        assert_eq!(usage.output_tokens, None);
     }
 
     #[test]

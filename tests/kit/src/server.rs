@@ -23,7 +23,7 @@ use crate::record::{self, RecordedRequest, Recorder};
 use crate::script::{ResponseKind, Script};
 use crate::turn::Turn;
 use crate::wire::{self, Wire};
-use crate::{render_anthropic, render_openai, stream, validate};
+use crate::{render_anthropic, render_openai, stream, tokens, validate};
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -44,6 +44,9 @@ struct Shared {
     recorder: Arc<Recorder>,
     shutdown: watch::Receiver<bool>,
     serial: AtomicUsize,
+    /// The script's `context_window`: when set, model calls are counted and
+    /// oversize ones refused.
+    context_window: Option<u64>,
 }
 
 impl ScriptedModel {
@@ -57,11 +60,13 @@ impl ScriptedModel {
         let listener = TcpListener::bind(("127.0.0.1", port)).await?;
         let addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
+        let context_window = script.context_window;
         let shared = Arc::new(Shared {
             playback: Mutex::new(Playback::new(script)),
             recorder: Arc::new(Recorder::new()),
             shutdown: shutdown_rx.clone(),
             serial: AtomicUsize::new(0),
+            context_window,
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
         let mut stop = shutdown_rx;
@@ -169,6 +174,8 @@ impl Arrival {
                 violations,
                 problems: Vec::new(),
                 response: None,
+                input_tokens: None,
+                refused_for_length: false,
             },
             recorder: shared.recorder.clone(),
         }
@@ -258,6 +265,9 @@ fn model_call(shared: &Shared, wire: Wire, arrival: Arrival, bytes: &Bytes) -> R
         }
     };
     let violations = validate::validate(wire, &body);
+    let input_tokens = shared
+        .context_window
+        .map(|_| tokens::count_request(wire, &body));
     let unusable = if !body.is_object() {
         Some("request body must be a JSON object".to_owned())
     } else if !body.get("messages").is_some_and(Value::is_array) {
@@ -270,7 +280,8 @@ fn model_call(shared: &Shared, wire: Wire, arrival: Arrival, bytes: &Bytes) -> R
     } else {
         None
     };
-    let recording = arrival.record(shared, body, violations);
+    let mut recording = arrival.record(shared, body, violations);
+    recording.request.input_tokens = input_tokens;
     if let Some(message) = unusable {
         recording.save();
         return error_reply(wire, StatusCode::BAD_REQUEST, &message);
@@ -279,9 +290,18 @@ fn model_call(shared: &Shared, wire: Wire, arrival: Arrival, bytes: &Bytes) -> R
 }
 
 /// Picks the scripted response for a valid model call, records the request
-/// and renders the reply.
+/// and renders the reply. A request over the context window is refused
+/// first, without consuming a response.
 fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
     let body = &recording.request.body;
+    if let (Some(window), Some(counted)) = (shared.context_window, recording.request.input_tokens) {
+        let completion = tokens::max_output_tokens(wire, body);
+        if counted.saturating_add(completion) > window {
+            recording.request.refused_for_length = true;
+            recording.save();
+            return too_long_reply(wire, window, counted, completion);
+        }
+    }
     let chosen = shared
         .playback
         .lock()
@@ -319,7 +339,8 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
         }
         ResponseKind::Stream(spec) => {
             let serial = shared.serial.fetch_add(1, Ordering::Relaxed);
-            let (turn, problems) = Turn::resolve(&spec, wire, body, serial);
+            let (turn, problems) =
+                Turn::resolve(&spec, wire, body, serial, recording.request.input_tokens);
             let frames = match wire {
                 Wire::OpenAi => render_openai::render(&turn, wire::include_usage(body)),
                 Wire::Anthropic => render_anthropic::render(&turn),
@@ -362,6 +383,32 @@ fn error_reply(wire: Wire, status: StatusCode, message: &str) -> Response {
         }}),
     };
     (status, axum::Json(body)).into_response()
+}
+
+/// The provider's refusal of a request whose `prompt` input tokens plus
+/// `completion` maximum output tokens exceed the context `window`.
+fn too_long_reply(wire: Wire, window: u64, prompt: u64, completion: u64) -> Response {
+    let body = match wire {
+        Wire::OpenAi => json!({"error": {
+            "message": format!(
+                "This model's maximum context length is {window} tokens. However, you requested \
+                 {} tokens ({prompt} in the messages, {completion} in the completion). \
+                 Please reduce the length of the messages or completion.",
+                prompt.saturating_add(completion),
+            ),
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }}),
+        Wire::Anthropic => json!({"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": format!(
+                "prompt is too long: {prompt} tokens > {} maximum",
+                window.saturating_sub(completion),
+            ),
+        }}),
+    };
+    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
 }
 
 fn header_map(headers: &HeaderMap) -> BTreeMap<String, String> {

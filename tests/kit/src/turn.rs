@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::script::{StreamSpec, ToolCall, Usage};
+use crate::tokens;
 use crate::wire::{self, Wire};
 
 /// What the scripted model "generated" for one request.
@@ -45,14 +46,26 @@ fn fill(template: &str, value_of: &mut dyn FnMut(&str) -> String) -> String {
 /// Number of pieces text and arguments are split into without `chunk_size`.
 const DEFAULT_PIECES: usize = 3;
 
+/// Usage reported when neither the script nor a token count gives one.
+const DEFAULT_USAGE: Usage = Usage {
+    input_tokens: 10,
+    output_tokens: 5,
+};
+
 impl Turn {
     /// Fills `spec`'s templates from the request `body`. Returns the turn and
     /// the problems met (a template with nothing to fill it).
+    ///
+    /// `counted` is the request's input token count when the script has a
+    /// `context_window`: then the usage the script leaves out is the count
+    /// and a count of the streamed text and arguments (at least 1) rather
+    /// than the fixed defaults.
     pub(crate) fn resolve(
         spec: &StreamSpec,
         wire: Wire,
         body: &Value,
         request_index: usize,
+        counted: Option<u64>,
     ) -> (Turn, Vec<String>) {
         let mut problems = Vec::new();
         let mut value_of = |token: &str| -> String {
@@ -69,13 +82,36 @@ impl Turn {
             })
         };
         let text = fill(&spec.text, &mut value_of);
+        let model = wire::model(body);
+        let usage = match counted {
+            None => Usage {
+                input_tokens: spec
+                    .usage
+                    .input_tokens
+                    .unwrap_or(DEFAULT_USAGE.input_tokens),
+                output_tokens: spec
+                    .usage
+                    .output_tokens
+                    .unwrap_or(DEFAULT_USAGE.output_tokens),
+            },
+            Some(input_tokens) => Usage {
+                input_tokens: spec.usage.input_tokens.unwrap_or(input_tokens),
+                output_tokens: spec.usage.output_tokens.unwrap_or_else(|| {
+                    spec.tool_calls
+                        .iter()
+                        .map(|call| tokens::count_text(&model, &call.arguments))
+                        .fold(tokens::count_text(&model, &text), u64::saturating_add)
+                        .max(1)
+                }),
+            },
+        };
         let turn = Turn {
             id: format!("scripted{request_index}"),
-            model: wire::model(body),
+            model,
             text,
             tool_calls: spec.tool_calls.clone(),
             chunk_size: spec.chunk_size,
-            usage: spec.usage,
+            usage,
             finish_reason: spec.finish_reason.clone(),
         };
         (turn, problems)
@@ -137,7 +173,7 @@ pub(crate) fn pieces(text: &str, chunk_size: Option<usize>) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::script::Ending;
+    use crate::script::{Ending, ScriptUsage};
     use serde_json::json;
 
     #[test]
@@ -154,10 +190,7 @@ mod tests {
             text: text.into(),
             tool_calls: Vec::new(),
             chunk_size: None,
-            usage: Usage {
-                input_tokens: 1,
-                output_tokens: 1,
-            },
+            usage: ScriptUsage::default(),
             finish_reason: None,
             ending: Ending::Complete,
             chunk_interval: None,
@@ -176,11 +209,44 @@ mod tests {
             Wire::OpenAi,
             &body,
             3,
+            None,
         );
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(turn.text, "question: the answer");
         assert_eq!(turn.model, "m");
         assert_eq!(turn.id, "scripted3");
+        assert_eq!(turn.usage, DEFAULT_USAGE, "no count, no script usage");
+    }
+
+    #[test]
+    fn counted_usage_fills_what_the_script_leaves_out() {
+        let body = json!({"model": "gpt-4o", "messages": [{"role": "user", "content": "q"}]});
+        let mut spec = spec("Hello there, {last_user}.");
+        spec.tool_calls.push(ToolCall {
+            id: "c".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a.txt"}"#.into(),
+        });
+        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &body, 0, Some(77));
+        let expected = tokens::count_text("gpt-4o", "Hello there, q.")
+            + tokens::count_text("gpt-4o", r#"{"path":"a.txt"}"#);
+        assert_eq!(
+            turn.usage,
+            Usage {
+                input_tokens: 77,
+                output_tokens: expected
+            }
+        );
+
+        // Nothing streamed still reports one output token.
+        let (turn, _) = Turn::resolve(&self::spec(""), Wire::OpenAi, &body, 0, Some(5));
+        assert_eq!(turn.usage.output_tokens, 1);
+
+        // What the script gives wins.
+        spec.usage.input_tokens = Some(3);
+        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &body, 0, Some(77));
+        assert_eq!(turn.usage.input_tokens, 3);
+        assert_eq!(turn.usage.output_tokens, expected);
     }
 
     #[test]
@@ -188,7 +254,7 @@ mod tests {
         let body = json!({"messages": [
             {"role": "user", "content": "say {last_tool_result}"},
         ]});
-        let (turn, problems) = Turn::resolve(&spec("[{last_user}]"), Wire::OpenAi, &body, 0);
+        let (turn, problems) = Turn::resolve(&spec("[{last_user}]"), Wire::OpenAi, &body, 0, None);
         assert!(problems.is_empty());
         assert_eq!(turn.text, "[say {last_tool_result}]");
     }
@@ -196,7 +262,8 @@ mod tests {
     #[test]
     fn template_without_source_is_a_problem() {
         let body = json!({"messages": [{"role": "user", "content": "q"}]});
-        let (turn, problems) = Turn::resolve(&spec("<{last_tool_result}>"), Wire::OpenAi, &body, 0);
+        let (turn, problems) =
+            Turn::resolve(&spec("<{last_tool_result}>"), Wire::OpenAi, &body, 0, None);
         assert_eq!(turn.text, "<>");
         assert_eq!(problems.len(), 1);
     }
@@ -204,7 +271,7 @@ mod tests {
     #[test]
     fn finish_reasons_translate() {
         let body = json!({});
-        let (mut turn, _) = Turn::resolve(&spec("x"), Wire::OpenAi, &body, 0);
+        let (mut turn, _) = Turn::resolve(&spec("x"), Wire::OpenAi, &body, 0, None);
         assert_eq!(turn.openai_finish_reason(), "stop");
         assert_eq!(turn.anthropic_stop_reason(), "end_turn");
         turn.finish_reason = Some("length".into());

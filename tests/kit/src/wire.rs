@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// Which provider protocol a request spoke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wire {
+pub enum Wire {
     /// OpenAI Chat Completions (`POST /v1/chat/completions`).
     OpenAi,
     /// Anthropic Messages (`POST /v1/messages`).

@@ -19,8 +19,13 @@ pub enum Input {
     Shutdown,
     /// The model call `request_id` streamed an event.
     Model { request_id: u64, event: ModelEvent },
-    /// The model call `request_id` failed for good.
-    ModelFailed { request_id: u64, error: String },
+    /// The model call `request_id` failed for good. `too_long`: the
+    /// provider refused the request as longer than its context window.
+    ModelFailed {
+        request_id: u64,
+        error: String,
+        too_long: bool,
+    },
     /// One call of tool batch `batch_id` finished.
     ToolFinished {
         batch_id: u64,

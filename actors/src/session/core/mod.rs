@@ -20,6 +20,7 @@
 //! - a turn makes at most `max_steps` model calls.
 
 pub mod commands;
+pub mod context;
 mod effect;
 mod input;
 pub mod partial;

@@ -8,11 +8,13 @@
 //! without one, and a `result` with `stop_reason: error` — so the history
 //! the model sees next is valid. Pure: no I/O, no clock.
 
+use super::context::compaction::Summary;
 use super::effect::Effect;
 use super::state::SessionState;
 use super::step::push_tool_result;
 use crate::model::ToolOutcome;
-use crate::protocol::system::ModelSwitched;
+use crate::protocol::context::Compacted;
+use crate::protocol::system::{ModelSwitched, SessionStarted};
 use crate::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, InputId, Message, ResultEvent, StopReason,
     SystemSubtype, Usage,
@@ -41,9 +43,27 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
         if let Some(turn_id) = event.turn_id {
             state.next_input_id = state.next_input_id.max(turn_id + 1);
         }
+        state.context.seqs.observe(&event.message, event.seq);
         match &event.message {
             AgentMessage::System(s) => match s.subtype {
-                SystemSubtype::Cleared => state.history.clear(),
+                SystemSubtype::Cleared => {
+                    state.history.clear();
+                    state.context.clear();
+                }
+                SystemSubtype::Compacted => {
+                    if let Some(compacted) = s.payload::<Compacted>() {
+                        state.context.summary = Some(Summary {
+                            first_kept: compacted.first_kept.min(state.history.len()),
+                            text: compacted.summary,
+                        });
+                        state.context.compactions += 1;
+                    }
+                }
+                SystemSubtype::SessionStarted => {
+                    if let Some(context) = s.payload::<SessionStarted>().and_then(|p| p.context) {
+                        state.context.session = Some(context);
+                    }
+                }
                 SystemSubtype::ModelSwitched => {
                     let switched = s.payload::<ModelSwitched>();
                     if let Some(switched) =
@@ -71,6 +91,9 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                     content: a.content.clone(),
                     interrupted: a.interrupted,
                 });
+                if a.context.is_some() {
+                    state.context.last = a.context;
+                }
                 state.usage.model_calls += 1;
                 if let Some(turn) = open.as_mut() {
                     turn.steps += 1;
@@ -133,6 +156,7 @@ fn close_unfinished(state: &mut SessionState, turn: OpenTurn, fx: &mut Vec<Effec
             steps: turn.steps,
             duration_ms: 0,
             error: Some(UNFINISHED_TURN.to_string()),
+            context: state.context.last,
         }),
     });
 }

@@ -2,9 +2,12 @@
 //! shows), and free of secrets by construction: model profiles appear here
 //! only as [`ModelInfo`], which has no key.
 
+use super::context::compaction::CompactionCall;
+use super::context::state::ContextState;
 use super::turn::Turn;
-use crate::model::ModelRequest;
-use crate::protocol::{InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput};
+use crate::protocol::{
+    ContextConfig, InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput,
+};
 use serde::Serialize;
 use std::collections::{BTreeMap, VecDeque};
 
@@ -20,6 +23,11 @@ pub struct SessionConfig {
     pub models: Vec<ModelInfo>,
     /// The workspace directory, shown at session start.
     pub workspace: String,
+    /// `[context]` as configured globally (profiles and the session may
+    /// override keys; see `context::config`).
+    pub context: ContextConfig,
+    /// The instructions a summary is written with.
+    pub compact_prompt: String,
 }
 
 /// Token usage of the session.
@@ -55,6 +63,11 @@ pub struct SessionState {
     pub usage: SessionUsage,
     pub queue: VecDeque<QueuedInput>,
     pub turn: Option<Turn>,
+    /// What the session keeps about its context window (the summary, the
+    /// token counts).
+    pub context: ContextState,
+    /// A compaction whose model call is running.
+    pub compacting: Option<CompactionCall>,
     /// A session command the driver is performing; the queue waits for it.
     pub pending_command: Option<InputId>,
     pub(super) next_input_id: InputId,
@@ -79,6 +92,8 @@ impl SessionState {
             usage: SessionUsage::default(),
             queue: VecDeque::new(),
             turn: None,
+            context: ContextState::default(),
+            compacting: None,
             pending_command: None,
             next_input_id: 1,
             next_request_id: 1,
@@ -92,7 +107,7 @@ impl SessionState {
 
     /// Whether a turn or a session command is running.
     pub fn is_busy(&self) -> bool {
-        self.turn.is_some() || self.pending_command.is_some()
+        self.turn.is_some() || self.pending_command.is_some() || self.compacting.is_some()
     }
 
     /// The batch of tool calls running now, if any: once a batch is no
@@ -100,16 +115,19 @@ impl SessionState {
     pub fn running_tool_batch(&self) -> Option<u64> {
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::RunningTools { batch_id, .. } => Some(*batch_id),
-            super::turn::Phase::Streaming { .. } => None,
+            super::turn::Phase::Streaming { .. } | super::turn::Phase::Compacting => None,
         }
     }
 
     /// The model call streaming now, if any: once a call is no longer
     /// streaming, its cancellation can be let go.
     pub fn running_model_call(&self) -> Option<u64> {
+        if let Some(compaction) = &self.compacting {
+            return Some(compaction.request_id);
+        }
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::Streaming { request_id, .. } => Some(*request_id),
-            super::turn::Phase::RunningTools { .. } => None,
+            super::turn::Phase::RunningTools { .. } | super::turn::Phase::Compacting => None,
         }
     }
 
@@ -129,19 +147,19 @@ impl SessionState {
         self.usage.turns += 1;
     }
 
+    /// Add a model call made outside any turn's count (a compaction) to
+    /// the session's totals.
+    pub(super) fn count_call(&mut self, usage: Usage) {
+        if let Some(pricing) = self.current_model().and_then(|m| m.pricing) {
+            *self.usage.cost_usd.get_or_insert(0.0) += pricing.cost(&usage);
+        }
+        self.usage.total += usage;
+        self.usage.model_calls += 1;
+    }
+
     /// The current profile's description, if it is configured.
     pub fn current_model(&self) -> Option<&ModelInfo> {
         self.config.models.iter().find(|m| m.name == self.model)
-    }
-
-    /// The request for the next model call.
-    pub(super) fn model_request(&self) -> ModelRequest {
-        ModelRequest {
-            profile: self.model.clone(),
-            system_prompt: self.config.system_prompt.clone(),
-            messages: self.history.clone(),
-            tools: self.tools.clone(),
-        }
     }
 
     pub(super) fn take_request_id(&mut self) -> u64 {

@@ -1,15 +1,19 @@
 //! The transition function: every conversation rule, applied to one input.
 
+use super::context::compaction::{CompactionCall, Summary};
+use super::context::{self, CompactionPlan, Next};
 use super::effect::Effect;
 use super::input::Input;
 use super::partial::{AssembledMessage, PartialMessage};
 use super::state::{QueuedInput, SessionState};
-use super::turn::{PendingCall, Phase, Turn};
+use super::turn::{CallAttempt, PendingCall, Phase, Turn};
 use crate::model::{ModelEvent, ToolCall, ToolOutcome};
+use crate::protocol::context::{Compacted, CompactionTrigger};
 use crate::protocol::system::{McpServerChanged, Retrying, SessionStarted};
 use crate::protocol::{
-    AgentMessage, AssistantEvent, ErrorEvent, ErrorKind, InputId, Message, ResultEvent, StopReason,
-    StreamDelta, StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent, UserEvent, UserInput,
+    AgentMessage, AssistantEvent, ContextUsage, ErrorEvent, ErrorKind, InputId, Message,
+    ResultEvent, StopReason, StreamDelta, StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent,
+    UserEvent, UserInput,
 };
 use crate::session::core::commands;
 
@@ -29,9 +33,11 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
         Input::Model { request_id, event } => {
             on_model_event(state, request_id, event, now_ms, &mut fx)
         }
-        Input::ModelFailed { request_id, error } => {
-            on_model_failed(state, request_id, error, now_ms, &mut fx)
-        }
+        Input::ModelFailed {
+            request_id,
+            error,
+            too_long,
+        } => on_model_failed(state, request_id, error, too_long, now_ms, &mut fx),
         Input::ToolFinished {
             batch_id,
             call_id,
@@ -78,6 +84,7 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
         workspace: state.config.workspace.clone(),
         resumed,
         messages: state.history.len(),
+        context: state.context.session.clone(),
     };
     emit(
         fx,
@@ -147,6 +154,21 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     state.pending_command = Some(input_id);
                     fx.push(Effect::SessionCommand { input_id, command });
                 }
+                commands::Applied::Compact { focus } => {
+                    match context::plan_compaction(state, focus.as_deref()) {
+                        Some(plan) => {
+                            state.pending_command = Some(input_id);
+                            start_compaction(state, input_id, CompactionTrigger::Command, plan, fx);
+                        }
+                        None => emit(
+                            fx,
+                            Some(input_id),
+                            notice(
+                                "Nothing to compact yet: the conversation has at most one turn, which is always sent verbatim.",
+                            ),
+                        ),
+                    }
+                }
             },
             UserInput::Query { text } => start_turn(state, input_id, text, now_ms, fx),
         }
@@ -162,36 +184,203 @@ fn start_turn(
 ) {
     state.history.push(Message::User { text: text.clone() });
     emit(fx, Some(id), AgentMessage::User(UserEvent { text }));
-    let request_id = state.take_request_id();
     state.turn = Some(Turn {
         id,
         started_at_ms: now_ms,
         steps: 0,
         usage: Default::default(),
         last_text: String::new(),
-        phase: Phase::Streaming {
-            request_id,
-            partial: PartialMessage::default(),
-        },
+        phase: Phase::Compacting,
+        call: CallAttempt::default(),
     });
+    call_model(state, fx);
+}
+
+/// Make the turn's next model call with the model's view of the
+/// conversation — or, when the view passed `auto_compact_at`, compact first
+/// (at most once per call).
+fn call_model(state: &mut SessionState, fx: &mut Vec<Effect>) {
+    let Some(turn) = state.turn.as_ref() else {
+        return;
+    };
+    let turn_id = turn.id;
+    let (allow_compaction, squeeze) = (!turn.call.compacted, turn.call.retried_overflow);
+    match context::prepare(state, allow_compaction, squeeze) {
+        Next::Compact(plan) => {
+            start_compaction(state, turn_id, CompactionTrigger::Auto, plan, fx);
+        }
+        Next::Call(prepared) => {
+            for text in prepared.notices {
+                emit(fx, Some(turn_id), notice(text));
+            }
+            let request_id = state.take_request_id();
+            if let Some(turn) = state.turn.as_mut() {
+                turn.call.counted = prepared.counted;
+                turn.phase = Phase::Streaming {
+                    request_id,
+                    partial: PartialMessage::default(),
+                };
+            }
+            fx.push(Effect::CallModel {
+                request_id,
+                request: prepared.request,
+            });
+        }
+    }
+}
+
+/// Ask the model for a summary; the turn (or the `/compact` command)
+/// waits for it.
+fn start_compaction(
+    state: &mut SessionState,
+    input_id: InputId,
+    trigger: CompactionTrigger,
+    plan: CompactionPlan,
+    fx: &mut Vec<Effect>,
+) {
+    let request_id = state.take_request_id();
+    let limit = context::limit(state)
+        .map(|l| format!(" of the {l}-token budget"))
+        .unwrap_or_default();
+    let why = match trigger {
+        CompactionTrigger::Command => "as asked".to_string(),
+        CompactionTrigger::Auto => format!(
+            "the next request would take about {} tokens{limit}",
+            plan.tokens_before
+        ),
+        CompactionTrigger::Overflow => "the provider refused the request as too long".to_string(),
+    };
+    emit(
+        fx,
+        Some(input_id),
+        notice(format!(
+            "Compacting the conversation ({why}): the model is summarising {} older messages.",
+            plan.first_kept - plan.first_new
+        )),
+    );
+    state.compacting = Some(CompactionCall {
+        request_id,
+        input_id,
+        trigger,
+        first_kept: plan.first_kept,
+        first_new: plan.first_new,
+        tokens_before: plan.tokens_before,
+        text: String::new(),
+        usage: Default::default(),
+    });
+    if let Some(turn) = state.turn.as_mut().filter(|t| t.id == input_id) {
+        turn.phase = Phase::Compacting;
+        turn.call.compacted = true;
+    }
     fx.push(Effect::CallModel {
         request_id,
-        request: state.model_request(),
+        request: plan.request,
     });
 }
 
-fn call_model(state: &mut SessionState, fx: &mut Vec<Effect>) {
-    let request_id = state.take_request_id();
-    let request = state.model_request();
-    if let Some(turn) = state.turn.as_mut() {
-        turn.phase = Phase::Streaming {
-            request_id,
-            partial: PartialMessage::default(),
-        };
-        fx.push(Effect::CallModel {
-            request_id,
-            request,
-        });
+/// One event of the summarising call: only its text and usage matter.
+fn on_compaction_event(
+    state: &mut SessionState,
+    event: ModelEvent,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(call) = state.compacting.as_mut() else {
+        return;
+    };
+    match event {
+        ModelEvent::TextDelta { text, .. } => call.text.push_str(&text),
+        ModelEvent::Usage(usage) => call.usage.overwrite_with(usage),
+        ModelEvent::Retrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => {
+            call.text.clear();
+            let message = format!("retrying: attempt {attempt} in {delay_ms} ms after {reason}");
+            let retrying = Retrying {
+                attempt,
+                delay_ms,
+                reason,
+            };
+            let input_id = call.input_id;
+            emit(
+                fx,
+                Some(input_id),
+                AgentMessage::System(SystemEvent::new(message, &retrying)),
+            );
+        }
+        ModelEvent::Finished { .. } => finish_compaction(state, now_ms, fx),
+        ModelEvent::BlockStart { .. }
+        | ModelEvent::ToolInputDelta { .. }
+        | ModelEvent::BlockStop { .. } => {}
+    }
+}
+
+/// The summary is written: it stands for the older turns from now on.
+fn finish_compaction(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
+    let Some(call) = state.compacting.take() else {
+        return;
+    };
+    state.count_call(call.usage);
+    let summary = call.text.trim().to_string();
+    if summary.is_empty() {
+        compaction_failed(state, call, "the model wrote an empty summary", now_ms, fx);
+        return;
+    }
+    state.context.summary = Some(Summary {
+        first_kept: call.first_kept,
+        text: summary.clone(),
+    });
+    state.context.compactions += 1;
+    let tokens_after = context::tokens_after(state);
+    let (first_seq, last_seq) = state.context.seqs.span(call.first_new, call.first_kept);
+    let compacted = Compacted {
+        trigger: call.trigger,
+        first_seq,
+        last_seq,
+        first_kept: call.first_kept,
+        summary,
+        tokens_before: call.tokens_before,
+        tokens_after,
+    };
+    let message = format!(
+        "Conversation compacted: about {} → {} tokens. A summary now stands for the first {} messages in the model's view; the whole conversation stays stored.",
+        call.tokens_before, tokens_after, call.first_kept
+    );
+    emit(
+        fx,
+        Some(call.input_id),
+        AgentMessage::System(SystemEvent::new(message, &compacted)),
+    );
+    resume_after_compaction(state, call.input_id, fx);
+}
+
+/// The summary could not be had: the turn goes on with the oldest turns
+/// left out instead (the notice says so); `/compact` answers with it.
+fn compaction_failed(
+    state: &mut SessionState,
+    call: CompactionCall,
+    reason: &str,
+    _now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let text = if state.turn.as_ref().is_some_and(|t| t.id == call.input_id) {
+        format!(
+            "Compaction failed ({reason}); the oldest turns are left out of the model's view instead (oldest-first) and the turn goes on."
+        )
+    } else {
+        format!("Compaction failed ({reason}); the conversation is unchanged.")
+    };
+    emit(fx, Some(call.input_id), notice(text));
+    resume_after_compaction(state, call.input_id, fx);
+}
+
+fn resume_after_compaction(state: &mut SessionState, input_id: InputId, fx: &mut Vec<Effect>) {
+    if state.turn.as_ref().is_some_and(|t| t.id == input_id) {
+        call_model(state, fx);
+    } else if state.pending_command == Some(input_id) {
+        state.pending_command = None;
     }
 }
 
@@ -202,6 +391,14 @@ fn on_model_event(
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
+    if state
+        .compacting
+        .as_ref()
+        .is_some_and(|c| c.request_id == request_id)
+    {
+        on_compaction_event(state, event, now_ms, fx);
+        return;
+    }
     let include_partial = state.config.include_partial_messages;
     let Some(turn) = state.turn.as_mut() else {
         return;
@@ -288,15 +485,33 @@ fn finish_model_call(
 ) {
     let assembled = partial.finish(|index| format!("call_{request_id}_{index}"));
     let model = state.model.clone();
+    let usage = partial.usage;
+    let counted = state.turn.as_ref().and_then(|t| t.call.counted);
+    let reported =
+        usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
+    if let Some(estimate) = counted.filter(|_| reported > 0) {
+        state.context.ledger.calibrate(estimate, reported);
+    }
+    let used = if reported > 0 {
+        reported + usage.output_tokens
+    } else {
+        context::tokens_after(state) + state.context.ledger.text_tokens(&assembled.text())
+    };
+    state.context.last = Some(ContextUsage {
+        used,
+        limit: context::limit(state),
+    });
+    let context_usage = state.context.last;
     let Some(turn) = state.turn.as_mut() else {
         return;
     };
+    turn.call = CallAttempt::default();
     record_assistant(
         &mut state.history,
         turn,
         &model,
         &assembled,
-        partial.usage,
+        (usage, context_usage),
         finish_reason,
         false,
         fx,
@@ -354,7 +569,7 @@ fn record_assistant(
     turn: &mut Turn,
     model: &str,
     message: &AssembledMessage,
-    usage: crate::protocol::Usage,
+    (usage, context): (crate::protocol::Usage, Option<ContextUsage>),
     finish_reason: String,
     interrupted: bool,
     fx: &mut Vec<Effect>,
@@ -378,6 +593,7 @@ fn record_assistant(
             usage,
             finish_reason,
             interrupted,
+            context,
         }),
     );
 }
@@ -517,6 +733,7 @@ fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
                 steps: 0,
                 duration_ms: 0,
                 error: Some(REASON.into()),
+                context: None,
             }),
             UserInput::Control { .. } => notice(REASON),
         };
@@ -528,6 +745,19 @@ fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
 /// message that streamed is kept (marked interrupted) and every tool call
 /// without a result gets a cancelled one.
 fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
+    if let Some(call) = state.compacting.take() {
+        fx.push(Effect::CancelModel {
+            request_id: call.request_id,
+        });
+        if state.pending_command == Some(call.input_id) {
+            state.pending_command = None;
+            emit(
+                fx,
+                Some(call.input_id),
+                notice("Compaction interrupted; the conversation is unchanged."),
+            );
+        }
+    }
     let model = state.model.clone();
     let Some(turn) = state.turn.as_mut() else {
         return;
@@ -548,7 +778,7 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     turn,
                     &model,
                     &assembled,
-                    usage,
+                    (usage, None),
                     "interrupted".into(),
                     true,
                     fx,
@@ -578,6 +808,7 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 record_tool_result(&mut state.history, turn_id, call, outcome, cancelled, fx);
             }
         }
+        Phase::Compacting => {}
     }
     end_turn(state, StopReason::Cancelled, None, now_ms, fx);
 }
@@ -593,9 +824,14 @@ fn on_model_failed(
     state: &mut SessionState,
     request_id: u64,
     error: String,
+    too_long: bool,
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
+    if let Some(call) = state.compacting.take_if(|c| c.request_id == request_id) {
+        compaction_failed(state, call, &error, now_ms, fx);
+        return;
+    }
     let include_partial = state.config.include_partial_messages;
     let Some(turn) = state.turn.as_ref() else {
         return;
@@ -622,6 +858,10 @@ fn on_model_failed(
             }),
         );
     }
+    if too_long && !turn.call.retried_overflow {
+        retry_shorter(state, &error, fx);
+        return;
+    }
     emit(
         fx,
         turn_id,
@@ -631,6 +871,37 @@ fn on_model_failed(
         }),
     );
     end_turn(state, StopReason::Error, Some(error), now_ms, fx);
+}
+
+/// The provider refused the request as too long: compact (when the
+/// strategy summarises and no compaction ran for this call) or prune
+/// harder, then try exactly once more.
+fn retry_shorter(state: &mut SessionState, error: &str, fx: &mut Vec<Effect>) {
+    let Some(turn) = state.turn.as_mut() else {
+        return;
+    };
+    turn.call.retried_overflow = true;
+    let (turn_id, compacted) = (turn.id, turn.call.compacted);
+    // Our estimate said it fitted: count higher from now on.
+    let ledger = &mut state.context.ledger;
+    ledger.correction = (ledger.correction * 1.25).min(4.0);
+    emit(
+        fx,
+        Some(turn_id),
+        notice(format!(
+            "The provider refused the request as too long ({error}); shortening the model's view and trying once more."
+        )),
+    );
+    let summarize = context::config(state).strategy() == crate::protocol::Strategy::Summarize
+        && state.context.custom.is_none();
+    if summarize
+        && !compacted
+        && let Some(plan) = context::plan_compaction(state, None)
+    {
+        start_compaction(state, turn_id, CompactionTrigger::Overflow, plan, fx);
+        return;
+    }
+    call_model(state, fx);
 }
 
 fn end_turn(
@@ -643,6 +914,11 @@ fn end_turn(
     let Some(turn) = state.turn.take() else {
         return;
     };
+    if let Some(call) = state.compacting.take_if(|c| c.input_id == turn.id) {
+        fx.push(Effect::CancelModel {
+            request_id: call.request_id,
+        });
+    }
     state.count_turn(turn.usage);
     emit(
         fx,
@@ -654,6 +930,7 @@ fn end_turn(
             steps: turn.steps,
             duration_ms: now_ms.saturating_sub(turn.started_at_ms),
             error,
+            context: state.context.last,
         }),
     );
 }

@@ -30,6 +30,8 @@ impl Harness {
                 model: "gpt-test".into(),
                 base_url: "http://127.0.0.1:1/v1".into(),
                 context_window: None,
+                max_output_tokens: None,
+                context: None,
                 pricing: None,
             },
             ModelInfo {
@@ -38,6 +40,8 @@ impl Harness {
                 model: "gpt-other".into(),
                 base_url: "http://127.0.0.1:2/v1".into(),
                 context_window: None,
+                max_output_tokens: None,
+                context: None,
                 pricing: None,
             },
         ];
@@ -47,6 +51,8 @@ impl Harness {
             include_partial_messages,
             models,
             workspace: "/ws".into(),
+            context: Default::default(),
+            compact_prompt: "summarise".into(),
         };
         let tools = vec![ToolSpec {
             name: "bash".into(),
@@ -553,6 +559,7 @@ fn every_accepted_query_gets_exactly_one_result() {
     let r3 = model_calls(&h.effects).last().unwrap().0;
     h.feed(Input::ModelFailed {
         request_id: r3,
+        too_long: false,
         error: "provider down".into(),
     });
     let mut result_turns: Vec<InputId> = h
@@ -593,6 +600,7 @@ fn provider_failure_emits_error_then_result_and_discards_partial_text() {
     );
     let fx = h.feed(Input::ModelFailed {
         request_id: req,
+        too_long: false,
         error: "HTTP 401".into(),
     });
     let events = messages(&fx);
@@ -930,6 +938,7 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
             1 => {
                 h.feed(Input::ModelFailed {
                     request_id,
+                    too_long: false,
                     error: "down".into(),
                 });
             }
@@ -949,6 +958,26 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
                 h.answer(request_id, &format!("answer {n}"), &[]);
             }
         },
+        Some(Phase::Compacting) => {
+            let Some(request_id) = h.state().compacting.as_ref().map(|c| c.request_id) else {
+                return;
+            };
+            match choice % 3 {
+                0 => {
+                    h.feed(Input::Interrupt);
+                }
+                1 => {
+                    h.feed(Input::ModelFailed {
+                        request_id,
+                        too_long: false,
+                        error: "down".into(),
+                    });
+                }
+                _ => {
+                    h.answer(request_id, &format!("summary {n}"), &[]);
+                }
+            }
+        }
         Some(Phase::RunningTools { batch_id, calls }) => match choice % 4 {
             0 => {
                 h.feed(Input::Interrupt);

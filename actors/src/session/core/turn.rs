@@ -18,6 +18,21 @@ pub struct Turn {
     /// Text of the latest assistant message that had text.
     pub last_text: String,
     pub phase: Phase,
+    /// What the next (or running) model call has been through: a
+    /// compaction ran for it, the provider refused it as too long once.
+    /// At most one of each per model call — never a loop.
+    pub call: CallAttempt,
+}
+
+/// The history of the model call being made.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CallAttempt {
+    /// A compaction already ran for this call.
+    pub compacted: bool,
+    /// The provider refused it as too long; this is the one retry.
+    pub retried_overflow: bool,
+    /// The request's uncalibrated token estimate, when it was counted.
+    pub counted: Option<u64>,
 }
 
 /// What the turn is waiting for.
@@ -34,6 +49,9 @@ pub enum Phase {
         batch_id: u64,
         calls: Vec<PendingCall>,
     },
+    /// A compaction runs before the next model call (see
+    /// `SessionState::compacting`).
+    Compacting,
 }
 
 /// A tool call of the running batch.

@@ -2,7 +2,14 @@
 //! separate process, for manual demos and for tests that need the model in
 //! another process. Prints `listening on http://127.0.0.1:PORT` on one line
 //! of stdout, then serves until killed, logging each request (with its
-//! violations and problems) to stderr.
+//! violations and problems) to stderr. When the script sets
+//! `context_window`, each model call's line also gives its counted input
+//! tokens, and requests refused as too long say so:
+//!
+//! ```text
+//! request 0: POST /v1/messages -> response[0] (412 input tokens)
+//! request 1: POST /v1/messages -> refused for length (9120 input tokens)
+//! ```
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -40,11 +47,16 @@ async fn main() -> anyhow::Result<()> {
         server.wait_for_requests(logged + 1).await;
         let requests = server.requests();
         for (index, request) in requests.iter().enumerate().skip(logged) {
-            let served = request
-                .response
-                .map_or("no response".to_owned(), |r| format!("response[{r}]"));
+            let served = match request.response {
+                Some(response) => format!("response[{response}]"),
+                None if request.refused_for_length => "refused for length".to_owned(),
+                None => "no response".to_owned(),
+            };
+            let counted = request
+                .input_tokens
+                .map_or(String::new(), |tokens| format!(" ({tokens} input tokens)"));
             eprintln!(
-                "request {index}: {} {} -> {served}",
+                "request {index}: {} {} -> {served}{counted}",
                 request.method, request.path
             );
             for line in request.violations.iter().chain(&request.problems) {

@@ -1,8 +1,10 @@
 //! The `scripted-model` binary: announces its address on one stdout line and
 //! serves the script like the in-process server.
 
+use std::net::SocketAddr;
+
 use crate::support::{post, within};
-use agentbus_testkit::fixtures_dir;
+use agentbus_testkit::{count_text, fixtures_dir};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
@@ -17,7 +19,19 @@ async fn binary_prints_listening_line_and_serves() {
         .kill_on_drop(true)
         .spawn()
         .expect("spawn scripted-model");
-    let stdout = child.stdout.take().expect("stdout");
+    let addr = listening_addr(child.stdout.take().expect("stdout")).await;
+
+    let body =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let reply = post(addr, "/v1/chat/completions", &body).await;
+    assert_eq!(reply.status, 200);
+    assert!(reply.text().contains("Hello"), "{}", reply.text());
+
+    child.kill().await.expect("kill our child");
+}
+
+/// Reads the `listening on` line from the child's stdout.
+async fn listening_addr(stdout: tokio::process::ChildStdout) -> SocketAddr {
     let mut line = String::new();
     within(
         "the listening line",
@@ -25,17 +39,68 @@ async fn binary_prints_listening_line_and_serves() {
     )
     .await
     .expect("read stdout");
-    let url = line
-        .trim_end()
+    line.trim_end()
         .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    let addr = url.parse().expect("127.0.0.1:PORT");
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .expect("127.0.0.1:PORT")
+}
 
-    let body =
-        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
-    let reply = post(addr, "/v1/chat/completions", &body).await;
+#[tokio::test]
+async fn binary_counts_and_refuses_with_a_context_window() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("window.toml");
+    std::fs::write(
+        &path,
+        "context_window = 20\n\n[[response]]\ntext = 'small enough'\n",
+    )
+    .expect("write script");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scripted-model"))
+        .arg("--script")
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn scripted-model");
+    let addr = listening_addr(child.stdout.take().expect("stdout")).await;
+    let mut log = BufReader::new(child.stderr.take().expect("stderr")).lines();
+
+    let request = |text: &str| {
+        json!({"model": "claude-test", "max_tokens": 5, "stream": true,
+               "messages": [{"role": "user", "content": text}]})
+    };
+    let long = "far too many words for twenty tokens ".repeat(3);
+    let reply = post(addr, "/v1/messages", &request(&long)).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(reply.json()["error"]["type"], "invalid_request_error");
+    let reply = post(addr, "/v1/messages", &request("hi")).await;
     assert_eq!(reply.status, 200);
-    assert!(reply.text().contains("Hello"), "{}", reply.text());
+
+    let mut lines = Vec::new();
+    while lines.len() < 2 {
+        let line = within("a log line", log.next_line())
+            .await
+            .expect("read stderr")
+            .expect("a log line before exit");
+        if line.starts_with("request ") {
+            lines.push(line);
+        }
+    }
+    let counted = |text: &str| 3 + 4 + count_text("claude-test", text);
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "request 0: POST /v1/messages -> refused for length ({} input tokens)",
+                counted(&long)
+            ),
+            format!(
+                "request 1: POST /v1/messages -> response[0] ({} input tokens)",
+                counted("hi")
+            ),
+        ]
+    );
 
     child.kill().await.expect("kill our child");
 }

@@ -7,6 +7,7 @@ mod support;
 mod anthropic_stream;
 mod behaviour;
 mod binary;
+mod context_window;
 mod fixtures;
 mod openai_stream;
 mod test_mcp_server;

@@ -16,6 +16,7 @@ pub const COMMAND: SlashCommand = SlashCommand {
 pub fn apply(state: &mut SessionState) -> SystemEvent {
     let dropped = state.history.len();
     state.history.clear();
+    state.context.clear();
     SystemEvent::bare(
         SystemSubtype::Cleared,
         format!("Conversation cleared ({dropped} messages dropped)."),

@@ -15,6 +15,8 @@
 //! letters and dashes (so `/etc/hosts is odd` stays a query).
 
 mod clear;
+mod compact;
+mod context;
 mod debug;
 pub mod fork;
 mod help;
@@ -45,6 +47,8 @@ pub const COMMANDS: &[SlashCommand] = &[
     models::COMMAND,
     tools::COMMAND,
     usage::COMMAND,
+    context::COMMAND,
+    compact::COMMAND,
     debug::COMMAND,
     sessions::COMMAND,
     resume::COMMAND,
@@ -60,6 +64,9 @@ pub enum Applied {
     Reply(SystemEvent),
     /// The driver must perform this with the store, then reply.
     NeedsStore(SessionCommand),
+    /// Compact the conversation now (the reply comes when the summary is
+    /// written).
+    Compact { focus: Option<String> },
 }
 
 /// `None` when `text` is not a slash command; otherwise the parsed command,
@@ -94,6 +101,12 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         ControlCommand::ListTools => tools::apply(state),
         ControlCommand::Usage => usage::apply(state),
         ControlCommand::Debug => debug::apply(state),
+        ControlCommand::Context => context::apply(state),
+        ControlCommand::Compact { focus } => {
+            return Applied::Compact {
+                focus: focus.clone(),
+            };
+        }
         ControlCommand::NewConversation => return Applied::NeedsStore(SessionCommand::New),
         ControlCommand::ListSessions => return Applied::NeedsStore(SessionCommand::List),
         ControlCommand::Resume { id } => {

@@ -2,7 +2,7 @@
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::UsageReport;
-use crate::protocol::{ControlCommand, SystemEvent, Usage};
+use crate::protocol::{ContextUsage, ControlCommand, SystemEvent, Usage};
 use crate::session::core::SessionState;
 
 pub const COMMAND: SlashCommand = SlashCommand {
@@ -38,10 +38,24 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         model_calls: u.model_calls,
         turns: u.turns,
         cost_usd: u.cost_usd,
+        context: state.context.last,
+    };
+    let context = match state.context.last {
+        Some(ContextUsage {
+            used,
+            limit: Some(limit),
+        }) if limit > 0 => format!(
+            "\nContext: {used} of {limit} tokens ({:.0}%); /context shows the breakdown.",
+            used as f64 * 100.0 / limit as f64
+        ),
+        Some(ContextUsage { used, limit: _ }) => {
+            format!("\nContext: {used} tokens (no limit known); /context shows the breakdown.")
+        }
+        None => String::new(),
     };
     SystemEvent::new(
         format!(
-            "Session: {} over {} model calls in {} turns.\nLast turn: {}.{cost}",
+            "Session: {} over {} model calls in {} turns.\nLast turn: {}.{cost}{context}",
             describe(&u.total),
             u.model_calls,
             u.turns,

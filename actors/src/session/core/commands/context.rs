@@ -1,0 +1,53 @@
+//! `/context` — where the context budget of the next request goes: system
+//! prompt, tool definitions, messages, tool outputs, and what is free.
+
+use super::syntax::{SlashCommand, no_arguments};
+use crate::protocol::{ControlCommand, SystemEvent};
+use crate::session::core::SessionState;
+use crate::session::core::context;
+
+pub const COMMAND: SlashCommand = SlashCommand {
+    name: "context",
+    usage: "/context",
+    summary: "show how full the context window is, and with what",
+    parse: |args| no_arguments("context", args, ControlCommand::Context),
+};
+
+pub fn apply(state: &mut SessionState) -> SystemEvent {
+    let report = context::report(state);
+    let share = |n: u64| match report.limit {
+        Some(limit) if limit > 0 => format!(" ({:.0}%)", n as f64 * 100.0 / limit as f64),
+        _ => String::new(),
+    };
+    let limit = match report.limit {
+        Some(limit) => format!("{limit} tokens"),
+        None => "unknown (set `context_window` on the profile or `[context] max_tokens`)".into(),
+    };
+    let mut text = format!(
+        "Context: about {} tokens used{} of {limit}.\n  system prompt     {:>8}\n  tool definitions  {:>8}\n  messages          {:>8}\n  tool outputs      {:>8}",
+        report.used,
+        share(report.used),
+        report.system_prompt,
+        report.tool_definitions,
+        report.messages,
+        report.tool_outputs,
+    );
+    if let Some(free) = report.free {
+        text.push_str(&format!("\n  free              {free:>8}"));
+    }
+    text.push_str(&format!(
+        "\nStrategy {}; the model sees {} of {} messages",
+        report.strategy, report.sent_messages, report.history_messages
+    ));
+    if report.elided_tool_outputs > 0 {
+        text.push_str(&format!(
+            " ({} older tool outputs as one-line markers)",
+            report.elided_tool_outputs
+        ));
+    }
+    if report.compactions > 0 {
+        text.push_str(&format!("; {} compaction(s) so far", report.compactions));
+    }
+    text.push('.');
+    SystemEvent::new(text, &report)
+}

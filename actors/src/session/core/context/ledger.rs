@@ -1,0 +1,194 @@
+//! Token counts of the history: each message is counted once, when a count
+//! is first needed, and the estimate is calibrated against what the
+//! provider reports.
+//!
+//! Counting is deferred behind a free upper bound (a token is at least one
+//! byte): while the bound of a request fits, nothing is counted and the
+//! tokenizer is never loaded.
+
+use crate::model::ToolList;
+use crate::protocol::Message;
+use crate::tokens::{self, Encoding};
+use serde::Serialize;
+
+/// Per-message counts and the calibration of one session.
+#[derive(Clone, Debug, Serialize)]
+pub struct Ledger {
+    /// The tokenizer the counts are in.
+    encoding: Encoding,
+    /// Exact counts of `history[i]`, filled when first needed.
+    #[serde(skip)]
+    counts: Vec<Option<u32>>,
+    /// Byte bounds of `history[i]`, filled as messages arrive.
+    #[serde(skip)]
+    bounds: Vec<u32>,
+    /// The last system prompt counted: its length, hash and count.
+    #[serde(skip)]
+    system: Option<(u64, u64)>,
+    /// The last tool list counted: its address and count.
+    #[serde(skip)]
+    tools: Option<(usize, u64)>,
+    /// The provider's count over ours, learnt from the last request that was
+    /// counted (1.0 until then).
+    pub correction: f64,
+    /// Messages counted exactly so far.
+    pub counted: usize,
+}
+
+/// Calibration never moves the estimate further than this either way.
+const CORRECTION_RANGE: (f64, f64) = (0.5, 4.0);
+
+impl Default for Ledger {
+    fn default() -> Self {
+        Ledger::new(Encoding::Cl100k)
+    }
+}
+
+/// The counts are a cache and the calibration is learnt from the provider:
+/// neither is conversation state (a session folded from its log equals the
+/// live one without them).
+impl PartialEq for Ledger {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Ledger {
+    pub fn new(encoding: Encoding) -> Self {
+        Ledger {
+            encoding,
+            counts: Vec::new(),
+            bounds: Vec::new(),
+            system: None,
+            tools: None,
+            correction: 1.0,
+            counted: 0,
+        }
+    }
+
+    /// Forget every count (the history was cleared).
+    pub fn reset(&mut self) {
+        self.counts.clear();
+        self.bounds.clear();
+        self.counted = 0;
+    }
+
+    /// Count in `encoding` from now on (the model changed).
+    pub fn use_encoding(&mut self, encoding: Encoding) {
+        if encoding != self.encoding {
+            self.encoding = encoding;
+            self.counts.iter_mut().for_each(|c| *c = None);
+            self.counted = 0;
+            self.system = None;
+            self.tools = None;
+        }
+    }
+
+    /// Take in messages appended to `history` since the last call.
+    pub fn sync(&mut self, history: &[Message]) {
+        if self.bounds.len() > history.len() {
+            self.reset();
+        }
+        for message in &history[self.bounds.len()..] {
+            self.bounds.push(clamp(tokens::byte_bound(message)));
+            self.counts.push(None);
+        }
+    }
+
+    /// Upper bounds of `history[i]`, free to compute.
+    pub fn bounds(&self) -> &[u32] {
+        &self.bounds
+    }
+
+    /// Calibrated estimates of `history[from..]`, counting what was not
+    /// counted yet. Index `i` of the result is `history[from + i]`.
+    pub fn estimates(&mut self, history: &[Message], from: usize) -> Vec<u64> {
+        self.sync(history);
+        let encoding = self.encoding;
+        let correction = self.correction;
+        let mut counted = 0;
+        let costs = history[from..]
+            .iter()
+            .zip(&mut self.counts[from..])
+            .map(|(message, slot)| {
+                let exact = *slot.get_or_insert_with(|| {
+                    counted += 1;
+                    clamp(encoding.count_message(message))
+                });
+                scale(u64::from(exact), correction)
+            })
+            .collect();
+        self.counted += counted;
+        costs
+    }
+
+    /// Exact (uncalibrated) count of a system prompt; remembered.
+    pub fn system_tokens(&mut self, prompt: &str) -> u64 {
+        let key = fingerprint(prompt);
+        match self.system {
+            Some((k, n)) if k == key => n,
+            _ => {
+                let n = self.encoding.count_system(prompt);
+                self.system = Some((key, n));
+                n
+            }
+        }
+    }
+
+    /// Exact (uncalibrated) count of the tool definitions; remembered while
+    /// the list is the same.
+    pub fn tool_tokens(&mut self, tools: &ToolList) -> u64 {
+        let key = std::sync::Arc::as_ptr(tools) as usize;
+        match self.tools {
+            Some((k, n)) if k == key => n,
+            _ => {
+                let n = self.encoding.count_tools(tools);
+                self.tools = Some((key, n));
+                n
+            }
+        }
+    }
+
+    /// Calibrated count of a message that is not in the history.
+    pub fn message_tokens(&self, message: &Message) -> u64 {
+        scale(self.encoding.count_message(message), self.correction)
+    }
+
+    /// Exact count of any text (e.g. a summary), calibrated.
+    pub fn text_tokens(&self, text: &str) -> u64 {
+        scale(self.encoding.count(text), self.correction)
+    }
+
+    /// Calibrate: a request estimated at `estimated` (uncalibrated) tokens
+    /// was counted `reported` by the provider.
+    pub fn calibrate(&mut self, estimated: u64, reported: u64) {
+        if estimated == 0 || reported == 0 {
+            return;
+        }
+        let ratio = reported as f64 / estimated as f64;
+        self.correction = ratio.clamp(CORRECTION_RANGE.0, CORRECTION_RANGE.1);
+    }
+
+    /// Scale an uncalibrated count by the calibration.
+    pub fn calibrated(&self, tokens: u64) -> u64 {
+        scale(tokens, self.correction)
+    }
+}
+
+fn clamp(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+fn scale(tokens: u64, correction: f64) -> u64 {
+    (tokens as f64 * correction).ceil() as u64
+}
+
+/// Length and FNV-1a hash of a text: enough to tell system prompts apart.
+fn fingerprint(text: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash ^ (text.len() as u64).rotate_left(32)
+}

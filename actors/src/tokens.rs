@@ -1,0 +1,172 @@
+//! Counting tokens locally, with the ranks of OpenAI's tokenizers compiled
+//! in (tiktoken-rs; no network): o200k for OpenAI's current models, cl100k
+//! as the estimate for every other model (no local tokenizer exists for
+//! Anthropic's; the session calibrates against the provider's own counts).
+//!
+//! A pure computation the session core may use. The tables take a moment to
+//! build, so they are built once per process and only when a count is asked
+//! for: [`byte_bound`] is free and bounds every count from above, which lets
+//! a caller skip counting when even the bound fits.
+//!
+//! The convention (the scripted model in `tests/kit` counts the same way): a
+//! request is 3 tokens, plus the JSON of its tools, plus for the system
+//! prompt and each message 4 tokens and the tokens of every text it holds.
+
+use crate::model::ToolSpec;
+use crate::protocol::{ContentBlock, Message};
+use tiktoken_rs::CoreBPE;
+
+/// Tokens every request costs on top of its parts.
+pub const REQUEST_OVERHEAD: u64 = 3;
+/// Tokens every message (and the system prompt) costs on top of its text.
+pub const MESSAGE_OVERHEAD: u64 = 4;
+
+/// Which tokenizer counts for a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Encoding {
+    /// OpenAI's gpt-4o, gpt-4.1, gpt-5 and o-series models.
+    O200k,
+    /// Everything else (an estimate).
+    Cl100k,
+}
+
+impl Encoding {
+    /// The tokenizer for the provider's model id.
+    pub fn for_model(model: &str) -> Encoding {
+        let model = model.to_ascii_lowercase();
+        const O200K: [&str; 7] = ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt"];
+        if O200K.iter().any(|prefix| model.starts_with(prefix)) {
+            Encoding::O200k
+        } else {
+            Encoding::Cl100k
+        }
+    }
+
+    fn bpe(self) -> &'static CoreBPE {
+        match self {
+            Encoding::O200k => tiktoken_rs::o200k_base_singleton(),
+            Encoding::Cl100k => tiktoken_rs::cl100k_base_singleton(),
+        }
+    }
+
+    /// The tokens of `text`.
+    pub fn count(self, text: &str) -> u64 {
+        if text.is_empty() {
+            return 0;
+        }
+        self.bpe().encode_ordinary(text).len() as u64
+    }
+
+    /// The tokens of one message, overhead included.
+    pub fn count_message(self, message: &Message) -> u64 {
+        MESSAGE_OVERHEAD + texts_of(message).map(|t| self.count(&t)).sum::<u64>()
+    }
+
+    /// The tokens of the tool definitions (their JSON).
+    pub fn count_tools(self, tools: &[ToolSpec]) -> u64 {
+        if tools.is_empty() {
+            return 0;
+        }
+        self.count(&tools_json(tools))
+    }
+
+    /// The tokens of a system prompt, overhead included (0 when empty).
+    pub fn count_system(self, prompt: &str) -> u64 {
+        if prompt.is_empty() {
+            0
+        } else {
+            MESSAGE_OVERHEAD + self.count(prompt)
+        }
+    }
+}
+
+/// An upper bound on a message's tokens that needs no tokenizer: every
+/// token stands for at least one byte.
+pub fn byte_bound(message: &Message) -> u64 {
+    MESSAGE_OVERHEAD + texts_of(message).map(|t| t.len() as u64).sum::<u64>()
+}
+
+/// An upper bound on the tool definitions' tokens.
+pub fn tools_byte_bound(tools: &[ToolSpec]) -> u64 {
+    if tools.is_empty() {
+        0
+    } else {
+        tools_json(tools).len() as u64
+    }
+}
+
+/// The tools as a request lists them, for counting.
+fn tools_json(tools: &[ToolSpec]) -> String {
+    let listed: Vec<serde_json::Value> = tools
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+            })
+        })
+        .collect();
+    serde_json::to_string(&listed).unwrap_or_default()
+}
+
+/// Every text a message holds, as the provider reads it.
+fn texts_of(message: &Message) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    let texts: Vec<Cow<'_, str>> = match message {
+        Message::User { text } => vec![Cow::Borrowed(text)],
+        Message::ToolResult { output, .. } => vec![Cow::Borrowed(output)],
+        Message::Assistant { content, .. } => content
+            .iter()
+            .flat_map(|block| match block {
+                ContentBlock::Text { text } => vec![Cow::Borrowed(text.as_str())],
+                ContentBlock::ToolUse { name, input, .. } => vec![
+                    Cow::Borrowed(name.as_str()),
+                    Cow::Owned(match input {
+                        serde_json::Value::String(raw) => raw.clone(),
+                        other => other.to_string(),
+                    }),
+                ],
+            })
+            .collect(),
+    };
+    texts.into_iter()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_models_get_o200k_and_others_cl100k() {
+        assert_eq!(Encoding::for_model("gpt-4.1-mini"), Encoding::O200k);
+        assert_eq!(Encoding::for_model("o3-mini"), Encoding::O200k);
+        assert_eq!(Encoding::for_model("claude-sonnet-4"), Encoding::Cl100k);
+        assert_eq!(Encoding::for_model("qwen2.5-0.5b"), Encoding::Cl100k);
+    }
+
+    #[test]
+    fn a_message_costs_its_texts_plus_overhead_and_the_bound_holds() {
+        let message = Message::Assistant {
+            content: vec![
+                ContentBlock::Text {
+                    text: "Let me read the file.".into(),
+                },
+                ContentBlock::ToolUse {
+                    id: "c1".into(),
+                    name: "read_file".into(),
+                    input: serde_json::json!({"path": "src/main.rs"}),
+                },
+            ],
+            interrupted: false,
+        };
+        for encoding in [Encoding::O200k, Encoding::Cl100k] {
+            let parts = encoding.count("Let me read the file.")
+                + encoding.count("read_file")
+                + encoding.count(r#"{"path":"src/main.rs"}"#);
+            assert_eq!(encoding.count_message(&message), MESSAGE_OVERHEAD + parts);
+            assert!(encoding.count_message(&message) <= byte_bound(&message));
+        }
+    }
+}

@@ -1,0 +1,352 @@
+//! Token counting, as a provider does before it accepts a request: what the
+//! script's `context_window` is checked against, and what a streamed reply
+//! reports as its usage when the script does not say.
+//!
+//! The convention is documented on [`count_request`]; agentbus's own
+//! estimator follows the same one, so keep it exactly as documented there.
+
+use serde_json::Value;
+use tiktoken_rs::CoreBPE;
+
+use crate::wire::Wire;
+
+/// Tokens every request costs on top of its parts.
+const REQUEST_OVERHEAD: u64 = 3;
+/// Tokens every message (and an Anthropic `system`) costs on top of its texts.
+const MESSAGE_OVERHEAD: u64 = 4;
+
+/// Model id prefixes (lowercase) that use `o200k_base`.
+const O200K_PREFIXES: [&str; 7] = ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt"];
+
+/// The encoding the convention uses for `model`.
+fn encoding(model: &str) -> &'static CoreBPE {
+    let model = model.to_lowercase();
+    if O200K_PREFIXES
+        .iter()
+        .any(|prefix| model.starts_with(prefix))
+    {
+        tiktoken_rs::o200k_base_singleton()
+    } else {
+        tiktoken_rs::cl100k_base_singleton()
+    }
+}
+
+/// Tokens of `text` in the encoding the convention uses for `model`
+/// (`o200k_base` for OpenAI model families, else `cl100k_base`).
+pub fn count_text(model: &str, text: &str) -> u64 {
+    Counter {
+        bpe: encoding(model),
+    }
+    .text(text)
+}
+
+/// The input tokens of a model call's JSON body in the given wire format.
+///
+/// The convention (agentbus's own estimator follows the same one, so keep it
+/// exactly this):
+///
+/// * Encoding by the request's `model`: `o200k_base` for OpenAI model
+///   families (the model id, lowercased, starts with `gpt-4o`, `gpt-4.1`,
+///   `gpt-5`, `o1`, `o3`, `o4` or `chatgpt`), `cl100k_base` for everything
+///   else (including a missing model). Text is encoded as ordinary text:
+///   special-token spellings count like any other characters.
+/// * A request's input tokens are 3, plus
+///   * the tokens of the JSON text of the `tools` array
+///     (`serde_json::to_string` of the array as parsed), when it is present
+///     and not empty;
+///   * for an Anthropic top-level `system` (a string or an array of text
+///     blocks) 4 plus the tokens of each text;
+///   * for every message (an OpenAI `system`/`developer` message is one of
+///     them) 4 plus the tokens of each text it holds: string content, `text`
+///     parts/blocks, `tool_result` contents (a string or text blocks), OpenAI
+///     `tool_calls[].function.name` and `.arguments`, Anthropic `tool_use`
+///     `name` plus the JSON text of its `input` (`serde_json::to_string`).
+///
+/// Anything else (images, thinking blocks, unknown fields) counts nothing.
+/// Malformed pieces are skipped, never a panic: the count is made of
+/// whatever a client sent.
+pub fn count_request(wire: Wire, body: &Value) -> u64 {
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("");
+    let counter = Counter {
+        bpe: encoding(model),
+    };
+    let mut total = REQUEST_OVERHEAD;
+    if let Some(tools) = body.get("tools")
+        && tools.as_array().is_some_and(|tools| !tools.is_empty())
+    {
+        total = total.saturating_add(counter.json(tools));
+    }
+    if wire == Wire::Anthropic
+        && let Some(system) = body.get("system")
+        && (system.is_string() || system.is_array())
+    {
+        total = total
+            .saturating_add(MESSAGE_OVERHEAD)
+            .saturating_add(counter.content(system));
+    }
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    for message in messages {
+        total = total
+            .saturating_add(MESSAGE_OVERHEAD)
+            .saturating_add(counter.message(wire, message));
+    }
+    total
+}
+
+/// The most output tokens the request allows: `max_tokens`, or for OpenAI
+/// `max_completion_tokens` (which wins when both are given); 0 when absent or
+/// not a non-negative integer.
+pub(crate) fn max_output_tokens(wire: Wire, body: &Value) -> u64 {
+    let field = |name: &str| body.get(name).and_then(Value::as_u64);
+    match wire {
+        Wire::OpenAi => field("max_completion_tokens").or_else(|| field("max_tokens")),
+        Wire::Anthropic => field("max_tokens"),
+    }
+    .unwrap_or(0)
+}
+
+/// Counts with one encoding.
+struct Counter {
+    bpe: &'static CoreBPE,
+}
+
+impl Counter {
+    fn text(&self, text: &str) -> u64 {
+        if text.is_empty() {
+            return 0;
+        }
+        u64::try_from(self.bpe.encode_ordinary(text).len()).unwrap_or(u64::MAX)
+    }
+
+    /// Tokens of a value's compact JSON text.
+    fn json(&self, value: &Value) -> u64 {
+        serde_json::to_string(value).map_or(0, |text| self.text(&text))
+    }
+
+    /// The texts of one message, without its overhead.
+    fn message(&self, wire: Wire, message: &Value) -> u64 {
+        let mut total = message
+            .get("content")
+            .map_or(0, |content| self.content(content));
+        if wire == Wire::OpenAi {
+            let calls = message
+                .get("tool_calls")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice);
+            for call in calls {
+                for field in ["name", "arguments"] {
+                    if let Some(text) = call
+                        .get("function")
+                        .and_then(|function| function.get(field))
+                        .and_then(Value::as_str)
+                    {
+                        total = total.saturating_add(self.text(text));
+                    }
+                }
+            }
+        }
+        total
+    }
+
+    /// A content value: a string, or an array of parts/blocks.
+    fn content(&self, content: &Value) -> u64 {
+        match content {
+            Value::String(text) => self.text(text),
+            Value::Array(blocks) => blocks
+                .iter()
+                .fold(0, |total, block| total.saturating_add(self.block(block))),
+            _ => 0,
+        }
+    }
+
+    /// One content part or block.
+    fn block(&self, block: &Value) -> u64 {
+        let text_field = |name: &str| {
+            block
+                .get(name)
+                .and_then(Value::as_str)
+                .map_or(0, |text| self.text(text))
+        };
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => text_field("text"),
+            Some("tool_result") => block.get("content").map_or(0, |content| {
+                // Only text blocks count inside a tool result (no nesting).
+                match content {
+                    Value::String(text) => self.text(text),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+                        .fold(0, |total, part| {
+                            total.saturating_add(
+                                part.get("text")
+                                    .and_then(Value::as_str)
+                                    .map_or(0, |text| self.text(text)),
+                            )
+                        }),
+                    _ => 0,
+                }
+            }),
+            Some("tool_use") => text_field("name")
+                .saturating_add(block.get("input").map_or(0, |input| self.json(input))),
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn encoding_follows_the_model_family() {
+        let o200k = tiktoken_rs::o200k_base_singleton();
+        let cl100k = tiktoken_rs::cl100k_base_singleton();
+        for model in [
+            "gpt-4o",
+            "GPT-4o-mini",
+            "gpt-4.1-nano",
+            "gpt-5",
+            "o1-preview",
+            "o3-mini",
+            "o4-mini",
+            "chatgpt-4o-latest",
+        ] {
+            assert!(std::ptr::eq(encoding(model), o200k), "{model}");
+        }
+        for model in ["gpt-4", "gpt-3.5-turbo", "claude-sonnet-4", "", "scripted"] {
+            assert!(std::ptr::eq(encoding(model), cl100k), "{model}");
+        }
+        // A text the two encodings split differently, so the choice shows.
+        let text = "Übermäßig lange Wörter, 12345 — indeed!";
+        assert_ne!(
+            o200k.encode_ordinary(text).len(),
+            cl100k.encode_ordinary(text).len()
+        );
+        assert_eq!(
+            count_text("gpt-4o", text),
+            o200k.encode_ordinary(text).len() as u64
+        );
+        assert_eq!(
+            count_text("claude", text),
+            cl100k.encode_ordinary(text).len() as u64
+        );
+        assert_eq!(count_text("gpt-4o", ""), 0);
+    }
+
+    /// Tokens by the raw tokenizer, a route independent of [`Counter`].
+    fn raw(bpe: &CoreBPE, text: &str) -> u64 {
+        bpe.encode_ordinary(text).len() as u64
+    }
+
+    #[test]
+    fn openai_request_counts_every_piece() {
+        let bpe = tiktoken_rs::o200k_base_singleton();
+        let tools = json!([{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]);
+        let body = json!({
+            "model": "gpt-4o-mini",
+            "stream": true,
+            "max_completion_tokens": 50,
+            "tools": tools,
+            "messages": [
+                {"role": "developer", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "read a"}, {"type": "text", "text": "and b"}]},
+                {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\":\"a\"}"}},
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "alpha"},
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:x"}}]},
+            ],
+        });
+        let tools_json = r#"[{"function":{"name":"read_file","parameters":{"type":"object"}},"type":"function"}]"#;
+        let expected = 3
+            + raw(bpe, tools_json)
+            + (4 + raw(bpe, "Be brief."))
+            + (4 + raw(bpe, "read a") + raw(bpe, "and b"))
+            + (4 + raw(bpe, "read_file") + raw(bpe, r#"{"path":"a"}"#))
+            + (4 + raw(bpe, "alpha"))
+            + 4;
+        assert_eq!(count_request(Wire::OpenAi, &body), expected);
+        assert_eq!(max_output_tokens(Wire::OpenAi, &body), 50);
+    }
+
+    #[test]
+    fn anthropic_request_counts_every_piece() {
+        let bpe = tiktoken_rs::cl100k_base_singleton();
+        let body = json!({
+            "model": "claude-test",
+            "max_tokens": 1024,
+            "stream": true,
+            "system": [{"type": "text", "text": "be brief"}, {"type": "text", "text": "and kind"}],
+            "messages": [
+                {"role": "user", "content": "read a"},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                    {"type": "text", "text": "Reading."},
+                    {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a", "max": 3}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "alpha"}]},
+                    {"type": "tool_result", "tool_use_id": "t2", "content": "beta"},
+                    {"type": "text", "text": "thanks"},
+                ]},
+            ],
+        });
+        let expected = 3
+            + (4 + raw(bpe, "be brief") + raw(bpe, "and kind"))
+            + (4 + raw(bpe, "read a"))
+            + (4 + raw(bpe, "Reading.")
+                + raw(bpe, "read_file")
+                + raw(bpe, r#"{"max":3,"path":"a"}"#))
+            + (4 + raw(bpe, "alpha") + raw(bpe, "beta") + raw(bpe, "thanks"));
+        assert_eq!(count_request(Wire::Anthropic, &body), expected);
+        assert_eq!(max_output_tokens(Wire::Anthropic, &body), 1024);
+    }
+
+    #[test]
+    fn string_system_and_empty_tools() {
+        let bpe = tiktoken_rs::cl100k_base_singleton();
+        let body = json!({
+            "model": "claude-test",
+            "system": "be brief",
+            "tools": [],
+            "messages": [{"role": "user", "content": "hi"}],
+        });
+        assert_eq!(
+            count_request(Wire::Anthropic, &body),
+            3 + 4 + raw(bpe, "be brief") + 4 + raw(bpe, "hi")
+        );
+        // `system` is not a top-level key of OpenAI requests.
+        assert_eq!(count_request(Wire::OpenAi, &body), 3 + 4 + raw(bpe, "hi"));
+        assert_eq!(max_output_tokens(Wire::OpenAi, &body), 0);
+    }
+
+    #[test]
+    fn garbage_counts_what_it_can_without_panicking() {
+        for body in [
+            json!(null),
+            json!([1, 2]),
+            json!({"messages": 7, "tools": "x", "system": 3}),
+            json!({"model": 5, "messages": [7, {"content": {"a": 1}}, {"tool_calls": [1, {"function": 2}]}]}),
+            json!({"messages": [{"content": [3, {"type": "tool_result", "content": 4}, {"type": "tool_use"}]}]}),
+        ] {
+            let openai = count_request(Wire::OpenAi, &body);
+            let anthropic = count_request(Wire::Anthropic, &body);
+            assert!(openai >= 3 && anthropic >= 3, "{body}");
+        }
+        assert_eq!(
+            max_output_tokens(Wire::OpenAi, &json!({"max_tokens": -1})),
+            0
+        );
+        assert_eq!(
+            max_output_tokens(
+                Wire::OpenAi,
+                &json!({"max_tokens": 7, "max_completion_tokens": 9})
+            ),
+            9
+        );
+    }
+}
