@@ -253,6 +253,9 @@ pub struct Compacted {
     pub summary: String,
     pub tokens_before: u64,
     pub tokens_after: u64,
+    /// Tokens the summarising call used (counted in the session's usage).
+    #[serde(default)]
+    pub usage: super::Usage,
 }
 
 #[cfg(test)]

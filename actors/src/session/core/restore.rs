@@ -57,6 +57,7 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                             text: compacted.summary,
                         });
                         state.context.compactions += 1;
+                        state.count_call(compacted.usage);
                     }
                 }
                 SystemSubtype::SessionStarted => {

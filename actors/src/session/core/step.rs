@@ -155,10 +155,17 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     fx.push(Effect::SessionCommand { input_id, command });
                 }
                 commands::Applied::Compact { focus } => {
-                    match context::plan_compaction(state, focus.as_deref()) {
+                    match context::plan_compaction(state, focus.as_deref(), None) {
                         Some(plan) => {
                             state.pending_command = Some(input_id);
-                            start_compaction(state, input_id, CompactionTrigger::Command, plan, fx);
+                            start_compaction(
+                                state,
+                                input_id,
+                                CompactionTrigger::Command,
+                                plan,
+                                false,
+                                fx,
+                            );
                         }
                         None => emit(
                             fx,
@@ -207,7 +214,7 @@ fn call_model(state: &mut SessionState, fx: &mut Vec<Effect>) {
     let (allow_compaction, squeeze) = (!turn.call.compacted, turn.call.retried_overflow);
     match context::prepare(state, allow_compaction, squeeze) {
         Next::Compact(plan) => {
-            start_compaction(state, turn_id, CompactionTrigger::Auto, plan, fx);
+            start_compaction(state, turn_id, CompactionTrigger::Auto, plan, false, fx);
         }
         Next::Call(prepared) => {
             for text in prepared.notices {
@@ -236,6 +243,7 @@ fn start_compaction(
     input_id: InputId,
     trigger: CompactionTrigger,
     plan: CompactionPlan,
+    shortened: bool,
     fx: &mut Vec<Effect>,
 ) {
     let request_id = state.take_request_id();
@@ -250,14 +258,18 @@ fn start_compaction(
         ),
         CompactionTrigger::Overflow => "the provider refused the request as too long".to_string(),
     };
-    emit(
-        fx,
-        Some(input_id),
-        notice(format!(
+    let text = if shortened {
+        format!(
+            "The summarising request was too long as well; trying once more quoting about {} tokens of the conversation.",
+            plan.quoted_tokens
+        )
+    } else {
+        format!(
             "Compacting the conversation ({why}): the model is summarising {} older messages.",
             plan.first_kept - plan.first_new
-        )),
-    );
+        )
+    };
+    emit(fx, Some(input_id), notice(text));
     state.compacting = Some(CompactionCall {
         request_id,
         input_id,
@@ -265,6 +277,9 @@ fn start_compaction(
         first_kept: plan.first_kept,
         first_new: plan.first_new,
         tokens_before: plan.tokens_before,
+        focus: plan.focus,
+        quoted_tokens: plan.quoted_tokens,
+        shortened,
         text: String::new(),
         usage: Default::default(),
     });
@@ -322,12 +337,12 @@ fn finish_compaction(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>
     let Some(call) = state.compacting.take() else {
         return;
     };
-    state.count_call(call.usage);
     let summary = call.text.trim().to_string();
     if summary.is_empty() {
         compaction_failed(state, call, "the model wrote an empty summary", now_ms, fx);
         return;
     }
+    state.count_call(call.usage);
     state.context.summary = Some(Summary {
         first_kept: call.first_kept,
         text: summary.clone(),
@@ -343,6 +358,7 @@ fn finish_compaction(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>
         summary,
         tokens_before: call.tokens_before,
         tokens_after,
+        usage: call.usage,
     };
     let message = format!(
         "Conversation compacted: about {} → {} tokens. A summary now stands for the first {} messages in the model's view; the whole conversation stays stored.",
@@ -829,7 +845,19 @@ fn on_model_failed(
     fx: &mut Vec<Effect>,
 ) {
     if let Some(call) = state.compacting.take_if(|c| c.request_id == request_id) {
-        compaction_failed(state, call, &error, now_ms, fx);
+        // Too long itself: quote less of the conversation, once.
+        let shorter = (too_long && !call.shortened)
+            .then(|| {
+                let cap = call.quoted_tokens * 6 / 10;
+                context::plan_compaction(state, call.focus.as_deref(), Some(cap))
+            })
+            .flatten();
+        match shorter {
+            Some(plan) => {
+                start_compaction(state, call.input_id, call.trigger, plan, true, fx);
+            }
+            None => compaction_failed(state, call, &error, now_ms, fx),
+        }
         return;
     }
     let include_partial = state.config.include_partial_messages;
@@ -896,9 +924,9 @@ fn retry_shorter(state: &mut SessionState, error: &str, fx: &mut Vec<Effect>) {
         && state.context.custom.is_none();
     if summarize
         && !compacted
-        && let Some(plan) = context::plan_compaction(state, None)
+        && let Some(plan) = context::plan_compaction(state, None, None)
     {
-        start_compaction(state, turn_id, CompactionTrigger::Overflow, plan, fx);
+        start_compaction(state, turn_id, CompactionTrigger::Overflow, plan, false, fx);
         return;
     }
     call_model(state, fx);

@@ -15,6 +15,10 @@ struct Harness {
     state: SessionState,
     effects: Vec<Effect>,
     now: u64,
+    /// Answers report usage (10 in, 5 out). Off where the context is
+    /// measured: a real provider's count would be much larger, and the
+    /// session calibrates its estimates against what is reported.
+    report_usage: bool,
 }
 
 impl Harness {
@@ -69,6 +73,7 @@ impl Harness {
             ),
             effects: Vec::new(),
             now: 1_000,
+            report_usage: true,
         }
     }
 
@@ -138,14 +143,16 @@ impl Harness {
             ));
             index += 1;
         }
-        fx.extend(self.model(
-            request_id,
-            ModelEvent::Usage(Usage {
-                input_tokens: 10,
-                output_tokens: 5,
-                ..Default::default()
-            }),
-        ));
+        if self.report_usage {
+            fx.extend(self.model(
+                request_id,
+                ModelEvent::Usage(Usage {
+                    input_tokens: 10,
+                    output_tokens: 5,
+                    ..Default::default()
+                }),
+            ));
+        }
         fx.extend(
             self.model(
                 request_id,
@@ -1014,6 +1021,322 @@ proptest! {
         prop_assert_eq!(restored.next_input_id(), live.next_input_id());
         assert_history_valid(&restored.history);
     }
+
+    /// The same with a small context budget, so that the conversation is
+    /// pruned and compacted: the summary and where it starts come back.
+    #[test]
+    fn fold_with_compactions_equals_the_live_state(choices in proptest::collection::vec(any::<u8>(), 0..80)) {
+        let mut h = Harness::with(4, true);
+        h.state.config.context.max_tokens = Some(160);
+        h.state.config.context.min_recent_turns = Some(1);
+        for (n, choice) in choices.into_iter().enumerate() {
+            act(&mut h, choice, n);
+        }
+        if h.state().turn.is_some() || h.state().compacting.is_some() {
+            h.feed(Input::Interrupt);
+        }
+        let live = h.state();
+        let mut restored = SessionState::new(
+            live.session_id.clone(),
+            live.config.clone(),
+            "main".into(),
+            live.tools.clone(),
+        );
+        let fx = restore(&mut restored, &persisted(&h));
+        prop_assert!(fx.is_empty(), "nothing to close: {fx:?}");
+        prop_assert_eq!(&restored.history, &live.history);
+        prop_assert_eq!(&restored.context.summary, &live.context.summary);
+        prop_assert_eq!(restored.context.compactions, live.context.compactions);
+        prop_assert_eq!(&restored.usage, &live.usage);
+        assert_history_valid(&restored.history);
+    }
+}
+
+/// A harness whose requests may use `max_tokens` tokens, keeping one
+/// recent turn verbatim.
+fn limited(max_tokens: u64) -> Harness {
+    let mut h = Harness::new();
+    h.state.config.context.max_tokens = Some(max_tokens);
+    h.state.config.context.min_recent_turns = Some(1);
+    h.report_usage = false;
+    h
+}
+
+fn words(tag: &str, n: usize) -> String {
+    (0..n)
+        .map(|i| format!("{tag}{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn system_events(h: &Harness, subtype: SystemSubtype) -> Vec<crate::protocol::SystemEvent> {
+    h.events()
+        .into_iter()
+        .filter_map(|m| match m {
+            AgentMessage::System(s) if s.subtype == subtype => Some(s),
+            _ => None,
+        })
+        .collect()
+}
+
+fn last_user_text(request: &crate::model::ModelRequest) -> String {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn passing_auto_compact_at_compacts_once_then_calls_with_the_summary() {
+    let mut h = limited(400);
+    h.query(&words("first", 200));
+    let first = model_calls(&h.effects)[0].0;
+    h.answer(first, "noted", &[]);
+    let calls_before = model_calls(&h.effects).len();
+    h.query(&format!("second {}", words("late", 10)));
+    let calls = model_calls(&h.effects)[calls_before..].to_vec();
+    assert_eq!(calls.len(), 1, "one call: the compaction");
+    let (compaction_id, compaction) = &calls[0];
+    assert!(
+        compaction.tools.is_empty(),
+        "a summary request offers no tools"
+    );
+    assert_eq!(compaction.system_prompt, "summarise");
+    let transcript = last_user_text(compaction);
+    assert!(
+        transcript.contains("first0") && !transcript.contains("late0"),
+        "{transcript}"
+    );
+
+    h.answer(*compaction_id, "SUMMARY: the user listed words", &[]);
+    let compacted = system_events(&h, SystemSubtype::Compacted);
+    assert_eq!(compacted.len(), 1);
+    let payload = compacted[0]
+        .payload::<crate::protocol::context::Compacted>()
+        .expect("compacted payload");
+    assert_eq!(payload.first_kept, 2);
+    assert!(payload.tokens_after < payload.tokens_before, "{payload:?}");
+    assert_eq!(
+        payload.trigger,
+        crate::protocol::context::CompactionTrigger::Auto
+    );
+
+    let (next_id, next) = model_calls(&h.effects)
+        .last()
+        .cloned()
+        .expect("the real call");
+    assert_ne!(next_id, *compaction_id);
+    assert!(
+        next.system_prompt
+            .contains("SUMMARY: the user listed words")
+    );
+    assert!(
+        next.system_prompt.starts_with("be brief"),
+        "system prompt kept"
+    );
+    assert_eq!(next.messages.len(), 1, "{:?}", next.messages);
+    assert!(
+        last_user_text(&next).starts_with("second late0"),
+        "latest request verbatim"
+    );
+    assert!(!next.tools.is_empty());
+    h.answer(next_id, "done", &[]);
+    let result = h.results().pop().expect("result");
+    assert_eq!(result.stop_reason, StopReason::EndTurn);
+    assert!(result.context.is_some_and(|c| c.limit == Some(400)));
+    assert_eq!(h.state().history.len(), 4, "the history keeps everything");
+    assert_history_valid(&h.state().history);
+}
+
+#[test]
+fn a_context_length_refusal_compacts_and_retries_exactly_once() {
+    let mut h = Harness::new(); // no limit known: only the provider can tell
+    for n in 0..3 {
+        h.query(&format!("turn {n}"));
+        let id = model_calls(&h.effects).last().expect("call").0;
+        h.answer(id, "ok", &[]);
+    }
+    let before = model_calls(&h.effects).len();
+    h.query("turn 3");
+    let (first, _) = model_calls(&h.effects).last().cloned().expect("call");
+    h.feed(Input::ModelFailed {
+        request_id: first,
+        error: "prompt is too long: 9000 tokens > 8000 maximum".into(),
+        too_long: true,
+    });
+    let (compaction, request) = model_calls(&h.effects).last().cloned().expect("compaction");
+    assert!(request.tools.is_empty());
+    h.answer(compaction, "SUMMARY of turns 0-1", &[]);
+    let payload = system_events(&h, SystemSubtype::Compacted)[0]
+        .payload::<crate::protocol::context::Compacted>()
+        .expect("payload");
+    assert_eq!(
+        payload.trigger,
+        crate::protocol::context::CompactionTrigger::Overflow
+    );
+    let (retry, request) = model_calls(&h.effects).last().cloned().expect("retry");
+    assert!(request.system_prompt.contains("SUMMARY of turns 0-1"));
+    assert_eq!(last_user_text(&request), "turn 3");
+    // A second refusal is not retried again: the turn fails.
+    h.feed(Input::ModelFailed {
+        request_id: retry,
+        error: "prompt is too long".into(),
+        too_long: true,
+    });
+    assert_eq!(
+        model_calls(&h.effects).len() - before,
+        3,
+        "call, compaction, one retry"
+    );
+    let result = h.results().pop().expect("result");
+    assert_eq!(result.stop_reason, StopReason::Error);
+    assert!(!h.state().is_busy());
+}
+
+#[test]
+fn a_failed_compaction_falls_back_to_dropping_old_turns_and_says_so() {
+    let mut h = limited(400);
+    h.query(&words("first", 200));
+    let first = model_calls(&h.effects)[0].0;
+    h.answer(first, "noted", &[]);
+    h.query("second");
+    let (compaction, _) = model_calls(&h.effects).last().cloned().expect("compaction");
+    h.feed(Input::ModelFailed {
+        request_id: compaction,
+        error: "prompt is too long".into(),
+        too_long: true,
+    });
+    // Too long itself: retried once, quoting less.
+    let (shortened, request) = model_calls(&h.effects).last().cloned().expect("shortened");
+    assert_ne!(shortened, compaction);
+    assert!(request.tools.is_empty(), "still the summarising request");
+    let notices = system_events(&h, SystemSubtype::Notice);
+    assert!(
+        notices.iter().any(|n| n.message.contains("too long as well")),
+        "{notices:?}"
+    );
+    h.feed(Input::ModelFailed {
+        request_id: shortened,
+        error: "prompt is too long".into(),
+        too_long: true,
+    });
+    let compaction = shortened;
+    let notices = system_events(&h, SystemSubtype::Notice);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.message.contains("Compaction failed") && n.message.contains("oldest-first")),
+        "{notices:?}"
+    );
+    let (next, request) = model_calls(&h.effects)
+        .last()
+        .cloned()
+        .expect("the real call");
+    assert_ne!(next, compaction);
+    assert_eq!(request.messages.len(), 1, "the old turn is left out");
+    assert_eq!(last_user_text(&request), "second");
+    h.answer(next, "done", &[]);
+    assert_eq!(
+        h.results().pop().map(|r| r.stop_reason),
+        Some(StopReason::EndTurn)
+    );
+    assert!(system_events(&h, SystemSubtype::Compacted).is_empty());
+}
+
+#[test]
+fn compact_command_summarises_with_its_focus_and_answers_the_command() {
+    let mut h = Harness::new();
+    for n in 0..2 {
+        h.query(&format!("turn {n}"));
+        let id = model_calls(&h.effects).last().expect("call").0;
+        h.answer(id, "ok", &[]);
+    }
+    let command = h.query("/compact the API design");
+    let (id, request) = model_calls(&h.effects).last().cloned().expect("compaction");
+    assert!(last_user_text(&request).contains("Focus the summary on: the API design"));
+    assert!(h.state().is_busy());
+    h.query("after");
+    assert_eq!(
+        model_calls(&h.effects).last().map(|c| c.0),
+        Some(id),
+        "the query waits"
+    );
+    h.answer(id, "SUMMARY", &[]);
+    let events: Vec<_> = h
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Emit {
+                turn_id,
+                message: AgentMessage::System(s),
+            } if s.subtype == SystemSubtype::Compacted => Some(*turn_id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(events, vec![Some(command)]);
+    let (_, next) = model_calls(&h.effects).last().cloned().expect("after");
+    assert_eq!(last_user_text(&next), "after");
+    assert!(next.system_prompt.contains("SUMMARY"));
+    assert_eq!(
+        next.messages.len(),
+        3,
+        "turn 1 and the new query: {:?}",
+        next.messages
+    );
+}
+
+#[test]
+fn compact_with_one_turn_says_there_is_nothing_to_compact() {
+    let mut h = Harness::new();
+    h.query("only");
+    let id = model_calls(&h.effects).last().expect("call").0;
+    h.answer(id, "ok", &[]);
+    h.query("/compact");
+    assert_eq!(model_calls(&h.effects).len(), 1);
+    let notices = system_events(&h, SystemSubtype::Notice);
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.message.contains("Nothing to compact")),
+        "{notices:?}"
+    );
+    assert!(!h.state().is_busy());
+}
+
+#[test]
+fn context_command_breaks_the_budget_down() {
+    let mut h = limited(4000);
+    h.query("hello there");
+    let id = model_calls(&h.effects).last().expect("call").0;
+    h.answer(id, "hi", &[]);
+    h.query("/context");
+    let reply = system_events(&h, SystemSubtype::Context)
+        .pop()
+        .expect("reply");
+    let report = reply
+        .payload::<crate::protocol::context::ContextReport>()
+        .expect("report");
+    assert_eq!(report.limit, Some(4000));
+    assert!(report.system_prompt > 0 && report.tool_definitions > 0 && report.messages > 0);
+    assert_eq!(
+        report.used,
+        report.system_prompt
+            + report.tool_definitions
+            + report.messages
+            + report.tool_outputs
+            + crate::tokens::REQUEST_OVERHEAD
+    );
+    assert_eq!(report.free, Some(4000 - report.used));
+    assert!(
+        reply.message.contains("tool definitions"),
+        "{}",
+        reply.message
+    );
 }
 
 #[test]

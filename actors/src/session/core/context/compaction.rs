@@ -32,6 +32,13 @@ pub struct CompactionCall {
     /// Where the previous summary ended (the span newly covered starts here).
     pub first_new: usize,
     pub tokens_before: u64,
+    /// What `/compact` asked the summary to focus on.
+    pub focus: Option<String>,
+    /// Estimated tokens of the conversation the request quotes.
+    pub quoted_tokens: u64,
+    /// The provider refused it as too long once already; this is the
+    /// shortened retry.
+    pub shortened: bool,
     /// What streamed so far.
     pub text: String,
     pub usage: Usage,
@@ -54,7 +61,8 @@ const TOOL_OUTPUT_QUOTE: usize = 2_000;
 
 /// The request that asks for a summary of `history[from..to]` (and of the
 /// previous summary), fitting `budget` tokens by the estimates in `costs`
-/// (`costs[i]` is `history[from + i]`).
+/// (`costs[i]` is `history[from + i]`), with the estimate of what it
+/// quotes.
 #[allow(clippy::too_many_arguments)]
 pub fn request(
     profile: String,
@@ -65,7 +73,7 @@ pub fn request(
     costs: &[u64],
     budget: u64,
     focus: Option<&str>,
-) -> ModelRequest {
+) -> (ModelRequest, u64) {
     let span = &history[from..to];
     let quote_tokens = (TOOL_OUTPUT_QUOTE / 3) as u64;
     // Tool outputs are quoted shortened; if still too long, the oldest
@@ -108,12 +116,13 @@ pub fn request(
         let _ = write!(text, "\nFocus the summary on: {}\n", focus.trim());
     }
     text.push_str("\nWrite the summary now, following the instructions.");
-    ModelRequest {
+    let request = ModelRequest {
         profile,
         system_prompt: prompt.to_string(),
         messages: vec![Message::User { text }],
         tools: ToolList::default(),
-    }
+    };
+    (request, total)
 }
 
 fn transcribe(out: &mut String, message: &Message) {

@@ -87,6 +87,9 @@ pub struct CompactionPlan {
     pub first_kept: usize,
     pub first_new: usize,
     pub tokens_before: u64,
+    pub focus: Option<String>,
+    /// Estimated tokens of the conversation the request quotes.
+    pub quoted_tokens: u64,
 }
 
 /// How one request was weighed.
@@ -219,7 +222,7 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
                 state,
                 &assessment,
                 costs,
-                end,
+                (end, None),
                 None,
                 fixed + plan.trimmed_tokens,
             ));
@@ -283,7 +286,13 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
 /// A compaction of everything before the recent turns (`/compact`, or
 /// after the provider refused a request as too long); `None` when there is
 /// nothing older than the turns kept verbatim.
-pub fn plan_compaction(state: &mut SessionState, focus: Option<&str>) -> Option<CompactionPlan> {
+/// `quote_at_most` caps the tokens of conversation the request quotes
+/// (after the provider refused a summarising request as too long).
+pub fn plan_compaction(
+    state: &mut SessionState,
+    focus: Option<&str>,
+    quote_at_most: Option<u64>,
+) -> Option<CompactionPlan> {
     let assessment = assess(state, false, true);
     let (costs, plan) = assessment.weighed.as_ref()?;
     let turns = view::turns(&state.history, assessment.start).len();
@@ -299,7 +308,7 @@ pub fn plan_compaction(state: &mut SessionState, focus: Option<&str>) -> Option<
         state,
         &assessment,
         costs,
-        end,
+        (end, quote_at_most),
         focus,
         before,
     ))
@@ -309,7 +318,7 @@ fn compaction_plan(
     state: &SessionState,
     assessment: &Assessment,
     costs: &[u64],
-    end: usize,
+    (end, quote_at_most): (usize, Option<u64>),
     focus: Option<&str>,
     tokens_before: u64,
 ) -> CompactionPlan {
@@ -322,15 +331,17 @@ fn compaction_plan(
     let prompt = &state.config.compact_prompt;
     let limit = limit_for(state, &profile, &assessment.config).unwrap_or(u64::MAX);
     let prompt_tokens = state.context.ledger.text_tokens(prompt) + 200;
-    let budget = (limit as f64 * 0.9) as u64;
-    let request = compaction::request(
+    let budget = ((limit as f64 * 0.9) as u64)
+        .saturating_sub(prompt_tokens)
+        .min(quote_at_most.unwrap_or(u64::MAX));
+    let (request, quoted_tokens) = compaction::request(
         profile,
         prompt,
         state.context.summary.as_ref().map(|s| s.text.as_str()),
         &state.history,
         (assessment.start, end),
         &costs[..end - assessment.start],
-        budget.saturating_sub(prompt_tokens),
+        budget,
         focus,
     );
     CompactionPlan {
@@ -338,6 +349,8 @@ fn compaction_plan(
         first_kept: end,
         first_new: assessment.start,
         tokens_before,
+        focus: focus.map(str::to_string),
+        quoted_tokens,
     }
 }
 
@@ -392,3 +405,6 @@ pub fn report(state: &mut SessionState) -> ContextReport {
     report.free = report.limit.map(|l| l.saturating_sub(report.used));
     report
 }
+
+#[cfg(test)]
+mod tests;

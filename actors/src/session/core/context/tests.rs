@@ -1,0 +1,294 @@
+//! Pruning as a pure function: for any history, budget and strategy the
+//! view fits the budget (or only the protected recent turns exceed it),
+//! keeps every tool call with its result, and keeps the latest turn; each
+//! strategy on a fixture keeps the expected messages.
+
+use super::compaction;
+use super::view::{self, Limits, MARKER_TOKENS, Plan};
+use crate::protocol::Strategy as Pruning;
+use crate::protocol::{ContentBlock, Message};
+use proptest::prelude::*;
+use serde_json::json;
+
+fn user(text: &str) -> Message {
+    Message::User { text: text.into() }
+}
+
+fn says(text: &str) -> Message {
+    Message::Assistant {
+        content: vec![ContentBlock::Text { text: text.into() }],
+        interrupted: false,
+    }
+}
+
+fn calls(ids: &[&str]) -> Message {
+    Message::Assistant {
+        content: ids
+            .iter()
+            .map(|id| ContentBlock::ToolUse {
+                id: id.to_string(),
+                name: "bash".into(),
+                input: json!({}),
+            })
+            .collect(),
+        interrupted: false,
+    }
+}
+
+fn result(id: &str, output: &str) -> Message {
+    Message::ToolResult {
+        call_id: id.into(),
+        name: "bash".into(),
+        output: output.into(),
+        is_error: false,
+    }
+}
+
+fn limits(budget: u64, strategy: Pruning) -> Limits {
+    Limits {
+        budget,
+        trim_at: budget,
+        max_messages: None,
+        min_recent_turns: 1,
+        keep_tool_output_tokens: 0,
+        strategy,
+    }
+}
+
+/// Five turns; turn 1 (index 2..6) has a tool round with a big output.
+fn fixture() -> Vec<Message> {
+    vec![
+        user("task: fix the build"),
+        says("ok"),
+        user("look at the log"),
+        calls(&["a"]),
+        result("a", "huge log"),
+        says("the log says X"),
+        user("and then?"),
+        says("then Y"),
+        user("try Z"),
+        says("done Z"),
+        user("thanks"),
+        says("welcome"),
+    ]
+}
+
+/// Each message costs 10, except the big tool output (index 4), 500.
+fn fixture_costs() -> Vec<u64> {
+    (0..12).map(|i| if i == 4 { 500 } else { 10 }).collect()
+}
+
+fn kept(history: &[Message], plan: &Plan) -> Vec<usize> {
+    plan.keep
+        .iter()
+        .flat_map(|r| r.clone())
+        .filter(|i| *i < history.len())
+        .collect()
+}
+
+#[test]
+fn a_conversation_that_fits_is_sent_whole() {
+    let history = fixture();
+    let plan = view::plan(
+        &history,
+        0,
+        &fixture_costs(),
+        &limits(10_000, Pruning::OldestFirst),
+    );
+    assert_eq!(kept(&history, &plan), (0..12).collect::<Vec<_>>());
+    assert!(plan.elided.is_empty());
+    assert_eq!(plan.tokens, 610);
+}
+
+#[test]
+fn old_tool_outputs_become_markers_before_any_turn_is_dropped() {
+    let history = fixture();
+    let plan = view::plan(
+        &history,
+        0,
+        &fixture_costs(),
+        &limits(200, Pruning::OldestFirst),
+    );
+    assert_eq!(plan.elided, vec![4], "the old big output is the marker");
+    assert_eq!(plan.dropped_turns, 0);
+    assert_eq!(plan.tokens, 110 + MARKER_TOKENS);
+    let sent = view::materialize(&history, &plan);
+    let Message::ToolResult { output, .. } = &sent[4] else {
+        panic!("not a result: {:?}", sent[4]);
+    };
+    assert!(output.contains("omitted to save context"), "{output}");
+    view::check_pairs(&sent).expect("pairs intact");
+}
+
+#[test]
+fn the_newest_tool_batch_is_kept_whole_whatever_it_costs() {
+    let history = vec![user("q"), calls(&["a"]), result("a", "big")];
+    let costs = [10, 10, 900];
+    let plan = view::plan(&history, 0, &costs, &limits(100, Pruning::OldestFirst));
+    assert!(plan.elided.is_empty());
+    assert!(
+        plan.over_budget,
+        "only the protected turn is left and it is too big"
+    );
+    assert_eq!(kept(&history, &plan), vec![0, 1, 2]);
+}
+
+#[test]
+fn oldest_first_drops_the_oldest_turns() {
+    let history = fixture();
+    let plan = view::plan(
+        &history,
+        0,
+        &fixture_costs(),
+        &limits(60, Pruning::OldestFirst),
+    );
+    // After the marker tier: 140 tokens; dropping turns 0 (20), 1 (70) leaves 50.
+    assert_eq!(kept(&history, &plan), (6..12).collect::<Vec<_>>());
+    assert_eq!(plan.dropped_turns, 2);
+    assert!(!plan.over_budget);
+}
+
+#[test]
+fn middle_out_keeps_the_task_and_the_recent_turns() {
+    let history = fixture();
+    let plan = view::plan(
+        &history,
+        0,
+        &fixture_costs(),
+        &limits(70, Pruning::MiddleOut),
+    );
+    assert_eq!(kept(&history, &plan), vec![0, 1, 8, 9, 10, 11]);
+}
+
+#[test]
+fn recent_turns_keeps_only_the_last_n_turns_even_when_all_fit() {
+    let history = fixture();
+    let plan = view::plan(
+        &history,
+        0,
+        &fixture_costs(),
+        &limits(10_000, Pruning::RecentTurns(2)),
+    );
+    assert_eq!(kept(&history, &plan), (8..12).collect::<Vec<_>>());
+}
+
+#[test]
+fn max_messages_drops_whole_turns() {
+    let history = fixture();
+    let mut limits = limits(10_000, Pruning::OldestFirst);
+    limits.max_messages = Some(5);
+    let plan = view::plan(&history, 0, &fixture_costs(), &limits);
+    assert_eq!(kept(&history, &plan), (8..12).collect::<Vec<_>>());
+}
+
+#[test]
+fn protected_recent_turns_are_sent_even_over_budget() {
+    let history = fixture();
+    let mut limits = limits(30, Pruning::OldestFirst);
+    limits.min_recent_turns = 3;
+    let plan = view::plan(&history, 0, &fixture_costs(), &limits);
+    assert_eq!(kept(&history, &plan), (6..12).collect::<Vec<_>>());
+    assert!(plan.over_budget);
+}
+
+#[test]
+fn a_summary_span_ends_before_the_recent_turns() {
+    let history = fixture();
+    assert_eq!(compaction::span_end(&history, 0, 2), Some(8));
+    assert_eq!(compaction::span_end(&history, 0, 5), None);
+    assert_eq!(compaction::span_end(&history, 8, 1), Some(10));
+}
+
+#[test]
+fn the_pairing_check_names_what_is_broken() {
+    let orphan = vec![user("q"), result("a", "x")];
+    let error = view::check_pairs(&orphan).expect_err("orphan result");
+    assert!(error.contains("`a`"), "{error}");
+    let unanswered = vec![user("q"), calls(&["b"]), user("next")];
+    let error = view::check_pairs(&unanswered).expect_err("unanswered call");
+    assert!(error.contains("`b`"), "{error}");
+}
+
+/// A random valid history: turns of a user message, then rounds of tool
+/// calls with their results, then (usually) a text answer.
+fn history_strategy() -> impl proptest::strategy::Strategy<Value = (Vec<Message>, Vec<u64>)> {
+    let turn = (0..3usize, 1..3usize, any::<bool>(), 1..400u64);
+    proptest::collection::vec(turn, 1..25).prop_map(|turns| {
+        let mut history = Vec::new();
+        let mut costs = Vec::new();
+        for (t, (rounds, width, answered, size)) in turns.into_iter().enumerate() {
+            history.push(user(&format!("q{t}")));
+            costs.push(5 + size % 40);
+            for r in 0..rounds {
+                let ids: Vec<String> = (0..width).map(|w| format!("c{t}_{r}_{w}")).collect();
+                let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
+                history.push(calls(&refs));
+                costs.push(12);
+                for id in &ids {
+                    history.push(result(id, "out"));
+                    costs.push(size);
+                }
+            }
+            if answered || rounds == 0 {
+                history.push(says("a"));
+                costs.push(8 + size % 30);
+            }
+        }
+        (history, costs)
+    })
+}
+
+fn strategy_strategy() -> impl proptest::strategy::Strategy<Value = Pruning> {
+    prop_oneof![
+        Just(Pruning::OldestFirst),
+        Just(Pruning::MiddleOut),
+        (1..5usize).prop_map(Pruning::RecentTurns),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn every_view_fits_keeps_pairs_and_the_latest_turn(
+        (history, costs) in history_strategy(),
+        budget in 20..3_000u64,
+        trim_share in 50..=100u64,
+        min_recent in 0..4usize,
+        keep_tool in 0..800u64,
+        max_messages in proptest::option::of(1..40usize),
+        strategy in strategy_strategy(),
+    ) {
+        let limits = Limits {
+            budget,
+            trim_at: budget * trim_share / 100,
+            max_messages,
+            min_recent_turns: min_recent,
+            keep_tool_output_tokens: keep_tool,
+            strategy,
+        };
+        let plan = view::plan(&history, 0, &costs, &limits);
+        let sent = view::materialize(&history, &plan);
+        prop_assert!(view::check_pairs(&sent).is_ok(), "{:?}", view::check_pairs(&sent));
+        // The estimate is what is sent.
+        let cost: u64 = plan.keep.iter().flat_map(|r| r.clone())
+            .map(|i| if plan.elided.contains(&i) { MARKER_TOKENS } else { costs[i] })
+            .sum();
+        prop_assert_eq!(cost, plan.tokens);
+        // The latest turn is always there, whole.
+        let turns = view::turns(&history, 0);
+        let last = turns.last().cloned().unwrap_or(0..0);
+        prop_assert!(plan.keep.iter().any(|r| r.start <= last.start && r.end == last.end));
+        // Over budget only when nothing droppable is left.
+        if plan.over_budget || max_messages.is_some_and(|m| plan.len() > m) {
+            let protected = min_recent.max(1).min(turns.len());
+            let kept_turns = turns.iter().filter(|t| plan.keep.iter().any(|r| r.contains(&t.start))).count();
+            prop_assert_eq!(kept_turns, protected);
+        } else {
+            prop_assert!(plan.tokens <= budget);
+        }
+        // Markers only ever stand for tool results.
+        for i in &plan.elided {
+            let is_result = matches!(history[*i], Message::ToolResult { .. });
+            prop_assert!(is_result);
+        }
+    }
+}
