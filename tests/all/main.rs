@@ -11,6 +11,7 @@ mod support;
 
 mod chat;
 mod config;
+mod context;
 mod layout;
 mod local_model;
 mod mcp;

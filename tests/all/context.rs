@@ -1,0 +1,342 @@
+//! Long conversations against the scripted model, which counts every
+//! request's tokens with the same tokenizer and refuses one over its window
+//! with the provider's real error: the requests stay inside the window,
+//! compaction summarises older turns, a refusal is answered by compaction
+//! and one retry, and the store keeps the whole conversation.
+
+use crate::support::server::Server;
+use crate::support::{Fixture, of_type};
+use agentbus_testkit::{RecordedRequest, Script, ScriptedModel};
+use serde_json::{Value, json};
+
+/// What the scripted model answers a summarising request with; the
+/// request ends with this sentence (the core's compaction request).
+const SUMMARY_REQUEST: &str = "Write the summary now";
+
+/// `turns` turns of: read a big file, then answer; plus summaries for
+/// every compaction that may come.
+fn reading_script(window: u64, turns: usize) -> String {
+    let mut script = format!("context_window = {window}\n");
+    for n in 0..turns {
+        script.push_str(&format!(
+            "[[response]]\ntool_calls = [{{ name = \"read_file\", arguments = '{{\"path\":\"big{}.txt\"}}' }}]\n\
+             [[response]]\ntext = \"Answer {n}: read it.\"\n",
+            n % 5
+        ));
+    }
+    for k in 0..turns {
+        script.push_str(&format!(
+            "[[response]]\nmatch = \"{SUMMARY_REQUEST}\"\ntext = \"SUMMARY-{k}: the user asks, turn by turn, to read big files; each was read.\"\n"
+        ));
+    }
+    script
+}
+
+/// Five files of about 400 tokens each in the workspace.
+fn write_big_files(fx: &Fixture) {
+    for i in 0..5 {
+        let text: String = (0..300).map(|w| format!("file{i}word{w} ")).collect();
+        std::fs::write(fx.workspace().join(format!("big{i}.txt")), text).expect("write");
+    }
+}
+
+/// The project configuration: windows and context keys for the profiles.
+fn project_config(fx: &Fixture, toml: &str) {
+    std::fs::write(fx.workspace().join(".agentbus.toml"), toml).expect("write project config");
+}
+
+fn model_calls(server: &ScriptedModel) -> Vec<RecordedRequest> {
+    server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions") || r.path.ends_with("/messages"))
+        .collect()
+}
+
+/// The system prompt of a request in either format.
+fn system_of(body: &Value) -> String {
+    if let Some(system) = body["system"].as_str() {
+        return system.to_string();
+    }
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.first())
+        .filter(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The text of the last user message that has text, in either format.
+fn last_user_text(body: &Value) -> String {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    messages
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "user")
+        .find_map(|m| match &m["content"] {
+            Value::String(text) => Some(text.clone()),
+            Value::Array(blocks) => blocks
+                .iter()
+                .find(|b| b["type"] == "text")
+                .and_then(|b| b["text"].as_str())
+                .map(String::from),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+fn offers_tools(body: &Value) -> bool {
+    body["tools"].as_array().is_some_and(|t| !t.is_empty())
+}
+
+/// Send `text` and wait for its `result`.
+async fn turn(
+    server: &Server,
+    stream: &mut crate::support::server::EventStream,
+    id: &str,
+    text: &str,
+) -> Value {
+    let input = server.input(id, text).await;
+    server.result_of_resuming(stream, id, input).await
+}
+
+async fn three_hundred_turns_stay_inside_a_4000_token_window(profile: &str) {
+    const TURNS: usize = 300;
+    let script = Script::from_toml_str(&reading_script(4000, TURNS)).expect("script");
+    let fx = Fixture::with_script(script).await;
+    write_big_files(&fx);
+    project_config(
+        &fx,
+        "[models.scripted]\ncontext_window = 4000\nmax_output_tokens = 500\n\
+         [models.scripted-anthropic]\ncontext_window = 4000\nmax_output_tokens = 500\n\
+         [context]\nkeep_tool_output_tokens = 500\n",
+    );
+    let server = fx.serve().await;
+    let id = server
+        .create_session_with(json!({ "model": profile }))
+        .await;
+    let mut stream = server.sse(&id, None).await;
+    for n in 0..TURNS {
+        let question = format!("question {n}: read big{}.txt", n % 5);
+        let result = turn(&server, &mut stream, &id, &question).await;
+        assert_eq!(result["stop_reason"], "end_turn", "turn {n}: {result}");
+        assert_eq!(result["context"]["limit"], 3500, "turn {n}: {result}");
+    }
+
+    let calls = model_calls(&fx.server);
+    let refused: Vec<_> = calls.iter().filter(|r| r.refused_for_length).collect();
+    assert!(
+        refused.is_empty(),
+        "{} requests were over the window",
+        refused.len()
+    );
+    let largest = calls
+        .iter()
+        .filter_map(|r| r.input_tokens)
+        .max()
+        .unwrap_or(0);
+    assert!(largest + 500 <= 4000, "largest request: {largest} tokens");
+    fx.assert_requests_valid(); // no orphan tool call or result, in the provider's own rules
+    let summaries = calls.iter().filter(|r| !offers_tools(&r.body)).count();
+    assert!(summaries > 0, "the conversation was never compacted");
+
+    let last = &calls.last().expect("a request").body;
+    assert!(last_user_text(last).starts_with(&format!("question {}:", TURNS - 1)));
+    let system = system_of(last);
+    assert!(
+        system.contains("Summary of the conversation so far") && system.contains("SUMMARY-"),
+        "{system}"
+    );
+    let compacted: Vec<_> = stream
+        .events
+        .iter()
+        .filter(|e| e["type"] == "system" && e["subtype"] == "compacted")
+        .collect();
+    assert_eq!(
+        compacted.len(),
+        summaries,
+        "one compacted event per summary"
+    );
+    for event in &compacted {
+        let data = &event["data"];
+        assert!(
+            data["tokens_after"].as_u64() < data["tokens_before"].as_u64(),
+            "{event}"
+        );
+        assert!(
+            data["first_seq"].as_u64() <= data["last_seq"].as_u64(),
+            "{event}"
+        );
+        assert!(data["first_seq"].as_u64() > Some(0), "{event}");
+    }
+    server.terminate();
+    server.wait().await;
+
+    // The store holds everything: every question, and every answer.
+    let show = fx.run(&["sessions", "show", &id]).await.stdout_text();
+    for n in 0..TURNS {
+        assert!(
+            show.contains(&format!("question {n}:")),
+            "question {n} missing from sessions show"
+        );
+        assert!(
+            show.contains(&format!("Answer {n}: read it.")),
+            "answer {n} missing"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_turns_stay_inside_the_window_openai() {
+    three_hundred_turns_stay_inside_a_4000_token_window("scripted").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_turns_stay_inside_the_window_anthropic() {
+    three_hundred_turns_stay_inside_a_4000_token_window("scripted-anthropic").await;
+}
+
+/// No window is configured, so only the provider can say the request is
+/// too long: it does, the session compacts and tries exactly once more.
+async fn a_refusal_for_length_compacts_and_retries_once(profile: &str) {
+    let script = Script::from_toml_str(&reading_script(3400, 12)).expect("script");
+    let fx = Fixture::with_script(script).await;
+    write_big_files(&fx);
+    project_config(
+        &fx,
+        "[models.scripted]\nmax_output_tokens = 300\n\
+         [models.scripted-anthropic]\nmax_output_tokens = 300\n",
+    );
+    let server = fx.serve().await;
+    let id = server
+        .create_session_with(json!({ "model": profile }))
+        .await;
+    let mut stream = server.sse(&id, None).await;
+    let mut n = 0;
+    while !model_calls(&fx.server).iter().any(|r| r.refused_for_length) {
+        assert!(n < 12, "the window was never reached");
+        let result = turn(
+            &server,
+            &mut stream,
+            &id,
+            &format!("question {n}: read big{}.txt", n % 5),
+        )
+        .await;
+        assert_eq!(result["stop_reason"], "end_turn", "turn {n}: {result}");
+        n += 1;
+    }
+    let calls = model_calls(&fx.server);
+    let refused = calls
+        .iter()
+        .position(|r| r.refused_for_length)
+        .expect("refused");
+    assert_eq!(
+        calls.iter().filter(|r| r.refused_for_length).count(),
+        1,
+        "one refusal"
+    );
+    let after = &calls[refused + 1..];
+    assert!(
+        !offers_tools(&after[0].body),
+        "a summarising request follows the refusal"
+    );
+    assert!(last_user_text(&after[0].body).contains(SUMMARY_REQUEST));
+    let retry = &after[1].body;
+    assert!(offers_tools(retry), "then the one retry");
+    assert!(system_of(retry).contains("SUMMARY-0"));
+    let notices: Vec<String> = of_type(&stream.events, "system")
+        .iter()
+        .map(|e| e["message"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert!(
+        notices
+            .iter()
+            .any(|m| m.contains("refused the request as too long")),
+        "{notices:#?}"
+    );
+    let compacted = stream
+        .events
+        .iter()
+        .find(|e| e["subtype"] == "compacted")
+        .expect("a compacted event");
+    assert_eq!(compacted["data"]["trigger"], "overflow");
+    fx.assert_requests_valid();
+    server.terminate();
+    server.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_for_length_compacts_and_retries_once_openai() {
+    a_refusal_for_length_compacts_and_retries_once("scripted").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_for_length_compacts_and_retries_once_anthropic() {
+    a_refusal_for_length_compacts_and_retries_once("scripted-anthropic").await;
+}
+
+/// The summarising model (`compact_model`) has a smaller window than its
+/// profile says: its request is refused, quoted shorter, and summarised;
+/// the turn goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_summarising_request_that_overflows_is_pruned_then_summarised() {
+    let script = Script::from_toml_str(&reading_script(8000, 40)).expect("script");
+    let fx = Fixture::with_script(script).await;
+    let small = ScriptedModel::start(
+        Script::from_toml_str(&format!(
+            "context_window = 1800\n[[response]]\nmatch = \"{SUMMARY_REQUEST}\"\ntext = \"SMALL-SUMMARY of the reading.\"\n"
+        ))
+        .expect("script"),
+    )
+    .await
+    .expect("start the small model");
+    write_big_files(&fx);
+    project_config(
+        &fx,
+        &format!(
+            "[models.scripted]\ncontext_window = 8000\nmax_output_tokens = 500\n\
+             [models.small]\nprovider = \"openai\"\nmodel = \"small\"\nbase_url = \"{}\"\ncontext_window = 3000\nmax_output_tokens = 300\n\
+             [context]\ncompact_model = \"small\"\n",
+            small.openai_base_url()
+        ),
+    );
+    let server = fx.serve().await;
+    let id = server.create_session().await;
+    let mut stream = server.sse(&id, None).await;
+    let mut n = 0;
+    while !stream.events.iter().any(|e| e["subtype"] == "compacted") {
+        assert!(n < 40, "never compacted");
+        let result = turn(
+            &server,
+            &mut stream,
+            &id,
+            &format!("question {n}: read big{}.txt", n % 5),
+        )
+        .await;
+        assert_eq!(result["stop_reason"], "end_turn", "turn {n}: {result}");
+        n += 1;
+    }
+    let summaries = model_calls(&small);
+    let counts: Vec<_> = summaries
+        .iter()
+        .map(|r| (r.input_tokens, r.refused_for_length))
+        .collect();
+    assert_eq!(
+        summaries.len(),
+        2,
+        "refused once, then the shorter request: {counts:?}"
+    );
+    assert!(summaries[0].refused_for_length);
+    assert!(!summaries[1].refused_for_length);
+    assert!(summaries[1].input_tokens < summaries[0].input_tokens);
+    let retried = model_calls(&fx.server);
+    assert!(system_of(&retried.last().expect("request").body).contains("SMALL-SUMMARY"));
+    assert!(
+        model_calls(&fx.server)
+            .iter()
+            .all(|r| !r.refused_for_length)
+    );
+    server.terminate();
+    server.wait().await;
+}
