@@ -292,3 +292,104 @@ proptest! {
         }
     }
 }
+
+/// The figures the README reports: `cargo test --release -p
+/// agentbus-actors --lib context_benchmark_report -- --ignored --nocapture`.
+/// Times are printed, not asserted (speed belongs in benchmarks).
+#[test]
+#[ignore = "benchmark: run in release with --ignored --nocapture"]
+fn context_benchmark_report() {
+    use crate::session::core::{SessionConfig, SessionState};
+    use std::time::Instant;
+
+    fn median(mut samples: Vec<f64>) -> f64 {
+        samples.sort_by(|a, b| a.total_cmp(b));
+        samples[samples.len() / 2]
+    }
+    // 10,000 messages: 2,500 turns of a question, a tool call, its output
+    // and an answer.
+    let mut history = Vec::new();
+    for t in 0..2_500 {
+        history.push(user(&format!("question {t}: please look at file {t}.rs and fix it")));
+        history.push(calls(&[&format!("c{t}")]));
+        history.push(result(&format!("c{t}"), &"fn main() { println!(\"hello\"); }\n".repeat(20)));
+        history.push(says(&format!("Fixed file {t}.rs: the call was wrong.")));
+    }
+    let costs: Vec<u64> = history.iter().map(crate::tokens::byte_bound).collect();
+    let limits = Limits {
+        budget: 100_000,
+        trim_at: 80_000,
+        max_messages: None,
+        min_recent_turns: 3,
+        keep_tool_output_tokens: 8_000,
+        strategy: Pruning::OldestFirst,
+    };
+    let plan_ms = median(
+        (0..51)
+            .map(|_| {
+                let start = Instant::now();
+                let plan = view::plan(&history, 0, &costs, &limits);
+                std::hint::black_box(&plan);
+                start.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect(),
+    );
+    println!("pruning plan, 10,000 messages: {plan_ms:.3} ms (median of 51)");
+
+    let config = SessionConfig {
+        system_prompt: "You are a coding agent.".into(),
+        max_steps: 50,
+        include_partial_messages: true,
+        models: vec![crate::protocol::ModelInfo {
+            name: "m".into(),
+            provider: "openai".into(),
+            model: "gpt-4.1-mini".into(),
+            base_url: "http://127.0.0.1:1/v1".into(),
+            context_window: Some(128_000),
+            max_output_tokens: Some(8_000),
+            context: None,
+            pricing: None,
+        }],
+        workspace: "/ws".into(),
+        context: Default::default(),
+        compact_prompt: "summarise".into(),
+    };
+    let mut state = SessionState::new(
+        crate::protocol::SessionId::from("bench"),
+        config,
+        "m".into(),
+        Default::default(),
+    );
+    state.history = history;
+    let start = Instant::now();
+    let first = super::report(&mut state);
+    let first_ms = start.elapsed().as_secs_f64() * 1000.0;
+    println!(
+        "first count (tokenizer load + 10,000 messages): {first_ms:.1} ms ({} tokens)",
+        first.used
+    );
+    let estimate_ms = median(
+        (0..51)
+            .map(|_| {
+                let start = Instant::now();
+                let next = super::prepare(&mut state, false, false);
+                std::hint::black_box(&next);
+                start.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect(),
+    );
+    println!(
+        "per-request estimate and view, 10,000 messages, after the first count: {estimate_ms:.3} ms (median of 51; includes copying the messages sent)"
+    );
+    let assess_ms = median(
+        (0..51)
+            .map(|_| {
+                let start = Instant::now();
+                let report = super::report(&mut state);
+                std::hint::black_box(&report);
+                start.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect(),
+    );
+    println!("per-request estimate alone (counts cached), 10,000 messages: {assess_ms:.3} ms");
+}
