@@ -62,3 +62,55 @@ async fn a_real_model_streams_through_the_openai_endpoint() {
 async fn a_real_model_streams_through_the_anthropic_endpoint() {
     say_hello("anthropic", &server_url()).await;
 }
+
+/// How close the session's token estimate is to what llama.cpp counts,
+/// once calibrated: before each query, `/context` says what the next
+/// request takes; the query's own tokens are added, and the sum is compared
+/// with the `input_tokens` the server reports for that request. Prints the
+/// figures for the README; fails only if the calibrated estimate is off by
+/// more than a fifth.
+#[tokio::test]
+#[ignore = "needs a real llama.cpp server: run scripts/local-model.sh start, set AGENTBUS_TEST_LOCAL_MODEL_URL, pass --ignored"]
+async fn the_calibrated_estimate_is_close_to_the_real_count() {
+    let fx = Fixture::new("plain_reply").await; // only for the workspace and home
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        format!(
+            "model = \"real\"\n[models.real]\nprovider = \"openai\"\nmodel = \"local\"\nbase_url = \"{}/v1\"\nmax_output_tokens = 48\ncontext_window = 4096\n",
+            server_url()
+        ),
+    )
+    .unwrap();
+    let server = fx.serve_with(&[]).await;
+    let id = server.create_session_with(serde_json::json!({"model": "real"})).await;
+    let mut stream = server.sse(&id, None).await;
+    let mut errors = Vec::new();
+    for n in 0..6 {
+        let context = server.input(&id, "/context").await;
+        let reply = stream
+            .until(|e| e["type"] == "system" && e["turn_id"] == context)
+            .await;
+        let used = reply["data"]["used"].as_u64().expect("used");
+        let query = format!("Question {n}: name one colour, in one word.");
+        let estimate = used + agentbus_testkit::count_text("local", &query) + 4;
+        let input = server.input(&id, &query).await;
+        let result = stream.result_of(input).await;
+        // The whole prompt: the uncached part and the part read from the cache.
+        let usage = &result["usage"];
+        let real = usage["input_tokens"].as_u64().expect("input tokens")
+            + usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
+        let error = (estimate as f64 - real as f64) / real as f64;
+        println!("turn {n}: estimate {estimate}, llama.cpp counted {real}: {:+.1}%", error * 100.0);
+        errors.push(error);
+    }
+    server.terminate();
+    server.wait().await;
+    let calibrated = &errors[1..];
+    let worst = calibrated.iter().fold(0.0f64, |w, e| w.max(e.abs()));
+    println!(
+        "first (uncalibrated) {:+.1}%, then at most {:.1}% off",
+        errors[0] * 100.0,
+        worst * 100.0
+    );
+    assert!(worst < 0.2, "calibrated estimates off by up to {:.1}%", worst * 100.0);
+}

@@ -276,12 +276,16 @@ fn normalise_finish_reason(reason: &str) -> String {
     }
 }
 
+/// OpenAI's `prompt_tokens` includes the cached ones; `Usage` counts them
+/// apart, as Anthropic does (`input_tokens` is the uncached input), so that
+/// costs and context figures mean the same for both formats.
 fn parse_usage(usage: &Value) -> Usage {
     let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let cached = n(usage.pointer("/prompt_tokens_details/cached_tokens"));
     Usage {
-        input_tokens: n(usage.get("prompt_tokens")),
+        input_tokens: n(usage.get("prompt_tokens")).saturating_sub(cached),
         output_tokens: n(usage.get("completion_tokens")),
-        cache_read_input_tokens: n(usage.pointer("/prompt_tokens_details/cached_tokens")),
+        cache_read_input_tokens: cached,
         cache_creation_input_tokens: 0,
     }
 }
@@ -374,8 +378,9 @@ mod tests {
         assert!(
             matches!(whole.last(), Some(ModelEvent::Finished { finish_reason }) if finish_reason == "end_turn")
         );
+        // prompt_tokens 21, of which 4 cached.
         assert!(whole.contains(&ModelEvent::Usage(Usage {
-            input_tokens: 21,
+            input_tokens: 17,
             output_tokens: 6,
             cache_read_input_tokens: 4,
             cache_creation_input_tokens: 0,

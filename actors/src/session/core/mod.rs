@@ -27,7 +27,7 @@ pub mod partial;
 mod restore;
 mod state;
 mod step;
-mod turn;
+pub mod turn;
 
 #[cfg(test)]
 mod tests;

@@ -505,8 +505,8 @@ fn finish_model_call(
     let counted = state.turn.as_ref().and_then(|t| t.call.counted);
     let reported =
         usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
-    if let Some(estimate) = counted.filter(|_| reported > 0) {
-        state.context.ledger.calibrate(estimate, reported);
+    if let Some((fingerprint, messages)) = counted.filter(|_| reported > 0) {
+        state.context.ledger.observe(fingerprint, messages, reported);
     }
     let used = if reported > 0 {
         reported + usage.output_tokens
@@ -911,8 +911,7 @@ fn retry_shorter(state: &mut SessionState, error: &str, fx: &mut Vec<Effect>) {
     turn.call.retried_overflow = true;
     let (turn_id, compacted) = (turn.id, turn.call.compacted);
     // Our estimate said it fitted: count higher from now on.
-    let ledger = &mut state.context.ledger;
-    ledger.correction = (ledger.correction * 1.25).min(4.0);
+    state.context.ledger.distrust();
     emit(
         fx,
         Some(turn_id),

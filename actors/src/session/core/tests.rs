@@ -1329,7 +1329,6 @@ fn context_command_breaks_the_budget_down() {
             + report.tool_definitions
             + report.messages
             + report.tool_outputs
-            + crate::tokens::REQUEST_OVERHEAD
     );
     assert_eq!(report.free, Some(4000 - report.used));
     assert!(

@@ -31,8 +31,9 @@ pub struct CallAttempt {
     pub compacted: bool,
     /// The provider refused it as too long; this is the one retry.
     pub retried_overflow: bool,
-    /// The request's uncalibrated token estimate, when it was counted.
-    pub counted: Option<u64>,
+    /// What the provider's count of the request calibrates, when it was
+    /// counted: the request's fingerprint and our count of its messages.
+    pub counted: Option<(u64, u64)>,
 }
 
 /// What the turn is waiting for.

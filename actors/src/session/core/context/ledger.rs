@@ -2,6 +2,13 @@
 //! is first needed, and the estimate is calibrated against what the
 //! provider reports.
 //!
+//! Calibration learns two figures from the provider's counts: what it
+//! charges for everything but the messages (system prompt, tool
+//! definitions, its chat template — some servers leave the tools out
+//! altogether), and how many of its tokens one of ours is worth, from the
+//! growth between two requests. A request is then estimated as that
+//! overhead plus the messages' counts scaled by that ratio.
+//!
 //! Counting is deferred behind a free upper bound (a token is at least one
 //! byte): while the bound of a request fits, nothing is counted and the
 //! tokenizer is never loaded.
@@ -28,9 +35,16 @@ pub struct Ledger {
     /// The last tool list counted: its address and count.
     #[serde(skip)]
     tools: Option<(usize, u64)>,
-    /// The provider's count over ours, learnt from the last request that was
-    /// counted (1.0 until then).
+    /// The provider's tokens per token of ours, learnt from the growth
+    /// between two counted requests (1.0 until then).
     pub correction: f64,
+    /// What the provider counts besides the messages, learnt from the last
+    /// counted request, for the system prompt and tools it had (their
+    /// fingerprint).
+    overhead: Option<(u64, u64)>,
+    /// The last counted request: its fingerprint, our count of its
+    /// messages, the provider's count.
+    last: Option<(u64, u64, u64)>,
     /// Messages counted exactly so far.
     pub counted: usize,
 }
@@ -62,6 +76,8 @@ impl Ledger {
             system: None,
             tools: None,
             correction: 1.0,
+            overhead: None,
+            last: None,
             counted: 0,
         }
     }
@@ -154,19 +170,61 @@ impl Ledger {
         scale(self.encoding.count_message(message), self.correction)
     }
 
+    /// Exact count of any text, uncalibrated.
+    pub fn raw_text_tokens(&self, text: &str) -> u64 {
+        self.encoding.count(text)
+    }
+
     /// Exact count of any text (e.g. a summary), calibrated.
     pub fn text_tokens(&self, text: &str) -> u64 {
         scale(self.encoding.count(text), self.correction)
     }
 
-    /// Calibrate: a request estimated at `estimated` (uncalibrated) tokens
-    /// was counted `reported` by the provider.
-    pub fn calibrate(&mut self, estimated: u64, reported: u64) {
-        if estimated == 0 || reported == 0 {
+    /// Calibrate: a request with `fingerprint` (see [`Ledger::fingerprint`])
+    /// whose messages we count `messages` tokens (uncalibrated) was counted
+    /// `reported` by the provider.
+    pub fn observe(&mut self, fingerprint: u64, messages: u64, reported: u64) {
+        if reported == 0 {
             return;
         }
-        let ratio = reported as f64 / estimated as f64;
-        self.correction = ratio.clamp(CORRECTION_RANGE.0, CORRECTION_RANGE.1);
+        if let Some((key, before, before_reported)) = self.last
+            && key == fingerprint
+            && messages.abs_diff(before) >= 32
+        {
+            let ratio =
+                (reported as f64 - before_reported as f64) / (messages as f64 - before as f64);
+            if ratio.is_finite() {
+                self.correction = ratio.clamp(CORRECTION_RANGE.0, CORRECTION_RANGE.1);
+            }
+        }
+        let overhead = reported as f64 - messages as f64 * self.correction;
+        self.overhead = Some((fingerprint, overhead.max(0.0).round() as u64));
+        self.last = Some((fingerprint, messages, reported));
+    }
+
+    /// What a request with `fingerprint` costs besides its messages: the
+    /// learnt overhead, or `counted` (our count of the system prompt, tools
+    /// and request overhead) scaled.
+    pub fn overhead(&self, fingerprint: u64, counted: u64) -> u64 {
+        match self.overhead {
+            Some((key, overhead)) if key == fingerprint => overhead,
+            _ => self.calibrated(counted),
+        }
+    }
+
+    /// The provider refused a request our estimate said would fit: count
+    /// higher from now on.
+    pub fn distrust(&mut self) {
+        self.correction = (self.correction * 1.25).min(CORRECTION_RANGE.1);
+        if let Some((_, overhead)) = &mut self.overhead {
+            *overhead += *overhead / 4;
+        }
+    }
+
+    /// What identifies the fixed part of a request: its system prompt (the
+    /// base one, without a summary) and its tool list.
+    pub fn fingerprint(system_prompt: &str, tools: &ToolList) -> u64 {
+        fingerprint(system_prompt) ^ (std::sync::Arc::as_ptr(tools) as usize as u64).rotate_left(17)
     }
 
     /// Scale an uncalibrated count by the calibration.

@@ -31,6 +31,7 @@ use crate::model::ModelRequest;
 use crate::protocol::context::ContextReport;
 use crate::protocol::{ContextConfig, Message, Strategy};
 use crate::tokens::{self, Encoding};
+use ledger::Ledger;
 use view::{Limits, Plan};
 
 /// The `[context]` keys in force: global, then the profile's, then the
@@ -73,9 +74,9 @@ pub enum Next {
 #[derive(Debug)]
 pub struct Prepared {
     pub request: ModelRequest,
-    /// The request's uncalibrated estimate, when it was counted (what the
-    /// provider's count calibrates).
-    pub counted: Option<u64>,
+    /// What the provider's count of the request calibrates, when it was
+    /// counted: its fingerprint and our count of its messages.
+    pub counted: Option<(u64, u64)>,
     /// What the user should be told about it.
     pub notices: Vec<String>,
 }
@@ -97,11 +98,17 @@ struct Assessment {
     config: ContextConfig,
     start: usize,
     system_prompt: String,
-    /// Calibrated tokens of the system prompt (with the summary) and of the
-    /// tool definitions, and the request's own overhead.
+    /// Calibrated tokens of the system prompt and of the tool definitions,
+    /// the request's own overhead (the provider's template), and the
+    /// summary appended to the system prompt.
     system_tokens: u64,
     tool_tokens: u64,
     overhead: u64,
+    summary_tokens: u64,
+    /// What calibration keys on (system prompt and tools), and our own
+    /// count of the summary.
+    fingerprint: u64,
+    summary_raw: u64,
     limits: Limits,
     /// `None`: the byte bound fits, nothing was counted.
     weighed: Option<(Vec<u64>, Plan)>,
@@ -109,7 +116,7 @@ struct Assessment {
 
 impl Assessment {
     fn fixed(&self) -> u64 {
-        self.system_tokens + self.tool_tokens + self.overhead
+        self.system_tokens + self.tool_tokens + self.overhead + self.summary_tokens
     }
 }
 
@@ -168,16 +175,33 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
             system_tokens: 0,
             tool_tokens: 0,
             overhead: tokens::REQUEST_OVERHEAD,
+            summary_tokens: 0,
+            fingerprint: 0,
+            summary_raw: 0,
             limits,
             weighed: None,
         };
     }
-    let system_tokens = ledger.system_tokens(&system_prompt);
-    let system_tokens = ledger.calibrated(system_tokens);
-    let tool_tokens = ledger.tool_tokens(&state.tools);
-    let tool_tokens = ledger.calibrated(tool_tokens);
-    let overhead = tokens::REQUEST_OVERHEAD;
-    let fixed = system_tokens + tool_tokens + overhead;
+    // The fixed part: what the provider was seen to charge for this system
+    // prompt and these tools, else our counts; shared out in proportion to
+    // our counts for the breakdown.
+    let base = &state.config.system_prompt;
+    let fingerprint = Ledger::fingerprint(base, &state.tools);
+    let system_raw = ledger.system_tokens(base);
+    let tools_raw = ledger.tool_tokens(&state.tools);
+    let counted = system_raw + tools_raw + tokens::REQUEST_OVERHEAD;
+    let base_fixed = ledger.overhead(fingerprint, counted);
+    let share = |raw: u64| (base_fixed as f64 * raw as f64 / counted as f64).round() as u64;
+    let (system_tokens, tool_tokens) = (share(system_raw), share(tools_raw));
+    let overhead = base_fixed.saturating_sub(system_tokens + tool_tokens);
+    let summary_raw = system_prompt.len().saturating_sub(base.len()) as u64;
+    let summary_raw = if summary_raw == 0 {
+        0
+    } else {
+        ledger.raw_text_tokens(&system_prompt[base.len()..])
+    };
+    let summary_tokens = ledger.calibrated(summary_raw);
+    let fixed = base_fixed + summary_tokens;
     limits.budget = budget.saturating_sub(fixed);
     limits.trim_at = trim_at.saturating_sub(fixed);
     let costs = ledger.estimates(&state.history, start);
@@ -189,6 +213,9 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         system_tokens,
         tool_tokens,
         overhead,
+        summary_tokens,
+        fingerprint,
+        summary_raw,
         limits,
         weighed: Some((costs, plan)),
     }
@@ -230,7 +257,6 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
     }
     let mut notices = Vec::new();
     let mut system_prompt = assessment.system_prompt.clone();
-    let mut sent_fixed = fixed;
     let messages = match &state.context.custom {
         Some(custom) => {
             let messages = custom
@@ -261,7 +287,6 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
     if plan.over_budget && state.context.custom.is_none() {
         let recent = assessment.config.min_recent_turns().max(1);
         if !assessment.config.preserve_system() {
-            sent_fixed -= assessment.system_tokens;
             system_prompt.clear();
         }
         notices.push(format!(
@@ -269,8 +294,8 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
             plan.tokens, assessment.limits.budget
         ));
     }
-    let estimate = sent_fixed + tokens;
     let correction = state.context.ledger.correction;
+    let messages_raw = (tokens as f64 / correction).round() as u64 + assessment.summary_raw;
     Next::Call(Prepared {
         request: ModelRequest {
             profile: state.model.clone(),
@@ -278,7 +303,7 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
             messages,
             tools: state.tools.clone(),
         },
-        counted: Some((estimate as f64 / correction).round() as u64),
+        counted: Some((assessment.fingerprint, messages_raw)),
         notices,
     })
 }
@@ -367,8 +392,9 @@ pub fn report(state: &mut SessionState) -> ContextReport {
     let assessment = assess(state, false, true);
     let fixed_system = assessment.system_tokens;
     let mut report = ContextReport {
-        system_prompt: fixed_system,
+        system_prompt: fixed_system + assessment.overhead,
         tool_definitions: assessment.tool_tokens,
+        messages: assessment.summary_tokens,
         strategy: match &state.context.custom {
             Some(custom) => custom.0.name(),
             None => assessment.config.strategy().to_string(),
@@ -397,11 +423,8 @@ pub fn report(state: &mut SessionState) -> ContextReport {
         report.sent_messages = plan.len();
         report.elided_tool_outputs = plan.elided.len();
     }
-    report.used = report.system_prompt
-        + report.tool_definitions
-        + report.messages
-        + report.tool_outputs
-        + assessment.overhead;
+    report.used =
+        report.system_prompt + report.tool_definitions + report.messages + report.tool_outputs;
     report.free = report.limit.map(|l| l.saturating_sub(report.used));
     report
 }

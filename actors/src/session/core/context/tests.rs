@@ -393,3 +393,22 @@ fn context_benchmark_report() {
     );
     println!("per-request estimate alone (counts cached), 10,000 messages: {assess_ms:.3} ms");
 }
+
+#[test]
+fn calibration_learns_the_overhead_and_the_ratio_from_two_counts() {
+    use super::ledger::Ledger;
+    let mut ledger = Ledger::default();
+    // A server that ignores the tools (overhead 200, not our 2,000) and
+    // counts 1.3 of its tokens per token of ours.
+    ledger.observe(7, 100, 200 + 130);
+    assert_eq!(ledger.overhead(7, 2_000), 230, "first: the overhead, at ratio 1");
+    ledger.observe(7, 300, 200 + 390);
+    assert!((ledger.correction - 1.3).abs() < 1e-9, "{}", ledger.correction);
+    assert_eq!(ledger.overhead(7, 2_000), 200);
+    // Another system prompt or tool list: our own count, scaled.
+    assert_eq!(ledger.overhead(8, 2_000), 2_600);
+    // A refusal makes every figure count higher.
+    ledger.distrust();
+    assert!(ledger.correction > 1.3);
+    assert_eq!(ledger.overhead(7, 2_000), 250);
+}
