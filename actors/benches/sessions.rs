@@ -91,6 +91,7 @@ fn event(session: &SessionId, seq: u64) -> Arc<EventEnvelope> {
             },
             finish_reason: "tool_use".into(),
             interrupted: false,
+            context: None,
         })
     } else {
         AgentMessage::ToolResult(ToolResultEvent {

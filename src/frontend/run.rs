@@ -1,16 +1,16 @@
 //! `agentbus run`: one prompt, one turn, no questions asked.
 //!
-//! Plain: the final assistant text goes to stdout, retry notices and the
-//! reason for a failure to stderr. `--json`: every event of this run as a
-//! JSON line. Exit 0 for `end_turn`; non-zero otherwise (see
+//! Plain: the final assistant text goes to stdout; retry notices, the
+//! turn's notices (a compaction) and the reason for a failure to stderr.
+//! `--json`: every event of this run as a JSON line. Exit 0 for `end_turn`; non-zero otherwise (see
 //! [`InputEnd::exit_code`](super::InputEnd::exit_code)), and 1 whenever the session could not be saved.
 //! The first Ctrl-C interrupts the turn (its `cancelled` result is still
 //! printed; exit 130); a second one exits at once. `--session ID` or
 //! `--continue` add the turn to a stored session.
 
+use super::InputEnds;
 use super::attached::Start;
 use super::backend::{Attach, Backend};
-use super::input_end;
 use super::output::Output;
 use super::output::answer::Answer;
 use super::output::json::JsonLines;
@@ -58,10 +58,11 @@ async fn run_turn(
     let mut output: Box<dyn Output> = if json_output {
         Box::new(JsonLines(std::io::stdout()))
     } else {
-        Box::new(Answer)
+        Box::new(Answer::default())
     };
     let mut attached = backend.choose(resume, Start::ThisLoad).await?;
     let id = attached.submit_text(prompt).await?;
+    let mut ends = InputEnds::default();
     let mut interrupted = false;
     let mut not_saved = false;
     let end = loop {
@@ -74,7 +75,7 @@ async fn run_turn(
                 if matches!(&event.message, AgentMessage::Error(e) if e.kind == ErrorKind::Store) {
                     not_saved = true;
                 }
-                if let Some(end) = input_end(&event, id) {
+                if let Some(end) = ends.end_of(&event, id) {
                     break end;
                 }
             }

@@ -6,7 +6,7 @@
 //   POST .../input, POST .../interrupt, GET /v1/health,
 //   SSE GET /v1/events (session lifecycle) and GET /v1/sessions/{id}/events
 //   (one session's events: stored ones replayed, then live ones).
-// Shows the same information as the terminal chat (src/frontend/render.rs).
+// Shows the same information as the terminal chat (src/frontend/output/render.rs).
 //
 // Every piece of text that comes from the server or the user is put into the
 // page with textContent / text nodes, never as HTML.
@@ -44,6 +44,7 @@
       lastSeq: 0, // highest seq rendered; anything at or below it is dropped
       openTurns: new Set(), // turn ids with a `user` event and no `result` yet
       usage: { input: 0, output: 0, turns: 0 },
+      context: null, // { used, limit? }: how full the context is, from the latest event that says
       live: null, // the assistant message being streamed, see liveMessage()
       retryDelay: 1000,
       retryTimer: null,
@@ -553,7 +554,7 @@
   function renderEvent(view, event) {
     switch (event.type) {
       case 'system':
-        return renderSystem(event);
+        return renderSystem(view, event);
       case 'user':
         return renderUser(view, event);
       case 'stream_event':
@@ -585,11 +586,24 @@
   }
 
   /** `system`: session start, command replies and notices. */
-  function renderSystem(event) {
+  function renderSystem(view, event) {
     const data = event.data || {};
     let text = event.message || '';
     let dim = true;
     switch (event.subtype) {
+      case 'compacted':
+        return renderCompacted(view, event);
+      case 'context': {
+        // `/context`: a table, kept as the session aligned it.
+        if (typeof data.used === 'number') setContext(view, { used: data.used, limit: data.limit });
+        const node = el('pre', { class: 'notice reply context-report', 'data-testid': 'notice', title: fullTime(event.at), text });
+        node.setAttribute('data-subtype', 'context');
+        return append(node);
+      }
+      case 'usage':
+        if (data.context) setContext(view, data.context);
+        dim = false;
+        break;
       case 'session_started': {
         const tools = Array.isArray(data.tools) ? data.tools.length : 0;
         text = '\u25cf session ' + event.session_id + ' \u00b7 model ' + (data.model || '?') + ' \u00b7 ' + tools + ' tools' +
@@ -597,6 +611,7 @@
         break;
       }
       case 'retrying':
+      case 'compacting':
       case 'notice':
       case 'mcp_server_status':
         text = '\u25cf ' + text;
@@ -606,6 +621,37 @@
     }
     const node = line('notice' + (dim ? ' dim' : ' reply'), 'notice', text, event);
     node.setAttribute('data-subtype', event.subtype || '');
+    append(node);
+  }
+
+  /**
+   * `compacted`: a divider where a summary began to stand for the turns above
+   * it in the model's view (they stay here, and stored); the summary on demand.
+   */
+  function renderCompacted(view, event) {
+    const data = event.data || {};
+    const known = typeof data.tokens_before === 'number' && typeof data.tokens_after === 'number';
+    const why = { auto: 'auto', command: '/compact', overflow: 'request too long' }[data.trigger] || data.trigger;
+    const text = known
+      ? 'Conversation compacted here: ~' + thousands(data.tokens_before) + ' \u2192 ' + thousands(data.tokens_after) +
+        ' tokens' + (why ? ' (' + why + ')' : '')
+      : event.message || 'Conversation compacted here';
+    const node = el(
+      'div',
+      { class: 'compacted', 'data-testid': 'compacted', 'data-trigger': data.trigger || '', title: fullTime(event.at) },
+      el('div', { class: 'compacted-line' }, el('span', { 'data-testid': 'compacted-text', text })),
+    );
+    if (typeof data.summary === 'string' && data.summary) {
+      node.append(
+        el(
+          'details',
+          { class: 'compacted-summary', 'data-testid': 'compacted-summary' },
+          el('summary', { text: 'Summary the model sees in place of the earlier turns' }),
+          el('pre', { text: data.summary }),
+        ),
+      );
+    }
+    if (known && view.context) setContext(view, { used: data.tokens_after, limit: view.context.limit });
     append(node);
   }
 
@@ -680,6 +726,7 @@
 
   /** `assistant`: the complete message replaces what streamed. */
   function renderAssistant(view, event) {
+    if (event.context) setContext(view, event.context);
     const blocks = Array.isArray(event.content) ? event.content : [];
     const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
     const nodes = [];
@@ -742,11 +789,14 @@
     view.usage.input += usage.input_tokens || 0;
     view.usage.output += usage.output_tokens || 0;
     view.usage.turns += 1;
+    if (event.context) setContext(view, event.context);
     renderUsage();
 
     const steps = event.steps || 0;
+    const fill = event.context ? contextFill(event.context) : null;
     const figures = steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' + (usage.input_tokens || 0) + ' in / ' +
-      (usage.output_tokens || 0) + ' out tokens \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s';
+      (usage.output_tokens || 0) + ' out tokens \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s' +
+      (fill ? ' \u00b7 context ' + fill.percent + '% (' + thousands(fill.used) + '/' + thousands(fill.limit) + ')' : '');
     const heads = {
       end_turn: '\u2713 end_turn',
       cancelled: '\u25a0 cancelled (interrupted)',
@@ -759,16 +809,53 @@
     append(node);
   }
 
-  /** The session's token totals (sum of every `result.usage`). */
+  /** The session's token totals (sum of every `result.usage`), and how full its context is. */
   function renderUsage() {
     const view = state.view;
     $('usage').textContent = view && view.usage.turns
       ? 'Session usage: ' + view.usage.input + ' in / ' + view.usage.output + ' out tokens over ' +
         view.usage.turns + ' turn' + (view.usage.turns === 1 ? '' : 's')
       : '';
+    renderContext();
   }
 
-  // Text summaries, as in src/frontend/render.rs.
+  /** `{used, limit?}` from an `assistant` or `result` event (or a reply): the latest wins. */
+  function setContext(view, context) {
+    if (!context || typeof context.used !== 'number') return;
+    view.context = { used: context.used, limit: typeof context.limit === 'number' ? context.limit : null };
+    if (state.view === view) renderContext();
+  }
+
+  /** `{percent, used, limit}` when the limit is known, else null. */
+  function contextFill(context) {
+    if (!context || typeof context.used !== 'number' || !(context.limit > 0)) return null;
+    return { percent: Math.round((context.used * 100) / context.limit), used: context.used, limit: context.limit };
+  }
+
+  /** The header's context gauge: a bar and `Context 45% · 1,800 / 4,000 tokens`. */
+  function renderContext() {
+    const view = state.view;
+    const box = $('context-usage');
+    const context = view && view.context;
+    if (!context) {
+      box.hidden = true;
+      return;
+    }
+    const fill = contextFill(context);
+    box.hidden = false;
+    box.setAttribute('data-level', !fill ? 'unknown' : fill.percent >= 95 ? 'full' : fill.percent >= 80 ? 'high' : 'ok');
+    $('context-fill').style.width = fill ? Math.min(fill.percent, 100) + '%' : '0';
+    $('context-text').textContent = fill
+      ? 'Context ' + fill.percent + '% \u00b7 ' + thousands(fill.used) + ' / ' + thousands(fill.limit) + ' tokens'
+      : 'Context ~' + thousands(context.used) + ' tokens (limit unknown)';
+  }
+
+  /** 12345 as `12,345`. */
+  function thousands(n) {
+    return Number(n).toLocaleString('en-US', { maximumFractionDigits: 0 });
+  }
+
+  // Text summaries, as in src/frontend/output/render.rs.
 
   /** `key: value, ...` for one line, long values cut. */
   function summarizeInput(input) {

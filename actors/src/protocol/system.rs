@@ -60,6 +60,10 @@ pub enum SystemSubtype {
     /// An MCP server changed state (also sent once per server when a
     /// session starts). `data`: [`McpServerChanged`].
     McpServerStatus,
+    /// A summarising call starts (`/compact`, before a turn's model call,
+    /// or again quoting less after it was too long itself). The `compacted`
+    /// event, or a notice that it failed, follows.
+    Compacting,
     /// A summary replaced the older part of the conversation in the
     /// model's view (`/compact`, or automatically). Persisted and folded on
     /// load. `data`: [`Compacted`].
@@ -259,7 +263,7 @@ pub struct ModelSwitched {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum CurrentModel {
-    Configured(ModelInfo),
+    Configured(Box<ModelInfo>),
     Unknown { name: String },
 }
 

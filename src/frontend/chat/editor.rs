@@ -118,5 +118,11 @@ mod tests {
         assert_eq!(values, ["/model", "/models"]);
         assert!(SlashCommands.complete("hello", 5).is_empty());
         assert!(SlashCommands.complete("/model x", 8).is_empty());
+        let values: Vec<String> = SlashCommands
+            .complete("/co", 3)
+            .into_iter()
+            .map(|s| s.value)
+            .collect();
+        assert_eq!(values, ["/context", "/compact"]);
     }
 }

@@ -19,7 +19,7 @@ use super::type_ahead::{TypeAhead, Typed};
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
 use crate::frontend::output::render::{RenderOptions, Renderer};
-use crate::frontend::{InputEnd, input_end};
+use crate::frontend::{InputEnd, InputEnds, announces_compaction};
 use crate::remote::events::Connection;
 use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
 use anyhow::Context as _;
@@ -148,6 +148,7 @@ async fn follow(
     let (typed, mut keys) = tokio::sync::mpsc::unbounded_channel();
     let watcher = KeyWatcher::start(ahead, typed);
     let mut interrupted = false;
+    let mut ends = InputEnds::default();
     let end = loop {
         tokio::select! {
             connection = connection_changed(&mut attached.connection) => {
@@ -157,7 +158,7 @@ async fn follow(
                 let Some(event) = event else { break None };
                 spinner.hide();
                 renderer.render(&event);
-                if let Some(end) = input_end(&event, id) {
+                if let Some(end) = ends.end_of(&event, id) {
                     break Some(end);
                 }
                 if let Some(waiting) = waiting_after(&event.message) {
@@ -273,6 +274,9 @@ fn waiting_after(message: &AgentMessage) -> Option<&'static str> {
         AgentMessage::StreamEvent(s) if matches!(s.event, StreamDelta::Discard { .. }) => {
             Some("retrying…")
         }
+        AgentMessage::System(s) if announces_compaction(s) => Some("compacting…"),
+        // A turn's model call follows its compaction.
+        AgentMessage::System(s) if s.subtype == SystemSubtype::Compacted => Some("thinking…"),
         _ => None,
     }
 }

@@ -15,9 +15,9 @@
 //! the session uses); the line is still sent as typed, and the session
 //! parses and runs it.
 
+use crate::frontend::InputEnds;
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
-use crate::frontend::input_end;
 use crate::frontend::output::Output;
 use crate::frontend::output::json::JsonLines;
 use crate::frontend::output::render::{RenderOptions, Renderer};
@@ -65,6 +65,7 @@ pub async fn run(
         ))
     };
     let mut pending: BTreeSet<InputId> = BTreeSet::new();
+    let mut ends = InputEnds::default();
     let mut barrier: Option<InputId> = None;
     let mut input_open = true;
     let mut failed = false;
@@ -93,7 +94,8 @@ pub async fn run(
             event = attached.events.recv() => {
                 let Some(event) = event else { anyhow::bail!("the session stopped unexpectedly") };
                 output.event(&event).context("writing to stdout")?;
-                let ended = pending.iter().copied().find_map(|id| input_end(&event, id).map(|end| (id, end)));
+                ends.observe(&event);
+                let ended = pending.iter().copied().find_map(|id| ends.ended(&event, id).map(|end| (id, end)));
                 if let Some((id, end)) = ended {
                     pending.remove(&id);
                     failed |= end.exit_code() != 0 && end.exit_code() != 130;
@@ -101,6 +103,7 @@ pub async fn run(
                         barrier = None;
                         if let Some(target) = switch_target(&end) {
                             attached = backend.open(&target, Start::ThisLoad).await?;
+                            ends = InputEnds::default(); // input ids are the session's own
                         }
                     }
                 }

@@ -1,21 +1,52 @@
 //! What `agentbus run` shows without `--json`: only the answer. The final
-//! assistant text (or a command's reply) goes to stdout; retry notices and
-//! store failures go to stderr as they happen, so a script reading stdout
-//! gets the answer and nothing else.
+//! assistant text (or a command's reply) goes to stdout; what happens on the
+//! way goes to stderr as it happens — retries, store failures, and the
+//! session's notices during the turn (a compaction, a request shortened) —
+//! so a script reading stdout gets the answer and nothing else.
 
 use super::Output;
+use super::render::compaction_summary;
 use crate::frontend::InputEnd;
-use agentbus_actors::protocol::{AgentMessage, ErrorKind, EventEnvelope, SystemSubtype};
+use agentbus_actors::protocol::context::Compacted;
+use agentbus_actors::protocol::{
+    AgentMessage, ErrorKind, EventEnvelope, InputId, SystemEvent, SystemSubtype,
+};
 use std::io::Write;
 
 /// The answer on stdout, notices on stderr.
-pub struct Answer;
+#[derive(Debug, Default)]
+pub struct Answer {
+    /// The query whose turn runs (its `user` event seen, its `result` not).
+    turn: Option<InputId>,
+}
+
+impl Answer {
+    /// What stderr says about `s`, if anything.
+    fn notice(&self, s: &SystemEvent, in_turn: bool) -> Option<String> {
+        match s.subtype {
+            SystemSubtype::Retrying => Some(s.message.clone()),
+            // A command's reply (`/compact`'s among them) is its answer, on
+            // stdout: only what a turn says on the way goes here.
+            SystemSubtype::Notice | SystemSubtype::Compacting if in_turn => Some(s.message.clone()),
+            SystemSubtype::Compacted if in_turn => Some(
+                s.payload::<Compacted>()
+                    .map_or_else(|| s.message.clone(), |c| compaction_summary(&c)),
+            ),
+            _ => None,
+        }
+    }
+}
 
 impl Output for Answer {
     fn event(&mut self, event: &EventEnvelope) -> std::io::Result<()> {
+        let in_turn = event.turn_id.is_some() && event.turn_id == self.turn;
         match &event.message {
-            AgentMessage::System(s) if s.subtype == SystemSubtype::Retrying => {
-                eprintln!("agentbus: {}", s.message);
+            AgentMessage::User(_) => self.turn = event.turn_id,
+            AgentMessage::Result(_) if in_turn => self.turn = None,
+            AgentMessage::System(s) => {
+                if let Some(text) = self.notice(s, in_turn) {
+                    eprintln!("agentbus: {text}");
+                }
             }
             AgentMessage::Error(e) if e.kind == ErrorKind::Store => {
                 eprintln!("agentbus: {}", e.message);
@@ -36,5 +67,49 @@ impl Output for Answer {
             writeln!(out, "{}", text.trim_end())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentbus_actors::protocol::{SessionId, UserEvent};
+
+    fn env(turn_id: Option<InputId>, message: AgentMessage) -> EventEnvelope {
+        EventEnvelope {
+            session_id: SessionId::from("s"),
+            seq: 1,
+            turn_id,
+            at: chrono::Utc::now(),
+            message,
+        }
+    }
+
+    #[test]
+    fn only_what_a_turn_says_on_the_way_goes_to_stderr() {
+        let compacted = SystemEvent {
+            subtype: SystemSubtype::Compacted,
+            message: "Conversation compacted: about 9000 → 900 tokens.".into(),
+            data: Some(serde_json::json!({
+                "trigger": "auto", "first_seq": 1, "last_seq": 9, "first_kept": 4,
+                "summary": "s", "tokens_before": 9_000, "tokens_after": 900,
+            })),
+        };
+        let notice = SystemEvent::bare(SystemSubtype::Compacting, "Compacting the conversation.");
+        let mut answer = Answer::default();
+        // Before the turn (a command's reply): nothing on stderr.
+        assert_eq!(answer.notice(&notice, false), None);
+        assert_eq!(answer.notice(&compacted, false), None);
+        let user = AgentMessage::User(UserEvent { text: "hi".into() });
+        answer.event(&env(Some(4), user)).unwrap();
+        assert_eq!(answer.turn, Some(4));
+        assert_eq!(
+            answer.notice(&notice, true).as_deref(),
+            Some("Compacting the conversation.")
+        );
+        assert_eq!(
+            answer.notice(&compacted, true).as_deref(),
+            Some("conversation compacted: ~9,000 → 900 tokens (auto)")
+        );
     }
 }

@@ -5,8 +5,8 @@
 //!   (streamed replies, a line or two per tool call, notices dimmed) — the
 //!   chat's transcript.
 //! - [`answer`]: [`Answer`](answer::Answer), what `agentbus run` prints
-//!   without `--json`: the final text on stdout, retries and failures on
-//!   stderr.
+//!   without `--json`: the final text on stdout; retries, failures and what
+//!   the turn says on the way (a compaction) on stderr.
 //! - [`json`]: [`JsonLines`](json::JsonLines), every event as one JSON
 //!   object per line (`--json`), the same envelope the HTTP API sends.
 //!

@@ -1,13 +1,16 @@
 //! Events as text for people: streamed assistant text as it arrives, tool
-//! calls and results on a line or two each, notices dimmed, errors in red.
+//! calls and results on a line or two each, notices dimmed, errors in red,
+//! a compaction as a divider, and how full the context is at the end of
+//! each turn's result line.
 //!
 //! Used by the terminal chat (interactive and piped). Knows nothing about
 //! keys or input; writes only to the writer it is given.
 
 use super::Output;
+use agentbus_actors::protocol::context::{Compacted, CompactionTrigger};
 use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
-    AgentMessage, ContentBlock, EventEnvelope, StopReason, StreamDelta, SystemSubtype,
+    AgentMessage, ContentBlock, ContextUsage, EventEnvelope, StopReason, StreamDelta, SystemSubtype,
 };
 use agentbus_actors::text::ellipsize as cut;
 use crossterm::style::Stylize;
@@ -68,8 +71,17 @@ impl<W: Write> Renderer<W> {
                 }
                 SystemSubtype::Retrying
                 | SystemSubtype::Notice
+                | SystemSubtype::Compacting
                 | SystemSubtype::McpServerStatus => {
                     let text = self.dim(&format!("● {}", s.message));
+                    self.line(&text);
+                }
+                SystemSubtype::Compacted => {
+                    let what = match s.payload::<Compacted>() {
+                        Some(compacted) => compaction_summary(&compacted),
+                        None => s.message.clone(),
+                    };
+                    let text = self.dim(&format!("── {what} ──"));
                     self.line(&text);
                 }
                 _ => {
@@ -140,7 +152,7 @@ impl<W: Write> Renderer<W> {
             }
             AgentMessage::Result(r) => {
                 self.end_line();
-                let usage = format!(
+                let mut usage = format!(
                     "{} step{} · {} in / {} out tokens · {:.1} s",
                     r.steps,
                     if r.steps == 1 { "" } else { "s" },
@@ -148,6 +160,9 @@ impl<W: Write> Renderer<W> {
                     r.usage.output_tokens,
                     r.duration_ms as f64 / 1000.0
                 );
+                if let Some(context) = r.context.as_ref().and_then(context_fill) {
+                    usage.push_str(&format!(" · {context}"));
+                }
                 let text = match r.stop_reason {
                     StopReason::EndTurn => self.dim(&format!("✓ {usage}")),
                     StopReason::Cancelled => self.yellow(&format!("⏹ interrupted · {usage}")),
@@ -238,6 +253,47 @@ impl<W: Write> Renderer<W> {
     }
 }
 
+/// `conversation compacted: ~12,345 → 2,345 tokens (auto)`: what a
+/// `compacted` event did, on one line (the chat draws it as a divider, `run`
+/// says it on stderr).
+pub fn compaction_summary(compacted: &Compacted) -> String {
+    let why = match compacted.trigger {
+        CompactionTrigger::Auto => "auto",
+        CompactionTrigger::Command => "/compact",
+        CompactionTrigger::Overflow => "request too long",
+    };
+    format!(
+        "conversation compacted: ~{} → {} tokens ({why})",
+        thousands(compacted.tokens_before),
+        thousands(compacted.tokens_after)
+    )
+}
+
+/// `context 45% (1,800/4,000)`: how full the context is, when its limit is
+/// known.
+pub fn context_fill(context: &ContextUsage) -> Option<String> {
+    let limit = context.limit.filter(|l| *l > 0)?;
+    let percent = (context.used as f64 * 100.0 / limit as f64).round();
+    Some(format!(
+        "context {percent:.0}% ({}/{})",
+        thousands(context.used),
+        thousands(limit)
+    ))
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `key: value, ...` with long values cut, for one line.
 fn summarize_input(input: &Value) -> String {
     let text = match input {
@@ -291,8 +347,9 @@ impl<W: Write> Output for Renderer<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentbus_actors::protocol::context::ContextReport;
     use agentbus_actors::protocol::{
-        AssistantEvent, SessionId, StreamEvent, ToolResultEvent, Usage,
+        AssistantEvent, ResultEvent, SessionId, StreamEvent, SystemEvent, ToolResultEvent, Usage,
     };
 
     fn env(message: AgentMessage) -> EventEnvelope {
@@ -428,5 +485,94 @@ mod tests {
         ]);
         assert!(out.contains("⏺ bash(command: \"ls…\")"), "{out}");
         assert!(out.contains("  ⎿ a\n    b\n    c\n    … +2 lines"), "{out}");
+    }
+
+    /// A `compacted` event as the wire has it.
+    fn compacted(trigger: &str) -> SystemEvent {
+        SystemEvent {
+            subtype: SystemSubtype::Compacted,
+            message: "Conversation compacted: about 12345 → 2345 tokens. ...".into(),
+            data: Some(serde_json::json!({
+                "trigger": trigger, "first_seq": 3, "last_seq": 40, "first_kept": 12,
+                "summary": "The user asked for a parser; it is written.",
+                "tokens_before": 12_345, "tokens_after": 2_345,
+            })),
+        }
+    }
+
+    #[test]
+    fn a_compaction_is_a_divider_line() {
+        let out = render(vec![
+            AgentMessage::System(compacted("auto")),
+            AgentMessage::System(compacted("command")),
+            AgentMessage::System(compacted("overflow")),
+        ]);
+        assert_eq!(
+            out,
+            "── conversation compacted: ~12,345 → 2,345 tokens (auto) ──\n\
+             ── conversation compacted: ~12,345 → 2,345 tokens (/compact) ──\n\
+             ── conversation compacted: ~12,345 → 2,345 tokens (request too long) ──\n"
+        );
+    }
+
+    #[test]
+    fn a_compaction_without_its_data_shows_its_message() {
+        let bare = SystemEvent::bare(SystemSubtype::Compacted, "Conversation compacted.");
+        let out = render(vec![AgentMessage::System(bare)]);
+        assert_eq!(out, "── Conversation compacted. ──\n");
+    }
+
+    #[test]
+    fn the_context_report_is_shown_as_the_session_wrote_it() {
+        let text = "Context: about 1800 tokens used (45%) of 4000 tokens.\n  system prompt          200\n  messages              1600";
+        let report = SystemEvent::new(text, &ContextReport::default());
+        let out = render(vec![AgentMessage::System(report)]);
+        assert_eq!(out, format!("{text}\n"));
+    }
+
+    fn result(context: Option<ContextUsage>) -> AgentMessage {
+        AgentMessage::Result(ResultEvent {
+            stop_reason: StopReason::EndTurn,
+            text: "done".into(),
+            usage: Usage {
+                input_tokens: 1_790,
+                output_tokens: 10,
+                ..Default::default()
+            },
+            steps: 1,
+            duration_ms: 1_200,
+            error: None,
+            context,
+        })
+    }
+
+    #[test]
+    fn the_result_line_says_how_full_the_context_is() {
+        let out = render(vec![
+            result(Some(ContextUsage {
+                used: 1_800,
+                limit: Some(4_000),
+            })),
+            // Without a limit there is no share to show.
+            result(Some(ContextUsage {
+                used: 1_800,
+                limit: None,
+            })),
+            result(None),
+        ]);
+        assert_eq!(
+            out,
+            "✓ 1 step · 1790 in / 10 out tokens · 1.2 s · context 45% (1,800/4,000)\n\
+             ✓ 1 step · 1790 in / 10 out tokens · 1.2 s\n\
+             ✓ 1 step · 1790 in / 10 out tokens · 1.2 s\n"
+        );
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(123_456_789), "123,456,789");
     }
 }

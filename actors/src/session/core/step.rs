@@ -269,7 +269,11 @@ fn start_compaction(
             plan.first_kept - plan.first_new
         )
     };
-    emit(fx, Some(input_id), notice(text));
+    emit(
+        fx,
+        Some(input_id),
+        AgentMessage::System(SystemEvent::bare(SystemSubtype::Compacting, text)),
+    );
     state.compacting = Some(CompactionCall {
         request_id,
         input_id,
@@ -506,7 +510,10 @@ fn finish_model_call(
     let reported =
         usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
     if let Some((fingerprint, messages)) = counted.filter(|_| reported > 0) {
-        state.context.ledger.observe(fingerprint, messages, reported);
+        state
+            .context
+            .ledger
+            .observe(fingerprint, messages, reported);
     }
     let used = if reported > 0 {
         reported + usage.output_tokens

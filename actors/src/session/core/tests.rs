@@ -1215,9 +1215,11 @@ fn a_failed_compaction_falls_back_to_dropping_old_turns_and_says_so() {
     let (shortened, request) = model_calls(&h.effects).last().cloned().expect("shortened");
     assert_ne!(shortened, compaction);
     assert!(request.tools.is_empty(), "still the summarising request");
-    let notices = system_events(&h, SystemSubtype::Notice);
+    let notices = system_events(&h, SystemSubtype::Compacting);
     assert!(
-        notices.iter().any(|n| n.message.contains("too long as well")),
+        notices
+            .iter()
+            .any(|n| n.message.contains("too long as well")),
         "{notices:?}"
     );
     h.feed(Input::ModelFailed {
@@ -1325,10 +1327,7 @@ fn context_command_breaks_the_budget_down() {
     assert!(report.system_prompt > 0 && report.tool_definitions > 0 && report.messages > 0);
     assert_eq!(
         report.used,
-        report.system_prompt
-            + report.tool_definitions
-            + report.messages
-            + report.tool_outputs
+        report.system_prompt + report.tool_definitions + report.messages + report.tool_outputs
     );
     assert_eq!(report.free, Some(4000 - report.used));
     assert!(

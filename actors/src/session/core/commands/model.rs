@@ -64,7 +64,7 @@ pub fn show(state: &SessionState) -> SystemEvent {
                 "Model: {} ({} via {} at {}).",
                 m.name, m.model, m.provider, m.base_url
             ),
-            &CurrentModel::Configured(m.clone()),
+            &CurrentModel::Configured(Box::new(m.clone())),
         ),
         None => SystemEvent::new(
             format!("Model: {} (not a configured profile).", state.model),

@@ -73,7 +73,7 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
     let mut total: u64 = costs.iter().sum();
     let all = Plan {
         keep: if start < end {
-            vec![start..end]
+            std::iter::once(start..end).collect()
         } else {
             vec![]
         },
