@@ -198,6 +198,7 @@ fn start_turn(
         usage: Default::default(),
         last_text: String::new(),
         phase: Phase::Compacting,
+        warned_over_budget: false,
         call: CallAttempt::default(),
     });
     call_model(state, fx);
@@ -217,8 +218,14 @@ fn call_model(state: &mut SessionState, fx: &mut Vec<Effect>) {
             start_compaction(state, turn_id, CompactionTrigger::Auto, plan, false, fx);
         }
         Next::Call(prepared) => {
-            for text in prepared.notices {
-                emit(fx, Some(turn_id), notice(text));
+            let warned = state.turn.as_ref().is_some_and(|t| t.warned_over_budget);
+            if !warned && !prepared.notices.is_empty() {
+                for text in prepared.notices {
+                    emit(fx, Some(turn_id), notice(text));
+                }
+                if let Some(turn) = state.turn.as_mut() {
+                    turn.warned_over_budget = true;
+                }
             }
             let request_id = state.take_request_id();
             if let Some(turn) = state.turn.as_mut() {

@@ -18,6 +18,9 @@ pub struct Turn {
     /// Text of the latest assistant message that had text.
     pub last_text: String,
     pub phase: Phase,
+    /// The user was told this turn's recent messages alone exceed the
+    /// budget (said once per turn, not per model call).
+    pub warned_over_budget: bool,
     /// What the next (or running) model call has been through: a
     /// compaction ran for it, the provider refused it as too long once.
     /// At most one of each per model call — never a loop.

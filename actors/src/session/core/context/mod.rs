@@ -244,7 +244,20 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
         assessment.config.strategy() == Strategy::Summarize && state.context.custom.is_none();
     if summarize && allow_compaction && plan.trimmed_tokens > assessment.limits.trim_at {
         let keep_turns = assessment.config.min_recent_turns();
-        if let Some(end) = compaction::span_end(&state.history, assessment.start, keep_turns) {
+        // Only when the older turns are worth a model call: a tenth of the
+        // budget at least (else leaving them out does as well).
+        let worth = |end: usize| {
+            let older: u64 = (assessment.start..end)
+                .map(|i| match plan.elided.binary_search(&i) {
+                    Ok(_) => view::MARKER_TOKENS,
+                    Err(_) => costs[i - assessment.start],
+                })
+                .sum();
+            older >= assessment.limits.budget / 10
+        };
+        if let Some(end) = compaction::span_end(&state.history, assessment.start, keep_turns)
+            .filter(|end| worth(*end))
+        {
             return Next::Compact(compaction_plan(
                 state,
                 &assessment,

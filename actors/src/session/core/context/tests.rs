@@ -121,6 +121,16 @@ fn old_tool_outputs_become_markers_before_any_turn_is_dropped() {
 }
 
 #[test]
+fn outputs_within_the_allowance_become_markers_too_when_still_over_budget() {
+    let history = fixture();
+    let mut limits = limits(130, Pruning::OldestFirst);
+    limits.keep_tool_output_tokens = 10_000;
+    let plan = view::plan(&history, 0, &fixture_costs(), &limits);
+    assert_eq!(plan.elided, vec![4]);
+    assert_eq!(plan.dropped_turns, 1, "then the first turn: 140 > 130");
+}
+
+#[test]
 fn the_newest_tool_batch_is_kept_whole_whatever_it_costs() {
     let history = vec![user("q"), calls(&["a"]), result("a", "big")];
     let costs = [10, 10, 900];

@@ -98,18 +98,30 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
             .rposition(|m| matches!(m, Message::Assistant { .. }))
             .unwrap_or(0);
         let mut kept = 0;
+        let mut whole = Vec::new();
         for i in (start..end).rev() {
             if !matches!(history[i], Message::ToolResult { .. }) || i > newest_batch {
                 continue;
             }
-            if kept + cost(i) <= limits.keep_tool_output_tokens || cost(i) <= MARKER_TOKENS {
+            if cost(i) <= MARKER_TOKENS {
+                continue;
+            }
+            if kept + cost(i) <= limits.keep_tool_output_tokens {
                 kept += cost(i);
+                whole.push(i);
             } else {
                 elided.push(i);
                 total = total - cost(i) + MARKER_TOKENS;
             }
         }
-        elided.reverse();
+        // Still over the budget: the outputs kept whole go too, oldest
+        // first, before any turn is dropped.
+        while total > limits.budget {
+            let Some(i) = whole.pop() else { break };
+            elided.push(i);
+            total = total - cost(i) + MARKER_TOKENS;
+        }
+        elided.sort_unstable();
     }
     let trimmed_tokens = total;
     let is_elided = |i: usize| elided.binary_search(&i).is_ok();
