@@ -10,6 +10,8 @@
 //! - [`text`]: how long text is shortened, the same in the core and in
 //!   front ends.
 //! - [`tokens`]: counting tokens locally (tiktoken ranks compiled in).
+//! - [`agent`]: the library face — an agent driven by the pure session
+//!   core in-process, with no daemon, no actors and no store.
 //!
 //! Inside (private to the crate, one concept per folder):
 //! - `session`: one session — its pure core (`step`, no I/O), the
@@ -24,6 +26,7 @@
 //! - `mcp`: MCP servers, one actor each.
 //! - `store`: sessions and their event logs, behind one trait.
 
+pub mod agent;
 pub mod protocol;
 pub mod runtime;
 pub mod settings;
@@ -39,6 +42,7 @@ mod sessions;
 mod store;
 mod tools;
 
+pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, AgentState};
 pub use runtime::{
     Runtime, RuntimeError, SessionError, SessionHandle, SessionOptions, StoredSessions,
 };

@@ -25,7 +25,9 @@ pub type ToolList = std::sync::Arc<Vec<ToolSpec>>;
 /// A tool as the model sees it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls it by (unique among a session's tools).
     pub name: String,
+    /// What it does and when to use it, for the model.
     pub description: String,
     /// JSON Schema of the arguments object.
     pub input_schema: Value,
@@ -48,8 +50,12 @@ impl ToolSpec {
 pub struct ModelRequest {
     /// Name of the model profile to call.
     pub profile: String,
+    /// The system prompt (empty: none).
     pub system_prompt: String,
+    /// The conversation as this request carries it (pruned or summarised
+    /// to fit the context window).
     pub messages: Vec<Message>,
+    /// The tools offered.
     pub tools: ToolList,
 }
 
@@ -58,21 +64,14 @@ pub struct ModelRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ModelEvent {
-    BlockStart {
-        index: usize,
-        block: BlockKind,
-    },
-    TextDelta {
-        index: usize,
-        text: String,
-    },
-    ToolInputDelta {
-        index: usize,
-        partial_json: String,
-    },
-    BlockStop {
-        index: usize,
-    },
+    /// A text or tool-use block opens.
+    BlockStart { index: usize, block: BlockKind },
+    /// More text for a text block.
+    TextDelta { index: usize, text: String },
+    /// More of a tool call's JSON arguments (a fragment).
+    ToolInputDelta { index: usize, partial_json: String },
+    /// The block is complete.
+    BlockStop { index: usize },
     /// Token counts so far; later reports overwrite earlier non-zero fields.
     Usage(Usage),
     /// The provider will try again after `delay_ms`; everything streamed in
@@ -84,24 +83,28 @@ pub enum ModelEvent {
     },
     /// The answer is complete. `finish_reason` is normalised where known
     /// (`end_turn`, `tool_use`, `max_tokens`) and the provider's word otherwise.
-    Finished {
-        finish_reason: String,
-    },
+    Finished { finish_reason: String },
 }
 
 /// A tool call the model asked for, with arguments parsed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The call's id (its result answers it).
     pub id: String,
+    /// The tool called.
     pub name: String,
+    /// The arguments object.
     pub input: Value,
 }
 
 /// How one tool call ended, as the model will read it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutcome {
+    /// What the model reads: the output, or the failure explained.
     pub output: String,
+    /// The call failed.
     pub is_error: bool,
+    /// How long it ran.
     pub duration_ms: u64,
 }
 

@@ -12,6 +12,8 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ProviderError>>;
 
 /// Anything that can answer model requests (the real providers, or a fake).
 pub trait ModelClient: Send + Sync + 'static {
+    /// Start answering `request` (the call is made when the stream is
+    /// first polled; dropping the stream cancels it).
     fn stream(&self, request: ModelRequest) -> ModelStream;
 }
 

@@ -17,8 +17,9 @@ pub struct ToolContext {
 }
 
 impl ToolContext {
-    /// A context for `workspace` with the default output limit (tests).
-    #[cfg(test)]
+    /// A context for `workspace` with the default output limit and a
+    /// cancellation token of its own (to call a tool directly, e.g. in a
+    /// test).
     pub fn new(workspace: impl Into<PathBuf>) -> Self {
         ToolContext {
             workspace: workspace.into(),

@@ -32,6 +32,7 @@ use std::time::Duration;
 /// What a tool returns to the model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolOutput {
+    /// What the model reads.
     pub text: String,
     /// The tool ran but the outcome is a failure the model should notice
     /// (e.g. a command that exited non-zero).
@@ -39,6 +40,7 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// A successful call's output.
     pub fn ok(text: impl Into<String>) -> Self {
         ToolOutput {
             text: text.into(),
@@ -46,6 +48,7 @@ impl ToolOutput {
         }
     }
 
+    /// A call that ran and failed (the model should notice), saying why.
     pub fn error(text: impl Into<String>) -> Self {
         ToolOutput {
             text: text.into(),
@@ -56,12 +59,19 @@ impl ToolOutput {
 
 /// A tool the executor can run, whatever its origin.
 pub trait Tool: Send + Sync + 'static {
+    /// What the model sees: name, description, JSON Schema of the
+    /// arguments.
     fn spec(&self) -> ToolSpec;
     /// How long one call may run when the tool has a limit of its own (an
     /// MCP server's `tool_timeout_secs`); `None`: `[tools] timeout_secs`.
     fn time_limit(&self) -> Option<Duration> {
         None
     }
+    /// Run one call with `input`, the model's arguments (not yet checked
+    /// against the schema: say what is wrong with
+    /// [`ToolError::InvalidArguments`]). Never panic on bad input; stop
+    /// when `ctx.cancel` fires. Errors become error results the model
+    /// reads.
     fn call(
         &self,
         input: Value,
