@@ -82,7 +82,9 @@ async fn the_calibrated_estimate_is_close_to_the_real_count() {
     )
     .unwrap();
     let server = fx.serve_with(&[]).await;
-    let id = server.create_session_with(serde_json::json!({"model": "real"})).await;
+    let id = server
+        .create_session_with(serde_json::json!({"model": "real"}))
+        .await;
     let mut stream = server.sse(&id, None).await;
     let mut errors = Vec::new();
     for n in 0..6 {
@@ -100,7 +102,10 @@ async fn the_calibrated_estimate_is_close_to_the_real_count() {
         let real = usage["input_tokens"].as_u64().expect("input tokens")
             + usage["cache_read_input_tokens"].as_u64().unwrap_or(0);
         let error = (estimate as f64 - real as f64) / real as f64;
-        println!("turn {n}: estimate {estimate}, llama.cpp counted {real}: {:+.1}%", error * 100.0);
+        println!(
+            "turn {n}: estimate {estimate}, llama.cpp counted {real}: {:+.1}%",
+            error * 100.0
+        );
         errors.push(error);
     }
     server.terminate();
@@ -112,5 +117,9 @@ async fn the_calibrated_estimate_is_close_to_the_real_count() {
         errors[0] * 100.0,
         worst * 100.0
     );
-    assert!(worst < 0.2, "calibrated estimates off by up to {:.1}%", worst * 100.0);
+    assert!(
+        worst < 0.2,
+        "calibrated estimates off by up to {:.1}%",
+        worst * 100.0
+    );
 }

@@ -13,10 +13,11 @@
 
 use super::state::AgentState;
 use super::tools::ToolBox;
-use crate::model::{ModelEvent, ToolOutcome};
+use crate::model::ToolOutcome;
 use crate::protocol::{AgentMessage, EventEnvelope, InputId, ResultEvent, UserInput};
 use crate::provider::{ModelClient, ModelStream};
 use crate::session::core::{Effect, Input, SessionCommand, commands, step};
+use crate::session::model_input::model_input;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -200,28 +201,7 @@ async fn next_model_input(call: &mut Option<(u64, ModelStream)>) -> Input {
         return std::future::pending().await;
     };
     let request_id = *request_id;
-    let (input, last) = match stream.next().await {
-        Some(Ok(event)) => {
-            let finished = matches!(event, ModelEvent::Finished { .. });
-            (Input::Model { request_id, event }, finished)
-        }
-        Some(Err(e)) => (
-            Input::ModelFailed {
-                request_id,
-                too_long: e.is_context_overflow(),
-                error: e.to_string(),
-            },
-            true,
-        ),
-        None => (
-            Input::ModelFailed {
-                request_id,
-                error: "the model stream ended without finishing".to_string(),
-                too_long: false,
-            },
-            true,
-        ),
-    };
+    let (input, last) = model_input(request_id, stream.next().await);
     if last {
         *call = None;
     }

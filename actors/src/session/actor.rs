@@ -20,8 +20,9 @@
 //! are still shown, followed by an `error` event of kind `store`.
 
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
+use super::model_input::model_input;
 use crate::bus::{LifecycleTopic, SessionTopic};
-use crate::model::{ModelEvent, ModelRequest, ToolCall, ToolOutcome};
+use crate::model::{ModelRequest, ToolCall, ToolOutcome};
 use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleKind, SessionId,
     SystemEvent, UserInput,
@@ -307,28 +308,7 @@ impl AgentLoop {
                     _ = token.cancelled() => return,
                     item = stream.next() => item,
                 };
-                let (input, last) = match item {
-                    Some(Ok(event)) => {
-                        let finished = matches!(event, ModelEvent::Finished { .. });
-                        (Input::Model { request_id, event }, finished)
-                    }
-                    Some(Err(e)) => (
-                        Input::ModelFailed {
-                            request_id,
-                            too_long: e.is_context_overflow(),
-                            error: e.to_string(),
-                        },
-                        true,
-                    ),
-                    None => (
-                        Input::ModelFailed {
-                            request_id,
-                            error: "the model stream ended without finishing".to_string(),
-                            too_long: false,
-                        },
-                        true,
-                    ),
-                };
+                let (input, last) = model_input(request_id, item);
                 if me.tell(Feed(input)).await.is_err() || last {
                     return;
                 }

@@ -6,6 +6,8 @@
 //! - `actor`: the AgentLoop, the only caller of `step` for its session.
 //! - [`handle`]: what a front end holds to talk to a live session.
 //! - [`error`]: why a session could not do what was asked.
+//! - [`model_input`]: what a model's stream item becomes for the core, for
+//!   every driver (the AgentLoop, the library's `agent`).
 //!
 //! The set of sessions (creating, loading, unloading) is [`crate::sessions`];
 //! so are stored sessions, and the commands that work on them (`/new`,
@@ -16,6 +18,7 @@ pub mod actor;
 pub mod core;
 pub mod error;
 pub mod handle;
+pub mod model_input;
 
 pub use error::{Failure, SessionError};
 pub use handle::SessionHandle;

@@ -320,9 +320,14 @@ fn context_benchmark_report() {
     // and an answer.
     let mut history = Vec::new();
     for t in 0..2_500 {
-        history.push(user(&format!("question {t}: please look at file {t}.rs and fix it")));
+        history.push(user(&format!(
+            "question {t}: please look at file {t}.rs and fix it"
+        )));
         history.push(calls(&[&format!("c{t}")]));
-        history.push(result(&format!("c{t}"), &"fn main() { println!(\"hello\"); }\n".repeat(20)));
+        history.push(result(
+            &format!("c{t}"),
+            &"fn main() { println!(\"hello\"); }\n".repeat(20),
+        ));
         history.push(says(&format!("Fixed file {t}.rs: the call was wrong.")));
     }
     let costs: Vec<u64> = history.iter().map(crate::tokens::byte_bound).collect();
@@ -411,9 +416,17 @@ fn calibration_learns_the_overhead_and_the_ratio_from_two_counts() {
     // A server that ignores the tools (overhead 200, not our 2,000) and
     // counts 1.3 of its tokens per token of ours.
     ledger.observe(7, 100, 200 + 130);
-    assert_eq!(ledger.overhead(7, 2_000), 230, "first: the overhead, at ratio 1");
+    assert_eq!(
+        ledger.overhead(7, 2_000),
+        230,
+        "first: the overhead, at ratio 1"
+    );
     ledger.observe(7, 300, 200 + 390);
-    assert!((ledger.correction - 1.3).abs() < 1e-9, "{}", ledger.correction);
+    assert!(
+        (ledger.correction - 1.3).abs() < 1e-9,
+        "{}",
+        ledger.correction
+    );
     assert_eq!(ledger.overhead(7, 2_000), 200);
     // Another system prompt or tool list: our own count, scaled.
     assert_eq!(ledger.overhead(8, 2_000), 2_600);
