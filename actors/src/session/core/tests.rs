@@ -1427,3 +1427,42 @@ fn shutdown_cancels_the_turn_and_answers_every_queued_input() {
             .all(|r| r.stop_reason == StopReason::Cancelled)
     );
 }
+
+#[test]
+fn a_fork_before_the_compaction_folds_to_the_uncompacted_conversation() {
+    let mut h = limited(400);
+    h.query(&words("first", 200));
+    let first = model_calls(&h.effects)[0].0;
+    h.answer(first, "noted", &[]);
+    h.query("second");
+    let (compaction, _) = model_calls(&h.effects).last().cloned().expect("compaction");
+    h.answer(compaction, "SUMMARY", &[]);
+    let (call, _) = model_calls(&h.effects).last().cloned().expect("call");
+    h.answer(call, "done", &[]);
+    let events = persisted(&h);
+    let at = events
+        .iter()
+        .position(|e| matches!(&e.message, AgentMessage::System(s) if s.subtype == SystemSubtype::Compacted))
+        .expect("a compacted event");
+    let fold = |events: &[crate::protocol::EventEnvelope]| {
+        let live = h.state();
+        let mut state = SessionState::new(
+            live.session_id.clone(),
+            live.config.clone(),
+            "main".into(),
+            live.tools.clone(),
+        );
+        restore(&mut state, events);
+        state
+    };
+    // Everything: the summary stands for the first turn.
+    let whole = fold(&events);
+    assert_eq!(
+        whole.context.summary.as_ref().map(|s| s.first_kept),
+        Some(2)
+    );
+    // Up to just before it (what `/fork AT` copies): no summary.
+    let forked = fold(&events[..at]);
+    assert_eq!(forked.context.summary, None);
+    assert_eq!(forked.history[..3], whole.history[..3]);
+}
