@@ -40,6 +40,11 @@
 //!   `[DONE]` and Anthropic's `ping`.
 //! * `chunk_interval_ms = N` — pause N ms before every frame after the
 //!   first, as a model generating tokens does.
+//! * `unoffered_tools = true` — the tool calls may name tools the request
+//!   did not offer (a model making a tool up). Without it, a response whose
+//!   call names a tool the request did not offer is not served: a real
+//!   model only calls what it was offered, so the request gets an HTTP 500
+//!   naming the tool and the offered ones, recorded as a problem.
 //! * `stamped_chunks = N` — instead of `text`: N text pieces, each the
 //!   wall-clock time it was sent (microseconds since the Unix epoch, 16
 //!   digits) and a space. Benchmarks read the stamps to measure how long a
@@ -149,6 +154,9 @@ pub(crate) struct StreamSpec {
     pub ending: Ending,
     /// Pause before each frame after the first.
     pub chunk_interval: Option<Duration>,
+    /// The calls may name tools the request did not offer (a model that
+    /// makes a tool up); otherwise such a call is refused.
+    pub unoffered_tools: bool,
 }
 
 /// Stands for the send time in a `stamped_chunks` piece until the frame is
@@ -212,6 +220,7 @@ struct RawResponse {
     drop_after_chunks: Option<usize>,
     chunk_interval_ms: Option<u64>,
     stamped_chunks: Option<usize>,
+    unoffered_tools: Option<bool>,
     /// Only here to explain the mistake: it is a top-level key.
     context_window: Option<toml::Value>,
 }
@@ -404,6 +413,7 @@ fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
         finish_reason: raw.finish_reason,
         ending,
         chunk_interval: raw.chunk_interval_ms.map(Duration::from_millis),
+        unoffered_tools: raw.unoffered_tools.unwrap_or(false),
     })
 }
 

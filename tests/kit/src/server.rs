@@ -338,6 +338,17 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
             event_stream(Body::from(bytes))
         }
         ResponseKind::Stream(spec) => {
+            if !spec.unoffered_tools {
+                let offered = wire::offered_tools(body);
+                if let Some(call) = spec.tool_calls.iter().find(|c| !offered.contains(&c.name)) {
+                    let message = format!(
+                        "scripted model: response {index} calls the tool `{}`, which this request did not offer (offered: {offered:?}); a real model only calls offered tools (set `unoffered_tools = true` on the response to script a made-up tool)",
+                        call.name
+                    );
+                    recording.problem(message.clone()).save();
+                    return error_reply(wire, StatusCode::INTERNAL_SERVER_ERROR, &message);
+                }
+            }
             let serial = shared.serial.fetch_add(1, Ordering::Relaxed);
             let (turn, problems) =
                 Turn::resolve(&spec, wire, body, serial, recording.request.input_tokens);

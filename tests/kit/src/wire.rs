@@ -13,6 +13,24 @@ pub enum Wire {
     Anthropic,
 }
 
+/// The names of the tools a request offers, in either format.
+pub(crate) fn offered_tools(body: &Value) -> Vec<String> {
+    body.get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| {
+                    tool.pointer("/function/name")
+                        .or_else(|| tool.get("name"))
+                        .and_then(Value::as_str)
+                        .map(String::from)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn messages(body: &Value) -> &[Value] {
     body.get("messages")
         .and_then(Value::as_array)

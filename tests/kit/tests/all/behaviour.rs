@@ -14,12 +14,16 @@ fn fixture_script(name: &str) -> Script {
     Script::from_file(fixtures_dir().join("scripts").join(name)).expect("valid fixture script")
 }
 
+/// Requests offer `read_file`, the tool the fixture scripts call (a model
+/// only calls offered tools).
 fn openai_request(messages: Value) -> Value {
-    json!({"model": "m", "stream": true, "messages": messages})
+    json!({"model": "m", "stream": true, "messages": messages,
+        "tools": [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]})
 }
 
 fn anthropic_request(messages: Value) -> Value {
-    json!({"model": "m", "max_tokens": 100, "stream": true, "messages": messages})
+    json!({"model": "m", "max_tokens": 100, "stream": true, "messages": messages,
+        "tools": [{"name": "read_file", "input_schema": {"type": "object"}}]})
 }
 
 /// The text of an OpenAI stream.

@@ -9,5 +9,6 @@ mod behaviour;
 mod binary;
 mod context_window;
 mod fixtures;
+mod offered_tools;
 mod openai_stream;
 mod test_mcp_server;
