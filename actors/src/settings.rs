@@ -105,6 +105,66 @@ pub struct ToolSettings {
     /// error result (an MCP server's tools have its `tool_timeout_secs`).
     #[serde(default = "default_tool_timeout_secs")]
     pub timeout_secs: u64,
+    /// `[tools.environment]`: the environment of commands and MCP servers.
+    #[serde(default)]
+    pub environment: EnvironmentPolicy,
+}
+
+/// What environment `bash` commands and MCP server processes start with
+/// (Codex's `shell_environment_policy`). Whatever the policy, the
+/// variables that hold provider keys and the server token are removed.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentPolicy {
+    /// Which variables are passed on at all: `all` (default), `core`
+    /// (HOME, PATH, USER, SHELL, LANG, LC_*, TERM, TMPDIR and the like) or
+    /// `none`.
+    #[serde(default)]
+    pub inherit: Inherit,
+    /// Names removed, as globs matched without regard to case (default:
+    /// `*_KEY`, `*_SECRET`, `*_TOKEN`, `*_PASSWORD`).
+    #[serde(default = "default_environment_exclude")]
+    pub exclude: Vec<String>,
+    /// When not empty, only names matching one of these globs are kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub include_only: Vec<String>,
+    /// Variables set for every command (after the filters). Values are
+    /// never serialised.
+    #[serde(default, skip_serializing)]
+    pub set: BTreeMap<String, String>,
+    /// Variables that hold secrets of agentbus's own (the profiles' API
+    /// keys, the server token): always removed. Filled in from the
+    /// settings when the runtime starts.
+    #[serde(skip)]
+    pub secrets: Vec<String>,
+}
+
+/// `inherit` of [`EnvironmentPolicy`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Inherit {
+    #[default]
+    All,
+    Core,
+    None,
+}
+
+fn default_environment_exclude() -> Vec<String> {
+    ["*_KEY", "*_SECRET", "*_TOKEN", "*_PASSWORD"]
+        .map(String::from)
+        .to_vec()
+}
+
+impl Default for EnvironmentPolicy {
+    fn default() -> Self {
+        EnvironmentPolicy {
+            inherit: Inherit::All,
+            exclude: default_environment_exclude(),
+            include_only: Vec::new(),
+            set: BTreeMap::new(),
+            secrets: Vec::new(),
+        }
+    }
 }
 
 /// The output cap sent to Anthropic-format servers when a profile sets
@@ -131,6 +191,7 @@ impl Default for ToolSettings {
         ToolSettings {
             max_output_bytes: default_max_output_bytes(),
             timeout_secs: default_tool_timeout_secs(),
+            environment: EnvironmentPolicy::default(),
         }
     }
 }
@@ -434,6 +495,28 @@ impl fmt::Debug for Secret {
 }
 
 impl Settings {
+    /// The environment variables that hold agentbus's own secrets: each
+    /// profile's key variable and the server token's, when they come from
+    /// the environment.
+    pub fn secret_variables(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .models
+            .values()
+            .filter_map(ModelProfile::key_variable)
+            .collect();
+        if let Some(Secret(raw)) = &self.server.token
+            && let Some(var) = raw
+                .trim()
+                .strip_prefix("${")
+                .and_then(|s| s.strip_suffix('}'))
+        {
+            names.push(var.to_string());
+        }
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The session-facing list of profiles.
     pub fn model_infos(&self) -> Vec<ModelInfo> {
         self.models.iter().map(|(name, p)| p.info(name)).collect()

@@ -304,3 +304,40 @@ async fn slash_commands_answer_in_run() {
         "no command reached the model"
     );
 }
+
+/// Commands never see agentbus's secrets: the variables holding provider
+/// keys (by the profiles' own names, whatever they are) and anything named
+/// like a key, secret or token; the rest of the environment is there.
+#[tokio::test]
+async fn bash_gets_an_environment_without_keys_or_tokens() {
+    let script = agentbus_testkit::Script::from_toml_str(
+        r#"
+[[response]]
+tool_calls = [{ name = "bash", arguments = { command = "echo \"openai=[$OPENAI_API_KEY] cred=[$MY_PROVIDER_CRED] gh=[$GITHUB_TOKEN] editor=[$EDITOR]\"" } }]
+[[response]]
+text = "{last_tool_result}"
+"#,
+    )
+    .expect("script");
+    let fx = Fixture::with_script(script).await;
+    fx.add_config(
+        "[models.extra]\nprovider = \"openai\"\nmodel = \"x\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"MY_PROVIDER_CRED\"\n",
+    );
+    let out = fx
+        .run_with_env(
+            &["run", "show me"],
+            &[
+                ("OPENAI_API_KEY", "sk-must-not-leak"),
+                ("MY_PROVIDER_CRED", "cred-must-not-leak"),
+                ("GITHUB_TOKEN", "ghp-must-not-leak"),
+                ("EDITOR", "vi"),
+            ],
+        )
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let answer = out.stdout_text();
+    assert!(
+        answer.contains("openai=[] cred=[] gh=[] editor=[vi]"),
+        "{answer}"
+    );
+}

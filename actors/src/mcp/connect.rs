@@ -5,7 +5,7 @@
 //! short tail for status reports and logged at debug level. The client's
 //! handler only forwards `tools/list_changed` to whoever owns the connection.
 
-use crate::settings::McpServerConfig;
+use crate::settings::{EnvironmentPolicy, McpServerConfig};
 use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
 use rmcp::ClientHandler;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
@@ -111,11 +111,12 @@ pub enum Transport {
 pub fn prepare(
     server: &str,
     config: &McpServerConfig,
-    workspace: &Path,
+    (workspace, environment): (&Path, &EnvironmentPolicy),
     stderr: &StderrTail,
 ) -> Result<Transport, ConnectError> {
     if let Some(command) = &config.command {
-        return spawn_stdio(server, command, config, workspace, stderr).map(Transport::Stdio);
+        return spawn_stdio(server, command, config, (workspace, environment), stderr)
+            .map(Transport::Stdio);
     }
     if let Some(url) = &config.url {
         crate::provider::install_crypto_provider();
@@ -160,7 +161,7 @@ fn spawn_stdio(
     server: &str,
     command: &str,
     config: &McpServerConfig,
-    workspace: &Path,
+    (workspace, environment): (&Path, &EnvironmentPolicy),
     stderr: &StderrTail,
 ) -> Result<TokioChildProcess, ConnectError> {
     let cwd = config
@@ -168,7 +169,13 @@ fn spawn_stdio(
         .clone()
         .unwrap_or_else(|| workspace.to_path_buf());
     let mut wrapped = CommandWrap::with_new(command, |cmd| {
-        cmd.args(&config.args).envs(&config.env).current_dir(&cwd);
+        // The server's own `env` is what it was configured with: set after
+        // the filtered environment, secrets or not.
+        cmd.args(&config.args)
+            .env_clear()
+            .envs(crate::tools::environment::from_process(environment))
+            .envs(&config.env)
+            .current_dir(&cwd);
     });
     wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
     let (transport, pipe) = TokioChildProcess::builder(wrapped)

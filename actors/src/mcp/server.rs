@@ -20,7 +20,7 @@ use crate::mcp::content::result_text;
 use crate::mcp::tool::{CallMcpTool, McpTool};
 use crate::model::{INTERRUPTED, ToolOrigin, ToolOutcome, ToolSpec};
 use crate::protocol::McpServerStatus;
-use crate::settings::McpServerConfig;
+use crate::settings::{EnvironmentPolicy, McpServerConfig};
 use crate::tools::Tool;
 use crate::tools::executor::{ServerChanged, ToolExecutor};
 use crate::tools::naming;
@@ -46,6 +46,9 @@ pub struct McpServerArgs {
     pub config: McpServerConfig,
     /// Working directory for stdio servers without `cwd`.
     pub workspace: PathBuf,
+    /// The environment a stdio server process starts with (its own `env`
+    /// on top).
+    pub environment: EnvironmentPolicy,
     pub executor: ActorRef<ToolExecutor>,
 }
 
@@ -68,7 +71,12 @@ impl Actor for McpServer {
         // Spawning is quick: a program that does not exist is reported
         // before any session starts. The handshake happens in the background.
         let stderr = StderrTail::default();
-        let first = connect::prepare(&args.name, &args.config, &args.workspace, &stderr);
+        let first = connect::prepare(
+            &args.name,
+            &args.config,
+            (&args.workspace, &args.environment),
+            &stderr,
+        );
         let stop = CancellationToken::new();
         let (status, supervisor) = match first {
             Err(e) if e.is_permanent() => (
@@ -82,7 +90,7 @@ impl Actor for McpServer {
                 let supervisor = tokio::spawn(supervise(
                     args.name.clone(),
                     args.config.clone(),
-                    args.workspace,
+                    (args.workspace, args.environment),
                     me.downgrade(),
                     stop.clone(),
                     Some((first, stderr)),
@@ -155,7 +163,7 @@ impl McpServer {
 async fn supervise(
     name: String,
     config: McpServerConfig,
-    workspace: PathBuf,
+    (workspace, environment): (PathBuf, EnvironmentPolicy),
     me: WeakActorRef<McpServer>,
     stop: CancellationToken,
     mut first: Option<(
@@ -177,7 +185,7 @@ async fn supervise(
         let (prepared, stderr) = first.take().unwrap_or_else(|| {
             let stderr = StderrTail::default();
             (
-                connect::prepare(&name, &config, &workspace, &stderr),
+                connect::prepare(&name, &config, (&workspace, &environment), &stderr),
                 stderr,
             )
         });

@@ -83,6 +83,9 @@ impl Runtime {
         model: Arc<dyn ModelClient>,
     ) -> Result<Runtime, RuntimeError> {
         let stored = StoredSessions::open(&settings).await?;
+        let mut settings = settings;
+        // Commands and MCP servers never see agentbus's own secrets.
+        settings.tools.environment.secrets = settings.secret_variables();
         let settings = Arc::new(settings);
         let registry = ToolRegistry::new(builtin_tools(), &settings.disallowed_tools);
         let (catalog_tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));
@@ -100,6 +103,7 @@ impl Runtime {
                     name: name.clone(),
                     config: config.clone(),
                     workspace: settings.workspace.clone(),
+                    environment: settings.tools.environment.clone(),
                     executor: tools.clone(),
                 })
             })

@@ -1,5 +1,6 @@
 //! What a tool call may know about its surroundings: the workspace it works
-//! in, a cancellation token, and output limits.
+//! in, a cancellation token, output limits, and the environment policy of
+//! the commands it starts.
 
 use super::error::ToolError;
 use std::path::{Component, Path, PathBuf};
@@ -14,6 +15,8 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// Outputs longer than this many bytes are truncated with a marker.
     pub max_output_bytes: usize,
+    /// What environment commands the tool starts get.
+    pub environment: crate::settings::EnvironmentPolicy,
 }
 
 impl ToolContext {
@@ -25,6 +28,7 @@ impl ToolContext {
             workspace: workspace.into(),
             cancel: CancellationToken::new(),
             max_output_bytes: crate::settings::DEFAULT_MAX_OUTPUT_BYTES,
+            environment: Default::default(),
         }
     }
 

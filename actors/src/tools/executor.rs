@@ -211,6 +211,7 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         workspace: msg.workspace,
         cancel: msg.cancel.child_token(),
         max_output_bytes: settings.max_output_bytes,
+        environment: settings.environment.clone(),
     };
     let tool_cancel = context.cancel.clone();
     let mut task = tokio::spawn(tool.call(msg.call.input, context));
@@ -321,6 +322,7 @@ mod tests {
             ToolSettings {
                 max_output_bytes: 1000,
                 timeout_secs,
+                ..Default::default()
             },
             watch::channel(Arc::new(ToolCatalog::default())).0,
         ))
@@ -376,6 +378,7 @@ mod tests {
             ToolSettings {
                 max_output_bytes: 1000,
                 timeout_secs: 600,
+                ..Default::default()
             },
             watch::channel(Arc::new(ToolCatalog::default())).0,
         ));

@@ -12,6 +12,7 @@
 //! writes are confined to the workspace ([`ToolContext::resolve_for_write`]).
 
 pub mod builtin;
+pub mod environment;
 pub mod executor;
 pub mod naming;
 pub mod registry;

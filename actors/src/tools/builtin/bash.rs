@@ -135,6 +135,8 @@ async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
     command
         .arg("-c")
         .arg(&params.command)
+        .env_clear()
+        .envs(crate::tools::environment::from_process(&ctx.environment))
         .current_dir(&ctx.workspace)
         .stdin(Stdio::null())
         .stdout(pipe_writer)
