@@ -12,6 +12,9 @@
 //! - [`tokens`]: counting tokens locally (tiktoken ranks compiled in).
 //! - [`agent`]: the library face — an agent driven by the pure session
 //!   core in-process, with no daemon, no actors and no store.
+//! - [`permissions`]: permission rules (`bash(npm test:*)`,
+//!   `edit_file(src/**)`, ...) as data, and the pure matcher that says
+//!   which rule allows, asks about or denies a tool call.
 //!
 //! Inside (private to the crate, one concept per folder):
 //! - `session`: one session — its pure core (`step`, no I/O), the
@@ -27,6 +30,7 @@
 //! - `store`: sessions and their event logs, behind one trait.
 
 pub mod agent;
+pub mod permissions;
 pub mod protocol;
 pub mod runtime;
 pub mod settings;

@@ -3,7 +3,8 @@
 //! the commands it starts.
 
 use super::error::ToolError;
-use std::path::{Component, Path, PathBuf};
+use crate::permissions::normalize;
+use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 /// Per-call context handed to a tool.
@@ -60,20 +61,6 @@ impl ToolContext {
             )))
         }
     }
-}
-
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 /// The canonical form of the longest existing ancestor of `path`, with the
