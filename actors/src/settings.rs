@@ -436,9 +436,8 @@ impl ModelProfile {
 
     /// The environment variable a user should set to give this profile a key.
     pub fn key_variable(&self) -> Option<String> {
-        if let Some(Secret(raw)) = &self.api_key {
-            let var = raw.trim().strip_prefix("${")?.strip_suffix('}')?;
-            return Some(var.to_string());
+        if let Some(secret) = &self.api_key {
+            return secret.variable().map(String::from);
         }
         self.api_key_env.clone()
     }
@@ -464,9 +463,13 @@ impl ModelProfile {
     }
 }
 
+/// The `VAR` of a value written `${VAR}`.
+fn variable_of(raw: &str) -> Option<&str> {
+    raw.trim().strip_prefix("${")?.strip_suffix('}')
+}
+
 fn expand_secret(raw: &str, needed_by: &str) -> Result<String, ApiKeyError> {
-    let trimmed = raw.trim();
-    match trimmed.strip_prefix("${").and_then(|s| s.strip_suffix('}')) {
+    match variable_of(raw) {
         Some(var) => std::env::var(var).map_err(|_| ApiKeyError::MissingVariable {
             needed_by: needed_by.to_string(),
             var: var.to_string(),
@@ -481,6 +484,11 @@ fn expand_secret(raw: &str, needed_by: &str) -> Result<String, ApiKeyError> {
 pub struct Secret(pub String);
 
 impl Secret {
+    /// The environment variable it names, when it is written `${VAR}`.
+    pub fn variable(&self) -> Option<&str> {
+        variable_of(&self.0)
+    }
+
     /// The value, with a `${VAR}` form read from the environment;
     /// `needed_by` names the setting in the error, e.g. "`[server] token`".
     pub fn expose(&self, needed_by: &str) -> Result<String, ApiKeyError> {
@@ -504,12 +512,7 @@ impl Settings {
             .values()
             .filter_map(ModelProfile::key_variable)
             .collect();
-        if let Some(Secret(raw)) = &self.server.token
-            && let Some(var) = raw
-                .trim()
-                .strip_prefix("${")
-                .and_then(|s| s.strip_suffix('}'))
-        {
+        if let Some(var) = self.server.token.as_ref().and_then(Secret::variable) {
             names.push(var.to_string());
         }
         names.sort();

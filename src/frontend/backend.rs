@@ -22,10 +22,6 @@ pub struct Attach {
     pub workspace: Option<PathBuf>,
 }
 
-/// How long a local front end waits for the MCP servers to come up before
-/// its first request (so that the request offers their tools).
-pub const MCP_STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
-
 /// The sessions a front end works with.
 pub enum Backend {
     Local(Runtime),
@@ -66,11 +62,6 @@ impl Backend {
     pub async fn choose(&self, resume: &ResumeArgs, start: Start) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
-                // The first request offers the MCP servers' tools: wait
-                // until each server is up or has failed — but a server that
-                // hangs at start does not hold the session up for long (its
-                // tools join later, when it is up).
-                let _ = tokio::time::timeout(MCP_STARTUP_GRACE, runtime.settled_catalog()).await;
                 let session = if let Some(prefix) = &resume.session {
                     let id = runtime.resolve(prefix).await?;
                     runtime.open_session(&id).await?

@@ -6,7 +6,7 @@
 
 use crate::support::server::Server;
 use crate::support::{Fixture, of_type};
-use agentbus_testkit::{RecordedRequest, Script, ScriptedModel};
+use agentbus_testkit::{Script, ScriptedModel};
 use serde_json::{Value, json};
 
 /// What the scripted model answers a summarising request with; the
@@ -45,14 +45,6 @@ fn project_config(fx: &Fixture, toml: &str) {
     std::fs::write(fx.workspace().join(".agentbus.toml"), toml).expect("write project config");
 }
 
-fn model_calls(server: &ScriptedModel) -> Vec<RecordedRequest> {
-    server
-        .requests()
-        .into_iter()
-        .filter(|r| r.path.ends_with("/chat/completions") || r.path.ends_with("/messages"))
-        .collect()
-}
-
 /// The system prompt of a request in either format.
 fn system_of(body: &Value) -> String {
     if let Some(system) = body["system"].as_str() {
@@ -69,21 +61,7 @@ fn system_of(body: &Value) -> String {
 
 /// The text of the last user message that has text, in either format.
 fn last_user_text(body: &Value) -> String {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    messages
-        .iter()
-        .rev()
-        .filter(|m| m["role"] == "user")
-        .find_map(|m| match &m["content"] {
-            Value::String(text) => Some(text.clone()),
-            Value::Array(blocks) => blocks
-                .iter()
-                .find(|b| b["type"] == "text")
-                .and_then(|b| b["text"].as_str())
-                .map(String::from),
-            _ => None,
-        })
-        .unwrap_or_default()
+    agentbus_testkit::last_user_text(body).unwrap_or_default()
 }
 
 fn offers_tools(body: &Value) -> bool {
@@ -124,7 +102,7 @@ async fn three_hundred_turns_stay_inside_a_4000_token_window(profile: &str) {
         assert_eq!(result["context"]["limit"], 3500, "turn {n}: {result}");
     }
 
-    let calls = model_calls(&fx.server);
+    let calls = fx.server.model_calls();
     let refused: Vec<_> = calls.iter().filter(|r| r.refused_for_length).collect();
     assert!(
         refused.is_empty(),
@@ -214,7 +192,7 @@ async fn a_refusal_for_length_compacts_and_retries_once(profile: &str) {
         .await;
     let mut stream = server.sse(&id, None).await;
     let mut n = 0;
-    while !model_calls(&fx.server).iter().any(|r| r.refused_for_length) {
+    while !fx.server.model_calls().iter().any(|r| r.refused_for_length) {
         assert!(n < 12, "the window was never reached");
         let result = turn(
             &server,
@@ -226,7 +204,7 @@ async fn a_refusal_for_length_compacts_and_retries_once(profile: &str) {
         assert_eq!(result["stop_reason"], "end_turn", "turn {n}: {result}");
         n += 1;
     }
-    let calls = model_calls(&fx.server);
+    let calls = fx.server.model_calls();
     let refused = calls
         .iter()
         .position(|r| r.refused_for_length)
@@ -317,7 +295,7 @@ async fn a_summarising_request_that_overflows_is_pruned_then_summarised() {
         assert_eq!(result["stop_reason"], "end_turn", "turn {n}: {result}");
         n += 1;
     }
-    let summaries = model_calls(&small);
+    let summaries = small.model_calls();
     let counts: Vec<_> = summaries
         .iter()
         .map(|r| (r.input_tokens, r.refused_for_length))
@@ -330,10 +308,11 @@ async fn a_summarising_request_that_overflows_is_pruned_then_summarised() {
     assert!(summaries[0].refused_for_length);
     assert!(!summaries[1].refused_for_length);
     assert!(summaries[1].input_tokens < summaries[0].input_tokens);
-    let retried = model_calls(&fx.server);
+    let retried = fx.server.model_calls();
     assert!(system_of(&retried.last().expect("request").body).contains("SMALL-SUMMARY"));
     assert!(
-        model_calls(&fx.server)
+        fx.server
+            .model_calls()
             .iter()
             .all(|r| !r.refused_for_length)
     );

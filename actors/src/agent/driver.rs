@@ -18,6 +18,7 @@ use crate::protocol::{AgentMessage, EventEnvelope, InputId, ResultEvent, UserInp
 use crate::provider::{ModelClient, ModelStream};
 use crate::session::core::{Effect, Input, SessionCommand, commands, step};
 use crate::session::model_input::model_input;
+pub(super) use crate::session::now_ms;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
@@ -233,12 +234,4 @@ fn command_name(command: &SessionCommand) -> &'static str {
         SessionCommand::Save { .. } => "save",
         SessionCommand::Load { .. } => "load",
     }
-}
-
-/// Milliseconds since the Unix epoch: the core's notion of now.
-pub(super) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }

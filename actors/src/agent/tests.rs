@@ -9,6 +9,7 @@ use crate::model::ModelRequest;
 use crate::protocol::{SystemSubtype, UserInput};
 use crate::provider::ModelClient;
 use crate::session::core::{Input, step};
+use crate::tools::test_tools::Forever;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
@@ -47,31 +48,6 @@ impl Tool for Add {
                     })
             };
             Ok(ToolOutput::ok((number("a")? + number("b")?).to_string()))
-        })
-    }
-}
-
-/// Runs until it is cancelled.
-struct Wait;
-
-impl Tool for Wait {
-    fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: "wait".into(),
-            description: "Wait until cancelled.".into(),
-            input_schema: json!({"type": "object"}),
-            origin: ToolOrigin::Builtin,
-        }
-    }
-
-    fn call(
-        &self,
-        _: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        Box::pin(async move {
-            ctx.cancel.cancelled().await;
-            Err(ToolError::Cancelled)
         })
     }
 }
@@ -211,11 +187,11 @@ async fn a_call_to_a_tool_not_offered_is_refused_like_a_real_model_would() {
 #[tokio::test]
 async fn continue_conversation_refuses_an_unfinished_state_and_accepts_it_once_closed() {
     let provider = scripted([
-        ScriptedReply::tool_call("wait", json!({})),
+        ScriptedReply::tool_call("forever", json!({})),
         ScriptedReply::text("Done waiting."),
         ScriptedReply::text("Next."),
     ]);
-    let agent = builder(&provider).tool(Wait).build().unwrap();
+    let agent = builder(&provider).tool(Forever).build().unwrap();
     let mut run = agent.run_with_events("Wait for it.");
     // Up to the assistant message that calls the tool: the tool now runs.
     while let Some(event) = run.next_event().await {
@@ -235,7 +211,7 @@ async fn continue_conversation_refuses_an_unfinished_state_and_accepts_it_once_c
             waiting_for,
         } => {
             assert_eq!(*input_id, 1);
-            assert!(waiting_for.contains("`wait`"), "{waiting_for}");
+            assert!(waiting_for.contains("`forever`"), "{waiting_for}");
         }
         other => panic!("expected TurnNotFinished, got {other}"),
     }

@@ -63,7 +63,15 @@ pub struct Runtime {
     /// The settings, the stored sessions and the tool catalog; also reads
     /// stored conversations without loading them.
     loader: SessionLoader,
+    /// Set once the MCP servers have settled, or [`MCP_STARTUP_GRACE`]
+    /// has passed, whichever came first: sessions opened before then wait.
+    mcp_grace: tokio::sync::OnceCell<()>,
 }
+
+/// How long the first session waits for the MCP servers to come up (so that
+/// its first request offers their tools). A server that hangs at start
+/// holds up nothing after that: its tools join when it is up.
+pub const MCP_STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Runtime {
     /// Start with the real providers.
@@ -122,7 +130,18 @@ impl Runtime {
             manager,
             tools,
             mcp_servers,
+            mcp_grace: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// Wait, once per runtime, for the MCP servers to settle (at most
+    /// [`MCP_STARTUP_GRACE`]); returns at once ever after.
+    async fn mcp_settled(&self) {
+        self.mcp_grace
+            .get_or_init(|| async {
+                let _ = tokio::time::timeout(MCP_STARTUP_GRACE, self.settled_catalog()).await;
+            })
+            .await;
     }
 
     pub fn settings(&self) -> &Settings {
@@ -134,16 +153,19 @@ impl Runtime {
         self.loader.stored()
     }
 
-    /// A new session.
+    /// A new session (the first one waits for the MCP servers, see
+    /// [`MCP_STARTUP_GRACE`]).
     pub async fn create_session(
         &self,
         options: SessionOptions,
     ) -> Result<SessionHandle, SessionError> {
+        self.mcp_settled().await;
         Ok(self.manager.ask(CreateSession(options)).await?)
     }
 
     /// A stored session, loaded (and its lease taken) if it is not already.
     pub async fn open_session(&self, id: &SessionId) -> Result<SessionHandle, SessionError> {
+        self.mcp_settled().await;
         Ok(self.manager.ask(OpenSession(id.clone())).await?)
     }
 

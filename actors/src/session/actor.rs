@@ -21,6 +21,7 @@
 
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
 use super::model_input::model_input;
+use super::now_ms;
 use crate::bus::{LifecycleTopic, SessionTopic};
 use crate::model::{ModelRequest, ToolCall, ToolOutcome};
 use crate::protocol::{
@@ -346,13 +347,6 @@ fn catalog_input(catalog: &ToolCatalog) -> Input {
         tools: catalog.tools.clone(),
         servers: catalog.servers.clone(),
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }
 
 /// Queue a query or control command; replies with its input id. Events it

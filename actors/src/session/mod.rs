@@ -21,4 +21,13 @@ pub mod handle;
 pub mod model_input;
 
 pub use error::{Failure, SessionError};
+
+/// Milliseconds since the Unix epoch: the `now_ms` every driver of the
+/// core (the AgentLoop, the library's driver) passes to `step`.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
 pub use handle::SessionHandle;

@@ -290,27 +290,7 @@ mod tests {
         }
     }
 
-    struct Forever;
-    impl Tool for Forever {
-        fn spec(&self) -> ToolSpec {
-            ToolSpec {
-                name: "forever".into(),
-                description: "never ends unless cancelled".into(),
-                input_schema: json!({"type": "object"}),
-                origin: ToolOrigin::Builtin,
-            }
-        }
-        fn call(
-            &self,
-            _: Value,
-            ctx: ToolContext,
-        ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-            Box::pin(async move {
-                ctx.cancel.cancelled().await;
-                Err(ToolError::Cancelled)
-            })
-        }
-    }
+    use crate::tools::test_tools::Forever;
 
     fn executor(timeout_secs: u64) -> kameo::actor::ActorRef<ToolExecutor> {
         let mut tools = crate::tools::builtin::builtin_tools();

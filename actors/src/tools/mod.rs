@@ -16,6 +16,8 @@ pub mod environment;
 pub mod executor;
 pub mod naming;
 pub mod registry;
+#[cfg(test)]
+pub(crate) mod test_tools;
 
 mod context;
 mod error;

@@ -216,40 +216,28 @@ impl<W: Write> Renderer<W> {
         self.line(&text);
     }
 
-    fn dim(&self, s: &str) -> String {
+    /// `s` styled with `style` when colour is on, plain otherwise.
+    fn paint(&self, s: &str, style: fn(&str) -> crossterm::style::StyledContent<&str>) -> String {
         if self.options.color {
-            s.dark_grey().to_string()
+            style(s).to_string()
         } else {
             s.to_string()
         }
+    }
+    fn dim(&self, s: &str) -> String {
+        self.paint(s, |s| s.dark_grey())
     }
     fn bold(&self, s: &str) -> String {
-        if self.options.color {
-            s.bold().to_string()
-        } else {
-            s.to_string()
-        }
+        self.paint(s, |s| s.bold())
     }
     fn cyan(&self, s: &str) -> String {
-        if self.options.color {
-            s.cyan().to_string()
-        } else {
-            s.to_string()
-        }
+        self.paint(s, |s| s.cyan())
     }
     fn red(&self, s: &str) -> String {
-        if self.options.color {
-            s.red().to_string()
-        } else {
-            s.to_string()
-        }
+        self.paint(s, |s| s.red())
     }
     fn yellow(&self, s: &str) -> String {
-        if self.options.color {
-            s.yellow().to_string()
-        } else {
-            s.to_string()
-        }
+        self.paint(s, |s| s.yellow())
     }
 }
 

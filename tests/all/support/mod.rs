@@ -132,9 +132,8 @@ impl Fixture {
     /// The `messages` of every model request the server received.
     pub fn request_messages(&self) -> Vec<Vec<Value>> {
         self.server
-            .requests()
+            .model_calls()
             .iter()
-            .filter(|r| r.path.ends_with("/chat/completions") || r.path.ends_with("/messages"))
             .map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
             .collect()
     }

@@ -107,6 +107,15 @@ impl ScriptedModel {
         self.shared.recorder.requests()
     }
 
+    /// The requests that were model calls (to either wire format's
+    /// endpoint), in order.
+    pub fn model_calls(&self) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path.ends_with("/chat/completions") || r.path.ends_with("/messages"))
+            .collect()
+    }
+
     /// Every protocol violation so far, each prefixed with its request, e.g.
     /// `request 1 (POST /v1/chat/completions): messages[2]: ...`. The index
     /// is the request's position in [`requests`](Self::requests).

@@ -61,7 +61,7 @@ pub(crate) fn text_of(content: &Value) -> Option<String> {
 
 /// The text of the last user message that has any text. Anthropic user
 /// messages holding only `tool_result` blocks have none and are skipped.
-pub(crate) fn last_user_text(body: &Value) -> Option<String> {
+pub fn last_user_text(body: &Value) -> Option<String> {
     messages(body)
         .iter()
         .rev()

@@ -305,12 +305,7 @@ fn start_compaction(
 }
 
 /// One event of the summarising call: only its text and usage matter.
-fn on_compaction_event(
-    state: &mut SessionState,
-    event: ModelEvent,
-    now_ms: u64,
-    fx: &mut Vec<Effect>,
-) {
+fn on_compaction_event(state: &mut SessionState, event: ModelEvent, fx: &mut Vec<Effect>) {
     let Some(call) = state.compacting.as_mut() else {
         return;
     };
@@ -336,7 +331,7 @@ fn on_compaction_event(
                 AgentMessage::System(SystemEvent::new(message, &retrying)),
             );
         }
-        ModelEvent::Finished { .. } => finish_compaction(state, now_ms, fx),
+        ModelEvent::Finished { .. } => finish_compaction(state, fx),
         ModelEvent::BlockStart { .. }
         | ModelEvent::ToolInputDelta { .. }
         | ModelEvent::BlockStop { .. } => {}
@@ -344,13 +339,13 @@ fn on_compaction_event(
 }
 
 /// The summary is written: it stands for the older turns from now on.
-fn finish_compaction(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
+fn finish_compaction(state: &mut SessionState, fx: &mut Vec<Effect>) {
     let Some(call) = state.compacting.take() else {
         return;
     };
     let summary = call.text.trim().to_string();
     if summary.is_empty() {
-        compaction_failed(state, call, "the model wrote an empty summary", now_ms, fx);
+        compaction_failed(state, call, "the model wrote an empty summary", fx);
         return;
     }
     state.count_call(call.usage);
@@ -389,7 +384,6 @@ fn compaction_failed(
     state: &mut SessionState,
     call: CompactionCall,
     reason: &str,
-    _now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
     let text = if state.turn.as_ref().is_some_and(|t| t.id == call.input_id) {
@@ -423,7 +417,7 @@ fn on_model_event(
         .as_ref()
         .is_some_and(|c| c.request_id == request_id)
     {
-        on_compaction_event(state, event, now_ms, fx);
+        on_compaction_event(state, event, fx);
         return;
     }
     let include_partial = state.config.include_partial_messages;
@@ -870,7 +864,7 @@ fn on_model_failed(
             Some(plan) => {
                 start_compaction(state, call.input_id, call.trigger, plan, true, fx);
             }
-            None => compaction_failed(state, call, &error, now_ms, fx),
+            None => compaction_failed(state, call, &error, fx),
         }
         return;
     }

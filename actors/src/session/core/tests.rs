@@ -226,6 +226,16 @@ fn tool_batches(fx: &[Effect]) -> Vec<(u64, Vec<crate::model::ToolCall>)> {
         .collect()
 }
 
+/// Each emitted event's turn and type, in order.
+fn emitted(fx: &[Effect]) -> Vec<(Option<InputId>, &'static str)> {
+    fx.iter()
+        .filter_map(|e| match e {
+            Effect::Emit { turn_id, message } => Some((*turn_id, message.type_name())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn type_names(events: &[AgentMessage]) -> Vec<&'static str> {
     events.iter().map(|m| m.type_name()).collect()
 }
@@ -843,13 +853,17 @@ fn persisted(h: &Harness) -> Vec<crate::protocol::EventEnvelope> {
 }
 
 fn fresh() -> SessionState {
-    let live = Harness::new();
-    let s = live.state();
+    fresh_like(Harness::new().state())
+}
+
+/// A fresh state with `live`'s configuration, as the loader builds one
+/// before folding the log into it.
+fn fresh_like(live: &SessionState) -> SessionState {
     SessionState::new(
-        s.session_id.clone(),
-        s.config.clone(),
+        live.session_id.clone(),
+        live.config.clone(),
         "main".into(),
-        s.tools.clone(),
+        live.tools.clone(),
     )
 }
 
@@ -1036,12 +1050,7 @@ proptest! {
             h.feed(Input::Interrupt);
         }
         let live = h.state();
-        let mut restored = SessionState::new(
-            live.session_id.clone(),
-            live.config.clone(),
-            "main".into(),
-            live.tools.clone(),
-        );
+        let mut restored = fresh_like(live);
         let fx = restore(&mut restored, &persisted(&h));
         prop_assert!(fx.is_empty(), "nothing to close: {fx:?}");
         prop_assert_eq!(&restored.history, &live.history);
@@ -1380,13 +1389,7 @@ fn shutdown_answers_a_session_command_still_running() {
     let new = h.query("/new");
     let queued = h.query("after");
     let fx = h.feed(Input::Shutdown);
-    let answered: Vec<(Option<InputId>, &'static str)> = fx
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { turn_id, message } => Some((*turn_id, message.type_name())),
-            _ => None,
-        })
-        .collect();
+    let answered = emitted(&fx);
     assert_eq!(answered, [(Some(new), "system"), (Some(queued), "result")]);
     assert!(!h.state().is_busy(), "nothing is left waiting");
     // Its reply, should it still come, changes nothing.
@@ -1404,13 +1407,7 @@ fn shutdown_cancels_the_turn_and_answers_every_queued_input() {
     let queued = h.query("queued");
     let command = h.query("/usage");
     let fx = h.feed(Input::Shutdown);
-    let ends: Vec<(Option<InputId>, &'static str)> = fx
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit { turn_id, message } => Some((*turn_id, message.type_name())),
-            _ => None,
-        })
-        .collect();
+    let ends = emitted(&fx);
     assert_eq!(
         ends,
         [
@@ -1445,13 +1442,7 @@ fn a_fork_before_the_compaction_folds_to_the_uncompacted_conversation() {
         .position(|e| matches!(&e.message, AgentMessage::System(s) if s.subtype == SystemSubtype::Compacted))
         .expect("a compacted event");
     let fold = |events: &[crate::protocol::EventEnvelope]| {
-        let live = h.state();
-        let mut state = SessionState::new(
-            live.session_id.clone(),
-            live.config.clone(),
-            "main".into(),
-            live.tools.clone(),
-        );
+        let mut state = fresh_like(h.state());
         restore(&mut state, events);
         state
     };

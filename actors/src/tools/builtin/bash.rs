@@ -426,11 +426,7 @@ mod tests {
     async fn bash_cancellation_kills_the_process_group_and_returns_cancelled() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("ready.fifo");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
+        crate::tools::test_tools::make_fifo(&fifo);
         let ctx = ToolContext::new(dir.path());
         let call = tokio::spawn(Bash.call(
             json!({"command": "sleep 30 & echo $! > ready.fifo; wait"}),

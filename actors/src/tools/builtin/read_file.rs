@@ -356,11 +356,7 @@ mod tests {
     async fn read_file_refuses_special_files_instead_of_blocking_on_them() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
+        crate::tools::test_tools::make_fifo(&fifo);
         let ctx = ToolContext::new(dir.path());
         let err = read(&ctx, json!({"path": "pipe"})).await.unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");

@@ -155,9 +155,10 @@ fn transcribe(out: &mut String, message: &Message) {
     }
 }
 
-/// The system prompt with the summary appended.
-pub fn with_summary(system_prompt: &str, summary: &str) -> String {
+/// What the system prompt gets appended when a summary stands for the
+/// older turns.
+pub fn summary_block(summary: &str) -> String {
     format!(
-        "{system_prompt}\n\n# Summary of the conversation so far\n\nThe earlier part of this conversation was compacted into this summary; the messages after it are verbatim.\n\n{summary}"
+        "\n\n# Summary of the conversation so far\n\nThe earlier part of this conversation was compacted into this summary; the messages after it are verbatim.\n\n{summary}"
     )
 }

@@ -29,12 +29,12 @@ pub struct Ledger {
     /// Byte bounds of `history[i]`, filled as messages arrive.
     #[serde(skip)]
     bounds: Vec<u32>,
-    /// The last system prompt counted: its length, hash and count.
+    /// The last system prompt counted: its fingerprint and count.
     #[serde(skip)]
     system: Option<(u64, u64)>,
-    /// The last tool list counted: its address and count.
+    /// The last tool list counted: its fingerprint and count.
     #[serde(skip)]
-    tools: Option<(usize, u64)>,
+    tools: Option<(u64, u64)>,
     /// The provider's tokens per token of ours, learnt from the growth
     /// between two counted requests (1.0 until then).
     pub correction: f64,
@@ -45,8 +45,6 @@ pub struct Ledger {
     /// The last counted request: its fingerprint, our count of its
     /// messages, the provider's count.
     last: Option<(u64, u64, u64)>,
-    /// Messages counted exactly so far.
-    pub counted: usize,
 }
 
 /// Calibration never moves the estimate further than this either way.
@@ -78,7 +76,6 @@ impl Ledger {
             correction: 1.0,
             overhead: None,
             last: None,
-            counted: 0,
         }
     }
 
@@ -86,7 +83,6 @@ impl Ledger {
     pub fn reset(&mut self) {
         self.counts.clear();
         self.bounds.clear();
-        self.counted = 0;
     }
 
     /// Count in `encoding` from now on (the model changed).
@@ -94,7 +90,6 @@ impl Ledger {
         if encoding != self.encoding {
             self.encoding = encoding;
             self.counts.iter_mut().for_each(|c| *c = None);
-            self.counted = 0;
             self.system = None;
             self.tools = None;
         }
@@ -122,20 +117,14 @@ impl Ledger {
         self.sync(history);
         let encoding = self.encoding;
         let correction = self.correction;
-        let mut counted = 0;
-        let costs = history[from..]
+        history[from..]
             .iter()
             .zip(&mut self.counts[from..])
             .map(|(message, slot)| {
-                let exact = *slot.get_or_insert_with(|| {
-                    counted += 1;
-                    clamp(encoding.count_message(message))
-                });
+                let exact = *slot.get_or_insert_with(|| clamp(encoding.count_message(message)));
                 scale(u64::from(exact), correction)
             })
-            .collect();
-        self.counted += counted;
-        costs
+            .collect()
     }
 
     /// Exact (uncalibrated) count of a system prompt; remembered.
@@ -154,7 +143,7 @@ impl Ledger {
     /// Exact (uncalibrated) count of the tool definitions; remembered while
     /// the list is the same.
     pub fn tool_tokens(&mut self, tools: &ToolList) -> u64 {
-        let key = std::sync::Arc::as_ptr(tools) as usize;
+        let key = tools_fingerprint(tools);
         match self.tools {
             Some((k, n)) if k == key => n,
             _ => {
@@ -224,7 +213,7 @@ impl Ledger {
     /// What identifies the fixed part of a request: its system prompt (the
     /// base one, without a summary) and its tool list.
     pub fn fingerprint(system_prompt: &str, tools: &ToolList) -> u64 {
-        fingerprint(system_prompt) ^ (std::sync::Arc::as_ptr(tools) as usize as u64).rotate_left(17)
+        fingerprint(system_prompt) ^ tools_fingerprint(tools).rotate_left(17)
     }
 
     /// Scale an uncalibrated count by the calibration.
@@ -239,6 +228,17 @@ fn clamp(n: u64) -> u32 {
 
 fn scale(tokens: u64, correction: f64) -> u64 {
     (tokens as f64 * correction).ceil() as u64
+}
+
+/// What tells tool lists apart: their names and descriptions (a list is
+/// replaced, not changed, when a server's tools change; its address may
+/// be reused, so it is not a key).
+fn tools_fingerprint(tools: &ToolList) -> u64 {
+    tools.iter().fold(tools.len() as u64, |key, tool| {
+        key.rotate_left(7)
+            ^ fingerprint(&tool.name)
+            ^ fingerprint(&tool.description).rotate_left(29)
+    })
 }
 
 /// Length and FNV-1a hash of a text: enough to tell system prompts apart.

@@ -138,10 +138,16 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         .summary
         .as_ref()
         .map_or(0, |s| s.first_kept.min(state.history.len()));
-    let system_prompt = match &state.context.summary {
-        Some(summary) => compaction::with_summary(&state.config.system_prompt, &summary.text),
-        None => state.config.system_prompt.clone(),
-    };
+    let summary_block = state
+        .context
+        .summary
+        .as_ref()
+        .map(|summary| compaction::summary_block(&summary.text));
+    let system_prompt = format!(
+        "{}{}",
+        state.config.system_prompt,
+        summary_block.as_deref().unwrap_or_default()
+    );
     let limit = limit(state).map(|l| if squeeze { l * 7 / 10 } else { l });
     let budget = limit.unwrap_or(u64::MAX);
     let trim_at = (budget as f64 * config.auto_compact_at()) as u64;
@@ -194,12 +200,9 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
     let share = |raw: u64| (base_fixed as f64 * raw as f64 / counted as f64).round() as u64;
     let (system_tokens, tool_tokens) = (share(system_raw), share(tools_raw));
     let overhead = base_fixed.saturating_sub(system_tokens + tool_tokens);
-    let summary_raw = system_prompt.len().saturating_sub(base.len()) as u64;
-    let summary_raw = if summary_raw == 0 {
-        0
-    } else {
-        ledger.raw_text_tokens(&system_prompt[base.len()..])
-    };
+    let summary_raw = summary_block
+        .as_deref()
+        .map_or(0, |block| ledger.raw_text_tokens(block));
     let summary_tokens = ledger.calibrated(summary_raw);
     let fixed = base_fixed + summary_tokens;
     limits.budget = budget.saturating_sub(fixed);
