@@ -118,6 +118,15 @@ pub struct SessionArgs {
     /// Most model calls per turn.
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u32>,
+    /// What runs without asking: default (reads), accept-edits (reads and
+    /// edits in the workspace), plan (read-only), bypass (everything; deny
+    /// rules and the sandbox still hold).
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    /// Allow calls matching RULE without asking, e.g. 'bash(cargo test:*)'
+    /// or 'edit_file(src/**)' (repeatable).
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -114,6 +114,8 @@ fn load_settings(
         model: session.model.clone(),
         max_steps: session.max_steps,
         data_dir: global.data_dir.clone(),
+        permission_mode: session.permission_mode,
+        allow: session.allow.clone(),
     };
     config::load(&options).context("configuration")
 }

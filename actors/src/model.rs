@@ -97,6 +97,34 @@ pub struct ToolCall {
     pub input: Value,
 }
 
+/// What a call may do beyond the usual limits, as its permission check
+/// (the mode, the rules, the user's approval) settled it. The default
+/// grants nothing: file tools stay inside the workspace and the write
+/// roots, and commands run in the sandbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Grant {
+    /// File tools may read or write outside the workspace and the write
+    /// roots (a rule or the user allowed this path).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_roots: bool,
+    /// `bash` runs outside the sandbox (the user approved the escalation,
+    /// or the sandbox is off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsandboxed: bool,
+    /// Nothing may be written at all (plan mode): commands run in a
+    /// read-only sandbox.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+}
+
+/// A call cleared to run, with what it was granted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GrantedCall {
+    pub call: ToolCall,
+    #[serde(default)]
+    pub grant: Grant,
+}
+
 /// How one tool call ended, as the model will read it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolOutcome {

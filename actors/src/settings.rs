@@ -37,6 +37,10 @@ pub struct Settings {
     pub context: ContextConfig,
     /// The instructions a summary is written with (`config/prompts/compact.md`).
     pub compact_prompt: String,
+    /// `permission_mode` and `[permissions]`: what runs without asking.
+    pub permissions: PermissionSettings,
+    /// `[sandbox]`: where `bash` and the file tools may write.
+    pub sandbox: SandboxSettings,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,6 +98,70 @@ impl Settings {
     }
 }
 
+/// What runs without asking (`permission_mode`, `[permissions]`).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct PermissionSettings {
+    /// The mode new sessions start in.
+    pub mode: crate::protocol::PermissionMode,
+    /// `allow`, `ask` and `deny`, every configuration file's lists joined
+    /// (user file first).
+    pub rules: crate::permissions::Rules,
+    /// An approval request nobody answers within this long is rejected;
+    /// `None`: it waits until answered or interrupted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_timeout_secs: Option<u64>,
+}
+
+/// `[sandbox]`: the limits `bash` runs in (Landlock, on Linux), and that
+/// the file tools keep to.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettings {
+    /// `false` runs commands unconfined (the modes and rules still apply).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Directories besides the workspace (and the temporary directories,
+    /// for commands) where writes are allowed. `~/` means the home directory.
+    #[serde(default)]
+    pub write_roots: Vec<PathBuf>,
+    /// Whether commands may open network connections (TCP; see the README
+    /// for what Landlock cannot stop).
+    #[serde(default = "yes")]
+    pub network: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl SandboxSettings {
+    /// The directories file tools may work in without asking, and commands
+    /// may write to: the workspace, then each write root (`~/` expanded
+    /// against `home`, relative roots against the workspace), lexically
+    /// normalised. Symlinks are the tools' to check when they open a file.
+    pub fn roots(&self, workspace: &std::path::Path, home: &std::path::Path) -> Vec<PathBuf> {
+        let mut roots = vec![crate::permissions::normalize(workspace)];
+        for root in &self.write_roots {
+            let expanded = match root.strip_prefix("~") {
+                Ok(rest) => home.join(rest),
+                Err(_) => workspace.join(root),
+            };
+            roots.push(crate::permissions::normalize(&expanded));
+        }
+        roots
+    }
+}
+
+impl Default for SandboxSettings {
+    fn default() -> Self {
+        SandboxSettings {
+            enabled: true,
+            write_roots: Vec::new(),
+            network: true,
+        }
+    }
+}
+
 /// Limits for tool calls.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -108,6 +176,9 @@ pub struct ToolSettings {
     /// `[tools.environment]`: the environment of commands and MCP servers.
     #[serde(default)]
     pub environment: EnvironmentPolicy,
+    /// The `[sandbox]` section, copied here by the runtime for the tools.
+    #[serde(skip)]
+    pub sandbox: SandboxSettings,
 }
 
 /// What environment `bash` commands and MCP server processes start with
@@ -192,6 +263,7 @@ impl Default for ToolSettings {
             max_output_bytes: default_max_output_bytes(),
             timeout_secs: default_tool_timeout_secs(),
             environment: EnvironmentPolicy::default(),
+            sandbox: SandboxSettings::default(),
         }
     }
 }

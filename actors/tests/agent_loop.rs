@@ -132,6 +132,12 @@ impl Harness {
                 ..Default::default()
             },
             server: Default::default(),
+            // These tests are about the loop, not about asking: every call runs.
+            permissions: agentbus_actors::settings::PermissionSettings {
+                mode: agentbus_actors::protocol::PermissionMode::Bypass,
+                ..Default::default()
+            },
+            sandbox: Default::default(),
             context: Default::default(),
             compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,

@@ -5,7 +5,8 @@
 //! of a profile defined elsewhere, so profiles are checked after merging.
 
 use agentbus_actors::protocol::ContextConfig;
-use agentbus_actors::settings::{ServerSettings, SessionSettings, ToolSettings};
+use agentbus_actors::protocol::PermissionMode;
+use agentbus_actors::settings::{SandboxSettings, ServerSettings, SessionSettings, ToolSettings};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -32,4 +33,25 @@ pub struct ConfigFile {
     pub mcp_servers: Option<BTreeMap<String, toml::Table>>,
     /// A Claude-style `.mcp.json` to read besides the workspace's own.
     pub mcp_json: Option<PathBuf>,
+    /// The mode sessions start in.
+    pub permission_mode: Option<PermissionMode>,
+    /// `[permissions]`: rules, joined across files (not replaced).
+    pub permissions: Option<PermissionsFile>,
+    /// `[sandbox]`.
+    pub sandbox: Option<SandboxSettings>,
+}
+
+/// `[permissions]` as written: rules as text (each file's are checked on
+/// their own, so an error names the file).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsFile {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// Reject an approval request nobody answered after this long.
+    pub approval_timeout_secs: Option<u64>,
 }

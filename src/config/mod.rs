@@ -14,7 +14,8 @@ mod mcp_json;
 
 pub use error::ConfigError;
 
-use agentbus_actors::settings::{McpServerConfig, ModelProfile, Settings};
+use agentbus_actors::permissions::Rules;
+use agentbus_actors::settings::{McpServerConfig, ModelProfile, PermissionSettings, Settings};
 use file::ConfigFile;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -37,6 +38,28 @@ pub struct LoadOptions {
     pub max_steps: Option<u32>,
     /// `--data-dir DIR` or `$AGENTBUS_DATA_DIR` (default: the XDG data dir).
     pub data_dir: Option<PathBuf>,
+    /// `--permission-mode MODE`.
+    pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    /// `--allow RULE`, repeatable: allow rules before the files' own.
+    pub allow: Vec<String>,
+}
+
+/// The `--allow` rules first (checked, naming the flag), then the files'.
+fn with_flag_rules(mut rules: Rules, allow: &[String]) -> Result<Rules, ConfigError> {
+    let mut flags = Vec::new();
+    for text in allow {
+        let rule = agentbus_actors::permissions::Rule::parse(text).map_err(|e| {
+            ConfigError::Invalid {
+                origin: "the command line".into(),
+                key: "--allow".into(),
+                message: e.to_string(),
+            }
+        })?;
+        flags.push(rule);
+    }
+    flags.append(&mut rules.allow);
+    rules.allow = flags;
+    Ok(rules)
 }
 
 /// The data directory: the flag or variable, else `~/.local/share/agentbus`.
@@ -52,6 +75,9 @@ struct Layer {
     /// How errors name it: a path, or "built-in defaults".
     origin: String,
     table: toml::Table,
+    /// Its `[permissions]` rules, parsed: lists are joined across files,
+    /// not replaced like other keys.
+    rules: Rules,
 }
 
 /// Load and resolve the configuration.
@@ -129,8 +155,20 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
             table.insert(key.into(), toml::Value::String(anchored));
         }
     }
-    let _: ConfigFile = check(&table, &origin)?;
-    Ok(Layer { origin, table })
+    let file: ConfigFile = check(&table, &origin)?;
+    let rules = match file.permissions {
+        Some(p) => Rules::parse(&p.allow, &p.ask, &p.deny).map_err(|e| ConfigError::Invalid {
+            origin: origin.clone(),
+            key: "permissions".into(),
+            message: e.to_string(),
+        })?,
+        None => Rules::default(),
+    };
+    Ok(Layer {
+        origin,
+        table,
+        rules,
+    })
 }
 
 fn expand_value(value: &mut toml::Value, key: &str, origin: &str) -> Result<(), ConfigError> {
@@ -285,7 +323,11 @@ fn resolve(
     let mut profile_origin: HashMap<String, String> = HashMap::new();
     let mut server_origin: HashMap<String, String> = HashMap::new();
     let mut model_origin = String::from("built-in defaults");
+    let mut rules = Rules::default();
     for layer in layers {
+        rules.allow.extend(layer.rules.allow);
+        rules.ask.extend(layer.rules.ask);
+        rules.deny.extend(layer.rules.deny);
         if let Some(toml::Value::Table(models)) = layer.table.get("models") {
             for name in models.keys() {
                 profile_origin.insert(name.clone(), layer.origin.clone());
@@ -396,6 +438,18 @@ fn resolve(
         server: file.server.unwrap_or_default(),
         context,
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.to_string(),
+        permissions: PermissionSettings {
+            mode: options
+                .permission_mode
+                .or(file.permission_mode)
+                .unwrap_or_default(),
+            rules: with_flag_rules(rules, &options.allow)?,
+            approval_timeout_secs: file
+                .permissions
+                .and_then(|p| p.approval_timeout_secs)
+                .filter(|s| *s > 0),
+        },
+        sandbox: file.sandbox.unwrap_or_default(),
         unreachable_hint,
     })
 }

@@ -104,6 +104,9 @@ async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value 
                 Err(e) => json!({"error": e.to_string()}),
             };
         }
+        SessionInput::Approval { .. } => {
+            return json!({"error": "approvals are not wired yet"});
+        }
     };
     match submitted {
         Ok(input_id) => json!({"accepted": {"input_id": input_id}}),

@@ -154,7 +154,7 @@ impl Driver {
                 let running = calls
                     .into_iter()
                     .map(|call| {
-                        let call_id = call.id.clone();
+                        let call_id = call.call.id.clone();
                         let run = self.tools.run(call, cancel.clone());
                         let done: BoxFuture<'static, (String, ToolOutcome)> =
                             Box::pin(async move { (call_id, run.await) });

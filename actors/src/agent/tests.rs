@@ -598,6 +598,8 @@ fn settings_for_tests() -> crate::settings::Settings {
         data_dir: std::env::temp_dir(),
         sessions: Default::default(),
         server: Default::default(),
+        permissions: Default::default(),
+        sandbox: Default::default(),
         context: Default::default(),
         compact_prompt: String::new(),
         unreachable_hint: None,

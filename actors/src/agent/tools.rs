@@ -3,7 +3,7 @@
 //! cancellation, output limit, every failure an error outcome), without the
 //! actor.
 
-use crate::model::{ToolCall, ToolList, ToolOutcome};
+use crate::model::{GrantedCall, ToolList, ToolOutcome};
 use crate::settings::ToolSettings;
 use crate::tools::Tool;
 use crate::tools::executor::{self, RunTool};
@@ -68,10 +68,10 @@ impl ToolBox {
     /// reads.
     pub(super) fn run(
         &self,
-        call: ToolCall,
+        call: GrantedCall,
         cancel: CancellationToken,
     ) -> impl Future<Output = ToolOutcome> + Send + 'static {
-        let ready = match self.by_name.get(&call.name) {
+        let ready = match self.by_name.get(&call.call.name) {
             Some(tool) => Ok((
                 tool.clone(),
                 RunTool::new(call, self.workspace.clone(), cancel),
@@ -81,7 +81,7 @@ impl ToolBox {
                 let names: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
                 Err(ToolOutcome::error(format!(
                     "unknown tool `{}`; the available tools are: {}",
-                    call.name,
+                    call.call.name,
                     names.join(", ")
                 )))
             }

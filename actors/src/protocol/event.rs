@@ -10,7 +10,10 @@
 //!  "output":"hello\n","duration_ms":12}
 //! ```
 
-use super::{ContentBlock, ContextUsage, SessionId, StopReason, SystemEvent, Usage};
+use super::{
+    ApprovalChoice, ContentBlock, ContextUsage, PermissionMode, SessionId, StopReason,
+    SystemEvent, Usage,
+};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,9 +49,10 @@ pub enum AgentMessage {
     /// One tool call finished. Persisted. Emitted in the order of the calls
     /// in the assistant message.
     ToolResult(ToolResultEvent),
-    /// Reserved: a tool call waiting for the user's decision. Nothing emits
-    /// it yet (agentbus has no approval flow); front ends show it if a
-    /// later version or an imported log carries one. Persisted.
+    /// A tool call waits for the user's decision (an
+    /// [`ApprovalDecision`](super::ApprovalDecision)); the other calls of its
+    /// batch go on. A `system` event of subtype `approval_resolved` with the
+    /// same `request_id` closes it. Persisted.
     ApprovalRequest(ApprovalRequestEvent),
     /// The turn ended. Exactly one per accepted query. Persisted.
     Result(ResultEvent),
@@ -148,14 +152,38 @@ pub struct ToolResultEvent {
     pub cancelled: bool,
 }
 
-/// An `approval_request` event (reserved, not emitted yet): the call waits
-/// for an approval decision.
+/// An `approval_request` event: the call waits for an approval decision.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequestEvent {
+    /// What the decision names (`POST .../approvals/{request_id}`).
     pub request_id: String,
+    /// The tool call waiting.
     pub call_id: String,
+    /// The tool.
     pub name: String,
+    /// Its arguments, as the model wrote them.
     pub input: Value,
+    /// Why it asks: the mode, the rule, or what is special about the call.
+    #[serde(default)]
+    pub reason: String,
+    /// The answers that make sense (`allow_always` is missing when no rule
+    /// could stand for the call, e.g. a command outside the sandbox).
+    #[serde(default = "all_choices")]
+    pub options: Vec<ApprovalChoice>,
+    /// The rule `allow_always` adds (`bash(rm:*)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_rule: Option<String>,
+    /// The mode that would have run the call without asking, if one would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_mode: Option<PermissionMode>,
+}
+
+fn all_choices() -> Vec<ApprovalChoice> {
+    vec![
+        ApprovalChoice::AllowOnce,
+        ApprovalChoice::AllowAlways,
+        ApprovalChoice::Reject,
+    ]
 }
 
 /// A `result` event: the turn is over.

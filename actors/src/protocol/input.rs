@@ -24,6 +24,13 @@ pub enum SessionInput {
     /// Cancel the running turn now: the model stream and running tools stop,
     /// the turn ends with `stop_reason: cancelled`. Queued inputs stay queued.
     Interrupt,
+    /// Answer an `approval_request`. Like `Interrupt`, it bypasses the
+    /// queue; the first answer to a request wins.
+    Approval {
+        request_id: String,
+        #[serde(flatten)]
+        decision: super::ApprovalDecision,
+    },
 }
 
 /// A queued input: what the session's FIFO holds.
@@ -78,6 +85,10 @@ pub enum ControlCommand {
     Compact { focus: Option<String> },
     /// Show the session state as JSON, secrets redacted.
     Debug,
+    /// Switch the permission mode (applies to the next tool call).
+    SetMode { mode: super::PermissionMode },
+    /// Show the permission mode and the rules in force.
+    ShowMode,
 }
 
 impl ControlCommand {
@@ -112,6 +123,7 @@ impl ControlCommand {
             ControlCommand::Fork { .. } => "fork",
             ControlCommand::Save { .. } => "save",
             ControlCommand::Load { .. } => "load",
+            ControlCommand::SetMode { .. } | ControlCommand::ShowMode => "mode",
         }
     }
 }

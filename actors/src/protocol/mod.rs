@@ -13,6 +13,8 @@
 //! - [`context`]: the context window: its configuration, usage and reports.
 //! - [`message`]: the conversation history as the model sees it.
 //! - [`mcp`]: the status of MCP servers, as sessions report it.
+//! - [`permission`]: permission modes, approval decisions and how a
+//!   request was settled.
 //! - [`profile`]: a model profile as sessions show it (no key).
 //! - [`system`]: `system` events and the typed payload of each subtype.
 
@@ -23,6 +25,7 @@ pub mod input;
 pub mod lifecycle;
 pub mod mcp;
 pub mod message;
+pub mod permission;
 pub mod profile;
 pub mod system;
 
@@ -36,6 +39,10 @@ pub use input::{ControlCommand, InputId, SessionInput, UserInput};
 pub use lifecycle::{LifecycleEvent, LifecycleKind};
 pub use mcp::McpServerStatus;
 pub use message::Message;
+pub use permission::{
+    ApprovalChoice, ApprovalDecision, ApprovalOutcome, ApprovalResolved, ModeChanged,
+    PermissionMode,
+};
 pub use profile::{ModelInfo, Pricing};
 pub use system::{SystemEvent, SystemPayload, SystemSubtype};
 

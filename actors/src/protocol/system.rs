@@ -70,6 +70,12 @@ pub enum SystemSubtype {
     Compacted,
     /// `/context`: where the context budget goes. `data`: [`ContextReport`].
     Context,
+    /// An approval request was settled (allowed, rejected, timed out,
+    /// cancelled). `data`: [`ApprovalResolved`](super::ApprovalResolved).
+    ApprovalResolved,
+    /// The permission mode (`/mode`, and at session start when it is not
+    /// `default`). `data`: [`ModeChanged`](super::ModeChanged).
+    Mode,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -164,6 +170,8 @@ payload_of! {
     McpServerChanged => McpServerStatus,
     Compacted => Compacted,
     ContextReport => Context,
+    super::ApprovalResolved => ApprovalResolved,
+    super::ModeChanged => Mode,
 }
 
 /// The session started, or was loaded again. (Each field may be missing
@@ -184,6 +192,13 @@ pub struct SessionStarted {
     /// (loading the session reads them back from here).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<super::ContextConfig>,
+    /// The permission mode it runs in (missing in logs written before
+    /// there were modes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub permission_mode: Option<super::PermissionMode>,
+    /// Whether `bash` runs in the sandbox.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandboxed: Option<bool>,
 }
 
 /// `/new` made a session.

@@ -23,7 +23,7 @@ use super::core::{Effect, Input, SessionCommand, SessionState, step};
 use super::model_input::model_input;
 use super::now_ms;
 use crate::bus::{LifecycleTopic, SessionTopic};
-use crate::model::{ModelRequest, ToolCall, ToolOutcome};
+use crate::model::{GrantedCall, ModelRequest, ToolOutcome};
 use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleKind, SessionId,
     SystemEvent, UserInput,
@@ -317,14 +317,15 @@ impl AgentLoop {
         });
     }
 
-    fn start_tools(&mut self, batch_id: u64, calls: Vec<ToolCall>) {
+    /// Run calls of batch `batch_id` (a batch may start in several parts:
+    /// a call that waited for approval joins its batch later).
+    fn start_tools(&mut self, batch_id: u64, calls: Vec<GrantedCall>) {
         let Some(me) = self.me.upgrade() else { return };
-        let token = CancellationToken::new();
-        self.tool_batches.insert(batch_id, token.clone());
+        let token = self.tool_batches.entry(batch_id).or_default().clone();
         for call in calls {
             let me = me.clone();
             let executor = self.tools.clone();
-            let call_id = call.id.clone();
+            let call_id = call.call.id.clone();
             let run = RunTool::new(call, self.workspace.clone(), token.clone());
             tokio::spawn(async move {
                 let outcome = executor

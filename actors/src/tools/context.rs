@@ -18,6 +18,10 @@ pub struct ToolContext {
     pub max_output_bytes: usize,
     /// What environment commands the tool starts get.
     pub environment: crate::settings::EnvironmentPolicy,
+    /// `[sandbox]`: where commands and file tools may write.
+    pub sandbox: crate::settings::SandboxSettings,
+    /// What this call may do beyond the usual limits.
+    pub grant: crate::model::Grant,
 }
 
 impl ToolContext {
@@ -30,6 +34,8 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             max_output_bytes: crate::settings::DEFAULT_MAX_OUTPUT_BYTES,
             environment: Default::default(),
+            sandbox: Default::default(),
+            grant: Default::default(),
         }
     }
 

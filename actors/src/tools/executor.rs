@@ -13,7 +13,7 @@
 //! Never runs a tool inside its handler (that would serialise all calls) and
 //! never talks to a session directly: the caller gets the outcome as a reply.
 
-use crate::model::{ToolCall, ToolOutcome, ToolSpec};
+use crate::model::{Grant, GrantedCall, ToolCall, ToolOutcome, ToolSpec};
 use crate::protocol::McpServerStatus;
 use crate::settings::ToolSettings;
 use crate::tools::naming;
@@ -30,18 +30,21 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// Run one tool call in `workspace`; stop it when `cancel` fires.
+/// Run one tool call in `workspace` with what its permission check
+/// granted; stop it when `cancel` fires.
 #[derive(Debug)]
 pub struct RunTool {
     pub call: ToolCall,
+    pub grant: Grant,
     pub workspace: PathBuf,
     pub cancel: CancellationToken,
 }
 
 impl RunTool {
-    pub fn new(call: ToolCall, workspace: PathBuf, cancel: CancellationToken) -> Self {
+    pub fn new(call: GrantedCall, workspace: PathBuf, cancel: CancellationToken) -> Self {
         RunTool {
-            call,
+            call: call.call,
+            grant: call.grant,
             workspace,
             cancel,
         }
@@ -212,6 +215,8 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         cancel: msg.cancel.child_token(),
         max_output_bytes: settings.max_output_bytes,
         environment: settings.environment.clone(),
+        sandbox: settings.sandbox.clone(),
+        grant: msg.grant,
     };
     let tool_cancel = context.cancel.clone();
     let mut task = tokio::spawn(tool.call(msg.call.input, context));
@@ -315,6 +320,7 @@ mod tests {
                 name: name.into(),
                 input,
             },
+            grant: Grant::default(),
             workspace: std::env::temp_dir(),
             cancel: CancellationToken::new(),
         }

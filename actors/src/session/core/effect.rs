@@ -1,6 +1,6 @@
 //! What the core asks its driver to do.
 
-use crate::model::{ModelRequest, ToolCall};
+use crate::model::{GrantedCall, ModelRequest};
 use crate::protocol::{AgentMessage, InputId};
 use serde::Serialize;
 
@@ -20,9 +20,14 @@ pub enum Effect {
     },
     /// Stop the model call `request_id`; its later events are ignored.
     CancelModel { request_id: u64 },
-    /// Run these calls (concurrently); feed each outcome back as
-    /// [`Input::ToolFinished`](super::Input::ToolFinished).
-    RunTools { batch_id: u64, calls: Vec<ToolCall> },
+    /// Run these calls (concurrently) with what each was granted; feed
+    /// each outcome back as [`Input::ToolFinished`](super::Input::ToolFinished).
+    /// A batch may start in parts: a call that waited for approval joins
+    /// its batch later.
+    RunTools {
+        batch_id: u64,
+        calls: Vec<GrantedCall>,
+    },
     /// Stop every still-running call of `batch_id`.
     CancelTools { batch_id: u64 },
     /// Perform a command that needs the store; answer with

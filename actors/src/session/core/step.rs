@@ -85,6 +85,8 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
         resumed,
         messages: state.history.len(),
         context: state.context.session.clone(),
+        permission_mode: None,
+        sandboxed: None,
     };
     emit(
         fx,
@@ -552,10 +554,13 @@ fn finish_model_call(
     for call in assembled.calls {
         let outcome = match call.input {
             Ok(input) => {
-                runnable.push(ToolCall {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input,
+                runnable.push(crate::model::GrantedCall {
+                    call: ToolCall {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        input,
+                    },
+                    grant: Default::default(),
                 });
                 None
             }

@@ -220,7 +220,9 @@ fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::model::ModelRequest)> {
 fn tool_batches(fx: &[Effect]) -> Vec<(u64, Vec<crate::model::ToolCall>)> {
     fx.iter()
         .filter_map(|e| match e {
-            Effect::RunTools { batch_id, calls } => Some((*batch_id, calls.clone())),
+            Effect::RunTools { batch_id, calls } => {
+                Some((*batch_id, calls.iter().map(|c| c.call.clone()).collect()))
+            }
             _ => None,
         })
         .collect()

@@ -102,6 +102,12 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         ControlCommand::Usage => usage::apply(state),
         ControlCommand::Debug => debug::apply(state),
         ControlCommand::Context => context::apply(state),
+        ControlCommand::SetMode { .. } | ControlCommand::ShowMode => {
+            crate::protocol::SystemEvent::bare(
+                crate::protocol::SystemSubtype::Notice,
+                "permission modes are not wired yet",
+            )
+        }
         ControlCommand::Compact { focus } => {
             return Applied::Compact {
                 focus: focus.clone(),
