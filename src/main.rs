@@ -87,10 +87,16 @@ fn attach_options(
             "--max-steps cannot be used with --attach: the server's configuration sets it"
         );
     }
+    if !session.allow.is_empty() {
+        anyhow::bail!(
+            "--allow cannot be used with --attach: the server's configuration holds the rules (answer \"always\" to a request to add one to the session)"
+        );
+    }
     Ok(Some(frontend::backend::Attach {
         url,
         model: session.model.clone(),
         workspace: global.workspace.clone(),
+        permission_mode: session.permission_mode,
     }))
 }
 

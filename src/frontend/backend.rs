@@ -7,7 +7,7 @@ use super::attached::{Attached, Catchup, Start};
 use crate::api::Session;
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
-use agentbus_actors::protocol::SessionId;
+use agentbus_actors::protocol::{PermissionMode, SessionId};
 use agentbus_actors::{Runtime, SessionOptions, Settings};
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -20,6 +20,8 @@ pub struct Attach {
     pub model: Option<String>,
     /// `--workspace`, given explicitly (else the server's own).
     pub workspace: Option<PathBuf>,
+    /// `--permission-mode`, for a new session.
+    pub permission_mode: Option<PermissionMode>,
 }
 
 /// The sessions a front end works with.
@@ -29,6 +31,7 @@ pub enum Backend {
         client: RemoteClient,
         model: Option<String>,
         workspace: Option<String>,
+        permission_mode: Option<PermissionMode>,
     },
 }
 
@@ -53,6 +56,7 @@ impl Backend {
             client,
             model: attach.model,
             workspace,
+            permission_mode: attach.permission_mode,
         })
     }
 
@@ -88,6 +92,7 @@ impl Backend {
                 client,
                 model,
                 workspace,
+                permission_mode,
             } => {
                 if let Some(prefix) = &resume.session {
                     let record = client.session(prefix).await?;
@@ -105,7 +110,7 @@ impl Backend {
                     return Ok(remote_attach(client, recent, start));
                 }
                 let id = client
-                    .create_session(model.clone(), workspace.clone())
+                    .create_session(model.clone(), workspace.clone(), *permission_mode)
                     .await?;
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
             }

@@ -18,9 +18,10 @@
 //!   `agentbus-actors` (`session`, `store`, `bus`, ...) or of the binary,
 //!   and no glob import outside tests (it would hide where a name comes
 //!   from);
-//! - `session::core` depends on nothing but itself, `protocol`, `model`
-//!   and `text`, and names no crate but `std`, `serde`, `serde_json` and
-//!   `chrono` — no I/O (`std::fs`, `std::io`, `std::net`, ...), no clock,
+//! - `session::core` depends on nothing but itself, `protocol`, `model`,
+//!   `text`, `tokens` and `permissions` (itself held to the same rule), and
+//!   names no crate but `std`, `serde`, `serde_json`, `chrono` and the rule
+//!   matcher's pure parsers — no I/O (`std::fs`, `std::io`, `std::net`, ...), no clock,
 //!   no printing macro, no new session ids;
 //! - ARCHITECTURE.md names every folder and top-level file of each crate
 //!   in that crate's section.
@@ -575,8 +576,8 @@ fn the_binary_has_no_import_cycle() {
 }
 
 /// What makes the modules under `prefix` impure: dependencies outside the
-/// session core, `protocol`, `model`, `text` and `tokens` (counting is a
-/// pure computation), and names of I/O, clock,
+/// session core, `protocol`, `model`, `text`, `tokens` (counting is a
+/// pure computation) and `permissions` (the rule matcher), and names of I/O, clock,
 /// randomness or actor crates.
 fn impurities(
     krate: &Crate,
@@ -586,11 +587,26 @@ fn impurities(
     let core: ModPath = vec!["session".into(), "core".into()];
     let allowed = |m: &ModPath| {
         m.starts_with(&core)
-            || m.first()
-                .is_some_and(|f| ["protocol", "model", "text", "tokens"].contains(&f.as_str()))
+            || m.first().is_some_and(|f| {
+                ["protocol", "model", "text", "tokens", "permissions"].contains(&f.as_str())
+            })
     };
-    // Other crates the core may name: plain data and pure helpers.
-    let pure_crates = ["std", "core", "alloc", "serde", "serde_json", "chrono"];
+    // Other crates the core may name: plain data and pure helpers (the
+    // rule matcher's shell parser and globs among them).
+    let pure_crates = [
+        "std",
+        "core",
+        "alloc",
+        "serde",
+        "serde_json",
+        "chrono",
+        "thiserror",
+        "brush_parser",
+        // `brush_parser::ast`, imported by that name in `permissions::shell`.
+        "ast",
+        "stacker",
+        "globset",
+    ];
     let impure_std = [
         "std::fs",
         "std::io",
@@ -644,6 +660,13 @@ fn the_session_core_is_pure() {
     assert!(
         problems.is_empty(),
         "the session core must do no I/O: {problems:#?}"
+    );
+    // The rule matcher the core consults is held to the same standard.
+    let permissions: ModPath = vec!["permissions".into()];
+    let problems = impurities(&krate, &edges, &permissions);
+    assert!(
+        problems.is_empty(),
+        "the permission rules must do no I/O: {problems:#?}"
     );
     // The check sees what it must refuse: the AgentLoop, beside the core,
     // names tokio and kameo and uses the store.

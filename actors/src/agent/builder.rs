@@ -66,6 +66,8 @@ pub struct AgentBuilder {
     tools: Vec<Arc<dyn Tool>>,
     workspace: Option<PathBuf>,
     tool_settings: ToolSettings,
+    permission_mode: Option<crate::protocol::PermissionMode>,
+    permission_rules: crate::permissions::Rules,
 }
 
 impl AgentBuilder {
@@ -177,6 +179,21 @@ impl AgentBuilder {
         self
     }
 
+    /// What runs without asking (default: [`PermissionMode::Bypass`](crate::protocol::PermissionMode::Bypass):
+    /// an embedded agent runs the tools it was given, inside the sandbox).
+    /// An embedded agent has nobody to ask: a call that would ask is
+    /// rejected with a message the model reads.
+    pub fn permission_mode(mut self, mode: crate::protocol::PermissionMode) -> Self {
+        self.permission_mode = Some(mode);
+        self
+    }
+
+    /// Allow, ask and deny rules, as in `[permissions]`.
+    pub fn permission_rules(mut self, rules: crate::permissions::Rules) -> Self {
+        self.permission_rules = rules;
+        self
+    }
+
     /// Offer a tool to the model.
     pub fn tool(mut self, tool: impl Tool) -> Self {
         self.tools.push(Arc::new(tool));
@@ -277,6 +294,12 @@ impl AgentBuilder {
             info.max_output_tokens = Some(cap);
         }
         models.insert(0, info);
+        let permissions = library_permissions(
+            self.permission_mode,
+            self.permission_rules,
+            &workspace,
+            &self.tool_settings,
+        );
         let tools = ToolBox::new(self.tools, self.tool_settings, workspace.clone())
             .map_err(|name| AgentError::DuplicateTool { name })?;
         let config = SessionConfig {
@@ -289,6 +312,7 @@ impl AgentBuilder {
             compact_prompt: self
                 .compact_prompt
                 .unwrap_or_else(|| DEFAULT_COMPACT_PROMPT.to_string()),
+            permissions,
         };
         Ok(Agent {
             setup: Arc::new(Setup {
@@ -312,5 +336,26 @@ impl fmt::Debug for AgentBuilder {
             .field("context", &self.context)
             .field("workspace", &self.workspace)
             .finish()
+    }
+}
+
+/// The permission settings of an embedded agent: its mode and rules, the
+/// workspace and the write roots, and the sandbox as its tool settings say.
+pub(super) fn library_permissions(
+    mode: Option<crate::protocol::PermissionMode>,
+    rules: crate::permissions::Rules,
+    workspace: &std::path::Path,
+    tools: &ToolSettings,
+) -> crate::session::core::permission::PermissionConfig {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    crate::session::core::permission::PermissionConfig {
+        mode: mode.unwrap_or(crate::protocol::PermissionMode::Bypass),
+        rules,
+        roots: tools.sandbox.roots(workspace, &home),
+        home,
+        sandboxed: tools.sandbox.enabled,
+        approval_timeout_ms: None,
     }
 }

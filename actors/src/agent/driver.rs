@@ -14,7 +14,9 @@
 use super::state::AgentState;
 use super::tools::ToolBox;
 use crate::model::ToolOutcome;
-use crate::protocol::{AgentMessage, EventEnvelope, InputId, ResultEvent, UserInput};
+use crate::protocol::{
+    AgentMessage, ApprovalDecision, EventEnvelope, InputId, ResultEvent, UserInput,
+};
 use crate::provider::{ModelClient, ModelStream};
 use crate::session::core::{Effect, Input, SessionCommand, commands, step};
 use crate::session::model_input::model_input;
@@ -136,6 +138,16 @@ impl Driver {
                 {
                     self.result = Some(result.clone());
                 }
+                if let AgentMessage::ApprovalRequest(request) = &message {
+                    // Nobody can answer inside the library: say how to allow it.
+                    self.inbox.push_back(Input::Approval {
+                        request_id: request.request_id.clone(),
+                        decision: ApprovalDecision::reject(format!(
+                            "an embedded agent cannot ask anyone to approve `{}` ({}); the application must allow it with a rule or a permission mode",
+                            request.name, request.reason
+                        )),
+                    });
+                }
                 let event = self.state.record(turn_id, message);
                 self.ready.push_back(event);
             }
@@ -149,24 +161,31 @@ impl Driver {
                 }
             }
             Effect::RunTools { batch_id, calls } => {
-                self.stop_batch();
-                let cancel = CancellationToken::new();
-                let running = calls
-                    .into_iter()
-                    .map(|call| {
+                // A call allowed later joins its batch; a new batch replaces the old.
+                if self.batch.as_ref().is_none_or(|b| b.id != batch_id) {
+                    self.stop_batch();
+                    self.batch = Some(Batch {
+                        id: batch_id,
+                        cancel: CancellationToken::new(),
+                        running: FuturesUnordered::new(),
+                    });
+                }
+                if let Some(batch) = self.batch.as_mut() {
+                    for call in calls {
                         let call_id = call.call.id.clone();
-                        let run = self.tools.run(call, cancel.clone());
+                        let run = self.tools.run(call, batch.cancel.clone());
                         let done: BoxFuture<'static, (String, ToolOutcome)> =
                             Box::pin(async move { (call_id, run.await) });
-                        done
-                    })
-                    .collect();
-                self.batch = Some(Batch {
-                    id: batch_id,
-                    cancel,
-                    running,
-                });
+                        batch.running.push(done);
+                    }
+                }
             }
+            // Requests are answered at once (above): no timer is needed.
+            Effect::ApprovalTimer { .. } => {}
+            Effect::SaveRule { rule } => self.inbox.push_back(Input::RuleSaved {
+                rule,
+                result: Err("an embedded agent writes no configuration files".into()),
+            }),
             Effect::CancelTools { batch_id } => {
                 if self.batch.as_ref().is_some_and(|b| b.id == batch_id) {
                     self.stop_batch();

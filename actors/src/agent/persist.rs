@@ -115,12 +115,19 @@ impl AgentState {
             });
         }
         let config = saved.config;
+        let permissions = super::builder::library_permissions(
+            None,
+            Default::default(),
+            std::path::Path::new(&config.workspace),
+            &Default::default(),
+        );
         let config = SessionConfig {
             system_prompt: config.system_prompt,
             max_steps: config.max_steps,
             include_partial_messages: config.include_partial_messages,
             models: config.models,
             workspace: config.workspace,
+            permissions,
             context: config.context,
             compact_prompt: config.compact_prompt,
         };

@@ -39,7 +39,7 @@ pub struct MatchEnv<'a> {
 
 impl CallView<'_> {
     /// The command of a `bash` call, if it has one.
-    pub(super) fn command(&self) -> Option<&str> {
+    pub fn command(&self) -> Option<&str> {
         if self.tool != BASH {
             return None;
         }
@@ -49,7 +49,7 @@ impl CallView<'_> {
     /// The absolute, normalised path a file tool call works on (the
     /// workspace for a search without one); `None` for other tools and for
     /// a path that is not a string.
-    pub(super) fn path(&self, env: &MatchEnv<'_>) -> Option<PathBuf> {
+    pub fn path(&self, env: &MatchEnv<'_>) -> Option<PathBuf> {
         if !FILE_TOOLS.contains(&self.tool) {
             return None;
         }

@@ -11,8 +11,8 @@
 //! ```
 
 use super::{
-    ApprovalChoice, ContentBlock, ContextUsage, PermissionMode, SessionId, StopReason,
-    SystemEvent, Usage,
+    ApprovalChoice, ContentBlock, ContextUsage, PermissionMode, SessionId, StopReason, SystemEvent,
+    Usage,
 };
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

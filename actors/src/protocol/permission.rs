@@ -64,9 +64,7 @@ impl PermissionMode {
             PermissionMode::Plan => {
                 "read-only: nothing that writes runs; commands ask and run in a read-only sandbox"
             }
-            PermissionMode::Bypass => {
-                "nothing asks; deny rules and the sandbox still hold"
-            }
+            PermissionMode::Bypass => "nothing asks; deny rules and the sandbox still hold",
         }
     }
 }

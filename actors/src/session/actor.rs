@@ -108,6 +108,9 @@ pub struct AgentLoop {
     /// running (nothing else is kept).
     model_calls: HashMap<u64, CancellationToken>,
     tool_batches: HashMap<u64, CancellationToken>,
+    /// Every approval request this actor published (to tell a late answer
+    /// from a wrong id).
+    requested: std::collections::HashSet<String>,
     last_activity: Instant,
     me: WeakActorRef<AgentLoop>,
 }
@@ -130,6 +133,7 @@ impl Actor for AgentLoop {
             last_seq: args.last_seq,
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
+            requested: Default::default(),
             last_activity: Instant::now(),
             me: me.downgrade(),
         };
@@ -214,6 +218,9 @@ impl AgentLoop {
 
     fn stamp(&mut self, turn_id: Option<InputId>, message: AgentMessage) -> Arc<EventEnvelope> {
         self.last_seq += 1;
+        if let AgentMessage::ApprovalRequest(request) = &message {
+            self.requested.insert(request.request_id.clone());
+        }
         self.state.context.seqs.observe(&message, self.last_seq);
         Arc::new(EventEnvelope {
             session_id: self.session_id.clone(),
@@ -277,6 +284,30 @@ impl AgentLoop {
             }
             Effect::SessionCommand { input_id, command } => {
                 self.start_session_command(input_id, command)
+            }
+            Effect::ApprovalTimer {
+                request_id,
+                after_ms,
+            } => {
+                let Some(me) = self.me.upgrade() else { return };
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                    let _ = me.tell(Feed(Input::ApprovalTimedOut { request_id })).await;
+                });
+            }
+            Effect::SaveRule { rule } => {
+                let Some(me) = self.me.upgrade() else { return };
+                let workspace = self.workspace.clone();
+                tokio::spawn(async move {
+                    let saving = rule.clone();
+                    let result = tokio::task::spawn_blocking(move || {
+                        super::project_rules::save_allow_rule(&workspace, &saving)
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(e.to_string()))
+                    .map(|path| path.display().to_string());
+                    let _ = me.tell(Feed(Input::RuleSaved { rule, result })).await;
+                });
             }
         }
     }
@@ -390,6 +421,42 @@ impl Message<Feed> for AgentLoop {
 
     async fn handle(&mut self, Feed(input): Feed, _: &mut Context<Self, Self::Reply>) {
         self.apply(input).await;
+    }
+}
+
+/// Answer approval request `request_id` (bypassing the queue). Refused
+/// when no call waits for it: unknown, or settled already (the first
+/// answer wins).
+#[derive(Debug)]
+pub struct Decide {
+    pub request_id: String,
+    pub decision: crate::protocol::ApprovalDecision,
+}
+
+impl Message<Decide> for AgentLoop {
+    type Reply = Result<(), crate::session::SessionError>;
+
+    async fn handle(&mut self, decide: Decide, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
+        use crate::session::core::permission::approval;
+        let waiting = approval::waiting(&self.state);
+        if !waiting.contains(&decide.request_id) {
+            return Err(if self.requested.contains(&decide.request_id) {
+                crate::session::SessionError::ApprovalSettled {
+                    request_id: decide.request_id,
+                }
+            } else {
+                crate::session::SessionError::UnknownApproval {
+                    request_id: decide.request_id,
+                    waiting,
+                }
+            });
+        }
+        self.apply(Input::Approval {
+            request_id: decide.request_id,
+            decision: decide.decision,
+        })
+        .await;
+        Ok(())
     }
 }
 

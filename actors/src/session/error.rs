@@ -18,8 +18,23 @@ pub enum SessionError {
     ShuttingDown,
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("no approval request `{request_id}` is waiting in this session{}", waiting_hint(.waiting))]
+    UnknownApproval {
+        request_id: String,
+        waiting: Vec<String>,
+    },
+    #[error("approval request `{request_id}` was already settled (the first answer wins)")]
+    ApprovalSettled { request_id: String },
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn waiting_hint(waiting: &[String]) -> String {
+    if waiting.is_empty() {
+        "; none is".to_string()
+    } else {
+        format!("; waiting: {}", waiting.join(", "))
+    }
 }
 
 /// A request to a session actor that failed: its own error, or the actor
@@ -63,6 +78,8 @@ impl SessionError {
                 StoreError::Busy { .. } => Failure::Conflict,
                 _ => Failure::Internal,
             },
+            SessionError::UnknownApproval { .. } => Failure::NotFound,
+            SessionError::ApprovalSettled { .. } => Failure::Conflict,
             SessionError::Internal(_) => Failure::Internal,
         }
     }

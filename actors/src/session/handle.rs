@@ -81,6 +81,26 @@ impl SessionHandle {
         self.feed(Input::Interrupt).await
     }
 
+    /// Answer approval request `request_id`. Refused (not found) when no
+    /// call waits for it, or (conflict) when it was settled already: the
+    /// first answer wins, and every front end sees the `approval_resolved`.
+    pub async fn decide(
+        &self,
+        request_id: impl Into<String>,
+        decision: crate::protocol::ApprovalDecision,
+    ) -> Result<(), SessionError> {
+        self.agent_loop
+            .ask(super::actor::Decide {
+                request_id: request_id.into(),
+                decision,
+            })
+            .await
+            .map_err(|e| match e {
+                kameo::error::SendError::HandlerError(e) => e,
+                _ => SessionError::Gone(self.id.clone()),
+            })
+    }
+
     /// The process is stopping: the running turn ends with a stored
     /// `cancelled` result and queued inputs are answered without running
     /// (all of it committed when this returns).

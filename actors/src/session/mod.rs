@@ -8,6 +8,8 @@
 //! - [`error`]: why a session could not do what was asked.
 //! - [`model_input`]: what a model's stream item becomes for the core, for
 //!   every driver (the AgentLoop, the library's `agent`).
+//! - `project_rules`: an "allow always" rule saved to the workspace's
+//!   `.agentbus.toml`.
 //!
 //! The set of sessions (creating, loading, unloading) is [`crate::sessions`];
 //! so are stored sessions, and the commands that work on them (`/new`,
@@ -19,6 +21,7 @@ pub mod core;
 pub mod error;
 pub mod handle;
 pub mod model_input;
+mod project_rules;
 
 pub use error::{Failure, SessionError};
 

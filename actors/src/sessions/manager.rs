@@ -45,6 +45,8 @@ pub struct SessionOptions {
     pub title: Option<String>,
     /// This session's own `[context]` keys (kept with the session).
     pub context: Option<crate::protocol::ContextConfig>,
+    /// The permission mode it starts in (default: `permission_mode`).
+    pub permission_mode: Option<crate::protocol::PermissionMode>,
 }
 
 /// Create a session.
@@ -237,6 +239,9 @@ impl Message<CreateSession> for SessionManager {
         let id = record.id;
         let mut state = self.loader.fresh_state(id, model, &workspace);
         state.context.session = options.context;
+        if let Some(mode) = options.permission_mode {
+            state.permissions.mode = mode;
+        }
         Ok(self.start(state, Vec::new(), false, 0, workspace))
     }
 }

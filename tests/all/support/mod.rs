@@ -32,7 +32,18 @@ pub struct Fixture {
     pub config: PathBuf,
 }
 
+/// The first line of every fixture's configuration.
+const PERMISSIVE: &str = "permission_mode = \"bypass\"\n";
+
 impl Fixture {
+    /// Make sessions start in permission mode `mode` (fixtures start in
+    /// `bypass`: tests of other things run every call the script makes).
+    pub fn set_permission_mode(&self, mode: &str) {
+        let text = std::fs::read_to_string(&self.config).expect("read config");
+        let text = text.replacen(PERMISSIVE, &format!("permission_mode = \"{mode}\"\n"), 1);
+        std::fs::write(&self.config, text).expect("write config");
+    }
+
     /// A fixture answering from `tests/fixtures/scripts/<name>.toml`.
     pub async fn new(script: &str) -> Fixture {
         let path = fixtures_dir()
@@ -55,7 +66,7 @@ impl Fixture {
         std::fs::write(
             &config,
             format!(
-                "model = \"scripted\"\n\
+                "{PERMISSIVE}model = \"scripted\"\n\
                  [models.scripted]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{base}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\n\
                  [models.other]\nprovider = \"openai\"\nmodel = \"scripted-other\"\nbase_url = \"{base}\"\n\
                  [models.scripted-anthropic]\nprovider = \"anthropic\"\nmodel = \"scripted-main\"\nbase_url = \"{anthropic}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\n"

@@ -30,6 +30,14 @@ pub enum Effect {
     },
     /// Stop every still-running call of `batch_id`.
     CancelTools { batch_id: u64 },
+    /// Feed [`Input::ApprovalTimedOut`](super::Input::ApprovalTimedOut)
+    /// after `after_ms`, unless the request is settled first (a late one is
+    /// ignored).
+    ApprovalTimer { request_id: String, after_ms: u64 },
+    /// Add `rule` to `[permissions] allow` in the workspace's
+    /// `.agentbus.toml`; answer with
+    /// [`Input::RuleSaved`](super::Input::RuleSaved).
+    SaveRule { rule: String },
     /// Perform a command that needs the store; answer with
     /// [`Input::CommandDone`](super::Input::CommandDone). The queue waits.
     SessionCommand {

@@ -1,7 +1,7 @@
 //! What the core reacts to.
 
 use crate::model::{ModelEvent, ToolOutcome};
-use crate::protocol::{InputId, McpServerStatus, SystemEvent, UserInput};
+use crate::protocol::{ApprovalDecision, InputId, McpServerStatus, SystemEvent, UserInput};
 use std::collections::BTreeMap;
 
 /// One input to [`step`](super::step).
@@ -36,6 +36,22 @@ pub enum Input {
     CommandDone {
         input_id: InputId,
         reply: SystemEvent,
+    },
+    /// A front end answered approval request `request_id` (bypassing the
+    /// queue). Answers to a request already settled are ignored: the first
+    /// wins (the driver can tell with
+    /// [`SessionState::is_waiting_for`](super::SessionState::is_waiting_for)).
+    Approval {
+        request_id: String,
+        decision: ApprovalDecision,
+    },
+    /// The approval timer of `request_id` ran out.
+    ApprovalTimedOut { request_id: String },
+    /// The driver tried to save an allow rule to the workspace's
+    /// `.agentbus.toml`: `Ok(path)` or why not.
+    RuleSaved {
+        rule: String,
+        result: Result<String, String>,
     },
     /// The tools or the MCP servers changed (a server came up, crashed,
     /// changed its tool list). Also fed once right after `Started`.

@@ -17,13 +17,16 @@
 //! - the history never holds a tool call without its result, nor a result
 //!   without its call — not even after an interrupt or a provider failure;
 //! - tool results are emitted and recorded in the order of the calls;
-//! - a turn makes at most `max_steps` model calls.
+//! - a turn makes at most `max_steps` model calls;
+//! - a tool call runs only when the mode and the rules let it, or the user
+//!   allowed it (`permission`); an interrupt settles every open request.
 
 pub mod commands;
 pub mod context;
 mod effect;
 mod input;
 pub mod partial;
+pub mod permission;
 mod restore;
 mod state;
 mod step;

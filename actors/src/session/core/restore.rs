@@ -13,11 +13,12 @@ use super::effect::Effect;
 use super::state::SessionState;
 use super::step::push_tool_result;
 use crate::model::ToolOutcome;
+use crate::permissions::Rule;
 use crate::protocol::context::Compacted;
 use crate::protocol::system::{ModelSwitched, SessionStarted};
 use crate::protocol::{
-    AgentMessage, ContentBlock, EventEnvelope, InputId, Message, ResultEvent, StopReason,
-    SystemSubtype, Usage,
+    AgentMessage, ApprovalOutcome, ApprovalResolved, ContentBlock, EventEnvelope, InputId, Message,
+    ModeChanged, ResultEvent, StopReason, SystemEvent, SystemSubtype, Usage,
 };
 
 /// Why a turn was closed on load.
@@ -31,6 +32,8 @@ struct OpenTurn {
     last_text: String,
     /// Tool calls of the turn's last assistant message without a result.
     pending: Vec<(String, String)>,
+    /// Approval requests not settled: (request id, call id, tool).
+    requests: Vec<(String, String, String)>,
 }
 
 /// Fold `events` (one session's persisted events, in seq order) into
@@ -61,8 +64,30 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                     }
                 }
                 SystemSubtype::SessionStarted => {
-                    if let Some(context) = s.payload::<SessionStarted>().and_then(|p| p.context) {
+                    let started = s.payload::<SessionStarted>().unwrap_or_default();
+                    if let Some(context) = started.context {
                         state.context.session = Some(context);
+                    }
+                    // A new session's mode is its own; a resumed one keeps
+                    // the mode it had (later `mode` events win).
+                    if let Some(mode) = started.permission_mode.filter(|_| !started.resumed) {
+                        state.permissions.mode = mode;
+                    }
+                }
+                SystemSubtype::Mode => {
+                    if let Some(changed) = s.payload::<ModeChanged>() {
+                        state.permissions.mode = changed.mode;
+                    }
+                }
+                SystemSubtype::ApprovalResolved => {
+                    if let Some(resolved) = s.payload::<ApprovalResolved>() {
+                        if let Some(rule) = resolved.rule.and_then(|r| Rule::parse(&r).ok()) {
+                            state.permissions.add(rule);
+                        }
+                        if let Some(turn) = open.as_mut() {
+                            turn.requests
+                                .retain(|(id, _, _)| *id != resolved.request_id);
+                        }
                     }
                 }
                 SystemSubtype::ModelSwitched => {
@@ -85,6 +110,7 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                     usage: Usage::default(),
                     last_text: String::new(),
                     pending: Vec::new(),
+                    requests: Vec::new(),
                 });
             }
             AgentMessage::Assistant(a) => {
@@ -130,9 +156,13 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                 state.count_turn(r.usage);
                 open = None;
             }
-            AgentMessage::StreamEvent(_)
-            | AgentMessage::ApprovalRequest(_)
-            | AgentMessage::Error(_) => {}
+            AgentMessage::ApprovalRequest(r) => {
+                if let Some(turn) = open.as_mut() {
+                    turn.requests
+                        .push((r.request_id.clone(), r.call_id.clone(), r.name.clone()));
+                }
+            }
+            AgentMessage::StreamEvent(_) | AgentMessage::Error(_) => {}
         }
     }
     let mut effects = Vec::new();
@@ -143,6 +173,23 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
 }
 
 fn close_unfinished(state: &mut SessionState, turn: OpenTurn, fx: &mut Vec<Effect>) {
+    for (request_id, call_id, name) in turn.requests {
+        let resolved = ApprovalResolved {
+            request_id,
+            call_id,
+            outcome: ApprovalOutcome::Cancelled,
+            message: None,
+            rule: None,
+            save: false,
+        };
+        fx.push(Effect::Emit {
+            turn_id: Some(turn.id),
+            message: AgentMessage::System(SystemEvent::new(
+                format!("The request for {name} was cancelled: agentbus stopped while it waited."),
+                &resolved,
+            )),
+        });
+    }
     for call in turn.pending {
         let outcome = ToolOutcome::error(format!("not finished: {UNFINISHED_TURN}"));
         push_tool_result(&mut state.history, turn.id, call, outcome, true, fx);

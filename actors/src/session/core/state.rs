@@ -4,6 +4,7 @@
 
 use super::context::compaction::CompactionCall;
 use super::context::state::ContextState;
+use super::permission::{PermissionConfig, PermissionState};
 use super::turn::Turn;
 use crate::protocol::{
     ContextConfig, InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput,
@@ -28,6 +29,8 @@ pub struct SessionConfig {
     pub context: ContextConfig,
     /// The instructions a summary is written with.
     pub compact_prompt: String,
+    /// The mode it starts in, the rules, the roots, the sandbox.
+    pub permissions: PermissionConfig,
 }
 
 /// Token usage of the session.
@@ -70,6 +73,8 @@ pub struct SessionState {
     pub compacting: Option<CompactionCall>,
     /// A session command the driver is performing; the queue waits for it.
     pub pending_command: Option<InputId>,
+    /// The permission mode now, and the rules "allow always" added.
+    pub permissions: PermissionState,
     pub(super) next_input_id: InputId,
     pub(super) next_request_id: u64,
 }
@@ -84,6 +89,7 @@ impl SessionState {
     ) -> Self {
         SessionState {
             session_id,
+            permissions: PermissionState::new(&config.permissions),
             config,
             model,
             tools,

@@ -5,9 +5,11 @@ use super::context::{self, CompactionPlan, Next};
 use super::effect::Effect;
 use super::input::Input;
 use super::partial::{AssembledMessage, PartialMessage};
+use super::permission::approval::{self, Settle};
+use super::permission::policy::{self, Verdict};
 use super::state::{QueuedInput, SessionState};
-use super::turn::{CallAttempt, PendingCall, Phase, Turn};
-use crate::model::{ModelEvent, ToolCall, ToolOutcome};
+use super::turn::{CallAttempt, PendingCall, Phase, Turn, Waiting};
+use crate::model::{GrantedCall, ModelEvent, ToolCall, ToolOutcome};
 use crate::protocol::context::{Compacted, CompactionTrigger};
 use crate::protocol::system::{McpServerChanged, Retrying, SessionStarted};
 use crate::protocol::{
@@ -44,6 +46,35 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
             outcome,
         } => on_tool_finished(state, batch_id, &call_id, outcome, now_ms, &mut fx),
         Input::CatalogChanged { tools, servers } => apply_catalog(state, tools, servers, &mut fx),
+        Input::Approval {
+            request_id,
+            decision,
+        } => on_settle(
+            state,
+            &request_id,
+            Settle::Decided(decision),
+            now_ms,
+            &mut fx,
+        ),
+        Input::ApprovalTimedOut { request_id } => {
+            let after_ms = state.config.permissions.approval_timeout_ms.unwrap_or(0);
+            on_settle(
+                state,
+                &request_id,
+                Settle::TimedOut { after_ms },
+                now_ms,
+                &mut fx,
+            )
+        }
+        Input::RuleSaved { rule, result } => {
+            let text = match result {
+                Ok(path) => format!("Saved the allow rule `{rule}` to {path}."),
+                Err(why) => format!(
+                    "Could not save the allow rule `{rule}` to .agentbus.toml ({why}); it still holds for this session."
+                ),
+            };
+            emit(&mut fx, None, notice(text));
+        }
         Input::CommandDone { input_id, reply } => {
             if state.pending_command == Some(input_id) {
                 state.pending_command = None;
@@ -65,16 +96,22 @@ fn notice(message: impl Into<String>) -> AgentMessage {
 
 fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
     let tools: Vec<String> = state.tools.iter().map(|t| t.name.clone()).collect();
+    let mode = state.permissions.mode;
+    let sandbox = if state.config.permissions.sandboxed {
+        ""
+    } else {
+        "; commands run WITHOUT a sandbox"
+    };
     let message = if resumed {
         format!(
-            "Session {} resumed with model {} ({} messages).",
+            "Session {} resumed with model {} ({} messages), permission mode {mode}{sandbox}.",
             state.session_id,
             state.model,
             state.history.len()
         )
     } else {
         format!(
-            "Session {} started with model {}.",
+            "Session {} started with model {}, permission mode {mode}{sandbox}.",
             state.session_id, state.model
         )
     };
@@ -85,8 +122,8 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
         resumed,
         messages: state.history.len(),
         context: state.context.session.clone(),
-        permission_mode: None,
-        sandboxed: None,
+        permission_mode: Some(state.permissions.mode),
+        sandboxed: Some(state.config.permissions.sandboxed),
     };
     emit(
         fx,
@@ -549,20 +586,55 @@ fn finish_model_call(
         return;
     }
     let batch_id = state.take_request_id();
+    let turn_id = state.turn.as_ref().map_or(0, |t| t.id);
+    let timeout = state.config.permissions.approval_timeout_ms;
     let mut pending = Vec::new();
     let mut runnable = Vec::new();
     for call in assembled.calls {
+        let mut waiting = None;
         let outcome = match call.input {
             Ok(input) => {
-                runnable.push(crate::model::GrantedCall {
-                    call: ToolCall {
-                        id: call.id.clone(),
-                        name: call.name.clone(),
-                        input,
-                    },
-                    grant: Default::default(),
-                });
-                None
+                let call = ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input,
+                };
+                match policy::decide(
+                    &state.config.permissions,
+                    &state.permissions,
+                    std::path::Path::new(&state.config.workspace),
+                    &call.name,
+                    &call.input,
+                ) {
+                    Verdict::Run(grant) => {
+                        runnable.push(GrantedCall { call, grant });
+                        None
+                    }
+                    Verdict::Deny(why) => Some(ToolOutcome::error(why)),
+                    Verdict::Ask(asking) => {
+                        let request_id = format!("t{turn_id}-{}", call.id);
+                        emit(
+                            fx,
+                            Some(turn_id),
+                            approval::request_event(&request_id, &call, &asking),
+                        );
+                        if let Some(after_ms) = timeout {
+                            fx.push(Effect::ApprovalTimer {
+                                request_id: request_id.clone(),
+                                after_ms,
+                            });
+                        }
+                        waiting = Some(Waiting {
+                            request_id,
+                            call: GrantedCall {
+                                call,
+                                grant: asking.grant,
+                            },
+                            always: asking.always,
+                        });
+                        None
+                    }
+                }
             }
             Err(reason) => Some(ToolOutcome::error(format!(
                 "{reason}. Call {} again with a JSON object of arguments.",
@@ -574,6 +646,7 @@ fn finish_model_call(
             name: call.name,
             outcome,
             recorded: false,
+            waiting,
         });
     }
     if let Some(turn) = state.turn.as_mut() {
@@ -653,6 +726,32 @@ fn on_tool_finished(
         .find(|c| c.id == call_id && c.outcome.is_none())
     {
         call.outcome = Some(outcome);
+    }
+    record_finished_results(state, fx);
+    continue_after_tools(state, now_ms, fx);
+}
+
+/// An approval request is settled: tell everyone, run the call if it was
+/// allowed, and go on when the batch is complete.
+fn on_settle(
+    state: &mut SessionState,
+    request_id: &str,
+    how: Settle,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(settled) = approval::settle(state, request_id, how) else {
+        return;
+    };
+    emit(fx, Some(settled.turn_id), settled.event);
+    if let Some(rule) = settled.save {
+        fx.push(Effect::SaveRule { rule });
+    }
+    if let Some(call) = settled.run {
+        fx.push(Effect::RunTools {
+            batch_id: settled.batch_id,
+            calls: vec![call],
+        });
     }
     record_finished_results(state, fx);
     continue_after_tools(state, now_ms, fx);
@@ -785,6 +884,11 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 Some(call.input_id),
                 notice("Compaction interrupted; the conversation is unchanged."),
             );
+        }
+    }
+    for request_id in approval::waiting(state) {
+        if let Some(settled) = approval::settle(state, &request_id, Settle::Cancelled) {
+            emit(fx, Some(settled.turn_id), settled.event);
         }
     }
     let model = state.model.clone();

@@ -11,9 +11,9 @@ use proptest::prelude::*;
 use serde_json::json;
 
 /// A session driven by hand: inputs in, effects collected.
-struct Harness {
-    state: SessionState,
-    effects: Vec<Effect>,
+pub(crate) struct Harness {
+    pub(crate) state: SessionState,
+    pub(crate) effects: Vec<Effect>,
     now: u64,
     /// Answers report usage (10 in, 5 out). Off where the context is
     /// measured: a real provider's count would be much larger, and the
@@ -22,7 +22,7 @@ struct Harness {
 }
 
 impl Harness {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::with(3, true)
     }
 
@@ -57,6 +57,12 @@ impl Harness {
             workspace: "/ws".into(),
             context: Default::default(),
             compact_prompt: "summarise".into(),
+            // Rules of the conversation, not of permissions: every call runs.
+            permissions: crate::session::core::permission::PermissionConfig {
+                mode: crate::protocol::PermissionMode::Bypass,
+                sandboxed: true,
+                ..Default::default()
+            },
         };
         let tools = vec![ToolSpec {
             name: "bash".into(),
@@ -77,18 +83,18 @@ impl Harness {
         }
     }
 
-    fn state(&self) -> &SessionState {
+    pub(crate) fn state(&self) -> &SessionState {
         &self.state
     }
 
-    fn feed(&mut self, input: Input) -> Vec<Effect> {
+    pub(crate) fn feed(&mut self, input: Input) -> Vec<Effect> {
         self.now += 10;
         let fx = step(&mut self.state, input, self.now);
         self.effects.extend(fx.clone());
         fx
     }
 
-    fn query(&mut self, text: &str) -> InputId {
+    pub(crate) fn query(&mut self, text: &str) -> InputId {
         let input_id = self.state().next_input_id();
         self.feed(Input::Submit {
             input_id,
@@ -102,7 +108,12 @@ impl Harness {
     }
 
     /// Stream a whole message: text and tool calls, then finish.
-    fn answer(&mut self, request_id: u64, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Effect> {
+    pub(crate) fn answer(
+        &mut self,
+        request_id: u64,
+        text: &str,
+        calls: &[(&str, &str, &str)],
+    ) -> Vec<Effect> {
         let mut fx = Vec::new();
         let mut index = 0;
         if !text.is_empty() {
@@ -169,7 +180,7 @@ impl Harness {
         fx
     }
 
-    fn tool_done(&mut self, batch_id: u64, call_id: &str, output: &str) -> Vec<Effect> {
+    pub(crate) fn tool_done(&mut self, batch_id: u64, call_id: &str, output: &str) -> Vec<Effect> {
         self.feed(Input::ToolFinished {
             batch_id,
             call_id: call_id.into(),
@@ -181,11 +192,11 @@ impl Harness {
         })
     }
 
-    fn events(&self) -> Vec<AgentMessage> {
+    pub(crate) fn events(&self) -> Vec<AgentMessage> {
         messages(&self.effects)
     }
 
-    fn results(&self) -> Vec<crate::protocol::ResultEvent> {
+    pub(crate) fn results(&self) -> Vec<crate::protocol::ResultEvent> {
         self.events()
             .into_iter()
             .filter_map(|m| match m {
@@ -196,7 +207,7 @@ impl Harness {
     }
 }
 
-fn messages(fx: &[Effect]) -> Vec<AgentMessage> {
+pub(crate) fn messages(fx: &[Effect]) -> Vec<AgentMessage> {
     fx.iter()
         .filter_map(|e| match e {
             Effect::Emit { message, .. } => Some(message.clone()),
@@ -205,7 +216,7 @@ fn messages(fx: &[Effect]) -> Vec<AgentMessage> {
         .collect()
 }
 
-fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::model::ModelRequest)> {
+pub(crate) fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::model::ModelRequest)> {
     fx.iter()
         .filter_map(|e| match e {
             Effect::CallModel {
@@ -217,7 +228,7 @@ fn model_calls(fx: &[Effect]) -> Vec<(u64, crate::model::ModelRequest)> {
         .collect()
 }
 
-fn tool_batches(fx: &[Effect]) -> Vec<(u64, Vec<crate::model::ToolCall>)> {
+pub(crate) fn tool_batches(fx: &[Effect]) -> Vec<(u64, Vec<crate::model::ToolCall>)> {
     fx.iter()
         .filter_map(|e| match e {
             Effect::RunTools { batch_id, calls } => {
@@ -244,7 +255,7 @@ fn type_names(events: &[AgentMessage]) -> Vec<&'static str> {
 
 /// The invariant: every tool call has exactly one result after it, and no
 /// result appears without its call.
-fn assert_history_valid(history: &[Message]) {
+pub(crate) fn assert_history_valid(history: &[Message]) {
     let mut open: Vec<String> = Vec::new();
     for m in history {
         match m {
@@ -833,7 +844,7 @@ fn usage_cost_counts_turns_on_priced_profiles() {
 
 /// The persisted events of everything the harness emitted so far, stamped
 /// as the driver would.
-fn persisted(h: &Harness) -> Vec<crate::protocol::EventEnvelope> {
+pub(crate) fn persisted(h: &Harness) -> Vec<crate::protocol::EventEnvelope> {
     let mut seq = 0;
     h.effects
         .iter()
@@ -860,7 +871,7 @@ fn fresh() -> SessionState {
 
 /// A fresh state with `live`'s configuration, as the loader builds one
 /// before folding the log into it.
-fn fresh_like(live: &SessionState) -> SessionState {
+pub(crate) fn fresh_like(live: &SessionState) -> SessionState {
     SessionState::new(
         live.session_id.clone(),
         live.config.clone(),

@@ -1,7 +1,8 @@
 //! The running turn: from an accepted query to its `result`.
 
 use super::partial::PartialMessage;
-use crate::model::ToolOutcome;
+use crate::model::{GrantedCall, ToolOutcome};
+use crate::permissions::Rule;
 use crate::protocol::{InputId, Usage};
 use serde::Serialize;
 
@@ -66,4 +67,18 @@ pub struct PendingCall {
     pub outcome: Option<ToolOutcome>,
     /// Its `tool_result` has been emitted and recorded.
     pub recorded: bool,
+    /// It waits for the user's decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
+}
+
+/// A call waiting for approval.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Waiting {
+    /// The `approval_request`'s id.
+    pub request_id: String,
+    /// What runs when it is allowed.
+    pub call: GrantedCall,
+    /// The rule `allow_always` adds.
+    pub always: Option<Rule>,
 }

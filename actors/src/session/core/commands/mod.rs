@@ -21,6 +21,7 @@ mod debug;
 pub mod fork;
 mod help;
 pub mod load;
+mod mode;
 mod model;
 mod models;
 pub mod new;
@@ -45,6 +46,7 @@ pub const COMMANDS: &[SlashCommand] = &[
     new::COMMAND,
     model::COMMAND,
     models::COMMAND,
+    mode::COMMAND,
     tools::COMMAND,
     usage::COMMAND,
     context::COMMAND,
@@ -102,12 +104,8 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         ControlCommand::Usage => usage::apply(state),
         ControlCommand::Debug => debug::apply(state),
         ControlCommand::Context => context::apply(state),
-        ControlCommand::SetMode { .. } | ControlCommand::ShowMode => {
-            crate::protocol::SystemEvent::bare(
-                crate::protocol::SystemSubtype::Notice,
-                "permission modes are not wired yet",
-            )
-        }
+        ControlCommand::SetMode { mode } => mode::set(state, *mode),
+        ControlCommand::ShowMode => mode::show(state),
         ControlCommand::Compact { focus } => {
             return Applied::Compact {
                 focus: focus.clone(),

@@ -34,6 +34,9 @@ use crate::tokens::{self, Encoding};
 use ledger::Ledger;
 use view::{Limits, Plan};
 
+/// What the model is told while the session is in plan mode.
+pub const PLAN_MODE_PROMPT: &str = "\n\nPLAN MODE IS ON: the user wants a plan, not changes. Investigate with the read-only tools (read_file, list_dir, glob, grep; bash runs in a read-only sandbox) and do not edit, write or otherwise change anything: such calls are denied. End your turn with a concrete plan: the steps, the files involved, the risks. The user switches the mode when the plan should be carried out.";
+
 /// The `[context]` keys in force: global, then the profile's, then the
 /// session's.
 pub fn config(state: &SessionState) -> ContextConfig {
@@ -143,9 +146,12 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         .summary
         .as_ref()
         .map(|summary| compaction::summary_block(&summary.text));
+    let planning = (state.permissions.mode == crate::protocol::PermissionMode::Plan)
+        .then_some(PLAN_MODE_PROMPT);
     let system_prompt = format!(
-        "{}{}",
+        "{}{}{}",
         state.config.system_prompt,
+        planning.unwrap_or_default(),
         summary_block.as_deref().unwrap_or_default()
     );
     let limit = limit(state).map(|l| if squeeze { l * 7 / 10 } else { l });

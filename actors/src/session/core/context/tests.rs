@@ -368,6 +368,12 @@ fn context_benchmark_report() {
         workspace: "/ws".into(),
         context: Default::default(),
         compact_prompt: "summarise".into(),
+        // Rules of the conversation, not of permissions: every call runs.
+        permissions: crate::session::core::permission::PermissionConfig {
+            mode: crate::protocol::PermissionMode::Bypass,
+            sandboxed: true,
+            ..Default::default()
+        },
     };
     let mut state = SessionState::new(
         crate::protocol::SessionId::from("bench"),
