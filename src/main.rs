@@ -51,13 +51,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
-            frontend::chat::run(settings, args.resume, args.json, attach).await
+            let mode = args.session.permission_mode;
+            frontend::chat::run(settings, args.resume, args.json, attach, mode).await
         }
         Command::Run(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
             let prompt = frontend::run::read_prompt(&args.prompt).await?;
-            frontend::run::run(settings, args.resume, prompt, args.json, attach).await
+            let mode = args.session.permission_mode;
+            frontend::run::run(settings, args.resume, prompt, args.json, attach, mode).await
         }
         Command::Sessions(command) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;

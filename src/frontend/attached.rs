@@ -142,6 +142,19 @@ impl Attached {
         })
     }
 
+    /// Answer approval request `request_id` (the first answer wins).
+    pub async fn decide(
+        &self,
+        request_id: &str,
+        decision: agentbus_actors::protocol::ApprovalDecision,
+    ) -> anyhow::Result<()> {
+        match &self.link {
+            Link::Local { session, .. } => session.decide(request_id, decision).await?,
+            Link::Remote { client, id, .. } => client.decide(id, request_id, &decision).await?,
+        }
+        Ok(())
+    }
+
     /// Cancel the running turn.
     pub async fn interrupt(&self) -> anyhow::Result<()> {
         match &self.link {

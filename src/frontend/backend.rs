@@ -62,8 +62,25 @@ impl Backend {
 
     /// The session the command line asks for: a new one by default;
     /// `--session ID` (an id or the start of one) or `--continue` (the most
-    /// recent session of this workspace) a stored one.
-    pub async fn choose(&self, resume: &ResumeArgs, start: Start) -> anyhow::Result<Attached> {
+    /// recent session of this workspace) a stored one. A stored session
+    /// keeps the permission mode it had, unless `--permission-mode` says
+    /// otherwise (`mode`: then it is switched, with `/mode`, first thing).
+    pub async fn choose(
+        &self,
+        resume: &ResumeArgs,
+        start: Start,
+        mode: Option<PermissionMode>,
+    ) -> anyhow::Result<Attached> {
+        let attached = self.choose_session(resume, start).await?;
+        if let Some(mode) = mode
+            && (resume.session.is_some() || resume.continue_)
+        {
+            attached.submit_text(format!("/mode {mode}")).await?;
+        }
+        Ok(attached)
+    }
+
+    async fn choose_session(&self, resume: &ResumeArgs, start: Start) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
                 let session = if let Some(prefix) = &resume.session {

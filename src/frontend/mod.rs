@@ -15,6 +15,7 @@
 //! with the session's own parser, only to know when to wait for a command
 //! that switches sessions and when `/quit` ends the input.
 
+pub mod approval;
 pub mod attached;
 pub mod backend;
 pub mod chat;

@@ -4,11 +4,15 @@
 //! turn's notices (a compaction) and the reason for a failure to stderr.
 //! `--json`: every event of this run as a JSON line. Exit 0 for `end_turn`; non-zero otherwise (see
 //! [`InputEnd::exit_code`](super::InputEnd::exit_code)), and 1 whenever the session could not be saved.
+//! Nobody can answer an approval request here: a call that would ask is
+//! rejected with a message naming the flag or rule that would allow it
+//! (the model reads it; plain output prints it on stderr).
 //! The first Ctrl-C interrupts the turn (its `cancelled` result is still
 //! printed; exit 130); a second one exits at once. `--session ID` or
 //! `--continue` add the turn to a stored session.
 
 use super::InputEnds;
+use super::approval;
 use super::attached::Start;
 use super::backend::{Attach, Backend};
 use super::output::Output;
@@ -16,7 +20,7 @@ use super::output::answer::Answer;
 use super::output::json::JsonLines;
 use crate::cli::ResumeArgs;
 use agentbus_actors::Settings;
-use agentbus_actors::protocol::{AgentMessage, ErrorKind};
+use agentbus_actors::protocol::{AgentMessage, ApprovalDecision, ErrorKind, PermissionMode};
 use anyhow::Context as _;
 use std::process::ExitCode;
 use tokio::io::AsyncReadExt;
@@ -40,10 +44,19 @@ pub async fn run(
     prompt: String,
     json_output: bool,
     attach: Option<Attach>,
+    mode: Option<PermissionMode>,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupts = super::interrupt_signals()?;
     let backend = Backend::start(settings, attach).await?;
-    let outcome = run_turn(&backend, &resume, prompt, json_output, &mut interrupts).await;
+    let outcome = run_turn(
+        &backend,
+        &resume,
+        prompt,
+        json_output,
+        mode,
+        &mut interrupts,
+    )
+    .await;
     backend.shutdown().await;
     outcome
 }
@@ -53,6 +66,7 @@ async fn run_turn(
     resume: &ResumeArgs,
     prompt: String,
     json_output: bool,
+    mode: Option<PermissionMode>,
     interrupts: &mut tokio::signal::unix::Signal,
 ) -> anyhow::Result<ExitCode> {
     let mut output: Box<dyn Output> = if json_output {
@@ -60,7 +74,7 @@ async fn run_turn(
     } else {
         Box::new(Answer::default())
     };
-    let mut attached = backend.choose(resume, Start::ThisLoad).await?;
+    let mut attached = backend.choose(resume, Start::ThisLoad, mode).await?;
     let id = attached.submit_text(prompt).await?;
     let mut ends = InputEnds::default();
     let mut interrupted = false;
@@ -74,6 +88,17 @@ async fn run_turn(
                 output.event(&event).context("writing to stdout")?;
                 if matches!(&event.message, AgentMessage::Error(e) if e.kind == ErrorKind::Store) {
                     not_saved = true;
+                }
+                // Nobody can answer here: reject, saying what would allow it.
+                if let AgentMessage::ApprovalRequest(request) = &event.message
+                    && event.turn_id == Some(id)
+                {
+                    let why = approval::unattended_rejection(request);
+                    if !json_output {
+                        eprintln!("agentbus: {why}");
+                    }
+                    // Another client may have answered first: that is fine.
+                    let _ = attached.decide(&request.request_id, ApprovalDecision::reject(why)).await;
                 }
                 if let Some(end) = ends.end_of(&event, id) {
                     break end;

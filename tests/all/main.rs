@@ -15,6 +15,7 @@ mod context;
 mod layout;
 mod local_model;
 mod mcp;
+mod permissions;
 mod retries;
 mod run;
 mod serve;

@@ -16,12 +16,15 @@
 use super::editor::{self, CTRL_C};
 use super::screen::Screen;
 use super::type_ahead::{TypeAhead, Typed};
+use crate::frontend::approval;
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
 use crate::frontend::output::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, InputEnds, announces_compaction};
 use crate::remote::events::Connection;
-use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
+use agentbus_actors::protocol::{
+    AgentMessage, ApprovalResolved, InputId, StreamDelta, SystemSubtype,
+};
 use anyhow::Context as _;
 use crossterm::event::{self, Event};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -146,8 +149,11 @@ async fn follow(
     let mut spinner = Spinner::default();
     spinner.show("thinking…");
     let (typed, mut keys) = tokio::sync::mpsc::unbounded_channel();
-    let watcher = KeyWatcher::start(ahead, typed);
+    let answering = Arc::new(AtomicBool::new(false));
+    let watcher = KeyWatcher::start(ahead, typed, answering.clone());
     let mut interrupted = false;
+    // The approval request the next line typed answers.
+    let mut asking: Option<String> = None;
     let mut ends = InputEnds::default();
     let end = loop {
         tokio::select! {
@@ -161,7 +167,24 @@ async fn follow(
                 if let Some(end) = ends.end_of(&event, id) {
                     break Some(end);
                 }
-                if let Some(waiting) = waiting_after(&event.message) {
+                match &event.message {
+                    AgentMessage::ApprovalRequest(request) if event.turn_id == Some(id) => {
+                        renderer.line(&approval::keys(request));
+                        asking = Some(request.request_id.clone());
+                        answering.store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    AgentMessage::System(s) => {
+                        if let Some(resolved) = s.payload::<ApprovalResolved>()
+                            && asking.as_deref() == Some(resolved.request_id.as_str())
+                        {
+                            asking = None;
+                            answering.store(false, Ordering::Relaxed);
+                        }
+                    }
+                    _ => {}
+                }
+                if asking.is_none() && let Some(waiting) = waiting_after(&event.message) {
                     spinner.show(waiting);
                 }
             }
@@ -177,11 +200,24 @@ async fn follow(
                 Typed::Queued(line) => {
                     spinner.suspend(|| renderer.dim_line(&format!("⏎ queued: {line}")));
                 }
+                Typed::Answer(line) => {
+                    let Some(request_id) = asking.clone() else { continue };
+                    let answered = match approval::parse_answer(&line) {
+                        Ok(decision) => attached.decide(&request_id, decision).await.map_err(|e| format!("{e:#}")),
+                        Err(hint) => Err(hint),
+                    };
+                    match answered {
+                        // The `approval_resolved` event closes the request.
+                        Ok(()) => renderer.dim_line(&format!("› {line}")),
+                        Err(why) => renderer.dim_line(&format!("● {why}")),
+                    }
+                }
                 Typed::Nothing => {}
             },
         }
     };
     let mut ahead = watcher.stop();
+    ahead.answering = false;
     if interrupted {
         ahead.unqueue();
     }
@@ -290,14 +326,21 @@ struct KeyWatcher {
 }
 
 impl KeyWatcher {
-    fn start(mut ahead: TypeAhead, typed: UnboundedSender<Typed>) -> KeyWatcher {
+    fn start(
+        mut ahead: TypeAhead,
+        typed: UnboundedSender<Typed>,
+        answering: Arc<AtomicBool>,
+    ) -> KeyWatcher {
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::spawn(move || {
             while !stopping.load(Ordering::Relaxed) {
                 match event::poll(Duration::from_millis(50)) {
                     Ok(true) => match event::read() {
-                        Ok(Event::Key(key)) => match ahead.key(&key) {
+                        Ok(Event::Key(key)) => match {
+                            ahead.answering = answering.load(Ordering::Relaxed);
+                            ahead.key(&key)
+                        } {
                             Typed::Nothing => {}
                             said => {
                                 let _ = typed.send(said);

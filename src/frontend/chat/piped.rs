@@ -10,18 +10,23 @@
 //! end of file — the chat waits for every submitted input to finish, then
 //! exits (1 if any of them failed).
 //!
+//! A line read while an approval request of one of its inputs waits is the
+//! answer (`y`, `a`, `s`, `n`, `n: why`), not a query: a script answers
+//! after it sees the request (the line `Allow? …` on stdout).
+//!
 //! To know which lines are barriers or the end, each line is read with the
 //! session's own slash-command parser (`runtime::parse_command`, the one
 //! the session uses); the line is still sent as typed, and the session
 //! parses and runs it.
 
 use crate::frontend::InputEnds;
+use crate::frontend::approval;
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
 use crate::frontend::output::Output;
 use crate::frontend::output::json::JsonLines;
 use crate::frontend::output::render::{RenderOptions, Renderer};
-use agentbus_actors::protocol::{ControlCommand, InputId};
+use agentbus_actors::protocol::{AgentMessage, ApprovalResolved, ControlCommand, InputId};
 use agentbus_actors::runtime::parse_command;
 use anyhow::Context as _;
 use std::collections::BTreeSet;
@@ -69,6 +74,8 @@ pub async fn run(
     let mut barrier: Option<InputId> = None;
     let mut input_open = true;
     let mut failed = false;
+    // The approval request the next line answers.
+    let mut asking: Option<String> = None;
     loop {
         if !input_open && pending.is_empty() {
             break;
@@ -77,6 +84,17 @@ pub async fn run(
             line = lines.next_line(), if input_open && barrier.is_none() => {
                 match line.context("reading stdin")? {
                     Some(line) if line.trim().is_empty() => {}
+                    Some(line) if asking.is_some() => {
+                        match approval::parse_answer(&line) {
+                            Ok(decision) => {
+                                let request_id = asking.take().unwrap_or_default();
+                                if let Err(e) = attached.decide(&request_id, decision).await {
+                                    output.note(&format!("● {e:#}")).context("writing to stdout")?;
+                                }
+                            }
+                            Err(hint) => output.note(&format!("● {hint}")).context("writing to stdout")?,
+                        }
+                    }
                     Some(line) => {
                         let text = line.trim().to_string();
                         let kind = kind(&text);
@@ -95,6 +113,20 @@ pub async fn run(
                 let Some(event) = event else { anyhow::bail!("the session stopped unexpectedly") };
                 output.event(&event).context("writing to stdout")?;
                 ends.observe(&event);
+                match &event.message {
+                    AgentMessage::ApprovalRequest(request) if pending.contains(&event.turn_id.unwrap_or_default()) => {
+                        output.note(&approval::keys(request)).context("writing to stdout")?;
+                        asking = Some(request.request_id.clone());
+                    }
+                    AgentMessage::System(s) => {
+                        if let Some(resolved) = s.payload::<ApprovalResolved>()
+                            && asking.as_deref() == Some(resolved.request_id.as_str())
+                        {
+                            asking = None;
+                        }
+                    }
+                    _ => {}
+                }
                 let ended = pending.iter().copied().find_map(|id| ends.ended(&event, id).map(|end| (id, end)));
                 if let Some((id, end)) = ended {
                     pending.remove(&id);

@@ -16,6 +16,9 @@ pub enum Typed {
     Interrupt,
     /// Enter finished this line; it is queued.
     Queued(String),
+    /// Enter finished this line while an approval request waits: it is
+    /// the answer, not queued.
+    Answer(String),
     /// The unfinished line changed, or the key means nothing here.
     Nothing,
 }
@@ -24,6 +27,8 @@ pub enum Typed {
 pub struct TypeAhead {
     lines: VecDeque<String>,
     partial: String,
+    /// An approval request waits: the next finished line answers it.
+    pub answering: bool,
 }
 
 impl TypeAhead {
@@ -59,6 +64,9 @@ impl TypeAhead {
                 let line = std::mem::take(&mut self.partial);
                 if line.trim().is_empty() {
                     return Typed::Nothing;
+                }
+                if self.answering {
+                    return Typed::Answer(line);
                 }
                 self.lines.push_back(line.clone());
                 Typed::Queued(line)

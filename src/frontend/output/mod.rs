@@ -29,4 +29,10 @@ pub trait Output {
     fn ended(&mut self, _end: &InputEnd) -> std::io::Result<()> {
         Ok(())
     }
+
+    /// A line of the front end's own (how to answer an approval request):
+    /// shown to people, left out of JSON lines, which hold events only.
+    fn note(&mut self, _text: &str) -> std::io::Result<()> {
+        Ok(())
+    }
 }

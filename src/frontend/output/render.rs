@@ -147,8 +147,18 @@ impl<W: Write> Renderer<W> {
                 self.line(&text);
             }
             AgentMessage::ApprovalRequest(a) => {
-                let text = format!("? {} wants approval", a.name);
+                let text = format!("? {} needs approval: {}", a.name, a.reason);
                 self.line(&self.yellow(&text));
+                for line in crate::frontend::approval::describe(a) {
+                    let line = if line.starts_with("  -") {
+                        self.red(&line)
+                    } else if line.starts_with("  +") {
+                        self.green(&line)
+                    } else {
+                        line
+                    };
+                    self.line(&line);
+                }
             }
             AgentMessage::Result(r) => {
                 self.end_line();
@@ -239,6 +249,9 @@ impl<W: Write> Renderer<W> {
     fn yellow(&self, s: &str) -> String {
         self.paint(s, |s| s.yellow())
     }
+    fn green(&self, s: &str) -> String {
+        self.paint(s, |s| s.green())
+    }
 }
 
 /// `conversation compacted: ~12,345 → 2,345 tokens (auto)`: what a
@@ -328,6 +341,11 @@ fn first_line(s: &str) -> String {
 impl<W: Write> Output for Renderer<W> {
     fn event(&mut self, event: &EventEnvelope) -> std::io::Result<()> {
         self.render(event);
+        Ok(())
+    }
+
+    fn note(&mut self, text: &str) -> std::io::Result<()> {
+        self.line(&self.yellow(text));
         Ok(())
     }
 }

@@ -1,0 +1,189 @@
+//! Approval requests as the terminal front ends show and answer them: what
+//! the call would do (the command, or the diff of an edit), the answer
+//! keys (`y` once, `a` always, `s` always and save, `n` no — `n: why` tells
+//! the model why), and the rejection `run` sends, since nobody can answer
+//! there.
+
+use agentbus_actors::protocol::{
+    ApprovalChoice, ApprovalDecision, ApprovalRequestEvent, PermissionMode,
+};
+
+/// What the call would do, a few lines: the command, the edit as a diff,
+/// the file a write creates, or the arguments.
+pub fn describe(request: &ApprovalRequestEvent) -> Vec<String> {
+    let text = |key: &str| request.input.get(key).and_then(|v| v.as_str());
+    let path = text("path").unwrap_or("?");
+    match request.name.as_str() {
+        "bash" => {
+            let mut lines: Vec<String> = text("command")
+                .unwrap_or_default()
+                .lines()
+                .map(|l| format!("  $ {l}"))
+                .collect();
+            if let Some(why) = text("justification") {
+                lines.push(format!("  (outside the sandbox: {why})"));
+            }
+            lines
+        }
+        "edit_file" => {
+            let (old, new) = (
+                text("old_string").unwrap_or(""),
+                text("new_string").unwrap_or(""),
+            );
+            let mut lines = vec![format!("  {path}")];
+            let diff = similar::TextDiff::from_lines(old, new);
+            for change in diff.iter_all_changes() {
+                let sign = match change.tag() {
+                    similar::ChangeTag::Delete => '-',
+                    similar::ChangeTag::Insert => '+',
+                    similar::ChangeTag::Equal => ' ',
+                };
+                lines.push(format!("  {sign}{}", change.value().trim_end_matches('\n')));
+            }
+            lines
+        }
+        "write_file" => {
+            let content = text("content").unwrap_or("");
+            let mut lines = vec![format!("  {path} ({} lines)", content.lines().count())];
+            lines.extend(content.lines().take(8).map(|l| format!("  +{l}")));
+            if content.lines().count() > 8 {
+                lines.push("  …".into());
+            }
+            lines
+        }
+        _ => vec![format!("  {}", request.input)],
+    }
+}
+
+/// The answer keys this request takes.
+pub fn keys(request: &ApprovalRequestEvent) -> String {
+    let mut keys = vec!["y once".to_string()];
+    if request.options.contains(&ApprovalChoice::AllowAlways) {
+        let rule = request.suggested_rule.as_deref().unwrap_or(&request.name);
+        keys.push(format!("a always `{rule}`"));
+        keys.push("s always + save to .agentbus.toml".into());
+    }
+    keys.push("n no (n: why, for the model)".into());
+    format!("Allow? {}", keys.join(" · "))
+}
+
+/// An answer typed as a line: `y`, `a`, `s`, `n`, `n: message` (also
+/// `yes`, `always`, `no`, `no, message`).
+pub fn parse_answer(line: &str) -> Result<ApprovalDecision, String> {
+    let line = line.trim();
+    let (word, rest) = match line.find([' ', ':', ',']) {
+        Some(i) => (
+            &line[..i],
+            line[i + 1..].trim_start_matches([':', ',', ' ']),
+        ),
+        None => (line, ""),
+    };
+    let choice = match word.to_ascii_lowercase().as_str() {
+        "y" | "yes" => ApprovalDecision::new(ApprovalChoice::AllowOnce),
+        "a" | "always" => ApprovalDecision::new(ApprovalChoice::AllowAlways),
+        "s" | "save" => ApprovalDecision {
+            decision: ApprovalChoice::AllowAlways,
+            message: None,
+            save: true,
+        },
+        "n" | "no" => ApprovalDecision {
+            decision: ApprovalChoice::Reject,
+            message: (!rest.trim().is_empty()).then(|| rest.trim().to_string()),
+            save: false,
+        },
+        _ => {
+            return Err(format!(
+                "`{line}` is not an answer: type y (once), a (always), s (always, saved) or n (no; `n: why` tells the model why)"
+            ));
+        }
+    };
+    if !rest.is_empty() && choice.decision != ApprovalChoice::Reject {
+        return Err(format!(
+            "`{line}`: only a rejection takes a message (`n: why`)"
+        ));
+    }
+    Ok(choice)
+}
+
+/// Why `agentbus run` rejected a call, and what would allow it: for the
+/// model (it reads it) and the user (it is printed).
+pub fn unattended_rejection(request: &ApprovalRequestEvent) -> String {
+    let mut ways = Vec::new();
+    if let Some(rule) = &request.suggested_rule {
+        ways.push(format!("--allow '{rule}'"));
+    }
+    match request.suggested_mode {
+        Some(PermissionMode::Bypass) | None if request.suggested_rule.is_none() => {}
+        Some(mode) => ways.push(format!("--permission-mode {mode}")),
+        None => {}
+    }
+    let how = if ways.is_empty() {
+        "it can only run where someone can approve it (agentbus chat, or the web page)".to_string()
+    } else {
+        format!("to allow it, run again with {}", ways.join(" or "))
+    };
+    format!(
+        "{} was not run: it needs approval ({}), and agentbus run cannot ask anyone; {how}.",
+        request.name, request.reason
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(name: &str, input: serde_json::Value) -> ApprovalRequestEvent {
+        ApprovalRequestEvent {
+            request_id: "t1-c1".into(),
+            call_id: "c1".into(),
+            name: name.into(),
+            input,
+            reason: "default mode asks".into(),
+            options: vec![
+                ApprovalChoice::AllowOnce,
+                ApprovalChoice::AllowAlways,
+                ApprovalChoice::Reject,
+            ],
+            suggested_rule: Some("bash(cargo test:*)".into()),
+            suggested_mode: Some(PermissionMode::Bypass),
+        }
+    }
+
+    #[test]
+    fn answers_parse_with_and_without_a_message() {
+        assert_eq!(
+            parse_answer("y").unwrap().decision,
+            ApprovalChoice::AllowOnce
+        );
+        assert_eq!(
+            parse_answer(" Always ").unwrap().decision,
+            ApprovalChoice::AllowAlways
+        );
+        assert!(parse_answer("s").unwrap().save);
+        let no = parse_answer("n: use trash-cli instead").unwrap();
+        assert_eq!(no.message.as_deref(), Some("use trash-cli instead"));
+        assert_eq!(parse_answer("no").unwrap().message, None);
+        assert!(parse_answer("maybe").unwrap_err().contains("y (once)"));
+        assert!(parse_answer("y please").is_err());
+    }
+
+    #[test]
+    fn an_edit_shows_as_a_diff_and_a_command_as_itself() {
+        let edit = request(
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "one two\n", "new_string": "one TWO\n"}),
+        );
+        assert_eq!(describe(&edit), ["  a.txt", "  -one two", "  +one TWO"]);
+        let bash = request("bash", json!({"command": "rm -rf build"}));
+        assert_eq!(describe(&bash), ["  $ rm -rf build"]);
+    }
+
+    #[test]
+    fn the_unattended_rejection_names_the_flag_that_allows_it() {
+        let bash = request("bash", json!({"command": "cargo test"}));
+        let text = unattended_rejection(&bash);
+        assert!(text.contains("--allow 'bash(cargo test:*)'"), "{text}");
+        assert!(text.contains("--permission-mode bypass"), "{text}");
+    }
+}
