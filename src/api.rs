@@ -152,6 +152,62 @@ pub struct Accepted {
     pub input_id: u64,
 }
 
+/// `POST /v1/sessions/{id}/approvals/{request_id}`: the answer to an
+/// `approval_request` (the first answer wins).
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    /// Run the call once, run it and add the request's `suggested_rule`
+    /// to the session's allow rules, or do not run it.
+    pub decision: Choice,
+    /// For `reject`: what the model reads (why not, what to do instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// For `allow_always`: also save the rule to the workspace's
+    /// `.agentbus.toml`.
+    #[serde(default)]
+    pub save: bool,
+}
+
+/// The choices of an `approval_request` (its `options` lists those offered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Choice {
+    AllowOnce,
+    AllowAlways,
+    Reject,
+}
+
+impl Decision {
+    /// What the body expects, for error messages.
+    pub const EXPECTED: &str = r#"expected {"decision": "allow_once" | "allow_always" | "reject", "message"?: "...", "save"?: true}"#;
+}
+
+impl From<Decision> for agentbus_actors::protocol::ApprovalDecision {
+    fn from(body: Decision) -> Self {
+        use agentbus_actors::protocol::ApprovalChoice;
+        agentbus_actors::protocol::ApprovalDecision {
+            decision: match body.decision {
+                Choice::AllowOnce => ApprovalChoice::AllowOnce,
+                Choice::AllowAlways => ApprovalChoice::AllowAlways,
+                Choice::Reject => ApprovalChoice::Reject,
+            },
+            message: body.message,
+            save: body.save,
+        }
+    }
+}
+
+/// A decision was applied: the `approval_resolved` event follows on the
+/// session's stream.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Settled {
+    /// Always true.
+    pub settled: bool,
+    /// The request settled.
+    pub request_id: String,
+}
+
 /// `GET /v1/sessions/{id}/messages`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Messages {

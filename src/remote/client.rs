@@ -231,6 +231,28 @@ impl RemoteClient {
         Ok(accepted.input_id)
     }
 
+    /// Answer approval request `request_id` of a session (the first answer
+    /// wins: a request settled already is refused with 409, an unknown one
+    /// with 404 naming the waiting ones).
+    // Attached terminal front ends answer requests through this; until
+    // they do, nothing in the binary calls it.
+    #[allow(dead_code)]
+    pub async fn decide(
+        &self,
+        id: &SessionId,
+        request_id: &str,
+        decision: &agentbus_actors::protocol::ApprovalDecision,
+    ) -> Result<(), RemoteError> {
+        let url = self.url(&["sessions", &id.0, "approvals", request_id]);
+        let _: crate::api::Settled = self
+            .send(
+                "an approval decision",
+                self.request(reqwest::Method::POST, url).json(decision),
+            )
+            .await?;
+        Ok(())
+    }
+
     /// Cancel a session's running turn.
     pub async fn interrupt(&self, id: &SessionId) -> Result<(), RemoteError> {
         let url = self.url(&["sessions", &id.0, "interrupt"]);

@@ -2,13 +2,14 @@
 //! shared by every client of the HTTP API, the SSE and WebSocket streams
 //! and the web page.
 //!
-//! Layers: [`auth`] guards everything under `/v1`; [`sessions`], [`stream`],
-//! [`ws`] and [`meta`] are the handlers, one per operation, each reaching
-//! the runtime through [`AppState`]; [`crate::api`] holds the request and
-//! answer bodies; [`web`] serves the page. Handlers only
+//! Layers: [`auth`] guards everything under `/v1`; [`sessions`],
+//! [`approvals`], [`stream`], [`ws`] and [`meta`] are the handlers, one per
+//! operation, each reaching the runtime through [`AppState`]; [`crate::api`]
+//! holds the request and answer bodies; [`web`] serves the page. Handlers only
 //! translate between HTTP and the runtime's handles — no conversation rule
 //! lives here. A client's mistake is an error answer, never a crash.
 
+mod approvals;
 mod auth;
 mod error;
 mod meta;
@@ -64,6 +65,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(sessions::export))
         .routes(routes!(sessions::input))
         .routes(routes!(sessions::interrupt))
+        .routes(routes!(approvals::decide))
         .routes(routes!(sessions::messages))
         .routes(routes!(stream::session_events))
         .routes(routes!(ws::session_socket))

@@ -2,10 +2,13 @@
 //! inputs in, in the same JSON as the rest of the API.
 //!
 //! Out: each event's envelope as a text frame; `{"accepted": {"input_id"}}`
-//! for each input queued; `{"error": "..."}` for a frame that is not an
-//! input. In: the body of `POST .../input` (`{"text"}`, `{"command", ...}`)
-//! or a tagged [`SessionInput`] — `{"type": "query", "text"}`, `{"type":
-//! "control", "command", ...}` or `{"type": "interrupt"}`. A bad
+//! for each input queued; `{"interrupted": true}`; `{"settled":
+//! {"request_id"}}` for each approval decision applied; `{"error": "..."}`
+//! for a frame that is not an input or a decision refused. In: the body of
+//! `POST .../input` (`{"text"}`, `{"command", ...}`) or a tagged
+//! [`SessionInput`] — `{"type": "query", "text"}`, `{"type": "control",
+//! "command", ...}`, `{"type": "interrupt"}` or `{"type": "approval",
+//! "request_id", "decision", "message"?, "save"?}`. A bad
 //! frame never closes the socket; a client too slow to read its events is
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 
@@ -28,7 +31,7 @@ const TRY_AGAIN_LATER: u16 = 1013;
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/ws", tag = "events",
     params(("id" = String, Path, description = "Session id or a unique prefix"), After),
-    responses((status = 101, description = "WebSocket: events out (envelope JSON), inputs in (the body of `POST .../input`, or `{\"type\": \"query\" | \"control\" | \"interrupt\", ...}`)"),
+    responses((status = 101, description = "WebSocket: events out (envelope JSON), inputs in (the body of `POST .../input`, or `{\"type\": \"query\" | \"control\" | \"interrupt\" | \"approval\", ...}`; an approval decision is answered `{\"settled\": {\"request_id\"}}` or `{\"error\"}`)"),
               (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn session_socket(
     State(state): State<AppState>,
@@ -104,8 +107,14 @@ async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value 
                 Err(e) => json!({"error": e.to_string()}),
             };
         }
-        SessionInput::Approval { .. } => {
-            return json!({"error": "approvals are not wired yet"});
+        SessionInput::Approval {
+            request_id,
+            decision,
+        } => {
+            return match session.decide(request_id.clone(), decision).await {
+                Ok(()) => json!({"settled": {"request_id": request_id}}),
+                Err(e) => json!({"error": e.to_string()}),
+            };
         }
     };
     match submitted {
@@ -116,12 +125,13 @@ async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value 
 
 /// A frame as an input: the body of `POST .../input` (`{"text": ...}` or
 /// `{"command": ...}`), or a tagged [`SessionInput`] (`{"type": "query" |
-/// "control" | "interrupt", ...}`, the only way to interrupt here).
+/// "control" | "interrupt" | "approval", ...}`, the only way to interrupt
+/// or answer an approval request here).
 fn parse_input(text: &str) -> Result<SessionInput, String> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     if value.get("type").is_some() {
         return serde_json::from_value(value).map_err(|e| {
-            format!("{e}; expected {{\"type\": \"query\", \"text\": \"...\"}}, {{\"type\": \"control\", \"command\": \"clear\"}} or {{\"type\": \"interrupt\"}}")
+            format!("{e}; expected {{\"type\": \"query\", \"text\": \"...\"}}, {{\"type\": \"control\", \"command\": \"clear\"}}, {{\"type\": \"interrupt\"}} or {{\"type\": \"approval\", \"request_id\": \"...\", \"decision\": \"allow_once\" | \"allow_always\" | \"reject\", \"message\"?: \"...\"}}")
         });
     }
     Ok(match Input::try_from(value)? {

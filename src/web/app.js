@@ -3,7 +3,8 @@
 //
 // Talks to the HTTP API of `agentbus serve` (docs/api.md):
 //   GET/POST /v1/sessions, POST .../fork, DELETE /v1/sessions/{id},
-//   POST .../input, POST .../interrupt, GET /v1/health,
+//   POST .../input, POST .../interrupt, POST .../approvals/{request_id},
+//   GET /v1/health,
 //   SSE GET /v1/events (session lifecycle) and GET /v1/sessions/{id}/events
 //   (one session's events: stored ones replayed, then live ones).
 // Shows the same information as the terminal chat (src/frontend/output/render.rs).
@@ -49,6 +50,8 @@
       retryDelay: 1000,
       retryTimer: null,
       interrupting: false,
+      mode: null, // the permission mode, from session_started and `mode` events
+      approvals: new Map(), // request_id -> approval card, see renderApprovalRequest()
     };
   }
 
@@ -427,6 +430,7 @@
     }
     renderSessionList();
     renderSessionHeader();
+    renderMode();
     renderUsage();
     updateControls();
   }
@@ -564,7 +568,7 @@
       case 'tool_result':
         return renderToolResult(event);
       case 'approval_request':
-        return append(line('approval', 'approval', '? ' + event.name + ' wants approval', event));
+        return renderApprovalRequest(view, event);
       case 'result':
         return renderResult(view, event);
       case 'error':
@@ -606,10 +610,20 @@
         break;
       case 'session_started': {
         const tools = Array.isArray(data.tools) ? data.tools.length : 0;
+        if (data.permission_mode) setMode(view, data.permission_mode);
         text = '\u25cf session ' + event.session_id + ' \u00b7 model ' + (data.model || '?') + ' \u00b7 ' + tools + ' tools' +
-          (data.resumed ? ' \u00b7 resumed' : '');
+          (data.permission_mode ? ' \u00b7 mode ' + data.permission_mode : '') + (data.resumed ? ' \u00b7 resumed' : '');
         break;
       }
+      case 'approval_resolved':
+        // The card shows how it ended; a line only when there is no card.
+        if (resolveApproval(view, event)) return undefined;
+        text = '\u25cf ' + text;
+        break;
+      case 'mode':
+        if (data.mode) setMode(view, data.mode);
+        text = '\u25cf ' + text;
+        break;
       case 'retrying':
       case 'compacting':
       case 'notice':
@@ -785,6 +799,7 @@
   /** `result`: stop reason, steps, tokens, duration; adds to the usage totals. */
   function renderResult(view, event) {
     finishLive(view);
+    endApprovals(view, event.turn_id);
     const usage = event.usage || {};
     view.usage.input += usage.input_tokens || 0;
     view.usage.output += usage.output_tokens || 0;
@@ -890,6 +905,196 @@
   function cut(s, max) {
     const chars = Array.from(s);
     return chars.length > max ? chars.slice(0, max).join('') + '\u2026' : s;
+  }
+
+  // ---------------------------------------------------------------------
+  // Approvals: a tool call that asks first, and the permission mode
+  // ---------------------------------------------------------------------
+
+  const CHOICE_LABELS = { allow_once: 'Allow once', allow_always: 'Always allow', reject: 'Reject' };
+
+  /**
+   * `approval_request`: a card under the tool call saying what it would do,
+   * with a button per offered choice. It stays pending (after a reload too:
+   * the replay shows it again) until an `approval_resolved` with its
+   * request_id closes it, whichever client answered.
+   */
+  function renderApprovalRequest(view, event) {
+    const options = Array.isArray(event.options) ? event.options : ['allow_once', 'reject'];
+    const card = el('div', {
+      class: 'approval-card',
+      'data-testid': 'approval',
+      'data-request-id': event.request_id,
+      'data-call-id': event.call_id,
+      'data-tool': event.name,
+      'data-state': 'pending',
+      title: fullTime(event.at),
+    });
+    card.append(
+      el('div', { class: 'approval-head' },
+        el('span', { class: 'approval-mark', text: '?' }),
+        el('span', { 'data-testid': 'approval-title', text: event.name + ' wants approval' })),
+    );
+    if (event.reason) card.append(el('div', { class: 'approval-reason dim', 'data-testid': 'approval-reason', text: event.reason }));
+    card.append(approvalDetail(event.name, event.input));
+    const actions = el('div', { class: 'approval-actions', 'data-testid': 'approval-actions' });
+    if (event.suggested_mode) {
+      // Only while it can be answered: part of the choices.
+      actions.append(el('div', { class: 'dim approval-hint', text: 'In ' + event.suggested_mode + ' mode this would run without asking (/mode ' + event.suggested_mode + ').' }));
+    }
+    const error = el('div', { class: 'approval-error', 'data-testid': 'approval-error', role: 'alert', hidden: true });
+    const outcome = el('div', { class: 'approval-outcome', 'data-testid': 'approval-outcome', hidden: true });
+    const entry = { card, actions, error, outcome, turnId: event.turn_id, buttons: [] };
+    const message = el('input', {
+      type: 'text',
+      class: 'approval-message',
+      'data-testid': 'approval-message',
+      placeholder: 'Why not, or what instead (optional, for the model)',
+      'aria-label': 'Message for the model with a rejection',
+    });
+    for (const choice of options) {
+      let label = CHOICE_LABELS[choice] || choice;
+      if (choice === 'allow_always' && event.suggested_rule) label += ' ' + event.suggested_rule;
+      const button = el('button', {
+        type: 'button',
+        class: 'small' + (choice === 'reject' ? ' danger' : ' allow'),
+        'data-testid': 'approval-' + choice.replace(/_/g, '-'),
+        'data-choice': choice,
+        text: label,
+        onclick: () => decide(view, event.request_id, entry, choice, choice === 'reject' ? message.value : ''),
+      });
+      entry.buttons.push(button);
+      if (choice === 'reject') {
+        message.addEventListener('keydown', (e) => {
+          if (e.key === 'Enter' && !e.isComposing) {
+            e.preventDefault();
+            button.click();
+          }
+        });
+        actions.append(el('span', { class: 'approval-reject' }, message, button));
+      } else {
+        actions.append(button);
+      }
+    }
+    entry.buttons.push(message);
+    card.append(actions, error, outcome);
+    view.approvals.set(event.request_id, entry);
+    // Under its tool call when it is shown, else at the end.
+    const call = [...$('conversation').querySelectorAll('[data-testid="tool-call"]')].find((n) => n.dataset.callId === event.call_id);
+    if (call) {
+      let after = call;
+      while (after.nextElementSibling && after.nextElementSibling.classList.contains('approval-card')) after = after.nextElementSibling;
+      keepScrolled(() => after.after(card));
+    } else {
+      append(card);
+    }
+  }
+
+  /** What the call would do: the command, an edit as a diff, a file's first lines, else the input. */
+  function approvalDetail(name, input) {
+    const args = input && typeof input === 'object' ? input : {};
+    if (name === 'bash' && typeof args.command === 'string') {
+      return el('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: args.command });
+    }
+    if (name === 'edit_file' && typeof args.old_string === 'string' && typeof args.new_string === 'string') {
+      const diff = el('pre', { class: 'approval-diff', 'data-testid': 'approval-diff' });
+      const lines = (text, sign, cls) => {
+        for (const l of text.split('\n')) diff.append(el('span', { class: cls, text: sign + ' ' + l + '\n' }));
+      };
+      lines(args.old_string, '-', 'diff-del');
+      lines(args.new_string, '+', 'diff-add');
+      return el('div', {}, el('div', { class: 'approval-path', 'data-testid': 'approval-path', text: String(args.path || '') + (args.replace_all ? ' (every occurrence)' : '') }), diff);
+    }
+    if (name === 'write_file' && typeof args.content === 'string') {
+      const all = args.content.split('\n');
+      if (all.length && all[all.length - 1] === '') all.pop();
+      const shown = all.slice(0, 12).join('\n') + (all.length > 12 ? '\n\u2026 +' + (all.length - 12) + ' lines' : '');
+      return el('div', {},
+        el('div', { class: 'approval-path', 'data-testid': 'approval-path', text: 'write ' + String(args.path || '') + ' (' + all.length + ' line' + (all.length === 1 ? '' : 's') + ')' }),
+        el('pre', { class: 'approval-content', 'data-testid': 'approval-content', text: shown }));
+    }
+    return el('pre', { class: 'approval-input', 'data-testid': 'approval-input', text: typeof input === 'string' ? input : JSON.stringify(input, null, 2) });
+  }
+
+  /** Post a decision. The card closes when the `approval_resolved` event arrives, not here. */
+  async function decide(view, requestId, entry, choice, message) {
+    const body = { decision: choice };
+    if (choice === 'reject' && message && message.trim()) body.message = message.trim();
+    for (const b of entry.buttons) b.disabled = true;
+    entry.error.hidden = true;
+    try {
+      await api('POST', sessionPath(view.sessionId) + '/approvals/' + encodeURIComponent(requestId), body);
+    } catch (e) {
+      if (e.status === 401) return;
+      if (entry.card.dataset.state !== 'pending') return; // settled meanwhile: the card says how
+      entry.error.textContent = e.status === 409 ? 'Already answered (the first answer wins).' : e.message;
+      entry.error.hidden = false;
+      // 409: the answer that won is on its way; anything else may be tried again.
+      if (e.status !== 409) for (const b of entry.buttons) b.disabled = false;
+    }
+  }
+
+  const OUTCOMES = {
+    allowed_once: 'Allowed once',
+    allowed_always: 'Always allowed',
+    rejected: 'Rejected',
+    timed_out: 'Rejected: nobody answered in time',
+    cancelled: 'Cancelled',
+  };
+
+  /** `approval_resolved`: close its card with the outcome. False when no card shows the request. */
+  function resolveApproval(view, event) {
+    const data = event.data || {};
+    const entry = view.approvals.get(data.request_id);
+    if (!entry) return false;
+    let text = OUTCOMES[data.outcome] || String(data.outcome || 'settled');
+    if (data.outcome === 'allowed_always' && data.rule) text += ': ' + data.rule + (data.save ? ' (saved to .agentbus.toml)' : '');
+    if (data.outcome === 'rejected' && data.message) text += ': ' + data.message;
+    closeApproval(entry, data.outcome || 'settled', text, event);
+    return true;
+  }
+
+  /** The turn ended: a request still open there can no longer be answered. */
+  function endApprovals(view, turnId) {
+    if (turnId === undefined) return;
+    for (const entry of view.approvals.values()) {
+      if (entry.turnId === turnId && entry.card.dataset.state === 'pending') {
+        closeApproval(entry, 'ended', 'Not answered: the turn ended', null);
+      }
+    }
+  }
+
+  function closeApproval(entry, outcome, text, event) {
+    entry.card.dataset.state = 'resolved';
+    entry.card.dataset.outcome = outcome;
+    entry.actions.remove();
+    entry.error.hidden = true;
+    entry.outcome.textContent = (outcome === 'allowed_once' || outcome === 'allowed_always' ? '\u2713 ' : '\u2717 ') + text;
+    if (event) entry.outcome.title = fullTime(event.at);
+    entry.outcome.hidden = false;
+  }
+
+  /** The permission mode now in force in the selected session. */
+  function setMode(view, mode) {
+    view.mode = String(mode);
+    if (state.view === view) renderMode();
+  }
+
+  const MODE_TITLES = {
+    default: 'Reads inside the workspace run; edits, writes, commands and MCP tools ask first',
+    'accept-edits': 'Reads and edits inside the workspace run; commands and MCP tools ask first',
+    plan: 'Read-only: nothing that writes runs',
+    bypass: 'Nothing asks; deny rules and the sandbox still hold',
+  };
+
+  /** The header's mode badge (`/mode MODE` changes it). */
+  function renderMode() {
+    const badge = $('session-mode');
+    const mode = state.view && state.view.mode;
+    badge.hidden = !mode;
+    badge.textContent = mode ? 'mode: ' + mode : '';
+    badge.setAttribute('data-mode', mode || '');
+    badge.title = mode ? (MODE_TITLES[mode] || '') + ' \u00b7 /mode MODE changes it' : '';
   }
 
   // ---------------------------------------------------------------------

@@ -33,6 +33,22 @@ match = "beta"
 text = "Answer to beta, after {last_tool_result}"
 
 [[response]]
+match = "risky"
+tool_calls = [ { id = "k1", name = "bash", arguments = { command = "echo page-rejected > rejected.txt" } } ]
+
+[[response]]
+match = "risky"
+text = "Not run, then: {last_tool_result}"
+
+[[response]]
+match = "careful"
+tool_calls = [ { id = "c1", name = "edit_file", arguments = { path = "notes.txt", old_string = "beta", new_string = "gamma" } } ]
+
+[[response]]
+match = "careful"
+text = "Edited: {last_tool_result}"
+
+[[response]]
 text = "Hello from the scripted model."
 chunk_size = 4
 
@@ -513,6 +529,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "GET /v1/sessions/{id}/export",
         "POST /v1/sessions/{id}/input",
         "POST /v1/sessions/{id}/interrupt",
+        "POST /v1/sessions/{id}/approvals/{request_id}",
         "GET /v1/sessions/{id}/messages",
         "GET /v1/sessions/{id}/events",
         "GET /v1/sessions/{id}/ws",
@@ -533,7 +550,8 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         if path.ends_with("/ws") || path.ends_with("events") || method == "DELETE" {
             continue; // streams and deletion are exercised elsewhere
         }
-        let path = path.replace("{id}", &id);
+        // (No approval request waits: that route answers 400 to this body.)
+        let path = path.replace("{id}", &id).replace("{request_id}", "r");
         let request = server
             .http
             .request(method.parse().unwrap(), format!("{}{path}", server.url))
@@ -1005,10 +1023,14 @@ async fn run_attached_takes_the_servers_model_profiles() {
 }
 
 /// The web page in Debian's Chromium, driven by playwright-core
-/// (`tests/browser/run.sh` installs both when missing).
+/// (`tests/browser/run.sh` installs both when missing). After the reply and
+/// the interrupt, the page switches its session to `default` mode and
+/// answers two approval requests: it rejects a command, and allows an edit
+/// once (after a reload shows the request pending again).
 #[tokio::test]
 async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_one() {
     let f = fixture().await;
+    std::fs::write(f.workspace().join("notes.txt"), "alpha\nbeta\n").unwrap();
     let server = f.serve().await;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
     let screenshot = f.home.path().join("page.png");
@@ -1018,6 +1040,11 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         .env("FIRST_PROMPT", "hello")
         .env("EXPECTED_REPLY", "Hello from the scripted model.")
         .env("SLOW_PROMPT", "stall please")
+        .env("APPROVAL_PROMPT", "something risky")
+        .env("APPROVAL_COMMAND", "echo page-rejected > rejected.txt")
+        .env("EDIT_PROMPT", "a careful edit")
+        .env("EDIT_OLD", "beta")
+        .env("EDIT_NEW", "gamma")
         .env("SCREENSHOT", &screenshot)
         .output()
         .await
@@ -1029,7 +1056,14 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("12 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("17 passed, 0 failed"), "{stdout}");
+    // The page's answers reached the session: the rejected command did not
+    // run, the edit allowed once did.
+    assert!(!f.workspace().join("rejected.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(f.workspace().join("notes.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
     // The page talked to this server: the session it made is stored here.
     let sessions: Value = server.get_json("/v1/sessions").await;
     let titles: Vec<&str> = sessions["sessions"]
@@ -1040,4 +1074,340 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         .filter(|title| !title.starts_with("bulk "))
         .collect();
     assert_eq!(titles, ["hello"]);
+}
+
+/// A fixture whose sessions start in `default` mode, where every `bash`
+/// call the script makes asks first (tests/fixtures/scripts/approval-bash.toml).
+async fn asking_fixture() -> Fixture {
+    let f = Fixture::new("approval-bash").await;
+    f.set_permission_mode("default");
+    f
+}
+
+/// The events of turn `input` that `stream` received.
+fn of_turn(events: &[Value], input: u64) -> Vec<Value> {
+    events
+        .iter()
+        .filter(|e| e["turn_id"] == input)
+        .cloned()
+        .collect()
+}
+
+/// The one event of `kind` in `events` (fails unless there is exactly one).
+fn the_one<'a>(events: &'a [Value], pred: impl Fn(&Value) -> bool, what: &str) -> &'a Value {
+    let found: Vec<&Value> = events.iter().filter(|e| pred(e)).collect();
+    assert_eq!(found.len(), 1, "expected one {what}, got {events:#?}");
+    found[0]
+}
+
+#[tokio::test]
+async fn approvals_over_http_reject_with_a_message_allow_once_and_allow_always() {
+    let f = asking_fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let started = sse.until(|e| e["subtype"] == "session_started").await;
+    assert_eq!(started["data"]["permission_mode"], "default", "{started}");
+
+    // Rejected, with a message for the model.
+    let input = server.input(&id, "please reject this").await;
+    let request = sse.until(|e| e["type"] == "approval_request").await;
+    assert_eq!(request["turn_id"], input);
+    assert_eq!(request["name"], "bash");
+    assert_eq!(
+        request["input"]["command"],
+        "echo should-not-run > rejected.txt"
+    );
+    let request_id = request["request_id"].as_str().expect("a request id");
+    let path = format!("/v1/sessions/{id}/approvals/{request_id}");
+    let error = error_of(server.post(&path).json(&json!({"decision": "maybe"})), 400).await;
+    assert!(
+        error.contains("maybe") && error.contains("\"allow_once\" | \"allow_always\" | \"reject\""),
+        "names the value and what is expected: {error}"
+    );
+    let error = error_of(server.post(&path).json(&json!({"choice": "reject"})), 400).await;
+    assert!(error.contains("choice"), "{error}");
+    let message = "use trash instead, never rm";
+    let answer = server
+        .post(&path)
+        .json(&json!({"decision": "reject", "message": message}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let answer: Value = answer.json().await.unwrap();
+    assert_eq!(answer, json!({"settled": true, "request_id": request_id}));
+    let result = sse.result_of(input).await;
+    assert_eq!(result["stop_reason"], "end_turn", "{result}");
+    let turn = of_turn(&sse.events, input);
+    let resolved = the_one(
+        &turn,
+        |e| e["subtype"] == "approval_resolved",
+        "approval_resolved",
+    );
+    assert_eq!(resolved["data"]["request_id"], request_id);
+    assert_eq!(resolved["data"]["call_id"], "r1");
+    assert_eq!(resolved["data"]["outcome"], "rejected");
+    assert_eq!(resolved["data"]["message"], message);
+    let tool_result = the_one(&turn, |e| e["type"] == "tool_result", "tool_result");
+    assert_eq!(tool_result["is_error"], true, "{tool_result}");
+    assert!(
+        tool_result["output"].as_str().unwrap().contains(message),
+        "{tool_result}"
+    );
+    assert!(
+        !f.workspace().join("rejected.txt").exists(),
+        "the rejected command did not run"
+    );
+    // The model's next request carries the user's message as the call's result.
+    let next_request = f.request_messages().last().cloned().expect("requests");
+    assert!(
+        next_request
+            .iter()
+            .any(|m| m["role"] == "tool" && m["content"].to_string().contains(message)),
+        "{next_request:#?}"
+    );
+    assert!(
+        result["text"].as_str().unwrap().contains(message),
+        "{result}"
+    );
+    // A second answer to the same request: the first one won.
+    let error = error_of(
+        server.post(&path).json(&json!({"decision": "allow_once"})),
+        409,
+    )
+    .await;
+    assert!(
+        error.contains(request_id) && error.contains("already settled"),
+        "{error}"
+    );
+
+    // Allowed once: the command runs. While it waits, an unknown request id
+    // is a 404 naming it and the request that does wait.
+    let input = server.input(&id, "run it once").await;
+    let request = sse.until(|e| e["type"] == "approval_request").await;
+    let once_id = request["request_id"].as_str().unwrap().to_string();
+    let error = error_of(
+        server
+            .post(&format!("/v1/sessions/{id}/approvals/no-such-request"))
+            .json(&json!({"decision": "allow_once"})),
+        404,
+    )
+    .await;
+    assert!(
+        error.contains("no-such-request") && error.contains(&once_id),
+        "{error}"
+    );
+    let unknown_session = server
+        .post("/v1/sessions/0000dead-beef/approvals/x")
+        .json(&json!({"decision": "allow_once"}));
+    error_of(unknown_session, 404).await;
+    let answer = server
+        .post(&format!("/v1/sessions/{id}/approvals/{once_id}"))
+        .json(&json!({"decision": "allow_once"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let result = sse.result_of(input).await;
+    assert_eq!(result["stop_reason"], "end_turn", "{result}");
+    let turn = of_turn(&sse.events, input);
+    let resolved = the_one(
+        &turn,
+        |e| e["subtype"] == "approval_resolved",
+        "approval_resolved",
+    );
+    assert_eq!(resolved["data"]["outcome"], "allowed_once");
+    let tool_result = the_one(&turn, |e| e["type"] == "tool_result", "tool_result");
+    assert_eq!(tool_result["is_error"], false, "{tool_result}");
+    assert!(
+        tool_result["output"]
+            .as_str()
+            .unwrap()
+            .contains("approved-once"),
+        "{tool_result}"
+    );
+
+    // Allowed always: the same call again in this session does not ask.
+    let input = server.input(&id, "run always").await;
+    let request = sse.until(|e| e["type"] == "approval_request").await;
+    let options: Vec<&str> = request["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o.as_str())
+        .collect();
+    assert_eq!(options, ["allow_once", "allow_always", "reject"]);
+    let rule = request["suggested_rule"]
+        .as_str()
+        .expect("a suggested rule")
+        .to_string();
+    let always_id = request["request_id"].as_str().unwrap().to_string();
+    let answer = server
+        .post(&format!("/v1/sessions/{id}/approvals/{always_id}"))
+        .json(&json!({"decision": "allow_always"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    sse.result_of(input).await;
+    let turn = of_turn(&sse.events, input);
+    let resolved = the_one(
+        &turn,
+        |e| e["subtype"] == "approval_resolved",
+        "approval_resolved",
+    );
+    assert_eq!(resolved["data"]["outcome"], "allowed_always");
+    assert_eq!(resolved["data"]["rule"], rule.as_str());
+    let again = server.input(&id, "and again").await;
+    let result = sse.result_of(again).await;
+    assert_eq!(result["stop_reason"], "end_turn", "{result}");
+    let turn = of_turn(&sse.events, again);
+    assert!(
+        turn.iter().all(|e| e["type"] != "approval_request"),
+        "the rule {rule} let the same call run: {turn:#?}"
+    );
+    let tool_result = the_one(&turn, |e| e["type"] == "tool_result", "tool_result");
+    assert_eq!(tool_result["is_error"], false, "{tool_result}");
+    assert!(
+        tool_result["output"]
+            .as_str()
+            .unwrap()
+            .contains("always-ok"),
+        "{tool_result}"
+    );
+
+    // The route is in the OpenAPI document.
+    let openapi: Value = server.get_json("/v1/openapi.json").await;
+    let route = &openapi["paths"]["/v1/sessions/{id}/approvals/{request_id}"]["post"];
+    for status in ["200", "400", "404", "409"] {
+        assert!(route["responses"][status].is_object(), "{status}: {route}");
+    }
+    f.assert_requests_valid();
+}
+
+/// Read WebSocket frames until one that is an answer to a frame sent (not
+/// an event: it has no seq); events read on the way go to `events`.
+async fn ws_reply(ws: &mut crate::support::server::Socket, events: &mut Vec<Value>) -> Value {
+    loop {
+        let frame = ws.next().await.expect("the socket stays open");
+        if frame.get("seq").is_none() {
+            return frame;
+        }
+        events.push(frame);
+    }
+}
+
+#[tokio::test]
+async fn an_approval_sent_over_the_websocket_settles_it_for_every_client() {
+    let f = asking_fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let mut ws = server.ws(&id).await;
+    let mut events = Vec::new();
+    ws.send(json!({"type": "query", "text": "run it once"}))
+        .await;
+    let accepted = ws_reply(&mut ws, &mut events).await;
+    let input = accepted["accepted"]["input_id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{accepted}"));
+    let request = loop {
+        let frame = ws.next().await.expect("the socket stays open");
+        if frame["type"] == "approval_request" {
+            break frame;
+        }
+    };
+    let request_id = request["request_id"].as_str().unwrap().to_string();
+
+    ws.send(json!({"type": "approval", "request_id": "nope", "decision": "allow_once"}))
+        .await;
+    let error = ws_reply(&mut ws, &mut events).await;
+    let text = error["error"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("nope") && text.contains(&request_id),
+        "{error}"
+    );
+    ws.send(json!({"type": "approval", "request_id": request_id, "decision": "perhaps"}))
+        .await;
+    let error = ws_reply(&mut ws, &mut events).await;
+    let text = error["error"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("not an input") && text.contains("\"type\": \"approval\""),
+        "the hint lists the approval frame: {error}"
+    );
+
+    ws.send(json!({"type": "approval", "request_id": request_id, "decision": "allow_once"}))
+        .await;
+    let settled = ws_reply(&mut ws, &mut events).await;
+    assert_eq!(settled, json!({"settled": {"request_id": request_id}}));
+    // The SSE client sees it settled, the command run and the turn end.
+    let result = sse.result_of(input).await;
+    assert_eq!(result["stop_reason"], "end_turn", "{result}");
+    let turn = of_turn(&sse.events, input);
+    let resolved = the_one(
+        &turn,
+        |e| e["subtype"] == "approval_resolved",
+        "approval_resolved",
+    );
+    assert_eq!(resolved["data"]["request_id"], request_id.as_str());
+    assert_eq!(resolved["data"]["outcome"], "allowed_once");
+    let tool_result = the_one(&turn, |e| e["type"] == "tool_result", "tool_result");
+    assert!(
+        tool_result["output"]
+            .as_str()
+            .unwrap()
+            .contains("approved-once"),
+        "{tool_result}"
+    );
+    // A second answer is refused; the first one won.
+    ws.send(json!({"type": "approval", "request_id": request_id, "decision": "reject"}))
+        .await;
+    let error = ws_reply(&mut ws, &mut events).await;
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("already settled"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_session_created_in_plan_mode_denies_a_write_without_asking() {
+    // The server's own mode is `bypass`: the session's request wins.
+    let f = Fixture::new("approval-bash").await;
+    let server = f.serve().await;
+    let error = error_of(
+        server
+            .post("/v1/sessions")
+            .json(&json!({"permission_mode": "yolo"})),
+        400,
+    )
+    .await;
+    assert!(error.contains("yolo") && error.contains("plan"), "{error}");
+    let id = server
+        .create_session_with(json!({"permission_mode": "plan"}))
+        .await;
+    let mut sse = server.sse(&id, None).await;
+    let started = sse.until(|e| e["subtype"] == "session_started").await;
+    assert_eq!(started["data"]["permission_mode"], "plan", "{started}");
+    let input = server.input(&id, "plan it").await;
+    let result = sse.result_of(input).await;
+    assert_eq!(result["stop_reason"], "end_turn", "{result}");
+    let turn = of_turn(&sse.events, input);
+    assert!(
+        turn.iter().all(|e| e["type"] != "approval_request"),
+        "{turn:#?}"
+    );
+    let tool_result = the_one(&turn, |e| e["type"] == "tool_result", "tool_result");
+    assert_eq!(tool_result["is_error"], true, "{tool_result}");
+    assert!(
+        tool_result["output"]
+            .as_str()
+            .unwrap()
+            .contains("plan mode"),
+        "{tool_result}"
+    );
+    assert!(!f.workspace().join("planned.txt").exists());
 }

@@ -8,6 +8,12 @@
 // /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 // AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
 //
+// Approvals (checked when APPROVAL_PROMPT is set; the session is switched
+// to `default` mode with /mode first): APPROVAL_PROMPT (a message whose
+// scripted reply calls `bash` with APPROVAL_COMMAND, then answers with the
+// tool's result), EDIT_PROMPT (one whose reply calls `edit_file` replacing
+// EDIT_OLD with EDIT_NEW in an existing file).
+//
 // Every wait is Playwright's own (locator.waitFor / waitForFunction): no
 // fixed sleeps. Exits 1 at the first failed check, with a screenshot.
 
@@ -29,6 +35,15 @@ const FIRST_PROMPT = env.FIRST_PROMPT || 'hello';
 const SCREENSHOT = env.SCREENSHOT || '/tmp/agentbus-page.png';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT = Number(env.AGENTBUS_TEST_TIMEOUT_MS || 30000);
+const APPROVAL_PROMPT = env.APPROVAL_PROMPT || '';
+const APPROVAL_COMMAND = env.APPROVAL_COMMAND || '';
+const EDIT_PROMPT = env.EDIT_PROMPT || '';
+const EDIT_OLD = env.EDIT_OLD || '';
+const EDIT_NEW = env.EDIT_NEW || '';
+if (APPROVAL_PROMPT && !(APPROVAL_COMMAND && EDIT_PROMPT && EDIT_OLD && EDIT_NEW)) {
+  console.error('browser test: APPROVAL_PROMPT needs APPROVAL_COMMAND, EDIT_PROMPT, EDIT_OLD and EDIT_NEW too');
+  process.exit(2);
+}
 
 for (const [name, value] of Object.entries({ AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT })) {
   if (!value) {
@@ -77,7 +92,9 @@ async function pageText(page) {
       if (banner && !banner.hidden) lines.push(`banner: ${text(banner)}`);
       lines.push(`${button('input')}, ${button('send')}, ${button('interrupt')}`);
       lines.push(`session connection: ${text(document.getElementById('session-conn')) || 'ok'}`);
-      const events = [...document.querySelectorAll('#conversation [data-testid]')].slice(-15);
+      const mode = document.getElementById('session-mode');
+      if (mode && !mode.hidden) lines.push(`header: ${text(mode)}`);
+      const events = [...document.querySelectorAll('#conversation > [data-testid]')].slice(-15);
       for (const el of events) lines.push(`[${el.dataset.testid}] ${text(el).slice(0, 200)}`);
       return lines.map((l) => `    ${l}`).join('\n');
     })
@@ -187,6 +204,81 @@ async function main() {
       const replies = await byId(page, 'message-assistant').filter({ hasText: EXPECTED_REPLY }).count();
       expect(replies === 1, `after the reload the reply is shown ${replies} times`);
     });
+
+    if (APPROVAL_PROMPT) {
+      await check('the header shows the permission mode, and /mode default changes it', page, async () => {
+        await page.locator('[data-testid="permission-mode"][data-mode="bypass"]').waitFor();
+        await byId(page, 'input').fill('/mode default');
+        await byId(page, 'send').click();
+        await page.locator('[data-testid="permission-mode"][data-mode="default"]').waitFor();
+        await page.locator('[data-testid="notice"][data-subtype="mode"]').waitFor();
+        const badge = await byId(page, 'permission-mode').textContent();
+        expect(badge.includes('default'), `the header says ${JSON.stringify(badge)}`);
+      });
+
+      const pending = page.locator('[data-testid="approval"][data-state="pending"]');
+      await check('a command that asks shows an approval card under its call with the command and the choices', page, async () => {
+        await byId(page, 'input').fill(APPROVAL_PROMPT);
+        await byId(page, 'send').click();
+        await pending.waitFor();
+        expect((await pending.getAttribute('data-tool')) === 'bash', 'the card is not for bash');
+        const command = await pending.locator('[data-testid="approval-command"]').textContent();
+        expect(command === APPROVAL_COMMAND, `the card shows the command ${JSON.stringify(command)}`);
+        const reason = await pending.locator('[data-testid="approval-reason"]').textContent();
+        expect(reason.trim() !== '', 'the card gives no reason');
+        for (const [id, label] of [['approval-allow-once', 'Allow once'], ['approval-allow-always', 'Always allow'], ['approval-reject', 'Reject']]) {
+          const text = await pending.locator(`[data-testid="${id}"]:enabled`).textContent();
+          expect(text.startsWith(label), `the ${id} button says ${JSON.stringify(text)}`);
+        }
+        // Right under the tool call it asks about.
+        const callId = await pending.getAttribute('data-call-id');
+        const above = await pending.evaluate((card) => card.previousElementSibling && card.previousElementSibling.dataset.callId);
+        expect(above === callId, `the card follows ${JSON.stringify(above)}, not the call ${callId}`);
+      });
+
+      await check('Reject with a message closes the card and the model reads the message', page, async () => {
+        const card = page.locator('[data-testid="approval"]').last();
+        const callId = await card.getAttribute('data-call-id');
+        const message = 'not on this machine, please';
+        await card.locator('[data-testid="approval-message"]').fill(message);
+        await card.locator('[data-testid="approval-reject"]').click();
+        await page.locator('[data-testid="approval"][data-state="resolved"][data-outcome="rejected"]').filter({ hasText: `Rejected: ${message}` }).waitFor();
+        expect((await card.locator('button').count()) === 0, 'the closed card still has buttons');
+        await page.locator(`[data-testid="tool-result"][data-call-id="${callId}"][data-error="true"]`).filter({ hasText: message }).waitFor();
+        await byId(page, 'message-assistant').filter({ hasText: message }).waitFor();
+        await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+      });
+
+      let requestId;
+      await check('an edit that asks shows its diff, and is pending again after a reload', page, async () => {
+        await byId(page, 'input').fill(EDIT_PROMPT);
+        await byId(page, 'send').click();
+        await pending.waitFor();
+        requestId = await pending.getAttribute('data-request-id');
+        expect((await pending.getAttribute('data-tool')) === 'edit_file', 'the card is not for edit_file');
+        const removed = await pending.locator('.diff-del').allTextContents();
+        const added = await pending.locator('.diff-add').allTextContents();
+        expect(removed.join('').includes(`- ${EDIT_OLD}`) && added.join('').includes(`+ ${EDIT_NEW}`),
+          `the diff shows ${JSON.stringify(removed)} -> ${JSON.stringify(added)}`);
+        await page.reload();
+        const again = page.locator(`[data-testid="approval"][data-request-id="${requestId}"]`);
+        await again.locator('[data-testid="approval-allow-once"]:enabled').waitFor();
+        expect((await again.getAttribute('data-state')) === 'pending', 'after the reload the card is not pending');
+        expect((await again.count()) === 1, 'after the reload the card is shown more than once');
+        // The rejected one stays closed.
+        await page.locator('[data-testid="approval"][data-outcome="rejected"]').waitFor();
+      });
+
+      await check('Allow once closes the card, and the edit runs', page, async () => {
+        const card = page.locator(`[data-testid="approval"][data-request-id="${requestId}"]`);
+        const callId = await card.getAttribute('data-call-id');
+        await card.locator('[data-testid="approval-allow-once"]').click();
+        await page.locator(`[data-testid="approval"][data-request-id="${requestId}"][data-outcome="allowed_once"]`).filter({ hasText: 'Allowed once' }).waitFor();
+        await page.locator(`[data-testid="tool-result"][data-call-id="${callId}"][data-error="false"]`).waitFor();
+        await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+        expect((await pending.count()) === 0, 'a card is still pending');
+      });
+    }
 
     await check('a long session list shows 100 at a time and Show more the rest', page, async () => {
       // More than a page of sessions.
