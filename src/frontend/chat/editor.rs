@@ -115,7 +115,7 @@ mod tests {
             .into_iter()
             .map(|s| s.value)
             .collect();
-        assert_eq!(values, ["/model", "/models"]);
+        assert_eq!(values, ["/model", "/models", "/mode"]);
         assert!(SlashCommands.complete("hello", 5).is_empty());
         assert!(SlashCommands.complete("/model x", 8).is_empty());
         let values: Vec<String> = SlashCommands
