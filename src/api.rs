@@ -23,6 +23,10 @@ pub struct CreateSession {
     /// over the profile's and the server's.
     #[schema(value_type = Option<Object>)]
     pub context: Option<serde_json::Value>,
+    /// The permission mode: `default`, `accept-edits`, `plan` or `bypass`
+    /// (default: the server's `permission_mode`).
+    #[schema(value_type = Option<String>)]
+    pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
 }
 
 /// A new session's id.

@@ -183,12 +183,14 @@ impl RemoteClient {
         &self,
         model: Option<String>,
         workspace: Option<String>,
+        permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
     ) -> Result<SessionId, RemoteError> {
         let body = CreateSession {
             model,
             title: None,
             workspace,
             context: None,
+            permission_mode,
         };
         let created: Created = self
             .send(
@@ -234,9 +236,6 @@ impl RemoteClient {
     /// Answer approval request `request_id` of a session (the first answer
     /// wins: a request settled already is refused with 409, an unknown one
     /// with 404 naming the waiting ones).
-    // Attached terminal front ends answer requests through this; until
-    // they do, nothing in the binary calls it.
-    #[allow(dead_code)]
     pub async fn decide(
         &self,
         id: &SessionId,

@@ -109,6 +109,7 @@ pub async fn create(
         workspace,
         title: body.title,
         context,
+        permission_mode: body.permission_mode,
     };
     let session = state.runtime.create_session(options).await?;
     Ok((
