@@ -48,13 +48,12 @@ pub struct LoadOptions {
 fn with_flag_rules(mut rules: Rules, allow: &[String]) -> Result<Rules, ConfigError> {
     let mut flags = Vec::new();
     for text in allow {
-        let rule = agentbus_actors::permissions::Rule::parse(text).map_err(|e| {
-            ConfigError::Invalid {
+        let rule =
+            agentbus_actors::permissions::Rule::parse(text).map_err(|e| ConfigError::Invalid {
                 origin: "the command line".into(),
                 key: "--allow".into(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         flags.push(rule);
     }
     flags.append(&mut rules.allow);

@@ -337,15 +337,14 @@ impl KeyWatcher {
             while !stopping.load(Ordering::Relaxed) {
                 match event::poll(Duration::from_millis(50)) {
                     Ok(true) => match event::read() {
-                        Ok(Event::Key(key)) => match {
-                            ahead.answering = answering.load(Ordering::Relaxed);
-                            ahead.key(&key)
-                        } {
-                            Typed::Nothing => {}
-                            said => {
-                                let _ = typed.send(said);
+                        Ok(Event::Key(key)) => {
+                            match ahead.key_while(answering.load(Ordering::Relaxed), &key) {
+                                Typed::Nothing => {}
+                                said => {
+                                    let _ = typed.send(said);
+                                }
                             }
-                        },
+                        }
                         Ok(Event::Paste(text)) => {
                             for line in ahead.paste(&text) {
                                 let _ = typed.send(Typed::Queued(line));

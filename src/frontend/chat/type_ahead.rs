@@ -32,6 +32,12 @@ pub struct TypeAhead {
 }
 
 impl TypeAhead {
+    /// Take one key, `answering` an approval request or not.
+    pub fn key_while(&mut self, answering: bool, key: &KeyEvent) -> Typed {
+        self.answering = answering;
+        self.key(key)
+    }
+
     /// Take one key.
     pub fn key(&mut self, key: &KeyEvent) -> Typed {
         if key.kind == KeyEventKind::Release {
