@@ -8,8 +8,10 @@
 //! [`naming`]) and the [`executor`] runs the calls: timeouts, cancellation,
 //! output limits, and every failure turned into a result the model reads.
 //!
-//! Relative paths resolve against the workspace ([`ToolContext::resolve`]);
-//! writes are confined to the workspace ([`ToolContext::resolve_for_write`]).
+//! Relative paths resolve against the workspace ([`ToolContext::resolve`]).
+//! File tools work only inside the workspace and the write roots, checked
+//! on what they actually open (`confine`), unless the call's `Grant` says
+//! otherwise.
 
 pub mod builtin;
 pub mod environment;
@@ -19,6 +21,7 @@ pub mod registry;
 #[cfg(test)]
 pub(crate) mod test_tools;
 
+mod confine;
 mod context;
 mod error;
 mod output;
