@@ -10,8 +10,9 @@
 //!
 //! Relative paths resolve against the workspace ([`ToolContext::resolve`]).
 //! File tools work only inside the workspace and the write roots, checked
-//! on what they actually open (`confine`), unless the call's `Grant` says
-//! otherwise.
+//! on what they actually open (`confine`); `bash` commands run in a
+//! Landlock sandbox that lets them write only there and in the temporary
+//! directories ([`sandbox`]). A call's `Grant` lifts either.
 
 pub mod builtin;
 pub mod environment;
@@ -25,6 +26,7 @@ mod confine;
 mod context;
 mod error;
 mod output;
+pub mod sandbox;
 
 pub use context::ToolContext;
 pub use error::ToolError;
