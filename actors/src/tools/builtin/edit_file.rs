@@ -8,7 +8,7 @@
 //! create files (that is write_file's job).
 
 use super::BuiltinTool;
-use super::found::special_file;
+use super::found::{plan_mode_refusal, special_file};
 use crate::tools::confine::{Confinement, Kind};
 use crate::tools::{ToolContext, ToolError, ToolOutput, truncate_middle};
 use schemars::JsonSchema;
@@ -78,7 +78,7 @@ async fn edit_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
     }
     let path = ctx.resolve(&params.path);
     if ctx.grant.read_only {
-        return Err(super::plan_mode_refusal("edit", &path));
+        return Err(plan_mode_refusal("edit", &path));
     }
     let max_bytes = ctx.max_output_bytes;
     let confinement = Confinement::of(&ctx);

@@ -1,7 +1,7 @@
-//! The error of a file tool given something it must not open: a device,
-//! FIFO or socket (which could block a read forever). What is at a path is
-//! found by `tools/confine.rs` when the tool opens it; each tool words its
-//! own advice.
+//! Refusals the file tools share: something they must not open (a device,
+//! FIFO or socket, which could block a read forever), and any change in
+//! plan mode. What is at a path is found by `tools/confine.rs` when the
+//! tool opens it; each tool words its own advice.
 
 use super::ToolError;
 use std::path::Path;
@@ -12,6 +12,16 @@ pub fn special_file(path: &Path, tool: &str, does: &str) -> ToolError {
     ToolError::failed(format!(
         "{} is not a regular file (it is a device, FIFO or socket); {tool} only {does} regular \
          files",
+        path.display()
+    ))
+}
+
+/// The error of a tool asked to change `path` in plan mode
+/// (`Grant::read_only`).
+pub fn plan_mode_refusal(verb: &str, path: &Path) -> ToolError {
+    ToolError::failed(format!(
+        "refusing to {verb} {}: plan mode is read-only, so no file may be changed; present the \
+         change as part of your plan instead",
         path.display()
     ))
 }

@@ -9,7 +9,7 @@
 //! runtime: blocking file-system work runs on a blocking thread
 //! ([`blocking()`]). They open paths through `tools/confine.rs`, which
 //! keeps them inside the workspace and the write roots; `found` words the
-//! refusal of devices, FIFOs and sockets; `walk` walks directories the way `glob` and `grep` need.
+//! refusals they share (devices, FIFOs and sockets; plan mode); `walk` walks directories the way `glob` and `grep` need.
 
 pub mod bash;
 pub mod edit_file;
@@ -28,18 +28,7 @@ pub use blocking::blocking;
 pub use typed::BuiltinTool;
 
 use super::{Tool, ToolContext, ToolError, ToolOutput};
-use std::path::Path;
 use std::sync::Arc;
-
-/// The error of a tool asked to change `path` in plan mode
-/// (`Grant::read_only`).
-fn plan_mode_refusal(verb: &str, path: &Path) -> ToolError {
-    ToolError::failed(format!(
-        "refusing to {verb} {}: plan mode is read-only, so no file may be changed; present the \
-         change as part of your plan instead",
-        path.display()
-    ))
-}
 
 /// Every built-in tool, in the order they are shown to the model.
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {

@@ -5,7 +5,7 @@
 //! on what it opens, `tools/confine.rs`) unless granted, never write in
 //! plan mode (`Grant::read_only`), and never replace a directory.
 
-use super::found::special_file;
+use super::found::{plan_mode_refusal, special_file};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use crate::tools::confine::{Confinement, Kind};
 use schemars::JsonSchema;
@@ -49,7 +49,7 @@ impl BuiltinTool for WriteFile {
 async fn write_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
     let path = ctx.resolve(&params.path);
     if ctx.grant.read_only {
-        return Err(super::plan_mode_refusal("write", &path));
+        return Err(plan_mode_refusal("write", &path));
     }
     let confinement = Confinement::of(&ctx);
     super::blocking("write_file", move || {
