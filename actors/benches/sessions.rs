@@ -63,6 +63,8 @@ fn settings(dir: &std::path::Path) -> Settings {
         },
         server: Default::default(),
         context: Default::default(),
+        permissions: Default::default(),
+        sandbox: Default::default(),
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
         unreachable_hint: None,
     }

@@ -29,6 +29,8 @@ pub use crate::sessions::SessionOptions;
 pub use crate::sessions::stored::StoredSessions;
 pub use crate::store::{ListCursor, ListPage, SessionDocument, SessionRecord};
 pub use crate::tools::registry::ToolCatalog;
+/// Whether `bash` commands can be sandboxed here (Landlock), found once.
+pub use crate::tools::sandbox::{SandboxSupport, probe as sandbox_support};
 
 use crate::mcp::server::{McpServer, McpServerArgs};
 use crate::protocol::{EventEnvelope, McpServerStatus, Message, SessionId};
@@ -94,6 +96,8 @@ impl Runtime {
         let mut settings = settings;
         // Commands and MCP servers never see agentbus's own secrets.
         settings.tools.environment.secrets = settings.secret_variables();
+        // The tools enforce the `[sandbox]` section.
+        settings.tools.sandbox = settings.sandbox.clone();
         let settings = Arc::new(settings);
         let registry = ToolRegistry::new(builtin_tools(), &settings.disallowed_tools);
         let (catalog_tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));

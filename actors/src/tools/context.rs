@@ -2,7 +2,6 @@
 //! in, a cancellation token, output limits, and the environment policy of
 //! the commands it starts.
 
-use super::error::ToolError;
 use crate::permissions::normalize;
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
@@ -51,48 +50,28 @@ impl ToolContext {
         normalize(&joined)
     }
 
-    /// Like [`resolve`](Self::resolve), but refuses paths outside the
-    /// workspace (after following symlinks of the part that exists).
-    pub fn resolve_for_write(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let resolved = self.resolve(path);
-        let workspace = canonical_prefix(&self.workspace);
-        let target = canonical_prefix(&resolved);
-        if target.starts_with(&workspace) {
-            Ok(resolved)
-        } else {
-            Err(ToolError::failed(format!(
-                "refusing to write {}: it is outside the workspace {}; use a path inside the workspace",
-                resolved.display(),
-                self.workspace.display()
-            )))
+    /// The directories file tools may work in and commands may write to
+    /// ([`SandboxSettings::roots`](crate::settings::SandboxSettings::roots)):
+    /// the workspace, then the write roots, `~/` expanded against `$HOME`
+    /// (without a home, such roots are left out). Lexical: symlinks are
+    /// resolved by whoever opens a file (`tools/confine.rs`).
+    pub fn roots(&self) -> Vec<PathBuf> {
+        match home() {
+            Some(home) => self.sandbox.roots(&self.workspace, &home),
+            None => {
+                let mut sandbox = self.sandbox.clone();
+                sandbox.write_roots.retain(|root| !root.starts_with("~"));
+                sandbox.roots(&self.workspace, Path::new("/"))
+            }
         }
     }
 }
 
-/// The canonical form of the longest existing ancestor of `path`, with the
-/// non-existing rest appended.
-fn canonical_prefix(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(c) = existing.canonicalize() {
-            let mut out = c;
-            for part in rest.iter().rev() {
-                out.push(part);
-            }
-            return out;
-        }
-        match (
-            existing.file_name().map(|n| n.to_os_string()),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
+/// `$HOME`, when it is set to an absolute path.
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute())
 }
 
 #[cfg(test)]
@@ -107,11 +86,16 @@ mod tests {
     }
 
     #[test]
-    fn writes_outside_the_workspace_are_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let ctx = ToolContext::new(dir.path());
-        assert!(ctx.resolve_for_write("new/file.txt").is_ok());
-        let err = ctx.resolve_for_write("../outside.txt").unwrap_err();
-        assert!(err.to_string().contains("outside the workspace"), "{err}");
+    fn roots_are_the_workspace_then_the_write_roots() {
+        let mut ctx = ToolContext::new("/work/ws");
+        ctx.sandbox.write_roots = vec!["../shared".into(), "/opt/out".into()];
+        assert_eq!(
+            ctx.roots(),
+            [
+                PathBuf::from("/work/ws"),
+                PathBuf::from("/work/shared"),
+                PathBuf::from("/opt/out")
+            ]
+        );
     }
 }

@@ -8,8 +8,11 @@
 //! [`naming`]) and the [`executor`] runs the calls: timeouts, cancellation,
 //! output limits, and every failure turned into a result the model reads.
 //!
-//! Relative paths resolve against the workspace ([`ToolContext::resolve`]);
-//! writes are confined to the workspace ([`ToolContext::resolve_for_write`]).
+//! Relative paths resolve against the workspace ([`ToolContext::resolve`]).
+//! File tools work only inside the workspace and the write roots, checked
+//! on what they actually open (`confine`); `bash` commands run in a
+//! Landlock sandbox that lets them write only there and in the temporary
+//! directories ([`sandbox`]). A call's `Grant` lifts either.
 
 pub mod builtin;
 pub mod environment;
@@ -19,9 +22,11 @@ pub mod registry;
 #[cfg(test)]
 pub(crate) mod test_tools;
 
+mod confine;
 mod context;
 mod error;
 mod output;
+pub mod sandbox;
 
 pub use context::ToolContext;
 pub use error::ToolError;

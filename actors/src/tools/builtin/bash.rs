@@ -6,6 +6,14 @@
 //! the model sees them interleaved as a terminal would show them. It runs in
 //! its own process group so that everything it started can be killed at once.
 //!
+//! It runs in the sandbox of `tools/sandbox.rs` (writes only in the
+//! workspace, the write roots and the temporary directories; no writes at
+//! all in plan mode) unless the call was granted `unsandboxed`. The tool
+//! never decides that itself: `outside_sandbox` is a request the permission
+//! layer turns into a grant (after asking the user), or not. When a
+//! sandboxed command fails with what looks like a refused write, the output
+//! ends with a note saying so and how to proceed.
+//!
 //! It must never outlive its limits: on timeout or cancellation the whole
 //! process group is killed with SIGKILL and the child reaped; it never waits
 //! forever for background processes holding the output pipe open, and never
@@ -13,6 +21,7 @@
 
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use crate::tools::output::HeadTailBuffer;
+use crate::tools::sandbox;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use schemars::JsonSchema;
@@ -45,6 +54,19 @@ pub struct Params {
     /// Seconds to wait before killing the command (default 120, maximum 600).
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// Run outside the sandbox. Only when a command failed because the
+    /// sandbox blocked it and it must write outside the workspace; the user
+    /// is asked first.
+    #[serde(default)]
+    pub outside_sandbox: bool,
+    /// Why the command must run outside the sandbox (shown to the user who
+    /// is asked to approve it); give it with `outside_sandbox`.
+    #[serde(default)]
+    #[expect(
+        dead_code,
+        reason = "the permission layer reads it from the call's arguments"
+    )]
+    pub justification: Option<String>,
 }
 
 impl BuiltinTool for Bash {
@@ -60,7 +82,11 @@ impl BuiltinTool for Bash {
         To start a long-running background process, redirect its output (e.g. \
         `server > server.log 2>&1 &`); output still open 2 s after the command exits is not \
         waited for. Prefer read_file, list_dir, glob and grep over cat, ls, find and grep: \
-        they are faster and their output is made for you.";
+        they are faster and their output is made for you. \
+        Commands run in a sandbox: they can read everything but write only in the workspace, \
+        the configured write roots and the temporary directories (/tmp). If a command fails \
+        because the sandbox blocked a write it really needs, call bash again with \
+        `outside_sandbox: true` and a `justification`; the user is asked to approve it.";
     type Params = Params;
 
     fn run(
@@ -115,13 +141,22 @@ impl Drop for GroupKiller {
 }
 
 async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-    if params.command.trim().is_empty() {
+    // `outside_sandbox` and `justification` are for the permission layer,
+    // which turns an approved request into `ctx.grant.unsandboxed`; here
+    // the grant alone decides.
+    let Params {
+        command: script,
+        timeout_secs,
+        outside_sandbox,
+        justification: _,
+    } = params;
+    if script.trim().is_empty() {
         return Err(ToolError::InvalidArguments {
             tool: Bash::NAME.to_string(),
             detail: "`command` is empty; give the shell command to run".to_string(),
         });
     }
-    let (timeout_secs, timeout_note) = effective_timeout(params.timeout_secs);
+    let (timeout_secs, timeout_note) = effective_timeout(timeout_secs);
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
@@ -134,7 +169,7 @@ async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
     let mut command = tokio::process::Command::new("bash");
     command
         .arg("-c")
-        .arg(&params.command)
+        .arg(&script)
         .env_clear()
         .envs(crate::tools::environment::from_process(&ctx.environment))
         .current_dir(&ctx.workspace)
@@ -143,16 +178,21 @@ async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
         .stderr(pipe_writer_for_stderr)
         .process_group(0)
         .kill_on_drop(true);
-    let spawned = command.spawn();
-    // The Command still holds our copies of the pipe's write end; drop them
-    // so that end-of-file arrives once the command's processes are done.
-    drop(command);
-    let mut child = spawned.map_err(|e| {
-        ToolError::failed(format!(
-            "could not start `bash -c` in {}: {e}",
-            ctx.workspace.display()
-        ))
-    })?;
+    // The command's sandbox (none when granted `unsandboxed`); the Command,
+    // which holds our copies of the pipe's write end, is dropped once it has
+    // started, so that end-of-file arrives once the command's processes are
+    // done.
+    let policy = sandbox::Policy::for_call(&ctx);
+    let (mut child, sandboxed) =
+        sandbox::spawn(command, policy.as_ref())
+            .await
+            .map_err(|e| match e {
+                sandbox::SandboxError::Spawn(e) => ToolError::failed(format!(
+                    "could not start `bash -c` in {}: {e}",
+                    ctx.workspace.display()
+                )),
+                e => ToolError::failed(e.to_string()),
+            })?;
     let mut group = GroupKiller(
         child
             .id()
@@ -223,6 +263,20 @@ async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
     let failed = !status.success();
     if let Some(line) = describe_failure(status) {
         notes.push(line);
+    }
+    if outside_sandbox && sandboxed {
+        notes.push(
+            "The command ran inside the sandbox: running it outside needs the user's approval, \
+             which this call did not get."
+                .to_string(),
+        );
+    }
+    if failed
+        && sandboxed
+        && let Some(policy) = &policy
+        && sandbox::looks_blocked(&output.finish(ctx.max_output_bytes))
+    {
+        notes.push(policy.failure_note());
     }
     let text = render(&output, &ctx, &notes);
     Ok(if failed {
@@ -530,6 +584,235 @@ mod tests {
                 matches!(err, ToolError::InvalidArguments { .. }),
                 "{args}: {err}"
             );
+        }
+    }
+
+    /// The sandbox, through the tool: real commands, real Landlock.
+    mod sandboxed {
+        use super::*;
+        use crate::tools::sandbox::{SandboxSupport, probe};
+        use std::path::{Path, PathBuf};
+
+        /// Landlock's ABI here, or `None` (after saying why) when the
+        /// sandbox cannot be tested; fails instead when
+        /// `AGENTBUS_REQUIRE_LANDLOCK=1`.
+        fn landlock() -> Option<u32> {
+            match probe() {
+                SandboxSupport::Available { abi } => Some(*abi),
+                SandboxSupport::Unavailable { reason } => {
+                    assert!(
+                        std::env::var("AGENTBUS_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+                        "AGENTBUS_REQUIRE_LANDLOCK=1 but Landlock is unavailable: {reason}"
+                    );
+                    eprintln!("skipping a sandbox test: Landlock is unavailable: {reason}");
+                    None
+                }
+            }
+        }
+
+        /// A fresh directory that is neither under a temporary directory
+        /// nor under the workspace (the sandbox lets commands write in
+        /// those), or `None` if there is none to be had.
+        fn outside_dir() -> Option<tempfile::TempDir> {
+            let temps: Vec<PathBuf> = [std::env::temp_dir(), "/tmp".into(), "/var/tmp".into()]
+                .iter()
+                .filter_map(|t| t.canonicalize().ok())
+                .collect();
+            let candidates = [
+                PathBuf::from("/var/lib"),
+                PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+            ];
+            for base in candidates {
+                let Ok(dir) = tempfile::Builder::new()
+                    .prefix("agentbus-sandbox-test-")
+                    .tempdir_in(&base)
+                else {
+                    continue;
+                };
+                let real = dir.path().canonicalize().unwrap();
+                if !temps.iter().any(|t| real.starts_with(t)) {
+                    return Some(dir);
+                }
+            }
+            assert!(
+                std::env::var("AGENTBUS_REQUIRE_LANDLOCK").as_deref() != Ok("1"),
+                "no directory outside the temporary directories to test the sandbox with"
+            );
+            eprintln!("skipping a sandbox test: no writable directory outside /tmp");
+            None
+        }
+
+        fn write(path: &Path) -> serde_json::Value {
+            json!({"command": format!("echo hi > '{}'", path.display())})
+        }
+
+        #[tokio::test]
+        async fn sandboxed_bash_writes_in_the_workspace_and_tmp_but_not_elsewhere() {
+            let (Some(_), Some(outside)) = (landlock(), outside_dir()) else {
+                return;
+            };
+            let ws = tempfile::tempdir().unwrap();
+            let ctx = ToolContext::new(ws.path());
+            let out = run(&ctx, json!({"command": "echo hi > in-workspace.txt"}))
+                .await
+                .unwrap();
+            assert!(!out.is_error, "{}", out.text);
+            assert!(ws.path().join("in-workspace.txt").is_file());
+
+            let tmp = tempfile::NamedTempFile::new_in("/tmp").unwrap();
+            let out = run(&ctx, write(tmp.path())).await.unwrap();
+            assert!(!out.is_error, "{}", out.text);
+            assert_eq!(std::fs::read_to_string(tmp.path()).unwrap(), "hi\n");
+
+            let target = outside.path().join("blocked.txt");
+            let out = run(&ctx, write(&target)).await.unwrap();
+            assert!(out.is_error, "{}", out.text);
+            assert!(
+                !target.exists(),
+                "the sandbox let {} be written",
+                target.display()
+            );
+            assert!(out.text.contains("Permission denied"), "{}", out.text);
+            assert!(
+                out.text.contains(
+                    "Note: agentbus runs commands in a sandbox that allows writing only in"
+                ),
+                "{}",
+                out.text
+            );
+            assert!(
+                out.text.contains(&ws.path().display().to_string()),
+                "{}",
+                out.text
+            );
+            assert!(
+                out.text.contains("\"outside_sandbox\": true"),
+                "{}",
+                out.text
+            );
+        }
+
+        #[tokio::test]
+        async fn a_write_root_lets_a_sandboxed_command_write_there() {
+            let (Some(_), Some(outside)) = (landlock(), outside_dir()) else {
+                return;
+            };
+            let ws = tempfile::tempdir().unwrap();
+            let mut ctx = ToolContext::new(ws.path());
+            ctx.sandbox.write_roots = vec![outside.path().to_path_buf()];
+            let target = outside.path().join("allowed.txt");
+            let out = run(&ctx, write(&target)).await.unwrap();
+            assert!(!out.is_error, "{}", out.text);
+            assert_eq!(std::fs::read_to_string(&target).unwrap(), "hi\n");
+        }
+
+        #[tokio::test]
+        async fn an_unsandboxed_grant_or_a_disabled_sandbox_lets_a_command_write_anywhere() {
+            let (Some(_), Some(outside)) = (landlock(), outside_dir()) else {
+                return;
+            };
+            let ws = tempfile::tempdir().unwrap();
+            let mut ctx = ToolContext::new(ws.path());
+            ctx.grant.unsandboxed = true;
+            let target = outside.path().join("granted.txt");
+            let out = run(&ctx, write(&target)).await.unwrap();
+            assert!(!out.is_error, "{}", out.text);
+            assert!(target.is_file());
+
+            let mut ctx = ToolContext::new(ws.path());
+            ctx.sandbox.enabled = false;
+            let target = outside.path().join("disabled.txt");
+            let out = run(&ctx, write(&target)).await.unwrap();
+            assert!(!out.is_error, "{}", out.text);
+            assert!(target.is_file());
+        }
+
+        #[tokio::test]
+        async fn asking_for_outside_sandbox_without_the_grant_still_runs_sandboxed() {
+            let (Some(_), Some(outside)) = (landlock(), outside_dir()) else {
+                return;
+            };
+            let ws = tempfile::tempdir().unwrap();
+            let ctx = ToolContext::new(ws.path());
+            let target = outside.path().join("asked.txt");
+            let command = format!("echo hi > '{}'", target.display());
+            let out = run(
+                &ctx,
+                json!({"command": command, "outside_sandbox": true, "justification": "test"}),
+            )
+            .await
+            .unwrap();
+            assert!(out.is_error, "{}", out.text);
+            assert!(!target.exists());
+            assert!(out.text.contains("ran inside the sandbox"), "{}", out.text);
+        }
+
+        #[tokio::test]
+        async fn plan_mode_blocks_writes_even_in_the_workspace_but_not_to_dev_null() {
+            if landlock().is_none() {
+                return;
+            }
+            let ws = tempfile::tempdir().unwrap();
+            let mut ctx = ToolContext::new(ws.path());
+            ctx.grant.read_only = true;
+            let out = run(&ctx, json!({"command": "echo quiet > /dev/null && cat /etc/hostname > /dev/null && echo ok"}))
+                .await
+                .unwrap();
+            assert!(!out.is_error, "{}", out.text);
+            assert_eq!(out.text, "ok\n");
+            let out = run(&ctx, json!({"command": "echo hi > planned.txt"}))
+                .await
+                .unwrap();
+            assert!(out.is_error, "{}", out.text);
+            assert!(!ws.path().join("planned.txt").exists());
+            assert!(
+                out.text.contains("read-only sandbox in plan mode"),
+                "{}",
+                out.text
+            );
+            assert!(out.text.contains("do not retry outside it"), "{}", out.text);
+            assert!(
+                !out.text.contains("\"outside_sandbox\": true"),
+                "{}",
+                out.text
+            );
+        }
+
+        #[tokio::test]
+        async fn network_false_blocks_tcp_connections_and_true_allows_them() {
+            let Some(abi) = landlock() else { return };
+            if abi < 4 {
+                eprintln!("skipping: Landlock ABI {abi} has no network rules (needs 4)");
+                return;
+            }
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let port = listener.local_addr().unwrap().port();
+            let connect = json!({
+                "command": format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")
+            });
+            let ws = tempfile::tempdir().unwrap();
+            let mut ctx = ToolContext::new(ws.path());
+            let out = run(&ctx, connect.clone()).await.unwrap();
+            assert!(!out.is_error, "{}", out.text);
+            assert_eq!(out.text, "connected\n");
+
+            ctx.sandbox.network = false;
+            let out = run(&ctx, connect).await.unwrap();
+            assert!(out.is_error, "{}", out.text);
+            assert!(!out.text.contains("connected\n"), "{}", out.text);
+            assert!(out.text.contains("Permission denied"), "{}", out.text);
+            assert!(out.text.contains("no network connections"), "{}", out.text);
+        }
+
+        #[test]
+        fn the_schema_offers_outside_sandbox_and_a_justification() {
+            let schema = crate::tools::builtin::typed::schema_of::<Params>();
+            assert_eq!(
+                schema["properties"]["outside_sandbox"]["type"],
+                json!("boolean")
+            );
+            assert!(schema["properties"]["justification"]["description"].is_string());
+            assert_eq!(schema["required"], json!(["command"]));
         }
     }
 }

@@ -1,16 +1,19 @@
 //! The `edit_file` tool: replaces an exact string in a file and shows the
 //! change as a unified diff.
 //!
-//! It must never write outside the workspace (paths go through
-//! [`ToolContext::resolve_for_write`]), never guess: an `old_string` that is
+//! It must never write outside the workspace and the write roots (checked
+//! on what it opens, `tools/confine.rs`) unless granted, never write in
+//! plan mode (`Grant::read_only`), never guess: an `old_string` that is
 //! missing or (without `replace_all`) not unique changes nothing, and never
 //! create files (that is write_file's job).
 
 use super::BuiltinTool;
-use super::found::{Found, look, special_file};
+use super::found::{plan_mode_refusal, special_file};
+use crate::tools::confine::{Confinement, Kind};
 use crate::tools::{ToolContext, ToolError, ToolOutput, truncate_middle};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// Unchanged lines shown around each change in the diff.
@@ -26,7 +29,7 @@ pub struct EditFile;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Path of the file to edit, absolute or relative to the workspace. It
-    /// must exist and be inside the workspace.
+    /// must exist and be inside the workspace (or a write root).
     pub path: String,
     /// The exact text to replace, including whitespace and indentation. It
     /// must occur exactly once in the file unless `replace_all` is true.
@@ -73,30 +76,46 @@ async fn edit_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
              the new text in new_string",
         ));
     }
-    let path = ctx.resolve_for_write(&params.path)?;
+    let path = ctx.resolve(&params.path);
+    if ctx.grant.read_only {
+        return Err(plan_mode_refusal("edit", &path));
+    }
     let max_bytes = ctx.max_output_bytes;
-    super::blocking("edit_file", move || edit(&path, &params, max_bytes)).await
+    let confinement = Confinement::of(&ctx);
+    super::blocking("edit_file", move || {
+        edit(&confinement, &path, &params, max_bytes)
+    })
+    .await
 }
 
-fn edit(path: &Path, params: &Params, max_bytes: usize) -> Result<ToolOutput, ToolError> {
-    match look(path, "inspect")? {
-        Found::RegularFile => {}
-        Found::Directory => {
+fn edit(
+    confinement: &Confinement,
+    path: &Path,
+    params: &Params,
+    max_bytes: usize,
+) -> Result<ToolOutput, ToolError> {
+    let Some(opened) = confinement.open(path, "edit")? else {
+        return Err(ToolError::failed(format!(
+            "file not found: {}; edit_file only changes existing files (use write_file to \
+             create one)",
+            path.display()
+        )));
+    };
+    match opened.kind {
+        Kind::RegularFile => {}
+        Kind::Directory => {
             return Err(ToolError::failed(format!(
                 "{} is a directory, not a file; edit_file needs the path of a file",
                 path.display()
             )));
         }
-        Found::Special => return Err(special_file(path, "edit_file", "edits")),
-        Found::Nothing => {
-            return Err(ToolError::failed(format!(
-                "file not found: {}; edit_file only changes existing files (use write_file to \
-                 create one)",
-                path.display()
-            )));
-        }
+        Kind::Special => return Err(special_file(path, "edit_file", "edits")),
     }
-    let bytes = std::fs::read(path).map_err(|e| ToolError::io("read", path, e))?;
+    let mut bytes = Vec::new();
+    opened
+        .read()?
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io("read", path, e))?;
     let Ok(old_content) = String::from_utf8(bytes) else {
         return Err(ToolError::failed(format!(
             "{} is not valid UTF-8 text; edit_file only edits text files",
@@ -125,7 +144,10 @@ fn edit(path: &Path, params: &Params, max_bytes: usize) -> Result<ToolOutput, To
     } else {
         old_content.replacen(&old_string, &new_string, 1)
     };
-    std::fs::write(path, &new_content).map_err(|e| ToolError::io("write", path, e))?;
+    opened
+        .overwrite()?
+        .write_all(new_content.as_bytes())
+        .map_err(|e| ToolError::io("write", path, e))?;
 
     let shown = path.display().to_string();
     let diff = similar::TextDiff::configure()
@@ -357,5 +379,44 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
         assert!(err.to_string().contains("replace_all"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn edit_file_refuses_a_symlink_leading_outside_unless_granted() {
+        let outer = tempfile::tempdir().unwrap();
+        let ws = outer.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let target = outer.path().join("target.txt");
+        std::fs::write(&target, "old\n").unwrap();
+        std::os::unix::fs::symlink(&target, ws.join("link")).unwrap();
+        let mut ctx = ToolContext::new(&ws);
+        let args = json!({"path": "link", "old_string": "old", "new_string": "new"});
+        let err = EditFile
+            .call(args.clone(), ctx.clone())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("refusing to edit"), "{err}");
+        assert!(err.contains("it leads to"), "{err}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old\n");
+        ctx.grant.outside_roots = true;
+        EditFile.call(args, ctx).await.unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new\n");
+    }
+
+    #[tokio::test]
+    async fn edit_file_refuses_everything_in_plan_mode() {
+        let (dir, mut ctx) = setup("old\n");
+        ctx.grant.read_only = true;
+        let err = EditFile
+            .call(
+                json!({"path": "f.txt", "old_string": "old", "new_string": "new"}),
+                ctx,
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plan mode is read-only"), "{err}");
+        assert_eq!(contents(&dir), "old\n");
     }
 }

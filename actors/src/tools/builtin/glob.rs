@@ -9,6 +9,7 @@
 
 use super::walk;
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use crate::tools::confine::{Confinement, Kind};
 use globset::{GlobBuilder, GlobMatcher};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -68,8 +69,9 @@ async fn glob(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
         })?
         .compile_matcher();
     let cancel = ctx.cancel.clone();
+    let confinement = Confinement::of(&ctx);
     super::blocking("glob", move || {
-        find(&root, &matcher, &params.pattern, &cancel)
+        find(&confinement, &root, &matcher, &params.pattern, &cancel)
     })
     .await
 }
@@ -101,26 +103,26 @@ fn relative_pattern(pattern: &str, root: &Path) -> Result<String, ToolError> {
 }
 
 fn find(
+    confinement: &Confinement,
     root: &Path,
     matcher: &GlobMatcher,
     pattern: &str,
     cancel: &CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
-    match std::fs::metadata(root) {
-        Ok(meta) if !meta.is_dir() => {
+    match confinement.open(root, "search")? {
+        Some(opened) if opened.kind != Kind::Directory => {
             return Err(ToolError::failed(format!(
                 "{} is a file, not a directory; `path` must be the directory to search in",
                 root.display()
             )));
         }
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Some(_) => {}
+        None => {
             return Err(ToolError::failed(format!(
                 "directory not found: {} (relative paths resolve against the workspace)",
                 root.display()
             )));
         }
-        Err(e) => return Err(ToolError::io("search", root, e)),
     }
 
     let mut found = Vec::new();
@@ -289,5 +291,23 @@ mod tests {
         assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
         let err = Glob.call(json!({"pattern": 1}), ctx).await.unwrap_err();
         assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn glob_refuses_to_search_outside_the_workspace_unless_granted() {
+        let outer = tree(&["out/a.rs", "ws/b.rs"]);
+        let mut ctx = ToolContext::new(outer.path().join("ws"));
+        let err = Glob
+            .call(json!({"pattern": "*.rs", "path": "../out"}), ctx.clone())
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("refusing to search"), "{err}");
+        ctx.grant.outside_roots = true;
+        let out = Glob
+            .call(json!({"pattern": "*.rs", "path": "../out"}), ctx)
+            .await
+            .unwrap();
+        assert!(out.text.contains("a.rs"), "{}", out.text);
     }
 }

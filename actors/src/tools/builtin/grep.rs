@@ -7,9 +7,9 @@
 //! never print more than [`MAX_MATCHES`] lines or the output limit (further
 //! matches are counted, not shown).
 
-use super::found::{Found as PathKind, look};
 use super::walk;
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use crate::tools::confine::{Confinement, Kind, locate};
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::sinks::Lossy;
@@ -94,6 +94,7 @@ async fn grep(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
         filter,
         max_bytes: ctx.max_output_bytes,
         cancel: ctx.cancel.clone(),
+        confinement: Confinement::of(&ctx),
     };
     super::blocking("grep", move || search.run(&root, display_root.as_deref())).await
 }
@@ -137,6 +138,7 @@ struct Search {
     filter: Option<FileFilter>,
     max_bytes: usize,
     cancel: CancellationToken,
+    confinement: Confinement,
 }
 
 /// What the search found so far.
@@ -149,6 +151,9 @@ struct Found {
     /// counted, so the output never has gaps.
     full: bool,
     unreadable: usize,
+    /// Files skipped because they lead outside the workspace and the
+    /// write roots (symbolic links).
+    outside: usize,
 }
 
 impl Found {
@@ -175,53 +180,85 @@ impl Found {
 
 impl Search {
     fn run(&self, root: &Path, display_root: Option<&str>) -> Result<ToolOutput, ToolError> {
-        let kind = look(root, "search")?;
+        let opened = self.confinement.open(root, "search")?;
         let mut searcher = SearcherBuilder::new()
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
             .build();
         let mut found = Found::default();
 
-        match kind {
-            PathKind::Nothing => {
+        match opened.as_ref().map(|o| o.kind) {
+            None => {
                 return Err(ToolError::failed(format!(
                     "path not found: {} (relative paths resolve against the workspace)",
                     root.display()
                 )));
             }
-            PathKind::Special => {
+            Some(Kind::Special) => {
                 return Err(ToolError::failed(format!(
                     "{} is not a regular file or directory (it is a device, FIFO or socket); \
                      grep searches files and directories",
                     root.display()
                 )));
             }
-            PathKind::Directory => {
+            Some(Kind::Directory) => {
                 found.unreadable += walk::files(root, &self.cancel, |path, rel| {
                     if self.filter.as_ref().is_some_and(|f| !f.accepts(rel)) {
                         return;
                     }
                     let shown = walk::relative(path, root);
-                    self.search_file(&mut searcher, path, &shown, &mut found);
+                    self.search_path(&mut searcher, path, &shown, &mut found);
                 })?;
             }
-            PathKind::RegularFile => {
+            Some(Kind::RegularFile) => {
                 // A single file: shown as the model named it.
                 let shown = display_root.map_or_else(|| root.display().to_string(), str::to_string);
                 let name = PathBuf::from(root.file_name().unwrap_or_default());
-                if self.filter.as_ref().is_none_or(|f| f.accepts(&name)) {
-                    self.search_file(&mut searcher, root, &shown, &mut found);
+                if self.filter.as_ref().is_none_or(|f| f.accepts(&name))
+                    && let Some(opened) = &opened
+                {
+                    match opened.read() {
+                        Ok(file) => self.search_file(&mut searcher, file, &shown, &mut found),
+                        Err(e) => return Err(e),
+                    }
                 }
             }
         }
         Ok(ToolOutput::ok(self.render(found, root)))
     }
 
-    fn search_file(&self, searcher: &mut Searcher, path: &Path, shown: &str, found: &mut Found) {
+    /// Searches the walked file `path` if it really lies inside the roots
+    /// (a symbolic link may lead elsewhere).
+    fn search_path(&self, searcher: &mut Searcher, path: &Path, shown: &str, found: &mut Found) {
+        let opened = match locate(path) {
+            Ok(Some(opened)) if opened.kind == Kind::RegularFile => opened,
+            Ok(Some(_)) => return,
+            Ok(None) | Err(_) => {
+                found.unreadable += 1;
+                return;
+            }
+        };
+        if !self.confinement.allows(&opened) {
+            found.outside += 1;
+            return;
+        }
+        match opened.read() {
+            Ok(file) => self.search_file(searcher, file, shown, found),
+            Err(_) => found.unreadable += 1,
+        }
+    }
+
+    fn search_file(
+        &self,
+        searcher: &mut Searcher,
+        file: std::fs::File,
+        shown: &str,
+        found: &mut Found,
+    ) {
         let max_bytes = self.max_bytes;
-        let result = searcher.search_path(
+        let result = searcher.search_file(
             &self.matcher,
-            path,
+            &file,
             Lossy(|line_number, text| {
                 // Consecutive matching lines may arrive together.
                 let text = text.strip_suffix('\n').unwrap_or(text);
@@ -253,6 +290,13 @@ impl Search {
             out.push_str(&format!(
                 "[{} files or directories could not be read]\n",
                 found.unreadable
+            ));
+        }
+        if found.outside > 0 {
+            out.push_str(&format!(
+                "[{} symbolic links leading outside the workspace and the write roots were \
+                 skipped]\n",
+                found.outside
             ));
         }
         out
@@ -413,5 +457,44 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
         assert!(err.to_string().contains("glob"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn grep_skips_symlinks_leading_outside_and_refuses_outside_paths_unless_granted() {
+        let outer = tree(&[
+            ("secret.txt", "needle outside\n"),
+            ("ws/in.txt", "needle inside\n"),
+        ]);
+        let ws = outer.path().join("ws");
+        std::os::unix::fs::symlink(outer.path().join("secret.txt"), ws.join("link.txt")).unwrap();
+        let mut ctx = ToolContext::new(&ws);
+        let out = Grep
+            .call(json!({"pattern": "needle"}), ctx.clone())
+            .await
+            .unwrap();
+        assert!(out.text.contains("in.txt:1:needle inside"), "{}", out.text);
+        assert!(!out.text.contains("needle outside"), "{}", out.text);
+        assert!(
+            out.text.contains("1 symbolic links leading"),
+            "{}",
+            out.text
+        );
+        let err = Grep
+            .call(
+                json!({"pattern": "needle", "path": "link.txt"}),
+                ctx.clone(),
+            )
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("refusing to search"), "{err}");
+
+        ctx.grant.outside_roots = true;
+        let out = Grep.call(json!({"pattern": "needle"}), ctx).await.unwrap();
+        assert!(
+            out.text.contains("link.txt:1:needle outside"),
+            "{}",
+            out.text
+        );
     }
 }

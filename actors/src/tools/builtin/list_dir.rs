@@ -5,8 +5,8 @@
 //! It must never modify anything, never descend into subdirectories, and
 //! never list more than [`MAX_ENTRIES`] entries (the rest are counted).
 
-use super::found::{Found, look};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use crate::tools::confine::{Confinement, Kind};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::Path;
@@ -46,27 +46,27 @@ impl BuiltinTool for ListDir {
 
 async fn list_dir(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
     let path = ctx.resolve(&params.path);
-    super::blocking("list_dir", move || list(&path)).await
+    let confinement = Confinement::of(&ctx);
+    super::blocking("list_dir", move || list(&confinement, &path)).await
 }
 
-fn list(path: &Path) -> Result<ToolOutput, ToolError> {
-    match look(path, "list")? {
-        Found::Directory => {}
-        Found::RegularFile | Found::Special => {
-            return Err(ToolError::failed(format!(
-                "{} is a file, not a directory; use read_file to read it",
-                path.display()
-            )));
-        }
-        Found::Nothing => {
-            return Err(ToolError::failed(format!(
-                "directory not found: {} (check the path; relative paths resolve against the \
-                 workspace)",
-                path.display()
-            )));
-        }
+fn list(confinement: &Confinement, path: &Path) -> Result<ToolOutput, ToolError> {
+    let Some(opened) = confinement.open(path, "list")? else {
+        return Err(ToolError::failed(format!(
+            "directory not found: {} (check the path; relative paths resolve against the \
+             workspace)",
+            path.display()
+        )));
+    };
+    if opened.kind != Kind::Directory {
+        return Err(ToolError::failed(format!(
+            "{} is a file, not a directory; use read_file to read it",
+            path.display()
+        )));
     }
-    let read = std::fs::read_dir(path).map_err(|e| ToolError::io("list", path, e))?;
+    // The directory that was checked, whatever the path names by now.
+    let read =
+        std::fs::read_dir(opened.access_path()).map_err(|e| ToolError::io("list", path, e))?;
 
     let mut entries: Vec<(String, String)> = Vec::new(); // (sort key, rendered line)
     let mut unreadable = 0usize;
@@ -195,5 +195,23 @@ mod tests {
         assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
         let err = ListDir.call(json!({"path": ["."]}), ctx).await.unwrap_err();
         assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
+    }
+
+    #[tokio::test]
+    async fn list_dir_refuses_directories_outside_the_workspace_unless_granted() {
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/etc", dir.path().join("etc")).unwrap();
+        let mut ctx = ToolContext::new(dir.path());
+        for path in ["/etc", "etc"] {
+            let err = ListDir
+                .call(json!({"path": path}), ctx.clone())
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("refusing to list"), "{path}: {err}");
+        }
+        ctx.grant.outside_roots = true;
+        let out = ListDir.call(json!({"path": "etc"}), ctx).await.unwrap();
+        assert!(out.text.contains("hostname"), "{}", out.text);
     }
 }

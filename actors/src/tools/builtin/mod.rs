@@ -7,8 +7,9 @@
 //!
 //! Tools never panic on bad input, never print, and never block the async
 //! runtime: blocking file-system work runs on a blocking thread
-//! ([`blocking()`]). `found` says what is at a path before a tool acts on
-//! it; `walk` walks directories the way `glob` and `grep` need.
+//! ([`blocking()`]). They open paths through `tools/confine.rs`, which
+//! keeps them inside the workspace and the write roots; `found` words the
+//! refusals they share (devices, FIFOs and sockets; plan mode); `walk` walks directories the way `glob` and `grep` need.
 
 pub mod bash;
 pub mod edit_file;

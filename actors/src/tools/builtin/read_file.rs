@@ -5,11 +5,11 @@
 //! conversation, and never return more than the output limit: long lines are
 //! cut, and when lines remain unread the output says which `offset` reads on.
 
-use super::found::{Found, look, special_file};
+use super::found::special_file;
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use crate::tools::confine::{Confinement, Kind};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
@@ -71,35 +71,37 @@ async fn read_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
     let offset = params.offset.unwrap_or(1).max(1);
     let path = ctx.resolve(&params.path);
     let max_bytes = ctx.max_output_bytes;
+    let confinement = Confinement::of(&ctx);
     super::blocking("read_file", move || {
-        read_lines(&path, offset, limit, max_bytes)
+        read_lines(&confinement, &path, offset, limit, max_bytes)
     })
     .await
 }
 
 fn read_lines(
+    confinement: &Confinement,
     path: &Path,
     offset: usize,
     limit: usize,
     max_bytes: usize,
 ) -> Result<ToolOutput, ToolError> {
-    match look(path, "read")? {
-        Found::RegularFile => {}
-        Found::Nothing => {
-            return Err(ToolError::failed(format!(
-                "file not found: {} (check the path; relative paths resolve against the workspace)",
-                path.display()
-            )));
-        }
-        Found::Directory => {
+    let Some(opened) = confinement.open(path, "read")? else {
+        return Err(ToolError::failed(format!(
+            "file not found: {} (check the path; relative paths resolve against the workspace)",
+            path.display()
+        )));
+    };
+    match opened.kind {
+        Kind::RegularFile => {}
+        Kind::Directory => {
             return Err(ToolError::failed(format!(
                 "{} is a directory, not a file; use list_dir to see its contents",
                 path.display()
             )));
         }
-        Found::Special => return Err(special_file(path, "read_file", "reads")),
+        Kind::Special => return Err(special_file(path, "read_file", "reads")),
     }
-    let mut file = File::open(path).map_err(|e| ToolError::io("open", path, e))?;
+    let mut file = opened.read()?;
 
     // Binary check on the first 8 KiB (chained back in front for reading).
     let mut sniff = Vec::with_capacity(BINARY_SNIFF_BYTES);
@@ -400,5 +402,75 @@ mod tests {
         }
         assert_eq!(schema["additionalProperties"], json!(false));
         assert_eq!(schema["required"], json!(["path"]));
+    }
+
+    /// A workspace inside `outer`, and a file `secret.txt` beside it.
+    fn workspace_beside_a_secret() -> (tempfile::TempDir, std::path::PathBuf) {
+        let outer = tempfile::tempdir().unwrap();
+        let ws = outer.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(outer.path().join("secret.txt"), "secret\n").unwrap();
+        (outer, ws)
+    }
+
+    #[tokio::test]
+    async fn read_file_refuses_files_outside_the_workspace_unless_granted() {
+        let (_outer, ws) = workspace_beside_a_secret();
+        let mut ctx = ToolContext::new(&ws);
+        let err = read(&ctx, json!({"path": "/etc/hostname"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with(&format!(
+                "refusing to read /etc/hostname: it is outside the workspace {}",
+                ws.display()
+            )),
+            "{err}"
+        );
+        let err = read(&ctx, json!({"path": "../secret.txt"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("outside the workspace"), "{err}");
+
+        ctx.grant.outside_roots = true;
+        let out = read(&ctx, json!({"path": "/etc/hostname"})).await.unwrap();
+        assert!(out.text.starts_with("     1\t"), "{}", out.text);
+        let out = read(&ctx, json!({"path": "../secret.txt"})).await.unwrap();
+        assert_eq!(out.text, "     1\tsecret\n");
+    }
+
+    #[tokio::test]
+    async fn read_file_refuses_a_symlink_leading_out_of_the_workspace_unless_granted() {
+        let (outer, ws) = workspace_beside_a_secret();
+        std::os::unix::fs::symlink(outer.path().join("secret.txt"), ws.join("link")).unwrap();
+        std::os::unix::fs::symlink("/etc", ws.join("etc")).unwrap();
+        let mut ctx = ToolContext::new(&ws);
+        for path in ["link", "etc/hostname"] {
+            let err = read(&ctx, json!({"path": path}))
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("refusing to read"), "{err}");
+            assert!(err.contains("it leads to"), "{err}");
+            assert!(!err.contains("secret\n"), "{err}");
+        }
+        ctx.grant.outside_roots = true;
+        let out = read(&ctx, json!({"path": "link"})).await.unwrap();
+        assert_eq!(out.text, "     1\tsecret\n");
+    }
+
+    #[tokio::test]
+    async fn read_file_reads_in_a_write_root_and_through_links_inside_the_workspace() {
+        let (outer, ws) = workspace_beside_a_secret();
+        std::fs::write(ws.join("real.txt"), "inside\n").unwrap();
+        std::os::unix::fs::symlink("real.txt", ws.join("alias")).unwrap();
+        let mut ctx = ToolContext::new(&ws);
+        let out = read(&ctx, json!({"path": "alias"})).await.unwrap();
+        assert_eq!(out.text, "     1\tinside\n");
+        ctx.sandbox.write_roots = vec![outer.path().to_path_buf()];
+        let out = read(&ctx, json!({"path": "../secret.txt"})).await.unwrap();
+        assert_eq!(out.text, "     1\tsecret\n");
     }
 }

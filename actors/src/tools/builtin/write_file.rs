@@ -1,13 +1,16 @@
 //! The `write_file` tool: writes a whole file, creating parent directories as
 //! needed, and reports whether it created or overwrote it.
 //!
-//! It must never write outside the workspace (paths go through
-//! [`ToolContext::resolve_for_write`]) and never replace a directory.
+//! It must never write outside the workspace and the write roots (checked
+//! on what it opens, `tools/confine.rs`) unless granted, never write in
+//! plan mode (`Grant::read_only`), and never replace a directory.
 
-use super::found::{Found, look, special_file};
+use super::found::{plan_mode_refusal, special_file};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
+use crate::tools::confine::{Confinement, Kind};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use std::io::Write;
 use std::path::Path;
 
 #[derive(Clone, Debug)]
@@ -17,7 +20,8 @@ pub struct WriteFile;
 #[serde(deny_unknown_fields)]
 pub struct Params {
     /// Path of the file to write, absolute or relative to the workspace. It
-    /// must be inside the workspace. Missing parent directories are created.
+    /// must be inside the workspace (or a write root). Missing parent
+    /// directories are created.
     pub path: String,
     /// The complete new content of the file (not a diff or an excerpt).
     pub content: String,
@@ -43,30 +47,33 @@ impl BuiltinTool for WriteFile {
 }
 
 async fn write_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-    let path = ctx.resolve_for_write(&params.path)?;
+    let path = ctx.resolve(&params.path);
+    if ctx.grant.read_only {
+        return Err(plan_mode_refusal("write", &path));
+    }
+    let confinement = Confinement::of(&ctx);
     super::blocking("write_file", move || {
-        write(&path, params.content.as_bytes())
+        write(&confinement, &path, params.content.as_bytes())
     })
     .await
 }
 
-fn write(path: &Path, content: &[u8]) -> Result<ToolOutput, ToolError> {
-    let existed = match look(path, "inspect")? {
-        Found::RegularFile => true,
-        Found::Nothing => false,
-        Found::Directory => {
-            return Err(ToolError::failed(format!(
-                "{} is a directory; write_file needs a file path",
-                path.display()
-            )));
-        }
-        Found::Special => return Err(special_file(path, "write_file", "writes")),
+fn write(confinement: &Confinement, path: &Path, content: &[u8]) -> Result<ToolOutput, ToolError> {
+    let (mut file, existed) = match confinement.open(path, "write")? {
+        Some(opened) => match opened.kind {
+            Kind::RegularFile => (opened.overwrite()?, true),
+            Kind::Directory => {
+                return Err(ToolError::failed(format!(
+                    "{} is a directory; write_file needs a file path",
+                    path.display()
+                )));
+            }
+            Kind::Special => return Err(special_file(path, "write_file", "writes")),
+        },
+        None => (confinement.create_new(path, "write")?, false),
     };
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| ToolError::io("create the parent directory of", path, e))?;
-    }
-    std::fs::write(path, content).map_err(|e| ToolError::io("write", path, e))?;
+    file.write_all(content)
+        .map_err(|e| ToolError::io("write", path, e))?;
     let verb = if existed { "Overwrote" } else { "Created" };
     Ok(ToolOutput::ok(format!(
         "{verb} {} ({} bytes)",
@@ -168,5 +175,71 @@ mod tests {
         assert!(matches!(err, ToolError::InvalidArguments { .. }), "{err}");
         assert!(err.to_string().contains("content"), "{err}");
         assert!(!dir.path().join("a").exists());
+    }
+
+    #[tokio::test]
+    async fn write_file_refuses_to_write_through_a_symlink_leading_outside_unless_granted() {
+        let outer = tempfile::tempdir().unwrap();
+        let ws = outer.path().join("ws");
+        std::fs::create_dir(&ws).unwrap();
+        let target = outer.path().join("target.txt");
+        std::fs::write(&target, "untouched").unwrap();
+        std::os::unix::fs::symlink(&target, ws.join("link")).unwrap();
+        std::os::unix::fs::symlink(outer.path(), ws.join("up")).unwrap();
+        let mut ctx = ToolContext::new(&ws);
+        for path in ["link", "up/new.txt", "up/deeper/new.txt"] {
+            let err = WriteFile
+                .call(json!({"path": path, "content": "x"}), ctx.clone())
+                .await
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("refusing to write"), "{path}: {err}");
+            assert!(err.contains("outside the workspace"), "{path}: {err}");
+        }
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "untouched");
+        assert!(!outer.path().join("new.txt").exists());
+        assert!(!outer.path().join("deeper").exists());
+
+        ctx.grant.outside_roots = true;
+        let out = WriteFile
+            .call(json!({"path": "link", "content": "granted"}), ctx)
+            .await
+            .unwrap();
+        assert!(out.text.starts_with("Overwrote"), "{}", out.text);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "granted");
+    }
+
+    #[tokio::test]
+    async fn write_file_writes_in_a_write_root() {
+        let outer = tempfile::tempdir().unwrap();
+        let ws = outer.path().join("ws");
+        let shared = outer.path().join("shared");
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::create_dir(&shared).unwrap();
+        let mut ctx = ToolContext::new(&ws);
+        ctx.sandbox.write_roots = vec!["../shared".into()];
+        let out = WriteFile
+            .call(json!({"path": "../shared/new/f.txt", "content": "x"}), ctx)
+            .await
+            .unwrap();
+        assert!(out.text.starts_with("Created"), "{}", out.text);
+        assert_eq!(
+            std::fs::read_to_string(shared.join("new/f.txt")).unwrap(),
+            "x"
+        );
+    }
+
+    #[tokio::test]
+    async fn write_file_refuses_everything_in_plan_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = ToolContext::new(dir.path());
+        ctx.grant.read_only = true;
+        let err = WriteFile
+            .call(json!({"path": "f.txt", "content": "x"}), ctx)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("plan mode is read-only"), "{err}");
+        assert!(!dir.path().join("f.txt").exists());
     }
 }
