@@ -180,3 +180,46 @@ async fn a_rule_that_does_not_parse_names_the_file_and_what_was_expected() {
     assert!(out.stderr.contains("`bash(git status`"), "{}", out.stderr);
     assert!(out.stderr.contains("expected"), "{}", out.stderr);
 }
+
+/// `bypass` asks nothing, but the sandbox still holds: a write outside the
+/// workspace fails with the sandbox's note, one inside succeeds.
+#[tokio::test]
+async fn in_bypass_mode_the_sandbox_still_blocks_writes_outside_the_workspace() {
+    if !agentbus_actors::runtime::sandbox_support().is_available() {
+        let why = format!("{:?}", agentbus_actors::runtime::sandbox_support());
+        assert!(
+            std::env::var_os("AGENTBUS_REQUIRE_LANDLOCK").is_none(),
+            "Landlock is required here but missing: {why}"
+        );
+        eprintln!("skipped: Landlock is not available here ({why})");
+        return;
+    }
+    let target = format!("/etc/agentbus-test-{}", std::process::id());
+    let script = agentbus_testkit::Script::from_toml_str(&format!(
+        r#"
+[[response]]
+tool_calls = [ {{ id = "w1", name = "bash", arguments = {{ command = "echo x > {target}" }} }},
+               {{ id = "w2", name = "bash", arguments = {{ command = "touch ok && echo touched" }} }} ]
+
+[[response]]
+text = "Done: {{last_tool_result}}"
+"#
+    ))
+    .unwrap();
+    let f = Fixture::with_script(script).await;
+    let out = f
+        .run(&["run", "--json", "--permission-mode", "bypass", "write both"])
+        .await;
+    let written = std::path::Path::new(&target).exists();
+    let _ = std::fs::remove_file(&target);
+    assert!(!written, "the sandbox let a write to {target} through");
+    let events = out.events();
+    assert!(of_type(&events, "approval_request").is_empty());
+    let results = of_type(&events, "tool_result");
+    let blocked = results[0]["output"].as_str().unwrap();
+    assert_eq!(results[0]["is_error"], true);
+    assert!(blocked.contains("sandbox"), "{blocked}");
+    assert!(blocked.contains("outside_sandbox"), "{blocked}");
+    assert_eq!(results[1]["is_error"], false, "{}", results[1]["output"]);
+    assert!(f.workspace().join("ok").exists());
+}

@@ -355,7 +355,7 @@ pub(super) fn library_permissions(
         rules,
         roots: tools.sandbox.roots(workspace, &home),
         home,
-        sandboxed: tools.sandbox.enabled,
+        sandboxed: tools.sandbox.enabled && crate::tools::sandbox::probe().is_available(),
         approval_timeout_ms: None,
     }
 }

@@ -98,6 +98,14 @@ impl Runtime {
         settings.tools.environment.secrets = settings.secret_variables();
         // The tools enforce the `[sandbox]` section.
         settings.tools.sandbox = settings.sandbox.clone();
+        if settings.sandbox.enabled
+            && let SandboxSupport::Unavailable { reason } = sandbox_support()
+        {
+            // Said once per process; each session's start says it too.
+            tracing::warn!(
+                "commands run WITHOUT a sandbox: {reason}; permission modes and rules still apply"
+            );
+        }
         let settings = Arc::new(settings);
         let registry = ToolRegistry::new(builtin_tools(), &settings.disallowed_tools);
         let (catalog_tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));

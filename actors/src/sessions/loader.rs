@@ -167,8 +167,7 @@ fn permission_config(settings: &Settings, workspace: &Path) -> PermissionConfig 
     }
 }
 
-/// Whether commands run in the sandbox. (Placeholder until the Landlock
-/// probe lands: on whenever configured.)
+/// Whether commands run in the sandbox: it is on, and Landlock works here.
 fn sandbox_active(sandbox: &crate::settings::SandboxSettings) -> bool {
-    sandbox.enabled
+    sandbox.enabled && crate::tools::sandbox::probe().is_available()
 }
