@@ -223,3 +223,47 @@ text = "Done: {{last_tool_result}}"
     assert_eq!(results[1]["is_error"], false, "{}", results[1]["output"]);
     assert!(f.workspace().join("ok").exists());
 }
+
+/// A request left waiting by a process killed with SIGKILL is closed on
+/// the next load like any interrupted call: `approval_resolved`
+/// (cancelled), a cancelled tool result, the turn's error `result`.
+#[tokio::test]
+async fn a_request_waiting_when_the_process_is_killed_is_closed_on_the_next_load() {
+    let f = fixture().await;
+    let mut chat = f.spawn_with_stdin(&["chat", "--json"]);
+    chat.send("clean up\n").await;
+    let request = chat
+        .wait_for_event(|e| e["type"] == "approval_request")
+        .await;
+    let id = request["session_id"].as_str().unwrap().to_string();
+    chat.kill9();
+    assert_eq!(chat.finish().await.code(), None, "killed by a signal");
+
+    let resumed = f
+        .run(&[
+            "run",
+            "--json",
+            "--session",
+            &id,
+            "--permission-mode",
+            "bypass",
+            "test it",
+        ])
+        .await;
+    assert_eq!(resumed.code(), Some(0), "{}", resumed.stderr);
+    let events = resumed.events();
+    let closed = of_type(&events, "system")
+        .into_iter()
+        .find(|e| e["subtype"] == "approval_resolved")
+        .expect("the open request is closed");
+    assert_eq!(closed["data"]["request_id"], request["request_id"]);
+    assert_eq!(closed["data"]["outcome"], "cancelled");
+    let results = of_type(&events, "tool_result");
+    assert_eq!(results[0]["call_id"], request["call_id"]);
+    assert_eq!(results[0]["cancelled"], true);
+    let turns = of_type(&events, "result");
+    assert_eq!(turns[0]["stop_reason"], "error");
+    // The new turn ran in the mode the flag asked for: no question.
+    assert_eq!(of_type(&events, "approval_request").len(), 0);
+    assert_eq!(turns[1]["stop_reason"], "end_turn");
+}

@@ -63,8 +63,16 @@ impl<W: Write> Renderer<W> {
                     let model = Some(started.model.as_str())
                         .filter(|m| !m.is_empty())
                         .unwrap_or("?");
+                    let mode = started
+                        .permission_mode
+                        .map(|m| format!(" · mode {m}"))
+                        .unwrap_or_default();
+                    let sandbox = match started.sandboxed {
+                        Some(false) => " · commands NOT sandboxed",
+                        _ => "",
+                    };
                     let line = format!(
-                        "● session {} · model {model} · {tools} tools",
+                        "● session {} · model {model} · {tools} tools{mode}{sandbox}",
                         event.session_id
                     );
                     self.line(&self.dim(&line));
