@@ -93,9 +93,8 @@ pub fn decide(
     let mode = state.mode;
     let kind = kind(tool);
     let path = call.path(&env);
-    let inside = path
-        .as_ref()
-        .is_some_and(|p| inside_roots(p, &config.roots));
+    // A file tool call without a usable path is refused by the tool itself.
+    let inside = path.as_ref().is_none_or(|p| inside_roots(p, &config.roots));
     let escalating = kind == Kind::Command
         && config.sandboxed
         && input.get("outside_sandbox").and_then(|v| v.as_bool()) == Some(true);
