@@ -137,19 +137,33 @@ fn yes() -> bool {
 impl SandboxSettings {
     /// The directories file tools may work in without asking, and commands
     /// may write to: the workspace, then each write root (`~/` expanded
-    /// against `home`, relative roots against the workspace), lexically
-    /// normalised. Symlinks are the tools' to check when they open a file.
-    pub fn roots(&self, workspace: &std::path::Path, home: &std::path::Path) -> Vec<PathBuf> {
+    /// against `home` — left out without one — and relative roots against
+    /// the workspace), lexically normalised. Symlinks are the tools' to
+    /// check when they open a file.
+    pub fn roots(
+        &self,
+        workspace: &std::path::Path,
+        home: Option<&std::path::Path>,
+    ) -> Vec<PathBuf> {
         let mut roots = vec![crate::permissions::normalize(workspace)];
         for root in &self.write_roots {
-            let expanded = match root.strip_prefix("~") {
-                Ok(rest) => home.join(rest),
-                Err(_) => workspace.join(root),
+            let expanded = match (root.strip_prefix("~"), home) {
+                (Ok(rest), Some(home)) => home.join(rest),
+                (Ok(_), None) => continue,
+                (Err(_), _) => workspace.join(root),
             };
             roots.push(crate::permissions::normalize(&expanded));
         }
         roots
     }
+}
+
+/// `$HOME`, when it is set to an absolute path: what `~` means in write
+/// roots and permission rules.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|home| home.is_absolute())
 }
 
 impl Default for SandboxSettings {

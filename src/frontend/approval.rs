@@ -4,9 +4,64 @@
 //! the model why), and the rejection `run` sends, since nobody can answer
 //! there.
 
+use super::attached::Attached;
 use agentbus_actors::protocol::{
-    ApprovalChoice, ApprovalDecision, ApprovalRequestEvent, PermissionMode,
+    AgentMessage, ApprovalChoice, ApprovalDecision, ApprovalRequestEvent, ApprovalResolved,
+    EventEnvelope,
 };
+
+/// The approval request a chat's next line answers, followed from the
+/// session's events: a request of one of the chat's own inputs opens it,
+/// its `approval_resolved` (whoever answered) or the chat's answer closes it.
+#[derive(Debug, Default)]
+pub struct Asking(Option<String>);
+
+impl Asking {
+    /// Follow `event` (`ours`: it belongs to an input of this chat);
+    /// returns a request that now waits for this chat's answer.
+    pub fn observe<'e>(
+        &mut self,
+        event: &'e EventEnvelope,
+        ours: bool,
+    ) -> Option<&'e ApprovalRequestEvent> {
+        match &event.message {
+            AgentMessage::ApprovalRequest(request) if ours => {
+                self.0 = Some(request.request_id.clone());
+                Some(request)
+            }
+            AgentMessage::System(s) => {
+                if let Some(resolved) = s.payload::<ApprovalResolved>()
+                    && self.0.as_deref() == Some(resolved.request_id.as_str())
+                {
+                    self.0 = None;
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the next line is an answer.
+    pub fn is_open(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// Answer with a typed line; `Err` is what to tell the user (not an
+    /// answer, or the session refused it). Sent, the request is closed here
+    /// (its `approval_resolved` follows).
+    pub async fn answer(&mut self, attached: &Attached, line: &str) -> Result<(), String> {
+        let Some(request_id) = self.0.clone() else {
+            return Err("no approval request is waiting".into());
+        };
+        let decision = parse_answer(line)?;
+        attached
+            .decide(&request_id, decision)
+            .await
+            .map_err(|e| format!("{e:#}"))?;
+        self.0 = None;
+        Ok(())
+    }
+}
 
 /// What the call would do, a few lines: the command, the edit as a diff,
 /// the file a write creates, or the arguments.
@@ -108,15 +163,15 @@ pub fn parse_answer(line: &str) -> Result<ApprovalDecision, String> {
 /// Why `agentbus run` rejected a call, and what would allow it: for the
 /// model (it reads it) and the user (it is printed).
 pub fn unattended_rejection(request: &ApprovalRequestEvent) -> String {
-    let mut ways = Vec::new();
-    if let Some(rule) = &request.suggested_rule {
-        ways.push(format!("--allow '{rule}'"));
-    }
-    match request.suggested_mode {
-        Some(PermissionMode::Bypass) | None if request.suggested_rule.is_none() => {}
-        Some(mode) => ways.push(format!("--permission-mode {mode}")),
-        None => {}
-    }
+    let rule = request
+        .suggested_rule
+        .iter()
+        .map(|r| format!("--allow '{r}'"));
+    let mode = request
+        .suggested_mode
+        .iter()
+        .map(|m| format!("--permission-mode {m}"));
+    let ways: Vec<String> = rule.chain(mode).collect();
     let how = if ways.is_empty() {
         "it can only run where someone can approve it (agentbus chat, or the web page)".to_string()
     } else {
@@ -131,6 +186,7 @@ pub fn unattended_rejection(request: &ApprovalRequestEvent) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentbus_actors::protocol::PermissionMode;
     use serde_json::json;
 
     fn request(name: &str, input: serde_json::Value) -> ApprovalRequestEvent {

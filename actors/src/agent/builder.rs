@@ -5,10 +5,12 @@ use super::error::AgentError;
 use super::provider::Provider;
 use super::runner::{Agent, Setup};
 use super::tools::ToolBox;
+use crate::protocol::PermissionMode;
 use crate::protocol::{ContextConfig, ModelInfo};
 use crate::provider::ModelClient;
 use crate::session::core::SessionConfig;
 use crate::session::core::context::custom::{ContextStrategy, CustomStrategy};
+use crate::session::permission_setup::permission_config;
 use crate::settings::{DEFAULT_COMPACT_PROMPT, ToolSettings};
 use crate::tools::Tool;
 use crate::tools::builtin::builtin_tools;
@@ -66,7 +68,7 @@ pub struct AgentBuilder {
     tools: Vec<Arc<dyn Tool>>,
     workspace: Option<PathBuf>,
     tool_settings: ToolSettings,
-    permission_mode: Option<crate::protocol::PermissionMode>,
+    permission_mode: Option<PermissionMode>,
     permission_rules: crate::permissions::Rules,
 }
 
@@ -183,7 +185,7 @@ impl AgentBuilder {
     /// an embedded agent runs the tools it was given, inside the sandbox).
     /// An embedded agent has nobody to ask: a call that would ask is
     /// rejected with a message the model reads.
-    pub fn permission_mode(mut self, mode: crate::protocol::PermissionMode) -> Self {
+    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
         self.permission_mode = Some(mode);
         self
     }
@@ -294,11 +296,13 @@ impl AgentBuilder {
             info.max_output_tokens = Some(cap);
         }
         models.insert(0, info);
-        let permissions = library_permissions(
-            self.permission_mode,
+        // An embedded agent runs the tools it was given (in the sandbox).
+        let permissions = permission_config(
+            self.permission_mode.unwrap_or(PermissionMode::Bypass),
             self.permission_rules,
+            None,
             &workspace,
-            &self.tool_settings,
+            &self.tool_settings.sandbox,
         );
         let tools = ToolBox::new(self.tools, self.tool_settings, workspace.clone())
             .map_err(|name| AgentError::DuplicateTool { name })?;
@@ -336,26 +340,5 @@ impl fmt::Debug for AgentBuilder {
             .field("context", &self.context)
             .field("workspace", &self.workspace)
             .finish()
-    }
-}
-
-/// The permission settings of an embedded agent: its mode and rules, the
-/// workspace and the write roots, and the sandbox as its tool settings say.
-pub(super) fn library_permissions(
-    mode: Option<crate::protocol::PermissionMode>,
-    rules: crate::permissions::Rules,
-    workspace: &std::path::Path,
-    tools: &ToolSettings,
-) -> crate::session::core::permission::PermissionConfig {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"));
-    crate::session::core::permission::PermissionConfig {
-        mode: mode.unwrap_or(crate::protocol::PermissionMode::Bypass),
-        rules,
-        roots: tools.sandbox.roots(workspace, &home),
-        home,
-        sandboxed: tools.sandbox.enabled && crate::tools::sandbox::probe().is_available(),
-        approval_timeout_ms: None,
     }
 }

@@ -115,9 +115,12 @@ impl AgentState {
             });
         }
         let config = saved.config;
-        let permissions = super::builder::library_permissions(
-            None,
+        // As the builder's default: the saved state keeps no mode of its own
+        // (its `mode` events, folded below, do).
+        let permissions = crate::session::permission_setup::permission_config(
+            crate::protocol::PermissionMode::Bypass,
             Default::default(),
+            None,
             std::path::Path::new(&config.workspace),
             &Default::default(),
         );

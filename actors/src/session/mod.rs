@@ -8,6 +8,8 @@
 //! - [`error`]: why a session could not do what was asked.
 //! - [`model_input`]: what a model's stream item becomes for the core, for
 //!   every driver (the AgentLoop, the library's `agent`).
+//! - [`permission_setup`]: a session's permission settings from the
+//!   configuration, `$HOME` and the Landlock probe.
 //! - `project_rules`: an "allow always" rule saved to the workspace's
 //!   `.agentbus.toml`.
 //!
@@ -21,6 +23,7 @@ pub mod core;
 pub mod error;
 pub mod handle;
 pub mod model_input;
+pub mod permission_setup;
 mod project_rules;
 
 pub use error::{Failure, SessionError};

@@ -12,8 +12,8 @@
 
 use crate::protocol::{EventEnvelope, Message, SessionId};
 use crate::session::SessionError;
-use crate::session::core::permission::PermissionConfig;
 use crate::session::core::{Effect, SessionConfig, SessionState, restore};
+use crate::session::permission_setup::permission_config;
 use crate::sessions::stored::StoredSessions;
 use crate::settings::Settings;
 use crate::store::SessionRecord;
@@ -80,7 +80,13 @@ impl SessionLoader {
             workspace: workspace.display().to_string(),
             context: self.settings.context.clone(),
             compact_prompt: self.settings.compact_prompt.clone(),
-            permissions: permission_config(&self.settings, workspace),
+            permissions: permission_config(
+                self.settings.permissions.mode,
+                self.settings.permissions.rules.clone(),
+                self.settings.permissions.approval_timeout_secs,
+                workspace,
+                &self.settings.sandbox,
+            ),
         };
         let tools = self.catalog.borrow().tools.clone();
         SessionState::new(id, config, model, tools)
@@ -145,29 +151,4 @@ fn system_prompt(settings: &Settings) -> String {
         }
     }
     prompt
-}
-
-/// What a session's permission checks start from: the configured mode and
-/// rules, the roots (the workspace and the write roots), and whether
-/// commands run in the sandbox.
-fn permission_config(settings: &Settings, workspace: &Path) -> PermissionConfig {
-    let home = std::env::var_os("HOME")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from("/"));
-    PermissionConfig {
-        mode: settings.permissions.mode,
-        rules: settings.permissions.rules.clone(),
-        roots: settings.sandbox.roots(workspace, &home),
-        home,
-        sandboxed: sandbox_active(&settings.sandbox),
-        approval_timeout_ms: settings
-            .permissions
-            .approval_timeout_secs
-            .map(|s| s.saturating_mul(1000)),
-    }
-}
-
-/// Whether commands run in the sandbox: it is on, and Landlock works here.
-fn sandbox_active(sandbox: &crate::settings::SandboxSettings) -> bool {
-    sandbox.enabled && crate::tools::sandbox::probe().is_available()
 }

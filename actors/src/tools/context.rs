@@ -51,27 +51,13 @@ impl ToolContext {
     }
 
     /// The directories file tools may work in and commands may write to
-    /// ([`SandboxSettings::roots`](crate::settings::SandboxSettings::roots)):
-    /// the workspace, then the write roots, `~/` expanded against `$HOME`
-    /// (without a home, such roots are left out). Lexical: symlinks are
-    /// resolved by whoever opens a file (`tools/confine.rs`).
+    /// ([`SandboxSettings::roots`](crate::settings::SandboxSettings::roots)
+    /// with `$HOME`). Lexical: symlinks are resolved by whoever opens a
+    /// file (`tools/confine.rs`).
     pub fn roots(&self) -> Vec<PathBuf> {
-        match home() {
-            Some(home) => self.sandbox.roots(&self.workspace, &home),
-            None => {
-                let mut sandbox = self.sandbox.clone();
-                sandbox.write_roots.retain(|root| !root.starts_with("~"));
-                sandbox.roots(&self.workspace, Path::new("/"))
-            }
-        }
+        let home = crate::settings::home_dir();
+        self.sandbox.roots(&self.workspace, home.as_deref())
     }
-}
-
-/// `$HOME`, when it is set to an absolute path.
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|home| home.is_absolute())
 }
 
 #[cfg(test)]

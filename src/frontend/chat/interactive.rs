@@ -22,9 +22,7 @@ use crate::frontend::backend::Backend;
 use crate::frontend::output::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, InputEnds, announces_compaction};
 use crate::remote::events::Connection;
-use agentbus_actors::protocol::{
-    AgentMessage, ApprovalResolved, InputId, StreamDelta, SystemSubtype,
-};
+use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
 use anyhow::Context as _;
 use crossterm::event::{self, Event};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -152,8 +150,7 @@ async fn follow(
     let answering = Arc::new(AtomicBool::new(false));
     let watcher = KeyWatcher::start(ahead, typed, answering.clone());
     let mut interrupted = false;
-    // The approval request the next line typed answers.
-    let mut asking: Option<String> = None;
+    let mut asking = approval::Asking::default();
     let mut ends = InputEnds::default();
     let end = loop {
         tokio::select! {
@@ -167,24 +164,11 @@ async fn follow(
                 if let Some(end) = ends.end_of(&event, id) {
                     break Some(end);
                 }
-                match &event.message {
-                    AgentMessage::ApprovalRequest(request) if event.turn_id == Some(id) => {
-                        renderer.line(&approval::keys(request));
-                        asking = Some(request.request_id.clone());
-                        answering.store(true, Ordering::Relaxed);
-                        continue;
-                    }
-                    AgentMessage::System(s) => {
-                        if let Some(resolved) = s.payload::<ApprovalResolved>()
-                            && asking.as_deref() == Some(resolved.request_id.as_str())
-                        {
-                            asking = None;
-                            answering.store(false, Ordering::Relaxed);
-                        }
-                    }
-                    _ => {}
+                if let Some(request) = asking.observe(&event, event.turn_id == Some(id)) {
+                    renderer.line(&approval::keys(request));
                 }
-                if asking.is_none() && let Some(waiting) = waiting_after(&event.message) {
+                answering.store(asking.is_open(), Ordering::Relaxed);
+                if !asking.is_open() && let Some(waiting) = waiting_after(&event.message) {
                     spinner.show(waiting);
                 }
             }
@@ -201,16 +185,11 @@ async fn follow(
                     spinner.suspend(|| renderer.dim_line(&format!("⏎ queued: {line}")));
                 }
                 Typed::Answer(line) => {
-                    let Some(request_id) = asking.clone() else { continue };
-                    let answered = match approval::parse_answer(&line) {
-                        Ok(decision) => attached.decide(&request_id, decision).await.map_err(|e| format!("{e:#}")),
-                        Err(hint) => Err(hint),
-                    };
-                    match answered {
-                        // The `approval_resolved` event closes the request.
+                    match asking.answer(attached, &line).await {
                         Ok(()) => renderer.dim_line(&format!("› {line}")),
                         Err(why) => renderer.dim_line(&format!("● {why}")),
                     }
+                    answering.store(asking.is_open(), Ordering::Relaxed);
                 }
                 Typed::Nothing => {}
             },

@@ -26,7 +26,7 @@ use crate::frontend::backend::Backend;
 use crate::frontend::output::Output;
 use crate::frontend::output::json::JsonLines;
 use crate::frontend::output::render::{RenderOptions, Renderer};
-use agentbus_actors::protocol::{AgentMessage, ApprovalResolved, ControlCommand, InputId};
+use agentbus_actors::protocol::{ControlCommand, InputId};
 use agentbus_actors::runtime::parse_command;
 use anyhow::Context as _;
 use std::collections::BTreeSet;
@@ -74,8 +74,7 @@ pub async fn run(
     let mut barrier: Option<InputId> = None;
     let mut input_open = true;
     let mut failed = false;
-    // The approval request the next line answers.
-    let mut asking: Option<String> = None;
+    let mut asking = approval::Asking::default();
     loop {
         if !input_open && pending.is_empty() {
             break;
@@ -84,15 +83,9 @@ pub async fn run(
             line = lines.next_line(), if input_open && barrier.is_none() => {
                 match line.context("reading stdin")? {
                     Some(line) if line.trim().is_empty() => {}
-                    Some(line) if asking.is_some() => {
-                        match approval::parse_answer(&line) {
-                            Ok(decision) => {
-                                let request_id = asking.take().unwrap_or_default();
-                                if let Err(e) = attached.decide(&request_id, decision).await {
-                                    output.note(&format!("● {e:#}")).context("writing to stdout")?;
-                                }
-                            }
-                            Err(hint) => output.note(&format!("● {hint}")).context("writing to stdout")?,
+                    Some(line) if asking.is_open() => {
+                        if let Err(why) = asking.answer(&attached, &line).await {
+                            output.note(&format!("● {why}")).context("writing to stdout")?;
                         }
                     }
                     Some(line) => {
@@ -113,19 +106,9 @@ pub async fn run(
                 let Some(event) = event else { anyhow::bail!("the session stopped unexpectedly") };
                 output.event(&event).context("writing to stdout")?;
                 ends.observe(&event);
-                match &event.message {
-                    AgentMessage::ApprovalRequest(request) if pending.contains(&event.turn_id.unwrap_or_default()) => {
-                        output.note(&approval::keys(request)).context("writing to stdout")?;
-                        asking = Some(request.request_id.clone());
-                    }
-                    AgentMessage::System(s) => {
-                        if let Some(resolved) = s.payload::<ApprovalResolved>()
-                            && asking.as_deref() == Some(resolved.request_id.as_str())
-                        {
-                            asking = None;
-                        }
-                    }
-                    _ => {}
+                let ours = event.turn_id.is_some_and(|id| pending.contains(&id));
+                if let Some(request) = asking.observe(&event, ours) {
+                    output.note(&approval::keys(request)).context("writing to stdout")?;
                 }
                 let ended = pending.iter().copied().find_map(|id| ends.ended(&event, id).map(|end| (id, end)));
                 if let Some((id, end)) = ended {

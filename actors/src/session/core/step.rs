@@ -587,60 +587,30 @@ fn finish_model_call(
     }
     let batch_id = state.take_request_id();
     let turn_id = state.turn.as_ref().map_or(0, |t| t.id);
-    let timeout = state.config.permissions.approval_timeout_ms;
     let mut pending = Vec::new();
     let mut runnable = Vec::new();
     for call in assembled.calls {
-        let mut waiting = None;
-        let outcome = match call.input {
+        let (mut outcome, mut waiting) = (None, None);
+        match call.input {
             Ok(input) => {
-                let call = ToolCall {
+                let tool_call = ToolCall {
                     id: call.id.clone(),
                     name: call.name.clone(),
                     input,
                 };
-                match policy::decide(
-                    &state.config.permissions,
-                    &state.permissions,
-                    std::path::Path::new(&state.config.workspace),
-                    &call.name,
-                    &call.input,
-                ) {
-                    Verdict::Run(grant) => {
-                        runnable.push(GrantedCall { call, grant });
-                        None
-                    }
-                    Verdict::Deny(why) => Some(ToolOutcome::error(why)),
-                    Verdict::Ask(asking) => {
-                        let request_id = format!("t{turn_id}-{}", call.id);
-                        emit(
-                            fx,
-                            Some(turn_id),
-                            approval::request_event(&request_id, &call, &asking),
-                        );
-                        if let Some(after_ms) = timeout {
-                            fx.push(Effect::ApprovalTimer {
-                                request_id: request_id.clone(),
-                                after_ms,
-                            });
-                        }
-                        waiting = Some(Waiting {
-                            request_id,
-                            call: GrantedCall {
-                                call,
-                                grant: asking.grant,
-                            },
-                            always: asking.always,
-                        });
-                        None
-                    }
+                match admit(state, turn_id, tool_call, fx) {
+                    Admitted::Runs(granted) => runnable.push(granted),
+                    Admitted::Denied(denied) => outcome = Some(denied),
+                    Admitted::Waits(asked) => waiting = Some(asked),
                 }
             }
-            Err(reason) => Some(ToolOutcome::error(format!(
-                "{reason}. Call {} again with a JSON object of arguments.",
-                call.name
-            ))),
-        };
+            Err(reason) => {
+                outcome = Some(ToolOutcome::error(format!(
+                    "{reason}. Call {} again with a JSON object of arguments.",
+                    call.name
+                )))
+            }
+        }
         pending.push(PendingCall {
             id: call.id,
             name: call.name,
@@ -663,6 +633,51 @@ fn finish_model_call(
     }
     record_finished_results(state, fx);
     continue_after_tools(state, now_ms, fx);
+}
+
+/// What the permission check made of a call.
+enum Admitted {
+    Runs(GrantedCall),
+    Denied(ToolOutcome),
+    Waits(Waiting),
+}
+
+/// Check `call` against the mode and the rules; a call that must ask
+/// emits its `approval_request` (and its timer, when requests time out).
+fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Effect>) -> Admitted {
+    let verdict = policy::decide(
+        &state.config.permissions,
+        &state.permissions,
+        std::path::Path::new(&state.config.workspace),
+        &call.name,
+        &call.input,
+    );
+    match verdict {
+        Verdict::Run(grant) => Admitted::Runs(GrantedCall { call, grant }),
+        Verdict::Deny(why) => Admitted::Denied(ToolOutcome::error(why)),
+        Verdict::Ask(asking) => {
+            let request_id = format!("t{turn_id}-{}", call.id);
+            emit(
+                fx,
+                Some(turn_id),
+                approval::request_event(&request_id, &call, &asking),
+            );
+            if let Some(after_ms) = state.config.permissions.approval_timeout_ms {
+                fx.push(Effect::ApprovalTimer {
+                    request_id: request_id.clone(),
+                    after_ms,
+                });
+            }
+            Admitted::Waits(Waiting {
+                request_id,
+                call: GrantedCall {
+                    call,
+                    grant: asking.grant,
+                },
+                always: asking.always,
+            })
+        }
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

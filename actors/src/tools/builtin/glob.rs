@@ -7,6 +7,7 @@
 //! symbolic links while walking, and never list more than [`MAX_RESULTS`]
 //! paths (the rest are counted).
 
+use super::listing::Listing;
 use super::walk;
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use crate::tools::confine::{Confinement, Kind};
@@ -133,26 +134,14 @@ fn find(
     })?;
     found.sort();
 
-    let mut out = String::new();
-    if found.is_empty() {
-        out.push_str(&format!(
-            "No files match `{pattern}` under {}.\n",
-            root.display()
-        ));
+    let out = Listing {
+        empty: format!("No files match `{pattern}` under {}.", root.display()),
+        max: MAX_RESULTS,
+        more: "matching files",
+        hint: "use a narrower pattern or path",
+        what: "paths",
     }
-    for path in found.iter().take(MAX_RESULTS) {
-        out.push_str(path);
-        out.push('\n');
-    }
-    if found.len() > MAX_RESULTS {
-        out.push_str(&format!(
-            "[... {} more matching files not shown; use a narrower pattern or path]\n",
-            found.len() - MAX_RESULTS
-        ));
-    }
-    if unreadable > 0 {
-        out.push_str(&format!("[{unreadable} paths could not be read]\n"));
-    }
+    .render(&found, unreadable);
     Ok(ToolOutput::ok(out))
 }
 

@@ -5,6 +5,7 @@
 //! It must never modify anything, never descend into subdirectories, and
 //! never list more than [`MAX_ENTRIES`] entries (the rest are counted).
 
+use super::listing::Listing;
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use crate::tools::confine::{Confinement, Kind};
 use schemars::JsonSchema;
@@ -97,23 +98,15 @@ fn list(confinement: &Confinement, path: &Path) -> Result<ToolOutput, ToolError>
     }
     entries.sort();
 
-    let mut out = String::new();
-    if entries.is_empty() {
-        out.push_str(&format!("(directory {} is empty)\n", path.display()));
+    let lines: Vec<String> = entries.into_iter().map(|(_, line)| line).collect();
+    let out = Listing {
+        empty: format!("(directory {} is empty)", path.display()),
+        max: MAX_ENTRIES,
+        more: "entries",
+        hint: "use glob to find specific files",
+        what: "entries",
     }
-    for (_, line) in entries.iter().take(MAX_ENTRIES) {
-        out.push_str(line);
-        out.push('\n');
-    }
-    if entries.len() > MAX_ENTRIES {
-        out.push_str(&format!(
-            "[... {} more entries not shown; use glob to find specific files]\n",
-            entries.len() - MAX_ENTRIES
-        ));
-    }
-    if unreadable > 0 {
-        out.push_str(&format!("[{unreadable} entries could not be read]\n"));
-    }
+    .render(&lines, unreadable);
     Ok(ToolOutput::ok(out))
 }
 

@@ -9,7 +9,9 @@
 //! runtime: blocking file-system work runs on a blocking thread
 //! ([`blocking()`]). They open paths through `tools/confine.rs`, which
 //! keeps them inside the workspace and the write roots; `found` words the
-//! refusals they share (devices, FIFOs and sockets; plan mode); `walk` walks directories the way `glob` and `grep` need.
+//! refusals they share (devices, FIFOs and sockets; plan mode); `walk`
+//! walks directories the way `glob` and `grep` need; `listing` words the
+//! capped output of `list_dir` and `glob`.
 
 pub mod bash;
 pub mod edit_file;
@@ -21,6 +23,7 @@ pub mod write_file;
 
 mod blocking;
 mod found;
+mod listing;
 mod typed;
 mod walk;
 
