@@ -14,6 +14,7 @@ mod config;
 mod context;
 mod layout;
 mod local_model;
+mod many_sessions;
 mod mcp;
 mod permissions;
 mod retries;
