@@ -39,7 +39,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::Fixture;
-use support::server::{EventStream, Server};
+use support::server::Server;
 use tokio::sync::mpsc;
 
 /// Text chunks per reply.
@@ -87,8 +87,8 @@ async fn bench() {
     let mut ids = Vec::with_capacity(sessions);
     for _ in 0..sessions {
         let id = server.create_session().await;
-        let stream = server.sse(&id, None).await;
-        tokio::spawn(follow(stream, seen_tx.clone()));
+        let frames = open_sse(&server, &id).await;
+        tokio::spawn(follow(frames, seen_tx.clone()));
         ids.push(id);
     }
     drop(seen_tx);
@@ -240,26 +240,74 @@ async fn run_turns(
     (delays, events)
 }
 
-/// Reads one session's events for ever; reports each turn at its result.
-async fn follow(mut stream: EventStream, seen: mpsc::UnboundedSender<TurnSeen>) {
+/// One SSE client of a session: its stream of frames, opened (answered 200)
+/// once the daemon attached it.
+type Frames = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>,
+>;
+
+async fn open_sse(server: &Server, id: &str) -> Frames {
+    let response = server
+        .get(&format!("/v1/sessions/{id}/events"))
+        .send()
+        .await
+        .expect("GET events");
+    assert_eq!(response.status(), 200, "GET events");
+    Box::pin(sse_stream::SseStream::from_bytes_stream(
+        response.bytes_stream(),
+    ))
+}
+
+/// What the client reads of each event: only what it measures, so that the
+/// clients, which share the cores with the daemon, parse as little as they
+/// can.
+#[derive(serde::Deserialize)]
+struct Seen<'a> {
+    seq: u64,
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    turn_id: Option<u64>,
+    #[serde(borrow)]
+    event: Option<SeenDelta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct SeenDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Reads one session's events for ever (checking they come in seq order,
+/// each once); reports each turn at its result.
+async fn follow(mut frames: Frames, seen: mpsc::UnboundedSender<TurnSeen>) {
     let mut turn = TurnSeen {
         events: 0,
         delays_us: Vec::new(),
     };
-    while let Some(event) = stream.next().await {
+    let mut last_seq = 0;
+    while let Some(Ok(frame)) = futures::StreamExt::next(&mut frames).await {
         let now = unix_micros();
-        if event["turn_id"].is_null() {
+        let Some(data) = frame.data else { continue };
+        let event: Seen = serde_json::from_str(&data).expect("an event");
+        assert!(
+            last_seq == 0 || event.seq == last_seq + 1,
+            "events in order, each once: {} after {last_seq}",
+            event.seq
+        );
+        last_seq = event.seq;
+        if event.turn_id.is_none() {
             continue;
         }
         turn.events += 1;
-        if event["type"] == "stream_event" && event["event"]["type"] == "text_delta" {
-            let text = event["event"]["text"].as_str().unwrap_or_default();
-            for stamp in text.split_whitespace() {
+        if let Some(delta) = event.event.filter(|d| d.kind == "text_delta") {
+            for stamp in delta.text.as_deref().unwrap_or_default().split_whitespace() {
                 let sent: u64 = stamp.parse().expect("a stamped chunk");
                 turn.delays_us.push(now.saturating_sub(sent));
             }
         }
-        if event["type"] == "result" {
+        if event.kind == "result" {
             let done = std::mem::replace(
                 &mut turn,
                 TurnSeen {
@@ -271,8 +319,6 @@ async fn follow(mut stream: EventStream, seen: mpsc::UnboundedSender<TurnSeen>) 
                 return;
             }
         }
-        // Keep memory flat over long runs: the stream keeps every event.
-        stream.events.clear();
     }
 }
 
