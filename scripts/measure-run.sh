@@ -23,6 +23,19 @@ target=${CARGO_TARGET_DIR:-$root/target}
 agentbus=$target/release/agentbus
 model=$target/release/scripted-model
 
+# The layout list (scripts/order-symbols.sh) names functions by their
+# symbols, which change with the compiler and the dependencies' versions
+# and features: say how much of it this build still matches.
+order=$root/scripts/run-symbols.order
+if [[ -f $order ]] && command -v nm > /dev/null; then
+    listed=$(wc -l < "$order")
+    present=$(nm --defined-only "$agentbus" | awk '{ print $3 }' | grep -Fxc -f "$order" || true)
+    echo "layout: $present of the $listed functions in scripts/run-symbols.order are in this build"
+    if (( present * 10 < listed * 9 )); then
+        echo "  the list is stale: remake it with scripts/order-symbols.sh (then this script rebuilds)"
+    fi
+fi
+
 scratch=$(mktemp -d)
 model_pid=
 cleanup() {
