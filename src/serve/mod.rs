@@ -144,6 +144,9 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
         shutdown: shutdown.clone(),
     };
     tokio::spawn(stop_on_signal(signals, runtime.clone(), shutdown.clone()));
+    // Inputs accepted before a crash run now, not when someone next looks.
+    let resuming = runtime.clone();
+    tokio::spawn(async move { resuming.resume_waiting_sessions().await });
     let served = axum::serve(listener, app(state, token))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .await;

@@ -181,6 +181,31 @@ impl Runtime {
         Ok(self.manager.ask(OpenSession(id.clone())).await?)
     }
 
+    /// Load every stored session that has inputs waiting (accepted before a
+    /// crash and never started), so they run without anyone asking. A
+    /// session another live process drives is left to it. Returns the ids
+    /// loaded.
+    pub async fn resume_waiting_sessions(&self) -> Vec<SessionId> {
+        let ids = match self.stored().store().sessions_with_waiting_inputs().await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!("could not look for sessions with waiting inputs: {e}");
+                return Vec::new();
+            }
+        };
+        let mut loaded = Vec::new();
+        for id in ids {
+            match self.open_session(&id).await {
+                Ok(_) => {
+                    tracing::info!(session = %id, "loaded: it has inputs waiting from before a restart");
+                    loaded.push(id);
+                }
+                Err(e) => tracing::warn!(session = %id, "not loaded although inputs wait: {e}"),
+            }
+        }
+        loaded
+    }
+
     /// A session id from an id or a unique prefix of one.
     pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
         self.stored().resolve(prefix).await

@@ -29,7 +29,8 @@ use crate::protocol::{
     SystemEvent, UserInput,
 };
 use crate::provider::ModelClient;
-use crate::store::SessionStore;
+use crate::session::SessionError;
+use crate::store::{AcceptedInput, Commit, SessionStore};
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
 use futures::StreamExt;
@@ -45,6 +46,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+/// How many seqs past the last one published a reservation covers: one
+/// store write per this many stream deltas.
+const SEQ_RESERVATION: u64 = 1024;
+
 /// What an AgentLoop starts from.
 pub struct AgentLoopArgs {
     pub state: SessionState,
@@ -53,8 +58,10 @@ pub struct AgentLoopArgs {
     pub startup: Vec<Effect>,
     /// The session was loaded from the store, not created.
     pub resumed: bool,
-    /// The seq of the last stored event (0 for a new session).
+    /// The seq to continue after (0 for a new session).
     pub last_seq: u64,
+    /// Inputs accepted before a crash and not started: they run first.
+    pub waiting: Vec<AcceptedInput>,
     /// The tool catalog to follow (tools and MCP server statuses).
     pub catalog: watch::Receiver<Arc<ToolCatalog>>,
     pub topic: Arc<SessionTopic>,
@@ -104,6 +111,11 @@ pub struct AgentLoop {
     workspace: PathBuf,
     /// The seq of the last event stamped (and published or being published).
     last_seq: u64,
+    /// The store's seq reservation: a reload continues above it, so every
+    /// seq published (stored or not) must be at most this.
+    reserved_seq: u64,
+    /// The inputs the store holds as waiting (accepted, not started).
+    stored_waiting: Vec<InputId>,
     /// How to stop the model call and the tool batch the core says are
     /// running (nothing else is kept).
     model_calls: HashMap<u64, CancellationToken>,
@@ -131,6 +143,8 @@ impl Actor for AgentLoop {
             commands: args.commands,
             workspace: args.workspace,
             last_seq: args.last_seq,
+            reserved_seq: args.last_seq,
+            stored_waiting: args.waiting.iter().map(|w| w.input_id).collect(),
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
             requested: Default::default(),
@@ -145,6 +159,10 @@ impl Actor for AgentLoop {
         let mut catalog = args.catalog;
         let current = catalog.borrow_and_update().clone();
         this.apply(catalog_input(&current)).await;
+        // What a crash left waiting runs now, in the order it was accepted.
+        for AcceptedInput { input_id, input } in args.waiting {
+            this.apply(Input::Submit { input_id, input }).await;
+        }
         let weak = me.downgrade();
         tokio::spawn(async move {
             while catalog.changed().await.is_ok() {
@@ -232,25 +250,29 @@ impl AgentLoop {
     }
 
     async fn commit_and_publish(&mut self, mut batch: Vec<Arc<EventEnvelope>>) {
-        let persisted: Vec<_> = batch
-            .iter()
-            .filter(|e| e.message.is_persisted())
-            .cloned()
-            .collect();
-        if !persisted.is_empty()
-            && let Err(failure) = self.store.append(&self.session_id, persisted).await
-        {
-            tracing::error!(session = %self.session_id, "could not save events: {failure}");
-            let turn_id = batch.last().and_then(|e| e.turn_id);
-            batch.push(self.stamp(
-                turn_id,
-                AgentMessage::Error(ErrorEvent {
-                    kind: ErrorKind::Store,
-                    message: format!(
-                        "could not save this session's events, they are shown but not stored: {failure}"
-                    ),
-                }),
-            ));
+        let commit = self.commit_for(&batch);
+        if !commit.is_empty() {
+            let (reserve_seq, waiting) = (commit.reserve_seq, commit.waiting.clone());
+            match self.store.commit(&self.session_id, commit).await {
+                Ok(()) => {
+                    self.reserved_seq = reserve_seq.unwrap_or(self.reserved_seq);
+                    self.stored_waiting =
+                        waiting.unwrap_or(std::mem::take(&mut self.stored_waiting));
+                }
+                Err(failure) => {
+                    tracing::error!(session = %self.session_id, "could not save events: {failure}");
+                    let turn_id = batch.last().and_then(|e| e.turn_id);
+                    batch.push(self.stamp(
+                        turn_id,
+                        AgentMessage::Error(ErrorEvent {
+                            kind: ErrorKind::Store,
+                            message: format!(
+                                "could not save this session's events, they are shown but not stored: {failure}"
+                            ),
+                        }),
+                    ));
+                }
+            }
         }
         for event in batch {
             tracing::trace!(session = %self.session_id, seq = event.seq, kind = event.message.type_name(), "event");
@@ -258,6 +280,26 @@ impl AgentLoop {
                 // Only this actor publishes on its topic, so this is a bug.
                 tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
             }
+        }
+    }
+
+    /// What the store must keep before `batch` is published: its persisted
+    /// events, a new seq reservation when the batch goes past the stored
+    /// one (stream deltas are published but never stored), and the waiting
+    /// inputs when they changed.
+    fn commit_for(&self, batch: &[Arc<EventEnvelope>]) -> Commit {
+        let events = batch
+            .iter()
+            .filter(|e| e.message.is_persisted())
+            .cloned()
+            .collect();
+        let highest = batch.last().map_or(0, |e| e.seq);
+        let reserve_seq = (highest > self.reserved_seq).then_some(highest + SEQ_RESERVATION);
+        let waiting: Vec<InputId> = self.state.queue.iter().map(|q| q.input_id).collect();
+        Commit {
+            events,
+            reserve_seq,
+            waiting: (waiting != self.stored_waiting).then_some(waiting),
         }
     }
 
@@ -403,16 +445,27 @@ pub struct Snapshot;
 pub struct IdleFor;
 
 impl Message<Submit> for AgentLoop {
-    type Reply = InputId;
+    type Reply = Result<InputId, SessionError>;
 
+    /// Stores the input before anything else: once this answers, a crash
+    /// cannot lose it. Refused (and nothing queued) when it cannot be stored.
     async fn handle(
         &mut self,
         Submit(input): Submit,
         _: &mut Context<Self, Self::Reply>,
-    ) -> InputId {
+    ) -> Self::Reply {
         let input_id = self.state.next_input_id();
+        let accepted = AcceptedInput {
+            input_id,
+            input: input.clone(),
+        };
+        if let Err(failure) = self.store.accept_input(&self.session_id, accepted).await {
+            tracing::error!(session = %self.session_id, "could not store an input: {failure}");
+            return Err(SessionError::NotAccepted(failure));
+        }
+        self.stored_waiting.push(input_id);
         self.apply(Input::Submit { input_id, input }).await;
-        input_id
+        Ok(input_id)
     }
 }
 

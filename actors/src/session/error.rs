@@ -18,6 +18,8 @@ pub enum SessionError {
     ShuttingDown,
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("the input was not accepted (nothing was queued): could not store it: {0}")]
+    NotAccepted(StoreError),
     #[error("no approval request `{request_id}` is waiting in this session{}", waiting_hint(.waiting))]
     UnknownApproval {
         request_id: String,
@@ -59,7 +61,8 @@ pub enum Failure {
     Invalid,
     /// Another agentbus process drives the session.
     Conflict,
-    /// agentbus is shutting down.
+    /// agentbus is shutting down, or cannot keep what was asked (the store
+    /// is full or failing): try again later.
     Unavailable,
     /// Anything else: a store failure, a bug.
     Internal,
@@ -78,6 +81,7 @@ impl SessionError {
                 StoreError::Busy { .. } => Failure::Conflict,
                 _ => Failure::Internal,
             },
+            SessionError::NotAccepted(_) => Failure::Unavailable,
             SessionError::UnknownApproval { .. } => Failure::NotFound,
             SessionError::ApprovalSettled { .. } => Failure::Conflict,
             SessionError::Internal(_) => Failure::Internal,

@@ -136,6 +136,15 @@ pub enum StoreError {
         source: serde_json::Error,
     },
 
+    /// An input could not be serialised (never expected for protocol types).
+    #[error("session {id}: cannot encode input {input_id}: {source}")]
+    EncodeInput {
+        id: SessionId,
+        input_id: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+
     /// The store is not running (closed, or its writer died).
     #[error("the store is not running ({reason})")]
     Closed { reason: String },

@@ -944,6 +944,172 @@ async fn opening_creates_the_folder_and_migrates_to_the_current_schema() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them() {
+    let (_dir, path, store) = temp_store().await;
+    create(&store, "a").await;
+    create(&store, "b").await;
+    let query = |text: &str| crate::protocol::UserInput::Query { text: text.into() };
+    for (n, text) in [(1, "first"), (2, "second"), (3, "/usage")] {
+        let input = AcceptedInput {
+            input_id: n,
+            input: query(text),
+        };
+        store
+            .accept_input(&sid("a"), input)
+            .await
+            .expect("accepted");
+    }
+    let waiting = store.waiting_inputs(&sid("a")).await.expect("waiting");
+    let ids: Vec<_> = waiting.iter().map(|w| w.input_id).collect();
+    assert_eq!(ids, [1, 2, 3]);
+    assert_eq!(waiting[1].input, query("second"));
+    assert_eq!(
+        store.sessions_with_waiting_inputs().await.expect("list"),
+        [sid("a")]
+    );
+
+    // Input 1 starts: its first event and its leaving the list are one commit.
+    let commit = Commit {
+        events: vec![user("a", 1, "first")],
+        reserve_seq: None,
+        waiting: Some(vec![2, 3]),
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    let ids: Vec<_> = store
+        .waiting_inputs(&sid("a"))
+        .await
+        .expect("waiting")
+        .iter()
+        .map(|w| w.input_id)
+        .collect();
+    assert_eq!(ids, [2, 3]);
+
+    // A commit that leaves the list alone keeps it.
+    let commit = Commit {
+        events: vec![result("a", 2)],
+        ..Commit::default()
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    assert_eq!(store.waiting_inputs(&sid("a")).await.expect("w").len(), 2);
+
+    // Nothing waits any more: no session is listed.
+    let commit = Commit {
+        waiting: Some(Vec::new()),
+        ..Commit::default()
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    assert!(store.waiting_inputs(&sid("a")).await.expect("w").is_empty());
+    assert!(
+        store
+            .sessions_with_waiting_inputs()
+            .await
+            .expect("list")
+            .is_empty()
+    );
+
+    // An input of an unknown session is refused, and deleting a session
+    // forgets its inputs.
+    let input = AcceptedInput {
+        input_id: 1,
+        input: query("x"),
+    };
+    let e = store
+        .accept_input(&sid("nope"), input.clone())
+        .await
+        .expect_err("unknown session");
+    assert!(matches!(e, StoreError::NotFound { .. }), "{e:?}");
+    store
+        .accept_input(&sid("b"), input)
+        .await
+        .expect("accepted");
+    store.delete(&sid("b"), me()).await.expect("deleted");
+    assert!(
+        store
+            .sessions_with_waiting_inputs()
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    stop(store).await;
+    let conn = raw(&path);
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM inputs", [], |row| row.get(0))
+        .expect("count");
+    assert_eq!(rows, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seq_reservation_only_grows_and_a_reload_continues_above_it() {
+    let (_dir, path, store) = temp_store().await;
+    create(&store, "a").await;
+    let commit = Commit {
+        events: vec![user("a", 1, "hi")],
+        reserve_seq: Some(1025),
+        waiting: None,
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    let record = get(&store, "a").await.expect("record");
+    assert_eq!((record.last_seq, record.reserved_seq), (1, 1025));
+    assert_eq!(record.resume_after(), 1025);
+    // A lower reservation never lowers it (a late or repeated write).
+    let commit = Commit {
+        reserve_seq: Some(10),
+        ..Commit::default()
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    assert_eq!(get(&store, "a").await.expect("record").reserved_seq, 1025);
+    // Events past the reservation are stored as usual, and win.
+    store
+        .commit(
+            &sid("a"),
+            Commit {
+                events: vec![result("a", 2000)],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    stop(store).await;
+    let store = spawn(&path).await;
+    let (record, _) = store.acquire(&sid("a"), me()).await.expect("acquire");
+    assert_eq!(record.resume_after(), 2000);
+    stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_database_is_migrated_keeping_its_sessions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    {
+        let store = spawn(&path).await;
+        create(&store, "old").await;
+        append(&store, "old", turn("old", 1, "from before"))
+            .await
+            .expect("append");
+        stop(store).await;
+    }
+    // Take the file back to version 1, as the previous agentbus left it.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; PRAGMA user_version = 1;",
+    )
+    .expect("downgrade");
+    drop(conn);
+    let store = spawn(&path).await;
+    assert_eq!(
+        schema::version(&raw(&path)).expect("version"),
+        SCHEMA_VERSION
+    );
+    let record = get(&store, "old").await.expect("kept");
+    assert_eq!((record.last_seq, record.reserved_seq), (4, 0));
+    assert_eq!(
+        seqs(&load_all(&store, "old").await.expect("log")),
+        [1, 2, 3, 4]
+    );
+    stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_from_a_newer_agentbus_is_refused_untouched() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("sessions.db");
@@ -959,7 +1125,7 @@ async fn a_database_from_a_newer_agentbus_is_refused_untouched() {
             e,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 1,
+                supported: SCHEMA_VERSION,
                 ..
             }
         ),

@@ -14,7 +14,8 @@ mod db;
 pub mod schema;
 
 use super::{
-    ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore, StoreError,
+    AcceptedInput, Commit, ListPage, NewSession, Owner, SessionDocument, SessionRecord,
+    SessionStore, StoreError,
 };
 use crate::protocol::{EventEnvelope, SessionId};
 use chrono::{DateTime, SubsecRound, Utc};
@@ -24,7 +25,6 @@ use kameo::error::Infallible;
 use kameo::message::{Context, Message};
 use rusqlite::Connection;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -180,13 +180,25 @@ impl SessionStore for SqliteStore {
         self.run(move |conn| db::release(conn, &id, owner)).await
     }
 
-    async fn append(
-        &self,
-        id: &SessionId,
-        events: Vec<Arc<EventEnvelope>>,
-    ) -> Result<(), StoreError> {
+    async fn commit(&self, id: &SessionId, commit: Commit) -> Result<(), StoreError> {
         let id = id.clone();
-        self.run(move |conn| db::append(conn, &id, &events, now()))
+        self.run(move |conn| db::commit(conn, &id, &commit, now()))
+            .await
+    }
+
+    async fn accept_input(&self, id: &SessionId, input: AcceptedInput) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::accept_input(conn, &id, &input, now()))
+            .await
+    }
+
+    async fn waiting_inputs(&self, id: &SessionId) -> Result<Vec<AcceptedInput>, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::waiting_inputs(conn, &id)).await
+    }
+
+    async fn sessions_with_waiting_inputs(&self) -> Result<Vec<SessionId>, StoreError> {
+        self.run(|conn| db::sessions_with_waiting_inputs(conn))
             .await
     }
 

@@ -15,7 +15,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -54,6 +54,27 @@ CREATE TABLE events (
     turn_id    INTEGER,
     body       TEXT NOT NULL,
     PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+";
+
+/// v2: what a crash must not lose besides the log.
+///
+/// - `sessions.reserved_seq`: seqs up to this one may have been given to
+///   events clients saw without being stored (stream deltas); a session
+///   loaded again continues above it, so a seq is never handed out twice.
+/// - `inputs`: inputs accepted and not yet started, in input id order. A
+///   row is written before the input is acknowledged and deleted in the
+///   same transaction as the first events of its turn; a session loaded
+///   again runs the rows left.
+const V2: &str = "
+ALTER TABLE sessions ADD COLUMN reserved_seq INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE inputs (
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    input_id    INTEGER NOT NULL,
+    accepted_at TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    PRIMARY KEY (session_id, input_id)
 ) WITHOUT ROWID;
 ";
 
