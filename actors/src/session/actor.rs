@@ -17,7 +17,9 @@
 //! Never awaits a model stream, a tool or a session command inside a
 //! handler — those run on tasks that report back with [`Feed`] — so an
 //! interrupt is handled at once. Never swallows a store failure: the events
-//! are still shown, followed by an `error` event of kind `store`.
+//! are still shown, followed by an `error` event of kind `store`, and kept
+//! for the next commit, so the log is whole once the store works again.
+//! Never acknowledges an input before it is stored.
 
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
 use super::model_input::model_input;
@@ -116,6 +118,11 @@ pub struct AgentLoop {
     reserved_seq: u64,
     /// The inputs the store holds as waiting (accepted, not started).
     stored_waiting: Vec<InputId>,
+    /// Persisted events published while the store failed (a full disk):
+    /// they go first into the next commit, so the log ends up whole.
+    unsaved: Vec<Arc<EventEnvelope>>,
+    /// The last commit failed (the `error` event was shown once).
+    store_failing: bool,
     /// How to stop the model call and the tool batch the core says are
     /// running (nothing else is kept).
     model_calls: HashMap<u64, CancellationToken>,
@@ -145,6 +152,8 @@ impl Actor for AgentLoop {
             last_seq: args.last_seq,
             reserved_seq: args.last_seq,
             stored_waiting: args.waiting.iter().map(|w| w.input_id).collect(),
+            unsaved: Vec::new(),
+            store_failing: false,
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
             requested: Default::default(),
@@ -258,20 +267,23 @@ impl AgentLoop {
                     self.reserved_seq = reserve_seq.unwrap_or(self.reserved_seq);
                     self.stored_waiting =
                         waiting.unwrap_or(std::mem::take(&mut self.stored_waiting));
-                }
-                Err(failure) => {
-                    tracing::error!(session = %self.session_id, "could not save events: {failure}");
-                    let turn_id = batch.last().and_then(|e| e.turn_id);
-                    batch.push(self.stamp(
-                        turn_id,
-                        AgentMessage::Error(ErrorEvent {
-                            kind: ErrorKind::Store,
-                            message: format!(
-                                "could not save this session's events, they are shown but not stored: {failure}"
+                    let late = std::mem::take(&mut self.unsaved).len();
+                    if std::mem::take(&mut self.store_failing) {
+                        tracing::info!(session = %self.session_id, late, "the store works again");
+                        let notice = SystemEvent::bare(
+                            crate::protocol::SystemSubtype::Notice,
+                            format!(
+                                "The store works again: the {late} events it could not save earlier are saved now."
                             ),
-                        }),
-                    ));
+                        );
+                        let turn_id = batch.last().and_then(|e| e.turn_id);
+                        // Stored with the next commit, like any event.
+                        let event = self.stamp(turn_id, AgentMessage::System(notice));
+                        self.unsaved.push(event.clone());
+                        batch.push(event);
+                    }
                 }
+                Err(failure) => self.store_failed(failure, &mut batch),
             }
         }
         for event in batch {
@@ -283,14 +295,45 @@ impl AgentLoop {
         }
     }
 
+    /// A commit failed: its events are still shown and kept for the next
+    /// commit; the first failure of an outage is also told as an `error`
+    /// event of kind `store` (kept like the others).
+    fn store_failed(
+        &mut self,
+        failure: crate::store::StoreError,
+        batch: &mut Vec<Arc<EventEnvelope>>,
+    ) {
+        let first = !std::mem::replace(&mut self.store_failing, true);
+        self.unsaved
+            .extend(batch.iter().filter(|e| e.message.is_persisted()).cloned());
+        if !first {
+            tracing::warn!(session = %self.session_id, unsaved = self.unsaved.len(), "still cannot save events: {failure}");
+            return;
+        }
+        tracing::error!(session = %self.session_id, "could not save events: {failure}");
+        let turn_id = batch.last().and_then(|e| e.turn_id);
+        let event = self.stamp(
+            turn_id,
+            AgentMessage::Error(ErrorEvent {
+                kind: ErrorKind::Store,
+                message: format!(
+                    "could not save this session's events ({failure}); they are shown, and saved as soon as the store works again — until then a crash would lose them"
+                ),
+            }),
+        );
+        self.unsaved.push(event.clone());
+        batch.push(event);
+    }
+
     /// What the store must keep before `batch` is published: its persisted
     /// events, a new seq reservation when the batch goes past the stored
     /// one (stream deltas are published but never stored), and the waiting
     /// inputs when they changed.
     fn commit_for(&self, batch: &[Arc<EventEnvelope>]) -> Commit {
-        let events = batch
+        let events = self
+            .unsaved
             .iter()
-            .filter(|e| e.message.is_persisted())
+            .chain(batch.iter().filter(|e| e.message.is_persisted()))
             .cloned()
             .collect();
         let highest = batch.last().map_or(0, |e| e.seq);
