@@ -2,7 +2,7 @@
 //! daemon is killed (SIGKILL) mid-reply: the crash probes of issue 13, run
 //! against the built binary and a real HTTP client.
 
-use crate::support::server::{EventStream, Server};
+use crate::support::server::{EventStream, Server, error_of};
 use crate::support::*;
 use serde_json::Value;
 
@@ -152,6 +152,122 @@ async fn a_client_resuming_from_a_delta_after_sigkill_gets_every_later_event() {
         .collect::<Vec<_>>();
     let live = persisted(&events).into_iter().cloned().collect::<Vec<_>>();
     assert_eq!(stored, live);
+    server.terminate();
+    server.wait().await;
+}
+
+/// A small tmpfs mounted over a folder for the test's life: a disk that
+/// fills up. Needs root (CAP_SYS_ADMIN), as CI has.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(at: &std::path::Path, size: &str) -> SmallDisk {
+        std::fs::create_dir_all(at).expect("mount point");
+        let status = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .expect("run mount");
+        assert!(
+            status.success(),
+            "this test mounts a {size} tmpfs to fill a disk, which needs root (CAP_SYS_ADMIN)"
+        );
+        SmallDisk(at.to_path_buf())
+    }
+
+    /// Write a file until the disk is full.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.0.join("filler");
+        let mut file = std::fs::File::create(&path).expect("filler");
+        let chunk = vec![0u8; 16 * 1024];
+        loop {
+            match file.write(&chunk) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(nix::libc::ENOSPC) => break,
+                Err(e) => panic!("filling the disk: {e}"),
+            }
+        }
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_is_a_store_error_the_session_lives_on_and_nothing_acknowledged_is_lost() {
+    let fx = Fixture::new("disk_full").await;
+    let disk = SmallDisk::mount(&fx.home.path().join("data"), "4m");
+    let server = fx.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let first = server.input(&id, "wait for go").await;
+    sse.until(|e| e["type"] == "assistant").await; // the tool waits for `go`
+
+    let filler = disk.fill();
+    // An input the store cannot keep is refused, and nothing is queued.
+    let refused = error_of(
+        server
+            .post(&format!("/v1/sessions/{id}/input"))
+            .json(&serde_json::json!({ "text": "refused while full" })),
+        503,
+    )
+    .await;
+    assert!(refused.contains("not accepted"), "{refused}");
+    assert!(refused.contains("full"), "names the cause: {refused}");
+
+    // The running turn goes on; its events are shown though not stored.
+    std::fs::write(fx.workspace().join("go"), "").unwrap();
+    let result = sse.result_of(first).await;
+    assert_eq!(result["text"], "done: went\n");
+    let errors: Vec<Value> = sse
+        .events
+        .iter()
+        .filter(|e| e["type"] == "error")
+        .cloned()
+        .collect();
+    assert_eq!(errors.len(), 1, "one store error per outage: {errors:#?}");
+    assert_eq!(errors[0]["kind"], "store");
+
+    // Space again: the next input is accepted and everything is saved.
+    std::fs::remove_file(filler).unwrap();
+    let second = server.input(&id, "after").await;
+    assert_eq!(second, first + 1, "the refused input took no id");
+    sse.result_of(second).await;
+    let notice = sse
+        .events
+        .iter()
+        .find(|e| {
+            e["type"] == "system" && e["message"].as_str().unwrap_or("").contains("works again")
+        })
+        .expect("a notice that the store works again");
+    assert!(notice["seq"].as_u64() > errors[0]["seq"].as_u64());
+    let live: Vec<Value> = persisted(&sse.events).into_iter().cloned().collect();
+
+    // After a crash, the store holds everything that was shown.
+    sigkill(&server);
+    server.wait().await;
+    let server = fx.serve().await;
+    let mut replay = server.sse(&id, None).await;
+    let stored = until_result(&mut replay, second).await;
+    assert_eq!(
+        persisted(&stored).into_iter().cloned().collect::<Vec<_>>(),
+        live
+    );
+    assert!(
+        !stored
+            .iter()
+            .any(|e| e.to_string().contains("refused while full")),
+        "the refused input is nowhere"
+    );
     server.terminate();
     server.wait().await;
 }
