@@ -22,6 +22,7 @@
 //! Never acknowledges an input before it is stored.
 
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
+use super::journal::{Journal, Outcome};
 use super::model_input::model_input;
 use super::now_ms;
 use crate::bus::{LifecycleTopic, SessionTopic};
@@ -32,7 +33,7 @@ use crate::protocol::{
 };
 use crate::provider::ModelClient;
 use crate::session::SessionError;
-use crate::store::{AcceptedInput, Commit, SessionStore};
+use crate::store::{AcceptedInput, SessionStore};
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
 use futures::StreamExt;
@@ -47,10 +48,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-
-/// How many seqs past the last one published a reservation covers: one
-/// store write per this many stream deltas.
-const SEQ_RESERVATION: u64 = 1024;
 
 /// What an AgentLoop starts from.
 pub struct AgentLoopArgs {
@@ -113,16 +110,9 @@ pub struct AgentLoop {
     workspace: PathBuf,
     /// The seq of the last event stamped (and published or being published).
     last_seq: u64,
-    /// The store's seq reservation: a reload continues above it, so every
-    /// seq published (stored or not) must be at most this.
-    reserved_seq: u64,
-    /// The inputs the store holds as waiting (accepted, not started).
-    stored_waiting: Vec<InputId>,
-    /// Persisted events published while the store failed (a full disk):
-    /// they go first into the next commit, so the log ends up whole.
-    unsaved: Vec<Arc<EventEnvelope>>,
-    /// The last commit failed (the `error` event was shown once).
-    store_failing: bool,
+    /// What the store holds and what it is still owed (seq reservation,
+    /// waiting inputs, events a failed commit could not store).
+    journal: Journal,
     /// How to stop the model call and the tool batch the core says are
     /// running (nothing else is kept).
     model_calls: HashMap<u64, CancellationToken>,
@@ -150,10 +140,10 @@ impl Actor for AgentLoop {
             commands: args.commands,
             workspace: args.workspace,
             last_seq: args.last_seq,
-            reserved_seq: args.last_seq,
-            stored_waiting: args.waiting.iter().map(|w| w.input_id).collect(),
-            unsaved: Vec::new(),
-            store_failing: false,
+            journal: Journal::new(
+                args.last_seq,
+                args.waiting.iter().map(|w| w.input_id).collect(),
+            ),
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
             requested: Default::default(),
@@ -259,31 +249,22 @@ impl AgentLoop {
     }
 
     async fn commit_and_publish(&mut self, mut batch: Vec<Arc<EventEnvelope>>) {
-        let commit = self.commit_for(&batch);
+        let queued = self.state.queue.iter().map(|q| q.input_id).collect();
+        let commit = self.journal.commit_for(&batch, queued);
         if !commit.is_empty() {
-            let (reserve_seq, waiting) = (commit.reserve_seq, commit.waiting.clone());
-            match self.store.commit(&self.session_id, commit).await {
-                Ok(()) => {
-                    self.reserved_seq = reserve_seq.unwrap_or(self.reserved_seq);
-                    self.stored_waiting =
-                        waiting.unwrap_or(std::mem::take(&mut self.stored_waiting));
-                    let late = std::mem::take(&mut self.unsaved).len();
-                    if std::mem::take(&mut self.store_failing) {
-                        tracing::info!(session = %self.session_id, late, "the store works again");
-                        let notice = SystemEvent::bare(
-                            crate::protocol::SystemSubtype::Notice,
-                            format!(
-                                "The store works again: the {late} events it could not save earlier are saved now."
-                            ),
-                        );
-                        let turn_id = batch.last().and_then(|e| e.turn_id);
-                        // Stored with the next commit, like any event.
-                        let event = self.stamp(turn_id, AgentMessage::System(notice));
-                        self.unsaved.push(event.clone());
-                        batch.push(event);
-                    }
+            let outcome = match self.store.commit(&self.session_id, commit.clone()).await {
+                Ok(()) => self.journal.saved(commit),
+                Err(failure) => {
+                    tracing::error!(session = %self.session_id, "could not save events: {failure}");
+                    self.journal.failed(commit, failure.to_string())
                 }
-                Err(failure) => self.store_failed(failure, &mut batch),
+            };
+            if let Some(message) = self.store_message(outcome) {
+                let turn_id = batch.last().and_then(|e| e.turn_id);
+                let event = self.stamp(turn_id, message);
+                // Stored with the next commit, like the events before it.
+                self.journal.owe(event.clone());
+                batch.push(event);
             }
         }
         for event in batch {
@@ -295,54 +276,26 @@ impl AgentLoop {
         }
     }
 
-    /// A commit failed: its events are still shown and kept for the next
-    /// commit; the first failure of an outage is also told as an `error`
-    /// event of kind `store` (kept like the others).
-    fn store_failed(
-        &mut self,
-        failure: crate::store::StoreError,
-        batch: &mut Vec<Arc<EventEnvelope>>,
-    ) {
-        let first = !std::mem::replace(&mut self.store_failing, true);
-        self.unsaved
-            .extend(batch.iter().filter(|e| e.message.is_persisted()).cloned());
-        if !first {
-            tracing::warn!(session = %self.session_id, unsaved = self.unsaved.len(), "still cannot save events: {failure}");
-            return;
-        }
-        tracing::error!(session = %self.session_id, "could not save events: {failure}");
-        let turn_id = batch.last().and_then(|e| e.turn_id);
-        let event = self.stamp(
-            turn_id,
-            AgentMessage::Error(ErrorEvent {
+    /// What the user is told of a commit: an `error` (kind `store`) when an
+    /// outage starts, a notice when it ends.
+    fn store_message(&self, outcome: Outcome) -> Option<AgentMessage> {
+        match outcome {
+            Outcome::Saved | Outcome::StillFailing => None,
+            Outcome::FirstFailure { reason } => Some(AgentMessage::Error(ErrorEvent {
                 kind: ErrorKind::Store,
                 message: format!(
-                    "could not save this session's events ({failure}); they are shown, and saved as soon as the store works again — until then a crash would lose them"
+                    "could not save this session's events ({reason}); they are shown, and saved as soon as the store works again — until then a crash would lose them"
                 ),
-            }),
-        );
-        self.unsaved.push(event.clone());
-        batch.push(event);
-    }
-
-    /// What the store must keep before `batch` is published: its persisted
-    /// events, a new seq reservation when the batch goes past the stored
-    /// one (stream deltas are published but never stored), and the waiting
-    /// inputs when they changed.
-    fn commit_for(&self, batch: &[Arc<EventEnvelope>]) -> Commit {
-        let events = self
-            .unsaved
-            .iter()
-            .chain(batch.iter().filter(|e| e.message.is_persisted()))
-            .cloned()
-            .collect();
-        let highest = batch.last().map_or(0, |e| e.seq);
-        let reserve_seq = (highest > self.reserved_seq).then_some(highest + SEQ_RESERVATION);
-        let waiting: Vec<InputId> = self.state.queue.iter().map(|q| q.input_id).collect();
-        Commit {
-            events,
-            reserve_seq,
-            waiting: (waiting != self.stored_waiting).then_some(waiting),
+            })),
+            Outcome::Recovered { late } => {
+                tracing::info!(session = %self.session_id, late, "the store works again");
+                Some(AgentMessage::System(SystemEvent::bare(
+                    crate::protocol::SystemSubtype::Notice,
+                    format!(
+                        "The store works again: the {late} events it could not save earlier are saved now."
+                    ),
+                )))
+            }
         }
     }
 
@@ -506,7 +459,7 @@ impl Message<Submit> for AgentLoop {
             tracing::error!(session = %self.session_id, "could not store an input: {failure}");
             return Err(SessionError::NotAccepted(failure));
         }
-        self.stored_waiting.push(input_id);
+        self.journal.accepted(input_id);
         self.apply(Input::Submit { input_id, input }).await;
         Ok(input_id)
     }
