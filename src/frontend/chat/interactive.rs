@@ -182,7 +182,7 @@ async fn follow(
                     }
                 }
                 Typed::Queued(line) => {
-                    spinner.suspend(|| renderer.dim_line(&format!("⏎ queued: {line}")));
+                    spinner.suspend(|| renderer.dim_line(&format!("⏎ next: {line}")));
                 }
                 Typed::Answer(line) => {
                     match asking.answer(attached, &line).await {
