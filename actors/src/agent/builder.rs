@@ -317,6 +317,8 @@ impl AgentBuilder {
                 .compact_prompt
                 .unwrap_or_else(|| DEFAULT_COMPACT_PROMPT.to_string()),
             permissions,
+            // An embedded agent has no MCP servers: nothing ever waits.
+            mcp_first_turn_wait_ms: 0,
         };
         Ok(Agent {
             setup: Arc::new(Setup {

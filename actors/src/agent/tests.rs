@@ -595,6 +595,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         models: Default::default(),
         tools: Default::default(),
         mcp_servers: Default::default(),
+        mcp: Default::default(),
         data_dir: std::env::temp_dir(),
         sessions: Default::default(),
         server: Default::default(),

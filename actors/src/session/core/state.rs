@@ -4,6 +4,7 @@
 
 use super::context::compaction::CompactionCall;
 use super::context::state::ContextState;
+use super::mcp_wait::McpWait;
 use super::permission::{PermissionConfig, PermissionState};
 use super::turn::Turn;
 use crate::protocol::{
@@ -31,6 +32,9 @@ pub struct SessionConfig {
     pub compact_prompt: String,
     /// The mode it starts in, the rules, the roots, the sandbox.
     pub permissions: PermissionConfig,
+    /// The longest the first model call waits for MCP servers on their
+    /// first start (`[mcp] first_turn_wait_secs`; 0: it never waits).
+    pub mcp_first_turn_wait_ms: u64,
 }
 
 /// Token usage of the session.
@@ -62,6 +66,9 @@ pub struct SessionState {
     pub tools: crate::model::ToolList,
     /// How each MCP server is doing, as last reported to this session.
     pub mcp_servers: BTreeMap<String, McpServerStatus>,
+    /// Which servers are on their first start, and whether the first turn
+    /// (the one that may wait for them) has begun.
+    pub mcp_wait: McpWait,
     pub history: Vec<Message>,
     pub usage: SessionUsage,
     pub queue: VecDeque<QueuedInput>,
@@ -94,6 +101,7 @@ impl SessionState {
             model,
             tools,
             mcp_servers: BTreeMap::new(),
+            mcp_wait: McpWait::default(),
             history: Vec::new(),
             usage: SessionUsage::default(),
             queue: VecDeque::new(),
@@ -121,7 +129,9 @@ impl SessionState {
     pub fn running_tool_batch(&self) -> Option<u64> {
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::RunningTools { batch_id, .. } => Some(*batch_id),
-            super::turn::Phase::Streaming { .. } | super::turn::Phase::Compacting => None,
+            super::turn::Phase::Streaming { .. }
+            | super::turn::Phase::Compacting
+            | super::turn::Phase::WaitingForMcp => None,
         }
     }
 
@@ -133,7 +143,9 @@ impl SessionState {
         }
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::Streaming { request_id, .. } => Some(*request_id),
-            super::turn::Phase::RunningTools { .. } | super::turn::Phase::Compacting => None,
+            super::turn::Phase::RunningTools { .. }
+            | super::turn::Phase::Compacting
+            | super::turn::Phase::WaitingForMcp => None,
         }
     }
 
