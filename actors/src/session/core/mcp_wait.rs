@@ -24,24 +24,16 @@
 //! - An interrupt ends the turn, and the wait with it, at once (`step`'s
 //!   interrupt: a waiting turn has nothing running to cancel).
 //!
-//! Pure, like the rest of the core: no clock, no I/O.
+//! What the session keeps for it is `SessionState::mcp_wait`
+//! ([`McpWait`](super::state::McpWait)). Pure, like the rest of the core:
+//! no clock, no I/O.
 
 use super::effect::Effect;
 use super::state::SessionState;
 use super::turn::Phase;
 use crate::protocol::system::McpWaiting;
 use crate::protocol::{AgentMessage, InputId, SystemEvent, SystemSubtype};
-use serde::Serialize;
 use std::collections::BTreeSet;
-
-/// What the session knows about waiting for MCP servers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct McpWait {
-    /// Servers on their first start, as the tool catalog last said.
-    pub first_start: BTreeSet<String>,
-    /// The session's first turn has begun: no later turn waits.
-    pub spent: bool,
-}
 
 /// A turn `turn_id` starts: whether its first model call must wait. When
 /// it must, the turn waits in [`Phase::WaitingForMcp`], and the notice and

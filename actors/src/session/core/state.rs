@@ -4,14 +4,13 @@
 
 use super::context::compaction::CompactionCall;
 use super::context::state::ContextState;
-use super::mcp_wait::McpWait;
 use super::permission::{PermissionConfig, PermissionState};
 use super::turn::Turn;
 use crate::protocol::{
     ContextConfig, InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput,
 };
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Settings fixed when the session is created.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -47,6 +46,16 @@ pub struct SessionUsage {
     /// US dollars spent on turns whose profile has prices; `None` until one has.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+}
+
+/// What the session knows about waiting for MCP servers (the rules are in
+/// `mcp_wait.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct McpWait {
+    /// Servers on their first start, as the tool catalog last said.
+    pub first_start: BTreeSet<String>,
+    /// The session's first turn has begun: no later turn waits.
+    pub spent: bool,
 }
 
 /// An input waiting in the session's FIFO.

@@ -53,7 +53,9 @@ async fn an_offered_tool_is_called_and_a_made_up_one_only_when_scripted() {
     let model = ScriptedModel::start(Script::from_toml_str(&made_up).expect("script"))
         .await
         .expect("start");
-    let reply = post(model.addr(), "/v1/messages", &request(json!([]))).await;
+    let mut anthropic = request(json!([]));
+    anthropic["max_tokens"] = json!(100);
+    let reply = post(model.addr(), "/v1/messages", &anthropic).await;
     assert_eq!(reply.status, 200);
     assert!(model.violations().is_empty(), "{:?}", model.violations());
 }
