@@ -370,6 +370,13 @@ fn resolve(
         &server_origin,
     )?;
 
+    let mcp = file.mcp.clone().unwrap_or_default();
+    mcp.check().map_err(|message| ConfigError::Invalid {
+        origin: "the merged configuration".into(),
+        key: "mcp.first_turn_wait_secs".into(),
+        message,
+    })?;
+
     let context = file.context.clone().unwrap_or_default();
     check_context(&context, "the merged configuration", "context")?;
     if let Some(compact) = &context.compact_model {
@@ -432,6 +439,7 @@ fn resolve(
         models,
         tools: file.tools.unwrap_or_default(),
         mcp_servers,
+        mcp,
         data_dir: data_dir(options.data_dir.as_deref()),
         sessions: file.sessions.unwrap_or_default(),
         server: file.server.unwrap_or_default(),
@@ -622,6 +630,42 @@ mod tests {
         .to_string();
         assert!(
             err.contains("file0.toml") && err.contains("models.mine"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_first_turn_wait_for_mcp_servers_is_checked() {
+        let s = resolve_text(&[], LoadOptions::default()).unwrap();
+        assert_eq!(s.mcp.first_turn_wait_secs, 10, "the default");
+        let s = resolve_text(&["[mcp]\nfirst_turn_wait_secs = 0"], LoadOptions::default()).unwrap();
+        assert_eq!(s.mcp.first_turn_wait_secs, 0, "0 turns the wait off");
+        let err = resolve_text(
+            &["[mcp]\nfirst_turn_wait_secs = 100000"],
+            LoadOptions::default(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("mcp.first_turn_wait_secs")
+                && err.contains("expected 0 (never wait) to 600"),
+            "{err}"
+        );
+        let err = parse_layer("my.toml".into(), None, "[mcp]\nfirst_turn_wait_secs = -1")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("mcp.first_turn_wait_secs"),
+            "{err}"
+        );
+        let err = parse_layer("my.toml".into(), None, "[mcp]\nfirst_turn_wait = 3")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("first_turn_wait") && err.contains("expected"),
             "{err}"
         );
     }

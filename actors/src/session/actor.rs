@@ -333,6 +333,15 @@ impl AgentLoop {
                     let _ = me.tell(Feed(Input::ApprovalTimedOut { request_id })).await;
                 });
             }
+            Effect::McpWaitTimer { turn_id, after_ms } => {
+                let me = self.me.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                    if let Some(me) = me.upgrade() {
+                        let _ = me.tell(Feed(Input::McpWaitTimedOut { turn_id })).await;
+                    }
+                });
+            }
             Effect::SaveRule { rule } => {
                 let Some(me) = self.me.upgrade() else { return };
                 let workspace = self.workspace.clone();
@@ -416,6 +425,7 @@ fn catalog_input(catalog: &ToolCatalog) -> Input {
     Input::CatalogChanged {
         tools: catalog.tools.clone(),
         servers: catalog.servers.clone(),
+        first_start: catalog.first_start.clone(),
     }
 }
 

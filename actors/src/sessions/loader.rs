@@ -105,6 +105,7 @@ impl SessionLoader {
                 workspace,
                 &self.settings.sandbox,
             ),
+            mcp_first_turn_wait_ms: self.settings.mcp.first_turn_wait_ms(),
         };
         let tools = self.catalog.borrow().tools.clone();
         SessionState::new(id, config, model, tools)

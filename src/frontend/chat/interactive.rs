@@ -290,6 +290,9 @@ fn waiting_after(message: &AgentMessage) -> Option<&'static str> {
             Some("retrying…")
         }
         AgentMessage::System(s) if announces_compaction(s) => Some("compacting…"),
+        AgentMessage::System(s) if s.subtype == SystemSubtype::McpWaiting => {
+            Some("waiting for MCP servers…")
+        }
         // A turn's model call follows its compaction.
         AgentMessage::System(s) if s.subtype == SystemSubtype::Compacted => Some("thinking…"),
         _ => None,
