@@ -59,7 +59,8 @@ pub enum Failure {
     Invalid,
     /// Another agentbus process drives the session.
     Conflict,
-    /// agentbus is shutting down.
+    /// agentbus is shutting down, or another process keeps the store
+    /// locked: worth trying again later.
     Unavailable,
     /// Anything else: a store failure, a bug.
     Internal,
@@ -76,6 +77,7 @@ impl SessionError {
                 StoreError::NotFound { .. } => Failure::NotFound,
                 StoreError::Ambiguous { .. } | StoreError::SeqOutOfRange { .. } => Failure::Invalid,
                 StoreError::Busy { .. } => Failure::Conflict,
+                StoreError::Locked { .. } => Failure::Unavailable,
                 _ => Failure::Internal,
             },
             SessionError::UnknownApproval { .. } => Failure::NotFound,
