@@ -12,6 +12,7 @@ mod support;
 mod chat;
 mod config;
 mod context;
+mod faults;
 mod layout;
 mod local_model;
 mod mcp;
