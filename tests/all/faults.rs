@@ -522,6 +522,82 @@ async fn connections_reset_by_the_provider_are_retried_and_nothing_is_said_twice
     }
 }
 
+#[tokio::test]
+async fn anthropic_overloaded_529_is_retried_and_the_answer_said_once() {
+    let fx = Fixture::with_script(
+        Script::from_toml_str(
+            "[[response]]\nstatus = 529\n\
+             body = '{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}'\n\
+             [[response]]\ntext = \"The answer, said once.\"\n",
+        )
+        .expect("script"),
+    )
+    .await;
+    let out = fx
+        .run(&["run", "--json", "--model", "scripted-anthropic", "question"])
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let retries: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["subtype"] == "retrying")
+        .collect();
+    assert_eq!(retries.len(), 1, "{retries:#?}");
+    let reason = retries[0]["data"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("HTTP 529"), "{reason}");
+    assert!(reason.contains("Overloaded"), "{reason}");
+    assert_eq!(the_result(&events)["text"], "The answer, said once.");
+    assert_eq!(of_type(&events, "assistant").len(), 1);
+    assert_eq!(fx.server.model_calls().len(), 2);
+}
+
+#[tokio::test]
+async fn retries_used_up_end_the_turn_with_an_error_and_the_session_goes_on() {
+    let fx = Fixture::with_script(
+        Script::from_toml_str(
+            "[[response]]\nstatus = 503\nbody = 'down'\n\
+             [[response]]\nstatus = 503\nbody = 'still down'\n\
+             [[response]]\ntext = \"Back.\"\n",
+        )
+        .expect("script"),
+    )
+    .await;
+    fx.add_config(&format!(
+        "[models.flaky]\nprovider = \"openai\"\nmodel = \"scripted-main\"\n\
+         base_url = \"{}\"\nmax_retries = 1\nretry_base_delay_ms = 1\n",
+        fx.server.openai_base_url()
+    ));
+    let out = fx
+        .run(&["run", "--json", "--model", "flaky", "question"])
+        .await;
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    let events = out.events();
+    let errors = of_type(&events, "error");
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    assert_eq!(errors[0]["kind"], "provider");
+    let message = errors[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("HTTP 503: still down"), "{message}");
+    let result = the_result(&events);
+    assert_eq!(result["stop_reason"], "error");
+    assert_eq!(fx.server.model_calls().len(), 2, "one try and one retry");
+
+    let id = session_id(&events);
+    let again = fx
+        .run(&["run", "--json", "--session", &id, "and now?"])
+        .await;
+    assert_eq!(again.code(), Some(0), "{}", again.stderr);
+    assert_eq!(the_result(&again.events())["text"], "Back.");
+    let stored = fx.run(&["sessions", "show", "--json", &id]).await;
+    let stored = stored.events();
+    assert!(
+        stored
+            .iter()
+            .any(|e| e["type"] == "error" && e["kind"] == "provider"),
+        "the error is stored"
+    );
+    fx.assert_requests_valid();
+}
+
 // ------------------------------------------------------------ tools
 
 #[tokio::test]
