@@ -7,6 +7,7 @@
 //! the same file: SQLite's WAL mode and the busy timeout arbitrate the
 //! writes, and leases make sure only one process drives a given session.
 //!
+//! - `options`: [`StoreOptions`], where the store is and how long it waits.
 //! - `open`: the file made, checked (never written unless it is ours),
 //!   configured and migrated; a lock held past the busy timeout as
 //!   [`StoreError::Locked`].
@@ -15,7 +16,10 @@
 
 mod db;
 mod open;
+mod options;
 pub mod schema;
+
+pub use options::StoreOptions;
 
 use super::{
     ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore, StoreError,
@@ -27,35 +31,8 @@ use kameo::actor::{ActorRef, Spawn};
 use kameo::error::Infallible;
 use kameo::message::{Context, Message};
 use rusqlite::Connection;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// Where the store lives and how long a write waits for another process.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreOptions {
-    /// The database file (its folder is created if missing).
-    pub path: PathBuf,
-    /// How long a statement waits for another connection's lock before it
-    /// fails with [`StoreError::Sqlite`].
-    pub busy_timeout: Duration,
-}
-
-impl StoreOptions {
-    /// The default busy timeout.
-    #[cfg(test)]
-    pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-    /// The store at `path`, with the default busy timeout.
-    #[cfg(test)]
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        StoreOptions {
-            path: path.into(),
-            busy_timeout: Self::DEFAULT_BUSY_TIMEOUT,
-        }
-    }
-}
 
 /// The SQLite backend: cheap to clone, every clone talks to the same
 /// connection.

@@ -12,7 +12,7 @@
 //! is [`StoreError::Locked`], here and in every later operation
 //! ([`locked`]).
 
-use super::StoreOptions;
+use super::options::StoreOptions;
 use super::schema;
 use crate::store::StoreError;
 use crate::store::error::Unusable;
