@@ -41,7 +41,8 @@ pub fn complete(openapi: &mut OpenApi) {
                 add_error(
                     operation,
                     "503",
-                    "agentbus is shutting down: no session can be started or loaded",
+                    "agentbus is shutting down (no session can be started or loaded), or \
+                     another process keeps the session store locked past the busy timeout",
                 );
             }
             if operation.request_body.is_some() {

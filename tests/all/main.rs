@@ -13,6 +13,7 @@ mod chat;
 mod config;
 mod context;
 mod durability;
+mod faults;
 mod layout;
 mod local_model;
 mod mcp;

@@ -61,8 +61,9 @@ pub enum Failure {
     Invalid,
     /// Another agentbus process drives the session.
     Conflict,
-    /// agentbus is shutting down, or cannot keep what was asked (the store
-    /// is full or failing): try again later.
+    /// agentbus is shutting down, another process keeps the store locked,
+    /// or the store cannot keep what was asked (full or failing): worth
+    /// trying again later.
     Unavailable,
     /// Anything else: a store failure, a bug.
     Internal,
@@ -79,6 +80,7 @@ impl SessionError {
                 StoreError::NotFound { .. } => Failure::NotFound,
                 StoreError::Ambiguous { .. } | StoreError::SeqOutOfRange { .. } => Failure::Invalid,
                 StoreError::Busy { .. } => Failure::Conflict,
+                StoreError::Locked { .. } => Failure::Unavailable,
                 _ => Failure::Internal,
             },
             SessionError::NotAccepted(_) => Failure::Unavailable,

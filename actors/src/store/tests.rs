@@ -1149,8 +1149,90 @@ async fn a_file_that_is_not_a_database_is_refused_naming_it() {
         Ok(_) => panic!("opened a text file"),
         Err(e) => e,
     };
-    assert!(matches!(e, StoreError::Open { .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            StoreError::Unusable {
+                problem: crate::store::error::Unusable::NotSqlite,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("notes.txt"), "{e}");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        "x".repeat(4096).as_bytes()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_opening_a_missing_file_at_once_share_one_whole_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    let opened =
+        futures::future::join_all((0..4).map(|_| SqliteStore::open(StoreOptions::new(&path))))
+            .await;
+    let stores: Vec<SqliteStore> = opened
+        .into_iter()
+        .map(|store| store.expect("every one opens: none sees a half-made file"))
+        .collect();
+    for (n, store) in stores.iter().enumerate() {
+        create(store, &format!("s{n}")).await;
+    }
+    let listed = stores[0].list(ListPage::default()).await.expect("list");
+    assert_eq!(listed.len(), 4, "one database holds them all");
+    for store in stores {
+        stop(store).await;
+    }
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("sessions.db"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_past_the_busy_timeout_is_locked_naming_the_file_then_passes() {
+    let (_dir, path, store) = temp_store().await;
+    create(&store, "s1").await;
+    let mut holder = raw(&path);
+    let lock = holder
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+        .expect("another connection takes the write lock");
+    let mut options = StoreOptions::new(&path);
+    options.busy_timeout = std::time::Duration::from_millis(50);
+    let impatient = SqliteStore::open(options)
+        .await
+        .expect("reading is not locked");
+
+    let e = append(&impatient, "s1", turn("s1", 1, "q"))
+        .await
+        .expect_err("the write lock is held");
+    assert!(
+        matches!(
+            &e,
+            StoreError::Locked {
+                operation: "append events",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let message = e.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("locked by another process"), "{message}");
+    assert!(message.contains("50 ms"), "{message}");
+
+    lock.rollback().expect("let go");
+    append(&impatient, "s1", turn("s1", 1, "q"))
+        .await
+        .expect("works again once the lock is gone");
+    assert_eq!(load_all(&impatient, "s1").await.expect("load").len(), 4);
+    stop(impatient).await;
+    stop(store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

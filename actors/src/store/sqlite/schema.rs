@@ -9,8 +9,12 @@
 //!
 //! Never edit a migration that has shipped: add the next one to
 //! `MIGRATIONS` instead.
+//!
+//! [`recognise`] tells an agentbus store from another program's database
+//! before anything is written, so that a foreign file is never migrated.
 
 use crate::store::StoreError;
+use crate::store::error::Unusable;
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
@@ -77,6 +81,52 @@ CREATE TABLE inputs (
     PRIMARY KEY (session_id, input_id)
 ) WITHOUT ROWID;
 ";
+
+/// The tables every schema version from 1 on has: a database at version 1
+/// or later without them was not made by agentbus.
+const OWN_TABLES: [&str; 2] = ["sessions", "events"];
+
+/// The database's tables (SQLite's own left out), by name.
+pub fn tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+         ORDER BY name",
+    )?;
+    let names = statement.query_map([], |row| row.get(0))?;
+    names.collect()
+}
+
+/// Whether a database at schema `version` holding `tables` is a store this
+/// code may open (and migrate): an empty database or one of ours at a
+/// version it knows. A newer version is [`StoreError::NewerSchema`]; tables
+/// at version 0 (no migration ever ran), or a version without our tables,
+/// are another program's database.
+pub fn recognise(path: &Path, version: i64, tables: &[String]) -> Result<(), StoreError> {
+    if !(0..=SCHEMA_VERSION).contains(&version) {
+        return Err(StoreError::NewerSchema {
+            path: path.to_path_buf(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let ours = if version == 0 {
+        tables.is_empty()
+    } else {
+        OWN_TABLES
+            .iter()
+            .all(|own| tables.iter().any(|table| table == own))
+    };
+    if ours {
+        Ok(())
+    } else {
+        Err(StoreError::Unusable {
+            path: path.to_path_buf(),
+            problem: Unusable::Foreign {
+                tables: tables.to_vec(),
+            },
+        })
+    }
+}
 
 /// The database's `user_version`.
 pub fn version(conn: &Connection) -> rusqlite::Result<i64> {
