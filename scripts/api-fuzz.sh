@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Fuzz the HTTP API of a real `agentbus serve` with schemathesis, against the
+# OpenAPI document the daemon itself serves (/v1/openapi.json).
+#
+#   scripts/api-fuzz.sh            # build, start, fuzz, check, stop
+#   AGENTBUS_API_FUZZ_EXAMPLES=200 scripts/api-fuzz.sh   # more cases per operation
+#   AGENTBUS_API_FUZZ_SEED=7 scripts/api-fuzz.sh          # other cases: random, from seed 7
+#
+# What runs: the built `agentbus` binary, with a temporary workspace, data
+# directory, home and configuration (an API token, and one model profile
+# pointing at the test kit's `scripted-model` on a free port), and
+# schemathesis with every check: no 5xx, and every answer's status, content
+# type, headers and body as the document says; a request without the token
+# refused; a deleted session gone; valid input accepted and invalid input
+# refused. Its generation is deterministic (the same cases every run) and
+# bounded by AGENTBUS_API_FUZZ_EXAMPLES cases per operation (default 40).
+# Afterwards the daemon must still be alive and healthy, with no panic in
+# its log. scripts/api_fuzz_hooks.py gives `POST /v1/sessions` a workspace
+# that exists where the schema cannot say so (see there).
+#
+# Fuzzed requests may name any file: `/save PATH` writes there. So when run
+# as root (as CI is), the daemon runs as the user `nobody`, which can write
+# only its own data directory and the world-writable temporary folders.
+#
+# Left out, because schemathesis speaks plain request/response HTTP only:
+# the two SSE streams (GET /v1/events and GET /v1/sessions/{id}/events,
+# which never end by themselves) and the WebSocket (GET
+# /v1/sessions/{id}/ws, an upgrade). tests/all/serve.rs covers them.
+#
+# schemathesis (pinned below) is installed with pip into a virtualenv in
+# ~/.cache/agentbus/schemathesis (or $AGENTBUS_SCHEMATHESIS_DIR), never into
+# the source tree; a second run with the same version installs nothing.
+# Exits non-zero on any failure, after printing the daemon's log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SCHEMATHESIS_VERSION=4.32.5
+EXAMPLES="${AGENTBUS_API_FUZZ_EXAMPLES:-40}"
+# Deterministic (the same cases every run, as CI wants) unless a seed is
+# given to explore other cases.
+if [ -n "${AGENTBUS_API_FUZZ_SEED:-}" ]; then
+    generation=(--seed "$AGENTBUS_API_FUZZ_SEED")
+else
+    generation=(--generation-deterministic)
+fi
+TOKEN="api-fuzz-token"
+
+# --- schemathesis, cached outside the tree -----------------------------------
+dir="${AGENTBUS_SCHEMATHESIS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/agentbus/schemathesis}"
+venv="$dir/venv"
+stamp="$dir/installed-$SCHEMATHESIS_VERSION"
+if [ ! -f "$stamp" ] || [ ! -x "$venv/bin/schemathesis" ]; then
+    echo "api-fuzz: installing schemathesis $SCHEMATHESIS_VERSION into $venv" >&2
+    mkdir -p "$dir"
+    rm -rf "$venv" "$dir"/installed-*
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION" >&2
+    touch "$stamp"
+fi
+python="$venv/bin/python"
+
+# --- the binaries ------------------------------------------------------------
+echo "== api-fuzz: building agentbus and scripted-model" >&2
+cargo build --quiet -p agentbus --bin agentbus
+cargo build --quiet -p agentbus-testkit --bin scripted-model
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+bin="${target_dir:-$PWD/target}/debug"
+
+# --- the daemon and its model ------------------------------------------------
+work=$(mktemp -d)
+model_pid=""
+daemon_pid=""
+stop() {
+    # Only the two processes this script started, by their ids.
+    for pid in "$daemon_pid" "$model_pid"; do
+        if [ -n "$pid" ]; then
+            kill "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    daemon_pid=""
+    model_pid=""
+}
+trap 'stop; rm -rf "$work"' EXIT
+
+# Wait for `pattern` (a sed expression printing the URL) in `file` while
+# process `pid` lives; print the URL.
+wait_for_url() {
+    local file=$1 pattern=$2 pid=$3 url=""
+    for _ in $(seq 1 300); do
+        url=$(sed -n "$pattern" "$file")
+        if [ -n "$url" ]; then
+            echo "$url"
+            return 0
+        fi
+        if ! kill -0 "$pid" 2>/dev/null; then
+            break
+        fi
+        sleep 0.1
+    done
+    return 1
+}
+
+mkdir -p "$work/workspace" "$work/home/.config" "$work/data"
+as_user=()
+if [ "$(id -u)" -eq 0 ]; then
+    chmod 755 "$work"
+    chown -R nobody "$work/home" "$work/data"
+    as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+fi
+"$bin/scripted-model" --script tests/fixtures/scripts/api_fuzz.toml --port 0 \
+    >"$work/model.out" 2>"$work/model.log" &
+model_pid=$!
+if ! model_url=$(wait_for_url "$work/model.out" 's|^listening on \(http://[^ ]*\)$|\1/v1|p' "$model_pid"); then
+    echo "api-fuzz: scripted-model did not start:" >&2
+    cat "$work/model.log" >&2
+    exit 1
+fi
+
+cat >"$work/config.toml" <<EOF
+model = "scripted"
+[server]
+token = "$TOKEN"
+[models.scripted]
+provider = "openai"
+model = "scripted"
+base_url = "$model_url"
+max_retries = 0
+EOF
+
+# The daemon runs in the temporary directory: whatever a fuzzed request
+# makes it write (a `/save` of a relative path, say) stays there.
+(
+    cd "$work"
+    exec "${as_user[@]}" env -u AGENTBUS_CONFIG -u AGENTBUS_DATA_DIR HOME="$work/home" \
+        XDG_CONFIG_HOME="$work/home/.config" RUST_LOG=info \
+        "$bin/agentbus" --config "$work/config.toml" --workspace "$work/workspace" \
+        --data-dir "$work/data" serve --listen 127.0.0.1:0
+) >"$work/daemon.out" 2>"$work/daemon.log" &
+daemon_pid=$!
+if ! api_url=$(wait_for_url "$work/daemon.log" 's|^agentbus: listening on \(http://[^ ]*\)$|\1|p' "$daemon_pid"); then
+    echo "api-fuzz: agentbus serve did not start:" >&2
+    cat "$work/daemon.log" >&2
+    exit 1
+fi
+echo "== api-fuzz: agentbus serve on $api_url, model on $model_url" >&2
+
+fail() {
+    echo "api-fuzz: $1; the daemon's log (last 100 lines):" >&2
+    tail -n 100 "$work/daemon.log" >&2
+    exit 1
+}
+
+# --- schemathesis -------------------------------------------------------------
+echo "== api-fuzz: schemathesis $SCHEMATHESIS_VERSION, $EXAMPLES cases per operation" >&2
+status=0
+hooks="$PWD/scripts"
+# In the temporary folder: schemathesis keeps a cache in ./.schemathesis.
+(cd "$work" && PYTHONPATH="$hooks" SCHEMATHESIS_HOOKS=api_fuzz_hooks \
+    AGENTBUS_API_FUZZ_WORKSPACE="$work/workspace" \
+    "$venv/bin/schemathesis" run "$api_url/v1/openapi.json" \
+    --header "Authorization: Bearer $TOKEN" \
+    --checks all \
+    --max-examples "$EXAMPLES" \
+    "${generation[@]}" \
+    --workers 1 \
+    --request-timeout 10 \
+    --exclude-path-regex '^/v1/(events|sessions/\{id\}/(events|ws))$' \
+    --no-color) || status=$?
+if [ "$status" -ne 0 ]; then
+    fail "schemathesis found failures (exit status $status)"
+fi
+
+# --- still alive and well ----------------------------------------------------
+if ! kill -0 "$daemon_pid" 2>/dev/null; then
+    fail "the daemon died during the run"
+fi
+if ! "$python" - "$api_url/v1/health" "$TOKEN" <<'EOF'; then
+import json, sys, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+with urllib.request.urlopen(request, timeout=10) as response:
+    body = json.load(response)
+    assert response.status == 200 and body.get("status") == "ok", body
+    print(f"api-fuzz: the daemon is healthy after the run ({body['sessions_loaded']} sessions loaded)")
+EOF
+    fail "the daemon does not answer /v1/health after the run"
+fi
+if grep -q "panicked" "$work/daemon.log"; then
+    fail "the daemon's log shows a panic"
+fi
+stop
+echo "== api-fuzz: passed"
