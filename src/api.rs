@@ -306,5 +306,26 @@ impl ListQuery {
 #[into_params(parameter_in = Query)]
 pub struct After {
     /// Events after this seq (default: all; `Last-Event-ID` wins).
+    #[param(value_type = Option<i64>, minimum = 0, nullable = false)]
     pub after: Option<u64>,
+}
+
+/// The largest seq there can be: the store keeps seqs as SQLite integers
+/// (the document's `int64`).
+pub const MAX_SEQ: u64 = i64::MAX as u64;
+
+impl After {
+    /// The seq to resume after (0: from the start).
+    pub fn seq(&self) -> Result<u64, String> {
+        checked_seq(self.after.unwrap_or(0), "`after`")
+    }
+}
+
+/// `seq` if a seq can be that large; otherwise the error, naming `what`.
+pub fn checked_seq(seq: u64, what: &str) -> Result<u64, String> {
+    if seq > MAX_SEQ {
+        Err(format!("{what} is {seq}; a seq is at most {MAX_SEQ}"))
+    } else {
+        Ok(seq)
+    }
 }

@@ -174,3 +174,36 @@ async fn the_document_says_where_parameters_go_and_which_values_are_accepted() {
         }
     }
 }
+
+#[tokio::test]
+async fn streams_refuse_a_seq_past_int64_and_a_plain_get_of_the_websocket_in_json() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    // Seqs are SQLite integers; the document says int64.
+    for path in [
+        "/v1/events?after=9223372036854775808".to_string(),
+        format!("/v1/sessions/{id}/events?after=9223372036854775808"),
+        format!("/v1/sessions/{id}/ws?after=9223372036854775808"),
+    ] {
+        let error = error_of(server.get(&path), 400).await;
+        assert!(
+            error.contains("a seq is at most 9223372036854775807"),
+            "{path}: {error}"
+        );
+    }
+    let error = error_of(
+        server
+            .get("/v1/events")
+            .header("Last-Event-ID", "9223372036854775808"),
+        400,
+    )
+    .await;
+    assert!(
+        error.contains("Last-Event-ID is 9223372036854775808"),
+        "{error}"
+    );
+    // axum answered this in plain text.
+    let error = error_of(server.get(&format!("/v1/sessions/{id}/ws")), 400).await;
+    assert!(error.starts_with("not a WebSocket upgrade: "), "{error}");
+}
