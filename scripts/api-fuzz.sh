@@ -105,10 +105,15 @@ wait_for_url() {
 
 mkdir -p "$work/workspace" "$work/home/.config" "$work/data"
 as_user=()
+daemon="$bin/agentbus"
 if [ "$(id -u)" -eq 0 ]; then
     chmod 755 "$work"
     chown -R nobody "$work/home" "$work/data"
     as_user=(setpriv --reuid=nobody --regid=nogroup --clear-groups --)
+    # The build may sit where `nobody` cannot reach (under /root, say).
+    cp "$bin/agentbus" "$work/agentbus"
+    chmod 755 "$work/agentbus"
+    daemon="$work/agentbus"
 fi
 "$bin/scripted-model" --script tests/fixtures/scripts/api_fuzz.toml --port 0 \
     >"$work/model.out" 2>"$work/model.log" &
@@ -136,7 +141,7 @@ EOF
     cd "$work"
     exec "${as_user[@]}" env -u AGENTBUS_CONFIG -u AGENTBUS_DATA_DIR HOME="$work/home" \
         XDG_CONFIG_HOME="$work/home/.config" RUST_LOG=info \
-        "$bin/agentbus" --config "$work/config.toml" --workspace "$work/workspace" \
+        "$daemon" --config "$work/config.toml" --workspace "$work/workspace" \
         --data-dir "$work/data" serve --listen 127.0.0.1:0
 ) >"$work/daemon.out" 2>"$work/daemon.log" &
 daemon_pid=$!
@@ -153,6 +158,44 @@ fail() {
     exit 1
 }
 
+# --- an approval request waiting, for the approvals route -------------------
+# Without one every decision would be a 404. A session asks to run `bash`
+# (tests/fixtures/scripts/api_fuzz.toml); schemathesis gets its ids.
+if ! approval=$("$python" - "$api_url" "$TOKEN" <<'EOF'
+import json, sys, time, urllib.request
+url, token = sys.argv[1], sys.argv[2]
+def call(method, path, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, method=method, headers={
+        "Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.load(response)
+session = call("POST", "/v1/sessions", {})["id"]
+call("POST", f"/v1/sessions/{session}/input", {"text": "fuzz approval"})
+for _ in range(100):  # a hang guard: the request comes in milliseconds
+    events = call("GET", f"/v1/sessions/{session}/messages")["events"]
+    waiting = [e for e in events if e.get("type") == "approval_request"]
+    if waiting:
+        print(session, waiting[0]["request_id"])
+        sys.exit(0)
+    time.sleep(0.1)
+sys.exit("no approval_request event arrived")
+EOF
+); then
+    fail "could not set up an approval request"
+fi
+read -r approval_session approval_request <<<"$approval"
+{
+    cat scripts/api-fuzz.toml
+    cat <<EOF
+
+# Written by scripts/api-fuzz.sh: the approval request waiting.
+[[operations]]
+include-path = "/v1/sessions/{id}/approvals/{request_id}"
+parameters = { "path.id" = "$approval_session", "path.request_id" = "$approval_request" }
+EOF
+} >"$work/api-fuzz.toml"
+
 # --- schemathesis -------------------------------------------------------------
 echo "== api-fuzz: schemathesis $SCHEMATHESIS_VERSION, $EXAMPLES cases per operation" >&2
 status=0
@@ -160,7 +203,7 @@ hooks="$PWD/scripts"
 # In the temporary folder: schemathesis keeps a cache in ./.schemathesis.
 (cd "$work" && PYTHONPATH="$hooks" SCHEMATHESIS_HOOKS=api_fuzz_hooks \
     AGENTBUS_API_FUZZ_WORKSPACE="$work/workspace" \
-    "$venv/bin/schemathesis" --config-file "$hooks/api-fuzz.toml" run "$api_url/v1/openapi.json" \
+    "$venv/bin/schemathesis" --config-file "$work/api-fuzz.toml" run "$api_url/v1/openapi.json" \
     --header "Authorization: Bearer $TOKEN" \
     --checks all \
     --max-examples "$EXAMPLES" \
@@ -177,15 +220,23 @@ fi
 if ! kill -0 "$daemon_pid" 2>/dev/null; then
     fail "the daemon died during the run"
 fi
-if ! "$python" - "$api_url/v1/health" "$TOKEN" <<'EOF'; then
+if ! "$python" - "$api_url" "$TOKEN" "$approval_session" <<'EOF'; then
 import json, sys, urllib.request
-request = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
-with urllib.request.urlopen(request, timeout=10) as response:
-    body = json.load(response)
-    assert response.status == 200 and body.get("status") == "ok", body
-    print(f"api-fuzz: the daemon is healthy after the run ({body['sessions_loaded']} sessions loaded)")
+url, token, session = sys.argv[1], sys.argv[2], sys.argv[3]
+def get(path):
+    request = urllib.request.Request(url + path, headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200, (path, response.status)
+        return json.load(response)
+health = get("/v1/health")
+assert health.get("status") == "ok", health
+print(f"api-fuzz: the daemon is healthy after the run ({health['sessions_loaded']} sessions loaded)")
+events = get(f"/v1/sessions/{session}/messages")["events"]
+settled = [e for e in events if e.get("subtype") == "approval_resolved"]
+assert settled, "no fuzzed decision settled the approval request: the route was not reached"
+print(f"api-fuzz: a fuzzed decision settled the approval request: {settled[0].get('message')}")
 EOF
-    fail "the daemon does not answer /v1/health after the run"
+    fail "the daemon is not healthy after the run, or the approval route was not reached"
 fi
 if grep -q "panicked" "$work/daemon.log"; then
     fail "the daemon's log shows a panic"
