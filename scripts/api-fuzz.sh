@@ -13,9 +13,12 @@
 # type, headers and body as the document says; a request without the token
 # refused; a deleted session gone; valid input accepted and invalid input
 # refused. Its generation is deterministic (the same cases every run) and
-# bounded by AGENTBUS_API_FUZZ_EXAMPLES cases per operation (default 40).
+# bounded by AGENTBUS_API_FUZZ_EXAMPLES cases per operation (default 40). A
+# session with an approval request waiting is set up first and its ids given
+# to schemathesis, so the approvals route is reached beyond its 404.
 # Afterwards the daemon must still be alive and healthy, with no panic in
-# its log. scripts/api_fuzz_hooks.py gives `POST /v1/sessions` a workspace
+# its log, and a fuzzed decision must have settled that request.
+# scripts/api_fuzz_hooks.py gives `POST /v1/sessions` a workspace
 # that exists where the schema cannot say so (see there).
 #
 # Fuzzed requests may name any file: `/save PATH` writes there. So when run
