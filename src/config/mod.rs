@@ -10,6 +10,8 @@
 mod error;
 mod expand;
 mod file;
+#[cfg(test)]
+mod fuzz_tests;
 mod mcp_json;
 
 pub use error::ConfigError;
@@ -155,6 +157,11 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
         }
     }
     let file: ConfigFile = check(&table, &origin)?;
+    // Each value is checked where it is written, so the error names this
+    // file (the merged `[context]` is checked again after merging).
+    if let Some(context) = &file.context {
+        check_context(context, &origin, "context")?;
+    }
     let rules = match file.permissions {
         Some(p) => Rules::parse(&p.allow, &p.ask, &p.deny).map_err(|e| ConfigError::Invalid {
             origin: origin.clone(),
@@ -322,6 +329,7 @@ fn resolve(
     let mut profile_origin: HashMap<String, String> = HashMap::new();
     let mut server_origin: HashMap<String, String> = HashMap::new();
     let mut model_origin = String::from("built-in defaults");
+    let mut prompt_origin = String::from("built-in defaults");
     let mut rules = Rules::default();
     for layer in layers {
         rules.allow.extend(layer.rules.allow);
@@ -339,6 +347,9 @@ fn resolve(
         }
         if layer.table.contains_key("model") {
             model_origin = layer.origin.clone();
+        }
+        if layer.table.contains_key("system_prompt_file") {
+            prompt_origin = layer.origin.clone();
         }
         merge(&mut merged, layer.table);
     }
@@ -414,7 +425,7 @@ fn resolve(
         (Some(text), _) => text.clone(),
         (None, Some(path)) => {
             std::fs::read_to_string(path).map_err(|source| ConfigError::PromptFile {
-                origin: "configuration".into(),
+                origin: prompt_origin,
                 path: path.clone(),
                 source,
             })?

@@ -83,6 +83,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 pub fn app(state: AppState, token: String) -> Router {
     let (api, mut openapi) = api_routes();
     openapi.info.version = env!("CARGO_PKG_VERSION").to_string();
+    openapi::name_profiles(&mut openapi, state.runtime.settings().models.keys());
     let openapi = Arc::new(openapi);
     let api = api
         .route(
