@@ -3,8 +3,8 @@
 # model server: for each example, start `scripted-model` with its script
 # (examples/scripts/NAME.toml) on a free port, run the example with
 # AGENTBUS_EXAMPLE_BASE_URL pointing at it (and AGENTBUS_EXAMPLE_CHECK set, so
-# that what the script makes the model do is checked), require exit status 0,
-# and stop the server. Exits non-zero at the first failure, after showing the
+# that what the script makes the model do is checked), require exit status 0
+# and no protocol violation in the server's log, and stop the server. Exits non-zero at the first failure, after showing the
 # server's log.
 #
 # Usage: scripts/run-examples.sh [NAME...]   (default: every example)
@@ -67,6 +67,13 @@ for name in "${examples[@]}"; do
     stop_server
     if [ "$status" -ne 0 ]; then
         echo "example $name exited with status $status; the scripted model's log:" >&2
+        cat "$work/$name.log" >&2
+        exit 1
+    fi
+    # A request a real provider would reject, or a scripted call to a tool
+    # the request did not offer, fails the example too.
+    if grep -q '^  violation: ' "$work/$name.log"; then
+        echo "example $name: the scripted model saw protocol violations; its log:" >&2
         cat "$work/$name.log" >&2
         exit 1
     fi

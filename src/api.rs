@@ -4,7 +4,7 @@
 //! envelopes.
 
 use agentbus_actors::protocol::ControlCommand;
-use agentbus_actors::runtime::SessionRecord;
+use agentbus_actors::runtime::{ListCursor, SessionRecord};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -21,11 +21,11 @@ pub struct CreateSession {
     pub workspace: Option<String>,
     /// This session's own `[context]` keys (`max_tokens`, `strategy`, ...),
     /// over the profile's and the server's.
-    #[schema(value_type = Option<Object>)]
+    #[schema(value_type = Option<crate::api_schemas::ContextOptions>)]
     pub context: Option<serde_json::Value>,
     /// The permission mode: `default`, `accept-edits`, `plan` or `bypass`
     /// (default: the server's `permission_mode`).
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<crate::api_schemas::PermissionModeName>)]
     pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
 }
 
@@ -45,7 +45,7 @@ pub struct Session {
     pub model: String,
     pub workspace: String,
     /// `[parent id, seq]` for a fork.
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[schema(value_type = Option<crate::api_schemas::SessionParent>)]
     pub parent: Option<(String, u64)>,
     pub event_count: u64,
     /// The last stored seq.
@@ -120,9 +120,31 @@ impl TryFrom<serde_json::Value> for Input {
             };
         }
         if object.contains_key("command") {
-            return serde_json::from_value(value.clone())
-                .map(Input::Command)
-                .map_err(|e| format!("not a control command: {e}"));
+            let command: ControlCommand = serde_json::from_value(value.clone())
+                .map_err(|e| format!("not a control command: {e}"))?;
+            // Serde would ignore a misspelt field (`{"command": "fork",
+            // "at": 3}` forking at the end): refuse it, naming the fields.
+            let fields = crate::api_schemas::command_fields(&command);
+            if let Some(unknown) = object.keys().find(|k| !fields.contains(k)) {
+                let name = object
+                    .get("command")
+                    .and_then(|c| c.as_str())
+                    .unwrap_or_default();
+                let takes: Vec<String> = fields
+                    .iter()
+                    .filter(|f| *f != "command")
+                    .map(|f| format!("`{f}`"))
+                    .collect();
+                let takes = if takes.is_empty() {
+                    "no fields".to_string()
+                } else {
+                    takes.join(", ")
+                };
+                return Err(format!(
+                    "the `{name}` command has no field `{unknown}`; it takes {takes}"
+                ));
+            }
+            return Ok(Input::Command(command));
         }
         Err(format!("neither `text` nor `command` given; {EXPECTED}"))
     }
@@ -130,21 +152,7 @@ impl TryFrom<serde_json::Value> for Input {
 
 impl utoipa::PartialSchema for Input {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{ObjectBuilder, OneOfBuilder, Type};
-        let text = ObjectBuilder::new()
-            .property("text", ObjectBuilder::new().schema_type(Type::String))
-            .required("text")
-            .description(Some("A query; text starting with `/` is a slash command"));
-        let command = ObjectBuilder::new()
-            .property(
-                "command",
-                ObjectBuilder::new()
-                    .schema_type(Type::String)
-                    .description(Some("`clear`, `new_conversation`, `switch_model` (with `name`), `usage`, ...")),
-            )
-            .required("command")
-            .description(Some("A control command with its fields, e.g. `{\"command\": \"switch_model\", \"name\": \"local\"}`"));
-        OneOfBuilder::new().item(text).item(command).into()
+        crate::api_schemas::input()
     }
 }
 
@@ -258,17 +266,66 @@ pub struct Tools {
 
 /// `GET /v1/sessions?limit=N&after=CURSOR`.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// At most this many sessions, the most recently updated first
     /// (default: all).
-    pub limit: Option<usize>,
+    #[param(value_type = Option<i64>, minimum = 0, maximum = 4294967295_u64, nullable = false)]
+    pub limit: Option<u32>,
     /// The next page: the `next` value of the previous page's answer.
+    #[param(pattern = "^-?[0-9]{1,18}\\.[0-9A-Za-z_-]+$", nullable = false)]
     pub after: Option<String>,
+}
+
+impl ListQuery {
+    /// `after` as a cursor: `MICROS.ID` exactly as the document's pattern
+    /// says (at most 18 digits, an id of letters, digits, `-` and `_`).
+    pub fn cursor(&self) -> Result<Option<ListCursor>, String> {
+        let Some(text) = self.after.as_deref() else {
+            return Ok(None);
+        };
+        let expected = "expected the `next` value of a previous page (MICROS.ID)";
+        let shaped = text.split_once('.').is_some_and(|(micros, id)| {
+            let digits = micros.strip_prefix('-').unwrap_or(micros);
+            (1..=18).contains(&digits.len())
+                && digits.bytes().all(|b| b.is_ascii_digit())
+                && !id.is_empty()
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+        if !shaped {
+            return Err(format!("`{text}` is not a list cursor; {expected}"));
+        }
+        text.parse().map(Some)
+    }
 }
 
 /// Where the server reads `after` from.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct After {
     /// Events after this seq (default: all; `Last-Event-ID` wins).
+    #[param(value_type = Option<i64>, minimum = 0, nullable = false)]
     pub after: Option<u64>,
+}
+
+/// The largest seq there can be: the store keeps seqs as SQLite integers
+/// (the document's `int64`).
+pub const MAX_SEQ: u64 = i64::MAX as u64;
+
+impl After {
+    /// The seq to resume after (0: from the start).
+    pub fn seq(&self) -> Result<u64, String> {
+        checked_seq(self.after.unwrap_or(0), "`after`")
+    }
+}
+
+/// `seq` if a seq can be that large; otherwise the error, naming `what`.
+pub fn checked_seq(seq: u64, what: &str) -> Result<u64, String> {
+    if seq > MAX_SEQ {
+        Err(format!("{what} is {seq}; a seq is at most {MAX_SEQ}"))
+    } else {
+        Ok(seq)
+    }
 }

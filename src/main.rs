@@ -7,6 +7,7 @@
 
 mod admin;
 mod api;
+mod api_schemas;
 mod cli;
 mod config;
 mod frontend;

@@ -56,6 +56,7 @@ fn settings(dir: &std::path::Path) -> Settings {
         )]),
         tools: ToolSettings::default(),
         mcp_servers: BTreeMap::new(),
+        mcp: Default::default(),
         data_dir: dir.join("data"),
         sessions: SessionSettings {
             idle_unload_secs: 0,

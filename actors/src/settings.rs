@@ -29,6 +29,8 @@ pub struct Settings {
     pub tools: ToolSettings,
     /// MCP servers by name (disabled ones included; they are not started).
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// `[mcp]`: what sessions do about MCP servers as a whole.
+    pub mcp: McpSettings,
     /// Where the session database lives (`agentbus.db`) and the chat history.
     pub data_dir: PathBuf,
     pub sessions: SessionSettings,
@@ -279,6 +281,52 @@ impl Default for ToolSettings {
             environment: EnvironmentPolicy::default(),
             sandbox: SandboxSettings::default(),
         }
+    }
+}
+
+/// `[mcp]`: what sessions do about MCP servers as a whole.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpSettings {
+    /// The longest a session's first model call waits for MCP servers on
+    /// their first start, so that it offers their tools (0: it never
+    /// waits). Each server also stops being waited for when it fails or
+    /// reaches its own `startup_timeout_secs`.
+    #[serde(default = "default_first_turn_wait_secs")]
+    pub first_turn_wait_secs: u64,
+}
+
+fn default_first_turn_wait_secs() -> u64 {
+    10
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        McpSettings {
+            first_turn_wait_secs: default_first_turn_wait_secs(),
+        }
+    }
+}
+
+impl McpSettings {
+    /// The most `first_turn_wait_secs` may be.
+    pub const MAX_FIRST_TURN_WAIT_SECS: u64 = 600;
+
+    /// Values that mean something; the message says what is expected.
+    pub fn check(&self) -> Result<(), String> {
+        if self.first_turn_wait_secs > Self::MAX_FIRST_TURN_WAIT_SECS {
+            return Err(format!(
+                "first_turn_wait_secs is {}, expected 0 (never wait) to {} seconds",
+                self.first_turn_wait_secs,
+                Self::MAX_FIRST_TURN_WAIT_SECS
+            ));
+        }
+        Ok(())
+    }
+
+    /// `first_turn_wait_secs` in milliseconds, as sessions count it.
+    pub fn first_turn_wait_ms(&self) -> u64 {
+        self.first_turn_wait_secs.saturating_mul(1000)
     }
 }
 

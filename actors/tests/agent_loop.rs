@@ -126,6 +126,7 @@ impl Harness {
             models,
             tools: ToolSettings::default(),
             mcp_servers: Default::default(),
+            mcp: Default::default(),
             data_dir: workspace.path().join("data"),
             sessions: agentbus_actors::settings::SessionSettings {
                 idle_unload_secs,

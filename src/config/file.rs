@@ -6,7 +6,9 @@
 
 use agentbus_actors::protocol::ContextConfig;
 use agentbus_actors::protocol::PermissionMode;
-use agentbus_actors::settings::{SandboxSettings, ServerSettings, SessionSettings, ToolSettings};
+use agentbus_actors::settings::{
+    McpSettings, SandboxSettings, ServerSettings, SessionSettings, ToolSettings,
+};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,6 +33,8 @@ pub struct ConfigFile {
     pub models: Option<BTreeMap<String, toml::Table>>,
     /// MCP servers, raw like the model profiles (checked after merging).
     pub mcp_servers: Option<BTreeMap<String, toml::Table>>,
+    /// `[mcp]`: what sessions do about MCP servers as a whole.
+    pub mcp: Option<McpSettings>,
     /// A Claude-style `.mcp.json` to read besides the workspace's own.
     pub mcp_json: Option<PathBuf>,
     /// The mode sessions start in.

@@ -13,12 +13,18 @@ use std::path::Path;
 
 /// The servers of one `.mcp.json`, as config tables.
 pub fn read(path: &Path) -> Result<BTreeMap<String, toml::Table>, ConfigError> {
-    let origin = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let document: Value = serde_json::from_str(&text).map_err(|e| ConfigError::Syntax {
+    parse(&path.display().to_string(), &text)
+}
+
+/// The servers of a `.mcp.json` whose text is `text`; errors name `origin`
+/// (the file) and the key.
+pub fn parse(origin: &str, text: &str) -> Result<BTreeMap<String, toml::Table>, ConfigError> {
+    let origin = origin.to_string();
+    let document: Value = serde_json::from_str(text).map_err(|e| ConfigError::Syntax {
         origin: origin.clone(),
         message: format!("not valid JSON: {e}"),
     })?;

@@ -10,6 +10,8 @@
 mod error;
 mod expand;
 mod file;
+#[cfg(test)]
+mod fuzz_tests;
 mod mcp_json;
 
 pub use error::ConfigError;
@@ -155,6 +157,11 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
         }
     }
     let file: ConfigFile = check(&table, &origin)?;
+    // Each value is checked where it is written, so the error names this
+    // file (the merged `[context]` is checked again after merging).
+    if let Some(context) = &file.context {
+        check_context(context, &origin, "context")?;
+    }
     let rules = match file.permissions {
         Some(p) => Rules::parse(&p.allow, &p.ask, &p.deny).map_err(|e| ConfigError::Invalid {
             origin: origin.clone(),
@@ -322,6 +329,7 @@ fn resolve(
     let mut profile_origin: HashMap<String, String> = HashMap::new();
     let mut server_origin: HashMap<String, String> = HashMap::new();
     let mut model_origin = String::from("built-in defaults");
+    let mut prompt_origin = String::from("built-in defaults");
     let mut rules = Rules::default();
     for layer in layers {
         rules.allow.extend(layer.rules.allow);
@@ -339,6 +347,9 @@ fn resolve(
         }
         if layer.table.contains_key("model") {
             model_origin = layer.origin.clone();
+        }
+        if layer.table.contains_key("system_prompt_file") {
+            prompt_origin = layer.origin.clone();
         }
         merge(&mut merged, layer.table);
     }
@@ -369,6 +380,13 @@ fn resolve(
         file.mcp_servers.unwrap_or_default(),
         &server_origin,
     )?;
+
+    let mcp = file.mcp.clone().unwrap_or_default();
+    mcp.check().map_err(|message| ConfigError::Invalid {
+        origin: "the merged configuration".into(),
+        key: "mcp.first_turn_wait_secs".into(),
+        message,
+    })?;
 
     let context = file.context.clone().unwrap_or_default();
     check_context(&context, "the merged configuration", "context")?;
@@ -407,7 +425,7 @@ fn resolve(
         (Some(text), _) => text.clone(),
         (None, Some(path)) => {
             std::fs::read_to_string(path).map_err(|source| ConfigError::PromptFile {
-                origin: "configuration".into(),
+                origin: prompt_origin,
                 path: path.clone(),
                 source,
             })?
@@ -432,6 +450,7 @@ fn resolve(
         models,
         tools: file.tools.unwrap_or_default(),
         mcp_servers,
+        mcp,
         data_dir: data_dir(options.data_dir.as_deref()),
         sessions: file.sessions.unwrap_or_default(),
         server: file.server.unwrap_or_default(),
@@ -622,6 +641,42 @@ mod tests {
         .to_string();
         assert!(
             err.contains("file0.toml") && err.contains("models.mine"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_first_turn_wait_for_mcp_servers_is_checked() {
+        let s = resolve_text(&[], LoadOptions::default()).unwrap();
+        assert_eq!(s.mcp.first_turn_wait_secs, 10, "the default");
+        let s = resolve_text(&["[mcp]\nfirst_turn_wait_secs = 0"], LoadOptions::default()).unwrap();
+        assert_eq!(s.mcp.first_turn_wait_secs, 0, "0 turns the wait off");
+        let err = resolve_text(
+            &["[mcp]\nfirst_turn_wait_secs = 100000"],
+            LoadOptions::default(),
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(
+            err.contains("mcp.first_turn_wait_secs")
+                && err.contains("expected 0 (never wait) to 600"),
+            "{err}"
+        );
+        let err = parse_layer("my.toml".into(), None, "[mcp]\nfirst_turn_wait_secs = -1")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("mcp.first_turn_wait_secs"),
+            "{err}"
+        );
+        let err = parse_layer("my.toml".into(), None, "[mcp]\nfirst_turn_wait = 3")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("first_turn_wait") && err.contains("expected"),
             "{err}"
         );
     }

@@ -187,21 +187,47 @@ async fn connect_once(
             Some(Err(e)) => return Ended::cut(e.to_string()),
             None => return Ended::cut("the server ended the stream"),
         };
-        let Some(data) = frame.data else { continue };
-        let event: EventEnvelope = match serde_json::from_str(&data) {
-            Ok(event) => event,
-            Err(e) => {
-                tracing::warn!(session = %id, "skipped an event this client does not understand: {e}");
+        let event = match read_frame(frame.data.as_deref(), *last_seq) {
+            Frame::Event(event) => event,
+            Frame::Nothing => continue,
+            Frame::Unreadable(reason) => {
+                tracing::warn!(session = %id, "skipped an event this client does not understand: {reason}");
                 continue;
             }
         };
-        if event.seq <= *last_seq {
-            continue;
-        }
         *last_seq = event.seq;
-        if tx.send(Arc::new(event)).await.is_err() {
+        if tx.send(Arc::from(event)).await.is_err() {
             return Ended::Finished;
         }
+    }
+}
+
+/// What one SSE frame of a session's stream is to a client that has seen
+/// every event up to `last_seq`.
+#[derive(Debug, PartialEq)]
+pub enum Frame {
+    /// The next event to pass on (boxed: it is large, the rest small).
+    Event(Box<EventEnvelope>),
+    /// Nothing to pass on: a frame without data (a keep-alive), or an event
+    /// already passed on (a replay overlapping what was seen).
+    Nothing,
+    /// Data that is not an event this client can read (a newer server, or
+    /// garbage); the reason says what was wrong and quotes the data.
+    Unreadable(String),
+}
+
+/// Read one frame's data. Pure: no network, so any bytes can be tried.
+pub fn read_frame(data: Option<&str>, last_seq: u64) -> Frame {
+    let Some(data) = data else {
+        return Frame::Nothing;
+    };
+    match serde_json::from_str::<EventEnvelope>(data) {
+        Ok(event) if event.seq <= last_seq => Frame::Nothing,
+        Ok(event) => Frame::Event(Box::new(event)),
+        Err(e) => Frame::Unreadable(format!(
+            "{e} in `{}`",
+            agentbus_actors::text::ellipsize(data, 200)
+        )),
     }
 }
 

@@ -9,5 +9,7 @@
 
 pub mod client;
 pub mod events;
+#[cfg(test)]
+mod fuzz_tests;
 
 pub use client::RemoteClient;

@@ -83,6 +83,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 pub fn app(state: AppState, token: String) -> Router {
     let (api, mut openapi) = api_routes();
     openapi.info.version = env!("CARGO_PKG_VERSION").to_string();
+    openapi::name_profiles(&mut openapi, state.runtime.settings().models.keys());
     let openapi = Arc::new(openapi);
     let api = api
         .route(
@@ -144,6 +145,9 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
         shutdown: shutdown.clone(),
     };
     tokio::spawn(stop_on_signal(signals, runtime.clone(), shutdown.clone()));
+    // Inputs accepted before a crash run now, not when someone next looks.
+    let resuming = runtime.clone();
+    tokio::spawn(async move { resuming.resume_waiting_sessions().await });
     let served = axum::serve(listener, app(state, token))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .await;

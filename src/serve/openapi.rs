@@ -1,13 +1,15 @@
 //! What the OpenAPI document says beyond the handlers' own annotations: the
 //! bearer-token scheme, the error answers every route shares (401 without
-//! the token; 413 and 415 for routes that take a body) and the document's
-//! own route. Kept apart so each handler's annotation lists only what is
+//! the token; 413 and 415 for routes that take a body), the document's
+//! own route, and the model profiles this server has (known only when it
+//! starts). Kept apart so each handler's annotation lists only what is
 //! particular to it.
 
 use utoipa::openapi::path::{HttpMethod, Operation, OperationBuilder, PathItem};
 use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::Schema;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
-use utoipa::openapi::{Content, OpenApi, Ref};
+use utoipa::openapi::{Content, OpenApi, Ref, RefOr};
 
 /// The `token` security scheme the document requires everywhere.
 pub struct BearerToken;
@@ -35,13 +37,24 @@ impl utoipa::Modify for BearerToken {
 pub fn complete(openapi: &mut OpenApi) {
     for (path, item) in openapi.paths.paths.iter_mut() {
         let sessions = path.starts_with("/v1/sessions");
+        let names_a_session = path.contains("{id}");
         for operation in operations(item) {
             add_error(operation, "401", "No token, or the wrong one");
+            if names_a_session {
+                add_error(
+                    operation,
+                    "409",
+                    "The id prefix matches more than one session (the error lists some; type more of the id)",
+                );
+            }
             if sessions {
                 add_error(
                     operation,
                     "503",
-                    "agentbus is shutting down: no session can be started or loaded",
+                    "agentbus is shutting down (no session can be started or loaded), \
+                     another process keeps the session store locked past the busy timeout, \
+                     or the store cannot keep what was sent (the disk is full): an input it \
+                     cannot store is not accepted and nothing is queued",
                 );
             }
             if operation.request_body.is_some() {
@@ -72,6 +85,29 @@ pub fn complete(openapi: &mut OpenApi) {
     openapi.paths.paths.insert("/v1/openapi.json".into(), item);
 }
 
+/// Name the configured model profiles where a body takes one
+/// (`CreateSession.model`, `ContextOptions.compact_model`): any other name
+/// is refused, so the document lists the ones accepted.
+pub fn name_profiles<'a>(openapi: &mut OpenApi, names: impl IntoIterator<Item = &'a String>) {
+    let mut values: Vec<serde_json::Value> = names.into_iter().map(|n| n.as_str().into()).collect();
+    values.push(serde_json::Value::Null);
+    let Some(components) = openapi.components.as_mut() else {
+        return;
+    };
+    for (schema, property) in [
+        ("CreateSession", "model"),
+        ("ContextOptions", "compact_model"),
+    ] {
+        let field = match components.schemas.get_mut(schema) {
+            Some(RefOr::T(Schema::Object(object))) => object.properties.get_mut(property),
+            _ => None,
+        };
+        if let Some(RefOr::T(Schema::Object(field))) = field {
+            field.enum_values = Some(values.clone());
+        }
+    }
+}
+
 fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     [
         item.get.as_mut(),
@@ -84,18 +120,22 @@ fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
     .flatten()
 }
 
+/// Document an error answer; where the operation already has one with
+/// that status, add this reason to its description.
 fn add_error(operation: &mut Operation, status: &str, description: &str) {
-    operation
-        .responses
-        .responses
-        .entry(status.to_string())
-        .or_insert_with(|| {
-            ResponseBuilder::new()
-                .description(description)
-                .content(
-                    "application/json",
-                    Content::new(Some(Ref::from_schema_name("ErrorBody"))),
-                )
-                .into()
-        });
+    let responses = &mut operation.responses.responses;
+    if let Some(RefOr::T(response)) = responses.get_mut(status) {
+        response.description = format!("{}; or: {description}", response.description);
+        return;
+    }
+    responses.insert(
+        status.to_string(),
+        ResponseBuilder::new()
+            .description(description)
+            .content(
+                "application/json",
+                Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+            )
+            .into(),
+    );
 }

@@ -43,20 +43,13 @@ pub async fn list(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Sessions>, ApiError> {
-    let after = match query.after.as_deref() {
-        Some(cursor) => Some(cursor.parse::<ListCursor>().map_err(|e| {
-            ApiError::new(StatusCode::BAD_REQUEST, format!("invalid `after`: {e}"))
-        })?),
-        None => None,
-    };
-    let page = ListPage {
-        limit: query.limit,
-        after,
-    };
+    let after = query
+        .cursor()
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("invalid `after`: {e}")))?;
+    let limit = query.limit.map(|n| n as usize);
+    let page = ListPage { limit, after };
     let records = state.runtime.stored().list(page).await?;
-    let full = query
-        .limit
-        .is_some_and(|limit| records.len() == limit && limit > 0);
+    let full = limit.is_some_and(|limit| records.len() == limit && limit > 0);
     let next = records
         .last()
         .filter(|_| full)
@@ -73,7 +66,7 @@ pub async fn list(
     Ok(Json(Sessions { sessions, next }))
 }
 
-#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body = CreateSession,
+#[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body(content = Option<CreateSession>, description = "Optional: without a body (or one that is not JSON) the session gets the server's settings"),
     responses((status = 201, description = "Created", body = Created), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
@@ -95,12 +88,28 @@ pub async fn create(
     let context = match body.context {
         None => None,
         Some(value) => {
+            // serde would read the struct from an array too.
+            if !value.is_object() {
+                return Err(ApiError::bad_request(
+                    "`context` must be an object of `[context]` keys, such as {\"max_tokens\": 8000}",
+                ));
+            }
             let context: agentbus_actors::protocol::ContextConfig =
                 serde_json::from_value(value)
                     .map_err(|e| ApiError::bad_request(format!("`context`: {e}")))?;
             context
                 .check()
                 .map_err(|e| ApiError::bad_request(format!("`context`: {e}")))?;
+            if let Some(name) = &context.compact_model {
+                let settings = state.runtime.settings();
+                if !settings.models.contains_key(name) {
+                    let names: Vec<&str> = settings.models.keys().map(String::as_str).collect();
+                    return Err(ApiError::bad_request(format!(
+                        "`context`: `compact_model` names no model profile (`{name}`); configured profiles: {}",
+                        names.join(", ")
+                    )));
+                }
+            }
             Some(context)
         }
     };
@@ -143,9 +152,10 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions", request_body = Fork,
+#[utoipa::path(post, path = "/v1/sessions/{id}/fork", tag = "sessions", request_body(content = Option<Fork>, description = "Optional: without a body the whole log is copied"),
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 201, description = "Created", body = Created), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody)))]
+    responses((status = 201, description = "Created", body = Created), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
+              (status = 409, description = "`at_seq` is past the end of the session's log (yet)", body = ErrorBody)))]
 pub async fn fork(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -15,7 +15,7 @@
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
 use super::state::AppState;
-use crate::api::After;
+use crate::api::{After, checked_seq};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::EventEnvelope;
 use agentbus_actors::runtime::ClientEvents;
@@ -47,7 +47,9 @@ const SHUTDOWN_DRAIN: Duration = Duration::from_secs(2);
 
 /// Where a client resumes: `Last-Event-ID` wins over `?after=`.
 pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError> {
-    match headers.get("last-event-id") {
+    // Checked even when the header wins: a bad parameter is still refused.
+    let from_query = query.seq().map_err(ApiError::bad_request)?;
+    let seq = match headers.get("last-event-id") {
         Some(value) => value
             .to_str()
             .ok()
@@ -56,9 +58,11 @@ pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError>
                 ApiError::bad_request(format!(
                     "Last-Event-ID must be the seq (a whole number) of the last event received, got {value:?}"
                 ))
-            }),
-        None => Ok(query.after.unwrap_or(0)),
-    }
+            })
+            .and_then(|seq| checked_seq(seq, "Last-Event-ID").map_err(ApiError::bad_request))?,
+        None => from_query,
+    };
+    Ok(seq)
 }
 
 /// A session's events after a seq, for one network client, read on the
@@ -149,7 +153,7 @@ fn frame<T: serde::Serialize>(seq: u64, event: &T) -> Event {
 
 #[utoipa::path(get, path = "/v1/sessions/{id}/events", tag = "events",
     params(("id" = String, Path, description = "Session id or a unique prefix"),
-           ("Last-Event-ID" = Option<u64>, Header, description = "Resume after this seq"),
+           ("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "Resume after this seq"),
            After),
     responses((status = 200, description = "`text/event-stream`: one frame per event, `id:` = seq, `data:` = the envelope", content_type = "text/event-stream"),
               (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody)))]
@@ -195,8 +199,9 @@ pub async fn session_events(
 }
 
 #[utoipa::path(get, path = "/v1/events", tag = "events",
-    params(("Last-Event-ID" = Option<u64>, Header, description = "Resume after this seq"), After),
-    responses((status = 200, description = "`text/event-stream` of lifecycle events: `{seq, session_id, kind}`", content_type = "text/event-stream")))]
+    params(("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "Resume after this seq"), After),
+    responses((status = 200, description = "`text/event-stream` of lifecycle events: `{seq, session_id, kind}`", content_type = "text/event-stream"),
+              (status = 400, description = "`Last-Event-ID` or `after` is not a seq; the error says why", body = ErrorBody)))]
 pub async fn lifecycle_events(
     State(state): State<AppState>,
     ApiQuery(query): ApiQuery<After>,

@@ -20,6 +20,7 @@ use crate::api::{After, Input};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::EventEnvelope;
 use agentbus_actors::protocol::{SessionInput, UserInput};
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
@@ -37,15 +38,25 @@ const TRY_AGAIN_LATER: u16 = 1013;
 #[utoipa::path(get, path = "/v1/sessions/{id}/ws", tag = "events",
     params(("id" = String, Path, description = "Session id or a unique prefix"), After),
     responses((status = 101, description = "WebSocket: events out (envelope JSON), inputs in (the body of `POST .../input`, or `{\"type\": \"query\" | \"control\" | \"interrupt\" | \"approval\", ...}`; an approval decision is answered `{\"settled\": {\"request_id\"}}` or `{\"error\"}`)"),
-              (status = 404, description = "No such session", body = ErrorBody)))]
+              (status = 400, description = "Not a WebSocket upgrade (the error says which header is missing), or `after` is not a seq", body = ErrorBody),
+              (status = 404, description = "No such session", body = ErrorBody),
+              (status = 426, description = "The connection cannot be upgraded", body = ErrorBody)))]
 pub async fn session_socket(
     State(state): State<AppState>,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<After>,
-    upgrade: WebSocketUpgrade,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, ApiError> {
+    let after = query.seq().map_err(ApiError::bad_request)?;
+    // A plain GET gets a JSON error like every other refusal (axum's own
+    // is plain text).
+    let upgrade = upgrade.map_err(|rejection| {
+        ApiError::new(
+            rejection.status(),
+            format!("not a WebSocket upgrade: {}", rejection.body_text()),
+        )
+    })?;
     let session = open(&state, &id).await?;
-    let after = query.after.unwrap_or(0);
     let shutdown = state.shutdown.clone();
     Ok(upgrade.on_upgrade(move |socket| serve_socket(socket, session, after, shutdown)))
 }

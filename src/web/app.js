@@ -628,6 +628,7 @@
       case 'compacting':
       case 'notice':
       case 'mcp_server_status':
+      case 'mcp_waiting':
         text = '\u25cf ' + text;
         break;
       default:

@@ -9,9 +9,12 @@
 
 mod support;
 
+mod api_contract;
 mod chat;
 mod config;
 mod context;
+mod durability;
+mod faults;
 mod layout;
 mod local_model;
 mod many_sessions;

@@ -4,7 +4,9 @@
 //! its tool list — driven by the scripted model.
 
 use crate::support::*;
-use serde_json::Value;
+use agentbus_testkit::RecordedRequest;
+use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::process::Stdio;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -17,6 +19,64 @@ fn statuses<'a>(events: &'a [Value], server: &str) -> Vec<&'a Value> {
 
 fn tool_results(events: &[Value]) -> Vec<&Value> {
     of_type(events, "tool_result")
+}
+
+/// The index of the first event that satisfies `pred` (fails without one).
+fn at(events: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
+    events
+        .iter()
+        .position(pred)
+        .unwrap_or_else(|| panic!("no such event in {events:#?}"))
+}
+
+/// The names of the tools a model request offered.
+fn offered(request: &RecordedRequest) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A FIFO the kit's test server waits at before it starts
+/// (`TEST_MCP_START_GATE`): the server is "still starting" until the test
+/// opens the gate, and waits at it again at each restart.
+struct StartGate(PathBuf);
+
+impl StartGate {
+    fn new(fx: &Fixture) -> StartGate {
+        let path = fx.home.path().join("start-gate");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        StartGate(path)
+    }
+
+    /// The `env` entry that makes the test server wait at this gate.
+    fn env(&self) -> String {
+        format!("TEST_MCP_START_GATE = \"{}\"", self.0.display())
+    }
+
+    /// Let the server waiting at the gate start (waits until one is there).
+    async fn open(&self) {
+        let path = self.0.clone();
+        let (opened_tx, opened) = tokio::sync::oneshot::channel();
+        // A thread of its own, not the runtime's blocking pool: if no server
+        // ever comes, the test fails at GUARD instead of hanging at exit.
+        std::thread::spawn(move || {
+            // Opening a FIFO for writing waits for its reader; closing it
+            // ends the reader's read.
+            let opened = std::fs::OpenOptions::new().write(true).open(&path);
+            let _ = opened_tx.send(opened.map(drop));
+        });
+        tokio::time::timeout(GUARD, opened)
+            .await
+            .expect("no server came to the start gate")
+            .expect("the gate's thread")
+            .expect("open the start gate");
+    }
 }
 
 /// `[mcp_servers.test]` running the kit's test server with `extra` lines.
@@ -129,14 +189,23 @@ async fn a_missing_command_is_reported_and_the_turn_runs_anyway() {
         message.contains("/nonexistent/mcp-server") && message.contains("No such file"),
         "{message}"
     );
+    // Known to have failed before the session started: nothing waits.
+    assert!(
+        !events.iter().any(|e| e["subtype"] == "mcp_waiting"),
+        "{events:#?}"
+    );
 }
 
+/// MCP never starts (bounded by `first_turn_wait_secs`): a server that
+/// hangs at start holds the first turn up for `[mcp] first_turn_wait_secs`
+/// (here 1 s; its own `startup_timeout_secs` is 600), said before and
+/// after; the turn goes on without it, and exiting reaps it.
 #[tokio::test]
-async fn a_server_that_hangs_at_start_does_not_hold_up_the_turn() {
+async fn a_server_that_never_starts_holds_the_first_turn_only_for_first_turn_wait_secs() {
     let fx = Fixture::new("plain_reply").await;
     let pid_file = fx.home.path().join("slow.pid");
     fx.add_config(&format!(
-        "[mcp_servers.slow]\ncommand = \"{}\"\nargs = [\"--hang-start\"]\nstartup_timeout_secs = 600\nenv = {{ TEST_MCP_PID_FILE = \"{}\" }}\n",
+        "[mcp]\nfirst_turn_wait_secs = 1\n[mcp_servers.slow]\ncommand = \"{}\"\nargs = [\"--hang-start\"]\nstartup_timeout_secs = 600\nenv = {{ TEST_MCP_PID_FILE = \"{}\" }}\n",
         test_mcp_server().display(),
         pid_file.display()
     ));
@@ -144,6 +213,22 @@ async fn a_server_that_hangs_at_start_does_not_hold_up_the_turn() {
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     let events = out.events();
     assert_eq!(the_result(&events)["stop_reason"], "end_turn");
+    let waiting = at(&events, |e| e["subtype"] == "mcp_waiting");
+    assert_eq!(events[waiting]["data"]["servers"], json!(["slow"]));
+    assert_eq!(events[waiting]["data"]["max_wait_ms"], 1000);
+    let gave_up = at(&events, |e| {
+        e["subtype"] == "notice"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("`slow`") && m.contains("still starting after 1 s"))
+    });
+    let answered = at(&events, |e| e["type"] == "assistant");
+    assert!(waiting < gave_up && gave_up < answered, "{events:#?}");
+    assert!(
+        !offered(&fx.server.model_calls()[0])
+            .iter()
+            .any(|t| t.starts_with("mcp__slow__"))
+    );
     let slow = statuses(&events, "slow");
     assert!(!slow.is_empty());
     assert!(
@@ -448,4 +533,273 @@ async fn slash_tools_lists_mcp_tools_with_their_origin() {
     assert!(message.contains("mcp__test__echo [mcp:test]"), "{message}");
     assert!(message.contains("read_file [built-in]"), "{message}");
     chat.finish().await;
+}
+
+/// `[mcp_servers.everything]`: the npm reference server over stdio.
+fn everything_config() -> String {
+    format!(
+        "[mcp_servers.everything]\ncommand = \"{}\"\nargs = [\"stdio\"]\n",
+        npm_mcp_bin().join("mcp-server-everything").display()
+    )
+}
+
+/// What a new user sees: `agentbus run` with the `everything` server, which
+/// is up ~0.6 s after it starts. The first model request offers its tools,
+/// so the model can call `echo` at once.
+#[tokio::test]
+async fn run_offers_an_mcp_servers_tools_on_its_first_request() {
+    let fx = Fixture::new("mcp_echo").await;
+    fx.add_config(&everything_config());
+    let out = fx.run(&["run", "--json", "use the echo tool"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let first = &fx.server.model_calls()[0];
+    let tools = offered(first);
+    assert!(
+        tools.iter().any(|t| t == "mcp__everything__echo"),
+        "the first request offered {tools:?}"
+    );
+    let events = out.events();
+    assert_eq!(
+        tool_results(&events)[0]["output"],
+        "Echo: hello from the first turn"
+    );
+    assert_eq!(
+        the_result(&events)["text"],
+        "echoed: Echo: hello from the first turn"
+    );
+    // The server came up after the query was taken, so the turn said it
+    // waited for it (had it been up first, nothing would have been said).
+    let query = at(&events, |e| e["type"] == "user");
+    let ready = at(&events, |e| {
+        e["subtype"] == "mcp_server_status" && e["data"]["state"] == "ready"
+    });
+    let waiting = events.iter().position(|e| e["subtype"] == "mcp_waiting");
+    if ready > query {
+        let waiting = waiting.expect("a turn that waited says so");
+        assert!(query < waiting && waiting < ready, "{events:#?}");
+        assert_eq!(events[waiting]["data"]["servers"], json!(["everything"]));
+    } else {
+        assert_eq!(waiting, None, "{events:#?}");
+    }
+}
+
+/// The wait, made certain: the test server waits at a gate the test opens
+/// only once the turn said it waits. No request goes out before; the first
+/// one offers the server's tools.
+#[tokio::test]
+async fn the_first_turn_waits_for_a_server_on_its_first_start_and_says_so() {
+    let fx = Fixture::new("mcp_echo").await;
+    let gate = StartGate::new(&fx);
+    fx.add_config(&format!(
+        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
+        test_server_config(&format!("env = {{ {} }}", gate.env()))
+    ));
+    let mut run = fx.spawn(&["run", "--json", "use the test echo tool"]);
+    let waiting = run.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
+    assert_eq!(waiting["data"]["servers"], json!(["test"]));
+    assert_eq!(waiting["data"]["max_wait_ms"], 600_000);
+    let message = waiting["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("`test`") && message.contains("up to 600 s"),
+        "{message}"
+    );
+    assert!(
+        fx.server.model_calls().is_empty(),
+        "a request went out while the server was starting"
+    );
+    gate.open().await;
+    let out = run.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    assert_eq!(the_result(&events)["text"], "echoed: first turn");
+    assert!(offered(&fx.server.model_calls()[0]).contains(&"mcp__test__echo".to_string()));
+    let waited = at(&events, |e| e["subtype"] == "mcp_waiting");
+    let ready = at(&events, |e| {
+        e["subtype"] == "mcp_server_status" && e["data"]["state"] == "ready"
+    });
+    let answered = at(&events, |e| e["type"] == "assistant");
+    assert!(waited < ready && ready < answered, "{events:#?}");
+}
+
+/// MCP never starts (bounded by its `startup_timeout_secs`): a server that
+/// hangs at start is given up at its own startup timeout (1 s), long
+/// before `first_turn_wait_secs` (600 s): its `restarting` status ends the
+/// wait and the turn goes on without it. (Waiting 600 s would fail the test
+/// at its hang guard.)
+#[tokio::test]
+async fn a_server_that_never_starts_holds_the_first_turn_only_until_its_startup_timeout() {
+    let fx = Fixture::new("plain_reply").await;
+    fx.add_config(&format!(
+        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
+        test_server_config("args = [\"--hang-start\"]\nstartup_timeout_secs = 1")
+    ));
+    let out = fx.run(&["run", "--json", "hi"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    assert_eq!(the_result(&events)["stop_reason"], "end_turn");
+    let waiting = at(&events, |e| e["subtype"] == "mcp_waiting");
+    let gave_up = at(&events, |e| {
+        e["subtype"] == "mcp_server_status" && e["data"]["state"] == "restarting"
+    });
+    let reason = events[gave_up]["data"]["reason"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reason.contains("did not start within 1 s"), "{reason}");
+    let answered = at(&events, |e| e["type"] == "assistant");
+    assert!(waiting < gave_up && gave_up < answered, "{events:#?}");
+    assert!(
+        !events.iter().any(|e| e["subtype"] == "notice"),
+        "the status said why; no timeout notice: {events:#?}"
+    );
+}
+
+/// A server that fails at start (exit 3 before speaking MCP) while the
+/// first turn waits for it: the failure is reported with its stderr and the
+/// turn goes on at once.
+#[tokio::test]
+async fn a_server_that_fails_at_start_is_reported_and_the_turn_goes_on() {
+    let fx = Fixture::new("plain_reply").await;
+    let gate = StartGate::new(&fx);
+    fx.add_config(&format!(
+        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
+        test_server_config(&format!(
+            "args = [\"--fail-start\"]\nenv = {{ {} }}",
+            gate.env()
+        ))
+    ));
+    let mut run = fx.spawn(&["run", "--json", "hi"]);
+    run.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
+    assert!(fx.server.model_calls().is_empty());
+    gate.open().await;
+    let out = run.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    assert_eq!(
+        the_result(&events)["text"],
+        "Hello from the scripted model."
+    );
+    let waiting = at(&events, |e| e["subtype"] == "mcp_waiting");
+    let failed = at(&events, |e| {
+        e["subtype"] == "mcp_server_status" && e["data"]["state"] == "restarting"
+    });
+    let stderr = events[failed]["data"]["stderr"].to_string();
+    assert!(stderr.contains("failing at start as asked"), "{stderr}");
+    let answered = at(&events, |e| e["type"] == "assistant");
+    assert!(waiting < failed && failed < answered, "{events:#?}");
+}
+
+/// Only a session's first turn waits: when its wait ran out with the server
+/// still starting, the second turn goes at once, without a word.
+#[tokio::test]
+async fn the_second_turn_does_not_wait() {
+    let fx = Fixture::new("mcp_echo").await;
+    let gate = StartGate::new(&fx);
+    fx.add_config(&format!(
+        "[mcp]\nfirst_turn_wait_secs = 1\n{}",
+        test_server_config(&format!("env = {{ {} }}", gate.env()))
+    ));
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.send("one\n").await;
+    let first = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(first["text"], "plain answer one");
+    let seen = chat.lines.len();
+    chat.send("two\n").await;
+    let second = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(second["text"], "plain answer two");
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let (first_turn, second_turn) = events.split_at(seen);
+    assert!(first_turn.iter().any(|e| e["subtype"] == "mcp_waiting"));
+    assert!(
+        !second_turn
+            .iter()
+            .any(|e| e["subtype"] == "mcp_waiting" || e["subtype"] == "notice"),
+        "{second_turn:#?}"
+    );
+    assert!(
+        statuses(&events, "test")
+            .iter()
+            .all(|s| s["data"]["state"] == "starting"),
+        "the server was still on its first start"
+    );
+}
+
+/// A server that was ready once never holds a turn up again: after it
+/// crashed, while it starts again (held at the gate), a new session's first
+/// turn goes at once.
+#[tokio::test]
+async fn a_restarting_server_does_not_hold_up_a_new_sessions_first_turn() {
+    let fx = Fixture::new("mcp_echo").await;
+    let gate = StartGate::new(&fx);
+    let pid_file = fx.home.path().join("test.pid");
+    fx.add_config(&format!(
+        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
+        test_server_config(&format!(
+            "env = {{ {}, TEST_MCP_PID_FILE = \"{}\" }}",
+            gate.env(),
+            pid_file.display()
+        ))
+    ));
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.send("use the test echo tool\n").await;
+    chat.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
+    gate.open().await;
+    let first = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(first["text"], "echoed: first turn");
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(read_pid(&pid_file) as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the MCP server");
+    let restarting = chat
+        .wait_for_event(|e| {
+            e["subtype"] == "mcp_server_status" && e["data"]["state"] == "restarting"
+        })
+        .await;
+    let after = restarting["seq"].as_u64();
+    chat.wait_for_event(|e| {
+        e["subtype"] == "mcp_server_status"
+            && e["data"]["state"] == "starting"
+            && e["seq"].as_u64() > after
+    })
+    .await;
+    // The new process now waits at the gate, which stays shut.
+    let seen = chat.lines.len();
+    chat.send("/new\nhi\n").await;
+    let answer = chat.wait_for_event(|e| e["type"] == "result").await;
+    assert_eq!(answer["text"], "plain answer one");
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let events = out.events();
+    let later = &events[seen..];
+    assert!(
+        !later.iter().any(|e| e["subtype"] == "mcp_waiting"),
+        "{later:#?}"
+    );
+    assert_ne!(
+        answer["session_id"], first["session_id"],
+        "`/new` switched sessions"
+    );
+}
+
+/// An interrupt while the first turn waits for a server ends the turn at
+/// once: `cancelled`, exit 130, and no request to the model.
+#[tokio::test]
+async fn an_interrupt_during_the_wait_cancels_the_turn_at_once() {
+    let fx = Fixture::new("mcp_echo").await;
+    let gate = StartGate::new(&fx);
+    fx.add_config(&format!(
+        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
+        test_server_config(&format!("env = {{ {} }}", gate.env()))
+    ));
+    let mut run = fx.spawn(&["run", "--json", "use the test echo tool"]);
+    run.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
+    run.interrupt();
+    let out = run.finish().await;
+    assert_eq!(out.code(), Some(130), "{}", out.stderr);
+    let events = out.events();
+    assert_eq!(the_result(&events)["stop_reason"], "cancelled");
+    assert!(fx.server.model_calls().is_empty());
 }

@@ -317,6 +317,9 @@ impl AgentBuilder {
                 .compact_prompt
                 .unwrap_or_else(|| DEFAULT_COMPACT_PROMPT.to_string()),
             permissions,
+            // An embedded agent has no MCP servers: none is ever on its
+            // first start, so nothing waits (the driver would not either).
+            mcp_first_turn_wait_ms: crate::settings::McpSettings::default().first_turn_wait_ms(),
         };
         Ok(Agent {
             setup: Arc::new(Setup {

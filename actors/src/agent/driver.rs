@@ -182,6 +182,11 @@ impl Driver {
             }
             // Requests are answered at once (above): no timer is needed.
             Effect::ApprovalTimer { .. } => {}
+            // No MCP server can come up here (the library has none, and no
+            // catalog to follow): waiting would only delay the call.
+            Effect::McpWaitTimer { turn_id, .. } => {
+                self.inbox.push_back(Input::McpWaitTimedOut { turn_id })
+            }
             Effect::SaveRule { rule } => self.inbox.push_back(Input::RuleSaved {
                 rule,
                 result: Err("an embedded agent writes no configuration files".into()),

@@ -133,6 +133,8 @@ impl AgentState {
             permissions,
             context: config.context,
             compact_prompt: config.compact_prompt,
+            // As the builder's (an embedded agent has no MCP servers).
+            mcp_first_turn_wait_ms: crate::settings::McpSettings::default().first_turn_wait_ms(),
         };
         let session = SessionState::new(saved.session_id, config, saved.model, Arc::new(specs));
         let mut state = AgentState {

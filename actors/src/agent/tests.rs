@@ -116,6 +116,37 @@ async fn run_with_events_yields_user_to_result_in_seq_order() {
     assert_eq!(&state.events()[1..], &events[..]);
 }
 
+/// An embedded agent has no MCP servers, so its first turn never waits
+/// for one (above: `user`, `assistant`, `result`). Were its core ever to
+/// wait (a state that says a server is on its first start), the driver
+/// ends the wait at once — nothing can come up here — instead of stalling.
+#[tokio::test]
+async fn an_agent_never_stalls_waiting_for_mcp_servers() {
+    let provider = scripted([ScriptedReply::text("Hello!")]);
+    let agent = builder(&provider).build().unwrap();
+    let mut state = agent.new_conversation();
+    state.session.mcp_wait.first_start = ["elsewhere".to_string()].into();
+    let mut run = agent.continue_with_events(&state, "Hi").unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = run.next().await {
+        events.push(event);
+    }
+    assert_eq!(
+        types(&events),
+        ["user", "system", "system", "assistant", "result"]
+    );
+    let subtypes: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.message {
+            AgentMessage::System(s) => Some(s.subtype),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(subtypes, [SystemSubtype::McpWaiting, SystemSubtype::Notice]);
+    let state = run.finish().await.unwrap();
+    assert_eq!(state.final_text(), Some("Hello!"));
+}
+
 #[tokio::test]
 async fn partial_messages_stream_when_asked_for_and_are_not_kept() {
     let provider = scripted([ScriptedReply::text("Hello there")]);
@@ -595,6 +626,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         models: Default::default(),
         tools: Default::default(),
         mcp_servers: Default::default(),
+        mcp: Default::default(),
         data_dir: std::env::temp_dir(),
         sessions: Default::default(),
         server: Default::default(),

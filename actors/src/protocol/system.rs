@@ -60,6 +60,12 @@ pub enum SystemSubtype {
     /// An MCP server changed state (also sent once per server when a
     /// session starts). `data`: [`McpServerChanged`].
     McpServerStatus,
+    /// The session's first model call waits for MCP servers still on their
+    /// first start, so that the model is offered their tools. Each server's
+    /// `mcp_server_status` (ready, restarting, failed) ends its part of the
+    /// wait; a `notice` says when the wait ran out first. Front ends show
+    /// it as progress. `data`: [`McpWaiting`].
+    McpWaiting,
     /// A summarising call starts (`/compact`, before a turn's model call,
     /// or again quoting less after it was too long itself). The `compacted`
     /// event, or a notice that it failed, follows.
@@ -168,6 +174,7 @@ payload_of! {
     CommandList => Help,
     Retrying => Retrying,
     McpServerChanged => McpServerStatus,
+    McpWaiting => McpWaiting,
     Compacted => Compacted,
     ContextReport => Context,
     super::ApprovalResolved => ApprovalResolved,
@@ -364,6 +371,17 @@ pub struct McpServerChanged {
     /// The new state, its fields inline (`state`, `tools`, `reason`, ...).
     #[serde(flatten)]
     pub status: McpServerStatus,
+}
+
+/// The first model call waits for MCP servers on their first start.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct McpWaiting {
+    /// The servers waited for, by name.
+    pub servers: Vec<String>,
+    /// The longest the call waits (`[mcp] first_turn_wait_secs`); a server
+    /// that fails, or gives up at its own `startup_timeout_secs`, ends its
+    /// part sooner.
+    pub max_wait_ms: u64,
 }
 
 #[cfg(test)]

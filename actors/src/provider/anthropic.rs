@@ -13,11 +13,12 @@
 //! - [`attempt`]: one HTTP call that feeds the decoder.
 
 use super::ModelStream;
+use super::fields;
 use super::http::{self, Decoded, FrameDecoder, FrameError, status_hint};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
 use crate::settings::ModelProfile;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
 /// The `anthropic-version` header sent with every request.
@@ -139,140 +140,8 @@ impl FrameDecoder for Decoder {
     fn decode(&mut self, data: &str) -> Result<Decoded, FrameError> {
         let event: Value = serde_json::from_str(data)
             .map_err(|e| FrameError::Garbage(format!("{e} in `{}`", http::short(data))))?;
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let index = || {
-            event
-                .get("index")
-                .and_then(Value::as_u64)
-                .map(|i| i as usize)
-        };
-        let mut events = Vec::new();
-        match kind {
-            "message_start" => {
-                if let Some(usage) = event.pointer("/message/usage") {
-                    events.push(ModelEvent::Usage(parse_usage(usage)));
-                }
-            }
-            "content_block_start" => {
-                let index =
-                    index().ok_or_else(|| garbage("content_block_start without index", data))?;
-                let block = event.get("content_block").cloned().unwrap_or(Value::Null);
-                match block.get("type").and_then(Value::as_str) {
-                    Some("text") => {
-                        self.open.insert(index);
-                        events.push(ModelEvent::BlockStart {
-                            index,
-                            block: BlockKind::Text,
-                        });
-                        if let Some(text) = block
-                            .get("text")
-                            .and_then(Value::as_str)
-                            .filter(|t| !t.is_empty())
-                        {
-                            events.push(ModelEvent::TextDelta {
-                                index,
-                                text: text.to_string(),
-                            });
-                        }
-                    }
-                    Some("tool_use") => {
-                        self.open.insert(index);
-                        let text = |k: &str| {
-                            block
-                                .get(k)
-                                .and_then(Value::as_str)
-                                .unwrap_or_default()
-                                .to_string()
-                        };
-                        events.push(ModelEvent::BlockStart {
-                            index,
-                            block: BlockKind::ToolUse {
-                                id: text("id"),
-                                name: text("name"),
-                            },
-                        });
-                        if let Some(input) = block
-                            .get("input")
-                            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
-                        {
-                            events.push(ModelEvent::ToolInputDelta {
-                                index,
-                                partial_json: input.to_string(),
-                            });
-                        }
-                    }
-                    _ => {} // thinking, server tools, ...: not passed on
-                }
-            }
-            "content_block_delta" => {
-                let index =
-                    index().ok_or_else(|| garbage("content_block_delta without index", data))?;
-                if self.open.contains(&index) {
-                    let delta = event.get("delta").cloned().unwrap_or(Value::Null);
-                    let field = |k: &str| {
-                        delta
-                            .get(k)
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    match delta.get("type").and_then(Value::as_str) {
-                        Some("text_delta") => events.push(ModelEvent::TextDelta {
-                            index,
-                            text: field("text"),
-                        }),
-                        Some("input_json_delta") => events.push(ModelEvent::ToolInputDelta {
-                            index,
-                            partial_json: field("partial_json"),
-                        }),
-                        _ => {}
-                    }
-                }
-            }
-            "content_block_stop" => {
-                if let Some(index) = index()
-                    && self.open.remove(&index)
-                {
-                    events.push(ModelEvent::BlockStop { index });
-                }
-            }
-            "message_delta" => {
-                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.stop_reason = Some(reason.to_string());
-                }
-                if let Some(usage) = event.get("usage") {
-                    events.push(ModelEvent::Usage(parse_usage(usage)));
-                }
-            }
-            "message_stop" => {
-                return Ok(Decoded {
-                    events: self.finish(),
-                    done: true,
-                });
-            }
-            "error" => {
-                let kind = event
-                    .pointer("/error/type")
-                    .and_then(Value::as_str)
-                    .unwrap_or("error");
-                let message = event
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                return Err(FrameError::Remote {
-                    kind: kind.to_string(),
-                    message: message.to_string(),
-                });
-            }
-            _ => {} // ping, and event types added later
-        }
-        Ok(Decoded {
-            events,
-            done: false,
-        })
+        self.event(&event)
+            .map_err(|what| FrameError::Garbage(format!("{what} in `{}`", http::short(data))))?
     }
 
     /// Close open blocks and report the finish.
@@ -297,18 +166,151 @@ impl FrameDecoder for Decoder {
     }
 }
 
-fn garbage(what: &str, data: &str) -> FrameError {
-    FrameError::Garbage(format!("{what}: `{}`", http::short(data)))
+impl Decoder {
+    /// One stream event. The outer error is a frame of the wrong shape
+    /// (naming the field); the inner result is the decoded frame or the
+    /// error the server reported in it.
+    fn event(&mut self, event: &Value) -> Result<Result<Decoded, FrameError>, String> {
+        let event = fields::object(event, "the event")?;
+        let kind = fields::text(event, "type", "")?
+            .ok_or("the event has no `type`; expected e.g. \"content_block_delta\"")?;
+        let index = || -> Result<usize, String> {
+            let index = fields::whole(event, "index", "")?
+                .ok_or_else(|| format!("{kind} has no `index`"))?;
+            usize::try_from(index).map_err(|_| format!("index {index} is out of range"))
+        };
+        let mut events = Vec::new();
+        match kind {
+            "message_start" => {
+                let message = fields::table(event, "message", "")?;
+                if let Some(usage) = message
+                    .map(|m| fields::table(m, "usage", "message."))
+                    .transpose()?
+                    .flatten()
+                {
+                    events.push(ModelEvent::Usage(parse_usage(usage, "message.usage.")?));
+                }
+            }
+            "content_block_start" => {
+                let index = index()?;
+                let block = fields::table(event, "content_block", "")?
+                    .ok_or("content_block_start has no `content_block`")?;
+                const BLOCK: &str = "content_block.";
+                match fields::text(block, "type", BLOCK)? {
+                    Some("text") => {
+                        self.open.insert(index);
+                        events.push(ModelEvent::BlockStart {
+                            index,
+                            block: BlockKind::Text,
+                        });
+                        if let Some(text) =
+                            fields::text(block, "text", BLOCK)?.filter(|t| !t.is_empty())
+                        {
+                            events.push(ModelEvent::TextDelta {
+                                index,
+                                text: text.to_string(),
+                            });
+                        }
+                    }
+                    Some("tool_use") => {
+                        let id = fields::text(block, "id", BLOCK)?.unwrap_or_default();
+                        let name = fields::text(block, "name", BLOCK)?.unwrap_or_default();
+                        let input = fields::table(block, "input", BLOCK)?;
+                        self.open.insert(index);
+                        events.push(ModelEvent::BlockStart {
+                            index,
+                            block: BlockKind::ToolUse {
+                                id: id.to_string(),
+                                name: name.to_string(),
+                            },
+                        });
+                        if let Some(input) = input.filter(|i| !i.is_empty()) {
+                            events.push(ModelEvent::ToolInputDelta {
+                                index,
+                                partial_json: Value::Object(input.clone()).to_string(),
+                            });
+                        }
+                    }
+                    Some(_) => {} // thinking, server tools, ...: not passed on
+                    None => return Err("content_block has no `type`".into()),
+                }
+            }
+            "content_block_delta" => {
+                let index = index()?;
+                let delta = fields::table(event, "delta", "")?
+                    .ok_or("content_block_delta has no `delta`")?;
+                if self.open.contains(&index) {
+                    match fields::text(delta, "type", "delta.")? {
+                        Some("text_delta") => events.push(ModelEvent::TextDelta {
+                            index,
+                            text: fields::text(delta, "text", "delta.")?
+                                .unwrap_or_default()
+                                .to_string(),
+                        }),
+                        Some("input_json_delta") => events.push(ModelEvent::ToolInputDelta {
+                            index,
+                            partial_json: fields::text(delta, "partial_json", "delta.")?
+                                .unwrap_or_default()
+                                .to_string(),
+                        }),
+                        Some(_) => {}
+                        None => return Err("delta has no `type`".into()),
+                    }
+                }
+            }
+            "content_block_stop" => {
+                let index = index()?;
+                if self.open.remove(&index) {
+                    events.push(ModelEvent::BlockStop { index });
+                }
+            }
+            "message_delta" => {
+                if let Some(delta) = fields::table(event, "delta", "")?
+                    && let Some(reason) = fields::text(delta, "stop_reason", "delta.")?
+                {
+                    self.stop_reason = Some(reason.to_string());
+                }
+                if let Some(usage) = fields::table(event, "usage", "")? {
+                    events.push(ModelEvent::Usage(parse_usage(usage, "usage.")?));
+                }
+            }
+            "message_stop" => {
+                return Ok(Ok(Decoded {
+                    events: self.finish(),
+                    done: true,
+                }));
+            }
+            "error" => {
+                let error = event.get("error");
+                let text = |key: &str| error.and_then(|e| e.get(key)).and_then(Value::as_str);
+                return Ok(Err(FrameError::Remote {
+                    kind: text("type")
+                        .filter(|k| !k.is_empty())
+                        .unwrap_or("error")
+                        .to_string(),
+                    message: text("message")
+                        .map(String::from)
+                        .or_else(|| error.map(Value::to_string))
+                        .unwrap_or_default(),
+                }));
+            }
+            _ => {} // ping, and event types added later
+        }
+        Ok(Ok(Decoded {
+            events,
+            done: false,
+        }))
+    }
 }
 
-fn parse_usage(usage: &Value) -> Usage {
-    let n = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        input_tokens: n("input_tokens"),
-        output_tokens: n("output_tokens"),
-        cache_read_input_tokens: n("cache_read_input_tokens"),
-        cache_creation_input_tokens: n("cache_creation_input_tokens"),
-    }
+fn parse_usage(usage: &Map<String, Value>, path: &str) -> Result<Usage, String> {
+    let n = |key: &str| fields::whole(usage, key, path).map(Option::unwrap_or_default);
+    Ok(Usage {
+        input_tokens: n("input_tokens")?,
+        output_tokens: n("output_tokens")?,
+        cache_read_input_tokens: n("cache_read_input_tokens")?,
+        cache_creation_input_tokens: n("cache_creation_input_tokens")?,
+    })
 }
 
 /// The endpoint for a base URL such as `https://api.anthropic.com`.

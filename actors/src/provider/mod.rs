@@ -12,11 +12,14 @@
 pub mod anthropic;
 mod client;
 mod error;
+mod fields;
 pub mod http;
 pub mod openai;
 mod profiles;
 pub mod retry;
 
+#[cfg(test)]
+mod fuzz_tests;
 #[cfg(test)]
 mod resilience_tests;
 

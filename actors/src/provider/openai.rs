@@ -11,11 +11,12 @@
 //! - [`attempt`]: one HTTP call that feeds the decoder (retries wrap it).
 
 use super::ModelStream;
+use super::fields;
 use super::http::{self, Decoded, FrameDecoder, FrameError, status_hint};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
 use crate::settings::ModelProfile;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
 /// The JSON body of a streaming `/chat/completions` request.
@@ -119,7 +120,7 @@ impl FrameDecoder for Decoder {
         }
         let chunk: Value = serde_json::from_str(data)
             .map_err(|e| FrameError::Garbage(format!("{e} in `{}`", http::short(data))))?;
-        if let Some(err) = chunk.get("error") {
+        if let Some(err) = chunk.get("error").filter(|e| !e.is_null()) {
             let message = err
                 .get("message")
                 .and_then(Value::as_str)
@@ -128,37 +129,14 @@ impl FrameDecoder for Decoder {
             let kind = err
                 .get("type")
                 .and_then(Value::as_str)
+                .filter(|k| !k.is_empty())
                 .unwrap_or("an error")
                 .to_string();
             return Err(FrameError::Remote { kind, message });
         }
-        let mut events = Vec::new();
-        if let Some(choice) = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|c| c.first())
-        {
-            if let Some(delta) = choice.get("delta") {
-                if let Some(text) = delta
-                    .get("content")
-                    .and_then(Value::as_str)
-                    .filter(|t| !t.is_empty())
-                {
-                    self.text(text, &mut events);
-                }
-                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                    for call in calls {
-                        self.tool_fragment(call, &mut events);
-                    }
-                }
-            }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish_reason = Some(normalise_finish_reason(reason));
-            }
-        }
-        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            events.push(ModelEvent::Usage(parse_usage(usage)));
-        }
+        let events = self
+            .chunk(&chunk)
+            .map_err(|what| FrameError::Garbage(format!("{what} in `{}`", http::short(data))))?;
         Ok(Decoded {
             events,
             done: false,
@@ -197,6 +175,38 @@ impl FrameDecoder for Decoder {
 }
 
 impl Decoder {
+    /// The events of one `chat.completion.chunk`; a field of the wrong type
+    /// is the error, naming it.
+    fn chunk(&mut self, chunk: &Value) -> Result<Vec<ModelEvent>, String> {
+        let chunk = fields::object(chunk, "the chunk")?;
+        let mut events = Vec::new();
+        if let Some(choice) = fields::list(chunk, "choices", "")?.and_then(|c| c.first()) {
+            let choice = fields::object(choice, "choices[0]")?;
+            if let Some(delta) = fields::table(choice, "delta", "choices[0].")? {
+                const DELTA: &str = "choices[0].delta.";
+                if let Some(text) = fields::text(delta, "content", DELTA)?.filter(|t| !t.is_empty())
+                {
+                    self.text(text, &mut events);
+                }
+                for (i, call) in fields::list(delta, "tool_calls", DELTA)?
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    let path = format!("{DELTA}tool_calls[{i}]");
+                    self.tool_fragment(fields::object(call, &path)?, &path, &mut events)?;
+                }
+            }
+            if let Some(reason) = fields::text(choice, "finish_reason", "choices[0].")? {
+                self.finish_reason = Some(normalise_finish_reason(reason));
+            }
+        }
+        if let Some(usage) = fields::table(chunk, "usage", "")? {
+            events.push(ModelEvent::Usage(parse_usage(usage)?));
+        }
+        Ok(events)
+    }
+
     fn text(&mut self, text: &str, events: &mut Vec<ModelEvent>) {
         let index = match self.text_block {
             Some(i) => i,
@@ -212,42 +222,46 @@ impl Decoder {
         });
     }
 
-    fn tool_fragment(&mut self, call: &Value, events: &mut Vec<ModelEvent>) {
-        let oa_index = call
-            .get("index")
-            .and_then(Value::as_u64)
-            .unwrap_or(self.tool_blocks.len() as u64);
-        let function = call.get("function");
+    fn tool_fragment(
+        &mut self,
+        call: &Map<String, Value>,
+        path: &str,
+        events: &mut Vec<ModelEvent>,
+    ) -> Result<(), String> {
+        let path = format!("{path}.");
+        let oa_index =
+            fields::whole(call, "index", &path)?.unwrap_or(self.tool_blocks.len() as u64);
+        let function_path = format!("{path}function.");
+        let function = fields::table(call, "function", &path)?;
         let index = match self.tool_blocks.get(&oa_index) {
             Some(i) => *i,
             None => {
                 // Text that comes after a tool call starts a new text block.
                 self.text_block = None;
-                let id = call
-                    .get("id")
-                    .and_then(Value::as_str)
+                let id = fields::text(call, "id", &path)?
                     .unwrap_or_default()
                     .to_string();
-                let name = function
-                    .and_then(|f| f.get("name"))
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
+                let name = match function {
+                    Some(f) => fields::text(f, "name", &function_path)?.unwrap_or_default(),
+                    None => "",
+                }
+                .to_string();
                 let i = self.open(BlockKind::ToolUse { id, name }, events);
                 self.tool_blocks.insert(oa_index, i);
                 i
             }
         };
-        if let Some(args) = function
-            .and_then(|f| f.get("arguments"))
-            .and_then(Value::as_str)
-            .filter(|a| !a.is_empty())
-        {
+        let arguments = match function {
+            Some(f) => fields::text(f, "arguments", &function_path)?,
+            None => None,
+        };
+        if let Some(args) = arguments.filter(|a| !a.is_empty()) {
             events.push(ModelEvent::ToolInputDelta {
                 index,
                 partial_json: args.to_string(),
             });
         }
+        Ok(())
     }
 
     /// Open the next block. The previous one is complete by then: OpenAI
@@ -279,15 +293,19 @@ fn normalise_finish_reason(reason: &str) -> String {
 /// OpenAI's `prompt_tokens` includes the cached ones; `Usage` counts them
 /// apart, as Anthropic does (`input_tokens` is the uncached input), so that
 /// costs and context figures mean the same for both formats.
-fn parse_usage(usage: &Value) -> Usage {
-    let n = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-    let cached = n(usage.pointer("/prompt_tokens_details/cached_tokens"));
-    Usage {
-        input_tokens: n(usage.get("prompt_tokens")).saturating_sub(cached),
-        output_tokens: n(usage.get("completion_tokens")),
+fn parse_usage(usage: &Map<String, Value>) -> Result<Usage, String> {
+    let n = |key: &str| fields::whole(usage, key, "usage.").map(Option::unwrap_or_default);
+    let cached = match fields::table(usage, "prompt_tokens_details", "usage.")? {
+        Some(details) => fields::whole(details, "cached_tokens", "usage.prompt_tokens_details.")?
+            .unwrap_or_default(),
+        None => 0,
+    };
+    Ok(Usage {
+        input_tokens: n("prompt_tokens")?.saturating_sub(cached),
+        output_tokens: n("completion_tokens")?,
         cache_read_input_tokens: cached,
         cache_creation_input_tokens: 0,
-    }
+    })
 }
 
 /// The endpoint for a base URL such as `http://127.0.0.1:8080/v1`.

@@ -53,7 +53,10 @@ pub fn delay_before(
         .base_delay
         .saturating_mul(1 << exponent)
         .min(policy.max_delay);
-    Some(nominal.mul_f64(0.75 + 0.5 * jitter.clamp(0.0, 1.0)))
+    let spread = 0.75 + 0.5 * jitter.clamp(0.0, 1.0);
+    // Not `mul_f64`, which panics past `Duration::MAX` (a configured
+    // `max_retry_delay_secs` near u64::MAX gets there).
+    Some(Duration::try_from_secs_f64(nominal.as_secs_f64() * spread).unwrap_or(nominal))
 }
 
 /// A stream that runs `attempt()` and, when it fails in a retryable way,

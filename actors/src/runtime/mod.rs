@@ -3,8 +3,9 @@
 //!
 //! `Runtime::start(settings)` opens the session store (SQLite, on a thread
 //! of its own), spawns the ToolExecutor, one McpServer per enabled MCP
-//! server (they start in parallel; nobody waits for their handshake) and
-//! the SessionManager, and connects them to the model providers. Front ends
+//! server (they start in parallel; only a session's first model call waits
+//! for their handshake, see `session::core::mcp_wait`) and the
+//! SessionManager, and connects them to the model providers. Front ends
 //! create, open or find sessions here and talk to them through
 //! [`SessionHandle`]s; stored sessions are [`StoredSessions`]. How the
 //! process stops — sessions first, then MCP servers, tools and the store —
@@ -43,7 +44,7 @@ use crate::sessions::manager::{
 };
 use crate::settings::Settings;
 use crate::tools::builtin::builtin_tools;
-use crate::tools::executor::ToolExecutor;
+use crate::tools::executor::{ListTools, ToolExecutor};
 use crate::tools::registry::ToolRegistry;
 use kameo::actor::{ActorRef, Spawn};
 use std::sync::Arc;
@@ -66,15 +67,7 @@ pub struct Runtime {
     /// The settings, the stored sessions and the tool catalog; also reads
     /// stored conversations without loading them.
     loader: SessionLoader,
-    /// Set once the MCP servers have settled, or [`MCP_STARTUP_GRACE`]
-    /// has passed, whichever came first: sessions opened before then wait.
-    mcp_grace: tokio::sync::OnceCell<()>,
 }
-
-/// How long the first session waits for the MCP servers to come up (so that
-/// its first request offers their tools). A server that hangs at start
-/// holds up nothing after that: its tools join when it is up.
-pub const MCP_STARTUP_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Runtime {
     /// Start with the real providers.
@@ -87,8 +80,9 @@ impl Runtime {
     }
 
     /// Start with any model client (a fake one in tests). Returns once each
-    /// MCP server's process is spawned (not initialized: nobody waits for
-    /// that), so a server whose program does not exist is already known.
+    /// MCP server's process is spawned (not initialized) and the catalog
+    /// lists every server, so a server whose program does not exist is
+    /// already known, and a session's first turn knows what to wait for.
     pub async fn with_model_client(
         settings: Settings,
         model: Arc<dyn ModelClient>,
@@ -132,6 +126,10 @@ impl Runtime {
         for server in &mcp_servers {
             server.wait_for_startup().await;
         }
+        // Each server told the executor its first status while starting;
+        // an ask queued behind those reports returns once the catalog
+        // holds them all.
+        let _ = tools.ask(ListTools).await;
         let loader = SessionLoader::new(settings, catalog, stored);
         let manager = SessionManager::spawn(SessionManagerArgs {
             model,
@@ -143,18 +141,7 @@ impl Runtime {
             manager,
             tools,
             mcp_servers,
-            mcp_grace: tokio::sync::OnceCell::new(),
         })
-    }
-
-    /// Wait, once per runtime, for the MCP servers to settle (at most
-    /// [`MCP_STARTUP_GRACE`]); returns at once ever after.
-    async fn mcp_settled(&self) {
-        self.mcp_grace
-            .get_or_init(|| async {
-                let _ = tokio::time::timeout(MCP_STARTUP_GRACE, self.settled_catalog()).await;
-            })
-            .await;
     }
 
     pub fn settings(&self) -> &Settings {
@@ -166,20 +153,42 @@ impl Runtime {
         self.loader.stored()
     }
 
-    /// A new session (the first one waits for the MCP servers, see
-    /// [`MCP_STARTUP_GRACE`]).
+    /// A new session.
     pub async fn create_session(
         &self,
         options: SessionOptions,
     ) -> Result<SessionHandle, SessionError> {
-        self.mcp_settled().await;
         Ok(self.manager.ask(CreateSession(options)).await?)
     }
 
     /// A stored session, loaded (and its lease taken) if it is not already.
     pub async fn open_session(&self, id: &SessionId) -> Result<SessionHandle, SessionError> {
-        self.mcp_settled().await;
         Ok(self.manager.ask(OpenSession(id.clone())).await?)
+    }
+
+    /// Load every stored session that has inputs waiting (accepted before a
+    /// crash and never started), so they run without anyone asking. A
+    /// session another live process drives is left to it. Returns the ids
+    /// loaded.
+    pub async fn resume_waiting_sessions(&self) -> Vec<SessionId> {
+        let ids = match self.stored().store().sessions_with_waiting_inputs().await {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::warn!("could not look for sessions with waiting inputs: {e}");
+                return Vec::new();
+            }
+        };
+        let mut loaded = Vec::new();
+        for id in ids {
+            match self.open_session(&id).await {
+                Ok(_) => {
+                    tracing::info!(session = %id, "loaded: it has inputs waiting from before a restart");
+                    loaded.push(id);
+                }
+                Err(e) => tracing::warn!(session = %id, "not loaded although inputs wait: {e}"),
+            }
+        }
+        loaded
     }
 
     /// A session id from an id or a unique prefix of one.

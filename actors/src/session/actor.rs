@@ -17,9 +17,12 @@
 //! Never awaits a model stream, a tool or a session command inside a
 //! handler — those run on tasks that report back with [`Feed`] — so an
 //! interrupt is handled at once. Never swallows a store failure: the events
-//! are still shown, followed by an `error` event of kind `store`.
+//! are still shown, followed by an `error` event of kind `store`, and kept
+//! for the next commit, so the log is whole once the store works again.
+//! Never acknowledges an input before it is stored.
 
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
+use super::journal::{Journal, Outcome};
 use super::model_input::model_input;
 use super::now_ms;
 use crate::bus::{LifecycleTopic, SessionTopic};
@@ -29,7 +32,8 @@ use crate::protocol::{
     SystemEvent, UserInput,
 };
 use crate::provider::ModelClient;
-use crate::store::SessionStore;
+use crate::session::SessionError;
+use crate::store::{AcceptedInput, SessionStore};
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
 use futures::StreamExt;
@@ -53,8 +57,10 @@ pub struct AgentLoopArgs {
     pub startup: Vec<Effect>,
     /// The session was loaded from the store, not created.
     pub resumed: bool,
-    /// The seq of the last stored event (0 for a new session).
+    /// The seq to continue after (0 for a new session).
     pub last_seq: u64,
+    /// Inputs accepted before a crash and not started: they run first.
+    pub waiting: Vec<AcceptedInput>,
     /// The tool catalog to follow (tools and MCP server statuses).
     pub catalog: watch::Receiver<Arc<ToolCatalog>>,
     pub topic: Arc<SessionTopic>,
@@ -104,6 +110,9 @@ pub struct AgentLoop {
     workspace: PathBuf,
     /// The seq of the last event stamped (and published or being published).
     last_seq: u64,
+    /// What the store holds and what it is still owed (seq reservation,
+    /// waiting inputs, events a failed commit could not store).
+    journal: Journal,
     /// How to stop the model call and the tool batch the core says are
     /// running (nothing else is kept).
     model_calls: HashMap<u64, CancellationToken>,
@@ -131,6 +140,10 @@ impl Actor for AgentLoop {
             commands: args.commands,
             workspace: args.workspace,
             last_seq: args.last_seq,
+            journal: Journal::new(
+                args.last_seq,
+                args.waiting.iter().map(|w| w.input_id).collect(),
+            ),
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
             requested: Default::default(),
@@ -145,6 +158,10 @@ impl Actor for AgentLoop {
         let mut catalog = args.catalog;
         let current = catalog.borrow_and_update().clone();
         this.apply(catalog_input(&current)).await;
+        // What a crash left waiting runs now, in the order it was accepted.
+        for AcceptedInput { input_id, input } in args.waiting {
+            this.apply(Input::Submit { input_id, input }).await;
+        }
         let weak = me.downgrade();
         tokio::spawn(async move {
             while catalog.changed().await.is_ok() {
@@ -232,31 +249,52 @@ impl AgentLoop {
     }
 
     async fn commit_and_publish(&mut self, mut batch: Vec<Arc<EventEnvelope>>) {
-        let persisted: Vec<_> = batch
-            .iter()
-            .filter(|e| e.message.is_persisted())
-            .cloned()
-            .collect();
-        if !persisted.is_empty()
-            && let Err(failure) = self.store.append(&self.session_id, persisted).await
-        {
-            tracing::error!(session = %self.session_id, "could not save events: {failure}");
-            let turn_id = batch.last().and_then(|e| e.turn_id);
-            batch.push(self.stamp(
-                turn_id,
-                AgentMessage::Error(ErrorEvent {
-                    kind: ErrorKind::Store,
-                    message: format!(
-                        "could not save this session's events, they are shown but not stored: {failure}"
-                    ),
-                }),
-            ));
+        let queued = self.state.queue.iter().map(|q| q.input_id).collect();
+        let commit = self.journal.commit_for(&batch, queued);
+        if !commit.is_empty() {
+            let outcome = match self.store.commit(&self.session_id, commit.clone()).await {
+                Ok(()) => self.journal.saved(commit),
+                Err(failure) => {
+                    tracing::error!(session = %self.session_id, "could not save events: {failure}");
+                    self.journal.failed(commit, failure.to_string())
+                }
+            };
+            if let Some(message) = self.store_message(outcome) {
+                let turn_id = batch.last().and_then(|e| e.turn_id);
+                let event = self.stamp(turn_id, message);
+                // Stored with the next commit, like the events before it.
+                self.journal.owe(event.clone());
+                batch.push(event);
+            }
         }
         for event in batch {
             tracing::trace!(session = %self.session_id, seq = event.seq, kind = event.message.type_name(), "event");
             if let Err(refused) = self.topic.publish(event) {
                 // Only this actor publishes on its topic, so this is a bug.
                 tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
+            }
+        }
+    }
+
+    /// What the user is told of a commit: an `error` (kind `store`) when an
+    /// outage starts, a notice when it ends.
+    fn store_message(&self, outcome: Outcome) -> Option<AgentMessage> {
+        match outcome {
+            Outcome::Saved | Outcome::StillFailing => None,
+            Outcome::FirstFailure { reason } => Some(AgentMessage::Error(ErrorEvent {
+                kind: ErrorKind::Store,
+                message: format!(
+                    "could not save this session's events ({reason}); they are shown, and saved as soon as the store works again — until then a crash would lose them"
+                ),
+            })),
+            Outcome::Recovered { late } => {
+                tracing::info!(session = %self.session_id, late, "the store works again");
+                Some(AgentMessage::System(SystemEvent::bare(
+                    crate::protocol::SystemSubtype::Notice,
+                    format!(
+                        "The store works again: the {late} events it could not save earlier are saved now."
+                    ),
+                )))
             }
         }
     }
@@ -293,6 +331,15 @@ impl AgentLoop {
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_millis(after_ms)).await;
                     let _ = me.tell(Feed(Input::ApprovalTimedOut { request_id })).await;
+                });
+            }
+            Effect::McpWaitTimer { turn_id, after_ms } => {
+                let me = self.me.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(after_ms)).await;
+                    if let Some(me) = me.upgrade() {
+                        let _ = me.tell(Feed(Input::McpWaitTimedOut { turn_id })).await;
+                    }
                 });
             }
             Effect::SaveRule { rule } => {
@@ -378,6 +425,7 @@ fn catalog_input(catalog: &ToolCatalog) -> Input {
     Input::CatalogChanged {
         tools: catalog.tools.clone(),
         servers: catalog.servers.clone(),
+        first_start: catalog.first_start.clone(),
     }
 }
 
@@ -403,16 +451,27 @@ pub struct Snapshot;
 pub struct IdleFor;
 
 impl Message<Submit> for AgentLoop {
-    type Reply = InputId;
+    type Reply = Result<InputId, SessionError>;
 
+    /// Stores the input before anything else: once this answers, a crash
+    /// cannot lose it. Refused (and nothing queued) when it cannot be stored.
     async fn handle(
         &mut self,
         Submit(input): Submit,
         _: &mut Context<Self, Self::Reply>,
-    ) -> InputId {
+    ) -> Self::Reply {
         let input_id = self.state.next_input_id();
+        let accepted = AcceptedInput {
+            input_id,
+            input: input.clone(),
+        };
+        if let Err(failure) = self.store.accept_input(&self.session_id, accepted).await {
+            tracing::error!(session = %self.session_id, "could not store an input: {failure}");
+            return Err(SessionError::NotAccepted(failure));
+        }
+        self.journal.accepted(input_id);
         self.apply(Input::Submit { input_id, input }).await;
-        input_id
+        Ok(input_id)
     }
 }
 

@@ -18,6 +18,8 @@ pub enum SessionError {
     ShuttingDown,
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("the input was not accepted (nothing was queued): could not store it: {0}")]
+    NotAccepted(StoreError),
     #[error("no approval request `{request_id}` is waiting in this session{}", waiting_hint(.waiting))]
     UnknownApproval {
         request_id: String,
@@ -54,12 +56,15 @@ impl<M> From<kameo::error::SendError<M, SessionError>> for SessionError {
 pub enum Failure {
     /// No such session (or no session id starts with the prefix).
     NotFound,
-    /// The request itself was wrong: an unknown profile, an ambiguous
-    /// prefix, a fork point past the end of the log.
+    /// The request itself was wrong: an unknown profile.
     Invalid,
-    /// Another agentbus process drives the session.
+    /// The sessions' state stands in the way: another agentbus process
+    /// drives the session, an id prefix matches more than one session, or
+    /// a fork point is past the end of the log (so far).
     Conflict,
-    /// agentbus is shutting down.
+    /// agentbus is shutting down, another process keeps the store locked,
+    /// or the store cannot keep what was asked (full or failing): worth
+    /// trying again later.
     Unavailable,
     /// Anything else: a store failure, a bug.
     Internal,
@@ -74,10 +79,16 @@ impl SessionError {
             SessionError::ShuttingDown => Failure::Unavailable,
             SessionError::Store(e) => match e {
                 StoreError::NotFound { .. } => Failure::NotFound,
-                StoreError::Ambiguous { .. } | StoreError::SeqOutOfRange { .. } => Failure::Invalid,
-                StoreError::Busy { .. } => Failure::Conflict,
+                // The state stands in the way, not the request's form: a
+                // prefix that was unique becomes ambiguous as sessions are
+                // added; a fork point the log has not reached yet.
+                StoreError::Busy { .. }
+                | StoreError::Ambiguous { .. }
+                | StoreError::SeqOutOfRange { .. } => Failure::Conflict,
+                StoreError::Locked { .. } => Failure::Unavailable,
                 _ => Failure::Internal,
             },
+            SessionError::NotAccepted(_) => Failure::Unavailable,
             SessionError::UnknownApproval { .. } => Failure::NotFound,
             SessionError::ApprovalSettled { .. } => Failure::Conflict,
             SessionError::Internal(_) => Failure::Internal,

@@ -68,7 +68,10 @@ impl SessionHandle {
         self.agent_loop
             .ask(Submit(input))
             .await
-            .map_err(|_| SessionError::Gone(self.id.clone()))
+            .map_err(|e| match e {
+                kameo::error::SendError::HandlerError(e) => e,
+                _ => SessionError::Gone(self.id.clone()),
+            })
     }
 
     /// Queue text typed by a user (slash commands are parsed by the session).

@@ -4,6 +4,8 @@
 //! - [`core`]: the conversation as a state machine with no I/O (`step`),
 //!   the slash commands, and the fold that rebuilds a stored session.
 //! - `actor`: the AgentLoop, the only caller of `step` for its session.
+//! - `journal`: the AgentLoop's account with the store — the seq
+//!   reservation, the inputs stored as waiting, events a failed commit owes.
 //! - [`handle`]: what a front end holds to talk to a live session.
 //! - [`error`]: why a session could not do what was asked.
 //! - [`model_input`]: what a model's stream item becomes for the core, for
@@ -22,6 +24,7 @@ pub mod actor;
 pub mod core;
 pub mod error;
 pub mod handle;
+mod journal;
 pub mod model_input;
 pub mod permission_setup;
 mod project_rules;

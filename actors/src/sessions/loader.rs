@@ -16,7 +16,7 @@ use crate::session::core::{Effect, SessionConfig, SessionState, restore};
 use crate::session::permission_setup::permission_config;
 use crate::sessions::stored::StoredSessions;
 use crate::settings::Settings;
-use crate::store::SessionRecord;
+use crate::store::{AcceptedInput, SessionRecord};
 use crate::tools::registry::ToolCatalog;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,8 +37,26 @@ pub struct Restored {
     /// What the core asks for first (e.g. closing a turn a dead process left
     /// open).
     pub startup: Vec<Effect>,
+    /// The seq the session continues after: its last stored event's, or
+    /// above it when a dead process may have shown clients more.
     pub last_seq: u64,
     pub workspace: PathBuf,
+    /// Inputs accepted and not started when the session last ran; they run
+    /// first, in order.
+    pub waiting: Vec<AcceptedInput>,
+}
+
+impl Restored {
+    /// A new session: nothing to close, nothing waiting.
+    pub fn fresh(state: SessionState, workspace: PathBuf) -> Self {
+        Restored {
+            state,
+            startup: Vec::new(),
+            last_seq: 0,
+            workspace,
+            waiting: Vec::new(),
+        }
+    }
 }
 
 impl SessionLoader {
@@ -87,6 +105,7 @@ impl SessionLoader {
                 workspace,
                 &self.settings.sandbox,
             ),
+            mcp_first_turn_wait_ms: self.settings.mcp.first_turn_wait_ms(),
         };
         let tools = self.catalog.borrow().tools.clone();
         SessionState::new(id, config, model, tools)
@@ -98,7 +117,11 @@ impl SessionLoader {
     pub async fn load(&self, id: SessionId) -> Result<Restored, SessionError> {
         let store = self.stored.store();
         let (record, events) = store.acquire(&id, self.stored.owner()).await?;
-        Ok(self.fold(&record, &events))
+        let waiting = store.waiting_inputs(&id).await?;
+        Ok(Restored {
+            waiting,
+            ..self.fold(&record, &events)
+        })
     }
 
     /// Stored session `record`'s conversation as the model sees it, read
@@ -131,13 +154,14 @@ impl SessionLoader {
         let mut state = self.fresh_state(id.clone(), model, &workspace);
         let startup = restore(&mut state, events);
         let last_seq = record
-            .last_seq
+            .resume_after()
             .max(events.last().map(|e| e.seq).unwrap_or(0));
         Restored {
             state,
             startup,
             last_seq,
             workspace,
+            waiting: Vec::new(),
         }
     }
 }

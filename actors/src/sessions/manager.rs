@@ -19,7 +19,6 @@ use crate::bus::SessionTopic;
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
 use crate::session::actor::{AgentLoop, AgentLoopArgs};
-use crate::session::core::{Effect, SessionState};
 use crate::session::{SessionError, SessionHandle};
 use crate::store::NewSession;
 use crate::tools::executor::ToolExecutor;
@@ -144,14 +143,14 @@ impl Actor for SessionManager {
 }
 
 impl SessionManager {
-    fn start(
-        &mut self,
-        state: SessionState,
-        startup: Vec<Effect>,
-        resumed: bool,
-        last_seq: u64,
-        workspace: PathBuf,
-    ) -> SessionHandle {
+    fn start(&mut self, session: Restored, resumed: bool) -> SessionHandle {
+        let Restored {
+            state,
+            startup,
+            last_seq,
+            workspace,
+            waiting,
+        } = session;
         let id = state.session_id.clone();
         let topic = Arc::new(SessionTopic::new(last_seq));
         let agent_loop = AgentLoop::spawn(AgentLoopArgs {
@@ -159,6 +158,7 @@ impl SessionManager {
             startup,
             resumed,
             last_seq,
+            waiting,
             catalog: self.loader.catalog().clone(),
             topic: topic.clone(),
             lifecycle: self.loader.stored().lifecycle().clone(),
@@ -242,7 +242,7 @@ impl Message<CreateSession> for SessionManager {
         if let Some(mode) = options.permission_mode {
             state.permissions.mode = mode;
         }
-        Ok(self.start(state, Vec::new(), false, 0, workspace))
+        Ok(self.start(Restored::fresh(state, workspace), false))
     }
 }
 
@@ -313,13 +313,7 @@ impl Message<LoadEnded> for SessionManager {
         };
         match (loaded, waiters) {
             (Ok(loaded), Some(waiters)) => {
-                let Restored {
-                    state,
-                    startup,
-                    last_seq,
-                    workspace,
-                } = loaded;
-                let handle = self.start(state, startup, true, last_seq, workspace);
+                let handle = self.start(loaded, true);
                 for waiter in waiters {
                     let _ = waiter.send(handle.clone());
                 }

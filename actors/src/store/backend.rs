@@ -1,9 +1,10 @@
 //! [`SessionStore`]: the operations every store backend offers, and the
 //! rules (in the store's module doc) every backend keeps.
 
-use super::{ListPage, NewSession, Owner, SessionDocument, SessionRecord, StoreError};
+use super::{
+    AcceptedInput, Commit, ListPage, NewSession, Owner, SessionDocument, SessionRecord, StoreError,
+};
 use crate::protocol::{EventEnvelope, SessionId};
-use std::sync::Arc;
 
 /// The operations every store backend offers. Each is one durable step: it
 /// has happened (and is visible to every later call) when it returns `Ok`.
@@ -25,12 +26,36 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn release(&self, id: &SessionId, owner: Owner) -> Result<(), StoreError>;
 
     /// Append a batch of events in one transaction. Every seq must come
-    /// after the stored log; `stream_event`s are skipped.
+    /// after the stored log; `stream_event`s are skipped. (A running
+    /// session uses [`commit`](Self::commit).)
+    #[cfg(test)]
     async fn append(
         &self,
         id: &SessionId,
-        events: Vec<Arc<EventEnvelope>>,
-    ) -> Result<(), StoreError>;
+        events: Vec<std::sync::Arc<EventEnvelope>>,
+    ) -> Result<(), StoreError> {
+        let commit = Commit {
+            events,
+            ..Commit::default()
+        };
+        self.commit(id, commit).await
+    }
+
+    /// Write one step of a running session in one transaction: its events
+    /// (as [`append`](Self::append)), its seq reservation (never lowered)
+    /// and its waiting inputs.
+    async fn commit(&self, id: &SessionId, commit: Commit) -> Result<(), StoreError>;
+
+    /// Keep an input session `id` accepted, before it is acknowledged: it
+    /// waits until a commit no longer lists it.
+    async fn accept_input(&self, id: &SessionId, input: AcceptedInput) -> Result<(), StoreError>;
+
+    /// The inputs session `id` accepted and has not started, in input id
+    /// order (what a crash left).
+    async fn waiting_inputs(&self, id: &SessionId) -> Result<Vec<AcceptedInput>, StoreError>;
+
+    /// The sessions with inputs waiting.
+    async fn sessions_with_waiting_inputs(&self) -> Result<Vec<SessionId>, StoreError>;
 
     /// The events with `after_seq < seq <= up_to`, in seq order (replay).
     async fn load_events(

@@ -5,11 +5,14 @@
 //! that callers can match on the cases they handle (a session that is
 //! [`Busy`](StoreError::Busy), an id that is [`Ambiguous`](StoreError::Ambiguous)).
 //! Never holds secrets and never panics: data the store cannot read comes out
-//! as [`Corrupt`](StoreError::Corrupt).
+//! as [`Corrupt`](StoreError::Corrupt), a file that is not a store as
+//! [`Unusable`](StoreError::Unusable), a file another process keeps locked as
+//! [`Locked`](StoreError::Locked).
 
 use super::document::DocumentError;
 use crate::protocol::SessionId;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Why a store operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -22,13 +25,56 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
-    /// The database file could not be opened or configured (not a database,
-    /// no permission, locked beyond the busy timeout, ...).
+    /// The database file could not be opened or configured (no permission,
+    /// a failing disk, ...).
     #[error("cannot open the session store {}: {source}", path.display())]
     Open {
         path: PathBuf,
         #[source]
         source: rusqlite::Error,
+    },
+
+    /// The file could not be read to check what it is.
+    #[error("cannot read the session store {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// A new store file could not be made.
+    #[error("cannot create the session store {}: {source}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The file is there but is not a session store agentbus can use (empty,
+    /// not SQLite, damaged, another program's database); nothing was
+    /// written to it.
+    #[error(
+        "the session store {} cannot be used: {problem}; agentbus left the file untouched \
+         (move it away and agentbus starts a new store there)",
+        path.display()
+    )]
+    Unusable { path: PathBuf, problem: Unusable },
+
+    /// Another process held the database's lock for longer than the busy
+    /// timeout; the operation was not done (a write left nothing behind).
+    #[error(
+        "the session store {} is locked by another process (still busy after waiting {} ms, \
+         `[sessions] busy_timeout_ms`): {operation}{} failed; it works again once that process \
+         lets go",
+        path.display(),
+        waited.as_millis(),
+        id.as_ref().map(|id| format!(" (session {id})")).unwrap_or_default()
+    )]
+    Locked {
+        path: PathBuf,
+        waited: Duration,
+        operation: &'static str,
+        id: Option<String>,
     },
 
     /// The database was written by a newer agentbus whose schema this one
@@ -136,6 +182,15 @@ pub enum StoreError {
         source: serde_json::Error,
     },
 
+    /// An input could not be serialised (never expected for protocol types).
+    #[error("session {id}: cannot encode input {input_id}: {source}")]
+    EncodeInput {
+        id: SessionId,
+        input_id: u64,
+        #[source]
+        source: serde_json::Error,
+    },
+
     /// The store is not running (closed, or its writer died).
     #[error("the store is not running ({reason})")]
     Closed { reason: String },
@@ -143,6 +198,38 @@ pub enum StoreError {
     /// An export document that cannot be imported.
     #[error(transparent)]
     Document(#[from] DocumentError),
+}
+
+/// What is wrong with a file that is not a usable session store.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unusable {
+    /// Not a regular file (a folder, a device).
+    #[error("it is not a regular file")]
+    NotAFile,
+    /// Zero bytes: SQLite would take it for a new database and fill it.
+    #[error(
+        "it is empty (0 bytes), not a database (agentbus makes the file itself when it is missing)"
+    )]
+    Empty,
+    /// The first bytes are not SQLite's header.
+    #[error("it is not a SQLite database (it does not start with the SQLite header)")]
+    NotSqlite,
+    /// Shorter than SQLite's 100-byte header.
+    #[error("it is truncated: {len} bytes, shorter than a SQLite header (100 bytes)")]
+    ShortHeader { len: u64 },
+    /// SQLite finds it damaged; `truncated` when its header promises more
+    /// bytes than the file has.
+    #[error("it is damaged ({detail}){}", truncated.map(|(expected, found)| format!(": it is truncated, its header says {expected} bytes but the file has {found}")).unwrap_or_default())]
+    Damaged {
+        detail: String,
+        truncated: Option<(u64, u64)>,
+    },
+    /// A SQLite database of another program: tables, but not agentbus's.
+    #[error(
+        "it is another program's SQLite database, not an agentbus session store (its tables: {})",
+        tables.join(", ")
+    )]
+    Foreign { tables: Vec<String> },
 }
 
 /// "session ID, event seq N", as far as known.

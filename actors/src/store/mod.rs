@@ -16,15 +16,20 @@
 //!   none);
 //! - never panics on what it reads: undecodable data is
 //!   [`StoreError::Corrupt`];
-//! - leases ([`lease`]) make sure only one process drives a given session.
+//! - leases ([`lease`]) make sure only one process drives a given session;
+//! - an accepted input is stored before it is acknowledged and forgotten
+//!   only with the events of its turn; a seq reservation is never lowered.
 //!
 //! - `backend`: the [`SessionStore`] trait.
+//! - [`commit`]: what one step of a running session writes (events, the
+//!   seq reservation, the inputs still waiting).
 //! - [`record`]: what is kept about a session besides its log, and paging.
 //! - [`lease`]: which process owns a session ([`Owner`]).
 //! - [`document`]: the export format ([`SessionDocument`]), pure.
 //! - [`error`]: the one error type, [`StoreError`].
 
 mod backend;
+pub mod commit;
 pub mod document;
 pub mod error;
 pub mod lease;
@@ -35,6 +40,7 @@ pub mod sqlite;
 mod tests;
 
 pub use backend::SessionStore;
+pub use commit::{AcceptedInput, Commit};
 pub use document::SessionDocument;
 pub use error::StoreError;
 pub use lease::Owner;

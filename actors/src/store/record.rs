@@ -38,6 +38,19 @@ pub struct SessionRecord {
     pub last_seq: u64,
     /// How many events are stored.
     pub event_count: u64,
+    /// Seqs up to this one may have reached clients (see
+    /// [`Commit::reserve_seq`](super::Commit::reserve_seq)); the session
+    /// continues above it and above `last_seq`.
+    #[serde(skip)]
+    pub reserved_seq: u64,
+}
+
+impl SessionRecord {
+    /// The seq a session loaded again continues after: above every stored
+    /// event and every seq a client may have seen.
+    pub fn resume_after(&self) -> u64 {
+        self.last_seq.max(self.reserved_seq)
+    }
 }
 
 impl SessionRecord {

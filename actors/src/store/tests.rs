@@ -944,6 +944,172 @@ async fn opening_creates_the_folder_and_migrates_to_the_current_schema() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them() {
+    let (_dir, path, store) = temp_store().await;
+    create(&store, "a").await;
+    create(&store, "b").await;
+    let query = |text: &str| crate::protocol::UserInput::Query { text: text.into() };
+    for (n, text) in [(1, "first"), (2, "second"), (3, "/usage")] {
+        let input = AcceptedInput {
+            input_id: n,
+            input: query(text),
+        };
+        store
+            .accept_input(&sid("a"), input)
+            .await
+            .expect("accepted");
+    }
+    let waiting = store.waiting_inputs(&sid("a")).await.expect("waiting");
+    let ids: Vec<_> = waiting.iter().map(|w| w.input_id).collect();
+    assert_eq!(ids, [1, 2, 3]);
+    assert_eq!(waiting[1].input, query("second"));
+    assert_eq!(
+        store.sessions_with_waiting_inputs().await.expect("list"),
+        [sid("a")]
+    );
+
+    // Input 1 starts: its first event and its leaving the list are one commit.
+    let commit = Commit {
+        events: vec![user("a", 1, "first")],
+        reserve_seq: None,
+        waiting: Some(vec![2, 3]),
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    let ids: Vec<_> = store
+        .waiting_inputs(&sid("a"))
+        .await
+        .expect("waiting")
+        .iter()
+        .map(|w| w.input_id)
+        .collect();
+    assert_eq!(ids, [2, 3]);
+
+    // A commit that leaves the list alone keeps it.
+    let commit = Commit {
+        events: vec![result("a", 2)],
+        ..Commit::default()
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    assert_eq!(store.waiting_inputs(&sid("a")).await.expect("w").len(), 2);
+
+    // Nothing waits any more: no session is listed.
+    let commit = Commit {
+        waiting: Some(Vec::new()),
+        ..Commit::default()
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    assert!(store.waiting_inputs(&sid("a")).await.expect("w").is_empty());
+    assert!(
+        store
+            .sessions_with_waiting_inputs()
+            .await
+            .expect("list")
+            .is_empty()
+    );
+
+    // An input of an unknown session is refused, and deleting a session
+    // forgets its inputs.
+    let input = AcceptedInput {
+        input_id: 1,
+        input: query("x"),
+    };
+    let e = store
+        .accept_input(&sid("nope"), input.clone())
+        .await
+        .expect_err("unknown session");
+    assert!(matches!(e, StoreError::NotFound { .. }), "{e:?}");
+    store
+        .accept_input(&sid("b"), input)
+        .await
+        .expect("accepted");
+    store.delete(&sid("b"), me()).await.expect("deleted");
+    assert!(
+        store
+            .sessions_with_waiting_inputs()
+            .await
+            .expect("list")
+            .is_empty()
+    );
+    stop(store).await;
+    let conn = raw(&path);
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM inputs", [], |row| row.get(0))
+        .expect("count");
+    assert_eq!(rows, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seq_reservation_only_grows_and_a_reload_continues_above_it() {
+    let (_dir, path, store) = temp_store().await;
+    create(&store, "a").await;
+    let commit = Commit {
+        events: vec![user("a", 1, "hi")],
+        reserve_seq: Some(1025),
+        waiting: None,
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    let record = get(&store, "a").await.expect("record");
+    assert_eq!((record.last_seq, record.reserved_seq), (1, 1025));
+    assert_eq!(record.resume_after(), 1025);
+    // A lower reservation never lowers it (a late or repeated write).
+    let commit = Commit {
+        reserve_seq: Some(10),
+        ..Commit::default()
+    };
+    store.commit(&sid("a"), commit).await.expect("commit");
+    assert_eq!(get(&store, "a").await.expect("record").reserved_seq, 1025);
+    // Events past the reservation are stored as usual, and win.
+    store
+        .commit(
+            &sid("a"),
+            Commit {
+                events: vec![result("a", 2000)],
+                ..Commit::default()
+            },
+        )
+        .await
+        .expect("commit");
+    stop(store).await;
+    let store = spawn(&path).await;
+    let (record, _) = store.acquire(&sid("a"), me()).await.expect("acquire");
+    assert_eq!(record.resume_after(), 2000);
+    stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_database_is_migrated_keeping_its_sessions() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    {
+        let store = spawn(&path).await;
+        create(&store, "old").await;
+        append(&store, "old", turn("old", 1, "from before"))
+            .await
+            .expect("append");
+        stop(store).await;
+    }
+    // Take the file back to version 1, as the previous agentbus left it.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; PRAGMA user_version = 1;",
+    )
+    .expect("downgrade");
+    drop(conn);
+    let store = spawn(&path).await;
+    assert_eq!(
+        schema::version(&raw(&path)).expect("version"),
+        SCHEMA_VERSION
+    );
+    let record = get(&store, "old").await.expect("kept");
+    assert_eq!((record.last_seq, record.reserved_seq), (4, 0));
+    assert_eq!(
+        seqs(&load_all(&store, "old").await.expect("log")),
+        [1, 2, 3, 4]
+    );
+    stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_from_a_newer_agentbus_is_refused_untouched() {
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("sessions.db");
@@ -959,7 +1125,7 @@ async fn a_database_from_a_newer_agentbus_is_refused_untouched() {
             e,
             StoreError::NewerSchema {
                 found: 99,
-                supported: 1,
+                supported: SCHEMA_VERSION,
                 ..
             }
         ),
@@ -983,8 +1149,90 @@ async fn a_file_that_is_not_a_database_is_refused_naming_it() {
         Ok(_) => panic!("opened a text file"),
         Err(e) => e,
     };
-    assert!(matches!(e, StoreError::Open { .. }), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            StoreError::Unusable {
+                problem: crate::store::error::Unusable::NotSqlite,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("notes.txt"), "{e}");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        "x".repeat(4096).as_bytes()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stores_opening_a_missing_file_at_once_share_one_whole_database() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    let opened =
+        futures::future::join_all((0..4).map(|_| SqliteStore::open(StoreOptions::new(&path))))
+            .await;
+    let stores: Vec<SqliteStore> = opened
+        .into_iter()
+        .map(|store| store.expect("every one opens: none sees a half-made file"))
+        .collect();
+    for (n, store) in stores.iter().enumerate() {
+        create(store, &format!("s{n}")).await;
+    }
+    let listed = stores[0].list(ListPage::default()).await.expect("list");
+    assert_eq!(listed.len(), 4, "one database holds them all");
+    for store in stores {
+        stop(store).await;
+    }
+    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.starts_with("sessions.db"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_past_the_busy_timeout_is_locked_naming_the_file_then_passes() {
+    let (_dir, path, store) = temp_store().await;
+    create(&store, "s1").await;
+    let mut holder = raw(&path);
+    let lock = holder
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
+        .expect("another connection takes the write lock");
+    let mut options = StoreOptions::new(&path);
+    options.busy_timeout = std::time::Duration::from_millis(50);
+    let impatient = SqliteStore::open(options)
+        .await
+        .expect("reading is not locked");
+
+    let e = append(&impatient, "s1", turn("s1", 1, "q"))
+        .await
+        .expect_err("the write lock is held");
+    assert!(
+        matches!(
+            &e,
+            StoreError::Locked {
+                operation: "append events",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let message = e.to_string();
+    assert!(message.contains(&path.display().to_string()), "{message}");
+    assert!(message.contains("locked by another process"), "{message}");
+    assert!(message.contains("50 ms"), "{message}");
+
+    lock.rollback().expect("let go");
+    append(&impatient, "s1", turn("s1", 1, "q"))
+        .await
+        .expect("works again once the lock is gone");
+    assert_eq!(load_all(&impatient, "s1").await.expect("load").len(), 4);
+    stop(impatient).await;
+    stop(store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -23,7 +23,7 @@ use kameo::Actor;
 use kameo::error::Infallible;
 use kameo::message::{Context, Message};
 use kameo::reply::DelegatedReply;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -72,6 +72,9 @@ pub struct ToolExecutor {
     registry: ToolRegistry,
     settings: ToolSettings,
     servers: BTreeMap<String, McpServerStatus>,
+    /// Servers that have left their first start (reported anything but
+    /// `starting` once): they are never on their first start again.
+    started_once: BTreeSet<String>,
     catalog: watch::Sender<Arc<ToolCatalog>>,
 }
 
@@ -86,6 +89,7 @@ impl ToolExecutor {
             registry,
             settings,
             servers: BTreeMap::new(),
+            started_once: BTreeSet::new(),
             catalog,
         };
         executor.publish();
@@ -93,9 +97,18 @@ impl ToolExecutor {
     }
 
     fn publish(&self) {
+        let first_start = self
+            .servers
+            .iter()
+            .filter(|(server, status)| {
+                matches!(status, McpServerStatus::Starting) && !self.started_once.contains(*server)
+            })
+            .map(|(server, _)| server.clone())
+            .collect();
         self.catalog.send_replace(Arc::new(ToolCatalog {
             tools: Arc::new(self.registry.specs()),
             servers: self.servers.clone(),
+            first_start,
         }));
     }
 }
@@ -110,6 +123,9 @@ impl Message<ServerChanged> for ToolExecutor {
             }
             (_, Some(tools)) => self.registry.set_server_tools(&change.server, tools),
             (_, None) => {}
+        }
+        if !matches!(change.status, McpServerStatus::Starting) {
+            self.started_once.insert(change.server.clone());
         }
         self.servers.insert(change.server, change.status);
         self.publish();
@@ -378,6 +394,49 @@ mod tests {
         .unwrap();
         assert!(out.is_error);
         assert!(out.output.contains("timed out after 1 s"), "{}", out.output);
+    }
+
+    #[tokio::test]
+    async fn only_a_servers_first_start_counts_as_one() {
+        let (tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));
+        let ex = ToolExecutor::spawn(ToolExecutor::new(
+            ToolRegistry::new(vec![], &[]),
+            ToolSettings::default(),
+            tx,
+        ));
+        let report = |server: &str, status: McpServerStatus| ServerChanged {
+            server: server.into(),
+            status,
+            tools: None,
+        };
+        let first_start = || catalog.borrow().first_start.clone();
+        ex.ask(report("a", McpServerStatus::Starting))
+            .await
+            .unwrap();
+        ex.ask(report("b", McpServerStatus::Starting))
+            .await
+            .unwrap();
+        assert_eq!(first_start(), ["a".to_string(), "b".to_string()].into());
+        let gave_up = McpServerStatus::Restarting {
+            attempt: 1,
+            delay_ms: 500,
+            reason: "it did not start within 1 s (startup_timeout_secs)".into(),
+            stderr: vec![],
+        };
+        ex.ask(report("a", gave_up)).await.unwrap();
+        ex.ask(report("b", McpServerStatus::Ready { tools: 0 }))
+            .await
+            .unwrap();
+        assert!(first_start().is_empty());
+        // Starting again after a restart, or after being ready: not a first start.
+        ex.ask(report("a", McpServerStatus::Starting))
+            .await
+            .unwrap();
+        ex.ask(report("b", McpServerStatus::Starting))
+            .await
+            .unwrap();
+        assert!(first_start().is_empty(), "{:?}", first_start());
+        assert_eq!(catalog.borrow().servers["a"], McpServerStatus::Starting);
     }
 
     #[tokio::test]

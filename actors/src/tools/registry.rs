@@ -11,7 +11,7 @@ use super::Tool;
 use super::naming;
 use crate::model::{ToolList, ToolSpec};
 use crate::protocol::McpServerStatus;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// What sessions need to know about tools: the list the model sees, and how
@@ -20,6 +20,10 @@ use std::sync::Arc;
 pub struct ToolCatalog {
     pub tools: ToolList,
     pub servers: BTreeMap<String, McpServerStatus>,
+    /// The servers on their first start: starting, and never ready,
+    /// restarting or failed before. A session's first model call waits for
+    /// them (`session::core::mcp_wait`); a restart is not a first start.
+    pub first_start: BTreeSet<String>,
 }
 
 /// The tools a session may call, by name: the built-in ones first, then each

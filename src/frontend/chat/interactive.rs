@@ -182,7 +182,7 @@ async fn follow(
                     }
                 }
                 Typed::Queued(line) => {
-                    spinner.suspend(|| renderer.dim_line(&format!("⏎ queued: {line}")));
+                    spinner.suspend(|| renderer.dim_line(&format!("⏎ next: {line}")));
                 }
                 Typed::Answer(line) => {
                     match asking.answer(attached, &line).await {
@@ -290,6 +290,9 @@ fn waiting_after(message: &AgentMessage) -> Option<&'static str> {
             Some("retrying…")
         }
         AgentMessage::System(s) if announces_compaction(s) => Some("compacting…"),
+        AgentMessage::System(s) if s.subtype == SystemSubtype::McpWaiting => {
+            Some("waiting for MCP servers…")
+        }
         // A turn's model call follows its compaction.
         AgentMessage::System(s) if s.subtype == SystemSubtype::Compacted => Some("thinking…"),
         _ => None,

@@ -1,7 +1,8 @@
 //! What `agentbus run` shows without `--json`: only the answer. The final
 //! assistant text (or a command's reply) goes to stdout; what happens on the
 //! way goes to stderr as it happens — retries, store failures, and the
-//! session's notices during the turn (a compaction, a request shortened) —
+//! session's notices during the turn (a compaction, a request shortened,
+//! a wait for MCP servers) —
 //! so a script reading stdout gets the answer and nothing else.
 
 use super::Output;
@@ -27,7 +28,11 @@ impl Answer {
             SystemSubtype::Retrying => Some(s.message.clone()),
             // A command's reply (`/compact`'s among them) is its answer, on
             // stdout: only what a turn says on the way goes here.
-            SystemSubtype::Notice | SystemSubtype::Compacting if in_turn => Some(s.message.clone()),
+            SystemSubtype::Notice | SystemSubtype::Compacting | SystemSubtype::McpWaiting
+                if in_turn =>
+            {
+                Some(s.message.clone())
+            }
             SystemSubtype::Compacted if in_turn => Some(
                 s.payload::<Compacted>()
                     .map_or_else(|| s.message.clone(), |c| compaction_summary(&c)),
@@ -110,6 +115,17 @@ mod tests {
         assert_eq!(
             answer.notice(&compacted, true).as_deref(),
             Some("conversation compacted: ~9,000 → 900 tokens (auto)")
+        );
+        let waiting = SystemEvent::new(
+            "Waiting up to 10 s for the MCP server `x` to start.",
+            &agentbus_actors::protocol::system::McpWaiting {
+                servers: vec!["x".into()],
+                max_wait_ms: 10_000,
+            },
+        );
+        assert_eq!(
+            answer.notice(&waiting, true).as_deref(),
+            Some("Waiting up to 10 s for the MCP server `x` to start.")
         );
     }
 }

@@ -80,7 +80,8 @@ impl<W: Write> Renderer<W> {
                 SystemSubtype::Retrying
                 | SystemSubtype::Notice
                 | SystemSubtype::Compacting
-                | SystemSubtype::McpServerStatus => {
+                | SystemSubtype::McpServerStatus
+                | SystemSubtype::McpWaiting => {
                     let text = self.dim(&format!("● {}", s.message));
                     self.line(&text);
                 }
@@ -534,6 +535,18 @@ mod tests {
         let bare = SystemEvent::bare(SystemSubtype::Compacted, "Conversation compacted.");
         let out = render(vec![AgentMessage::System(bare)]);
         assert_eq!(out, "── Conversation compacted. ──\n");
+    }
+
+    #[test]
+    fn the_wait_for_mcp_servers_is_a_notice_line() {
+        use agentbus_actors::protocol::system::McpWaiting;
+        let text = "Waiting up to 10 s for the MCP server `everything` to start, so that the model is offered its tools.";
+        let waiting = McpWaiting {
+            servers: vec!["everything".into()],
+            max_wait_ms: 10_000,
+        };
+        let out = render(vec![AgentMessage::System(SystemEvent::new(text, &waiting))]);
+        assert_eq!(out, format!("● {text}\n"));
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //!
 //! Waits are bounded by [`GUARD`] only so that a broken build fails instead
 //! of hanging; tests synchronise on what the binary prints, never on time.
+//! A fixture fails its test, when dropped, if the scripted model recorded a
+//! protocol violation.
 
 pub mod server;
 
@@ -149,13 +151,27 @@ impl Fixture {
             .collect()
     }
 
-    /// Fails the test if any request broke the protocol.
+    /// Fails the test if any request broke the protocol (every fixture
+    /// checks this when it is dropped; call it to check earlier).
     pub fn assert_requests_valid(&self) {
         let violations = self.server.violations();
         assert!(
             violations.is_empty(),
-            "protocol violations: {violations:#?}"
+            "protocol violations (a request a real provider would reject, or a scripted call to a tool the request did not offer): {violations:#?}"
         );
+    }
+}
+
+impl Drop for Fixture {
+    /// Every test fails on a protocol violation, whether or not it asked:
+    /// a request a real provider would reject, or a scripted answer no real
+    /// model could give (a call to a tool nobody offered), means the test
+    /// did not test what it claims. (Not while a test is failing already:
+    /// its own message is the one to read.)
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            self.assert_requests_valid();
+        }
     }
 }
 

@@ -12,7 +12,9 @@
 //! answers each model call with the next response of a [`Script`] (a TOML
 //! file, see the [`script`] module for the format), records every request,
 //! and checks each one against the protocol's rules so that tests can assert
-//! agentbus never sent the provider something it would reject. With a
+//! agentbus never sent the provider something it would reject — nor got an
+//! answer a real model could not give: a scripted call to a tool the
+//! request did not offer is a violation too. With a
 //! script-level `context_window` it also counts each request's tokens
 //! ([`count_request`]) and refuses oversize requests with the provider's own
 //! error, as a real model does.

@@ -21,8 +21,10 @@ pub struct RecordedRequest {
     /// The JSON body; `Null` when there was none, a JSON string holding the
     /// raw text when it was not JSON.
     pub body: Value,
-    /// Protocol violations: things the real provider would reject. An
-    /// agentbus bug when not empty.
+    /// Protocol violations: things the real provider would reject, and
+    /// scripted calls to tools the request did not offer (which a real
+    /// model could not make). An agentbus bug (or a script's) when not
+    /// empty.
     pub violations: Vec<String>,
     /// Problems on the scripted side: script exhausted, no response matched,
     /// a template with nothing to fill it, an unknown endpoint.

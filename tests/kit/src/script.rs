@@ -45,9 +45,10 @@
 //!   all streaming at once, whatever order their requests came in.
 //! * `unoffered_tools = true` — the tool calls may name tools the request
 //!   did not offer (a model making a tool up). Without it, a response whose
-//!   call names a tool the request did not offer is not served: a real
-//!   model only calls what it was offered, so the request gets an HTTP 500
-//!   naming the tool and the offered ones, recorded as a problem.
+//!   call names a tool the request did not offer is served as scripted, and
+//!   the request gets a protocol violation naming the tool and the offered
+//!   ones: a real model only calls what it was offered, so either the
+//!   script is wrong or agentbus left the tool out of the request.
 //! * `stamped_chunks = N` — instead of `text`: N text pieces, each the
 //!   wall-clock time it was sent (microseconds since the Unix epoch, 16
 //!   digits) and a space. Benchmarks read the stamps to measure how long a
@@ -160,7 +161,7 @@ pub(crate) struct StreamSpec {
     /// Hold the first frame until this many requests have arrived.
     pub after_requests: Option<usize>,
     /// The calls may name tools the request did not offer (a model that
-    /// makes a tool up); otherwise such a call is refused.
+    /// makes a tool up); otherwise such a call is a protocol violation.
     pub unoffered_tools: bool,
 }
 

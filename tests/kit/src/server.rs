@@ -349,14 +349,17 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
         ResponseKind::Stream(spec) => {
             if !spec.unoffered_tools {
                 let offered = wire::offered_tools(body);
-                if let Some(call) = spec.tool_calls.iter().find(|c| !offered.contains(&c.name)) {
-                    let message = format!(
-                        "scripted model: response {index} calls the tool `{}`, which this request did not offer (offered: {offered:?}); a real model only calls offered tools (set `unoffered_tools = true` on the response to script a made-up tool)",
-                        call.name
-                    );
-                    recording.problem(message.clone()).save();
-                    return error_reply(wire, StatusCode::INTERNAL_SERVER_ERROR, &message);
-                }
+                let unoffered = spec
+                    .tool_calls
+                    .iter()
+                    .filter(|c| !offered.contains(&c.name))
+                    .map(|call| {
+                        format!(
+                            "tools: response {index} calls the tool `{}`, which this request did not offer (offered: {offered:?}); a real model only calls offered tools (set `unoffered_tools = true` on the response to script a made-up tool)",
+                            call.name
+                        )
+                    });
+                recording.request.violations.extend(unoffered);
             }
             let serial = shared.serial.fetch_add(1, Ordering::Relaxed);
             let (turn, problems) =

@@ -34,6 +34,10 @@ pub enum Effect {
     /// after `after_ms`, unless the request is settled first (a late one is
     /// ignored).
     ApprovalTimer { request_id: String, after_ms: u64 },
+    /// Feed [`Input::McpWaitTimedOut`](super::Input::McpWaitTimedOut)
+    /// after `after_ms`: the longest turn `turn_id`'s first model call
+    /// waits for MCP servers on their first start (a late one is ignored).
+    McpWaitTimer { turn_id: InputId, after_ms: u64 },
     /// Add `rule` to `[permissions] allow` in the workspace's
     /// `.agentbus.toml`; answer with
     /// [`Input::RuleSaved`](super::Input::RuleSaved).

@@ -2,7 +2,7 @@
 
 use crate::model::{ModelEvent, ToolOutcome};
 use crate::protocol::{ApprovalDecision, InputId, McpServerStatus, SystemEvent, UserInput};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One input to [`step`](super::step).
 #[derive(Clone, Debug, PartialEq)]
@@ -58,5 +58,11 @@ pub enum Input {
     CatalogChanged {
         tools: crate::model::ToolList,
         servers: BTreeMap<String, McpServerStatus>,
+        /// The servers on their first start: starting, and never ready,
+        /// restarting or failed before (the first turn waits for them).
+        first_start: BTreeSet<String>,
     },
+    /// The timer of [`Effect::McpWaitTimer`](super::Effect::McpWaitTimer)
+    /// for turn `turn_id` ran out.
+    McpWaitTimedOut { turn_id: InputId },
 }

@@ -25,6 +25,7 @@ pub mod commands;
 pub mod context;
 mod effect;
 mod input;
+pub mod mcp_wait;
 pub mod partial;
 pub mod permission;
 mod restore;

@@ -10,7 +10,7 @@ use crate::protocol::{
     ContextConfig, InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput,
 };
 use serde::Serialize;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// Settings fixed when the session is created.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -31,6 +31,9 @@ pub struct SessionConfig {
     pub compact_prompt: String,
     /// The mode it starts in, the rules, the roots, the sandbox.
     pub permissions: PermissionConfig,
+    /// The longest the first model call waits for MCP servers on their
+    /// first start (`[mcp] first_turn_wait_secs`; 0: it never waits).
+    pub mcp_first_turn_wait_ms: u64,
 }
 
 /// Token usage of the session.
@@ -43,6 +46,16 @@ pub struct SessionUsage {
     /// US dollars spent on turns whose profile has prices; `None` until one has.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+}
+
+/// What the session knows about waiting for MCP servers (the rules are in
+/// `mcp_wait.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct McpWait {
+    /// Servers on their first start, as the tool catalog last said.
+    pub first_start: BTreeSet<String>,
+    /// The session's first turn has begun: no later turn waits.
+    pub spent: bool,
 }
 
 /// An input waiting in the session's FIFO.
@@ -62,6 +75,9 @@ pub struct SessionState {
     pub tools: crate::model::ToolList,
     /// How each MCP server is doing, as last reported to this session.
     pub mcp_servers: BTreeMap<String, McpServerStatus>,
+    /// Which servers are on their first start, and whether the first turn
+    /// (the one that may wait for them) has begun.
+    pub mcp_wait: McpWait,
     pub history: Vec<Message>,
     pub usage: SessionUsage,
     pub queue: VecDeque<QueuedInput>,
@@ -94,6 +110,7 @@ impl SessionState {
             model,
             tools,
             mcp_servers: BTreeMap::new(),
+            mcp_wait: McpWait::default(),
             history: Vec::new(),
             usage: SessionUsage::default(),
             queue: VecDeque::new(),
@@ -121,7 +138,9 @@ impl SessionState {
     pub fn running_tool_batch(&self) -> Option<u64> {
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::RunningTools { batch_id, .. } => Some(*batch_id),
-            super::turn::Phase::Streaming { .. } | super::turn::Phase::Compacting => None,
+            super::turn::Phase::Streaming { .. }
+            | super::turn::Phase::Compacting
+            | super::turn::Phase::WaitingForMcp => None,
         }
     }
 
@@ -133,7 +152,9 @@ impl SessionState {
         }
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::Streaming { request_id, .. } => Some(*request_id),
-            super::turn::Phase::RunningTools { .. } | super::turn::Phase::Compacting => None,
+            super::turn::Phase::RunningTools { .. }
+            | super::turn::Phase::Compacting
+            | super::turn::Phase::WaitingForMcp => None,
         }
     }
 

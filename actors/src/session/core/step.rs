@@ -4,6 +4,7 @@ use super::context::compaction::{CompactionCall, Summary};
 use super::context::{self, CompactionPlan, Next};
 use super::effect::Effect;
 use super::input::Input;
+use super::mcp_wait;
 use super::partial::{AssembledMessage, PartialMessage};
 use super::permission::approval::{self, Settle};
 use super::permission::policy::{self, Verdict};
@@ -45,7 +46,21 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
             call_id,
             outcome,
         } => on_tool_finished(state, batch_id, &call_id, outcome, now_ms, &mut fx),
-        Input::CatalogChanged { tools, servers } => apply_catalog(state, tools, servers, &mut fx),
+        Input::CatalogChanged {
+            tools,
+            servers,
+            first_start,
+        } => {
+            apply_catalog(state, tools, servers, &mut fx);
+            if mcp_wait::observe(state, first_start) {
+                call_model(state, &mut fx);
+            }
+        }
+        Input::McpWaitTimedOut { turn_id } => {
+            if mcp_wait::timed_out(state, turn_id, &mut fx) {
+                call_model(state, &mut fx);
+            }
+        }
         Input::Approval {
             request_id,
             decision,
@@ -240,7 +255,9 @@ fn start_turn(
         warned_over_budget: false,
         call: CallAttempt::default(),
     });
-    call_model(state, fx);
+    if !mcp_wait::holds(state, id, fx) {
+        call_model(state, fx);
+    }
 }
 
 /// Make the turn's next model call with the model's view of the
@@ -956,7 +973,7 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 record_tool_result(&mut state.history, turn_id, call, outcome, cancelled, fx);
             }
         }
-        Phase::Compacting => {}
+        Phase::Compacting | Phase::WaitingForMcp => {}
     }
     end_turn(state, StopReason::Cancelled, None, now_ms, fx);
 }

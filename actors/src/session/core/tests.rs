@@ -63,6 +63,7 @@ impl Harness {
                 sandboxed: true,
                 ..Default::default()
             },
+            mcp_first_turn_wait_ms: 10_000,
         };
         let tools = vec![ToolSpec {
             name: "bash".into(),
@@ -768,6 +769,7 @@ fn tools_changed_applies_to_the_next_model_call() {
     h.feed(Input::CatalogChanged {
         tools: Default::default(),
         servers: Default::default(),
+        first_start: Default::default(),
     });
     h.query("hi");
     assert!(model_calls(&h.effects)[0].1.tools.is_empty());
@@ -781,6 +783,7 @@ fn mcp_server_changes_are_reported_once_each() {
     let catalog = |status: McpServerStatus| Input::CatalogChanged {
         tools: tools.clone(),
         servers: [("files".to_string(), status)].into_iter().collect(),
+        first_start: Default::default(),
     };
     let fx = h.feed(catalog(McpServerStatus::Starting));
     assert_eq!(messages(&fx).len(), 1);
@@ -1010,6 +1013,14 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
                 _ => {
                     h.answer(request_id, &format!("summary {n}"), &[]);
                 }
+            }
+        }
+        Some(Phase::WaitingForMcp) => {
+            let turn_id = h.state().turn.as_ref().map_or(0, |t| t.id);
+            if choice.is_multiple_of(2) {
+                h.feed(Input::Interrupt);
+            } else {
+                h.feed(Input::McpWaitTimedOut { turn_id });
             }
         }
         Some(Phase::RunningTools { batch_id, calls }) => match choice % 4 {

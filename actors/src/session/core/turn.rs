@@ -57,6 +57,9 @@ pub enum Phase {
     /// A compaction runs before the next model call (see
     /// `SessionState::compacting`).
     Compacting,
+    /// The session's first model call waits for MCP servers on their first
+    /// start (see `mcp_wait`); nothing runs.
+    WaitingForMcp,
 }
 
 /// A tool call of the running batch.

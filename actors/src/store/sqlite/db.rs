@@ -18,16 +18,15 @@ use crate::protocol::{AgentMessage, EventEnvelope, SessionId};
 use crate::store::document::{DocumentSession, SessionDocument};
 use crate::store::lease::Owner;
 use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, title_from};
-use crate::store::{NewSession, SessionRecord, StoreError};
+use crate::store::{AcceptedInput, Commit, NewSession, SessionRecord, StoreError};
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
-use std::sync::Arc;
 
 /// How many candidates an [`StoreError::Ambiguous`] lists.
 const MAX_CANDIDATES: usize = 5;
 
 const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, model, workspace, parent_id, \
-                               fork_seq, status, owner, last_seq, event_count";
+                               fork_seq, status, owner, last_seq, event_count, reserved_seq";
 
 /// A timestamp as stored: RFC 3339, UTC, microseconds, fixed width.
 pub fn timestamp(t: DateTime<Utc>) -> String {
@@ -103,6 +102,7 @@ struct RawSession {
     owner: Option<String>,
     last_seq: i64,
     event_count: i64,
+    reserved_seq: i64,
 }
 
 impl RawSession {
@@ -120,6 +120,7 @@ impl RawSession {
             owner: row.get(9)?,
             last_seq: row.get(10)?,
             event_count: row.get(11)?,
+            reserved_seq: row.get(12)?,
         })
     }
 
@@ -161,6 +162,7 @@ impl RawSession {
             updated_at: time("updated_at", &self.updated_at)?,
             last_seq: count("last_seq", self.last_seq)?,
             event_count: count("event_count", self.event_count)?,
+            reserved_seq: count("reserved_seq", self.reserved_seq)?,
             parent,
             id: SessionId(self.id),
             title: self.title,
@@ -195,7 +197,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
     let operation = "insert session";
     tx.prepare_cached(&format!(
         "INSERT INTO sessions ({SESSION_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(rusqlite::params![
@@ -211,6 +213,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
             record.owner.map(|owner| owner.to_string()),
             int(record.last_seq),
             int(record.event_count),
+            int(record.reserved_seq),
         ])
     })
     .map_err(|e| {
@@ -350,6 +353,7 @@ pub fn create(
         owner: Some(owner),
         last_seq: 0,
         event_count: 0,
+        reserved_seq: 0,
     };
     insert_with_log(conn, "create session", &record, &[])?;
     Ok(record)
@@ -417,10 +421,10 @@ pub fn set_title(conn: &mut Connection, id: &SessionId, title: &str) -> Result<(
     tx.commit().map_err(|e| sqlite(operation, Some(id), e))
 }
 
-pub fn append(
+pub fn commit(
     conn: &mut Connection,
     id: &SessionId,
-    events: &[Arc<EventEnvelope>],
+    commit: &Commit,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let operation = "append events";
@@ -438,7 +442,7 @@ pub fn append(
 
     let mut stored: u64 = 0;
     let mut title = None;
-    for event in events {
+    for event in &commit.events {
         if !event.message.is_persisted() {
             continue;
         }
@@ -463,24 +467,106 @@ pub fn append(
         last = event.seq;
         stored += 1;
     }
-    if stored == 0 {
-        return Ok(());
+    if stored > 0 {
+        tx.prepare_cached(
+            "UPDATE sessions SET updated_at = ?1, last_seq = ?2, event_count = event_count + ?3, \
+             title = COALESCE(title, ?4) WHERE id = ?5",
+        )
+        .and_then(|mut stmt| {
+            stmt.execute(rusqlite::params![
+                timestamp(now),
+                int(last),
+                int(stored),
+                title,
+                id.0
+            ])
+        })
+        .map_err(|e| sqlite(operation, Some(id), e))?;
     }
+    if let Some(reserve) = commit.reserve_seq {
+        tx.prepare_cached("UPDATE sessions SET reserved_seq = MAX(reserved_seq, ?1) WHERE id = ?2")
+            .and_then(|mut stmt| stmt.execute(rusqlite::params![int(reserve), id.0]))
+            .map_err(|e| sqlite("reserve seqs", Some(id), e))?;
+    }
+    if let Some(waiting) = &commit.waiting {
+        let ids: Vec<String> = waiting.iter().map(u64::to_string).collect();
+        let waiting = format!("[{}]", ids.join(","));
+        tx.prepare_cached(
+            "DELETE FROM inputs WHERE session_id = ?1 \
+             AND input_id NOT IN (SELECT value FROM json_each(?2))",
+        )
+        .and_then(|mut stmt| stmt.execute(rusqlite::params![id.0, waiting]))
+        .map_err(|e| sqlite("forget started inputs", Some(id), e))?;
+    }
+    tx.commit().map_err(|e| sqlite(operation, Some(id), e))
+}
+
+pub fn accept_input(
+    conn: &mut Connection,
+    id: &SessionId,
+    input: &AcceptedInput,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let operation = "store an accepted input";
+    let body = serde_json::to_string(&input.input).map_err(|source| StoreError::EncodeInput {
+        id: id.clone(),
+        input_id: input.input_id,
+        source,
+    })?;
+    let tx = write_tx(conn, operation, id)?;
+    require_raw(&tx, operation, id)?;
     tx.prepare_cached(
-        "UPDATE sessions SET updated_at = ?1, last_seq = ?2, event_count = event_count + ?3, \
-         title = COALESCE(title, ?4) WHERE id = ?5",
+        "INSERT INTO inputs (session_id, input_id, accepted_at, body) VALUES (?1, ?2, ?3, ?4)",
     )
     .and_then(|mut stmt| {
         stmt.execute(rusqlite::params![
+            id.0,
+            int(input.input_id),
             timestamp(now),
-            int(last),
-            int(stored),
-            title,
-            id.0
+            body
         ])
     })
     .map_err(|e| sqlite(operation, Some(id), e))?;
     tx.commit().map_err(|e| sqlite(operation, Some(id), e))
+}
+
+pub fn waiting_inputs(conn: &Connection, id: &SessionId) -> Result<Vec<AcceptedInput>, StoreError> {
+    let operation = "load waiting inputs";
+    let mut stmt = conn
+        .prepare_cached("SELECT input_id, body FROM inputs WHERE session_id = ?1 ORDER BY input_id")
+        .map_err(|e| sqlite(operation, Some(id), e))?;
+    let rows = stmt
+        .query_map([&id.0], |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })
+        .map_err(|e| sqlite(operation, Some(id), e))?;
+    let mut inputs = Vec::new();
+    for row in rows {
+        let (input_id, body) = row.map_err(|e| sqlite(operation, Some(id), e))?;
+        let input_id = u64::try_from(input_id)
+            .map_err(|_| corrupt(&id.0, None, format!("input id {input_id}")))?;
+        let input = serde_json::from_str(&body).map_err(|e| {
+            corrupt(
+                &id.0,
+                None,
+                format!("waiting input {input_id} does not parse: {e}"),
+            )
+        })?;
+        inputs.push(AcceptedInput { input_id, input });
+    }
+    Ok(inputs)
+}
+
+pub fn sessions_with_waiting_inputs(conn: &Connection) -> Result<Vec<SessionId>, StoreError> {
+    let operation = "list sessions with waiting inputs";
+    let mut stmt = conn
+        .prepare_cached("SELECT DISTINCT session_id FROM inputs ORDER BY session_id")
+        .map_err(|e| sqlite(operation, None, e))?;
+    let ids = stmt
+        .query_map([], |row| row.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| sqlite(operation, None, e))?;
+    Ok(ids.into_iter().map(SessionId).collect())
 }
 
 pub fn load_events(
@@ -595,6 +681,7 @@ pub fn fork(
         owner,
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
+        reserved_seq: 0,
         id: new_id,
     };
     insert_session(&tx, &record)?;
@@ -695,6 +782,7 @@ pub fn import(
         owner,
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
+        reserved_seq: 0,
         id: new_id,
     };
     insert_with_log(conn, "import session", &record, &events)?;

@@ -7,14 +7,23 @@
 //! the same file: SQLite's WAL mode and the busy timeout arbitrate the
 //! writes, and leases make sure only one process drives a given session.
 //!
+//! - `options`: [`StoreOptions`], where the store is and how long it waits.
+//! - `open`: the file made, checked (never written unless it is ours),
+//!   configured and migrated; a lock held past the busy timeout as
+//!   [`StoreError::Locked`].
 //! - `db`: the SQL behind each operation, as plain synchronous functions.
 //! - [`schema`]: tables and versioned migrations.
 
 mod db;
+mod open;
+mod options;
 pub mod schema;
 
+pub use options::StoreOptions;
+
 use super::{
-    ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore, StoreError,
+    AcceptedInput, Commit, ListPage, NewSession, Owner, SessionDocument, SessionRecord,
+    SessionStore, StoreError,
 };
 use crate::protocol::{EventEnvelope, SessionId};
 use chrono::{DateTime, SubsecRound, Utc};
@@ -23,55 +32,33 @@ use kameo::actor::{ActorRef, Spawn};
 use kameo::error::Infallible;
 use kameo::message::{Context, Message};
 use rusqlite::Connection;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// Where the store lives and how long a write waits for another process.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreOptions {
-    /// The database file (its folder is created if missing).
-    pub path: PathBuf,
-    /// How long a statement waits for another connection's lock before it
-    /// fails with [`StoreError::Sqlite`].
-    pub busy_timeout: Duration,
-}
-
-impl StoreOptions {
-    /// The default busy timeout.
-    #[cfg(test)]
-    pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-    /// The store at `path`, with the default busy timeout.
-    #[cfg(test)]
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        StoreOptions {
-            path: path.into(),
-            busy_timeout: Self::DEFAULT_BUSY_TIMEOUT,
-        }
-    }
-}
 
 /// The SQLite backend: cheap to clone, every clone talks to the same
 /// connection.
 #[derive(Clone)]
 pub struct SqliteStore {
     writer: ActorRef<Writer>,
+    options: Arc<StoreOptions>,
 }
 
 impl SqliteStore {
     /// Open (creating if needed) and migrate the store, and start its
-    /// writer on a thread of its own. Refuses a file from a newer agentbus
-    /// ([`StoreError::NewerSchema`]).
+    /// writer on a thread of its own. Refuses, untouched, a file from a
+    /// newer agentbus ([`StoreError::NewerSchema`]) and one that is not an
+    /// agentbus store ([`StoreError::Unusable`]).
     pub async fn open(options: StoreOptions) -> Result<SqliteStore, StoreError> {
-        let conn = tokio::task::spawn_blocking(move || open_connection(&options))
+        let options = Arc::new(options);
+        let opening = options.clone();
+        let conn = tokio::task::spawn_blocking(move || open::open_connection(&opening))
             .await
             .map_err(|e| StoreError::Closed {
                 reason: format!("the thread opening it failed: {e}"),
             })??;
         Ok(SqliteStore {
             writer: Writer::spawn_in_thread(Writer { conn }),
+            options,
         })
     }
 
@@ -92,37 +79,8 @@ impl SqliteStore {
         answered
             .await
             .map_err(|_| closed("it stopped during the operation".into()))?
+            .map_err(|e| open::locked(e, &self.options))
     }
-}
-
-/// Open, configure and migrate the connection (blocking).
-fn open_connection(options: &StoreOptions) -> Result<Connection, StoreError> {
-    let path = &options.path;
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    let open_error = |source| StoreError::Open {
-        path: path.clone(),
-        source,
-    };
-    let mut conn = Connection::open(path).map_err(open_error)?;
-    conn.busy_timeout(options.busy_timeout)
-        .map_err(open_error)?;
-    conn.pragma_update(None, "foreign_keys", true)
-        .map_err(open_error)?;
-    let mode: String = conn
-        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-        .map_err(open_error)?;
-    if !mode.eq_ignore_ascii_case("wal") {
-        tracing::warn!(path = %path.display(), %mode, "the session store could not switch to WAL mode");
-    }
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(open_error)?;
-    schema::migrate(&mut conn, path)?;
-    Ok(conn)
 }
 
 /// The clock, at the precision the store keeps.
@@ -180,13 +138,25 @@ impl SessionStore for SqliteStore {
         self.run(move |conn| db::release(conn, &id, owner)).await
     }
 
-    async fn append(
-        &self,
-        id: &SessionId,
-        events: Vec<Arc<EventEnvelope>>,
-    ) -> Result<(), StoreError> {
+    async fn commit(&self, id: &SessionId, commit: Commit) -> Result<(), StoreError> {
         let id = id.clone();
-        self.run(move |conn| db::append(conn, &id, &events, now()))
+        self.run(move |conn| db::commit(conn, &id, &commit, now()))
+            .await
+    }
+
+    async fn accept_input(&self, id: &SessionId, input: AcceptedInput) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::accept_input(conn, &id, &input, now()))
+            .await
+    }
+
+    async fn waiting_inputs(&self, id: &SessionId) -> Result<Vec<AcceptedInput>, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::waiting_inputs(conn, &id)).await
+    }
+
+    async fn sessions_with_waiting_inputs(&self) -> Result<Vec<SessionId>, StoreError> {
+        self.run(|conn| db::sessions_with_waiting_inputs(conn))
             .await
     }
 

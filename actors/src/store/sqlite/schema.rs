@@ -9,13 +9,17 @@
 //!
 //! Never edit a migration that has shipped: add the next one to
 //! `MIGRATIONS` instead.
+//!
+//! [`recognise`] tells an agentbus store from another program's database
+//! before anything is written, so that a foreign file is never migrated.
 
 use crate::store::StoreError;
+use crate::store::error::Unusable;
 use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -56,6 +60,73 @@ CREATE TABLE events (
     PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 ";
+
+/// v2: what a crash must not lose besides the log.
+///
+/// - `sessions.reserved_seq`: seqs up to this one may have been given to
+///   events clients saw without being stored (stream deltas); a session
+///   loaded again continues above it, so a seq is never handed out twice.
+/// - `inputs`: inputs accepted and not yet started, in input id order. A
+///   row is written before the input is acknowledged and deleted in the
+///   same transaction as the first events of its turn; a session loaded
+///   again runs the rows left.
+const V2: &str = "
+ALTER TABLE sessions ADD COLUMN reserved_seq INTEGER NOT NULL DEFAULT 0;
+
+CREATE TABLE inputs (
+    session_id  TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    input_id    INTEGER NOT NULL,
+    accepted_at TEXT NOT NULL,
+    body        TEXT NOT NULL,
+    PRIMARY KEY (session_id, input_id)
+) WITHOUT ROWID;
+";
+
+/// The tables every schema version from 1 on has: a database at version 1
+/// or later without them was not made by agentbus.
+const OWN_TABLES: [&str; 2] = ["sessions", "events"];
+
+/// The database's tables (SQLite's own left out), by name.
+pub fn tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut statement = conn.prepare(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+         ORDER BY name",
+    )?;
+    let names = statement.query_map([], |row| row.get(0))?;
+    names.collect()
+}
+
+/// Whether a database at schema `version` holding `tables` is a store this
+/// code may open (and migrate): an empty database or one of ours at a
+/// version it knows. A newer version is [`StoreError::NewerSchema`]; tables
+/// at version 0 (no migration ever ran), or a version without our tables,
+/// are another program's database.
+pub fn recognise(path: &Path, version: i64, tables: &[String]) -> Result<(), StoreError> {
+    if !(0..=SCHEMA_VERSION).contains(&version) {
+        return Err(StoreError::NewerSchema {
+            path: path.to_path_buf(),
+            found: version,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let ours = if version == 0 {
+        tables.is_empty()
+    } else {
+        OWN_TABLES
+            .iter()
+            .all(|own| tables.iter().any(|table| table == own))
+    };
+    if ours {
+        Ok(())
+    } else {
+        Err(StoreError::Unusable {
+            path: path.to_path_buf(),
+            problem: Unusable::Foreign {
+                tables: tables.to_vec(),
+            },
+        })
+    }
+}
 
 /// The database's `user_version`.
 pub fn version(conn: &Connection) -> rusqlite::Result<i64> {

@@ -2,7 +2,8 @@
 //! separate process, for manual demos and for tests that need the model in
 //! another process. Prints `listening on http://127.0.0.1:PORT` on one line
 //! of stdout, then serves until killed, logging each request (with its
-//! violations and problems) to stderr. When the script sets
+//! protocol violations, each line starting `  violation: `, and script
+//! problems, `  problem: `) to stderr. When the script sets
 //! `context_window`, each model call's line also gives its counted input
 //! tokens, and requests refused as too long say so:
 //!
@@ -59,8 +60,11 @@ async fn main() -> anyhow::Result<()> {
                 "request {index}: {} {} -> {served}{counted}",
                 request.method, request.path
             );
-            for line in request.violations.iter().chain(&request.problems) {
-                eprintln!("  {line}");
+            for line in &request.violations {
+                eprintln!("  violation: {line}");
+            }
+            for line in &request.problems {
+                eprintln!("  problem: {line}");
             }
         }
         logged = requests.len();

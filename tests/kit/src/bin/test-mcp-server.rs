@@ -10,6 +10,10 @@
 //!
 //! On start it prints `test-mcp-server: starting (pid N)` to stderr and, if
 //! `TEST_MCP_PID_FILE` is set, writes its pid (and a newline) to that file.
+//! If `TEST_MCP_START_GATE` names a FIFO, it then opens it and reads it to
+//! its end before doing anything else (`--fail-start` included): it is "still
+//! starting" until the test opens the FIFO for writing and closes it, and
+//! every start of the process (a restart too) waits at the gate again.
 //!
 //! Flags:
 //! * `--fail-start`: print `test-mcp-server: failing at start as asked` to
@@ -63,6 +67,8 @@ const CRASH_EXIT_CODE: i32 = 1;
 const CANCEL_FILE_VAR: &str = "TEST_MCP_CANCEL_FILE";
 /// Names the file the server writes its pid to on start.
 const PID_FILE_VAR: &str = "TEST_MCP_PID_FILE";
+/// Names the FIFO the server waits at before it starts.
+const START_GATE_VAR: &str = "TEST_MCP_START_GATE";
 /// A 1×1 PNG (one half-transparent blue pixel), base64.
 const TINY_PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==";
 
@@ -94,6 +100,22 @@ async fn main() -> anyhow::Result<()> {
         let path = PathBuf::from(path);
         std::fs::write(&path, format!("{pid}\n"))
             .with_context(|| format!("writing the pid to {}", path.display()))?;
+    }
+    if let Some(gate) = std::env::var_os(START_GATE_VAR) {
+        let gate = PathBuf::from(gate);
+        log(format_args!("waiting at the start gate {}", gate.display()));
+        let opened = gate.clone();
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            // Opening a FIFO for reading blocks until a writer opens it;
+            // the read ends when the writer closes it.
+            let mut fifo = std::fs::File::open(&opened)?;
+            std::io::copy(&mut fifo, &mut std::io::sink())?;
+            Ok(())
+        })
+        .await
+        .context("waiting at the start gate")?
+        .with_context(|| format!("reading the start gate {}", gate.display()))?;
+        log("the start gate opened");
     }
 
     if args.fail_start {

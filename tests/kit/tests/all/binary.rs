@@ -105,6 +105,60 @@ async fn binary_counts_and_refuses_with_a_context_window() {
     child.kill().await.expect("kill our child");
 }
 
+/// Violations and problems are labelled in the log, so that a script
+/// (`scripts/run-examples.sh`) can fail on violations.
+#[tokio::test]
+async fn binary_labels_violations_and_problems_in_its_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("calls.toml");
+    std::fs::write(
+        &path,
+        "[[response]]\ntool_calls = [{ name = \"read_file\", arguments = {} }]\n",
+    )
+    .expect("write script");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scripted-model"))
+        .arg("--script")
+        .arg(&path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn scripted-model");
+    let addr = listening_addr(child.stdout.take().expect("stdout")).await;
+    let mut log = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let body =
+        json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    // No tools offered: the scripted call is a violation. Then the script
+    // is exhausted: a problem.
+    assert_eq!(post(addr, "/v1/chat/completions", &body).await.status, 200);
+    assert_eq!(post(addr, "/v1/chat/completions", &body).await.status, 500);
+    let mut lines = Vec::new();
+    while lines.len() < 4 {
+        let line = within("a log line", log.next_line())
+            .await
+            .expect("read stderr")
+            .expect("a log line before exit");
+        lines.push(line);
+    }
+    assert_eq!(
+        lines[0],
+        "request 0: POST /v1/chat/completions -> response[0]"
+    );
+    assert!(
+        lines[1].starts_with("  violation: tools: response 0 calls the tool `read_file`"),
+        "{lines:#?}"
+    );
+    assert_eq!(
+        lines[2],
+        "request 1: POST /v1/chat/completions -> no response"
+    );
+    assert!(
+        lines[3].starts_with("  problem: scripted model: script exhausted"),
+        "{lines:#?}"
+    );
+    child.kill().await.expect("kill our child");
+}
+
 #[tokio::test]
 async fn binary_fails_on_a_bad_script() {
     let output = Command::new(env!("CARGO_BIN_EXE_scripted-model"))

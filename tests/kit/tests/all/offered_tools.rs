@@ -1,6 +1,8 @@
-//! The scripted model only calls tools the request offered, as a real
-//! model does: a scripted call to any other tool is refused (HTTP 500,
-//! recorded as a problem) unless the response says the model makes it up.
+//! The scripted model calls only tools the request offered, as a real
+//! model does: a scripted call to any other tool is a protocol violation of
+//! that request (the response is still served, so the run goes on as
+//! scripted and the test that checks violations says what went wrong),
+//! unless the response says the model makes the tool up.
 
 use crate::support::post;
 use agentbus_testkit::{Script, ScriptedModel};
@@ -19,19 +21,22 @@ const CALLS_READ_FILE: &str =
     "[[response]]\ntool_calls = [{ name = \"read_file\", arguments = '{\"path\":\"a\"}' }]\n";
 
 #[tokio::test]
-async fn a_call_to_a_tool_the_request_did_not_offer_is_refused() {
+async fn a_call_to_a_tool_the_request_did_not_offer_is_a_violation() {
     let model = ScriptedModel::start(Script::from_toml_str(CALLS_READ_FILE).expect("script"))
         .await
         .expect("start");
-    let reply = post(model.addr(), "/v1/chat/completions", &request(json!([]))).await;
-    assert_eq!(reply.status, 500);
-    let body = String::from_utf8_lossy(&reply.body).to_string();
+    let offers_bash = json!([{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]);
+    let reply = post(model.addr(), "/v1/chat/completions", &request(offers_bash)).await;
+    assert_eq!(reply.status, 200, "served as scripted");
+    let violations = model.violations();
+    assert_eq!(violations.len(), 1, "{violations:?}");
     assert!(
-        body.contains("`read_file`") && body.contains("did not offer"),
-        "{body}"
+        violations[0].starts_with(
+            "request 0 (POST /v1/chat/completions): tools: response 0 calls the tool `read_file`"
+        ) && violations[0].contains("did not offer (offered: [\"bash\"])"),
+        "{violations:?}"
     );
-    let problems = model.problems();
-    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(model.problems().is_empty(), "{:?}", model.problems());
 }
 
 #[tokio::test]
@@ -42,13 +47,15 @@ async fn an_offered_tool_is_called_and_a_made_up_one_only_when_scripted() {
         .expect("start");
     let reply = post(model.addr(), "/v1/chat/completions", &request(offered)).await;
     assert_eq!(reply.status, 200);
-    assert!(model.problems().is_empty());
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
 
     let made_up = format!("{CALLS_READ_FILE}unoffered_tools = true\n");
     let model = ScriptedModel::start(Script::from_toml_str(&made_up).expect("script"))
         .await
         .expect("start");
-    let reply = post(model.addr(), "/v1/messages", &request(json!([]))).await;
+    let mut anthropic = request(json!([]));
+    anthropic["max_tokens"] = json!(100);
+    let reply = post(model.addr(), "/v1/messages", &anthropic).await;
     assert_eq!(reply.status, 200);
-    assert!(model.problems().is_empty());
+    assert!(model.violations().is_empty(), "{:?}", model.violations());
 }

@@ -19,6 +19,8 @@ mod compact;
 mod context;
 mod debug;
 pub mod fork;
+#[cfg(test)]
+mod fuzz_tests;
 mod help;
 pub mod load;
 mod mode;

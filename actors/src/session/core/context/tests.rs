@@ -374,6 +374,7 @@ fn context_benchmark_report() {
             sandboxed: true,
             ..Default::default()
         },
+        mcp_first_turn_wait_ms: 10_000,
     };
     let mut state = SessionState::new(
         crate::protocol::SessionId::from("bench"),

@@ -1,0 +1,328 @@
+//! OpenAPI schemas for the API's fields whose types utoipa cannot derive:
+//! protocol types of the actors crate (which knows nothing of OpenAPI) and
+//! shapes the server checks by hand. Each says what the server accepts —
+//! no less, so a client following the document is not refused, and no
+//! more, so what the document calls invalid is refused (schemathesis checks
+//! both ways: `scripts/api-fuzz.sh`).
+//!
+//! Values known only when the server starts (the configured model
+//! profiles) are filled in by `serve::openapi::name_profiles`.
+
+use serde_json::Value;
+use utoipa::openapi::schema::{
+    AdditionalProperties, ArrayBuilder, ArrayItems, ObjectBuilder, OneOfBuilder, SchemaType, Type,
+};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{PartialSchema, ToSchema};
+
+/// The permission modes as the API accepts them, Claude Code's spellings
+/// included (see `PermissionMode`'s serde aliases).
+pub const PERMISSION_MODES: [&str; 9] = [
+    "default",
+    "ask",
+    "accept-edits",
+    "acceptEdits",
+    "accept_edits",
+    "plan",
+    "bypass",
+    "bypassPermissions",
+    "bypass_permissions",
+];
+
+/// A context strategy, written as the configuration writes it.
+const STRATEGY_PATTERN: &str = "^(oldest-first|middle-out|summarize|recent-turns:[1-9][0-9]{0,8})$";
+
+fn nullable(kind: Type) -> SchemaType {
+    SchemaType::from_iter([kind, Type::Null])
+}
+
+fn closed() -> Option<AdditionalProperties<Schema>> {
+    Some(AdditionalProperties::FreeForm(false))
+}
+
+/// A permission mode (`PermissionMode`).
+pub struct PermissionModeName;
+
+impl PartialSchema for PermissionModeName {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(PERMISSION_MODES))
+            .description(Some(
+                "`default` (ask before edits, commands and MCP tools), `accept-edits`, `plan` (read-only) or `bypass`; `ask`, `acceptEdits`, `accept_edits`, `bypassPermissions` and `bypass_permissions` are accepted too",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for PermissionModeName {}
+
+/// A session's own `[context]` keys (`ContextConfig`): every one optional,
+/// each with the range `ContextConfig::check` requires.
+pub struct ContextOptions;
+
+impl PartialSchema for ContextOptions {
+    fn schema() -> RefOr<Schema> {
+        let count = |kind: Type, minimum: u64, maximum: u64, description: &str| {
+            ObjectBuilder::new()
+                .schema_type(nullable(kind))
+                .minimum(Some(minimum))
+                .maximum(Some(maximum))
+                .description(Some(description))
+        };
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "A session's own `[context]` keys, over the profile's and the server's (README: Context)",
+            ))
+            .property(
+                "max_tokens",
+                count(Type::Integer, 1, u64::MAX, "The token budget of a request"),
+            )
+            .property(
+                "max_messages",
+                count(Type::Integer, 1, u64::MAX, "Most messages a request may carry"),
+            )
+            .property(
+                "preserve_system",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::Boolean))
+                    .description(Some("Keep the system prompt in every request")),
+            )
+            .property(
+                "min_recent_turns",
+                count(
+                    Type::Integer,
+                    0,
+                    u64::MAX,
+                    "The most recent turns are always sent whole",
+                ),
+            )
+            .property(
+                "strategy",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::String))
+                    .pattern(Some(STRATEGY_PATTERN))
+                    .description(Some(
+                        "`oldest-first`, `middle-out`, `recent-turns:N` or `summarize`",
+                    )),
+            )
+            .property(
+                "auto_compact_at",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::Number))
+                    .exclusive_minimum(Some(0))
+                    .maximum(Some(1))
+                    .description(Some("Compact past this share of the budget")),
+            )
+            .property(
+                "compact_model",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::String))
+                    .description(Some(
+                        "The model profile that writes summaries (a configured one)",
+                    )),
+            )
+            .property(
+                "keep_tool_output_tokens",
+                count(
+                    Type::Integer,
+                    0,
+                    u64::MAX,
+                    "Tool outputs kept whole, newest first, up to this many tokens",
+                ),
+            )
+            .additional_properties(closed())
+            .into()
+    }
+}
+
+impl ToSchema for ContextOptions {}
+
+/// A fork's parent: `[parent id, seq]`.
+pub struct SessionParent;
+
+impl PartialSchema for SessionParent {
+    fn schema() -> RefOr<Schema> {
+        let id = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some("The parent session's id"));
+        let seq = ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .minimum(Some(0))
+            .description(Some("The last event copied"));
+        ArrayBuilder::new()
+            .schema_type(Type::Array)
+            .prefix_items([Schema::from(id.build()), Schema::from(seq.build())])
+            .items(ArrayItems::False)
+            .min_items(Some(2))
+            .max_items(Some(2))
+            .description(Some("`[parent id, seq]`"))
+            .into()
+    }
+}
+
+impl ToSchema for SessionParent {}
+
+/// One control command's body: `{"command": NAME}` and its fields
+/// (`ControlCommand`, tagged by `command`).
+fn command(name: &str, description: &str, fields: &[(&str, Schema, bool)]) -> Schema {
+    let mut object = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(description))
+        .property(
+            "command",
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .enum_values(Some([name])),
+        )
+        .required("command")
+        .additional_properties(closed());
+    for (field, schema, required) in fields {
+        object = object.property(*field, schema.clone());
+        if *required {
+            object = object.required(*field);
+        }
+    }
+    object.build().into()
+}
+
+fn text(description: &str) -> Schema {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some(description))
+        .build()
+        .into()
+}
+
+/// `POST .../input`: a query or a control command.
+pub fn input() -> RefOr<Schema> {
+    let query = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("text", ObjectBuilder::new().schema_type(Type::String))
+        .required("text")
+        .additional_properties(closed())
+        .description(Some("A query; text starting with `/` is a slash command"));
+    let mode: Schema = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(PERMISSION_MODES))
+        .build()
+        .into();
+    let at_seq: Schema = ObjectBuilder::new()
+        .schema_type(nullable(Type::Integer))
+        .minimum(Some(0))
+        .maximum(Some(u64::MAX))
+        .description(Some("Copy events up to this seq (default: all)"))
+        .build()
+        .into();
+    let focus: Schema = ObjectBuilder::new()
+        .schema_type(nullable(Type::String))
+        .description(Some("What the summary keeps above all"))
+        .build()
+        .into();
+    let bare: [(&str, &str); 13] = [
+        ("help", "List the slash commands"),
+        ("quit", "The front end that sent it should exit"),
+        ("clear", "Empty the history"),
+        ("new_conversation", "Start a new session"),
+        ("list_sessions", "List the stored sessions"),
+        ("show_model", "Show the model profile"),
+        ("list_models", "List the model profiles"),
+        ("list_tools", "List the tools"),
+        ("usage", "Show token usage"),
+        ("context", "Show where the context budget goes"),
+        ("debug", "Show the session state"),
+        ("show_mode", "Show the permission mode and rules"),
+        ("compact", "Summarise older turns now"),
+    ];
+    let mut one_of = OneOfBuilder::new().item(query);
+    for (name, description) in bare {
+        let fields: Vec<(&str, Schema, bool)> = if name == "compact" {
+            vec![("focus", focus.clone(), false)]
+        } else {
+            Vec::new()
+        };
+        one_of = one_of.item(command(name, description, &fields));
+    }
+    let with_fields: [(&str, &str, &str, Schema); 6] = [
+        (
+            "resume",
+            "Switch to a stored session",
+            "id",
+            text("A session id or a unique prefix"),
+        ),
+        ("fork", "Copy this session into a new one", "at_seq", at_seq),
+        (
+            "save",
+            "Export this session to a file on the server",
+            "path",
+            text("Relative to the workspace"),
+        ),
+        (
+            "load",
+            "Import a session file as a new session",
+            "path",
+            text("Relative to the workspace"),
+        ),
+        (
+            "switch_model",
+            "Switch to another model profile",
+            "name",
+            text("A model profile"),
+        ),
+        ("set_mode", "Switch the permission mode", "mode", mode),
+    ];
+    for (name, description, field, schema) in with_fields {
+        let required = name != "fork";
+        one_of = one_of.item(command(name, description, &[(field, schema, required)]));
+    }
+    one_of.into()
+}
+
+/// The fields a control command may carry besides `command`, from the
+/// command itself (serialised, every field appears, `null` when unset).
+pub fn command_fields(command: &agentbus_actors::protocol::ControlCommand) -> Vec<String> {
+    match serde_json::to_value(command) {
+        Ok(Value::Object(fields)) => fields.into_iter().map(|(k, _)| k).collect(),
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentbus_actors::protocol::ControlCommand;
+
+    /// Every control command has a schema, and no schema names a command
+    /// that does not exist.
+    #[test]
+    fn every_control_command_is_described() {
+        let schema = serde_json::to_value(input()).unwrap_or_default();
+        let described: Vec<String> = schema["oneOf"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s["properties"]["command"]["enum"][0].as_str())
+            .map(String::from)
+            .collect();
+        for name in &described {
+            let body = serde_json::json!({"command": name, "id": "x", "path": "p", "name": "n", "mode": "plan"});
+            let mut body = body.as_object().cloned().unwrap_or_default();
+            body.retain(|k, _| k == "command" || schema_fields(&schema, name).contains(k));
+            let parsed: Result<ControlCommand, _> = serde_json::from_value(Value::Object(body));
+            assert!(parsed.is_ok(), "{name}: {parsed:?}");
+        }
+        assert_eq!(described.len(), 19, "{described:?}");
+    }
+
+    fn schema_fields(schema: &Value, name: &str) -> Vec<String> {
+        schema["oneOf"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["properties"]["command"]["enum"][0] == name)
+            .and_then(|s| s["properties"].as_object())
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+}
