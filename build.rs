@@ -4,7 +4,7 @@
 //!   the table the loader reads at every start shrinks from about a
 //!   megabyte to a few kilobytes.
 //! - In release builds for x86-64, whose linker is LLD, the functions a
-//!   one-shot `agentbus run` executes are laid out together, in the order
+//!   one-shot `agentbus run` executes are laid out together, as
 //!   `scripts/run-symbols.order` lists them (made by
 //!   `scripts/order-symbols.sh`): such a run then maps the pages of about
 //!   two megabytes of code instead of pages scattered over the whole

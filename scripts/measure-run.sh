@@ -49,16 +49,13 @@ for _ in $(seq "$runs"); do
     printf '[[response]]\ntext = "Hello from the scripted model."\nusage = { input_tokens = 12, output_tokens = 7 }\n'
 done > "$scratch/script.toml"
 
-"$model" --script "$scratch/script.toml" > "$scratch/model.out" 2> "$scratch/model.err" &
+# The server says where it listens on the first line of its stdout.
+exec 3< <("$model" --script "$scratch/script.toml" 2> "$scratch/model.err")
 model_pid=$!
-url=
-for _ in $(seq 100); do
-    url=$(sed -n 's/^listening on //p' "$scratch/model.out")
-    [[ -n $url ]] && break
-    # The server prints its address once it listens; poll the file for it.
-    sleep 0.05
-done
-[[ -n $url ]] || { echo "measure-run: the scripted model did not start:" >&2; cat "$scratch/model.err" >&2; exit 1; }
+line=
+read -r -t 10 line <&3 || true
+url=${line#listening on }
+[[ $url == http://* ]] || { echo "measure-run: the scripted model did not start:" >&2; cat "$scratch/model.err" >&2; exit 1; }
 
 home=$scratch/home
 mkdir -p "$home/.config/agentbus" "$scratch/workspace"

@@ -30,15 +30,13 @@ cleanup() {
 trap cleanup EXIT
 
 printf '[[response]]\ntext = "Hello from the scripted model."\n%.0s' 1 2 > "$scratch/script.toml"
-"$target/release/scripted-model" --script "$scratch/script.toml" > "$scratch/model.out" 2> "$scratch/model.err" &
+# The server says where it listens on the first line of its stdout.
+exec 3< <("$target/release/scripted-model" --script "$scratch/script.toml" 2> "$scratch/model.err")
 model_pid=$!
-url=
-for _ in $(seq 100); do
-    url=$(sed -n 's/^listening on //p' "$scratch/model.out")
-    [[ -n $url ]] && break
-    sleep 0.05
-done
-[[ -n $url ]] || { echo "order-symbols: the scripted model did not start" >&2; exit 1; }
+line=
+read -r -t 10 line <&3 || true
+url=${line#listening on }
+[[ $url == http://* ]] || { echo "order-symbols: the scripted model did not start:" >&2; cat "$scratch/model.err" >&2; exit 1; }
 
 home=$scratch/home
 mkdir -p "$home/.config/agentbus" "$scratch/workspace"
@@ -51,19 +49,19 @@ for run in 1 2; do
         echo "order-symbols: run $run failed:" >&2; cat "$scratch/err.$run" >&2; exit 1; }
 done
 
-# Every function named in the call graphs that the binary defines, in the
-# order the runs first name them.
+# Every function named in the call graphs that the binary defines, sorted
+# (where they sit within the group hardly matters; sorted, a remade list
+# differs from the last only by what really changed).
 nm --defined-only "$agentbus" | awk '{ print $3 }' > "$scratch/defined"
 python3 - "$scratch/defined" "$scratch/calls.1" "$scratch/calls.2" > "$root/scripts/run-symbols.order" <<'PY'
 import re, sys
 defined = set(open(sys.argv[1]).read().split())
-seen, order = set(), []
+names = set()
 for path in sys.argv[2:]:
     for line in open(path):
         match = re.match(r"^c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
-        if match and match.group(1) in defined and match.group(1) not in seen:
-            seen.add(match.group(1))
-            order.append(match.group(1))
-print("\n".join(order))
+        if match and match.group(1) in defined:
+            names.add(match.group(1))
+print("\n".join(sorted(names)))
 PY
 echo "scripts/run-symbols.order: $(wc -l < "$root/scripts/run-symbols.order") functions"
