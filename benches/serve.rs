@@ -21,7 +21,13 @@
 //! 3. Delay from the model sending a chunk to the same text delta reaching
 //!    an SSE client, p50/p99: one session alone, then 100 sessions at once
 //!    with paced replies (a chunk every 20 ms, as a model generates), then
-//!    under the burst of (2).
+//!    under the burst of (2), then every session at once with paced
+//!    replies (`AGENTBUS_BENCH_PACED_ALL=0` leaves this last one out).
+//!
+//! For each phase the bench also reports the CPU time the daemon process
+//! spent (its utime + stime from `/proc/PID/stat`) per event delivered to
+//! the SSE clients, and what the bench process itself (the scripted model
+//! and the clients) spent.
 
 #[path = "../tests/all/support/mod.rs"]
 #[allow(dead_code)] // the bench uses a part of the tests' support
@@ -33,7 +39,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::Fixture;
-use support::server::{EventStream, Server};
+use support::server::Server;
 use tokio::sync::mpsc;
 
 /// Text chunks per reply.
@@ -69,7 +75,8 @@ fn main() {
 async fn bench() {
     let sessions = env_number("AGENTBUS_BENCH_SESSIONS", 1000);
     let bursts = env_number("AGENTBUS_BENCH_BURSTS", BURSTS);
-    let fixture = Fixture::with_script(script(sessions, bursts)).await;
+    let paced_all = env_number("AGENTBUS_BENCH_PACED_ALL", 1) != 0;
+    let fixture = Fixture::with_script(script(sessions, bursts, paced_all)).await;
     let server = Arc::new(fixture.serve_with_env(&[], &[("RUST_LOG", "warn")]).await);
     println!("agentbus serve bench: {sessions} sessions, {CHUNKS} text chunks per reply");
 
@@ -80,8 +87,8 @@ async fn bench() {
     let mut ids = Vec::with_capacity(sessions);
     for _ in 0..sessions {
         let id = server.create_session().await;
-        let stream = server.sse(&id, None).await;
-        tokio::spawn(follow(stream, seen_tx.clone()));
+        let frames = open_sse(&server, &id).await;
+        tokio::spawn(follow(frames, seen_tx.clone()));
         ids.push(id);
     }
     drop(seen_tx);
@@ -107,10 +114,13 @@ async fn bench() {
     );
 
     // 3a. One session alone.
+    let cpu = CpuMeter::start(server.pid());
     let alone = run_turns(&server, &ids[..1], "paced", &mut seen_rx).await;
     report_delay("one session, paced reply", &alone.0);
+    cpu.report("one session, paced reply", alone.1);
 
     // 3b. Many sessions with paced replies.
+    let cpu = CpuMeter::start(server.pid());
     let paced = run_turns(
         &server,
         &ids[..PACED_SESSIONS.min(sessions)],
@@ -118,18 +128,18 @@ async fn bench() {
         &mut seen_rx,
     )
     .await;
-    report_delay(
-        &format!(
-            "{} sessions at once, paced replies",
-            PACED_SESSIONS.min(sessions)
-        ),
-        &paced.0,
+    let what = format!(
+        "{} sessions at once, paced replies",
+        PACED_SESSIONS.min(sessions)
     );
+    report_delay(&what, &paced.0);
+    cpu.report(&what, paced.1);
 
     // 2 + 3c. Every session at once, as fast as the model can stream;
     // several times, to tell memory kept per turn from the high-water mark
     // of a burst.
     for round in 1..=bursts {
+        let cpu = CpuMeter::start(server.pid());
         let started = Instant::now();
         let (delays, events) = run_turns(&server, &ids, "burst", &mut seen_rx).await;
         let elapsed = started.elapsed().as_secs_f64();
@@ -140,14 +150,24 @@ async fn bench() {
             elapsed,
             events as f64 / elapsed
         );
-        report_delay(
-            &format!("{} sessions at once, burst {round}", ids.len()),
-            &delays,
-        );
+        let what = format!("{} sessions at once, burst {round}", ids.len());
+        report_delay(&what, &delays);
+        cpu.report(&what, events);
         println!(
             "daemon RSS after burst {round}: {} KiB",
             rss_kib(server.pid())
         );
+    }
+
+    // 3d. Every session at once, paced like a model generating: a chunk
+    // every 20 ms in each session. The inputs go out together, so the
+    // sessions' replies start as fast as the daemon takes them.
+    if paced_all {
+        let cpu = CpuMeter::start(server.pid());
+        let (delays, events) = run_turns(&server, &ids, "paced", &mut seen_rx).await;
+        let what = format!("{} sessions at once, paced replies", ids.len());
+        report_delay(&what, &delays);
+        cpu.report(&what, events);
     }
 
     server.terminate();
@@ -174,9 +194,10 @@ fn env_number(name: &str, default: usize) -> usize {
 
 /// One response per turn the bench runs: the paced ones route by the word
 /// "paced" in the query, the others answer the bursts.
-fn script(sessions: usize, bursts: usize) -> Script {
+fn script(sessions: usize, bursts: usize, paced_all: bool) -> Script {
     let mut toml = String::new();
-    for _ in 0..(1 + PACED_SESSIONS.min(sessions)) {
+    let paced = 1 + PACED_SESSIONS.min(sessions) + if paced_all { sessions } else { 0 };
+    for _ in 0..paced {
         let _ = write!(
             toml,
             "[[response]]\nmatch = \"paced\"\nstamped_chunks = {CHUNKS}\nchunk_interval_ms = {PACE_MS}\n"
@@ -219,26 +240,74 @@ async fn run_turns(
     (delays, events)
 }
 
-/// Reads one session's events for ever; reports each turn at its result.
-async fn follow(mut stream: EventStream, seen: mpsc::UnboundedSender<TurnSeen>) {
+/// One SSE client of a session: its stream of frames, opened (answered 200)
+/// once the daemon attached it.
+type Frames = std::pin::Pin<
+    Box<dyn futures::Stream<Item = Result<sse_stream::Sse, sse_stream::Error>> + Send>,
+>;
+
+async fn open_sse(server: &Server, id: &str) -> Frames {
+    let response = server
+        .get(&format!("/v1/sessions/{id}/events"))
+        .send()
+        .await
+        .expect("GET events");
+    assert_eq!(response.status(), 200, "GET events");
+    Box::pin(sse_stream::SseStream::from_bytes_stream(
+        response.bytes_stream(),
+    ))
+}
+
+/// What the client reads of each event: only what it measures, so that the
+/// clients, which share the cores with the daemon, parse as little as they
+/// can.
+#[derive(serde::Deserialize)]
+struct Seen<'a> {
+    seq: u64,
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    turn_id: Option<u64>,
+    #[serde(borrow)]
+    event: Option<SeenDelta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct SeenDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Reads one session's events for ever (checking they come in seq order,
+/// each once); reports each turn at its result.
+async fn follow(mut frames: Frames, seen: mpsc::UnboundedSender<TurnSeen>) {
     let mut turn = TurnSeen {
         events: 0,
         delays_us: Vec::new(),
     };
-    while let Some(event) = stream.next().await {
+    let mut last_seq = 0;
+    while let Some(Ok(frame)) = futures::StreamExt::next(&mut frames).await {
         let now = unix_micros();
-        if event["turn_id"].is_null() {
+        let Some(data) = frame.data else { continue };
+        let event: Seen = serde_json::from_str(&data).expect("an event");
+        assert!(
+            last_seq == 0 || event.seq == last_seq + 1,
+            "events in order, each once: {} after {last_seq}",
+            event.seq
+        );
+        last_seq = event.seq;
+        if event.turn_id.is_none() {
             continue;
         }
         turn.events += 1;
-        if event["type"] == "stream_event" && event["event"]["type"] == "text_delta" {
-            let text = event["event"]["text"].as_str().unwrap_or_default();
-            for stamp in text.split_whitespace() {
+        if let Some(delta) = event.event.filter(|d| d.kind == "text_delta") {
+            for stamp in delta.text.as_deref().unwrap_or_default().split_whitespace() {
                 let sent: u64 = stamp.parse().expect("a stamped chunk");
                 turn.delays_us.push(now.saturating_sub(sent));
             }
         }
-        if event["type"] == "result" {
+        if event.kind == "result" {
             let done = std::mem::replace(
                 &mut turn,
                 TurnSeen {
@@ -250,8 +319,6 @@ async fn follow(mut stream: EventStream, seen: mpsc::UnboundedSender<TurnSeen>) 
                 return;
             }
         }
-        // Keep memory flat over long runs: the stream keeps every event.
-        stream.events.clear();
     }
 }
 
@@ -275,6 +342,73 @@ fn unix_micros() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_micros() as u64)
+}
+
+/// CPU time spent by the daemon and by this process (the scripted model
+/// and the clients) from one moment on.
+struct CpuMeter {
+    daemon: u32,
+    daemon_at_start: Duration,
+    bench_at_start: Duration,
+}
+
+impl CpuMeter {
+    fn start(daemon: u32) -> CpuMeter {
+        CpuMeter {
+            daemon,
+            daemon_at_start: cpu_time(daemon),
+            bench_at_start: cpu_time(std::process::id()),
+        }
+    }
+
+    /// Prints the CPU time spent since the start, in all and per event.
+    fn report(self, what: &str, events: u64) {
+        let daemon = cpu_time(self.daemon).saturating_sub(self.daemon_at_start);
+        let bench = cpu_time(std::process::id()).saturating_sub(self.bench_at_start);
+        let per_event = |spent: Duration| spent.as_secs_f64() * 1e6 / events.max(1) as f64;
+        println!(
+            "CPU, {what}: daemon {:.2} s = {:.1} us per event delivered ({events} events); \
+             model and clients {:.2} s = {:.1} us per event",
+            daemon.as_secs_f64(),
+            per_event(daemon),
+            bench.as_secs_f64(),
+            per_event(bench),
+        );
+    }
+}
+
+/// A process's user + system CPU time so far, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> Duration {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return Duration::ZERO;
+    };
+    // The fields after the command name (in parentheses, which may hold
+    // spaces): state is field 3, utime 14 and stime 15.
+    let Some((_, rest)) = stat.rsplit_once(')') else {
+        return Duration::ZERO;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |index: usize| -> u64 {
+        fields
+            .get(index - 3)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    Duration::from_secs_f64((ticks(14) + ticks(15)) as f64 / clock_ticks_per_second())
+}
+
+/// `getconf CLK_TCK`: the unit of the times in `/proc/PID/stat`.
+fn clock_ticks_per_second() -> f64 {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .and_then(|text| text.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
 }
 
 /// Resident memory of a process, from `/proc`.

@@ -19,13 +19,13 @@ use clap::Parser;
 use cli::{Cli, Command, GlobalArgs, McpCommand, SessionArgs};
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match async_runtime(&cli.command) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("agentbus: cannot start the async runtime: {e}");
@@ -44,6 +44,19 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `run` is one turn of one session: one worker thread drives it
+/// (commands, file searches and the store still get threads of their own),
+/// which keeps a one-shot run small. Everything else gets a worker per
+/// core. (A current-thread runtime would not do: the store's actor runs on
+/// a thread of its own, which kameo spawns only from a multi-threaded one.)
+fn async_runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Command::Run(_) = command {
+        builder.worker_threads(1);
+    }
+    builder.enable_all().build()
 }
 
 async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {

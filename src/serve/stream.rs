@@ -3,9 +3,14 @@
 //!
 //! Each frame's `id:` is the event's `seq`, so a client that reconnects
 //! with `Last-Event-ID` (or `?after=`) continues exactly where it stopped:
-//! the UiSink replays from the ring or the store, then follows live. A
-//! client too slow to keep up is disconnected (its buffer is bounded) and
-//! resumes the same way. Streams end when the server shuts down.
+//! its feed replays from the ring or the store, then follows live. A
+//! client that falls further behind than the session's replay ring reaches
+//! is disconnected and resumes the same way. Streams end when the server
+//! shuts down.
+//!
+//! A client's events are read on its connection's task
+//! ([`ClientEvents`]), each serialised straight into the frame bytes, and
+//! every event already there goes out in the same write.
 
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::open;
@@ -13,21 +18,24 @@ use super::state::AppState;
 use crate::api::{After, checked_seq};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::runtime::{DropWhenFull, UiSink, attach_until_full};
+use agentbus_actors::runtime::ClientEvents;
 use agentbus_actors::runtime::{RecvError, SubscribeError};
+use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use bytes::{BufMut, Bytes, BytesMut};
 use futures::{FutureExt, Stream};
-use kameo::actor::ActorRef;
 use std::convert::Infallible;
+use std::io::Write as _;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
-/// How many events a network client may have waiting before it is cut off.
-pub const CLIENT_BUFFER: usize = 1024;
+/// A burst of ready events is written in pieces of about this many bytes.
+const BURST_BYTES: usize = 64 * 1024;
 
 /// How often an idle stream sends a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -57,53 +65,83 @@ pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError>
     Ok(seq)
 }
 
-/// A session's events after a seq, for one network client. Dropping it
-/// detaches the client's UiSink.
+/// A session's events after a seq, for one network client, read on the
+/// connection's own task ([`ClientEvents`]).
 pub struct ClientFeed {
-    sink: ActorRef<UiSink<SessionHandle, DropWhenFull>>,
-    events: mpsc::Receiver<Arc<EventEnvelope>>,
+    events: ClientEvents<SessionHandle>,
+    /// The server's shutdown, as this client's own child token: waiting on
+    /// it touches no lock the other clients share.
+    shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
     /// Set when the shutdown is first seen: the feed ends by then at the
     /// latest.
     drain_until: Option<tokio::time::Instant>,
 }
 
 impl ClientFeed {
-    pub fn attach(session: &SessionHandle, after_seq: u64) -> Self {
-        let (sink, events) = attach_until_full(session, after_seq, CLIENT_BUFFER);
+    pub fn attach(session: &SessionHandle, after_seq: u64, shutdown: &CancellationToken) -> Self {
         ClientFeed {
-            sink,
-            events,
+            events: ClientEvents::new(session.clone(), after_seq),
+            shutdown: Box::pin(shutdown.child_token().cancelled_owned()),
             drain_until: None,
         }
     }
 
     /// The next event; `None` when the session closed, the client fell too
     /// far behind (it resumes from its last seq) or the server shut down.
-    /// The sessions are stopped before `shutdown` fires, so what they said
-    /// last (each turn's `result`) may still be on its way: it is delivered
-    /// first, until the feed ends, for at most [`SHUTDOWN_DRAIN`].
-    pub async fn next(&mut self, shutdown: &CancellationToken) -> Option<Arc<EventEnvelope>> {
+    /// The sessions are stopped before the shutdown fires, so what they
+    /// said last (each turn's `result`) may still be on its way: it is
+    /// delivered first, until the feed ends, for at most [`SHUTDOWN_DRAIN`].
+    pub async fn next(&mut self) -> Option<Arc<EventEnvelope>> {
         let until = match self.drain_until {
             Some(until) => until,
             None => tokio::select! {
                 biased;
-                event = self.events.recv() => return event,
-                () = shutdown.cancelled() => {
+                event = self.events.next() => return event,
+                () = self.shutdown.as_mut() => {
                     *self.drain_until.insert(tokio::time::Instant::now() + SHUTDOWN_DRAIN)
                 }
             },
         };
-        tokio::time::timeout_at(until, self.events.recv())
+        tokio::time::timeout_at(until, self.events.next())
             .await
             .ok()
             .flatten()
     }
+
+    /// The next event if it is already here (never waits), to write a
+    /// burst of events at once.
+    pub fn ready(&mut self) -> Option<Arc<EventEnvelope>> {
+        self.events.ready()
+    }
 }
 
-impl Drop for ClientFeed {
-    fn drop(&mut self) {
-        self.sink.kill();
+/// One event as an SSE frame (`id: SEQ`, `data: JSON`), appended to `out`.
+/// The JSON is compact, so it is one `data:` line.
+fn put_frame(out: &mut BytesMut, event: &EventEnvelope) {
+    let start = out.len();
+    let mut writer = out.writer();
+    let written = write!(writer, "id: {}\ndata: ", event.seq)
+        .map_err(serde_json::Error::io)
+        .and_then(|()| serde_json::to_writer(&mut writer, event))
+        .and_then(|()| writer.write_all(b"\n\n").map_err(serde_json::Error::io));
+    if let Err(e) = written {
+        out.truncate(start);
+        out.put_slice(format!(": event {} could not be encoded: {e}\n\n", event.seq).as_bytes());
     }
+}
+
+/// An SSE response whose body is `frames`, already encoded.
+fn event_stream(
+    frames: impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static,
+) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response()
 }
 
 fn frame<T: serde::Serialize>(seq: u64, event: &T) -> Event {
@@ -124,17 +162,40 @@ pub async fn session_events(
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<After>,
     headers: HeaderMap,
-) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+) -> Result<Response, ApiError> {
     let after = resume_after(&headers, &query)?;
     let session = open(&state, &id).await?;
-    let mut feed = ClientFeed::attach(&session, after);
-    let shutdown = state.shutdown.clone();
-    let stream = async_stream::stream! {
-        while let Some(event) = feed.next(&shutdown).await {
-            yield Ok(frame(event.seq, &*event));
+    let mut feed = ClientFeed::attach(&session, after, &state.shutdown);
+    let frames = async_stream::stream! {
+        // A comment when a whole period passed without an event.
+        let mut keep_alive =
+            tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
+        let mut quiet = true;
+        loop {
+            let event = tokio::select! {
+                biased;
+                event = feed.next() => event,
+                _ = keep_alive.tick() => {
+                    if quiet {
+                        yield Ok(Bytes::from_static(b":\n\n"));
+                    }
+                    quiet = true;
+                    continue;
+                }
+            };
+            let Some(event) = event else { break };
+            let mut burst = BytesMut::new();
+            put_frame(&mut burst, &event);
+            while burst.len() < BURST_BYTES
+                && let Some(event) = feed.ready()
+            {
+                put_frame(&mut burst, &event);
+            }
+            quiet = false;
+            yield Ok(burst.freeze());
         }
     };
-    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    Ok(event_stream(frames))
 }
 
 #[utoipa::path(get, path = "/v1/events", tag = "events",

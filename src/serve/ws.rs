@@ -18,13 +18,18 @@ use super::state::AppState;
 use super::stream::ClientFeed;
 use crate::api::{After, Input};
 use agentbus_actors::SessionHandle;
+use agentbus_actors::protocol::EventEnvelope;
 use agentbus_actors::protocol::{SessionInput, UserInput};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
 use axum::response::Response;
+use futures::SinkExt;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+
+/// A burst of ready events is written in pieces of at most this many.
+const BURST_EVENTS: usize = 256;
 
 /// Close code for "try again later" (the client fell behind, or the server
 /// is shutting down).
@@ -62,10 +67,10 @@ async fn serve_socket(
     after: u64,
     shutdown: CancellationToken,
 ) {
-    let mut feed = ClientFeed::attach(&session, after);
+    let mut feed = ClientFeed::attach(&session, after, &shutdown);
     loop {
         tokio::select! {
-            event = feed.next(&shutdown) => {
+            event = feed.next() => {
                 let Some(event) = event else {
                     let reason = match shutdown.is_cancelled() {
                         true => "the server is shutting down",
@@ -74,11 +79,17 @@ async fn serve_socket(
                     close(&mut socket, reason).await;
                     return;
                 };
-                let text = match serde_json::to_string(&*event) {
-                    Ok(text) => text,
-                    Err(e) => json!({"error": format!("event {} could not be encoded: {e}", event.seq)}).to_string(),
-                };
-                if socket.send(Message::Text(text.into())).await.is_err() {
+                // Every event already there goes out in the same write.
+                let mut queued = 0;
+                let mut next = Some(event);
+                while let Some(event) = next {
+                    if socket.feed(Message::Text(event_text(&event).into())).await.is_err() {
+                        return;
+                    }
+                    queued += 1;
+                    next = if queued < BURST_EVENTS { feed.ready() } else { None };
+                }
+                if socket.flush().await.is_err() {
                     return;
                 }
             }
@@ -102,6 +113,13 @@ async fn serve_socket(
             }
         }
     }
+}
+
+/// An event as a text frame's JSON.
+fn event_text(event: &EventEnvelope) -> String {
+    serde_json::to_string(event).unwrap_or_else(|e| {
+        json!({"error": format!("event {} could not be encoded: {e}", event.seq)}).to_string()
+    })
 }
 
 async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value {

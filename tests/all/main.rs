@@ -17,6 +17,7 @@ mod durability;
 mod faults;
 mod layout;
 mod local_model;
+mod many_sessions;
 mod mcp;
 mod permissions;
 mod retries;

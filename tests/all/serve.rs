@@ -891,11 +891,12 @@ async fn a_non_loopback_address_needs_a_configured_token() {
     );
 }
 
-/// A client that stops reading is cut off once its buffer (1,024 events)
-/// is full, instead of holding the session back; it resumes from the last
+/// A client that stops reading is cut off once it falls further behind than
+/// the session's replay ring reaches (1,024 events), instead of holding the
+/// session back; it resumes from the last
 /// seq it got. The client here never reads, with a small receive buffer, and
 /// the reply is made larger than everything that could buffer it on the
-/// way (the kernel's largest send buffer, hyper's, the client's 1,024
+/// way (the kernel's largest send buffer, hyper's, the ring's 1,024
 /// events), so the cut-off is certain, not a matter of timing.
 #[tokio::test]
 async fn a_client_that_stops_reading_is_cut_off_and_resumes_from_its_last_seq() {

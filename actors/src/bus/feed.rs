@@ -176,9 +176,11 @@ pub fn attach_channel<S: EventSource + Clone>(
     (sink, rx)
 }
 
-/// A front end for a network client: it detaches when the client's buffer
-/// is full instead of waiting, so a client too slow to keep up is cut off
-/// and resumes from its last seq (its events stay in the ring and store).
+/// A front end with a bounded buffer: it detaches when the buffer is full
+/// instead of waiting, so a consumer too slow to keep up is cut off and
+/// resumes from its last seq (its events stay in the ring and store).
+/// (The server's network clients read their topic directly instead:
+/// [`ClientEvents`](super::client::ClientEvents).)
 pub struct DropWhenFull(pub mpsc::Sender<Arc<EventEnvelope>>);
 
 impl FrontEnd for DropWhenFull {

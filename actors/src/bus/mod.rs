@@ -7,7 +7,10 @@
 //! - [`feed`]: the UiSink actor, which pumps a session's events into a
 //!   front end, replaying from the store when the ring no longer reaches
 //!   back, and cutting off a front end that falls behind.
+//! - [`client`]: a network client's events, read on its connection's own
+//!   task (no actor in between), a burst at a time.
 
+pub mod client;
 pub mod feed;
 pub mod lifecycle;
 pub mod topic;

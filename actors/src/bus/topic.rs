@@ -266,6 +266,28 @@ impl<E: Sequenced> Subscription<E> {
         }
     }
 
+    /// The next event if one is here already (never waits): the backlog's,
+    /// then the live channel's. `None` when none is, and also when the
+    /// subscription lagged or ended: the next [`recv`](Self::recv) says
+    /// which (an event skipped here shows there as a gap).
+    pub fn try_recv(&mut self) -> Option<Arc<E>> {
+        if let Some(event) = self.backlog.pop_front() {
+            self.last_seq = event.seq();
+            return Some(event);
+        }
+        loop {
+            match self.receiver.try_recv() {
+                Ok(event) if event.seq() <= self.last_seq => continue, // already replayed
+                Ok(event) if event.seq() == self.last_seq + 1 => {
+                    self.last_seq = event.seq();
+                    return Some(event);
+                }
+                // A gap (lagged), nothing yet, or the end: for recv to report.
+                _ => return None,
+            }
+        }
+    }
+
     /// The seq of the last event handed out.
     pub fn last_seq(&self) -> u64 {
         self.last_seq
@@ -305,6 +327,25 @@ mod tests {
         let mut sub = t.subscribe(2).unwrap();
         publish_range(&t, 6..=7);
         assert_eq!(take(&mut sub, 5).await, [3, 4, 5, 6, 7]);
+    }
+
+    #[tokio::test]
+    async fn try_recv_takes_what_is_there_and_leaves_a_gap_to_recv() {
+        let t = Topic::with_capacity(0, 100, 4);
+        publish_range(&t, 1..=2);
+        let mut sub = t.subscribe(1).unwrap();
+        assert_eq!(sub.try_recv().map(|e| e.0), Some(2), "the backlog");
+        assert!(sub.try_recv().is_none(), "nothing live yet");
+        publish_range(&t, 3..=4);
+        assert_eq!(sub.try_recv().map(|e| e.0), Some(3));
+        assert_eq!(sub.try_recv().map(|e| e.0), Some(4));
+        publish_range(&t, 5..=20); // more than the channel holds
+        assert!(sub.try_recv().is_none(), "lagged: nothing handed out");
+        assert_eq!(
+            sub.recv().await.unwrap_err(),
+            RecvError::Lagged { last_seq: 4 },
+            "recv reports the lag"
+        );
     }
 
     #[tokio::test]

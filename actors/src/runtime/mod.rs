@@ -16,6 +16,7 @@
 
 mod shutdown;
 
+pub use crate::bus::client::ClientEvents;
 pub use crate::bus::feed::{
     ChannelFrontEnd, DropWhenFull, EventSource, FrontEnd, UiSink, attach_channel, attach_until_full,
 };

@@ -40,6 +40,9 @@
 //!   `[DONE]` and Anthropic's `ping`.
 //! * `chunk_interval_ms = N` — pause N ms before every frame after the
 //!   first, as a model generating tokens does.
+//! * `after_requests = N` — send the first frame only once the server has
+//!   received N requests (this one included): N responses scripted so are
+//!   all streaming at once, whatever order their requests came in.
 //! * `unoffered_tools = true` — the tool calls may name tools the request
 //!   did not offer (a model making a tool up). Without it, a response whose
 //!   call names a tool the request did not offer is served as scripted, and
@@ -155,6 +158,8 @@ pub(crate) struct StreamSpec {
     pub ending: Ending,
     /// Pause before each frame after the first.
     pub chunk_interval: Option<Duration>,
+    /// Hold the first frame until this many requests have arrived.
+    pub after_requests: Option<usize>,
     /// The calls may name tools the request did not offer (a model that
     /// makes a tool up); otherwise such a call is a protocol violation.
     pub unoffered_tools: bool,
@@ -220,6 +225,7 @@ struct RawResponse {
     stall_after_chunks: Option<usize>,
     drop_after_chunks: Option<usize>,
     chunk_interval_ms: Option<u64>,
+    after_requests: Option<usize>,
     stamped_chunks: Option<usize>,
     unoffered_tools: Option<bool>,
     /// Only here to explain the mistake: it is a top-level key.
@@ -308,6 +314,7 @@ fn check(index: usize, mut raw: RawResponse) -> anyhow::Result<ScriptedResponse>
         || raw.stall_after_chunks.is_some()
         || raw.drop_after_chunks.is_some()
         || raw.chunk_interval_ms.is_some()
+        || raw.after_requests.is_some()
         || raw.stamped_chunks.is_some();
     let http = raw.status.is_some() || raw.headers.is_some() || raw.body.is_some();
     let fixture = raw.fixture.is_some();
@@ -414,6 +421,7 @@ fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
         finish_reason: raw.finish_reason,
         ending,
         chunk_interval: raw.chunk_interval_ms.map(Duration::from_millis),
+        after_requests: raw.after_requests,
         unoffered_tools: raw.unoffered_tools.unwrap_or(false),
     })
 }

@@ -374,6 +374,7 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
                 frames,
                 spec.ending,
                 spec.chunk_interval,
+                spec.after_requests,
                 shared.recorder.clone(),
                 shared.shutdown.clone(),
             ))

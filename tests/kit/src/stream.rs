@@ -20,24 +20,34 @@ use crate::script::{Ending, SENT_AT_MARKER};
 type Frames = BoxStream<'static, Result<Bytes, io::Error>>;
 
 /// The body streaming `frames` and ending as `ending` says, pausing
-/// `interval` before each frame after the first. A stalled stream holds
+/// `interval` before each frame after the first and holding the first until
+/// `after_requests` requests have arrived (if set). A stalled stream holds
 /// until the client goes away (counted on `recorder`) or `shutdown` turns
 /// true.
 pub(crate) fn body(
     frames: Vec<Bytes>,
     ending: Ending,
     interval: Option<Duration>,
+    after_requests: Option<usize>,
     recorder: Arc<Recorder>,
     shutdown: watch::Receiver<bool>,
 ) -> Body {
+    let gate = recorder.clone();
     let sent = |n: usize| -> Frames {
         let first_n: Vec<Bytes> = frames.iter().take(n).cloned().collect();
+        let gate = gate.clone();
         stream::iter(first_n.into_iter().enumerate())
-            .then(move |(at, frame)| async move {
-                if let Some(pause) = interval.filter(|_| at > 0) {
-                    tokio::time::sleep(pause).await;
+            .then(move |(at, frame)| {
+                let gate = gate.clone();
+                async move {
+                    if let Some(pause) = interval.filter(|_| at > 0) {
+                        tokio::time::sleep(pause).await;
+                    }
+                    if let Some(requests) = after_requests.filter(|_| at == 0) {
+                        gate.wait_for_requests(requests).await;
+                    }
+                    Ok(stamp(frame))
                 }
-                Ok(stamp(frame))
             })
             .boxed()
     };

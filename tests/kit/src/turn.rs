@@ -194,6 +194,7 @@ mod tests {
             finish_reason: None,
             ending: Ending::Complete,
             chunk_interval: None,
+            after_requests: None,
             unoffered_tools: false,
         }
     }

@@ -274,3 +274,38 @@ async fn wait_for_requests_sees_concurrent_calls() {
     served.sort_unstable();
     assert_eq!(served, [0, 1, 2]);
 }
+
+/// `after_requests = 2`: the first stream's first frame waits for the
+/// second request, so its sent-at stamp is later than the moment just
+/// before that request went out.
+#[tokio::test]
+async fn after_requests_holds_the_first_frame_until_enough_requests_arrived() {
+    let server = ScriptedModel::start(script(
+        "[[response]]\nstamped_chunks = 1\nafter_requests = 2\n[[response]]\ntext = 'second'\n",
+    ))
+    .await
+    .unwrap();
+    let addr = server.addr();
+    let held = tokio::spawn(async move {
+        let body = openai_request(json!([{"role": "user", "content": "first"}]));
+        post(addr, "/v1/chat/completions", &body).await
+    });
+    within("the first request", server.wait_for_requests(1)).await;
+    let before_second = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros();
+    let body = openai_request(json!([{"role": "user", "content": "second"}]));
+    let second = post(addr, "/v1/chat/completions", &body).await;
+    assert_eq!(openai_text(&second.frames()), "second");
+    let first = within("the held stream", held).await.unwrap();
+    assert!(first.complete);
+    let sent_at: u128 = openai_text(&first.frames())
+        .trim()
+        .parse()
+        .expect("a stamp");
+    assert!(
+        sent_at >= before_second,
+        "the held frame went out at {sent_at}, before the second request ({before_second})"
+    );
+}

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Regenerates scripts/run-symbols.order: the functions a one-shot
+# `agentbus run` executes, which build.rs hands to the linker
+# (--symbol-ordering-file) so that the release binary keeps them together.
+# A one-shot run then maps the pages of ~2 MB of code instead of pages
+# scattered over the whole binary (the kernel maps 64 KiB around each page
+# touched). Names not in a later build are skipped by the linker, so an old
+# list only makes the layout less tight; regenerate it after large changes:
+#
+#   scripts/order-symbols.sh && scripts/measure-run.sh
+#
+# Runs `agentbus run "hi"` twice under valgrind's callgrind (a new store,
+# then an existing one) against the scripted model, as measure-run.sh
+# does. Needs valgrind (Debian's `valgrind` package) and python3.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+command -v valgrind > /dev/null || { echo "order-symbols: valgrind is missing (apt-get install valgrind)" >&2; exit 1; }
+
+(cd "$root" && cargo build --release --quiet -p agentbus -p agentbus-testkit --bin agentbus --bin scripted-model)
+agentbus=$target/release/agentbus
+
+scratch=$(mktemp -d)
+model_pid=
+cleanup() {
+    if [[ -n $model_pid ]]; then kill "$model_pid" 2>/dev/null || true; wait "$model_pid" 2>/dev/null || true; fi
+    rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+printf '[[response]]\ntext = "Hello from the scripted model."\n%.0s' 1 2 > "$scratch/script.toml"
+# The server says where it listens on the first line of its stdout.
+exec 3< <("$target/release/scripted-model" --script "$scratch/script.toml" 2> "$scratch/model.err")
+model_pid=$!
+line=
+read -r -t 10 line <&3 || true
+url=${line#listening on }
+[[ $url == http://* ]] || { echo "order-symbols: the scripted model did not start:" >&2; cat "$scratch/model.err" >&2; exit 1; }
+
+home=$scratch/home
+mkdir -p "$home/.config/agentbus" "$scratch/workspace"
+printf 'model = "s"\n[models.s]\nprovider = "openai"\nmodel = "scripted"\nbase_url = "%s/v1"\n' "$url" \
+    > "$home/.config/agentbus/config.toml"
+for run in 1 2; do
+    (cd "$scratch/workspace" && env -i PATH="$PATH" HOME="$home" \
+        valgrind --tool=callgrind --demangle=no --callgrind-out-file="$scratch/calls.$run" \
+        "$agentbus" run "hi" > "$scratch/out.$run" 2> "$scratch/err.$run") || {
+        echo "order-symbols: run $run failed:" >&2; cat "$scratch/err.$run" >&2; exit 1; }
+done
+
+# Every function named in the call graphs that the binary defines, sorted
+# (where they sit within the group hardly matters; sorted, a remade list
+# differs from the last only by what really changed).
+nm --defined-only "$agentbus" | awk '{ print $3 }' > "$scratch/defined"
+python3 - "$scratch/defined" "$scratch/calls.1" "$scratch/calls.2" > "$root/scripts/run-symbols.order" <<'PY'
+import re, sys
+defined = set(open(sys.argv[1]).read().split())
+names = set()
+for path in sys.argv[2:]:
+    for line in open(path):
+        match = re.match(r"^c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
+        if match and match.group(1) in defined:
+            names.add(match.group(1))
+print("\n".join(sorted(names)))
+PY
+echo "scripts/run-symbols.order: $(wc -l < "$root/scripts/run-symbols.order") functions"
