@@ -1,7 +1,10 @@
 //! What a session publishes: [`AgentMessage`]s, each in an [`EventEnvelope`].
 //!
 //! Every event, `stream_event`s included, takes the next `seq` of its session,
-//! so a live subscriber sees 1, 2, 3, ... with no gap. Serialised as JSON with
+//! so a live subscriber sees 1, 2, 3, ... with no gap while one process
+//! drives the session; a seq is never given twice, and a session loaded
+//! after a crash continues above every seq the dead process may have shown
+//! (a gap then, never a lost event). Serialised as JSON with
 //! a snake_case `type` tag and the envelope fields inline:
 //!
 //! ```json
@@ -22,7 +25,8 @@ use serde_json::Value;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EventEnvelope {
     pub session_id: SessionId,
-    /// Per-session, gap-free, starting at 1.
+    /// Per-session and increasing, starting at 1; never given twice (gaps:
+    /// unstored deltas in a replay, a reload after a crash).
     pub seq: u64,
     /// The input (query or control command) this event belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -8,7 +8,7 @@
 //! - [`input`]: what a front end sends into a session (queries, control
 //!   commands, interrupts).
 //! - [`event`]: what a session publishes ([`AgentMessage`] in an
-//!   [`EventEnvelope`] carrying a gap-free per-session `seq`).
+//!   [`EventEnvelope`] carrying a per-session `seq`, never given twice).
 //! - [`content`]: the pieces both share: content blocks, usage, stop reasons.
 //! - [`context`]: the context window: its configuration, usage and reports.
 //! - [`message`]: the conversation history as the model sees it.
