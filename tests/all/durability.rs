@@ -6,14 +6,6 @@ use crate::support::server::{EventStream, Server, error_of};
 use crate::support::*;
 use serde_json::Value;
 
-fn sigkill(server: &Server) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server.pid() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .expect("send SIGKILL");
-}
-
 /// Start turn 1 ("first") and read its stream until two text deltas have
 /// arrived (the script then stalls); returns the SSE client and the seq of
 /// the last delta it saw.
@@ -55,7 +47,7 @@ async fn an_input_queued_when_the_daemon_is_killed_runs_once_after_the_restart()
     let (_sse, seen) = a_reply_streaming(&server, &id).await;
     // Accepted (202) while turn 1 runs: queued behind it.
     assert_eq!(server.input(&id, "second").await, 2);
-    sigkill(&server);
+    server.kill9();
     let (status, _) = server.wait().await;
     assert_eq!(status.code(), None, "killed by a signal");
 
@@ -113,7 +105,7 @@ async fn a_client_resuming_from_a_delta_after_sigkill_gets_every_later_event() {
     let server = fx.serve().await;
     let id = server.create_session().await;
     let (_sse, seen) = a_reply_streaming(&server, &id).await;
-    sigkill(&server);
+    server.kill9();
     server.wait().await;
 
     // The client reconnects with the id of a delta that was never stored.
@@ -253,7 +245,7 @@ async fn a_full_disk_is_a_store_error_the_session_lives_on_and_nothing_acknowled
     let live: Vec<Value> = persisted(&sse.events).into_iter().cloned().collect();
 
     // After a crash, the store holds everything that was shown.
-    sigkill(&server);
+    server.kill9();
     server.wait().await;
     let server = fx.serve().await;
     let mut replay = server.sse(&id, None).await;

@@ -6,11 +6,11 @@
 //! tools the same way) a tool that panics.
 
 use crate::support::server::error_of;
+use crate::support::store_lock::StoreLock;
 use crate::support::*;
 use agentbus_testkit::Script;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -18,30 +18,6 @@ use tokio::net::{TcpListener, TcpStream};
 fn answers(n: usize) -> Script {
     Script::from_toml_str(&"[[response]]\ntext = \"Answer to {last_user}.\"\n".repeat(n))
         .expect("script")
-}
-
-/// The store file of a fixture's data dir.
-fn database(fx: &Fixture) -> PathBuf {
-    fx.home.path().join("data/agentbus.db")
-}
-
-/// Another process's write lock on the store: a connection of this test
-/// process in an exclusive transaction, held until dropped.
-struct Lock {
-    conn: rusqlite::Connection,
-}
-
-impl Lock {
-    fn take(path: &Path) -> Lock {
-        let conn = rusqlite::Connection::open(path).expect("open the store beside agentbus");
-        conn.execute_batch("BEGIN EXCLUSIVE")
-            .expect("take the write lock");
-        Lock { conn }
-    }
-
-    fn release(self) {
-        self.conn.execute_batch("ROLLBACK").expect("let go");
-    }
 }
 
 // ------------------------------------------------------- the locked store
@@ -53,9 +29,9 @@ async fn a_store_locked_past_the_busy_timeout_fails_clearly_and_works_once_relea
     let server = fx.serve().await;
     let id = server.create_session().await;
     let mut sse = server.sse(&id, None).await;
-    let path = database(&fx).display().to_string();
+    let path = fx.database().display().to_string();
 
-    let lock = Lock::take(&database(&fx));
+    let lock = StoreLock::take(&fx);
     // A new session needs a write: refused, saying why, after the timeout.
     let refused = error_of(server.post("/v1/sessions").json(&json!({})), 503).await;
     assert!(refused.contains(&path), "{refused}");
@@ -119,11 +95,11 @@ async fn run_against_a_locked_store_exits_1_naming_it_then_runs_once_released() 
     let out = fx.run(&["sessions", "list"]).await;
     assert_eq!(out.code(), Some(0), "the store exists: {}", out.stderr);
 
-    let lock = Lock::take(&database(&fx));
+    let lock = StoreLock::take(&fx);
     let out = fx.run(&["run", "--json", "hello"]).await;
     assert_eq!(out.code(), Some(1), "{}", out.stderr);
     assert!(
-        out.stderr.contains(&database(&fx).display().to_string()),
+        out.stderr.contains(&fx.database().display().to_string()),
         "{}",
         out.stderr
     );
@@ -161,11 +137,11 @@ async fn real_store() -> Vec<u8> {
     let fx = Fixture::with_script(answers(1)).await;
     let out = fx.run(&["run", "--json", "hello"]).await;
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
-    let conn = rusqlite::Connection::open(database(&fx)).expect("open");
+    let conn = rusqlite::Connection::open(fx.database()).expect("open");
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
         .expect("checkpoint");
     drop(conn);
-    std::fs::read(database(&fx)).expect("read the store")
+    std::fs::read(fx.database()).expect("read the store")
 }
 
 /// A SQLite database of another program, at schema version `version`.
@@ -239,7 +215,7 @@ async fn a_corrupt_foreign_or_newer_store_file_is_refused_and_left_untouched() {
     ];
 
     let fx = Fixture::with_script(answers(1)).await;
-    let path = database(&fx);
+    let path = fx.database();
     std::fs::create_dir_all(path.parent().expect("data dir")).expect("data dir");
     for case in cases {
         std::fs::write(&path, &case.bytes).expect("write the store file");

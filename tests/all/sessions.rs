@@ -3,8 +3,6 @@
 
 use crate::support::*;
 use serde_json::Value;
-use std::process::Stdio;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 fn text_of(out: &Finished) -> String {
     out.stdout_text()
@@ -350,29 +348,12 @@ async fn a_store_write_failure_is_an_error_event_and_a_failing_exit() {
     let mut agent = fx.spawn(&["run", "--json", "wait for go"]);
     agent.wait_for_event(|e| e["type"] == "assistant").await;
 
-    // Another program takes the database's write lock and keeps it.
-    let database = fx.home.path().join("data/agentbus.db");
-    let mut locker = tokio::process::Command::new("python3")
-        .arg("-c")
-        .arg(
-            "import sqlite3, sys\n\
-             c = sqlite3.connect(sys.argv[1], isolation_level=None)\n\
-             c.execute('BEGIN EXCLUSIVE')\n\
-             print('locked', flush=True)\n\
-             sys.stdin.read()\n",
-        )
-        .arg(&database)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("python3 holds the lock");
-    let mut said = BufReader::new(locker.stdout.take().unwrap()).lines();
-    assert_eq!(said.next_line().await.unwrap().as_deref(), Some("locked"));
+    // Another process takes the database's write lock and keeps it.
+    let lock = crate::support::store_lock::StoreLock::take(&fx);
 
     std::fs::write(fx.workspace().join("go"), "").unwrap();
     let out = agent.finish().await;
-    let _ = locker.stdin.take().unwrap().shutdown().await;
+    lock.release();
     assert_eq!(
         out.code(),
         Some(1),

@@ -11,6 +11,7 @@
 //! protocol violation.
 
 pub mod server;
+pub mod store_lock;
 
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
 use serde_json::Value;

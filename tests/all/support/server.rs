@@ -196,6 +196,16 @@ impl Server {
         Socket { stream }
     }
 
+    /// Kill it outright (SIGKILL): no cleanup runs.
+    pub fn kill9(&self) {
+        let pid = self.pid() as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("send SIGKILL");
+    }
+
     /// Send SIGTERM.
     pub fn terminate(&self) {
         let pid = self.pid() as i32;
