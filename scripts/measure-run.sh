@@ -15,13 +15,9 @@
 set -euo pipefail
 
 runs=${1:-10}
-root=$(cd "$(dirname "$0")/.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
 [[ -x /usr/bin/time ]] || { echo "measure-run: /usr/bin/time is missing (apt-get install time)" >&2; exit 1; }
-
-(cd "$root" && cargo build --release --quiet -p agentbus -p agentbus-testkit --bin agentbus --bin scripted-model)
-agentbus=$target/release/agentbus
-model=$target/release/scripted-model
+source "$(dirname "$0")/lib/one-shot.sh"
+one_shot_build
 
 # The layout list (scripts/order-symbols.sh) names functions by their
 # symbols, which change with the compiler and the dependencies' versions
@@ -36,36 +32,11 @@ if [[ -f $order ]] && command -v nm > /dev/null; then
     fi
 fi
 
-scratch=$(mktemp -d)
-model_pid=
-cleanup() {
-    if [[ -n $model_pid ]]; then kill "$model_pid" 2>/dev/null || true; wait "$model_pid" 2>/dev/null || true; fi
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
-
 # One plain reply per run (the script's responses are consumed in order).
 for _ in $(seq "$runs"); do
     printf '[[response]]\ntext = "Hello from the scripted model."\nusage = { input_tokens = 12, output_tokens = 7 }\n'
 done > "$scratch/script.toml"
-
-# The server says where it listens on the first line of its stdout.
-exec 3< <("$model" --script "$scratch/script.toml" 2> "$scratch/model.err")
-model_pid=$!
-line=
-read -r -t 10 line <&3 || true
-url=${line#listening on }
-[[ $url == http://* ]] || { echo "measure-run: the scripted model did not start:" >&2; cat "$scratch/model.err" >&2; exit 1; }
-
-home=$scratch/home
-mkdir -p "$home/.config/agentbus" "$scratch/workspace"
-cat > "$home/.config/agentbus/config.toml" <<EOF
-model = "s"
-[models.s]
-provider = "openai"
-model = "scripted"
-base_url = "$url/v1"
-EOF
+one_shot_start measure-run
 
 echo "agentbus run \"hi\" against the scripted model at $url ($runs runs, $(nproc) cores)"
 rss=()

@@ -14,34 +14,12 @@
 # does. Needs valgrind (Debian's `valgrind` package) and python3.
 set -euo pipefail
 
-root=$(cd "$(dirname "$0")/.." && pwd)
-target=${CARGO_TARGET_DIR:-$root/target}
 command -v valgrind > /dev/null || { echo "order-symbols: valgrind is missing (apt-get install valgrind)" >&2; exit 1; }
-
-(cd "$root" && cargo build --release --quiet -p agentbus -p agentbus-testkit --bin agentbus --bin scripted-model)
-agentbus=$target/release/agentbus
-
-scratch=$(mktemp -d)
-model_pid=
-cleanup() {
-    if [[ -n $model_pid ]]; then kill "$model_pid" 2>/dev/null || true; wait "$model_pid" 2>/dev/null || true; fi
-    rm -rf "$scratch"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib/one-shot.sh"
+one_shot_build
 
 printf '[[response]]\ntext = "Hello from the scripted model."\n%.0s' 1 2 > "$scratch/script.toml"
-# The server says where it listens on the first line of its stdout.
-exec 3< <("$target/release/scripted-model" --script "$scratch/script.toml" 2> "$scratch/model.err")
-model_pid=$!
-line=
-read -r -t 10 line <&3 || true
-url=${line#listening on }
-[[ $url == http://* ]] || { echo "order-symbols: the scripted model did not start:" >&2; cat "$scratch/model.err" >&2; exit 1; }
-
-home=$scratch/home
-mkdir -p "$home/.config/agentbus" "$scratch/workspace"
-printf 'model = "s"\n[models.s]\nprovider = "openai"\nmodel = "scripted"\nbase_url = "%s/v1"\n' "$url" \
-    > "$home/.config/agentbus/config.toml"
+one_shot_start order-symbols
 for run in 1 2; do
     (cd "$scratch/workspace" && env -i PATH="$PATH" HOME="$home" \
         valgrind --tool=callgrind --demangle=no --callgrind-out-file="$scratch/calls.$run" \
