@@ -165,6 +165,20 @@ async fn bench() {
     if paced_all {
         let cpu = CpuMeter::start(server.pid());
         let (delays, events) = run_turns(&server, &ids, "paced", &mut seen_rx).await;
+        // Where in the replies the delays are: while every session's turn
+        // starts (the inputs stored, the model called), in the middle, and
+        // while they end (the replies stored).
+        for (name, chunks) in [
+            ("chunks 1-5", 0..5),
+            ("chunks 6-45", 5..CHUNKS - 5),
+            ("chunks 46-50", CHUNKS - 5..CHUNKS),
+        ] {
+            let part: Vec<u64> = delays
+                .chunks(CHUNKS)
+                .flat_map(|turn| turn[chunks.clone()].iter().copied())
+                .collect();
+            report_delay(&format!("{} sessions, paced replies, {name}", ids.len()), &part);
+        }
         let what = format!("{} sessions at once, paced replies", ids.len());
         report_delay(&what, &delays);
         cpu.report(&what, events);
@@ -348,8 +362,28 @@ fn unix_micros() -> u64 {
 /// and the clients) from one moment on.
 struct CpuMeter {
     daemon: u32,
-    daemon_at_start: Duration,
-    bench_at_start: Duration,
+    daemon_at_start: CpuTime,
+    bench_at_start: CpuTime,
+}
+
+/// A process's CPU time: in its own code and in the kernel on its behalf.
+#[derive(Clone, Copy, Default)]
+struct CpuTime {
+    user: Duration,
+    system: Duration,
+}
+
+impl CpuTime {
+    fn total(self) -> Duration {
+        self.user + self.system
+    }
+
+    fn since(self, start: CpuTime) -> CpuTime {
+        CpuTime {
+            user: self.user.saturating_sub(start.user),
+            system: self.system.saturating_sub(start.system),
+        }
+    }
 }
 
 impl CpuMeter {
@@ -363,38 +397,45 @@ impl CpuMeter {
 
     /// Prints the CPU time spent since the start, in all and per event.
     fn report(self, what: &str, events: u64) {
-        let daemon = cpu_time(self.daemon).saturating_sub(self.daemon_at_start);
-        let bench = cpu_time(std::process::id()).saturating_sub(self.bench_at_start);
+        let daemon = cpu_time(self.daemon).since(self.daemon_at_start);
+        let bench = cpu_time(std::process::id()).since(self.bench_at_start);
         let per_event = |spent: Duration| spent.as_secs_f64() * 1e6 / events.max(1) as f64;
         println!(
-            "CPU, {what}: daemon {:.2} s = {:.1} us per event delivered ({events} events); \
-             model and clients {:.2} s = {:.1} us per event",
-            daemon.as_secs_f64(),
-            per_event(daemon),
-            bench.as_secs_f64(),
-            per_event(bench),
+            "CPU, {what}: daemon {:.2} s = {:.1} us per event delivered ({events} events), \
+             {:.1} of them in the kernel; model and clients {:.2} s = {:.1} us per event, \
+             {:.1} in the kernel",
+            daemon.total().as_secs_f64(),
+            per_event(daemon.total()),
+            per_event(daemon.system),
+            bench.total().as_secs_f64(),
+            per_event(bench.total()),
+            per_event(bench.system),
         );
     }
 }
 
-/// A process's user + system CPU time so far, from `/proc/PID/stat`.
-fn cpu_time(pid: u32) -> Duration {
+/// A process's user and system CPU time so far, from `/proc/PID/stat`.
+fn cpu_time(pid: u32) -> CpuTime {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return Duration::ZERO;
+        return CpuTime::default();
     };
     // The fields after the command name (in parentheses, which may hold
     // spaces): state is field 3, utime 14 and stime 15.
     let Some((_, rest)) = stat.rsplit_once(')') else {
-        return Duration::ZERO;
+        return CpuTime::default();
     };
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |index: usize| -> u64 {
-        fields
+    let time = |index: usize| -> Duration {
+        let ticks: u64 = fields
             .get(index - 3)
             .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
+            .unwrap_or(0);
+        Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second())
     };
-    Duration::from_secs_f64((ticks(14) + ticks(15)) as f64 / clock_ticks_per_second())
+    CpuTime {
+        user: time(14),
+        system: time(15),
+    }
 }
 
 /// `getconf CLK_TCK`: the unit of the times in `/proc/PID/stat`.

@@ -26,6 +26,7 @@ use agentbus_actors::{Runtime, Settings};
 use anyhow::Context as _;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
+use axum::serve::ListenerExt as _;
 use axum::routing::get;
 use openapi::BearerToken;
 use std::net::SocketAddr;
@@ -148,6 +149,13 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
     // Inputs accepted before a crash run now, not when someone next looks.
     let resuming = runtime.clone();
     tokio::spawn(async move { resuming.resume_waiting_sessions().await });
+    // Each event is written as it comes: Nagle's algorithm would hold a
+    // small frame back until the client acknowledged the previous one.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY not set on a connection: {e}");
+        }
+    });
     let served = axum::serve(listener, app(state, token))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .await;

@@ -13,6 +13,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt as _;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -69,6 +70,11 @@ impl ScriptedModel {
             context_window,
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
+        // Each frame leaves when it is written, as a model server's do
+        // (Nagle's algorithm would hold a paced chunk back).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let mut stop = shutdown_rx;
         let task = tokio::spawn(async move {
             let serving = axum::serve(listener, app).with_graceful_shutdown(async move {

@@ -230,7 +230,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
 
 /// Insert one event of session `id` (whose envelope must already say `id`).
 fn insert_event(
-    tx: &Transaction<'_>,
+    tx: &Connection,
     id: &SessionId,
     event: &EventEnvelope,
 ) -> Result<(), StoreError> {
@@ -421,14 +421,16 @@ pub fn set_title(conn: &mut Connection, id: &SessionId, title: &str) -> Result<(
     tx.commit().map_err(|e| sqlite(operation, Some(id), e))
 }
 
+/// Append `commit` to session `id`. Runs inside the write transaction the
+/// writer opened for it, alone or with other writes (a group commit):
+/// what it changed counts only once that transaction commits.
 pub fn commit(
-    conn: &mut Connection,
+    tx: &Connection,
     id: &SessionId,
     commit: &Commit,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let operation = "append events";
-    let tx = write_tx(conn, operation, id)?;
     let (last_seq, has_title): (i64, bool) = tx
         .prepare_cached("SELECT last_seq, title IS NOT NULL FROM sessions WHERE id = ?1")
         .and_then(|mut stmt| {
@@ -498,11 +500,13 @@ pub fn commit(
         .and_then(|mut stmt| stmt.execute(rusqlite::params![id.0, waiting]))
         .map_err(|e| sqlite("forget started inputs", Some(id), e))?;
     }
-    tx.commit().map_err(|e| sqlite(operation, Some(id), e))
+    Ok(())
 }
 
+/// Keep `input` as waiting in session `id`. Like [`commit`], inside the
+/// writer's write transaction.
 pub fn accept_input(
-    conn: &mut Connection,
+    tx: &Connection,
     id: &SessionId,
     input: &AcceptedInput,
     now: DateTime<Utc>,
@@ -513,7 +517,6 @@ pub fn accept_input(
         input_id: input.input_id,
         source,
     })?;
-    let tx = write_tx(conn, operation, id)?;
     require_raw(&tx, operation, id)?;
     tx.prepare_cached(
         "INSERT INTO inputs (session_id, input_id, accepted_at, body) VALUES (?1, ?2, ?3, ?4)",
@@ -527,7 +530,7 @@ pub fn accept_input(
         ])
     })
     .map_err(|e| sqlite(operation, Some(id), e))?;
-    tx.commit().map_err(|e| sqlite(operation, Some(id), e))
+    Ok(())
 }
 
 pub fn waiting_inputs(conn: &Connection, id: &SessionId) -> Result<Vec<AcceptedInput>, StoreError> {

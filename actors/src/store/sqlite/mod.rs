@@ -1,9 +1,9 @@
 //! The embedded backend: SQLite, one file in the data directory.
 //!
 //! [`SqliteStore`] implements [`SessionStore`] by handing each operation,
-//! as a closure over the connection, to the `Writer` actor: the single
-//! owner of the connection, running on a thread of its own (SQLite blocks;
-//! this needs a multi-threaded tokio runtime). Several processes may open
+//! as a closure over the connection, to the writer: the single owner of
+//! the connection, a thread of its own (SQLite blocks). Appends waiting
+//! together share one transaction there (a group commit). Several processes may open
 //! the same file: SQLite's WAL mode and the busy timeout arbitrate the
 //! writes, and leases make sure only one process drives a given session.
 //!
@@ -12,12 +12,14 @@
 //!   configured and migrated; a lock held past the busy timeout as
 //!   [`StoreError::Locked`].
 //! - `db`: the SQL behind each operation, as plain synchronous functions.
+//! - `writer`: the thread, its queue of operations, the group commit.
 //! - [`schema`]: tables and versioned migrations.
 
 mod db;
 mod open;
 mod options;
 pub mod schema;
+mod writer;
 
 pub use options::StoreOptions;
 
@@ -27,19 +29,16 @@ use super::{
 };
 use crate::protocol::{EventEnvelope, SessionId};
 use chrono::{DateTime, SubsecRound, Utc};
-use kameo::Actor;
-use kameo::actor::{ActorRef, Spawn};
-use kameo::error::Infallible;
-use kameo::message::{Context, Message};
 use rusqlite::Connection;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 use tokio::sync::oneshot;
+use writer::{Job, Reply, Write};
 
 /// The SQLite backend: cheap to clone, every clone talks to the same
 /// connection.
 #[derive(Clone)]
 pub struct SqliteStore {
-    writer: ActorRef<Writer>,
+    writer: mpsc::Sender<Job>,
     options: Arc<StoreOptions>,
 }
 
@@ -51,14 +50,19 @@ impl SqliteStore {
     pub async fn open(options: StoreOptions) -> Result<SqliteStore, StoreError> {
         let options = Arc::new(options);
         let opening = options.clone();
+        let closed = |reason: String| StoreError::Closed { reason };
         let conn = tokio::task::spawn_blocking(move || open::open_connection(&opening))
             .await
-            .map_err(|e| StoreError::Closed {
-                reason: format!("the thread opening it failed: {e}"),
-            })??;
-        Ok(SqliteStore {
-            writer: Writer::spawn_in_thread(Writer { conn }),
-            options,
+            .map_err(|e| closed(format!("the thread opening it failed: {e}")))??;
+        let writer = writer::start(conn)
+            .map_err(|e| closed(format!("its writer thread did not start: {e}")))?;
+        Ok(SqliteStore { writer, options })
+    }
+
+    /// Hand `job` to the writer.
+    fn send(&self, job: Job) -> Result<(), StoreError> {
+        self.writer.send(job).map_err(|_| StoreError::Closed {
+            reason: "its writer has stopped".into(),
         })
     }
 
@@ -68,17 +72,41 @@ impl SqliteStore {
         work: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move |conn| {
+        self.send(Job::Run(Box::new(move |conn| {
             let _ = answer.send(work(conn));
-        });
-        let closed = |reason: String| StoreError::Closed { reason };
-        self.writer
-            .ask(Run(job))
-            .await
-            .map_err(|e| closed(e.to_string()))?;
+        })))?;
+        self.answer(answered).await
+    }
+
+    /// Append with `work`, in a transaction the writer may share with
+    /// other appends waiting at the same moment (a group commit).
+    async fn write(
+        &self,
+        operation: &'static str,
+        id: &SessionId,
+        work: impl FnOnce(&Connection) -> Result<(), StoreError> + Send + 'static,
+    ) -> Result<(), StoreError> {
+        let (answer, answered) = oneshot::channel();
+        self.send(Job::Write(Write {
+            work: Box::new(work),
+            reply: Reply {
+                operation,
+                id: id.0.clone(),
+                answer,
+            },
+        }))?;
+        self.answer(answered).await
+    }
+
+    async fn answer<T>(
+        &self,
+        answered: oneshot::Receiver<Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
         answered
             .await
-            .map_err(|_| closed("it stopped during the operation".into()))?
+            .map_err(|_| StoreError::Closed {
+                reason: "it stopped during the operation".into(),
+            })?
             .map_err(|e| open::locked(e, &self.options))
     }
 }
@@ -86,35 +114,6 @@ impl SqliteStore {
 /// The clock, at the precision the store keeps.
 fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
-}
-
-/// One operation on the connection; it sends its own answer.
-type Job = Box<dyn FnOnce(&mut Connection) + Send>;
-
-/// The writer actor: the only owner of the connection. A panic in an
-/// operation stops it (later calls fail with [`StoreError::Closed`]).
-struct Writer {
-    conn: Connection,
-}
-
-impl Actor for Writer {
-    type Args = Writer;
-    type Error = Infallible;
-
-    async fn on_start(writer: Self::Args, _: ActorRef<Self>) -> Result<Self, Self::Error> {
-        Ok(writer)
-    }
-}
-
-/// Run a job on the connection.
-struct Run(Job);
-
-impl Message<Run> for Writer {
-    type Reply = ();
-
-    async fn handle(&mut self, Run(job): Run, _: &mut Context<Self, Self::Reply>) {
-        job(&mut self.conn);
-    }
 }
 
 #[async_trait::async_trait]
@@ -139,15 +138,19 @@ impl SessionStore for SqliteStore {
     }
 
     async fn commit(&self, id: &SessionId, commit: Commit) -> Result<(), StoreError> {
-        let id = id.clone();
-        self.run(move |conn| db::commit(conn, &id, &commit, now()))
-            .await
+        let for_work = id.clone();
+        self.write("append events", id, move |tx| {
+            db::commit(tx, &for_work, &commit, now())
+        })
+        .await
     }
 
     async fn accept_input(&self, id: &SessionId, input: AcceptedInput) -> Result<(), StoreError> {
-        let id = id.clone();
-        self.run(move |conn| db::accept_input(conn, &id, &input, now()))
-            .await
+        let for_work = id.clone();
+        self.write("store an accepted input", id, move |tx| {
+            db::accept_input(tx, &for_work, &input, now())
+        })
+        .await
     }
 
     async fn waiting_inputs(&self, id: &SessionId) -> Result<Vec<AcceptedInput>, StoreError> {
@@ -224,7 +227,10 @@ impl SessionStore for SqliteStore {
     }
 
     async fn close(&self) {
-        let _ = self.writer.stop_gracefully().await;
-        self.writer.wait_for_shutdown().await;
+        let (stopped, on_stop) = oneshot::channel();
+        if self.send(Job::Stop(stopped)).is_ok() {
+            // An error: it had stopped already.
+            let _ = on_stop.await;
+        }
     }
 }
