@@ -177,7 +177,10 @@ async fn bench() {
                 .chunks(CHUNKS)
                 .flat_map(|turn| turn[chunks.clone()].iter().copied())
                 .collect();
-            report_delay(&format!("{} sessions, paced replies, {name}", ids.len()), &part);
+            report_delay(
+                &format!("{} sessions, paced replies, {name}", ids.len()),
+                &part,
+            );
         }
         let what = format!("{} sessions at once, paced replies", ids.len());
         report_delay(&what, &delays);
@@ -364,6 +367,7 @@ struct CpuMeter {
     daemon: u32,
     daemon_at_start: CpuTime,
     bench_at_start: CpuTime,
+    started: Instant,
 }
 
 /// A process's CPU time: in its own code and in the kernel on its behalf.
@@ -392,6 +396,7 @@ impl CpuMeter {
             daemon,
             daemon_at_start: cpu_time(daemon),
             bench_at_start: cpu_time(std::process::id()),
+            started: Instant::now(),
         }
     }
 
@@ -400,6 +405,11 @@ impl CpuMeter {
         let daemon = cpu_time(self.daemon).since(self.daemon_at_start);
         let bench = cpu_time(std::process::id()).since(self.bench_at_start);
         let per_event = |spent: Duration| spent.as_secs_f64() * 1e6 / events.max(1) as f64;
+        let elapsed = self.started.elapsed().as_secs_f64();
+        println!(
+            "CPU, {what}: {:.2} cores busy on average over {elapsed:.2} s",
+            (daemon.total() + bench.total()).as_secs_f64() / elapsed
+        );
         println!(
             "CPU, {what}: daemon {:.2} s = {:.1} us per event delivered ({events} events), \
              {:.1} of them in the kernel; model and clients {:.2} s = {:.1} us per event, \

@@ -229,11 +229,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
 }
 
 /// Insert one event of session `id` (whose envelope must already say `id`).
-fn insert_event(
-    tx: &Connection,
-    id: &SessionId,
-    event: &EventEnvelope,
-) -> Result<(), StoreError> {
+fn insert_event(tx: &Connection, id: &SessionId, event: &EventEnvelope) -> Result<(), StoreError> {
     let body = serde_json::to_string(event).map_err(|source| StoreError::Encode {
         id: id.clone(),
         seq: event.seq,
@@ -462,7 +458,7 @@ pub fn commit(
                 last_seq: last,
             });
         }
-        insert_event(&tx, id, event)?;
+        insert_event(tx, id, event)?;
         if !has_title && title.is_none() {
             title = title_of_events([event.as_ref()]);
         }
@@ -517,7 +513,7 @@ pub fn accept_input(
         input_id: input.input_id,
         source,
     })?;
-    require_raw(&tx, operation, id)?;
+    require_raw(tx, operation, id)?;
     tx.prepare_cached(
         "INSERT INTO inputs (session_id, input_id, accepted_at, body) VALUES (?1, ?2, ?3, ?4)",
     )
