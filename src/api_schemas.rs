@@ -220,7 +220,7 @@ pub fn input() -> RefOr<Schema> {
         .description(Some("What the summary keeps above all"))
         .build()
         .into();
-    let bare: [(&str, &str); 13] = [
+    let bare: [(&str, &str); 14] = [
         ("help", "List the slash commands"),
         ("quit", "The front end that sent it should exit"),
         ("clear", "Empty the history"),
@@ -234,6 +234,10 @@ pub fn input() -> RefOr<Schema> {
         ("debug", "Show the session state"),
         ("show_mode", "Show the permission mode and rules"),
         ("compact", "Summarise older turns now"),
+        (
+            "init",
+            "Ask the model to write or improve AGENTS.md (answers with a turn)",
+        ),
     ];
     let mut one_of = OneOfBuilder::new().item(query);
     for (name, description) in bare {

@@ -628,6 +628,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         mcp_servers: Default::default(),
         mcp: Default::default(),
         data_dir: std::env::temp_dir(),
+        config_dir: None,
         sessions: Default::default(),
         server: Default::default(),
         permissions: Default::default(),
