@@ -177,7 +177,10 @@ async fn bench() {
                 .chunks(CHUNKS)
                 .flat_map(|turn| turn[chunks.clone()].iter().copied())
                 .collect();
-            report_delay(&format!("{} sessions, paced replies, {name}", ids.len()), &part);
+            report_delay(
+                &format!("{} sessions, paced replies, {name}", ids.len()),
+                &part,
+            );
         }
         let what = format!("{} sessions at once, paced replies", ids.len());
         report_delay(&what, &delays);

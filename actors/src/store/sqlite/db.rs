@@ -229,11 +229,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
 }
 
 /// Insert one event of session `id` (whose envelope must already say `id`).
-fn insert_event(
-    tx: &Connection,
-    id: &SessionId,
-    event: &EventEnvelope,
-) -> Result<(), StoreError> {
+fn insert_event(tx: &Connection, id: &SessionId, event: &EventEnvelope) -> Result<(), StoreError> {
     let body = serde_json::to_string(event).map_err(|source| StoreError::Encode {
         id: id.clone(),
         seq: event.seq,
