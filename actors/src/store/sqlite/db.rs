@@ -458,7 +458,7 @@ pub fn commit(
                 last_seq: last,
             });
         }
-        insert_event(&tx, id, event)?;
+        insert_event(tx, id, event)?;
         if !has_title && title.is_none() {
             title = title_of_events([event.as_ref()]);
         }
@@ -513,7 +513,7 @@ pub fn accept_input(
         input_id: input.input_id,
         source,
     })?;
-    require_raw(&tx, operation, id)?;
+    require_raw(tx, operation, id)?;
     tx.prepare_cached(
         "INSERT INTO inputs (session_id, input_id, accepted_at, body) VALUES (?1, ?2, ?3, ?4)",
     )
