@@ -67,7 +67,7 @@ fn read_file(path: &Path, scope: Scope) -> Result<Option<InstructionFile>, Strin
     std::fs::File::open(path)
         .and_then(|file| file.take(MAX_FILE_BYTES as u64 + 1).read_to_end(&mut bytes))
         .map_err(|e| format!("Instructions {shown} were not read: {e}."))?;
-    let truncated_from = (bytes.len() > MAX_FILE_BYTES).then(|| metadata.len());
+    let truncated_from = (bytes.len() > MAX_FILE_BYTES).then_some(metadata.len());
     bytes.truncate(MAX_FILE_BYTES);
     let text = match String::from_utf8(bytes) {
         Ok(text) => text,
