@@ -316,7 +316,7 @@ mod tests {
             let parsed: Result<ControlCommand, _> = serde_json::from_value(Value::Object(body));
             assert!(parsed.is_ok(), "{name}: {parsed:?}");
         }
-        assert_eq!(described.len(), 19, "{described:?}");
+        assert_eq!(described.len(), 20, "{described:?}");
     }
 
     fn schema_fields(schema: &Value, name: &str) -> Vec<String> {
