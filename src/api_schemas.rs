@@ -220,7 +220,7 @@ pub fn input() -> RefOr<Schema> {
         .description(Some("What the summary keeps above all"))
         .build()
         .into();
-    let bare: [(&str, &str); 13] = [
+    let bare: [(&str, &str); 14] = [
         ("help", "List the slash commands"),
         ("quit", "The front end that sent it should exit"),
         ("clear", "Empty the history"),
@@ -234,6 +234,10 @@ pub fn input() -> RefOr<Schema> {
         ("debug", "Show the session state"),
         ("show_mode", "Show the permission mode and rules"),
         ("compact", "Summarise older turns now"),
+        (
+            "init",
+            "Ask the model to write or improve AGENTS.md (answers with a turn)",
+        ),
     ];
     let mut one_of = OneOfBuilder::new().item(query);
     for (name, description) in bare {
@@ -312,7 +316,7 @@ mod tests {
             let parsed: Result<ControlCommand, _> = serde_json::from_value(Value::Object(body));
             assert!(parsed.is_ok(), "{name}: {parsed:?}");
         }
-        assert_eq!(described.len(), 19, "{described:?}");
+        assert_eq!(described.len(), 20, "{described:?}");
     }
 
     fn schema_fields(schema: &Value, name: &str) -> Vec<String> {

@@ -58,6 +58,7 @@ fn settings(dir: &std::path::Path) -> Settings {
         mcp_servers: BTreeMap::new(),
         mcp: Default::default(),
         data_dir: dir.join("data"),
+        config_dir: None,
         sessions: SessionSettings {
             idle_unload_secs: 0,
             ..Default::default()

@@ -33,6 +33,10 @@ pub struct Settings {
     pub mcp: McpSettings,
     /// Where the session database lives (`agentbus.db`) and the chat history.
     pub data_dir: PathBuf,
+    /// The user's configuration directory (`~/.config/agentbus`, or the
+    /// folder of `$AGENTBUS_CONFIG`): its `AGENTS.md` is appended to the
+    /// system prompt of every session. `None`: no user-level instructions.
+    pub config_dir: Option<PathBuf>,
     pub sessions: SessionSettings,
     pub server: ServerSettings,
     /// `[context]`: how requests are kept inside the context window.

@@ -128,6 +128,7 @@ impl Harness {
             mcp_servers: Default::default(),
             mcp: Default::default(),
             data_dir: workspace.path().join("data"),
+            config_dir: None,
             sessions: agentbus_actors::settings::SessionSettings {
                 idle_unload_secs,
                 ..Default::default()

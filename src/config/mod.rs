@@ -130,6 +130,25 @@ fn user_config_path() -> Result<Option<PathBuf>, ConfigError> {
         .filter(|p| p.is_file()))
 }
 
+/// The user's configuration directory, where the user-level `AGENTS.md`
+/// lives: the folder of `$AGENTBUS_CONFIG` when it is set, else
+/// `~/.config/agentbus` (whether or not it holds a `config.toml`).
+fn user_config_dir() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("AGENTBUS_CONFIG").filter(|p| !p.is_empty()) {
+        return Path::new(&path)
+            .parent()
+            .map(|dir| {
+                if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                }
+            })
+            .map(Path::to_path_buf);
+    }
+    dirs::config_dir().map(|d| d.join("agentbus"))
+}
+
 fn read_layer(path: &Path) -> Result<Layer, ConfigError> {
     let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
         path: path.to_path_buf(),
@@ -452,6 +471,7 @@ fn resolve(
         mcp_servers,
         mcp,
         data_dir: data_dir(options.data_dir.as_deref()),
+        config_dir: user_config_dir(),
         sessions: file.sessions.unwrap_or_default(),
         server: file.server.unwrap_or_default(),
         context,

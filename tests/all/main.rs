@@ -15,6 +15,7 @@ mod config;
 mod context;
 mod durability;
 mod faults;
+mod instructions;
 mod layout;
 mod local_model;
 mod many_sessions;

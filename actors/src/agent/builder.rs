@@ -10,6 +10,7 @@ use crate::protocol::{ContextConfig, ModelInfo};
 use crate::provider::ModelClient;
 use crate::session::core::SessionConfig;
 use crate::session::core::context::custom::{ContextStrategy, CustomStrategy};
+use crate::session::instruction_files;
 use crate::session::permission_setup::permission_config;
 use crate::settings::{DEFAULT_COMPACT_PROMPT, ToolSettings};
 use crate::tools::Tool;
@@ -70,6 +71,9 @@ pub struct AgentBuilder {
     tool_settings: ToolSettings,
     permission_mode: Option<PermissionMode>,
     permission_rules: crate::permissions::Rules,
+    /// `false`: the workspace's `AGENTS.md` is not read (default: read).
+    project_instructions: Option<bool>,
+    user_instructions_dir: Option<PathBuf>,
 }
 
 impl AgentBuilder {
@@ -233,6 +237,26 @@ impl AgentBuilder {
         self
     }
 
+    /// Whether a workspace given with [`workspace`](Self::workspace) or
+    /// [`builtin_tools`](Self::builtin_tools) brings its project
+    /// instructions: its `AGENTS.md`, else its `CLAUDE.md`, appended to the
+    /// system prompt under a heading naming the file, as in the daemon's
+    /// sessions (default true; the current directory, used when no
+    /// workspace is given, is never read). A file that cannot be read is a
+    /// notice when the conversation starts, not an error.
+    pub fn project_instructions(mut self, read: bool) -> Self {
+        self.project_instructions = Some(read);
+        self
+    }
+
+    /// Also append `dir/AGENTS.md`, the user's own instructions, before the
+    /// project's (the daemon reads the one in its configuration directory;
+    /// an embedded agent reads none unless told where).
+    pub fn user_instructions_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.user_instructions_dir = Some(dir.into());
+        self
+    }
+
     /// Limits of tool calls: time per call and output size (default as in
     /// the daemon: 900 s, 30,000 bytes).
     pub fn tool_settings(mut self, settings: ToolSettings) -> Self {
@@ -250,6 +274,7 @@ impl AgentBuilder {
                 "`max_steps` is 0; a turn needs at least one model call".into(),
             ));
         }
+        let read_project = self.workspace.is_some() && self.project_instructions.unwrap_or(true);
         let workspace = match self.workspace {
             Some(dir) => dir,
             None => std::env::current_dir().map_err(|e| AgentError::Workspace {
@@ -306,8 +331,13 @@ impl AgentBuilder {
         );
         let tools = ToolBox::new(self.tools, self.tool_settings, workspace.clone())
             .map_err(|name| AgentError::DuplicateTool { name })?;
+        let instructions = instruction_files::read(
+            self.user_instructions_dir.as_deref(),
+            read_project.then_some(workspace.as_path()),
+        );
         let config = SessionConfig {
             system_prompt: self.system_prompt,
+            instructions,
             max_steps,
             include_partial_messages: self.include_partial_messages,
             models,

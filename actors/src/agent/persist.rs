@@ -126,6 +126,9 @@ impl AgentState {
         );
         let config = SessionConfig {
             system_prompt: config.system_prompt,
+            // Not saved: the agent that continues the conversation brings
+            // its own (read when it was built).
+            instructions: Default::default(),
             max_steps: config.max_steps,
             include_partial_messages: config.include_partial_messages,
             models: config.models,

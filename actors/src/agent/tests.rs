@@ -56,6 +56,7 @@ fn builder(provider: &Arc<ScriptedProvider>) -> AgentBuilder {
     Agent::builder()
         .provider(provider.clone())
         .workspace(std::env::temp_dir())
+        .project_instructions(false)
         .tool(Add)
 }
 
@@ -628,6 +629,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         mcp_servers: Default::default(),
         mcp: Default::default(),
         data_dir: std::env::temp_dir(),
+        config_dir: None,
         sessions: Default::default(),
         server: Default::default(),
         permissions: Default::default(),
@@ -650,4 +652,43 @@ fn agents_runs_and_states_cross_threads() {
     send(&agent.run("x"));
     send(&agent.continue_conversation(&state, "x"));
     send(&agent.run_with_events("x"));
+}
+
+#[tokio::test]
+async fn a_workspace_brings_its_agents_md_into_every_request() {
+    let workspace = tempfile::tempdir().unwrap();
+    let user = tempfile::tempdir().unwrap();
+    std::fs::write(workspace.path().join("AGENTS.md"), "PROJECT-RULE").unwrap();
+    std::fs::write(user.path().join("AGENTS.md"), "USER-RULE").unwrap();
+    let provider = scripted([ScriptedReply::text("One."), ScriptedReply::text("Two.")]);
+    let agent = Agent::builder()
+        .provider(provider.clone())
+        .system_prompt("Be terse.")
+        .workspace(workspace.path())
+        .user_instructions_dir(user.path())
+        .build()
+        .unwrap();
+    let state = agent.run("Hi").await.unwrap();
+    let prompt = &provider.requests()[0].system_prompt;
+    assert!(
+        prompt.starts_with("Be terse.\n\n# User instructions from "),
+        "{prompt}"
+    );
+    let (user_at, project_at) = (prompt.find("USER-RULE"), prompt.find("PROJECT-RULE"));
+    assert!(user_at.is_some() && user_at < project_at, "{prompt}");
+    let started = state.events()[0].message.clone();
+    assert!(
+        matches!(&started, AgentMessage::System(s) if s.message.contains("AGENTS.md")),
+        "{started:?}"
+    );
+
+    let off = Agent::builder()
+        .provider(provider.clone())
+        .system_prompt("Be terse.")
+        .workspace(workspace.path())
+        .project_instructions(false)
+        .build()
+        .unwrap();
+    off.run("Hi").await.unwrap();
+    assert_eq!(provider.requests()[1].system_prompt, "Be terse.");
 }

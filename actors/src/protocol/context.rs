@@ -200,7 +200,16 @@ pub struct ContextUsage {
 /// calibrated against the provider's own counts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ContextReport {
+    /// The configured system prompt (instructions not included) and the
+    /// request's own overhead.
     pub system_prompt: u64,
+    /// The instruction files (`AGENTS.md`, `CLAUDE.md`) appended to the
+    /// system prompt.
+    #[serde(default)]
+    pub instructions: u64,
+    /// Where they came from, user-level first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub instruction_files: Vec<InstructionSource>,
     pub tool_definitions: u64,
     /// User and assistant messages (and the summary of compacted turns).
     pub messages: u64,
@@ -223,6 +232,17 @@ pub struct ContextReport {
     /// The provider's count over agentbus's estimate, learnt from the last
     /// counted request (1.0 until then).
     pub calibration: f64,
+}
+
+/// One instruction file in a [`ContextReport`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstructionSource {
+    pub path: String,
+    /// Its share of the request, heading included.
+    pub tokens: u64,
+    /// Only its start is sent (it passed the size cap).
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 /// Why a compaction ran.

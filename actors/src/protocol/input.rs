@@ -89,6 +89,11 @@ pub enum ControlCommand {
     SetMode { mode: super::PermissionMode },
     /// Show the permission mode and the rules in force.
     ShowMode,
+    /// Ask the model to look at the workspace and write its `AGENTS.md`
+    /// (or improve the one there). Unlike the other commands it answers
+    /// with a turn, not a `system` event: a `user` event carrying the
+    /// request, the model's work, then a `result`.
+    Init,
 }
 
 impl ControlCommand {
@@ -124,6 +129,7 @@ impl ControlCommand {
             ControlCommand::Save { .. } => "save",
             ControlCommand::Load { .. } => "load",
             ControlCommand::SetMode { .. } | ControlCommand::ShowMode => "mode",
+            ControlCommand::Init => "init",
         }
     }
 }

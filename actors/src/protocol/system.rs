@@ -206,6 +206,10 @@ pub struct SessionStarted {
     /// Whether `bash` runs in the sandbox.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandboxed: Option<bool>,
+    /// The instruction files (`AGENTS.md`, `CLAUDE.md`) appended to the
+    /// system prompt, user-level first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub instructions: Vec<String>,
 }
 
 /// `/new` made a session.

@@ -24,6 +24,7 @@ pub mod actor;
 pub mod core;
 pub mod error;
 pub mod handle;
+pub mod instruction_files;
 mod journal;
 pub mod model_input;
 pub mod permission_setup;

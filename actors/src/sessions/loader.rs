@@ -8,11 +8,15 @@
 //! taken). Holds what every session starts from — the settings, the stored
 //! sessions (the store and this process's lease owner), the tool catalog —
 //! and is the one place the SessionManager and the Runtime read them from.
-//! Cloned into each load; never starts an actor.
+//! Reads the workspace's and the user's instruction files (`AGENTS.md`)
+//! for each session it starts, on the blocking pool. Cloned into each
+//! load; never starts an actor.
 
 use crate::protocol::{EventEnvelope, Message, SessionId};
 use crate::session::SessionError;
+use crate::session::core::instructions::Instructions;
 use crate::session::core::{Effect, SessionConfig, SessionState, restore};
+use crate::session::instruction_files;
 use crate::session::permission_setup::permission_config;
 use crate::sessions::stored::StoredSessions;
 use crate::settings::Settings;
@@ -88,10 +92,39 @@ impl SessionLoader {
         &self.catalog
     }
 
-    /// A state for a new session `id` built from the current configuration.
-    pub fn fresh_state(&self, id: SessionId, model: String, workspace: &Path) -> SessionState {
+    /// The instruction files of a session in `workspace` (the user's in
+    /// the configuration directory, then the workspace's), read on the
+    /// blocking pool. What cannot be read is a problem the session shows.
+    pub async fn instructions(&self, workspace: &Path) -> Instructions {
+        let config_dir = self.settings.config_dir.clone();
+        let dir = workspace.to_path_buf();
+        let reading = tokio::task::spawn_blocking(move || {
+            instruction_files::read(config_dir.as_deref(), Some(&dir))
+        });
+        reading.await.unwrap_or_else(|e| {
+            tracing::warn!(workspace = %workspace.display(), error = %e, "reading the instruction files failed");
+            Instructions {
+                files: Vec::new(),
+                problems: vec![format!(
+                    "The instruction files of {} were not read: {e}.",
+                    workspace.display()
+                )],
+            }
+        })
+    }
+
+    /// A state for a new session `id` built from the current configuration
+    /// and the `instructions` read for its workspace.
+    pub fn fresh_state(
+        &self,
+        id: SessionId,
+        model: String,
+        workspace: &Path,
+        instructions: Instructions,
+    ) -> SessionState {
         let config = SessionConfig {
             system_prompt: self.system_prompt.to_string(),
+            instructions,
             max_steps: self.settings.max_steps,
             include_partial_messages: self.settings.include_partial_messages,
             models: self.settings.model_infos(),
@@ -118,9 +151,10 @@ impl SessionLoader {
         let store = self.stored.store();
         let (record, events) = store.acquire(&id, self.stored.owner()).await?;
         let waiting = store.waiting_inputs(&id).await?;
+        let instructions = self.instructions(&self.workspace_of(&record)).await;
         Ok(Restored {
             waiting,
-            ..self.fold(&record, &events)
+            ..self.fold(&record, &events, instructions)
         })
     }
 
@@ -132,12 +166,31 @@ impl SessionLoader {
         record: &SessionRecord,
     ) -> Result<(Vec<Message>, Vec<EventEnvelope>), SessionError> {
         let events = self.stored.events(&record.id, 0, None).await?;
-        let history = self.fold(record, &events).state.history;
+        let history = self
+            .fold(record, &events, Instructions::default())
+            .state
+            .history;
         Ok((history, events))
     }
 
+    /// The workspace a stored session runs in: its own, or the configured
+    /// one when its own is gone from disk.
+    fn workspace_of(&self, record: &SessionRecord) -> PathBuf {
+        let stored_workspace = PathBuf::from(&record.workspace);
+        if stored_workspace.is_dir() {
+            stored_workspace
+        } else {
+            self.settings.workspace.clone()
+        }
+    }
+
     /// A session's log folded through the core.
-    fn fold(&self, record: &SessionRecord, events: &[EventEnvelope]) -> Restored {
+    fn fold(
+        &self,
+        record: &SessionRecord,
+        events: &[EventEnvelope],
+        instructions: Instructions,
+    ) -> Restored {
         let id = &record.id;
         let model = if self.settings.models.contains_key(&record.model) {
             record.model.clone()
@@ -145,13 +198,8 @@ impl SessionLoader {
             tracing::warn!(session = %id, model = %record.model, "the session's model profile is no longer configured; using the default");
             self.settings.model.clone()
         };
-        let stored_workspace = PathBuf::from(&record.workspace);
-        let workspace = if stored_workspace.is_dir() {
-            stored_workspace
-        } else {
-            self.settings.workspace.clone()
-        };
-        let mut state = self.fresh_state(id.clone(), model, &workspace);
+        let workspace = self.workspace_of(record);
+        let mut state = self.fresh_state(id.clone(), model, &workspace, instructions);
         let startup = restore(&mut state, events);
         let last_seq = record
             .resume_after()

@@ -237,7 +237,8 @@ impl Message<CreateSession> for SessionManager {
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;
-        let mut state = self.loader.fresh_state(id, model, &workspace);
+        let instructions = self.loader.instructions(&workspace).await;
+        let mut state = self.loader.fresh_state(id, model, &workspace, instructions);
         state.context.session = options.context;
         if let Some(mode) = options.permission_mode {
             state.permissions.mode = mode;

@@ -71,8 +71,13 @@ impl<W: Write> Renderer<W> {
                         Some(false) => " · commands NOT sandboxed",
                         _ => "",
                     };
+                    let instructions = if started.instructions.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" · instructions {}", started.instructions.join(", "))
+                    };
                     let line = format!(
-                        "● session {} · model {model} · {tools} tools{mode}{sandbox}",
+                        "● session {} · model {model} · {tools} tools{mode}{sandbox}{instructions}",
                         event.session_id
                     );
                     self.line(&self.dim(&line));

@@ -25,6 +25,7 @@ pub mod commands;
 pub mod context;
 mod effect;
 mod input;
+pub mod instructions;
 pub mod mcp_wait;
 pub mod partial;
 pub mod permission;
@@ -33,6 +34,8 @@ mod state;
 mod step;
 pub mod turn;
 
+#[cfg(test)]
+mod instructions_tests;
 #[cfg(test)]
 mod tests;
 

@@ -4,6 +4,7 @@
 
 use super::context::compaction::CompactionCall;
 use super::context::state::ContextState;
+use super::instructions::Instructions;
 use super::permission::{PermissionConfig, PermissionState};
 use super::turn::Turn;
 use crate::protocol::{
@@ -15,7 +16,11 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 /// Settings fixed when the session is created.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SessionConfig {
+    /// The configured prompt (with the prompts of the MCP servers).
     pub system_prompt: String,
+    /// The instruction files (`AGENTS.md`, `CLAUDE.md`) read when the
+    /// session was created or loaded, appended to `system_prompt`.
+    pub instructions: Instructions,
     /// Most model calls one turn may make.
     pub max_steps: u32,
     /// Emit `stream_event`s (false: only whole messages).
@@ -34,6 +39,22 @@ pub struct SessionConfig {
     /// The longest the first model call waits for MCP servers on their
     /// first start (`[mcp] first_turn_wait_secs`; 0: it never waits).
     pub mcp_first_turn_wait_ms: u64,
+}
+
+impl SessionConfig {
+    /// The system prompt every request starts from: the configured one,
+    /// then the instructions.
+    pub fn base_prompt(&self) -> std::borrow::Cow<'_, str> {
+        if self.instructions.is_empty() {
+            std::borrow::Cow::Borrowed(&self.system_prompt)
+        } else {
+            std::borrow::Cow::Owned(format!(
+                "{}{}",
+                self.system_prompt,
+                self.instructions.section()
+            ))
+        }
+    }
 }
 
 /// Token usage of the session.

@@ -130,6 +130,13 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
             state.session_id, state.model
         )
     };
+    let instructions = &state.config.instructions.files;
+    let message = if instructions.is_empty() {
+        message
+    } else {
+        let paths: Vec<&str> = instructions.iter().map(|f| f.path.as_str()).collect();
+        format!("{message} Instructions from {}.", paths.join(", "))
+    };
     let started = SessionStarted {
         model: state.model.clone(),
         tools,
@@ -139,12 +146,16 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
         context: state.context.session.clone(),
         permission_mode: Some(state.permissions.mode),
         sandboxed: Some(state.config.permissions.sandboxed),
+        instructions: instructions.iter().map(|f| f.path.clone()).collect(),
     };
     emit(
         fx,
         None,
         AgentMessage::System(SystemEvent::new(message, &started)),
     );
+    for text in state.config.instructions.notices() {
+        emit(fx, None, notice(text));
+    }
 }
 
 /// New tools apply to the next model call; each MCP server whose state
@@ -204,6 +215,7 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 commands::Applied::Reply(reply) => {
                     emit(fx, Some(input_id), AgentMessage::System(reply))
                 }
+                commands::Applied::Query { text } => start_turn(state, input_id, text, now_ms, fx),
                 commands::Applied::NeedsStore(command) => {
                     state.pending_command = Some(input_id);
                     fx.push(Effect::SessionCommand { input_id, command });

@@ -51,6 +51,7 @@ impl Harness {
         ];
         let config = SessionConfig {
             system_prompt: "be brief".into(),
+            instructions: Default::default(),
             max_steps,
             include_partial_messages,
             models,

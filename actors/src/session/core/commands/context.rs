@@ -1,5 +1,6 @@
 //! `/context` — where the context budget of the next request goes: system
-//! prompt, tool definitions, messages, tool outputs, and what is free.
+//! prompt, instructions (and the files they came from), tool definitions,
+//! messages, tool outputs, and what is free.
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent};
@@ -24,14 +25,29 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
         None => "unknown (set `context_window` on the profile or `[context] max_tokens`)".into(),
     };
     let mut text = format!(
-        "Context: about {} tokens used{} of {limit}.\n  system prompt     {:>8}\n  tool definitions  {:>8}\n  messages          {:>8}\n  tool outputs      {:>8}",
+        "Context: about {} tokens used{} of {limit}.\n  system prompt     {:>8}",
         report.used,
         share(report.used),
         report.system_prompt,
-        report.tool_definitions,
-        report.messages,
-        report.tool_outputs,
     );
+    if !report.instruction_files.is_empty() {
+        text.push_str(&format!("\n  instructions      {:>8}", report.instructions));
+        for file in &report.instruction_files {
+            let cut = if file.truncated {
+                ", cut at the cap"
+            } else {
+                ""
+            };
+            text.push_str(&format!(
+                "\n    {} ({} tokens{cut})",
+                file.path, file.tokens
+            ));
+        }
+    }
+    text.push_str(&format!(
+        "\n  tool definitions  {:>8}\n  messages          {:>8}\n  tool outputs      {:>8}",
+        report.tool_definitions, report.messages, report.tool_outputs,
+    ));
     if let Some(free) = report.free {
         text.push_str(&format!("\n  free              {free:>8}"));
     }

@@ -7,7 +7,7 @@
 //! or, for commands that read or write stored sessions (`/new`,
 //! `/sessions`, `/resume`, `/fork`, `/save`, `/load`), the
 //! [`SessionCommand`] the driver performs, plus the builder of the reply
-//! the driver sends back.
+//! the driver sends back; `/init` alone becomes a query.
 //! Adding a command means adding a file, a [`ControlCommand`] variant, a line
 //! in [`COMMANDS`] and a line in [`apply`].
 //!
@@ -22,6 +22,7 @@ pub mod fork;
 #[cfg(test)]
 mod fuzz_tests;
 mod help;
+pub mod init;
 pub mod load;
 mod mode;
 mod model;
@@ -53,6 +54,7 @@ pub const COMMANDS: &[SlashCommand] = &[
     usage::COMMAND,
     context::COMMAND,
     compact::COMMAND,
+    init::COMMAND,
     debug::COMMAND,
     sessions::COMMAND,
     resume::COMMAND,
@@ -71,6 +73,8 @@ pub enum Applied {
     /// Compact the conversation now (the reply comes when the summary is
     /// written).
     Compact { focus: Option<String> },
+    /// Run this text as a query: an ordinary turn (`/init`).
+    Query { text: String },
 }
 
 /// `None` when `text` is not a slash command; otherwise the parsed command,
@@ -111,6 +115,11 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         ControlCommand::Compact { focus } => {
             return Applied::Compact {
                 focus: focus.clone(),
+            };
+        }
+        ControlCommand::Init => {
+            return Applied::Query {
+                text: init::apply(state),
             };
         }
         ControlCommand::NewConversation => return Applied::NeedsStore(SessionCommand::New),

@@ -28,7 +28,7 @@ pub mod view;
 
 use super::state::SessionState;
 use crate::model::ModelRequest;
-use crate::protocol::context::ContextReport;
+use crate::protocol::context::{ContextReport, InstructionSource};
 use crate::protocol::{ContextConfig, Message, Strategy};
 use crate::tokens::{self, Encoding};
 use ledger::Ledger;
@@ -148,9 +148,9 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         .map(|summary| compaction::summary_block(&summary.text));
     let planning = (state.permissions.mode == crate::protocol::PermissionMode::Plan)
         .then_some(PLAN_MODE_PROMPT);
+    let base = state.config.base_prompt();
     let system_prompt = format!(
-        "{}{}{}",
-        state.config.system_prompt,
+        "{base}{}{}",
         planning.unwrap_or_default(),
         summary_block.as_deref().unwrap_or_default()
     );
@@ -197,9 +197,8 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
     // The fixed part: what the provider was seen to charge for this system
     // prompt and these tools, else our counts; shared out in proportion to
     // our counts for the breakdown.
-    let base = &state.config.system_prompt;
-    let fingerprint = Ledger::fingerprint(base, &state.tools);
-    let system_raw = ledger.system_tokens(base);
+    let fingerprint = Ledger::fingerprint(&base, &state.tools);
+    let system_raw = ledger.system_tokens(&base);
     let tools_raw = ledger.tool_tokens(&state.tools);
     let counted = system_raw + tools_raw + tokens::REQUEST_OVERHEAD;
     let base_fixed = ledger.overhead(fingerprint, counted);
@@ -412,9 +411,27 @@ pub fn tokens_after(state: &mut SessionState) -> u64 {
 /// `/context`: where the budget of the next request goes.
 pub fn report(state: &mut SessionState) -> ContextReport {
     let assessment = assess(state, false, true);
-    let fixed_system = assessment.system_tokens;
+    let instruction_files: Vec<InstructionSource> = state
+        .config
+        .instructions
+        .files
+        .iter()
+        .map(|file| InstructionSource {
+            path: file.path.clone(),
+            tokens: state.context.ledger.text_tokens(&file.block()),
+            truncated: file.truncated_from.is_some(),
+        })
+        .collect();
+    let instructions = instruction_files
+        .iter()
+        .map(|f| f.tokens)
+        .sum::<u64>()
+        .min(assessment.system_tokens);
+    let fixed_system = assessment.system_tokens - instructions;
     let mut report = ContextReport {
         system_prompt: fixed_system + assessment.overhead,
+        instructions,
+        instruction_files,
         tool_definitions: assessment.tool_tokens,
         messages: assessment.summary_tokens,
         strategy: match &state.context.custom {
@@ -445,8 +462,11 @@ pub fn report(state: &mut SessionState) -> ContextReport {
         report.sent_messages = plan.len();
         report.elided_tool_outputs = plan.elided.len();
     }
-    report.used =
-        report.system_prompt + report.tool_definitions + report.messages + report.tool_outputs;
+    report.used = report.system_prompt
+        + report.instructions
+        + report.tool_definitions
+        + report.messages
+        + report.tool_outputs;
     report.free = report.limit.map(|l| l.saturating_sub(report.used));
     report
 }

@@ -353,6 +353,7 @@ fn context_benchmark_report() {
 
     let config = SessionConfig {
         system_prompt: "You are a coding agent.".into(),
+        instructions: Default::default(),
         max_steps: 50,
         include_partial_messages: true,
         models: vec![crate::protocol::ModelInfo {
