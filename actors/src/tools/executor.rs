@@ -410,12 +410,11 @@ mod tests {
             tools: None,
         };
         let first_start = || catalog.borrow().first_start.clone();
-        ex.ask(report("a", McpServerStatus::Starting))
-            .await
-            .unwrap();
-        ex.ask(report("b", McpServerStatus::Starting))
-            .await
-            .unwrap();
+        for server in ["a", "b"] {
+            ex.ask(report(server, McpServerStatus::Starting))
+                .await
+                .unwrap();
+        }
         assert_eq!(first_start(), ["a".to_string(), "b".to_string()].into());
         let gave_up = McpServerStatus::Restarting {
             attempt: 1,
@@ -429,12 +428,11 @@ mod tests {
             .unwrap();
         assert!(first_start().is_empty());
         // Starting again after a restart, or after being ready: not a first start.
-        ex.ask(report("a", McpServerStatus::Starting))
-            .await
-            .unwrap();
-        ex.ask(report("b", McpServerStatus::Starting))
-            .await
-            .unwrap();
+        for server in ["a", "b"] {
+            ex.ask(report(server, McpServerStatus::Starting))
+                .await
+                .unwrap();
+        }
         assert!(first_start().is_empty(), "{:?}", first_start());
         assert_eq!(catalog.borrow().servers["a"], McpServerStatus::Starting);
     }

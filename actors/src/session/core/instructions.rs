@@ -112,10 +112,10 @@ impl Instructions {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn file(scope: Scope, path: &str, text: &str) -> InstructionFile {
+    pub(in crate::session::core) fn file(scope: Scope, path: &str, text: &str) -> InstructionFile {
         InstructionFile {
             scope,
             path: path.into(),

@@ -3,21 +3,13 @@
 //! and `/init` make of them. (How the files are chosen and read is tested
 //! in `session::instruction_files`.)
 
+use super::instructions::tests::file;
 use super::instructions::{InstructionFile, Instructions, Scope};
 use super::tests::{Harness, messages, model_calls, tool_batches};
 use super::*;
 use crate::protocol::context::ContextReport;
 use crate::protocol::system::SessionStarted;
 use crate::protocol::{AgentMessage, Message, PermissionMode, SystemEvent, SystemSubtype};
-
-fn file(scope: Scope, path: &str, text: &str) -> InstructionFile {
-    InstructionFile {
-        scope,
-        path: path.into(),
-        text: text.into(),
-        truncated_from: None,
-    }
-}
 
 fn with(files: Vec<InstructionFile>, problems: Vec<String>) -> Harness {
     let mut h = Harness::new();
