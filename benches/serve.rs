@@ -21,8 +21,12 @@
 //! 3. Delay from the model sending a chunk to the same text delta reaching
 //!    an SSE client, p50/p99: one session alone, then 100 sessions at once
 //!    with paced replies (a chunk every 20 ms, as a model generates), then
-//!    under the burst of (2), then every session at once with paced
-//!    replies (`AGENTBUS_BENCH_PACED_ALL=0` leaves this last one out).
+//!    under the burst of (2), then every session with paced replies:
+//!    the queries sent at once, then spread evenly over one pace interval
+//!    (`AGENTBUS_BENCH_PACED_ALL=0` leaves these two out).
+//!
+//! `cargo bench --bench loopback_floor` measures the floor under the paced
+//! phases: a relay that only copies the model's bytes to the clients.
 //!
 //! For each phase the bench also reports the CPU time the daemon process
 //! spent (its utime + stime from `/proc/PID/stat`) per event delivered to
@@ -33,11 +37,14 @@
 #[allow(dead_code)] // the bench uses a part of the tests' support
 mod support;
 
+mod measure;
+
 use agentbus_testkit::Script;
+use measure::{CpuMeter, report_delay, report_delay_of, rss_kib, unix_micros};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 use support::Fixture;
 use support::server::Server;
 use tokio::sync::mpsc;
@@ -54,6 +61,10 @@ const BURSTS: usize = 4;
 
 /// What one SSE client saw of one turn.
 struct TurnSeen {
+    /// The session's place in the bench's list.
+    session: usize,
+    /// When the model stamped the reply's first chunk (Unix microseconds).
+    first_stamp: Option<u64>,
     /// Events of the turn (its `turn_id`), the `result` included.
     events: u64,
     /// Microseconds from the model stamping each chunk to this client
@@ -88,7 +99,7 @@ async fn bench() {
     for _ in 0..sessions {
         let id = server.create_session().await;
         let frames = open_sse(&server, &id).await;
-        tokio::spawn(follow(frames, seen_tx.clone()));
+        tokio::spawn(follow(frames, ids.len(), seen_tx.clone()));
         ids.push(id);
     }
     drop(seen_tx);
@@ -114,13 +125,13 @@ async fn bench() {
     );
 
     // 3a. One session alone.
-    let cpu = CpuMeter::start(server.pid());
+    let cpu = CpuMeter::start(server.pid(), "daemon");
     let alone = run_turns(&server, &ids[..1], "paced", &mut seen_rx).await;
     report_delay("one session, paced reply", &alone.0);
     cpu.report("one session, paced reply", alone.1);
 
     // 3b. Many sessions with paced replies.
-    let cpu = CpuMeter::start(server.pid());
+    let cpu = CpuMeter::start(server.pid(), "daemon");
     let paced = run_turns(
         &server,
         &ids[..PACED_SESSIONS.min(sessions)],
@@ -139,7 +150,7 @@ async fn bench() {
     // several times, to tell memory kept per turn from the high-water mark
     // of a burst.
     for round in 1..=bursts {
-        let cpu = CpuMeter::start(server.pid());
+        let cpu = CpuMeter::start(server.pid(), "daemon");
         let started = Instant::now();
         let (delays, events) = run_turns(&server, &ids, "burst", &mut seen_rx).await;
         let elapsed = started.elapsed().as_secs_f64();
@@ -163,7 +174,7 @@ async fn bench() {
     // every 20 ms in each session. The inputs go out together, so the
     // sessions' replies start as fast as the daemon takes them.
     if paced_all {
-        let cpu = CpuMeter::start(server.pid());
+        let cpu = CpuMeter::start(server.pid(), "daemon");
         let (delays, events) = run_turns(&server, &ids, "paced", &mut seen_rx).await;
         // Where in the replies the delays are: while every session's turn
         // starts (the inputs stored, the model called), in the middle, and
@@ -183,6 +194,19 @@ async fn bench() {
             );
         }
         let what = format!("{} sessions at once, paced replies", ids.len());
+        report_delay(&what, &delays);
+        cpu.report(&what, events);
+
+        // 3e. The same, with the queries spread evenly over one pace
+        // interval, as users who do not all press Enter in the same
+        // millisecond would send them.
+        let cpu = CpuMeter::start(server.pid(), "daemon");
+        let spread = Duration::from_millis(PACE_MS);
+        let (delays, events) = run_turns_spread(&server, &ids, "paced", spread, &mut seen_rx).await;
+        let what = format!(
+            "{} sessions, paced replies, queries spread over {PACE_MS} ms",
+            ids.len()
+        );
         report_delay(&what, &delays);
         cpu.report(&what, events);
     }
@@ -213,7 +237,7 @@ fn env_number(name: &str, default: usize) -> usize {
 /// "paced" in the query, the others answer the bursts.
 fn script(sessions: usize, bursts: usize, paced_all: bool) -> Script {
     let mut toml = String::new();
-    let paced = 1 + PACED_SESSIONS.min(sessions) + if paced_all { sessions } else { 0 };
+    let paced = 1 + PACED_SESSIONS.min(sessions) + if paced_all { 2 * sessions } else { 0 };
     for _ in 0..paced {
         let _ = write!(
             toml,
@@ -237,23 +261,51 @@ async fn run_turns(
     word: &str,
     seen: &mut mpsc::UnboundedReceiver<TurnSeen>,
 ) -> (Vec<u64>, u64) {
-    let sends = ids.iter().map(|id| {
+    run_turns_spread(server, ids, word, Duration::ZERO, seen).await
+}
+
+/// [`run_turns`] with the queries' sending spread evenly over `spread`.
+async fn run_turns_spread(
+    server: &Arc<Server>,
+    ids: &[String],
+    word: &str,
+    spread: Duration,
+    seen: &mut mpsc::UnboundedReceiver<TurnSeen>,
+) -> (Vec<u64>, u64) {
+    let count = ids.len() as u32;
+    let sends = ids.iter().enumerate().map(|(index, id)| {
         let server = server.clone();
         let id = id.clone();
         let text = format!("{word} please");
-        tokio::spawn(async move { server.input(&id, &text).await })
+        let after = spread * index as u32 / count;
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let sent = unix_micros();
+            server.input(&id, &text).await;
+            sent
+        })
     });
+    let mut sent_at = Vec::with_capacity(ids.len());
     for send in futures::future::join_all(sends).await {
-        send.expect("input sent");
+        sent_at.push(send.expect("input sent"));
     }
     let mut delays = Vec::new();
+    let mut starts = Vec::new();
     let mut events = 0;
     for _ in ids {
         let turn = seen.recv().await.expect("every client reports its turn");
+        if let (Some(first), Some(sent)) = (turn.first_stamp, sent_at.get(turn.session)) {
+            starts.push(first.saturating_sub(*sent));
+        }
         assert_eq!(turn.delays_us.len(), CHUNKS, "every chunk arrived once");
         delays.extend(turn.delays_us);
         events += turn.events;
     }
+    report_delay_of(
+        "query sent -> model's first chunk",
+        &format!("{} sessions", ids.len()),
+        &starts,
+    );
     (delays, events)
 }
 
@@ -298,11 +350,14 @@ struct SeenDelta<'a> {
 
 /// Reads one session's events for ever (checking they come in seq order,
 /// each once); reports each turn at its result.
-async fn follow(mut frames: Frames, seen: mpsc::UnboundedSender<TurnSeen>) {
-    let mut turn = TurnSeen {
+async fn follow(mut frames: Frames, session: usize, seen: mpsc::UnboundedSender<TurnSeen>) {
+    let fresh = || TurnSeen {
+        session,
+        first_stamp: None,
         events: 0,
         delays_us: Vec::new(),
     };
+    let mut turn = fresh();
     let mut last_seq = 0;
     while let Some(Ok(frame)) = futures::StreamExt::next(&mut frames).await {
         let now = unix_micros();
@@ -321,156 +376,15 @@ async fn follow(mut frames: Frames, seen: mpsc::UnboundedSender<TurnSeen>) {
         if let Some(delta) = event.event.filter(|d| d.kind == "text_delta") {
             for stamp in delta.text.as_deref().unwrap_or_default().split_whitespace() {
                 let sent: u64 = stamp.parse().expect("a stamped chunk");
+                turn.first_stamp.get_or_insert(sent);
                 turn.delays_us.push(now.saturating_sub(sent));
             }
         }
         if event.kind == "result" {
-            let done = std::mem::replace(
-                &mut turn,
-                TurnSeen {
-                    events: 0,
-                    delays_us: Vec::new(),
-                },
-            );
+            let done = std::mem::replace(&mut turn, fresh());
             if seen.send(done).is_err() {
                 return;
             }
         }
     }
-}
-
-fn report_delay(what: &str, delays: &[u64]) {
-    let mut sorted = delays.to_vec();
-    sorted.sort_unstable();
-    let at = |q: f64| {
-        let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-        Duration::from_micros(sorted.get(index).copied().unwrap_or(0))
-    };
-    println!(
-        "delay model chunk -> SSE client, {what}: {} chunks, p50 {:?}, p99 {:?}, max {:?}",
-        sorted.len(),
-        at(0.50),
-        at(0.99),
-        at(1.0)
-    );
-}
-
-fn unix_micros() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_micros() as u64)
-}
-
-/// CPU time spent by the daemon and by this process (the scripted model
-/// and the clients) from one moment on.
-struct CpuMeter {
-    daemon: u32,
-    daemon_at_start: CpuTime,
-    bench_at_start: CpuTime,
-    started: Instant,
-}
-
-/// A process's CPU time: in its own code and in the kernel on its behalf.
-#[derive(Clone, Copy, Default)]
-struct CpuTime {
-    user: Duration,
-    system: Duration,
-}
-
-impl CpuTime {
-    fn total(self) -> Duration {
-        self.user + self.system
-    }
-
-    fn since(self, start: CpuTime) -> CpuTime {
-        CpuTime {
-            user: self.user.saturating_sub(start.user),
-            system: self.system.saturating_sub(start.system),
-        }
-    }
-}
-
-impl CpuMeter {
-    fn start(daemon: u32) -> CpuMeter {
-        CpuMeter {
-            daemon,
-            daemon_at_start: cpu_time(daemon),
-            bench_at_start: cpu_time(std::process::id()),
-            started: Instant::now(),
-        }
-    }
-
-    /// Prints the CPU time spent since the start, in all and per event.
-    fn report(self, what: &str, events: u64) {
-        let daemon = cpu_time(self.daemon).since(self.daemon_at_start);
-        let bench = cpu_time(std::process::id()).since(self.bench_at_start);
-        let per_event = |spent: Duration| spent.as_secs_f64() * 1e6 / events.max(1) as f64;
-        let elapsed = self.started.elapsed().as_secs_f64();
-        println!(
-            "CPU, {what}: {:.2} cores busy on average over {elapsed:.2} s",
-            (daemon.total() + bench.total()).as_secs_f64() / elapsed
-        );
-        println!(
-            "CPU, {what}: daemon {:.2} s = {:.1} us per event delivered ({events} events), \
-             {:.1} of them in the kernel; model and clients {:.2} s = {:.1} us per event, \
-             {:.1} in the kernel",
-            daemon.total().as_secs_f64(),
-            per_event(daemon.total()),
-            per_event(daemon.system),
-            bench.total().as_secs_f64(),
-            per_event(bench.total()),
-            per_event(bench.system),
-        );
-    }
-}
-
-/// A process's user and system CPU time so far, from `/proc/PID/stat`.
-fn cpu_time(pid: u32) -> CpuTime {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return CpuTime::default();
-    };
-    // The fields after the command name (in parentheses, which may hold
-    // spaces): state is field 3, utime 14 and stime 15.
-    let Some((_, rest)) = stat.rsplit_once(')') else {
-        return CpuTime::default();
-    };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let time = |index: usize| -> Duration {
-        let ticks: u64 = fields
-            .get(index - 3)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0);
-        Duration::from_secs_f64(ticks as f64 / clock_ticks_per_second())
-    };
-    CpuTime {
-        user: time(14),
-        system: time(15),
-    }
-}
-
-/// `getconf CLK_TCK`: the unit of the times in `/proc/PID/stat`.
-fn clock_ticks_per_second() -> f64 {
-    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    *TICKS.get_or_init(|| {
-        std::process::Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|out| String::from_utf8(out.stdout).ok())
-            .and_then(|text| text.trim().parse().ok())
-            .unwrap_or(100.0)
-    })
-}
-
-/// Resident memory of a process, from `/proc`.
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmRSS:"))
-                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }

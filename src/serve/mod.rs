@@ -132,9 +132,7 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
         None => None,
     };
     let (token, source) = auth::token(configured, &settings.data_dir, &addr)?;
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}"))?;
+    let listener = bind_listener(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr()?;
     let signals = TerminationSignals::listen()?;
     let runtime = Arc::new(Runtime::start(settings).await?);
@@ -168,6 +166,24 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
 
 /// Tell the user where the server is and how to get in. The token itself
 /// is only shown on a terminal (never in a log file).
+/// Connections the kernel holds for the daemon before it accepts them
+/// (capped by `net.core.somaxconn`). A thousand clients connecting at once
+/// overflow tokio's default of 1,024, and a connection whose SYN was
+/// dropped is retried only after a second.
+const ACCEPT_QUEUE: u32 = 8192;
+
+/// The daemon's listening socket, with room for a burst of connections.
+fn bind_listener(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(ACCEPT_QUEUE)
+}
+
 fn announce(addr: &SocketAddr, token: &str, source: &auth::TokenSource) {
     let url = format!("http://{addr}");
     eprintln!("agentbus: listening on {url}");

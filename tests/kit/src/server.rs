@@ -8,6 +8,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+/// Connections waiting to be accepted (the kernel caps it at
+/// `net.core.somaxconn`).
+const ACCEPT_QUEUE: u32 = 8192;
+
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
@@ -15,7 +19,6 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt as _;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -58,7 +61,13 @@ impl ScriptedModel {
 
     /// Starts serving `script` on `127.0.0.1:port` (`0` picks a free port).
     pub async fn start_on_port(script: Script, port: u16) -> anyhow::Result<ScriptedModel> {
-        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        // A thousand sessions starting their turns at once connect at once:
+        // the accept queue holds them all (tokio's default of 1,024 spills
+        // over, and a dropped SYN is retried only after a second).
+        let socket = tokio::net::TcpSocket::new_v4()?;
+        socket.set_reuseaddr(true)?;
+        socket.bind(std::net::SocketAddr::from(([127, 0, 0, 1], port)))?;
+        let listener = socket.listen(ACCEPT_QUEUE)?;
         let addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let context_window = script.context_window;
