@@ -38,14 +38,6 @@ use tokio::sync::{mpsc, watch};
 const CHUNKS: usize = 50;
 const PACE_MS: u64 = 20;
 
-/// A phase of the bench: how the replies' starts are spread over one pace
-/// interval (0 = all at once).
-#[derive(Clone, Copy)]
-struct Phase {
-    round: u32,
-    spread: Duration,
-}
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let runtime = match tokio::runtime::Runtime::new() {
@@ -114,10 +106,8 @@ async fn bench() {
     // a reply whenever the phase changes.
     let model = TcpListener::bind("127.0.0.1:0").await.expect("model bind");
     let model_addr = model.local_addr().expect("model address");
-    let (phase_tx, phase_rx) = watch::channel(Phase {
-        round: 0,
-        spread: Duration::ZERO,
-    });
+    // Each phase sends how the replies' starts are spread (zero: at once).
+    let (phase_tx, phase_rx) = watch::channel(Duration::ZERO);
     let (accepted_tx, mut accepted_rx) = mpsc::unbounded_channel();
     tokio::spawn(async move {
         let mut index = 0usize;
@@ -162,12 +152,12 @@ async fn bench() {
     }
 
     let pace = Duration::from_millis(PACE_MS);
-    for (round, spread, what) in [
-        (1, Duration::ZERO, "replies starting at once"),
-        (2, pace, "starts spread over one pace interval"),
+    for (spread, what) in [
+        (Duration::ZERO, "replies starting at once"),
+        (pace, "starts spread over one pace interval"),
     ] {
         let cpu = CpuMeter::start(relay_pid, "relay");
-        phase_tx.send_replace(Phase { round, spread });
+        phase_tx.send_replace(spread);
         let mut delays = Vec::with_capacity(sessions * CHUNKS);
         for _ in 0..sessions {
             delays.extend(seen_rx.recv().await.expect("every client reports"));
@@ -184,10 +174,10 @@ async fn stream_replies(
     mut socket: TcpStream,
     index: usize,
     sessions: usize,
-    mut phase: watch::Receiver<Phase>,
+    mut phase: watch::Receiver<Duration>,
 ) {
     while phase.changed().await.is_ok() {
-        let Phase { spread, .. } = *phase.borrow_and_update();
+        let spread = *phase.borrow_and_update();
         tokio::time::sleep(spread * index as u32 / sessions as u32).await;
         for _ in 0..CHUNKS {
             let chunk = format!(
