@@ -27,6 +27,9 @@ pub struct CreateSession {
     /// (default: the server's `permission_mode`).
     #[schema(value_type = Option<crate::api_schemas::PermissionModeName>)]
     pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    /// The named agent it runs as: `build` (default), `plan`, or one of
+    /// the configuration's or the workspace's agent files.
+    pub agent: Option<String>,
 }
 
 /// A new session's id.

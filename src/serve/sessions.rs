@@ -119,6 +119,7 @@ pub async fn create(
         title: body.title,
         context,
         permission_mode: body.permission_mode,
+        agent: body.agent,
     };
     let session = state.runtime.create_session(options).await?;
     Ok((

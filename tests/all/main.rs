@@ -9,6 +9,7 @@
 
 mod support;
 
+mod agents;
 mod api_contract;
 mod chat;
 mod config;

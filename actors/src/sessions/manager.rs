@@ -19,6 +19,7 @@ use crate::bus::SessionTopic;
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
 use crate::session::actor::{AgentLoop, AgentLoopArgs};
+use crate::session::core::agents::DEFAULT_AGENT;
 use crate::session::{SessionError, SessionHandle};
 use crate::store::NewSession;
 use crate::tools::executor::ToolExecutor;
@@ -44,8 +45,11 @@ pub struct SessionOptions {
     pub title: Option<String>,
     /// This session's own `[context]` keys (kept with the session).
     pub context: Option<crate::protocol::ContextConfig>,
-    /// The permission mode it starts in (default: `permission_mode`).
+    /// The permission mode it starts in (default: the agent's, else
+    /// `permission_mode`).
     pub permission_mode: Option<crate::protocol::PermissionMode>,
+    /// The named agent it runs as (default: `build`).
+    pub agent: Option<String>,
 }
 
 /// Create a session.
@@ -214,8 +218,23 @@ impl Message<CreateSession> for SessionManager {
         if self.stopped {
             return Err(SessionError::ShuttingDown);
         }
+        let workspace = options
+            .workspace
+            .clone()
+            .unwrap_or_else(|| self.loader.settings().workspace.clone());
+        let files = self.loader.workspace_files(&workspace).await;
+        let agent = options.agent.as_deref().unwrap_or(DEFAULT_AGENT);
+        let Some(definition) = files.agents.get(agent).cloned() else {
+            return Err(SessionError::UnknownAgent {
+                name: agent.to_string(),
+                available: files.agents.names(),
+            });
+        };
         let settings = self.loader.settings();
-        let model = options.model.unwrap_or_else(|| settings.model.clone());
+        let model = options
+            .model
+            .or_else(|| definition.model.clone())
+            .unwrap_or_else(|| settings.model.clone());
         if !settings.models.contains_key(&model) {
             return Err(SessionError::UnknownProfile {
                 name: model,
@@ -227,9 +246,6 @@ impl Message<CreateSession> for SessionManager {
                     .join(", "),
             });
         }
-        let workspace = options
-            .workspace
-            .unwrap_or_else(|| settings.workspace.clone());
         let new = NewSession {
             id: SessionId::new(),
             model: model.clone(),
@@ -237,10 +253,10 @@ impl Message<CreateSession> for SessionManager {
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;
-        let instructions = self.loader.instructions(&workspace).await;
-        let mut state = self.loader.fresh_state(id, model, &workspace, instructions);
+        let mut state = self.loader.fresh_state(id, model, &workspace, files);
         state.context.session = options.context;
-        if let Some(mode) = options.permission_mode {
+        state.agent = definition.name;
+        if let Some(mode) = options.permission_mode.or(definition.permission_mode) {
             state.permissions.mode = mode;
         }
         Ok(self.start(Restored::fresh(state, workspace), false))

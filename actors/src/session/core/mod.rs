@@ -21,6 +21,7 @@
 //! - a tool call runs only when the mode and the rules let it, or the user
 //!   allowed it (`permission`); an interrupt settles every open request.
 
+pub mod agents;
 pub mod commands;
 pub mod context;
 mod effect;

@@ -110,23 +110,28 @@ fn notice(message: impl Into<String>) -> AgentMessage {
 }
 
 fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
-    let tools: Vec<String> = state.tools.iter().map(|t| t.name.clone()).collect();
+    let tools: Vec<String> = state
+        .offered_tools()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     let mode = state.permissions.mode;
     let sandbox = if state.config.permissions.sandboxed {
         ""
     } else {
         "; commands run WITHOUT a sandbox"
     };
+    let agent = &state.agent;
     let message = if resumed {
         format!(
-            "Session {} resumed with model {} ({} messages), permission mode {mode}{sandbox}.",
+            "Session {} resumed as agent {agent} with model {} ({} messages), permission mode {mode}{sandbox}.",
             state.session_id,
             state.model,
             state.history.len()
         )
     } else {
         format!(
-            "Session {} started with model {}, permission mode {mode}{sandbox}.",
+            "Session {} started as agent {agent} with model {}, permission mode {mode}{sandbox}.",
             state.session_id, state.model
         )
     };
@@ -147,6 +152,7 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
         permission_mode: Some(state.permissions.mode),
         sandboxed: Some(state.config.permissions.sandboxed),
         instructions: instructions.iter().map(|f| f.path.clone()).collect(),
+        agent: Some(state.agent.clone()),
     };
     emit(
         fx,
@@ -155,6 +161,19 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
     );
     for text in state.config.instructions.notices() {
         emit(fx, None, notice(text));
+    }
+    for problem in &state.config.agents.problems {
+        emit(fx, None, notice(format!("Agent file not used: {problem}")));
+    }
+    if state.current_agent().is_none() {
+        emit(
+            fx,
+            None,
+            notice(format!(
+                "The agent `{agent}` is no longer defined; the session runs like `build` until /agent switches. Agents: {}.",
+                state.config.agents.names()
+            )),
+        );
     }
 }
 
@@ -674,6 +693,12 @@ enum Admitted {
 /// Check `call` against the mode and the rules; a call that must ask
 /// emits its `approval_request` (and its timer, when requests time out).
 fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Effect>) -> Admitted {
+    if !super::agents::allows(state.current_agent(), &call.name) {
+        return Admitted::Denied(ToolOutcome::error(format!(
+            "Not run: the agent `{}` is not given the tool {}. Use the tools offered.",
+            state.agent, call.name
+        )));
+    }
     let verdict = policy::decide(
         &state.config.permissions,
         &state.permissions,
@@ -878,7 +903,7 @@ fn continue_after_tools(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effe
     if !calls.iter().all(|c| c.recorded) {
         return;
     }
-    if turn.steps >= state.config.max_steps {
+    if turn.steps >= state.max_steps() {
         end_turn(state, StopReason::MaxSteps, None, now_ms, fx);
     } else {
         call_model(state, fx);

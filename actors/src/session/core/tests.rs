@@ -51,6 +51,8 @@ impl Harness {
         ];
         let config = SessionConfig {
             system_prompt: "be brief".into(),
+            tool_prompts: String::new(),
+            agents: Default::default(),
             instructions: Default::default(),
             max_steps,
             include_partial_messages,
