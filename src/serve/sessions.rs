@@ -120,6 +120,7 @@ pub async fn create(
         context,
         permission_mode: body.permission_mode,
         agent: body.agent,
+        ..SessionOptions::default()
     };
     let session = state.runtime.create_session(options).await?;
     Ok((

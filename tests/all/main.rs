@@ -26,4 +26,5 @@ mod retries;
 mod run;
 mod serve;
 mod sessions;
+mod subagents;
 mod wire_formats;

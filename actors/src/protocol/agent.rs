@@ -96,3 +96,29 @@ pub struct AgentList {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<String>,
 }
+
+/// `system` subtype `subagent_started`: a `task` call of this session
+/// started a child session running a named agent. Front ends follow the
+/// child on its own stream (`child`). Persisted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SubagentStarted {
+    pub child: super::SessionId,
+    /// The `task` call it runs for.
+    pub call_id: String,
+    pub agent: String,
+    /// The call's short description of the task.
+    pub description: String,
+}
+
+/// `system` subtype `subagent_finished`: the child session's turn ended;
+/// its final text is the `task` call's result. Its usage is counted in
+/// this session's turn. Persisted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubagentFinished {
+    pub child: super::SessionId,
+    pub call_id: String,
+    pub agent: String,
+    pub stop_reason: super::StopReason,
+    pub usage: super::Usage,
+}

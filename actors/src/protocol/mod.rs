@@ -31,7 +31,9 @@ pub mod permission;
 pub mod profile;
 pub mod system;
 
-pub use agent::{AgentDefinition, AgentInfo, AgentList, AgentSwitched};
+pub use agent::{
+    AgentDefinition, AgentInfo, AgentList, AgentSwitched, SubagentFinished, SubagentStarted,
+};
 pub use content::{ContentBlock, StopReason, Usage};
 pub use context::{ContextConfig, ContextUsage, Strategy};
 pub use event::{

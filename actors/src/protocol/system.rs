@@ -88,6 +88,12 @@ pub enum SystemSubtype {
     /// `/agent` without a name: the agents and the active one. `data`:
     /// [`AgentList`](super::AgentList).
     Agents,
+    /// A `task` call started a child session. `data`:
+    /// [`SubagentStarted`](super::SubagentStarted).
+    SubagentStarted,
+    /// A child session of a `task` call ended. `data`:
+    /// [`SubagentFinished`](super::SubagentFinished).
+    SubagentFinished,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -187,6 +193,8 @@ payload_of! {
     super::ModeChanged => Mode,
     super::AgentSwitched => Agent,
     super::AgentList => Agents,
+    super::SubagentStarted => SubagentStarted,
+    super::SubagentFinished => SubagentFinished,
 }
 
 /// The session started, or was loaded again. (Each field may be missing

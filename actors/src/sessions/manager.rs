@@ -15,6 +15,7 @@
 //! another agentbus process on the same data dir is told it is in use.
 
 use super::loader::{Restored, SessionLoader};
+use super::subagents::SubagentRunner;
 use crate::bus::SessionTopic;
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
@@ -26,7 +27,7 @@ use crate::tools::executor::ToolExecutor;
 use futures::FutureExt;
 use futures::future::join_all;
 use kameo::Actor;
-use kameo::actor::{ActorRef, Spawn};
+use kameo::actor::{ActorRef, Spawn, WeakActorRef};
 use kameo::message::{Context, Message};
 use kameo::reply::DelegatedReply;
 use std::collections::HashMap;
@@ -50,6 +51,22 @@ pub struct SessionOptions {
     pub permission_mode: Option<crate::protocol::PermissionMode>,
     /// The named agent it runs as (default: `build`).
     pub agent: Option<String>,
+    /// A sub-agent's session: the parent session and its `task` call (the
+    /// child gets no `task` tool of its own).
+    pub parent: Option<ChildOf>,
+    /// The model when neither `model` nor the agent names one (a child
+    /// runs with its parent's; default: the configured model).
+    pub inherit_model: Option<String>,
+}
+
+/// The parent of a sub-agent's session.
+#[derive(Clone, Debug)]
+pub struct ChildOf {
+    pub session: SessionId,
+    /// The seq the parent had reached when it made the call.
+    pub at_seq: u64,
+    /// The parent's `task` call.
+    pub call_id: String,
 }
 
 /// Create a session.
@@ -106,6 +123,8 @@ pub struct SessionManager {
     next_ticket: u64,
     /// [`StopAll`] has run.
     stopped: bool,
+    /// Itself, for the sub-agent runners of the sessions it starts.
+    me: WeakActorRef<SessionManager>,
 }
 
 /// What a SessionManager starts from.
@@ -142,6 +161,7 @@ impl Actor for SessionManager {
             loading: HashMap::new(),
             next_ticket: 0,
             stopped: false,
+            me: me.downgrade(),
         })
     }
 }
@@ -156,6 +176,12 @@ impl SessionManager {
             waiting,
         } = session;
         let id = state.session_id.clone();
+        let subagents = state.config.task_tool.then(|| {
+            Arc::new(SubagentRunner::new(
+                self.me.clone(),
+                self.loader.settings().subagents.max_concurrent_subagents,
+            )) as Arc<dyn crate::session::actor::Subagents>
+        });
         let topic = Arc::new(SessionTopic::new(last_seq));
         let agent_loop = AgentLoop::spawn(AgentLoopArgs {
             state,
@@ -170,6 +196,7 @@ impl SessionManager {
             tools: self.tools.clone(),
             store: self.loader.stored().store().clone(),
             commands: Arc::new(self.loader.stored().clone()),
+            subagents,
             workspace,
         });
         let handle = SessionHandle::new(
@@ -234,6 +261,7 @@ impl Message<CreateSession> for SessionManager {
         let model = options
             .model
             .or_else(|| definition.model.clone())
+            .or(options.inherit_model)
             .unwrap_or_else(|| settings.model.clone());
         if !settings.models.contains_key(&model) {
             return Err(SessionError::UnknownProfile {
@@ -250,12 +278,18 @@ impl Message<CreateSession> for SessionManager {
             id: SessionId::new(),
             model: model.clone(),
             workspace: workspace.display().to_string(),
+            parent: options
+                .parent
+                .as_ref()
+                .map(|p| (p.session.clone(), p.at_seq)),
+            parent_call: options.parent.as_ref().map(|p| p.call_id.clone()),
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;
         let mut state = self.loader.fresh_state(id, model, &workspace, files);
         state.context.session = options.context;
         state.agent = definition.name;
+        state.config.task_tool = options.parent.is_none();
         if let Some(mode) = options.permission_mode.or(definition.permission_mode) {
             state.permissions.mode = mode;
         }

@@ -58,6 +58,8 @@ fn new_session(id: &str) -> NewSession {
         id: sid(id),
         model: "default".to_string(),
         workspace: "/work/project".to_string(),
+        parent: None,
+        parent_call: None,
     }
 }
 

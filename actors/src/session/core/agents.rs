@@ -13,6 +13,9 @@ use crate::model::{ToolList, ToolSpec};
 use crate::protocol::{AgentDefinition, PermissionMode};
 use serde::Serialize;
 
+/// The tool that runs a named agent in a child session.
+pub const TASK_TOOL: &str = "task";
+
 /// The agent sessions start as.
 pub const DEFAULT_AGENT: &str = "build";
 
@@ -94,6 +97,34 @@ impl AgentSet {
     pub fn names(&self) -> String {
         let names: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
         names.join(", ")
+    }
+}
+
+/// The `task` tool as the model sees it: its description lists the agents
+/// it can run.
+pub fn task_spec(set: &AgentSet) -> ToolSpec {
+    let names: Vec<&str> = set.agents.iter().map(|a| a.name.as_str()).collect();
+    let listed: String = set
+        .agents
+        .iter()
+        .map(|a| format!("\n- {}: {}", a.name, a.description))
+        .collect();
+    ToolSpec {
+        name: TASK_TOOL.into(),
+        description: format!(
+            "Hand a self-contained task to a named agent, which works on it in a session of its own (with its own tools) and answers with its final report, which becomes this call's result. Give it everything it needs in `prompt`: it does not see this conversation. Several task calls in one reply run at once.\n\nAgents:{listed}"
+        ),
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short (3-5 words) description of the task"},
+                "prompt": {"type": "string", "description": "The task for the agent, complete in itself"},
+                "agent": {"type": "string", "enum": names, "description": "Which agent does it"}
+            },
+            "required": ["description", "prompt", "agent"],
+            "additionalProperties": false
+        }),
+        origin: crate::model::ToolOrigin::Builtin,
     }
 }
 

@@ -41,7 +41,7 @@ mod instructions_tests;
 mod tests;
 
 pub use effect::{Effect, SessionCommand};
-pub use input::Input;
+pub use input::{Input, SubagentUpdate};
 pub use restore::restore;
 pub use state::{SessionConfig, SessionState};
 pub use step::step;

@@ -25,6 +25,9 @@ pub struct SessionConfig {
     pub tool_prompts: String,
     /// The named agents the session can run as.
     pub agents: AgentSet,
+    /// Offer the `task` tool (sub-agents). Off in child sessions: a child
+    /// never starts children of its own (depth 1).
+    pub task_tool: bool,
     /// The instruction files (`AGENTS.md`, `CLAUDE.md`) read when the
     /// session was created or loaded, appended to `system_prompt`.
     pub instructions: Instructions,
@@ -232,7 +235,14 @@ impl SessionState {
     /// The tools the model is offered: the catalog's, as the agent limits
     /// them.
     pub fn offered_tools(&self) -> crate::model::ToolList {
-        super::agents::offered(self.current_agent(), &self.tools)
+        let agent = self.current_agent();
+        let tools = super::agents::offered(agent, &self.tools);
+        if !self.config.task_tool || !super::agents::allows(agent, super::agents::TASK_TOOL) {
+            return tools;
+        }
+        let mut with_task = tools.to_vec();
+        with_task.push(super::agents::task_spec(&self.config.agents));
+        std::sync::Arc::new(with_task)
     }
 
     /// Most model calls a turn may make: the agent's limit, else
