@@ -158,7 +158,12 @@ impl SessionLoader {
             system_prompt: self.settings.system_prompt.clone(),
             tool_prompts: self.tool_prompts.to_string(),
             agents,
-            task_tool: true,
+            // `disallowed_tools = ["task"]` turns sub-agents off.
+            task_tool: !self
+                .settings
+                .disallowed_tools
+                .iter()
+                .any(|t| t == crate::session::core::agents::TASK_TOOL),
             instructions,
             max_steps: self.settings.max_steps,
             include_partial_messages: self.settings.include_partial_messages,
@@ -236,7 +241,7 @@ impl SessionLoader {
         let workspace = self.workspace_of(record);
         let mut state = self.fresh_state(id.clone(), model, &workspace, files);
         // A sub-agent's session starts no sub-agents of its own.
-        state.config.task_tool = record.parent_call.is_none();
+        state.config.task_tool &= record.parent_call.is_none();
         let startup = restore(&mut state, events);
         let last_seq = record
             .resume_after()

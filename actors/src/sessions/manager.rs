@@ -15,7 +15,8 @@
 //! another agentbus process on the same data dir is told it is in use.
 
 use super::loader::{Restored, SessionLoader};
-use super::subagents::SubagentRunner;
+use super::options::SessionOptions;
+use super::subagents::{ChildSessions, SubagentRunner};
 use crate::bus::SessionTopic;
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
@@ -31,43 +32,9 @@ use kameo::actor::{ActorRef, Spawn, WeakActorRef};
 use kameo::message::{Context, Message};
 use kameo::reply::DelegatedReply;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// How to create a session; unset fields come from the settings.
-#[derive(Clone, Debug, Default)]
-pub struct SessionOptions {
-    /// Model profile name.
-    pub model: Option<String>,
-    pub workspace: Option<PathBuf>,
-    /// A title (otherwise the first query names the session).
-    pub title: Option<String>,
-    /// This session's own `[context]` keys (kept with the session).
-    pub context: Option<crate::protocol::ContextConfig>,
-    /// The permission mode it starts in (default: the agent's, else
-    /// `permission_mode`).
-    pub permission_mode: Option<crate::protocol::PermissionMode>,
-    /// The named agent it runs as (default: `build`).
-    pub agent: Option<String>,
-    /// A sub-agent's session: the parent session and its `task` call (the
-    /// child gets no `task` tool of its own).
-    pub parent: Option<ChildOf>,
-    /// The model when neither `model` nor the agent names one (a child
-    /// runs with its parent's; default: the configured model).
-    pub inherit_model: Option<String>,
-}
-
-/// The parent of a sub-agent's session.
-#[derive(Clone, Debug)]
-pub struct ChildOf {
-    pub session: SessionId,
-    /// The seq the parent had reached when it made the call.
-    pub at_seq: u64,
-    /// The parent's `task` call.
-    pub call_id: String,
-}
 
 /// Create a session.
 pub struct CreateSession(pub SessionOptions);
@@ -178,7 +145,7 @@ impl SessionManager {
         let id = state.session_id.clone();
         let subagents = state.config.task_tool.then(|| {
             Arc::new(SubagentRunner::new(
-                self.me.clone(),
+                Arc::new(ManagerSessions(self.me.clone())),
                 self.loader.settings().subagents.max_concurrent_subagents,
             )) as Arc<dyn crate::session::actor::Subagents>
         });
@@ -289,7 +256,7 @@ impl Message<CreateSession> for SessionManager {
         let mut state = self.loader.fresh_state(id, model, &workspace, files);
         state.context.session = options.context;
         state.agent = definition.name;
-        state.config.task_tool = options.parent.is_none();
+        state.config.task_tool &= options.parent.is_none();
         if let Some(mode) = options.permission_mode.or(definition.permission_mode) {
             state.permissions.mode = mode;
         }
@@ -491,5 +458,34 @@ impl Message<DeleteSession> for SessionManager {
             self.shut_down(&handle).await;
         }
         self.loader.stored().delete(&id).await
+    }
+}
+
+/// The SessionManager as the sub-agent runners see it: where child
+/// sessions are created and found.
+struct ManagerSessions(WeakActorRef<SessionManager>);
+
+impl ChildSessions for ManagerSessions {
+    fn create(
+        &self,
+        options: SessionOptions,
+    ) -> futures::future::BoxFuture<'static, Result<SessionHandle, SessionError>> {
+        let manager = self.0.clone();
+        Box::pin(async move {
+            let manager = manager.upgrade().ok_or(SessionError::ShuttingDown)?;
+            Ok(manager.ask(CreateSession(options)).await?)
+        })
+    }
+
+    fn loaded(&self, id: SessionId) -> futures::future::BoxFuture<'static, Option<SessionHandle>> {
+        let manager = self.0.clone();
+        Box::pin(async move {
+            manager
+                .upgrade()?
+                .ask(LoadedSession(id))
+                .await
+                .ok()
+                .flatten()
+        })
     }
 }

@@ -19,8 +19,9 @@
 
 pub mod loader;
 pub mod manager;
+pub mod options;
 pub mod store_commands;
 pub mod stored;
 pub mod subagents;
 
-pub use manager::SessionOptions;
+pub use options::SessionOptions;

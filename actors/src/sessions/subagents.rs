@@ -12,28 +12,38 @@
 //! Never blocks the SessionManager: everything here runs on the call's
 //! task.
 
-use super::manager::{CreateSession, LoadedSession, SessionManager, SessionOptions};
+use super::options::{ChildOf, SessionOptions};
 use crate::model::{ToolCall, ToolOutcome};
 use crate::protocol::{
     AgentMessage, PermissionMode, SessionId, StopReason, SubagentFinished, SubagentStarted, Usage,
 };
 use crate::session::SessionError;
+use crate::session::SessionHandle;
 use crate::session::actor::{SubagentParent, SubagentReport, Subagents};
 use crate::session::core::SubagentUpdate;
 use futures::future::BoxFuture;
-use kameo::actor::WeakActorRef;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+/// Where child sessions are created and found (the SessionManager).
+pub trait ChildSessions: Send + Sync + 'static {
+    fn create(
+        &self,
+        options: SessionOptions,
+    ) -> BoxFuture<'static, Result<SessionHandle, SessionError>>;
+    /// A loaded session by id.
+    fn loaded(&self, id: SessionId) -> BoxFuture<'static, Option<SessionHandle>>;
+}
+
 /// The child sessions of one parent.
 pub struct SubagentRunner {
-    manager: WeakActorRef<SessionManager>,
+    manager: Arc<dyn ChildSessions>,
     places: Arc<Semaphore>,
 }
 
 impl SubagentRunner {
-    pub fn new(manager: WeakActorRef<SessionManager>, max_concurrent: usize) -> Self {
+    pub fn new(manager: Arc<dyn ChildSessions>, max_concurrent: usize) -> Self {
         SubagentRunner {
             manager,
             places: Arc::new(Semaphore::new(max_concurrent.max(1))),
@@ -101,12 +111,9 @@ impl Subagents for SubagentRunner {
     ) -> BoxFuture<'static, Result<(), SessionError>> {
         let manager = self.manager.clone();
         Box::pin(async move {
-            let manager = manager.upgrade().ok_or(SessionError::ShuttingDown)?;
             let handle = manager
-                .ask(LoadedSession(child.clone()))
+                .loaded(child.clone())
                 .await
-                .ok()
-                .flatten()
                 .ok_or(SessionError::Gone(child))?;
             handle.decide(request_id, decision).await
         })
@@ -114,21 +121,20 @@ impl Subagents for SubagentRunner {
 }
 
 async fn run_child(
-    manager: &WeakActorRef<SessionManager>,
+    manager: &Arc<dyn ChildSessions>,
     call: &ToolCall,
     arguments: &TaskArguments,
     parent: &SubagentParent,
     report: &SubagentReport,
     cancel: &CancellationToken,
 ) -> Result<ChildEnd, SessionError> {
-    let manager = manager.upgrade().ok_or(SessionError::ShuttingDown)?;
     let options = SessionOptions {
         workspace: Some(parent.workspace.clone()),
         title: Some(format!("{} ({})", arguments.description, arguments.agent)),
         agent: Some(arguments.agent.clone()),
         permission_mode: (parent.permission_mode == PermissionMode::Plan)
             .then_some(PermissionMode::Plan),
-        parent: Some(super::manager::ChildOf {
+        parent: Some(ChildOf {
             session: parent.session_id.clone(),
             at_seq: parent.at_seq,
             call_id: call.id.clone(),
@@ -136,7 +142,7 @@ async fn run_child(
         inherit_model: Some(parent.model.clone()),
         ..SessionOptions::default()
     };
-    let child = manager.ask(CreateSession(options)).await?;
+    let child = manager.create(options).await?;
     let child_id = child.id().clone();
     let agent = arguments.agent.clone();
     report(SubagentUpdate::Started(SubagentStarted {
