@@ -24,6 +24,15 @@ pub struct Attach {
     pub permission_mode: Option<PermissionMode>,
 }
 
+/// The command line's say in how the chosen session runs.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFlags {
+    /// `--permission-mode`.
+    pub permission_mode: Option<PermissionMode>,
+    /// `--agent`.
+    pub agent: Option<String>,
+}
+
 /// The sessions a front end works with.
 pub enum Backend {
     Local(Runtime),
@@ -63,24 +72,33 @@ impl Backend {
     /// The session the command line asks for: a new one by default;
     /// `--session ID` (an id or the start of one) or `--continue` (the most
     /// recent session of this workspace) a stored one. A stored session
-    /// keeps the permission mode it had, unless `--permission-mode` says
-    /// otherwise (`mode`: then it is switched, with `/mode`, first thing).
+    /// keeps the agent and permission mode it had, unless `--agent` or
+    /// `--permission-mode` says otherwise (then it is switched, with
+    /// `/agent` and `/mode`, first thing).
     pub async fn choose(
         &self,
         resume: &ResumeArgs,
         start: Start,
-        mode: Option<PermissionMode>,
+        flags: &SessionFlags,
     ) -> anyhow::Result<Attached> {
-        let attached = self.choose_session(resume, start).await?;
-        if let Some(mode) = mode
-            && (resume.session.is_some() || resume.continue_)
-        {
-            attached.submit_text(format!("/mode {mode}")).await?;
+        let attached = self.choose_session(resume, start, flags).await?;
+        if resume.session.is_some() || resume.continue_ {
+            if let Some(agent) = &flags.agent {
+                attached.submit_text(format!("/agent {agent}")).await?;
+            }
+            if let Some(mode) = flags.permission_mode {
+                attached.submit_text(format!("/mode {mode}")).await?;
+            }
         }
         Ok(attached)
     }
 
-    async fn choose_session(&self, resume: &ResumeArgs, start: Start) -> anyhow::Result<Attached> {
+    async fn choose_session(
+        &self,
+        resume: &ResumeArgs,
+        start: Start,
+        flags: &SessionFlags,
+    ) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
                 let session = if let Some(prefix) = &resume.session {
@@ -101,7 +119,12 @@ impl Backend {
                         })?;
                     runtime.open_session(&recent.id).await?
                 } else {
-                    runtime.create_session(SessionOptions::default()).await?
+                    runtime
+                        .create_session(SessionOptions {
+                            agent: flags.agent.clone(),
+                            ..SessionOptions::default()
+                        })
+                        .await?
                 };
                 Ok(Attached::local(session, start))
             }
@@ -127,7 +150,12 @@ impl Backend {
                     return Ok(remote_attach(client, recent, start));
                 }
                 let id = client
-                    .create_session(model.clone(), workspace.clone(), *permission_mode)
+                    .create_session(
+                        model.clone(),
+                        workspace.clone(),
+                        *permission_mode,
+                        flags.agent.clone(),
+                    )
                     .await?;
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
             }

@@ -9,6 +9,7 @@
 
 mod support;
 
+mod agents;
 mod api_contract;
 mod chat;
 mod config;
@@ -25,4 +26,5 @@ mod retries;
 mod run;
 mod serve;
 mod sessions;
+mod subagents;
 mod wire_formats;

@@ -89,6 +89,12 @@ pub enum ControlCommand {
     SetMode { mode: super::PermissionMode },
     /// Show the permission mode and the rules in force.
     ShowMode,
+    /// Switch to another named agent (its prompt, tools, model and
+    /// permission mode apply from the next model call); the history is
+    /// kept.
+    SwitchAgent { name: String },
+    /// List the named agents and show the active one.
+    ListAgents,
     /// Ask the model to look at the workspace and write its `AGENTS.md`
     /// (or improve the one there). Unlike the other commands it answers
     /// with a turn, not a `system` event: a `user` event carrying the
@@ -130,6 +136,7 @@ impl ControlCommand {
             ControlCommand::Load { .. } => "load",
             ControlCommand::SetMode { .. } | ControlCommand::ShowMode => "mode",
             ControlCommand::Init => "init",
+            ControlCommand::SwitchAgent { .. } | ControlCommand::ListAgents => "agent",
         }
     }
 }

@@ -51,6 +51,9 @@ impl Harness {
         ];
         let config = SessionConfig {
             system_prompt: "be brief".into(),
+            tool_prompts: String::new(),
+            agents: Default::default(),
+            task_tool: false,
             instructions: Default::default(),
             max_steps,
             include_partial_messages,
