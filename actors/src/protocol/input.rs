@@ -37,8 +37,12 @@ pub enum SessionInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum UserInput {
-    /// A query for the model.
+    /// A query for the model (text starting with `/` is a slash command).
     Query { text: String },
+    /// A query for the model taken as written, never read as a slash
+    /// command: what a model wrote for another session (a `task` call's
+    /// prompt for its child).
+    Prompt { text: String },
     /// A control command.
     Control { command: ControlCommand },
 }

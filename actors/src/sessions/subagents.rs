@@ -16,6 +16,7 @@ use super::options::{ChildOf, SessionOptions};
 use crate::model::{ToolCall, ToolOutcome};
 use crate::protocol::{
     AgentMessage, PermissionMode, SessionId, StopReason, SubagentFinished, SubagentStarted, Usage,
+    UserInput,
 };
 use crate::session::SessionError;
 use crate::session::SessionHandle;
@@ -155,7 +156,12 @@ async fn run_child(
     let mut events = child
         .subscribe(0)
         .map_err(|e| SessionError::Internal(format!("following the child session: {e}")))?;
-    let input_id = child.submit_text(arguments.prompt.clone()).await?;
+    // The model wrote the prompt: a leading `/` is text, not a command.
+    let input_id = child
+        .submit(UserInput::Prompt {
+            text: arguments.prompt.clone(),
+        })
+        .await?;
     let mut interrupted = false;
     let end = loop {
         let event = tokio::select! {

@@ -263,7 +263,9 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     }
                 }
             },
-            UserInput::Query { text } => start_turn(state, input_id, text, now_ms, fx),
+            UserInput::Query { text } | UserInput::Prompt { text } => {
+                start_turn(state, input_id, text, now_ms, fx)
+            }
         }
     }
 }
@@ -991,15 +993,17 @@ fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
     }
     for QueuedInput { input_id, input } in state.queue.drain(..) {
         let message = match input {
-            UserInput::Query { .. } => AgentMessage::Result(ResultEvent {
-                stop_reason: StopReason::Cancelled,
-                text: String::new(),
-                usage: Default::default(),
-                steps: 0,
-                duration_ms: 0,
-                error: Some(REASON.into()),
-                context: None,
-            }),
+            UserInput::Query { .. } | UserInput::Prompt { .. } => {
+                AgentMessage::Result(ResultEvent {
+                    stop_reason: StopReason::Cancelled,
+                    text: String::new(),
+                    usage: Default::default(),
+                    steps: 0,
+                    duration_ms: 0,
+                    error: Some(REASON.into()),
+                    context: None,
+                })
+            }
             UserInput::Control { .. } => notice(REASON),
         };
         emit(fx, Some(input_id), message);
