@@ -31,6 +31,8 @@ pub use crate::sessions::SessionOptions;
 pub use crate::sessions::stored::StoredSessions;
 pub use crate::store::{ListCursor, ListPage, SessionDocument, SessionRecord};
 pub use crate::tools::registry::ToolCatalog;
+/// A front end that holds the files (an editor) gives a session this.
+pub use crate::tools::{FileAccess, FileAccessError, Files};
 /// Whether `bash` commands can be sandboxed here (Landlock), found once.
 pub use crate::tools::sandbox::{SandboxSupport, probe as sandbox_support};
 
