@@ -152,11 +152,7 @@ fn open_existing(confinement: &Confinement, path: &Path) -> Result<Opened, ToolE
 /// `old_content` with the edit made, and how many replacements it took;
 /// refused when `old_string` is missing or (without `replace_all`) not
 /// unique.
-fn replaced(
-    old_content: &str,
-    path: &Path,
-    params: &Params,
-) -> Result<(String, usize), ToolError> {
+fn replaced(old_content: &str, path: &Path, params: &Params) -> Result<(String, usize), ToolError> {
     let (old_string, new_string) = match_line_endings(old_content, params);
     let count = old_content.matches(old_string.as_str()).count();
     if count == 0 {

@@ -116,7 +116,10 @@ mod tests {
         std::fs::write(dir.path().join("old.txt"), "x").unwrap();
         let (buffers, ctx) = held(dir.path());
         let out = WriteFile
-            .call(json!({"path": "sub/new.txt", "content": "fresh"}), ctx.clone())
+            .call(
+                json!({"path": "sub/new.txt", "content": "fresh"}),
+                ctx.clone(),
+            )
             .await
             .unwrap();
         assert!(out.text.starts_with("Created"), "{}", out.text);
@@ -129,7 +132,10 @@ mod tests {
             .await
             .unwrap();
         assert!(out.text.starts_with("Overwrote"), "{}", out.text);
-        assert_eq!(std::fs::read_to_string(dir.path().join("old.txt")).unwrap(), "x");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("old.txt")).unwrap(),
+            "x"
+        );
         let text = buffers.text.lock().unwrap().clone();
         assert_eq!(text[&dir.path().join("sub/new.txt")], "fresh");
         assert_eq!(text[&dir.path().join("old.txt")], "new");
@@ -174,7 +180,10 @@ mod tests {
             .call(json!({"path": "../new.txt", "content": "x"}), ctx)
             .await
             .unwrap_err();
-        assert!(write.to_string().contains("outside the workspace"), "{write}");
+        assert!(
+            write.to_string().contains("outside the workspace"),
+            "{write}"
+        );
         assert!(buffers.asked.lock().unwrap().is_empty());
     }
 
@@ -202,6 +211,9 @@ mod tests {
             .unwrap_err();
         let text = err.to_string();
         assert!(text.contains("through the test editor"), "{text}");
-        assert!(text.contains("a.txt") && text.contains("no such buffer"), "{text}");
+        assert!(
+            text.contains("a.txt") && text.contains("no such buffer"),
+            "{text}"
+        );
     }
 }

@@ -120,7 +120,6 @@ fn read_lines(
     limit: usize,
     max_bytes: usize,
 ) -> Result<ToolOutput, ToolError> {
-
     // Binary check on the first 8 KiB (chained back in front for reading).
     let mut sniff = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)
