@@ -36,6 +36,8 @@ mod session;
 mod sessions;
 mod tool_calls;
 mod updates;
+#[cfg(test)]
+mod updates_tests;
 
 use super::backend::{Attach, Backend};
 use agent_client_protocol::v1::schema::{
@@ -117,43 +119,43 @@ async fn serve(shared: Arc<sessions::Shared>) -> Result<(), Error> {
         )
         .on_receive_request(
             async move |request: PromptRequest, responder, _cx| {
-                let id = request.session_id.clone();
-                let message = session::ToSession::Prompt {
+                let Some(task) = on_prompt.session(&request.session_id) else {
+                    return responded(
+                        responder.respond_with_error(unknown_session(&request.session_id.0)),
+                    );
+                };
+                let _ = task.send(session::ToSession::Prompt {
                     prompt: request.prompt,
                     responder,
-                };
-                if let Err(message) = on_prompt.tell(&id, message)
-                    && let session::ToSession::Prompt { responder, .. } = message
-                {
-                    return responded(responder.respond_with_error(unknown_session(&id.0)));
-                }
+                });
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_request(
             async move |request: SetSessionModeRequest, responder, _cx| {
-                let id = request.session_id.clone();
-                let message = session::ToSession::SetMode {
+                let Some(task) = on_mode.session(&request.session_id) else {
+                    return responded(
+                        responder.respond_with_error(unknown_session(&request.session_id.0)),
+                    );
+                };
+                let _ = task.send(session::ToSession::SetMode {
                     mode: request.mode_id,
                     responder,
-                };
-                if let Err(message) = on_mode.tell(&id, message)
-                    && let session::ToSession::SetMode { responder, .. } = message
-                {
-                    return responded(responder.respond_with_error(unknown_session(&id.0)));
-                }
+                });
                 Ok(())
             },
             agent_client_protocol::on_receive_request!(),
         )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
-                if on_cancel
-                    .tell(&notification.session_id, session::ToSession::Cancel)
-                    .is_err()
-                {
-                    tracing::debug!(session = %notification.session_id.0, "session/cancel for a session not open here");
+                match on_cancel.session(&notification.session_id) {
+                    Some(task) => {
+                        let _ = task.send(session::ToSession::Cancel);
+                    }
+                    None => {
+                        tracing::debug!(session = %notification.session_id.0, "session/cancel for a session not open here")
+                    }
                 }
                 Ok(())
             },

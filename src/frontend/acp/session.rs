@@ -160,15 +160,14 @@ impl SessionTask {
             _ => {}
         }
         self.ends.observe(event);
-        if let Some(running) = &mut self.running {
-            if running.cancel
-                && event.turn_id == Some(running.input)
-                && matches!(event.message, AgentMessage::User(_))
-            {
-                running.cancel = false;
-                if let Err(e) = self.attached.interrupt().await {
-                    tracing::warn!(session = %self.id.0, "could not interrupt the turn: {e:#}");
-                }
+        if let Some(running) = &mut self.running
+            && running.cancel
+            && event.turn_id == Some(running.input)
+            && matches!(event.message, AgentMessage::User(_))
+        {
+            running.cancel = false;
+            if let Err(e) = self.attached.interrupt().await {
+                tracing::warn!(session = %self.id.0, "could not interrupt the turn: {e:#}");
             }
         }
         if let Some(running) = &self.running

@@ -64,18 +64,13 @@ impl Shared {
         self.offers.lock().map(|o| *o).unwrap_or_default()
     }
 
-    /// Hand `message` to the task of session `id`; it comes back when no
-    /// such session is open here.
-    pub fn tell(&self, id: &SessionId, message: ToSession) -> Result<(), ToSession> {
-        let sender = self
-            .open
+    /// The task of session `id`, when it is open on this connection.
+    pub fn session(&self, id: &SessionId) -> Option<UnboundedSender<ToSession>> {
+        self.open
             .lock()
             .ok()
-            .and_then(|open| open.get(&*id.0).cloned());
-        match sender {
-            Some(sender) => sender.send(message).map_err(|e| e.0),
-            None => Err(message),
-        }
+            .and_then(|open| open.get(&*id.0).cloned())
+            .filter(|task| !task.is_closed())
     }
 
     /// Let go of every session (their tasks end), then stop the sessions

@@ -446,7 +446,3 @@ pub fn call_id(id: &str) -> acp::ToolCallId {
 fn chunk(text: &str) -> ContentChunk {
     ContentChunk::new(acp::ContentBlock::from(text))
 }
-
-#[cfg(test)]
-#[path = "updates_tests.rs"]
-mod tests;

@@ -1,13 +1,16 @@
 //! The translation of events into `session/update`s, event by event.
 
-use super::*;
+use super::updates::{Models, Translator};
+use agent_client_protocol::v1::schema::{self as acp, SessionUpdate, ToolCallStatus};
 use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
-    ApprovalChoice, ApprovalOutcome, ErrorEvent, ErrorKind, ResultEvent, SessionId, StopReason,
-    StreamEvent, Usage, UserEvent,
+    AgentMessage, ApprovalChoice, ApprovalOutcome, ApprovalRequestEvent, ApprovalResolved,
+    AssistantEvent, BlockKind, ContentBlock, ContextUsage, ErrorEvent, ErrorKind, EventEnvelope,
+    InputId, ModeChanged, PermissionMode, Pricing, ResultEvent, SessionId, StopReason, StreamDelta,
+    StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent, Usage, UserEvent,
 };
-use serde_json::json;
-use std::path::Path;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
 
 fn envelope(seq: u64, turn: Option<InputId>, message: AgentMessage) -> EventEnvelope {
     EventEnvelope {

@@ -409,7 +409,7 @@ async fn an_attached_editors_session_lives_in_the_server_and_streams_there() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|s| s["id"] == &*id.0)
+            .find(|s| s["id"] == *id.0)
             .unwrap_or_else(|| panic!("the editor's session is not the server's: {listed}"));
         assert_eq!(entry["workspace"], ws.display().to_string());
         assert_eq!(entry["loaded"], true);
@@ -428,4 +428,55 @@ async fn an_attached_editors_session_lives_in_the_server_and_streams_there() {
         Ok(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_reply_cut_at_the_limit_or_refused_says_so_in_its_stop_reason() {
+    let fx = Fixture::new("acp_stop_reasons").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, _editor| {
+        let id = new_session(&cx, &ws).await?;
+        let cut = prompt(&cx, &id, "something long").await?;
+        assert_eq!(cut.stop_reason, StopReason::MaxTokens);
+        let refused = prompt(&cx, &id, "something forbidden").await?;
+        assert_eq!(refused.stop_reason, StopReason::Refusal);
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn usage_follows_each_reply_with_the_window_and_the_cost() {
+    let fx = Fixture::new("plain_reply").await;
+    let config = std::fs::read_to_string(&fx.config).unwrap().replacen(
+        "[models.scripted]\n",
+        "[models.scripted]\ncontext_window = 100000\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\n",
+        1,
+    );
+    std::fs::write(&fx.config, config).unwrap();
+    let ws = fx.workspace().to_path_buf();
+    let seen = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        prompt(&cx, &id, "hello").await?;
+        Ok(editor.take())
+    })
+    .await;
+    let usage = seen
+        .updates
+        .iter()
+        .rev()
+        .find_map(|u| match u {
+            SessionUpdate::UsageUpdate(usage) => Some(usage),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no usage_update: {seen:#?}"));
+    // The provider's count: 12 tokens in, 7 out (plain_reply.toml).
+    assert_eq!(usage.used, 19);
+    assert!(usage.size > 0 && usage.size <= 100_000, "{}", usage.size);
+    let cost = usage.cost.as_ref().expect("the profile has prices");
+    assert!(
+        (cost.amount - (12.0 * 3.0 + 7.0 * 15.0) / 1e6).abs() < 1e-12,
+        "{}",
+        cost.amount
+    );
 }
