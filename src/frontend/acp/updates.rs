@@ -96,6 +96,9 @@ pub struct Translator {
     model: Option<String>,
     /// US dollars spent, when every model used has prices.
     cost: Option<f64>,
+    /// The last usage shown (used, size, cost): the same is not sent
+    /// twice (a turn's `result` repeats its last reply's).
+    shown_usage: Option<(u64, u64, Option<f64>)>,
 }
 
 impl Translator {
@@ -115,6 +118,7 @@ impl Translator {
             mode: PermissionMode::default(),
             model: None,
             cost: None,
+            shown_usage: None,
         }
     }
 
@@ -422,13 +426,18 @@ impl Translator {
         }
     }
 
-    /// How full the context is, when its size is known.
-    fn usage(&self, context: Option<&ContextUsage>) -> Option<SessionUpdate> {
+    /// How full the context is, when its size is known and it changed.
+    fn usage(&mut self, context: Option<&ContextUsage>) -> Option<SessionUpdate> {
         let context = context?;
         let size = context.limit.or_else(|| {
             let model = self.model.as_ref()?;
             self.models.windows.get(model).copied()
         })?;
+        let shown = Some((context.used, size, self.cost));
+        if self.shown_usage == shown {
+            return None;
+        }
+        self.shown_usage = shown;
         let mut update = UsageUpdate::new(context.used, size);
         if let Some(cost) = self.cost {
             update = update.cost(Cost::new(cost, "USD"));

@@ -535,3 +535,26 @@ fn another_front_ends_prompt_is_shown_as_the_users() {
         [("user", "from the web page".into())]
     );
 }
+
+#[test]
+fn the_same_usage_is_not_shown_twice() {
+    let mut feed = Feed::new();
+    let usage_of = |updates: &[SessionUpdate]| {
+        updates
+            .iter()
+            .filter(|u| matches!(u, SessionUpdate::UsageUpdate(_)))
+            .count()
+    };
+    assert_eq!(usage_of(&feed.send(assistant(vec![text("a")], "stop"))), 1);
+    let same = AgentMessage::Result(ResultEvent {
+        context: Some(ContextUsage {
+            used: 1_100,
+            limit: Some(8_000),
+        }),
+        ..match result(StopReason::EndTurn) {
+            AgentMessage::Result(r) => r,
+            _ => unreachable!(),
+        }
+    });
+    assert_eq!(usage_of(&feed.send(same)), 0);
+}
