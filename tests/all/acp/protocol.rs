@@ -480,3 +480,55 @@ async fn usage_follows_each_reply_with_the_window_and_the_cost() {
         cost.amount
     );
 }
+
+#[tokio::test]
+async fn a_failed_turn_is_an_error_answer_and_the_session_goes_on() {
+    let fx = Fixture::with_script(
+        agentbus_testkit::Script::from_toml_str(
+            "[[response]]\nstatus = 503\nbody = 'down'\n\
+             [[response]]\nstatus = 503\nbody = 'still down'\n\
+             [[response]]\ntext = \"Back.\"\n",
+        )
+        .expect("script"),
+    )
+    .await;
+    fx.add_config(&format!(
+        "[models.flaky]\nprovider = \"openai\"\nmodel = \"scripted-main\"\n\
+         base_url = \"{}\"\nmax_retries = 1\nretry_base_delay_ms = 1\n",
+        fx.server.openai_base_url()
+    ));
+    let ws = fx.workspace().to_path_buf();
+    with_editor(
+        &fx,
+        &["--model", "flaky"],
+        Behaviour::default(),
+        async |cx, editor| {
+            let id = new_session(&cx, &ws).await?;
+            let failed = prompt(&cx, &id, "question")
+                .await
+                .expect_err("the turn failed");
+            assert!(
+                failed.message.contains("HTTP 503: still down"),
+                "{}",
+                failed.message
+            );
+            let seen = editor.take();
+            // The retry was progress; the failure is said in the answer too.
+            assert!(
+                seen.updates
+                    .iter()
+                    .any(|u| matches!(u, SessionUpdate::AgentThoughtChunk(_)))
+            );
+            assert!(
+                seen.agent_text().contains("still down"),
+                "{}",
+                seen.agent_text()
+            );
+            let again = prompt(&cx, &id, "and now?").await?;
+            assert_eq!(again.stop_reason, StopReason::EndTurn);
+            assert!(editor.take().agent_text().contains("Back."));
+            Ok(())
+        },
+    )
+    .await;
+}
