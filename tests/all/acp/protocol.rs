@@ -532,3 +532,28 @@ async fn a_failed_turn_is_an_error_answer_and_the_session_goes_on() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn closing_the_connection_mid_turn_stores_the_turn_cancelled() {
+    let fx = Fixture::new("acp_slow_reply").await;
+    let ws = fx.workspace().to_path_buf();
+    let id = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        let asking = cx.send_request(PromptRequest::new(
+            id.clone(),
+            vec![ContentBlock::from("tell me a long story")],
+        ));
+        editor
+            .wait_until(|seen| !seen.agent_text().is_empty())
+            .await;
+        // The editor goes away without waiting for the answer.
+        asking.detach();
+        Ok(id)
+    })
+    .await;
+    let shown = fx.run(&["sessions", "show", &id.0, "--json"]).await;
+    assert_eq!(shown.code(), Some(0), "{}", shown.stderr);
+    let events = shown.events();
+    let result = crate::support::the_result(&events);
+    assert_eq!(result["stop_reason"], "cancelled", "{result}");
+}
