@@ -557,3 +557,30 @@ async fn closing_the_connection_mid_turn_stores_the_turn_cancelled() {
     let result = crate::support::the_result(&events);
     assert_eq!(result["stop_reason"], "cancelled", "{result}");
 }
+
+#[tokio::test]
+async fn sigint_does_not_end_the_agent_closing_stdin_does() {
+    let fx = Fixture::new("plain_reply").await;
+    let mut agent = fx.spawn_with_stdin(&["acp"]);
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    agent.send(&format!("{initialize}\n")).await;
+    let answer = agent.next_line().await.expect("an answer");
+    assert!(answer.contains(r#""protocolVersion":1"#), "{answer}");
+    // A Ctrl-C in the client's terminal reaches the agent too.
+    agent.interrupt();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}"#;
+    agent.send(&format!("{list}\n")).await;
+    let listed = agent
+        .next_line()
+        .await
+        .expect("still answering after SIGINT");
+    assert!(listed.contains(r#""sessions":[]"#), "{listed}");
+    let done = agent.finish().await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    // stdout held the protocol and nothing else.
+    assert!(
+        done.stdout.iter().all(|l| l.starts_with('{')),
+        "{:?}",
+        done.stdout
+    );
+}
