@@ -45,6 +45,20 @@ pub enum Command {
     /// Run the daemon: the HTTP API, SSE and WebSocket streams, and the web
     /// page, for every session of the data dir.
     Serve(ServeArgs),
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed,
+    /// JetBrains, Neovim) and ACP clients: start it from the editor.
+    Acp(AcpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AcpArgs {
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Run the editor's sessions in a running `agentbus serve` (its
+    /// address, e.g. http://127.0.0.1:7878) instead of in this process, so
+    /// the web page and `chat --attach` see them too.
+    #[arg(long, value_name = "URL")]
+    pub attach: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -83,6 +83,11 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
             serve::run(settings, args.listen).await
         }
+        Command::Acp(args) => {
+            let attach = attach_options(&cli.global, &args.session, args.attach)?;
+            let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
+            frontend::acp::run(settings, attach).await
+        }
         Command::Mcp(McpCommand::List { json }) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
             admin::mcp::list(settings, json).await

@@ -11,7 +11,7 @@ use crate::remote::RemoteClient;
 use crate::remote::events::{Connection, Following, follow};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
-use agentbus_actors::runtime::{ChannelFrontEnd, UiSink, attach_channel};
+use agentbus_actors::runtime::{ChannelFrontEnd, Files, UiSink, attach_channel};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
 use tokio::sync::mpsc::Receiver;
@@ -153,6 +153,27 @@ impl Attached {
             Link::Remote { client, id, .. } => client.decide(id, request_id, &decision).await?,
         }
         Ok(())
+    }
+
+    /// Make the session's file tools read and write through `files` (a
+    /// front end that holds the files). `false` when that cannot be: the
+    /// session runs in a server, whose tools cannot reach this front end.
+    pub async fn use_files(&self, files: Files) -> anyhow::Result<bool> {
+        match &self.link {
+            Link::Local { session, .. } => {
+                session.use_files(files).await?;
+                Ok(true)
+            }
+            Link::Remote { .. } => Ok(false),
+        }
+    }
+
+    /// The session's id.
+    pub fn id(&self) -> &SessionId {
+        match &self.link {
+            Link::Local { session, .. } => session.id(),
+            Link::Remote { id, .. } => id,
+        }
     }
 
     /// Cancel the running turn.

@@ -33,6 +33,15 @@ pub struct SessionFlags {
     pub agent: Option<String>,
 }
 
+/// A stored session as a list shows it.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    pub id: String,
+    pub title: Option<String>,
+    pub workspace: String,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
 /// The sessions a front end works with.
 pub enum Backend {
     Local(Runtime),
@@ -162,6 +171,66 @@ impl Backend {
         }
     }
 
+    /// A new session working in `workspace` (an absolute path), with the
+    /// command line's model and permission mode, followed from its start.
+    pub async fn create_in(&self, workspace: PathBuf) -> anyhow::Result<Attached> {
+        match self {
+            Backend::Local(runtime) => {
+                let options = SessionOptions {
+                    workspace: Some(workspace),
+                    ..SessionOptions::default()
+                };
+                let session = runtime.create_session(options).await?;
+                Ok(Attached::local(session, Start::Beginning))
+            }
+            Backend::Remote {
+                client,
+                model,
+                permission_mode,
+                ..
+            } => {
+                let id = client
+                    .create_session(
+                        model.clone(),
+                        Some(workspace.display().to_string()),
+                        *permission_mode,
+                        None,
+                    )
+                    .await?;
+                Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
+            }
+        }
+    }
+
+    /// The stored sessions, most recent first.
+    pub async fn list(&self) -> anyhow::Result<Vec<Listed>> {
+        Ok(match self {
+            Backend::Local(runtime) => runtime
+                .stored()
+                .list(Default::default())
+                .await?
+                .into_iter()
+                .map(|r| Listed {
+                    id: r.id.0,
+                    title: r.title,
+                    workspace: r.workspace,
+                    updated_at: r.updated_at,
+                })
+                .collect(),
+            Backend::Remote { client, .. } => client
+                .sessions()
+                .await?
+                .into_iter()
+                .map(|s| Listed {
+                    id: s.id,
+                    title: s.title,
+                    workspace: s.workspace,
+                    updated_at: s.updated_at,
+                })
+                .collect(),
+        })
+    }
+
     /// Attach to a session by id (where a command switched to).
     pub async fn open(&self, id: &SessionId, start: Start) -> anyhow::Result<Attached> {
         match self {
@@ -175,7 +244,7 @@ impl Backend {
 
     /// Stop the in-process runtime (sessions stay stored); a server keeps
     /// running.
-    pub async fn shutdown(self) {
+    pub async fn shutdown(&self) {
         if let Backend::Local(runtime) = self {
             runtime.shutdown().await;
         }

@@ -6,6 +6,8 @@
 //!   hold on one — the same for an in-process runtime and a server.
 //! - [`run`]: one prompt, non-interactive (`agentbus run`).
 //! - [`chat`]: the terminal chat (`agentbus chat`), line-by-line when piped.
+//! - [`acp`]: the Agent Client Protocol on stdio, for editors
+//!   (`agentbus acp`).
 //! - [`output`]: how events are shown — as text for people or JSON lines,
 //!   behind one trait.
 //!
@@ -15,6 +17,7 @@
 //! with the session's own parser, only to know when to wait for a command
 //! that switches sessions and when `/quit` ends the input.
 
+pub mod acp;
 pub mod approval;
 pub mod attached;
 pub mod backend;

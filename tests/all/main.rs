@@ -9,6 +9,7 @@
 
 mod support;
 
+mod acp;
 mod agents;
 mod api_contract;
 mod chat;

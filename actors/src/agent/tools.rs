@@ -74,7 +74,7 @@ impl ToolBox {
         let ready = match self.by_name.get(&call.call.name) {
             Some(tool) => Ok((
                 tool.clone(),
-                RunTool::new(call, self.workspace.clone(), cancel),
+                RunTool::new(call, self.workspace.clone(), cancel, Default::default()),
                 self.settings.clone(),
             )),
             None => {

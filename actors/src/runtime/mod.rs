@@ -33,6 +33,8 @@ pub use crate::store::{ListCursor, ListPage, SessionDocument, SessionRecord};
 pub use crate::tools::registry::ToolCatalog;
 /// Whether `bash` commands can be sandboxed here (Landlock), found once.
 pub use crate::tools::sandbox::{SandboxSupport, probe as sandbox_support};
+/// A front end that holds the files (an editor) gives a session this.
+pub use crate::tools::{FileAccess, FileAccessError, Files};
 
 use crate::mcp::server::{McpServer, McpServerArgs};
 use crate::protocol::{AgentInfo, EventEnvelope, McpServerStatus, Message, SessionId};
@@ -42,7 +44,7 @@ use crate::sessions::manager::{
     CloseSession, CreateSession, DeleteSession, LoadedSession, LoadedSessions, OpenSession,
     SessionManager, SessionManagerArgs, StopAll, SweepIdle,
 };
-use crate::settings::Settings;
+use crate::settings::{McpServerConfig, Settings};
 use crate::tools::builtin::builtin_tools;
 use crate::tools::executor::{ListTools, ToolExecutor};
 use crate::tools::registry::ToolRegistry;
@@ -59,11 +61,24 @@ pub enum RuntimeError {
     Session(#[from] SessionError),
 }
 
+/// What [`Runtime::add_mcp_server`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddedServer {
+    /// The server was started; its tools join the catalog once it is up.
+    Started,
+    /// A server of that name with the same settings runs already.
+    Running,
+    /// A server of that name with other settings runs already (configured,
+    /// or added before): nothing was started.
+    NameTaken,
+}
+
 /// The running actors.
 pub struct Runtime {
     manager: ActorRef<SessionManager>,
     tools: ActorRef<ToolExecutor>,
-    mcp_servers: Vec<ActorRef<McpServer>>,
+    /// Every MCP server started: the configured ones, then those added.
+    mcp_servers: std::sync::Mutex<McpServers>,
     /// The settings, the stored sessions and the tool catalog; also reads
     /// stored conversations without loading them.
     loader: SessionLoader,
@@ -109,21 +124,18 @@ impl Runtime {
             settings.tools.clone(),
             catalog_tx,
         ));
-        let mcp_servers = settings
-            .mcp_servers
-            .iter()
-            .filter(|(_, config)| config.enabled)
-            .map(|(name, config)| {
-                McpServer::spawn(McpServerArgs {
-                    name: name.clone(),
-                    config: config.clone(),
-                    workspace: settings.workspace.clone(),
-                    environment: settings.tools.environment.clone(),
-                    executor: tools.clone(),
-                })
-            })
-            .collect::<Vec<_>>();
-        for server in &mcp_servers {
+        let mut mcp_servers = McpServers::default();
+        for (name, config) in settings.mcp_servers.iter().filter(|(_, c)| c.enabled) {
+            let server = McpServer::spawn(McpServerArgs {
+                name: name.clone(),
+                config: config.clone(),
+                workspace: settings.workspace.clone(),
+                environment: settings.tools.environment.clone(),
+                executor: tools.clone(),
+            });
+            mcp_servers.insert(name.clone(), config.clone(), server);
+        }
+        for server in &mcp_servers.actors {
             server.wait_for_startup().await;
         }
         // Each server told the executor its first status while starting;
@@ -140,8 +152,50 @@ impl Runtime {
             loader,
             manager,
             tools,
-            mcp_servers,
+            mcp_servers: std::sync::Mutex::new(mcp_servers),
         })
+    }
+
+    /// Start an MCP server that is not in the configuration (an editor's,
+    /// given with a session): its tools join the catalog every session of
+    /// this runtime follows, like a configured server's. A server of that
+    /// name that runs already is left alone. Returns once the server's
+    /// process is spawned (as [`start`](Self::start) does), so a session
+    /// created after it waits for it on its first turn.
+    pub async fn add_mcp_server(&self, name: String, config: McpServerConfig) -> AddedServer {
+        let server = {
+            let Ok(mut servers) = self.mcp_servers.lock() else {
+                return AddedServer::NameTaken;
+            };
+            match servers.configs.get(&name) {
+                Some(running) if *running == config => return AddedServer::Running,
+                Some(_) => return AddedServer::NameTaken,
+                None => {}
+            }
+            let settings = self.loader.settings();
+            let server = McpServer::spawn(McpServerArgs {
+                name: name.clone(),
+                config: config.clone(),
+                workspace: settings.workspace.clone(),
+                environment: settings.tools.environment.clone(),
+                executor: self.tools.clone(),
+            });
+            servers.insert(name, config, server.clone());
+            server
+        };
+        server.wait_for_startup().await;
+        // The server's first report is queued before this ask: the catalog
+        // lists it when the ask returns.
+        let _ = self.tools.ask(ListTools).await;
+        AddedServer::Started
+    }
+
+    /// The MCP server actors started so far.
+    fn mcp_server_actors(&self) -> Vec<ActorRef<McpServer>> {
+        self.mcp_servers
+            .lock()
+            .map(|servers| servers.actors.clone())
+            .unwrap_or_default()
     }
 
     pub fn settings(&self) -> &Settings {
@@ -272,7 +326,7 @@ impl Runtime {
     /// Wait until every enabled MCP server has left `starting` (ready,
     /// restarting or failed), then return the catalog.
     pub async fn settled_catalog(&self) -> Arc<ToolCatalog> {
-        let expected = self.mcp_servers.len();
+        let expected = self.mcp_server_actors().len();
         let mut catalog = self.catalog();
         let settled = |c: &ToolCatalog| {
             c.servers.len() >= expected
@@ -297,10 +351,24 @@ impl Runtime {
     pub async fn shutdown(&self) {
         shutdown::stop(
             &self.manager,
-            &self.mcp_servers,
+            &self.mcp_server_actors(),
             &self.tools,
             self.loader.stored(),
         )
         .await;
+    }
+}
+
+/// The MCP servers a runtime started, by name.
+#[derive(Default)]
+struct McpServers {
+    configs: std::collections::BTreeMap<String, McpServerConfig>,
+    actors: Vec<ActorRef<McpServer>>,
+}
+
+impl McpServers {
+    fn insert(&mut self, name: String, config: McpServerConfig, actor: ActorRef<McpServer>) {
+        self.configs.insert(name, config);
+        self.actors.push(actor);
     }
 }

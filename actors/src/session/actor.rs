@@ -34,6 +34,7 @@ use crate::protocol::{
 use crate::provider::ModelClient;
 use crate::session::SessionError;
 use crate::store::{AcceptedInput, SessionStore};
+use crate::tools::Files;
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
 use futures::StreamExt;
@@ -158,6 +159,9 @@ pub struct AgentLoop {
     commands: Arc<dyn SessionCommands>,
     subagents: Option<Arc<dyn Subagents>>,
     workspace: PathBuf,
+    /// Where the file tools read and write: the disk, or the front end
+    /// that holds the files (`UseFiles`).
+    files: Files,
     /// The seq of the last event stamped (and published or being published).
     last_seq: u64,
     /// What the store holds and what it is still owed (seq reservation,
@@ -190,6 +194,7 @@ impl Actor for AgentLoop {
             commands: args.commands,
             subagents: args.subagents,
             workspace: args.workspace,
+            files: Files::Disk,
             last_seq: args.last_seq,
             journal: Journal::new(
                 args.last_seq,
@@ -502,7 +507,12 @@ impl AgentLoop {
             }
             let executor = self.tools.clone();
             let call_id = call.call.id.clone();
-            let run = RunTool::new(call, self.workspace.clone(), token.clone());
+            let run = RunTool::new(
+                call,
+                self.workspace.clone(),
+                token.clone(),
+                self.files.clone(),
+            );
             tokio::spawn(async move {
                 let outcome = executor
                     .ask(run)
@@ -628,6 +638,20 @@ impl Message<Decide> for AgentLoop {
         })
         .await;
         Ok(())
+    }
+}
+
+/// From now on the file tools of this session read and write through
+/// these `Files` (a front end that holds the files, or the disk again).
+/// Calls already running keep the access they started with.
+pub struct UseFiles(pub Files);
+
+impl Message<UseFiles> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(&mut self, UseFiles(files): UseFiles, _: &mut Context<Self, Self::Reply>) {
+        tracing::debug!(session = %self.session_id, ?files, "file tools use new file access");
+        self.files = files;
     }
 }
 

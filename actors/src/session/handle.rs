@@ -6,7 +6,7 @@
 //! nothing is missed).
 
 use super::SessionError;
-use super::actor::{AgentLoop, Feed, IdleFor, Snapshot, Submit};
+use super::actor::{AgentLoop, Feed, IdleFor, Snapshot, Submit, UseFiles};
 use super::core::{Input, SessionState};
 use crate::bus::feed::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
@@ -102,6 +102,17 @@ impl SessionHandle {
                 kameo::error::SendError::HandlerError(e) => e,
                 _ => SessionError::Gone(self.id.clone()),
             })
+    }
+
+    /// Make the session's file tools (`read_file`, `write_file`,
+    /// `edit_file`) read and write through `files`: a front end that holds
+    /// the files (an editor), or the disk again. Paths are still checked
+    /// against the roots on the disk first.
+    pub async fn use_files(&self, files: crate::tools::Files) -> Result<(), SessionError> {
+        self.agent_loop
+            .ask(UseFiles(files))
+            .await
+            .map_err(|_| SessionError::Gone(self.id.clone()))
     }
 
     /// The process is stopping: the running turn ends with a stored

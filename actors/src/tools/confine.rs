@@ -128,42 +128,7 @@ impl Confinement {
     /// directories, beneath a directory whose real location was checked;
     /// never through a symlink. Fails if something is already there.
     pub fn create_new(&self, path: &Path, verb: &str) -> Result<File, ToolError> {
-        self.check_named(path, verb)?;
-        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-            return Err(ToolError::failed(format!(
-                "{} is not a file path",
-                path.display()
-            )));
-        };
-        // The nearest existing ancestor, and the names to create below it.
-        let mut missing = Vec::new();
-        let mut dir = parent;
-        let mut dir_fd = loop {
-            match open_dir(dir) {
-                Ok(fd) => break fd,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    match (dir.file_name(), dir.parent()) {
-                        (Some(last), Some(up)) => {
-                            missing.push(last.to_os_string());
-                            dir = up;
-                        }
-                        _ => return Err(ToolError::io("create the parent directory of", path, e)),
-                    }
-                }
-                Err(e) => return Err(ToolError::io("create the parent directory of", path, e)),
-            }
-        };
-        let meta = File::from(
-            dir_fd
-                .try_clone()
-                .map_err(|e| ToolError::io("inspect", dir, e))?,
-        )
-        .metadata()
-        .map_err(|e| ToolError::io("inspect", dir, e))?;
-        let real = real_path(&dir_fd, dir, &meta).map_err(|e| ToolError::io("locate", dir, e))?;
-        if !self.allows_real(&real) {
-            return Err(self.refusal(path, Some(&real.join(path_rest(path, dir))), verb));
-        }
+        let (mut dir_fd, missing, name) = self.checked_ancestor(path, verb)?;
         for name in missing.iter().rev() {
             match mkdirat(&dir_fd, name.as_os_str(), Mode::from_bits_truncate(0o777)) {
                 Ok(()) | Err(Errno::EEXIST) => {}
@@ -198,6 +163,60 @@ impl Confinement {
             e => ToolError::io("create", path, e.into()),
         })?;
         Ok(File::from(fd))
+    }
+
+    /// Checks that the new file `path` may be created where its nearest
+    /// existing ancestor really is, creating nothing (for a front end that
+    /// creates it: `tools/files.rs`).
+    pub fn check_new(&self, path: &Path, verb: &str) -> Result<(), ToolError> {
+        self.checked_ancestor(path, verb).map(drop)
+    }
+
+    /// The nearest existing ancestor of the new file `path`, opened and
+    /// checked against the roots; the directory names missing below it
+    /// (deepest first) and the file's name.
+    fn checked_ancestor<'p>(
+        &self,
+        path: &'p Path,
+        verb: &str,
+    ) -> Result<(OwnedFd, Vec<std::ffi::OsString>, &'p std::ffi::OsStr), ToolError> {
+        self.check_named(path, verb)?;
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(ToolError::failed(format!(
+                "{} is not a file path",
+                path.display()
+            )));
+        };
+        // The nearest existing ancestor, and the names to create below it.
+        let mut missing = Vec::new();
+        let mut dir = parent;
+        let dir_fd = loop {
+            match open_dir(dir) {
+                Ok(fd) => break fd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    match (dir.file_name(), dir.parent()) {
+                        (Some(last), Some(up)) => {
+                            missing.push(last.to_os_string());
+                            dir = up;
+                        }
+                        _ => return Err(ToolError::io("create the parent directory of", path, e)),
+                    }
+                }
+                Err(e) => return Err(ToolError::io("create the parent directory of", path, e)),
+            }
+        };
+        let meta = File::from(
+            dir_fd
+                .try_clone()
+                .map_err(|e| ToolError::io("inspect", dir, e))?,
+        )
+        .metadata()
+        .map_err(|e| ToolError::io("inspect", dir, e))?;
+        let real = real_path(&dir_fd, dir, &meta).map_err(|e| ToolError::io("locate", dir, e))?;
+        if !self.allows_real(&real) {
+            return Err(self.refusal(path, Some(&real.join(path_rest(path, dir))), verb));
+        }
+        Ok((dir_fd, missing, name))
     }
 
     /// Why `path` (really `real`, when a symlink led there) may not be

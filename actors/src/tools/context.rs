@@ -21,6 +21,9 @@ pub struct ToolContext {
     pub sandbox: crate::settings::SandboxSettings,
     /// What this call may do beyond the usual limits.
     pub grant: crate::model::Grant,
+    /// Where `read_file`, `write_file` and `edit_file` read and write text:
+    /// the disk, or a front end that holds the files (see `files.rs`).
+    pub files: super::files::Files,
 }
 
 impl ToolContext {
@@ -35,6 +38,7 @@ impl ToolContext {
             environment: Default::default(),
             sandbox: Default::default(),
             grant: Default::default(),
+            files: Default::default(),
         }
     }
 

@@ -18,7 +18,7 @@ use crate::protocol::McpServerStatus;
 use crate::settings::ToolSettings;
 use crate::tools::naming;
 use crate::tools::registry::{ToolCatalog, ToolRegistry};
-use crate::tools::{Tool, ToolContext, ToolError, truncate_middle};
+use crate::tools::{Files, Tool, ToolContext, ToolError, truncate_middle};
 use kameo::Actor;
 use kameo::error::Infallible;
 use kameo::message::{Context, Message};
@@ -38,15 +38,23 @@ pub struct RunTool {
     pub grant: Grant,
     pub workspace: PathBuf,
     pub cancel: CancellationToken,
+    /// Where the file tools read and write (the session's).
+    pub files: Files,
 }
 
 impl RunTool {
-    pub fn new(call: GrantedCall, workspace: PathBuf, cancel: CancellationToken) -> Self {
+    pub fn new(
+        call: GrantedCall,
+        workspace: PathBuf,
+        cancel: CancellationToken,
+        files: Files,
+    ) -> Self {
         RunTool {
             call: call.call,
             grant: call.grant,
             workspace,
             cancel,
+            files,
         }
     }
 }
@@ -233,6 +241,7 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         environment: settings.environment.clone(),
         sandbox: settings.sandbox.clone(),
         grant: msg.grant,
+        files: msg.files,
     };
     let tool_cancel = context.cancel.clone();
     let mut task = tokio::spawn(tool.call(msg.call.input, context));
@@ -339,6 +348,7 @@ mod tests {
             grant: Grant::default(),
             workspace: std::env::temp_dir(),
             cancel: CancellationToken::new(),
+            files: Files::Disk,
         }
     }
 

@@ -25,11 +25,13 @@ pub(crate) mod test_tools;
 mod confine;
 mod context;
 mod error;
+pub mod files;
 mod output;
 pub mod sandbox;
 
 pub use context::ToolContext;
 pub use error::ToolError;
+pub use files::{FileAccess, FileAccessError, Files};
 pub use output::truncate_middle;
 
 use crate::model::ToolSpec;

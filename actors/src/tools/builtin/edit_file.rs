@@ -5,11 +5,13 @@
 //! on what it opens, `tools/confine.rs`) unless granted, never write in
 //! plan mode (`Grant::read_only`), never guess: an `old_string` that is
 //! missing or (without `replace_all`) not unique changes nothing, and never
-//! create files (that is write_file's job).
+//! create files (that is write_file's job). When a front end holds the
+//! files (`tools/files.rs`), the text is read and written through it, after
+//! the path was checked on the disk like any other.
 
 use super::BuiltinTool;
 use super::found::{plan_mode_refusal, special_file};
-use crate::tools::confine::{Confinement, Kind};
+use crate::tools::confine::{Confinement, Kind, Opened};
 use crate::tools::{ToolContext, ToolError, ToolOutput, truncate_middle};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -82,10 +84,21 @@ async fn edit_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
     }
     let max_bytes = ctx.max_output_bytes;
     let confinement = Confinement::of(&ctx);
+    let Some(files) = ctx.files.held().cloned() else {
+        return super::blocking("edit_file", move || {
+            edit(&confinement, &path, &params, max_bytes)
+        })
+        .await;
+    };
+    let checked = path.clone();
     super::blocking("edit_file", move || {
-        edit(&confinement, &path, &params, max_bytes)
+        open_existing(&confinement, &checked).map(drop)
     })
-    .await
+    .await?;
+    let old_content = super::held::read(&files, &path, &ctx.cancel).await?;
+    let (new_content, count) = replaced(&old_content, &path, &params)?;
+    super::held::write(&files, &path, new_content.clone(), &ctx.cancel).await?;
+    Ok(report(&path, &old_content, &new_content, count, max_bytes))
 }
 
 fn edit(
@@ -94,6 +107,28 @@ fn edit(
     params: &Params,
     max_bytes: usize,
 ) -> Result<ToolOutput, ToolError> {
+    let opened = open_existing(confinement, path)?;
+    let mut bytes = Vec::new();
+    opened
+        .read()?
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io("read", path, e))?;
+    let Ok(old_content) = String::from_utf8(bytes) else {
+        return Err(ToolError::failed(format!(
+            "{} is not valid UTF-8 text; edit_file only edits text files",
+            path.display()
+        )));
+    };
+    let (new_content, count) = replaced(&old_content, path, params)?;
+    opened
+        .overwrite()?
+        .write_all(new_content.as_bytes())
+        .map_err(|e| ToolError::io("write", path, e))?;
+    Ok(report(path, &old_content, &new_content, count, max_bytes))
+}
+
+/// The existing regular file at `path`, checked against the roots.
+fn open_existing(confinement: &Confinement, path: &Path) -> Result<Opened, ToolError> {
     let Some(opened) = confinement.open(path, "edit")? else {
         return Err(ToolError::failed(format!(
             "file not found: {}; edit_file only changes existing files (use write_file to \
@@ -111,19 +146,14 @@ fn edit(
         }
         Kind::Special => return Err(special_file(path, "edit_file", "edits")),
     }
-    let mut bytes = Vec::new();
-    opened
-        .read()?
-        .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::io("read", path, e))?;
-    let Ok(old_content) = String::from_utf8(bytes) else {
-        return Err(ToolError::failed(format!(
-            "{} is not valid UTF-8 text; edit_file only edits text files",
-            path.display()
-        )));
-    };
+    Ok(opened)
+}
 
-    let (old_string, new_string) = match_line_endings(&old_content, params);
+/// `old_content` with the edit made, and how many replacements it took;
+/// refused when `old_string` is missing or (without `replace_all`) not
+/// unique.
+fn replaced(old_content: &str, path: &Path, params: &Params) -> Result<(String, usize), ToolError> {
+    let (old_string, new_string) = match_line_endings(old_content, params);
     let count = old_content.matches(old_string.as_str()).count();
     if count == 0 {
         return Err(ToolError::failed(format!(
@@ -144,15 +174,21 @@ fn edit(
     } else {
         old_content.replacen(&old_string, &new_string, 1)
     };
-    opened
-        .overwrite()?
-        .write_all(new_content.as_bytes())
-        .map_err(|e| ToolError::io("write", path, e))?;
+    Ok((new_content, count))
+}
 
+/// What the model reads after an edit: the count and the diff.
+fn report(
+    path: &Path,
+    old_content: &str,
+    new_content: &str,
+    count: usize,
+    max_bytes: usize,
+) -> ToolOutput {
     let shown = path.display().to_string();
     let diff = similar::TextDiff::configure()
         .timeout(DIFF_TIMEOUT)
-        .diff_lines(&old_content, &new_content);
+        .diff_lines(old_content, new_content);
     let diff = diff
         .unified_diff()
         .context_radius(DIFF_CONTEXT_LINES)
@@ -165,10 +201,7 @@ fn edit(
     };
     let summary = format!("Edited {shown}: {count} {noun}.\n\n");
     let budget = max_bytes.saturating_sub(summary.len());
-    Ok(ToolOutput::ok(format!(
-        "{summary}{}",
-        truncate_middle(&diff, budget)
-    )))
+    ToolOutput::ok(format!("{summary}{}", truncate_middle(&diff, budget)))
 }
 
 /// The strings to search for and insert. read_file shows lines without their

@@ -11,7 +11,8 @@
 //! keeps them inside the workspace and the write roots; `found` words the
 //! refusals they share (devices, FIFOs and sockets; plan mode); `walk`
 //! walks directories the way `glob` and `grep` need; `listing` words the
-//! capped output of `list_dir` and `glob`.
+//! capped output of `list_dir` and `glob`; `held` reads and writes through
+//! a front end that holds the files (`tools/files.rs`).
 
 pub mod bash;
 pub mod edit_file;
@@ -23,6 +24,7 @@ pub mod write_file;
 
 mod blocking;
 mod found;
+mod held;
 mod listing;
 mod typed;
 mod walk;

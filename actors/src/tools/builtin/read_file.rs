@@ -4,6 +4,8 @@
 //! It must never modify anything, never dump binary data into the
 //! conversation, and never return more than the output limit: long lines are
 //! cut, and when lines remain unread the output says which `offset` reads on.
+//! When a front end holds the files (`tools/files.rs`), the text comes from
+//! it, after the path was checked on the disk like any other.
 
 use super::found::special_file;
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
@@ -72,19 +74,25 @@ async fn read_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolE
     let path = ctx.resolve(&params.path);
     let max_bytes = ctx.max_output_bytes;
     let confinement = Confinement::of(&ctx);
+    let Some(files) = ctx.files.held().cloned() else {
+        return super::blocking("read_file", move || {
+            let file = open_text(&confinement, &path)?;
+            read_lines(file, &path, offset, limit, max_bytes)
+        })
+        .await;
+    };
+    let checked = path.clone();
     super::blocking("read_file", move || {
-        read_lines(&confinement, &path, offset, limit, max_bytes)
+        open_text(&confinement, &checked).map(drop)
     })
-    .await
+    .await?;
+    let text = super::held::read(&files, &path, &ctx.cancel).await?;
+    read_lines(text.as_bytes(), &path, offset, limit, max_bytes)
 }
 
-fn read_lines(
-    confinement: &Confinement,
-    path: &Path,
-    offset: usize,
-    limit: usize,
-    max_bytes: usize,
-) -> Result<ToolOutput, ToolError> {
+/// The regular file at `path`, opened for reading after its real location
+/// was checked against the roots.
+fn open_text(confinement: &Confinement, path: &Path) -> Result<std::fs::File, ToolError> {
     let Some(opened) = confinement.open(path, "read")? else {
         return Err(ToolError::failed(format!(
             "file not found: {} (check the path; relative paths resolve against the workspace)",
@@ -101,8 +109,17 @@ fn read_lines(
         }
         Kind::Special => return Err(special_file(path, "read_file", "reads")),
     }
-    let mut file = opened.read()?;
+    opened.read()
+}
 
+/// The lines of `file` as `read_file` shows them.
+fn read_lines(
+    mut file: impl Read,
+    path: &Path,
+    offset: usize,
+    limit: usize,
+    max_bytes: usize,
+) -> Result<ToolOutput, ToolError> {
     // Binary check on the first 8 KiB (chained back in front for reading).
     let mut sniff = Vec::with_capacity(BINARY_SNIFF_BYTES);
     (&mut file)

@@ -3,7 +3,9 @@
 //!
 //! It must never write outside the workspace and the write roots (checked
 //! on what it opens, `tools/confine.rs`) unless granted, never write in
-//! plan mode (`Grant::read_only`), and never replace a directory.
+//! plan mode (`Grant::read_only`), and never replace a directory. When a
+//! front end holds the files (`tools/files.rs`), the text is written
+//! through it, after the path was checked on the disk like any other.
 
 use super::found::{plan_mode_refusal, special_file};
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
@@ -52,10 +54,33 @@ async fn write_file(params: Params, ctx: ToolContext) -> Result<ToolOutput, Tool
         return Err(plan_mode_refusal("write", &path));
     }
     let confinement = Confinement::of(&ctx);
-    super::blocking("write_file", move || {
-        write(&confinement, &path, params.content.as_bytes())
-    })
-    .await
+    let Some(files) = ctx.files.held().cloned() else {
+        return super::blocking("write_file", move || {
+            write(&confinement, &path, params.content.as_bytes())
+        })
+        .await;
+    };
+    let checked = path.clone();
+    let existed = super::blocking("write_file", move || check(&confinement, &checked)).await?;
+    let bytes = params.content.len();
+    super::held::write(&files, &path, params.content, &ctx.cancel).await?;
+    Ok(written(&path, bytes, existed))
+}
+
+/// Whether `path` may be written (an existing regular file, or a new file
+/// where it may be created); `true` when it exists.
+fn check(confinement: &Confinement, path: &Path) -> Result<bool, ToolError> {
+    match confinement.open(path, "write")? {
+        Some(opened) => match opened.kind {
+            Kind::RegularFile => Ok(true),
+            Kind::Directory => Err(ToolError::failed(format!(
+                "{} is a directory; write_file needs a file path",
+                path.display()
+            ))),
+            Kind::Special => Err(special_file(path, "write_file", "writes")),
+        },
+        None => confinement.check_new(path, "write").map(|()| false),
+    }
 }
 
 fn write(confinement: &Confinement, path: &Path, content: &[u8]) -> Result<ToolOutput, ToolError> {
@@ -74,12 +99,13 @@ fn write(confinement: &Confinement, path: &Path, content: &[u8]) -> Result<ToolO
     };
     file.write_all(content)
         .map_err(|e| ToolError::io("write", path, e))?;
+    Ok(written(path, content.len(), existed))
+}
+
+/// What the model reads after a write.
+fn written(path: &Path, bytes: usize, existed: bool) -> ToolOutput {
     let verb = if existed { "Overwrote" } else { "Created" };
-    Ok(ToolOutput::ok(format!(
-        "{verb} {} ({} bytes)",
-        path.display(),
-        content.len()
-    )))
+    ToolOutput::ok(format!("{verb} {} ({bytes} bytes)", path.display()))
 }
 
 #[cfg(test)]

@@ -35,9 +35,10 @@ fn openai_request(user: &str, max_completion_tokens: u64) -> Value {
 /// [`openai_request`]'s tokens, summed from its pieces by the convention.
 fn openai_expected(user: &str) -> u64 {
     let count = |text: &str| count_text(OPENAI_MODEL, text);
-    let tools =
-        r#"[{"function":{"name":"read_file","parameters":{"type":"object"}},"type":"function"}]"#;
-    3 + count(tools)
+    // The `tools` array's JSON text as serde_json writes it (keys sorted,
+    // or as written when the build enables serde_json's `preserve_order`).
+    let tools = openai_request(user, 0)["tools"].to_string();
+    3 + count(&tools)
         + (4 + count("Be brief."))
         + (4 + count(user))
         + (4 + count("read_file") + count(r#"{"path":"a.txt"}"#))
@@ -69,8 +70,8 @@ fn anthropic_request(user: &str, max_tokens: u64) -> Value {
 /// [`anthropic_request`]'s tokens, summed from its pieces by the convention.
 fn anthropic_expected(user: &str) -> u64 {
     let count = |text: &str| count_text(ANTHROPIC_MODEL, text);
-    let tools = r#"[{"input_schema":{"type":"object"},"name":"read_file"}]"#;
-    3 + count(tools)
+    let tools = anthropic_request(user, 0)["tools"].to_string();
+    3 + count(&tools)
         + (4 + count("Be brief.") + count("Use tools."))
         + (4 + count(user))
         + (4 + count("Looking.") + count("read_file") + count(r#"{"path":"a.txt"}"#))

@@ -1,0 +1,586 @@
+//! What acpx cannot show, with the crate's own client side as the editor:
+//! the replay of `session/load`, `session/list`, the mode picker,
+//! "allow always", a permission request withdrawn by a cancel, the file
+//! tools going through the editor, embedded context, slash commands, and
+//! `--attach` to a running `agentbus serve`.
+
+use super::editor::{Behaviour, new_session, prompt, with_editor};
+use crate::support::{Fixture, session_id};
+use agent_client_protocol::ErrorCode;
+use agent_client_protocol::v1::schema::{
+    CancelNotification, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
+    ListSessionsRequest, LoadSessionRequest, PromptRequest, SessionId, SessionModeId,
+    SessionUpdate, SetSessionModeRequest, StopReason, TextContent, TextResourceContents,
+    ToolCallContent, ToolCallStatus, ToolKind,
+};
+use std::collections::HashMap;
+
+/// The text of a text block.
+fn text_of(block: &ContentBlock) -> &str {
+    match block {
+        ContentBlock::Text(t) => &t.text,
+        _ => "",
+    }
+}
+
+#[tokio::test]
+async fn session_load_replays_the_stored_conversation_before_answering() {
+    let fx = Fixture::new("one_tool_round").await;
+    std::fs::write(fx.workspace().join("a.txt"), "apple\n").unwrap();
+    let ran = fx.run(&["run", "--json", "read a.txt"]).await;
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr);
+    let id = session_id(&ran.events());
+    let ws = fx.workspace().to_path_buf();
+    let (replay, answer) = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let answer = cx
+            .send_request(LoadSessionRequest::new(SessionId::new(id.as_str()), ws))
+            .block_task()
+            .await?;
+        // Everything sent before the answer was the replay.
+        Ok((editor.take(), answer))
+    })
+    .await;
+    let modes = answer.modes.expect("the modes");
+    assert_eq!(&*modes.current_mode_id.0, "bypass");
+    let kinds: Vec<&str> = replay
+        .updates
+        .iter()
+        .map(|u| match u {
+            SessionUpdate::UserMessageChunk(_) => "user",
+            SessionUpdate::AgentMessageChunk(_) => "agent",
+            SessionUpdate::ToolCall(_) => "tool_call",
+            SessionUpdate::ToolCallUpdate(_) => "tool_call_update",
+            _ => "other",
+        })
+        .filter(|k| *k != "other")
+        .collect();
+    assert_eq!(
+        kinds,
+        ["user", "agent", "tool_call", "tool_call_update", "agent"],
+        "{replay:#?}"
+    );
+    let SessionUpdate::UserMessageChunk(user) = &replay.updates[0] else {
+        panic!("{replay:#?}");
+    };
+    assert_eq!(text_of(&user.content), "read a.txt");
+    let call = replay
+        .updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCall(call) => Some(call),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        (call.title.as_str(), call.kind),
+        ("Read a.txt", ToolKind::Read)
+    );
+    let done = replay
+        .updates
+        .iter()
+        .find_map(|u| match u {
+            SessionUpdate::ToolCallUpdate(update) => Some(update),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(done.fields.status, Some(ToolCallStatus::Completed));
+    assert!(
+        replay
+            .agent_text()
+            .starts_with("Let me look.The file says:")
+            && replay.agent_text().contains("apple"),
+        "{}",
+        replay.agent_text()
+    );
+}
+
+#[tokio::test]
+async fn session_list_shows_the_stored_sessions_and_prompts_need_an_open_one() {
+    let fx = Fixture::new("plain_reply").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, _editor| {
+        let first = new_session(&cx, &ws).await?;
+        let second = new_session(&cx, &ws).await?;
+        let listed = cx
+            .send_request(ListSessionsRequest::new().cwd(ws.clone()))
+            .block_task()
+            .await?;
+        let mut ids: Vec<String> = listed
+            .sessions
+            .iter()
+            .map(|s| s.session_id.0.to_string())
+            .collect();
+        ids.sort();
+        let mut expected = vec![first.0.to_string(), second.0.to_string()];
+        expected.sort();
+        assert_eq!(ids, expected);
+        assert!(
+            listed
+                .sessions
+                .iter()
+                .all(|s| s.cwd == ws && s.updated_at.is_some())
+        );
+        let elsewhere = cx
+            .send_request(ListSessionsRequest::new().cwd("/nowhere/else"))
+            .block_task()
+            .await?;
+        assert!(elsewhere.sessions.is_empty());
+        let unknown = prompt(&cx, &SessionId::new("no-such-session"), "hi")
+            .await
+            .expect_err("a prompt needs an open session");
+        assert_eq!(unknown.code, ErrorCode::RESOURCE_NOT_FOUND);
+        assert!(
+            unknown.message.contains("no-such-session"),
+            "{}",
+            unknown.message
+        );
+        let relative = cx
+            .send_request(agent_client_protocol::v1::schema::NewSessionRequest::new(
+                "relative/dir",
+            ))
+            .block_task()
+            .await
+            .expect_err("cwd must be absolute");
+        assert!(
+            relative.message.contains("absolute"),
+            "{}",
+            relative.message
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn set_mode_switches_the_permission_mode_and_the_editor_follows() {
+    let fx = Fixture::new("acp_approvals").await;
+    fx.set_permission_mode("default");
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let session = cx
+            .send_request(agent_client_protocol::v1::schema::NewSessionRequest::new(ws.clone()))
+            .block_task()
+            .await?;
+        let modes = session.modes.expect("modes");
+        assert_eq!(&*modes.current_mode_id.0, "default");
+        let id = session.session_id;
+        cx.send_request(SetSessionModeRequest::new(id.clone(), SessionModeId::new("plan")))
+            .block_task()
+            .await?;
+        editor
+            .wait_until(|seen| {
+                seen.updates.iter().any(|u| {
+                    matches!(u, SessionUpdate::CurrentModeUpdate(m) if &*m.current_mode_id.0 == "plan")
+                })
+            })
+            .await;
+        // The picker's switch says nothing else.
+        assert_eq!(editor.seen().agent_text(), "");
+        // In plan mode the write is refused without asking.
+        let answer = prompt(&cx, &id, "plan: write it").await?;
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let seen = editor.take();
+        assert!(seen.permission_requests.is_empty());
+        assert!(seen.updates.iter().any(|u| matches!(
+            u,
+            SessionUpdate::ToolCallUpdate(c) if c.fields.status == Some(ToolCallStatus::Failed)
+        )));
+        assert!(!ws.join("planned.txt").exists());
+        let wrong = cx
+            .send_request(SetSessionModeRequest::new(id, SessionModeId::new("yolo")))
+            .block_task()
+            .await
+            .expect_err("no such mode");
+        assert_eq!(wrong.code, ErrorCode::INVALID_PARAMS);
+        assert!(wrong.message.contains("yolo"), "{}", wrong.message);
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn allow_always_in_the_editor_asks_once() {
+    let fx = Fixture::new("acp_approvals").await;
+    fx.set_permission_mode("default");
+    let ws = fx.workspace().to_path_buf();
+    let behaviour = Behaviour {
+        permission: Some("allow_always"),
+        ..Default::default()
+    };
+    with_editor(&fx, &[], behaviour, async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        let first = prompt(&cx, &id, "always").await?;
+        assert_eq!(first.stop_reason, StopReason::EndTurn);
+        let asked = editor.take();
+        assert_eq!(asked.permission_requests.len(), 1);
+        let options: Vec<String> = asked.permission_requests[0]
+            .options
+            .iter()
+            .map(|o| o.name.clone())
+            .collect();
+        assert_eq!(
+            options,
+            [
+                "Allow once",
+                "Always allow bash(echo always-ok:*)",
+                "Reject"
+            ]
+        );
+        assert!(asked.agent_text().contains("First: always-ok"));
+        let second = prompt(&cx, &id, "again").await?;
+        assert_eq!(second.stop_reason, StopReason::EndTurn);
+        let again = editor.take();
+        assert!(
+            again.permission_requests.is_empty(),
+            "asked again: {again:#?}"
+        );
+        assert!(again.agent_text().contains("Second: always-ok"));
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_cancel_withdraws_the_permission_request_and_answers_cancelled() {
+    let fx = Fixture::new("acp_approvals").await;
+    fx.set_permission_mode("default");
+    let ws = fx.workspace().to_path_buf();
+    // The editor never answers: its user presses stop instead.
+    with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        let asking = cx.send_request(PromptRequest::new(
+            id.clone(),
+            vec![ContentBlock::from("run the command")],
+        ));
+        editor
+            .wait_until(|seen| seen.permission_requests.len() == 1)
+            .await;
+        cx.send_notification(CancelNotification::new(id))?;
+        let answer = asking.block_task().await?;
+        assert_eq!(answer.stop_reason, StopReason::Cancelled);
+        editor.wait_until(|seen| seen.withdrawn == 1).await;
+        assert!(!ws.join("ran.txt").exists());
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_file_tools_read_and_write_through_the_editor() {
+    let fx = Fixture::new("acp_client_files").await;
+    let ws = fx.workspace().to_path_buf();
+    std::fs::write(ws.join("notes.txt"), "saved text\n").unwrap();
+    let behaviour = Behaviour {
+        buffers: Some(HashMap::from([(
+            ws.join("notes.txt"),
+            "unsaved text\n".to_string(),
+        )])),
+        ..Default::default()
+    };
+    with_editor(&fx, &[], behaviour, async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        prompt(&cx, &id, "read the notes").await?;
+        let read = editor.take();
+        assert_eq!(read.reads, [ws.join("notes.txt")]);
+        assert!(
+            read.agent_text().contains("It says:      1\tunsaved text"),
+            "the buffer, not the disk: {}",
+            read.agent_text()
+        );
+        prompt(&cx, &id, "write the file").await?;
+        let written = editor.take();
+        assert_eq!(
+            written.writes,
+            [(ws.join("out.txt"), "written by the agent\n".to_string())]
+        );
+        assert!(!ws.join("out.txt").exists(), "nothing written on the disk");
+        prompt(&cx, &id, "edit the notes").await?;
+        let edited = editor.take();
+        assert_eq!(
+            edited.writes,
+            [(ws.join("notes.txt"), "edited text\n".to_string())]
+        );
+        let diff = edited
+            .updates
+            .iter()
+            .find_map(|u| match u {
+                SessionUpdate::ToolCallUpdate(c) => match c.fields.content.as_deref() {
+                    Some([ToolCallContent::Diff(diff)]) => Some(diff.clone()),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .expect("the edit's diff");
+        assert_eq!(diff.old_text.as_deref(), Some("unsaved"));
+        assert_eq!(diff.new_text, "edited");
+        assert_eq!(
+            std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
+            "saved text\n"
+        );
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn embedded_context_and_mentions_reach_the_model() {
+    let fx = Fixture::new("plain_reply").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, _editor| {
+        let id = new_session(&cx, &ws).await?;
+        let context = EmbeddedResource::new(EmbeddedResourceResource::TextResourceContents(
+            TextResourceContents::new("fn main() {}\n", "file:///ws/src/main.rs"),
+        ));
+        let answer = cx
+            .send_request(PromptRequest::new(
+                id,
+                vec![
+                    ContentBlock::Text(TextContent::new("explain ")),
+                    ContentBlock::Resource(context),
+                ],
+            ))
+            .block_task()
+            .await?;
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        Ok(())
+    })
+    .await;
+    let requests = fx.request_messages();
+    let user = requests[0]
+        .iter()
+        .rfind(|m| m["role"] == "user")
+        .expect("a user message")
+        .to_string();
+    assert!(
+        user.contains("explain @/ws/src/main.rs")
+            && user.contains(
+                "<context ref=\\\"file:///ws/src/main.rs\\\">\\nfn main() {}\\n</context>"
+            ),
+        "{user}"
+    );
+}
+
+#[tokio::test]
+async fn slash_commands_answer_and_those_that_switch_sessions_are_refused() {
+    let fx = Fixture::new("plain_reply").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        let mode = prompt(&cx, &id, "/mode").await?;
+        assert_eq!(mode.stop_reason, StopReason::EndTurn);
+        assert!(editor.take().agent_text().contains("bypass"));
+        let new = prompt(&cx, &id, "/new").await?;
+        assert_eq!(new.stop_reason, StopReason::EndTurn);
+        assert!(
+            editor
+                .take()
+                .agent_text()
+                .contains("not available in an editor")
+        );
+        Ok(())
+    })
+    .await;
+    assert!(
+        fx.request_messages().is_empty(),
+        "no command reached the model"
+    );
+}
+
+#[tokio::test]
+async fn an_attached_editors_session_lives_in_the_server_and_streams_there() {
+    let fx = Fixture::new("acp_client_files").await;
+    let ws = fx.workspace().to_path_buf();
+    std::fs::write(ws.join("notes.txt"), "saved text\n").unwrap();
+    let server = fx.serve().await;
+    // The editor offers its files; with --attach the tools run in the
+    // server, which cannot reach them: the disk is read.
+    let behaviour = Behaviour {
+        buffers: Some(HashMap::from([(
+            ws.join("notes.txt"),
+            "unsaved text\n".to_string(),
+        )])),
+        ..Default::default()
+    };
+    let url = server.url.clone();
+    with_editor(&fx, &["--attach", &url], behaviour, async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        let listed = server.get_json("/v1/sessions").await;
+        let entry = listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == *id.0)
+            .unwrap_or_else(|| panic!("the editor's session is not the server's: {listed}"));
+        assert_eq!(entry["workspace"], ws.display().to_string());
+        assert_eq!(entry["loaded"], true);
+        // The web page follows the session while the editor prompts.
+        let mut page = server.sse(&id.0, None).await;
+        let answer = prompt(&cx, &id, "read the notes").await?;
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let user = page.until(|e| e["type"] == "user").await;
+        assert_eq!(user["text"], "read the notes");
+        let result = page.until(|e| e["type"] == "result").await;
+        assert_eq!(result["stop_reason"], "end_turn");
+        assert!(result["text"].as_str().unwrap().contains("saved text"));
+        let seen = editor.take();
+        assert!(seen.reads.is_empty(), "{:?}", seen.reads);
+        assert!(seen.agent_text().contains("It says:      1\tsaved text"));
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_reply_cut_at_the_limit_or_refused_says_so_in_its_stop_reason() {
+    let fx = Fixture::new("acp_stop_reasons").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, _editor| {
+        let id = new_session(&cx, &ws).await?;
+        let cut = prompt(&cx, &id, "something long").await?;
+        assert_eq!(cut.stop_reason, StopReason::MaxTokens);
+        let refused = prompt(&cx, &id, "something forbidden").await?;
+        assert_eq!(refused.stop_reason, StopReason::Refusal);
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn usage_follows_each_reply_with_the_window_and_the_cost() {
+    let fx = Fixture::new("plain_reply").await;
+    let config = std::fs::read_to_string(&fx.config).unwrap().replacen(
+        "[models.scripted]\n",
+        "[models.scripted]\ncontext_window = 100000\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\n",
+        1,
+    );
+    std::fs::write(&fx.config, config).unwrap();
+    let ws = fx.workspace().to_path_buf();
+    let seen = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        prompt(&cx, &id, "hello").await?;
+        Ok(editor.take())
+    })
+    .await;
+    let usage = seen
+        .updates
+        .iter()
+        .rev()
+        .find_map(|u| match u {
+            SessionUpdate::UsageUpdate(usage) => Some(usage),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no usage_update: {seen:#?}"));
+    // The provider's count: 12 tokens in, 7 out (plain_reply.toml).
+    assert_eq!(usage.used, 19);
+    assert!(usage.size > 0 && usage.size <= 100_000, "{}", usage.size);
+    let cost = usage.cost.as_ref().expect("the profile has prices");
+    assert!(
+        (cost.amount - (12.0 * 3.0 + 7.0 * 15.0) / 1e6).abs() < 1e-12,
+        "{}",
+        cost.amount
+    );
+}
+
+#[tokio::test]
+async fn a_failed_turn_is_an_error_answer_and_the_session_goes_on() {
+    let fx = Fixture::with_script(
+        agentbus_testkit::Script::from_toml_str(
+            "[[response]]\nstatus = 503\nbody = 'down'\n\
+             [[response]]\nstatus = 503\nbody = 'still down'\n\
+             [[response]]\ntext = \"Back.\"\n",
+        )
+        .expect("script"),
+    )
+    .await;
+    fx.add_config(&format!(
+        "[models.flaky]\nprovider = \"openai\"\nmodel = \"scripted-main\"\n\
+         base_url = \"{}\"\nmax_retries = 1\nretry_base_delay_ms = 1\n",
+        fx.server.openai_base_url()
+    ));
+    let ws = fx.workspace().to_path_buf();
+    with_editor(
+        &fx,
+        &["--model", "flaky"],
+        Behaviour::default(),
+        async |cx, editor| {
+            let id = new_session(&cx, &ws).await?;
+            let failed = prompt(&cx, &id, "question")
+                .await
+                .expect_err("the turn failed");
+            assert!(
+                failed.message.contains("HTTP 503: still down"),
+                "{}",
+                failed.message
+            );
+            let seen = editor.take();
+            // The retry was progress; the failure is said in the answer too.
+            assert!(
+                seen.updates
+                    .iter()
+                    .any(|u| matches!(u, SessionUpdate::AgentThoughtChunk(_)))
+            );
+            assert!(
+                seen.agent_text().contains("still down"),
+                "{}",
+                seen.agent_text()
+            );
+            let again = prompt(&cx, &id, "and now?").await?;
+            assert_eq!(again.stop_reason, StopReason::EndTurn);
+            assert!(editor.take().agent_text().contains("Back."));
+            Ok(())
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn closing_the_connection_mid_turn_stores_the_turn_cancelled() {
+    let fx = Fixture::new("acp_slow_reply").await;
+    let ws = fx.workspace().to_path_buf();
+    let id = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        let asking = cx.send_request(PromptRequest::new(
+            id.clone(),
+            vec![ContentBlock::from("tell me a long story")],
+        ));
+        editor
+            .wait_until(|seen| !seen.agent_text().is_empty())
+            .await;
+        // The editor goes away without waiting for the answer.
+        asking.detach();
+        Ok(id)
+    })
+    .await;
+    let shown = fx.run(&["sessions", "show", &id.0, "--json"]).await;
+    assert_eq!(shown.code(), Some(0), "{}", shown.stderr);
+    let events = shown.events();
+    let result = crate::support::the_result(&events);
+    assert_eq!(result["stop_reason"], "cancelled", "{result}");
+}
+
+#[tokio::test]
+async fn sigint_does_not_end_the_agent_closing_stdin_does() {
+    let fx = Fixture::new("plain_reply").await;
+    let mut agent = fx.spawn_with_stdin(&["acp"]);
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
+    agent.send(&format!("{initialize}\n")).await;
+    let answer = agent.next_line().await.expect("an answer");
+    assert!(answer.contains(r#""protocolVersion":1"#), "{answer}");
+    // A Ctrl-C in the client's terminal reaches the agent too.
+    agent.interrupt();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"session/list","params":{}}"#;
+    agent.send(&format!("{list}\n")).await;
+    let listed = agent
+        .next_line()
+        .await
+        .expect("still answering after SIGINT");
+    assert!(listed.contains(r#""sessions":[]"#), "{listed}");
+    let done = agent.finish().await;
+    assert_eq!(done.code(), Some(0), "{}", done.stderr);
+    // stdout held the protocol and nothing else.
+    assert!(
+        done.stdout.iter().all(|l| l.starts_with('{')),
+        "{:?}",
+        done.stdout
+    );
+}
