@@ -27,6 +27,9 @@ pub struct CreateSession {
     /// (default: the server's `permission_mode`).
     #[schema(value_type = Option<crate::api_schemas::PermissionModeName>)]
     pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    /// The named agent it runs as: `build` (default), `plan`, or one of
+    /// the configuration's or the workspace's agent files.
+    pub agent: Option<String>,
 }
 
 /// A new session's id.
@@ -44,9 +47,13 @@ pub struct Session {
     pub updated_at: DateTime<Utc>,
     pub model: String,
     pub workspace: String,
-    /// `[parent id, seq]` for a fork.
+    /// `[parent id, seq]` for a fork, and for a sub-agent's session (the
+    /// parent's seq when it made the `task` call).
     #[schema(value_type = Option<crate::api_schemas::SessionParent>)]
     pub parent: Option<(String, u64)>,
+    /// For a sub-agent's session: the parent's `task` call it runs for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_call: Option<String>,
     pub event_count: u64,
     /// The last stored seq.
     pub last_seq: u64,
@@ -66,6 +73,7 @@ impl Session {
             model: record.model,
             workspace: record.workspace,
             parent: record.parent.map(|(id, seq)| (id.0, seq)),
+            parent_call: record.parent_call,
             event_count: record.event_count,
             last_seq: record.last_seq,
             loaded,

@@ -220,7 +220,7 @@ pub fn input() -> RefOr<Schema> {
         .description(Some("What the summary keeps above all"))
         .build()
         .into();
-    let bare: [(&str, &str); 14] = [
+    let bare: [(&str, &str); 15] = [
         ("help", "List the slash commands"),
         ("quit", "The front end that sent it should exit"),
         ("clear", "Empty the history"),
@@ -233,6 +233,7 @@ pub fn input() -> RefOr<Schema> {
         ("context", "Show where the context budget goes"),
         ("debug", "Show the session state"),
         ("show_mode", "Show the permission mode and rules"),
+        ("list_agents", "List the named agents and the active one"),
         ("compact", "Summarise older turns now"),
         (
             "init",
@@ -248,7 +249,7 @@ pub fn input() -> RefOr<Schema> {
         };
         one_of = one_of.item(command(name, description, &fields));
     }
-    let with_fields: [(&str, &str, &str, Schema); 6] = [
+    let with_fields: [(&str, &str, &str, Schema); 7] = [
         (
             "resume",
             "Switch to a stored session",
@@ -275,6 +276,12 @@ pub fn input() -> RefOr<Schema> {
             text("A model profile"),
         ),
         ("set_mode", "Switch the permission mode", "mode", mode),
+        (
+            "switch_agent",
+            "Switch to another named agent (prompt, tools, model, permission mode)",
+            "name",
+            text("An agent: build, plan, or a configured or workspace agent"),
+        ),
     ];
     for (name, description, field, schema) in with_fields {
         let required = name != "fork";
@@ -316,7 +323,7 @@ mod tests {
             let parsed: Result<ControlCommand, _> = serde_json::from_value(Value::Object(body));
             assert!(parsed.is_ok(), "{name}: {parsed:?}");
         }
-        assert_eq!(described.len(), 20, "{described:?}");
+        assert_eq!(described.len(), 22, "{described:?}");
     }
 
     fn schema_fields(schema: &Value, name: &str) -> Vec<String> {

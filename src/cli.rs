@@ -137,6 +137,10 @@ pub struct SessionArgs {
     /// rules and the sandbox still hold).
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    /// Run as this named agent: build (default), plan (read-only), or one
+    /// from [agents.NAME], .agentbus/agents/ or .claude/agents/ (see /agent).
+    #[arg(long, value_name = "NAME")]
+    pub agent: Option<String>,
     /// Allow calls matching RULE without asking, e.g. 'bash(cargo test:*)'
     /// or 'edit_file(src/**)' (repeatable).
     #[arg(long = "allow", value_name = "RULE")]

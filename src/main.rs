@@ -65,15 +65,15 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
-            let mode = args.session.permission_mode;
-            frontend::chat::run(settings, args.resume, args.json, attach, mode).await
+            let flags = session_flags(&args.session);
+            frontend::chat::run(settings, args.resume, args.json, attach, flags).await
         }
         Command::Run(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
             let prompt = frontend::run::read_prompt(&args.prompt).await?;
-            let mode = args.session.permission_mode;
-            frontend::run::run(settings, args.resume, prompt, args.json, attach, mode).await
+            let flags = session_flags(&args.session);
+            frontend::run::run(settings, args.resume, prompt, args.json, attach, flags).await
         }
         Command::Sessions(command) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
@@ -86,12 +86,20 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Acp(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
-            frontend::acp::run(settings, attach).await
+            frontend::acp::run(settings, attach, session_flags(&args.session)).await
         }
         Command::Mcp(McpCommand::List { json }) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;
             admin::mcp::list(settings, json).await
         }
+    }
+}
+
+/// The flags that say how the chosen session runs.
+fn session_flags(session: &SessionArgs) -> frontend::backend::SessionFlags {
+    frontend::backend::SessionFlags {
+        permission_mode: session.permission_mode,
+        agent: session.agent.clone(),
     }
 }
 

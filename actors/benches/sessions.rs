@@ -67,6 +67,8 @@ fn settings(dir: &std::path::Path) -> Settings {
         context: Default::default(),
         permissions: Default::default(),
         sandbox: Default::default(),
+        agents: Vec::new(),
+        subagents: Default::default(),
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
         unreachable_hint: None,
     }

@@ -47,10 +47,38 @@ pub struct Settings {
     pub permissions: PermissionSettings,
     /// `[sandbox]`: where `bash` and the file tools may write.
     pub sandbox: SandboxSettings,
+    /// `[agents.NAME]`: named agents defined in the configuration (the
+    /// built-in `build` and `plan`, and the agent files of a session's
+    /// workspace, are added per session).
+    pub agents: Vec<crate::protocol::AgentDefinition>,
+    /// `[subagents]`: the `task` tool's limits.
+    pub subagents: SubagentSettings,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreachable_hint: Option<String>,
+}
+
+/// `[subagents]`: how the `task` tool runs named agents in child sessions.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentSettings {
+    /// How many children of one batch of `task` calls run at once (the
+    /// rest wait their turn).
+    #[serde(default = "default_max_concurrent_subagents")]
+    pub max_concurrent_subagents: usize,
+}
+
+fn default_max_concurrent_subagents() -> usize {
+    4
+}
+
+impl Default for SubagentSettings {
+    fn default() -> Self {
+        SubagentSettings {
+            max_concurrent_subagents: default_max_concurrent_subagents(),
+        }
+    }
 }
 
 /// `agentbus serve`.

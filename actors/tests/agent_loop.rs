@@ -140,6 +140,8 @@ impl Harness {
                 ..Default::default()
             },
             sandbox: Default::default(),
+            agents: Vec::new(),
+            subagents: Default::default(),
             context: Default::default(),
             compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,

@@ -31,17 +31,18 @@ async fn dispatch(stored: &StoredSessions, command: SessionsCommand) -> anyhow::
             } else {
                 writeln!(
                     out,
-                    "{:<18}  {:<16}  {:>6}  {:<6}  TITLE",
-                    "ID", "UPDATED", "EVENTS", "STATUS"
+                    "{:<18}  {:<16}  {:>6}  {:<6}  {:<25}  TITLE",
+                    "ID", "UPDATED", "EVENTS", "STATUS", "PARENT"
                 )?;
                 for r in &records {
                     writeln!(
                         out,
-                        "{:<18}  {:<16}  {:>6}  {:<6}  {}",
+                        "{:<18}  {:<16}  {:>6}  {:<6}  {:<25}  {}",
                         r.id.short(),
                         r.updated_at.format("%Y-%m-%d %H:%M"),
                         r.event_count,
                         status(r),
+                        parent(r),
                         r.title.as_deref().unwrap_or("(untitled)")
                     )?;
                 }
@@ -124,6 +125,16 @@ fn status(record: &SessionRecord) -> &'static str {
     }
 }
 
+/// The list's PARENT column: `-`, a fork's `ID (fork)`, a sub-agent's
+/// `ID (task)`.
+fn parent(r: &SessionRecord) -> String {
+    match (&r.parent, &r.parent_call) {
+        (None, _) => "-".into(),
+        (Some((parent, _)), Some(_)) => format!("{} (task)", parent.short()),
+        (Some((parent, _)), None) => format!("{} (fork)", parent.short()),
+    }
+}
+
 fn describe(out: &mut impl Write, r: &SessionRecord) -> std::io::Result<()> {
     writeln!(
         out,
@@ -145,8 +156,13 @@ fn describe(out: &mut impl Write, r: &SessionRecord) -> std::io::Result<()> {
         r.created_at.format("%Y-%m-%d %H:%M:%S"),
         r.updated_at.format("%Y-%m-%d %H:%M:%S")
     )?;
-    if let Some((parent, seq)) = &r.parent {
-        writeln!(out, "  forked from {parent} at event {seq}")?;
+    match (&r.parent, &r.parent_call) {
+        (Some((parent, seq)), Some(call)) => writeln!(
+            out,
+            "  sub-agent of {parent} (its task call {call}, at event {seq})"
+        )?,
+        (Some((parent, seq)), None) => writeln!(out, "  forked from {parent} at event {seq}")?,
+        (None, _) => {}
     }
     writeln!(out)
 }

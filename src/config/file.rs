@@ -7,7 +7,7 @@
 use agentbus_actors::protocol::ContextConfig;
 use agentbus_actors::protocol::PermissionMode;
 use agentbus_actors::settings::{
-    McpSettings, SandboxSettings, ServerSettings, SessionSettings, ToolSettings,
+    McpSettings, SandboxSettings, ServerSettings, SessionSettings, SubagentSettings, ToolSettings,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -43,6 +43,11 @@ pub struct ConfigFile {
     pub permissions: Option<PermissionsFile>,
     /// `[sandbox]`.
     pub sandbox: Option<SandboxSettings>,
+    /// `[agents.NAME]`: named agents, raw like the model profiles (checked
+    /// after merging).
+    pub agents: Option<BTreeMap<String, toml::Table>>,
+    /// `[subagents]`: the `task` tool's limits.
+    pub subagents: Option<SubagentSettings>,
 }
 
 /// `[permissions]` as written: rules as text (each file's are checked on

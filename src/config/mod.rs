@@ -7,6 +7,8 @@
 //! names the file and the key. The files are then merged key by key (tables
 //! merge, everything else replaces) and resolved into [`Settings`].
 
+mod agents;
+mod check;
 mod error;
 mod expand;
 mod file;
@@ -18,6 +20,7 @@ pub use error::ConfigError;
 
 use agentbus_actors::permissions::Rules;
 use agentbus_actors::settings::{McpServerConfig, ModelProfile, PermissionSettings, Settings};
+use check::{check, check_entry};
 use file::ConfigFile;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -223,53 +226,6 @@ fn expand_value(value: &mut toml::Value, key: &str, origin: &str) -> Result<(), 
     Ok(())
 }
 
-/// Deserialise a table, naming the key that does not fit.
-fn check<T: serde::de::DeserializeOwned>(
-    table: &toml::Table,
-    origin: &str,
-) -> Result<T, ConfigError> {
-    serde_path_to_error::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
-        let key = e.path().to_string();
-        ConfigError::Invalid {
-            origin: origin.to_string(),
-            key: if key == "." {
-                "(top level)".into()
-            } else {
-                key
-            },
-            // The toml crate appends "in `key`" on a second line; the key is named already.
-            message: e
-                .into_inner()
-                .to_string()
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-        }
-    })
-}
-
-/// Deserialise one named entry (`models.NAME`, `mcp_servers.NAME`), naming
-/// the key within it on failure.
-fn check_entry<T: serde::de::DeserializeOwned>(
-    table: &toml::Table,
-    origin: &str,
-    prefix: &str,
-) -> Result<T, ConfigError> {
-    check(table, origin).map_err(|e| match e {
-        ConfigError::Invalid {
-            origin,
-            key,
-            message,
-        } => ConfigError::Invalid {
-            origin,
-            key: format!("{prefix}.{key}").replace(".(top level)", ""),
-            message,
-        },
-        other => other,
-    })
-}
-
 /// The MCP servers: the workspace's `.mcp.json` and the file named by
 /// `mcp_json` first, then `[mcp_servers.NAME]` tables over them key by key.
 fn mcp_servers(
@@ -347,6 +303,7 @@ fn resolve(
     let mut merged = toml::Table::new();
     let mut profile_origin: HashMap<String, String> = HashMap::new();
     let mut server_origin: HashMap<String, String> = HashMap::new();
+    let mut agent_origin: HashMap<String, String> = HashMap::new();
     let mut model_origin = String::from("built-in defaults");
     let mut prompt_origin = String::from("built-in defaults");
     let mut rules = Rules::default();
@@ -362,6 +319,11 @@ fn resolve(
         if let Some(toml::Value::Table(servers)) = layer.table.get("mcp_servers") {
             for name in servers.keys() {
                 server_origin.insert(name.clone(), layer.origin.clone());
+            }
+        }
+        if let Some(toml::Value::Table(agents)) = layer.table.get("agents") {
+            for name in agents.keys() {
+                agent_origin.insert(name.clone(), layer.origin.clone());
             }
         }
         if layer.table.contains_key("model") {
@@ -399,6 +361,8 @@ fn resolve(
         file.mcp_servers.unwrap_or_default(),
         &server_origin,
     )?;
+
+    let agents = agents::resolve(file.agents.unwrap_or_default(), &agent_origin, &models)?;
 
     let mcp = file.mcp.clone().unwrap_or_default();
     mcp.check().map_err(|message| ConfigError::Invalid {
@@ -488,6 +452,8 @@ fn resolve(
                 .filter(|s| *s > 0),
         },
         sandbox: file.sandbox.unwrap_or_default(),
+        agents,
+        subagents: file.subagents.unwrap_or_default(),
         unreachable_hint,
     })
 }
@@ -697,6 +663,37 @@ mod tests {
             .to_string();
         assert!(
             err.contains("my.toml") && err.contains("first_turn_wait") && err.contains("expected"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn agents_are_read_and_a_bad_one_names_its_file_and_key() {
+        let s = resolve_text(
+            &["[agents.reviewer]\ndescription = \"r\"\ntools = [\"read_file\"]\nmodel = \"local\"\npermission_mode = \"plan\"",
+              "[agents.reviewer]\nmax_steps = 3"],
+            LoadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(s.agents.len(), 1);
+        let agent = &s.agents[0];
+        assert_eq!(agent.tools.as_deref(), Some(&["read_file".to_string()][..]));
+        assert_eq!(agent.max_steps, Some(3), "a later file overrides one key");
+        assert_eq!(agent.source, "file1.toml");
+        let err = resolve_text(&["[agents.x]\nmodel = \"nope\""], LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("file0.toml") && err.contains("agents.x.model") && err.contains("nope"),
+            "{err}"
+        );
+        let err = resolve_text(&["[agents.x]\ntool = [\"bash\"]"], LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("file0.toml") && err.contains("agents.x"),
             "{err}"
         );
     }

@@ -203,6 +203,7 @@ mod tests {
             ],
             suggested_rule: Some("bash(cargo test:*)".into()),
             suggested_mode: Some(PermissionMode::Bypass),
+            child_session: None,
         }
     }
 

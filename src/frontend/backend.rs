@@ -33,6 +33,15 @@ pub struct Listed {
     pub updated_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// The command line's say in how the chosen session runs.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFlags {
+    /// `--permission-mode`.
+    pub permission_mode: Option<PermissionMode>,
+    /// `--agent`.
+    pub agent: Option<String>,
+}
+
 /// The sessions a front end works with.
 pub enum Backend {
     Local(Runtime),
@@ -72,24 +81,33 @@ impl Backend {
     /// The session the command line asks for: a new one by default;
     /// `--session ID` (an id or the start of one) or `--continue` (the most
     /// recent session of this workspace) a stored one. A stored session
-    /// keeps the permission mode it had, unless `--permission-mode` says
-    /// otherwise (`mode`: then it is switched, with `/mode`, first thing).
+    /// keeps the agent and permission mode it had, unless `--agent` or
+    /// `--permission-mode` says otherwise (then it is switched, with
+    /// `/agent` and `/mode`, first thing).
     pub async fn choose(
         &self,
         resume: &ResumeArgs,
         start: Start,
-        mode: Option<PermissionMode>,
+        flags: &SessionFlags,
     ) -> anyhow::Result<Attached> {
-        let attached = self.choose_session(resume, start).await?;
-        if let Some(mode) = mode
-            && (resume.session.is_some() || resume.continue_)
-        {
-            attached.submit_text(format!("/mode {mode}")).await?;
+        let attached = self.choose_session(resume, start, flags).await?;
+        if resume.session.is_some() || resume.continue_ {
+            if let Some(agent) = &flags.agent {
+                attached.submit_text(format!("/agent {agent}")).await?;
+            }
+            if let Some(mode) = flags.permission_mode {
+                attached.submit_text(format!("/mode {mode}")).await?;
+            }
         }
         Ok(attached)
     }
 
-    async fn choose_session(&self, resume: &ResumeArgs, start: Start) -> anyhow::Result<Attached> {
+    async fn choose_session(
+        &self,
+        resume: &ResumeArgs,
+        start: Start,
+        flags: &SessionFlags,
+    ) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
                 let session = if let Some(prefix) = &resume.session {
@@ -110,7 +128,12 @@ impl Backend {
                         })?;
                     runtime.open_session(&recent.id).await?
                 } else {
-                    runtime.create_session(SessionOptions::default()).await?
+                    runtime
+                        .create_session(SessionOptions {
+                            agent: flags.agent.clone(),
+                            ..SessionOptions::default()
+                        })
+                        .await?
                 };
                 Ok(Attached::local(session, start))
             }
@@ -136,20 +159,31 @@ impl Backend {
                     return Ok(remote_attach(client, recent, start));
                 }
                 let id = client
-                    .create_session(model.clone(), workspace.clone(), *permission_mode)
+                    .create_session(
+                        model.clone(),
+                        workspace.clone(),
+                        *permission_mode,
+                        flags.agent.clone(),
+                    )
                     .await?;
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
             }
         }
     }
 
-    /// A new session working in `workspace` (an absolute path), with the
-    /// command line's model and permission mode, followed from its start.
-    pub async fn create_in(&self, workspace: PathBuf) -> anyhow::Result<Attached> {
+    /// A new session working in `workspace` (an absolute path), as the
+    /// named `agent` (default: `build`), with the command line's model and
+    /// permission mode, followed from its start.
+    pub async fn create_in(
+        &self,
+        workspace: PathBuf,
+        agent: Option<String>,
+    ) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
                 let options = SessionOptions {
                     workspace: Some(workspace),
+                    agent,
                     ..SessionOptions::default()
                 };
                 let session = runtime.create_session(options).await?;
@@ -166,6 +200,7 @@ impl Backend {
                         model.clone(),
                         Some(workspace.display().to_string()),
                         *permission_mode,
+                        agent,
                     )
                     .await?;
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))

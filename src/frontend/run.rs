@@ -14,13 +14,13 @@
 use super::InputEnds;
 use super::approval;
 use super::attached::Start;
-use super::backend::{Attach, Backend};
+use super::backend::{Attach, Backend, SessionFlags};
 use super::output::Output;
 use super::output::answer::Answer;
 use super::output::json::JsonLines;
 use crate::cli::ResumeArgs;
 use agentbus_actors::Settings;
-use agentbus_actors::protocol::{AgentMessage, ApprovalDecision, ErrorKind, PermissionMode};
+use agentbus_actors::protocol::{AgentMessage, ApprovalDecision, ErrorKind};
 use anyhow::Context as _;
 use std::process::ExitCode;
 use tokio::io::AsyncReadExt;
@@ -44,7 +44,7 @@ pub async fn run(
     prompt: String,
     json_output: bool,
     attach: Option<Attach>,
-    mode: Option<PermissionMode>,
+    flags: SessionFlags,
 ) -> anyhow::Result<ExitCode> {
     let mut interrupts = super::interrupt_signals()?;
     let backend = Backend::start(settings, attach).await?;
@@ -53,7 +53,7 @@ pub async fn run(
         &resume,
         prompt,
         json_output,
-        mode,
+        flags,
         &mut interrupts,
     )
     .await;
@@ -66,7 +66,7 @@ async fn run_turn(
     resume: &ResumeArgs,
     prompt: String,
     json_output: bool,
-    mode: Option<PermissionMode>,
+    flags: SessionFlags,
     interrupts: &mut tokio::signal::unix::Signal,
 ) -> anyhow::Result<ExitCode> {
     let mut output: Box<dyn Output> = if json_output {
@@ -74,7 +74,7 @@ async fn run_turn(
     } else {
         Box::new(Answer::default())
     };
-    let mut attached = backend.choose(resume, Start::ThisLoad, mode).await?;
+    let mut attached = backend.choose(resume, Start::ThisLoad, &flags).await?;
     let id = attached.submit_text(prompt).await?;
     let mut ends = InputEnds::default();
     let mut interrupted = false;

@@ -184,6 +184,7 @@ impl RemoteClient {
         model: Option<String>,
         workspace: Option<String>,
         permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+        agent: Option<String>,
     ) -> Result<SessionId, RemoteError> {
         let body = CreateSession {
             model,
@@ -191,6 +192,7 @@ impl RemoteClient {
             workspace,
             context: None,
             permission_mode,
+            agent,
         };
         let created: Created = self
             .send(

@@ -119,6 +119,8 @@ pub async fn create(
         title: body.title,
         context,
         permission_mode: body.permission_mode,
+        agent: body.agent,
+        ..SessionOptions::default()
     };
     let session = state.runtime.create_session(options).await?;
     Ok((

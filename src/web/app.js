@@ -612,6 +612,7 @@
         const tools = Array.isArray(data.tools) ? data.tools.length : 0;
         if (data.permission_mode) setMode(view, data.permission_mode);
         text = '\u25cf session ' + event.session_id + ' \u00b7 model ' + (data.model || '?') + ' \u00b7 ' + tools + ' tools' +
+          (data.agent && data.agent !== 'build' ? ' \u00b7 agent ' + data.agent : '') +
           (data.permission_mode ? ' \u00b7 mode ' + data.permission_mode : '') + (data.resumed ? ' \u00b7 resumed' : '');
         break;
       }
@@ -622,6 +623,10 @@
         break;
       case 'mode':
         if (data.mode) setMode(view, data.mode);
+        text = '\u25cf ' + text;
+        break;
+      case 'agent':
+        if (data.permission_mode) setMode(view, data.permission_mode);
         text = '\u25cf ' + text;
         break;
       case 'retrying':

@@ -69,7 +69,14 @@ async fn disallowed_tools_are_hidden_from_the_model() {
         .collect();
     assert_eq!(
         tools,
-        ["read_file", "write_file", "edit_file", "list_dir", "glob"]
+        [
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "glob",
+            "task"
+        ]
     );
 }
 

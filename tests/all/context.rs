@@ -183,7 +183,9 @@ async fn a_refusal_for_length_compacts_and_retries_once(profile: &str) {
     write_big_files(&fx);
     project_config(
         &fx,
-        "[models.scripted]\nmax_output_tokens = 300\n\
+        // The window is sized for the file tools alone (no `task`).
+        "disallowed_tools = [\"task\"]\n\
+         [models.scripted]\nmax_output_tokens = 300\n\
          [models.scripted-anthropic]\nmax_output_tokens = 300\n",
     );
     let server = fx.serve().await;

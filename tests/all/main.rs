@@ -10,6 +10,7 @@
 mod support;
 
 mod acp;
+mod agents;
 mod api_contract;
 mod chat;
 mod config;
@@ -26,4 +27,5 @@ mod retries;
 mod run;
 mod serve;
 mod sessions;
+mod subagents;
 mod wire_formats;

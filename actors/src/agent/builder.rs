@@ -337,6 +337,9 @@ impl AgentBuilder {
         );
         let config = SessionConfig {
             system_prompt: self.system_prompt,
+            tool_prompts: String::new(),
+            agents: Default::default(),
+            task_tool: false,
             instructions,
             max_steps,
             include_partial_messages: self.include_partial_messages,

@@ -126,6 +126,9 @@ impl AgentState {
         );
         let config = SessionConfig {
             system_prompt: config.system_prompt,
+            tool_prompts: String::new(),
+            agents: Default::default(),
+            task_tool: false,
             // Not saved: the agent that continues the conversation brings
             // its own (read when it was built).
             instructions: Default::default(),

@@ -634,6 +634,8 @@ fn settings_for_tests() -> crate::settings::Settings {
         server: Default::default(),
         permissions: Default::default(),
         sandbox: Default::default(),
+        agents: Vec::new(),
+        subagents: Default::default(),
         context: Default::default(),
         compact_prompt: String::new(),
         unreachable_hint: None,

@@ -180,6 +180,11 @@ pub struct ApprovalRequestEvent {
     /// The mode that would have run the call without asking, if one would.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_mode: Option<PermissionMode>,
+    /// Set when a sub-agent's child session asks: the child's id (the
+    /// request is re-told on the parent's stream as `CHILD/REQUEST`;
+    /// answering it on the parent passes the decision to the child).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_session: Option<super::SessionId>,
 }
 
 fn all_choices() -> Vec<ApprovalChoice> {

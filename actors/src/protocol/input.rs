@@ -37,8 +37,12 @@ pub enum SessionInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum UserInput {
-    /// A query for the model.
+    /// A query for the model (text starting with `/` is a slash command).
     Query { text: String },
+    /// A query for the model taken as written, never read as a slash
+    /// command: what a model wrote for another session (a `task` call's
+    /// prompt for its child).
+    Prompt { text: String },
     /// A control command.
     Control { command: ControlCommand },
 }
@@ -89,6 +93,12 @@ pub enum ControlCommand {
     SetMode { mode: super::PermissionMode },
     /// Show the permission mode and the rules in force.
     ShowMode,
+    /// Switch to another named agent (its prompt, tools, model and
+    /// permission mode apply from the next model call); the history is
+    /// kept.
+    SwitchAgent { name: String },
+    /// List the named agents and show the active one.
+    ListAgents,
     /// Ask the model to look at the workspace and write its `AGENTS.md`
     /// (or improve the one there). Unlike the other commands it answers
     /// with a turn, not a `system` event: a `user` event carrying the
@@ -130,6 +140,7 @@ impl ControlCommand {
             ControlCommand::Load { .. } => "load",
             ControlCommand::SetMode { .. } | ControlCommand::ShowMode => "mode",
             ControlCommand::Init => "init",
+            ControlCommand::SwitchAgent { .. } | ControlCommand::ListAgents => "agent",
         }
     }
 }

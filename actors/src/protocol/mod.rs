@@ -5,6 +5,7 @@
 //! logic beyond construction helpers: what a type *means* is documented here,
 //! what the session *does* with it lives in the session core.
 //!
+//! - [`agent`]: named agents as sessions keep and show them.
 //! - [`input`]: what a front end sends into a session (queries, control
 //!   commands, interrupts).
 //! - [`event`]: what a session publishes ([`AgentMessage`] in an
@@ -18,6 +19,7 @@
 //! - [`profile`]: a model profile as sessions show it (no key).
 //! - [`system`]: `system` events and the typed payload of each subtype.
 
+pub mod agent;
 pub mod content;
 pub mod context;
 pub mod event;
@@ -29,6 +31,9 @@ pub mod permission;
 pub mod profile;
 pub mod system;
 
+pub use agent::{
+    AgentDefinition, AgentInfo, AgentList, AgentSwitched, SubagentFinished, SubagentStarted,
+};
 pub use content::{ContentBlock, StopReason, Usage};
 pub use context::{ContextConfig, ContextUsage, Strategy};
 pub use event::{

@@ -82,6 +82,18 @@ pub enum SystemSubtype {
     /// The permission mode (`/mode`, and at session start when it is not
     /// `default`). `data`: [`ModeChanged`](super::ModeChanged).
     Mode,
+    /// The session switched agents (`/agent NAME`). Persisted and folded
+    /// on load. `data`: [`AgentSwitched`](super::AgentSwitched).
+    Agent,
+    /// `/agent` without a name: the agents and the active one. `data`:
+    /// [`AgentList`](super::AgentList).
+    Agents,
+    /// A `task` call started a child session. `data`:
+    /// [`SubagentStarted`](super::SubagentStarted).
+    SubagentStarted,
+    /// A child session of a `task` call ended. `data`:
+    /// [`SubagentFinished`](super::SubagentFinished).
+    SubagentFinished,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -179,6 +191,10 @@ payload_of! {
     ContextReport => Context,
     super::ApprovalResolved => ApprovalResolved,
     super::ModeChanged => Mode,
+    super::AgentSwitched => Agent,
+    super::AgentList => Agents,
+    super::SubagentStarted => SubagentStarted,
+    super::SubagentFinished => SubagentFinished,
 }
 
 /// The session started, or was loaded again. (Each field may be missing
@@ -210,6 +226,10 @@ pub struct SessionStarted {
     /// system prompt, user-level first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub instructions: Vec<String>,
+    /// The named agent it runs as (missing in logs written before there
+    /// were agents: `build`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// `/new` made a session.

@@ -37,7 +37,7 @@ pub use crate::tools::sandbox::{SandboxSupport, probe as sandbox_support};
 pub use crate::tools::{FileAccess, FileAccessError, Files};
 
 use crate::mcp::server::{McpServer, McpServerArgs};
-use crate::protocol::{EventEnvelope, McpServerStatus, Message, SessionId};
+use crate::protocol::{AgentInfo, EventEnvelope, McpServerStatus, Message, SessionId};
 use crate::provider::Providers;
 use crate::sessions::loader::SessionLoader;
 use crate::sessions::manager::{
@@ -213,6 +213,19 @@ impl Runtime {
         options: SessionOptions,
     ) -> Result<SessionHandle, SessionError> {
         Ok(self.manager.ask(CreateSession(options)).await?)
+    }
+
+    /// The named agents a session in `workspace` (default: the configured
+    /// one) can run as — built-in, configured, and the agent files —
+    /// with the agent files that could not be used, each naming the file
+    /// and the field. (For front ends that offer agents as modes.)
+    pub async fn agents(
+        &self,
+        workspace: Option<&std::path::Path>,
+    ) -> (Vec<AgentInfo>, Vec<String>) {
+        let workspace = workspace.unwrap_or(&self.settings().workspace);
+        let set = self.loader.workspace_files(workspace).await.agents;
+        (set.agents.iter().map(|a| a.info()).collect(), set.problems)
     }
 
     /// A stored session, loaded (and its lease taken) if it is not already.

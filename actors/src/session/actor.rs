@@ -73,7 +73,56 @@ pub struct AgentLoopArgs {
     pub store: Arc<dyn SessionStore>,
     /// Who performs the session commands (`/new`, `/fork`, ...).
     pub commands: Arc<dyn SessionCommands>,
+    /// Who runs the `task` calls' child sessions (`None` in a child: no
+    /// grandchildren).
+    pub subagents: Option<Arc<dyn Subagents>>,
     pub workspace: PathBuf,
+}
+
+/// Runs a `task` call: a named agent in a child session, to the end of its
+/// turn. The set of sessions provides it; the AgentLoop hands each `task`
+/// call on instead of sending it to the ToolExecutor.
+pub trait Subagents: Send + Sync + 'static {
+    /// Run `call` (its arguments: `description`, `prompt`, `agent`) for
+    /// the parent session `parent`, which had reached `at_seq`. `report`
+    /// gets the child's start and end (for the parent's stream); the
+    /// outcome is the child's final text. `cancel` (the parent was
+    /// interrupted) interrupts the child.
+    fn run(
+        &self,
+        call: crate::model::ToolCall,
+        parent: SubagentParent,
+        report: SubagentReport,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'static, ToolOutcome>;
+
+    /// Pass a decision on child session `child`'s approval request
+    /// `request_id` (as the child named it) to the child.
+    fn decide(
+        &self,
+        child: SessionId,
+        request_id: String,
+        decision: crate::protocol::ApprovalDecision,
+    ) -> BoxFuture<'static, Result<(), SessionError>>;
+}
+
+/// Where a child's start and end are told (awaited, so the end is told
+/// before the call's outcome).
+pub type SubagentReport =
+    Box<dyn Fn(super::core::SubagentUpdate) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// What a child session needs of its parent.
+#[derive(Clone, Debug)]
+pub struct SubagentParent {
+    pub session_id: SessionId,
+    pub at_seq: u64,
+    pub workspace: PathBuf,
+    /// The parent's model profile (a child whose agent names none runs
+    /// with it).
+    pub model: String,
+    /// The parent's permission mode: a parent in plan mode has children in
+    /// plan mode.
+    pub permission_mode: crate::protocol::PermissionMode,
 }
 
 /// Performs the session commands the core cannot answer alone: they read or
@@ -108,6 +157,7 @@ pub struct AgentLoop {
     tools: ActorRef<ToolExecutor>,
     store: Arc<dyn SessionStore>,
     commands: Arc<dyn SessionCommands>,
+    subagents: Option<Arc<dyn Subagents>>,
     workspace: PathBuf,
     /// Where the file tools read and write: the disk, or the front end
     /// that holds the files (`UseFiles`).
@@ -142,6 +192,7 @@ impl Actor for AgentLoop {
             tools: args.tools,
             store: args.store,
             commands: args.commands,
+            subagents: args.subagents,
             workspace: args.workspace,
             files: Files::Disk,
             last_seq: args.last_seq,
@@ -400,6 +451,45 @@ impl AgentLoop {
         });
     }
 
+    /// Run a `task` call: its child session reports its start and end, and
+    /// its final text comes back as the call's outcome.
+    fn start_subagent(
+        &self,
+        subagents: Arc<dyn Subagents>,
+        batch_id: u64,
+        call: crate::model::ToolCall,
+        token: &CancellationToken,
+        me: ActorRef<AgentLoop>,
+    ) {
+        let parent = SubagentParent {
+            session_id: self.session_id.clone(),
+            at_seq: self.last_seq,
+            workspace: self.workspace.clone(),
+            model: self.state.model.clone(),
+            permission_mode: self.state.permissions.mode,
+        };
+        let reporter = me.clone();
+        let report: SubagentReport = Box::new(move |update| {
+            let reporter = reporter.clone();
+            Box::pin(async move {
+                let _ = reporter
+                    .tell(Feed(Input::Subagent { batch_id, update }))
+                    .await;
+            })
+        });
+        let call_id = call.id.clone();
+        let run = subagents.run(call, parent, report, token.clone());
+        tokio::spawn(async move {
+            let outcome = run.await;
+            let finished = Input::ToolFinished {
+                batch_id,
+                call_id,
+                outcome,
+            };
+            let _ = me.tell(Feed(finished)).await;
+        });
+    }
+
     /// Run calls of batch `batch_id` (a batch may start in several parts:
     /// a call that waited for approval joins its batch later).
     fn start_tools(&mut self, batch_id: u64, calls: Vec<GrantedCall>) {
@@ -407,6 +497,14 @@ impl AgentLoop {
         let token = self.tool_batches.entry(batch_id).or_default().clone();
         for call in calls {
             let me = me.clone();
+            if let Some(subagents) = self
+                .subagents
+                .as_ref()
+                .filter(|_| call.call.name == crate::session::core::agents::TASK_TOOL)
+            {
+                self.start_subagent(subagents.clone(), batch_id, call.call, &token, me);
+                continue;
+            }
             let executor = self.tools.clone();
             let call_id = call.call.id.clone();
             let run = RunTool::new(
@@ -507,6 +605,20 @@ impl Message<Decide> for AgentLoop {
 
     async fn handle(&mut self, decide: Decide, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
         use crate::session::core::permission::approval;
+        // A child's request, re-told here as `CHILD/REQUEST`: the child
+        // decides.
+        if let Some((child, request_id)) = decide.request_id.split_once('/')
+            && let Some(subagents) = &self.subagents
+            && self.requested.contains(&decide.request_id)
+        {
+            return subagents
+                .decide(
+                    SessionId::from(child),
+                    request_id.to_string(),
+                    decide.decision,
+                )
+                .await;
+        }
         let waiting = approval::waiting(&self.state);
         if !waiting.contains(&decide.request_id) {
             return Err(if self.requested.contains(&decide.request_id) {

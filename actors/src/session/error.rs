@@ -12,6 +12,8 @@ use crate::store::StoreError;
 pub enum SessionError {
     #[error("unknown model profile `{name}`; configured profiles: {available}")]
     UnknownProfile { name: String, available: String },
+    #[error("unknown agent `{name}`; agents: {available}")]
+    UnknownAgent { name: String, available: String },
     #[error("session {0} is not running")]
     Gone(SessionId),
     #[error("agentbus is shutting down: no session can be started or loaded")]
@@ -56,7 +58,7 @@ impl<M> From<kameo::error::SendError<M, SessionError>> for SessionError {
 pub enum Failure {
     /// No such session (or no session id starts with the prefix).
     NotFound,
-    /// The request itself was wrong: an unknown profile.
+    /// The request itself was wrong: an unknown profile or agent.
     Invalid,
     /// The sessions' state stands in the way: another agentbus process
     /// drives the session, an id prefix matches more than one session, or
@@ -74,7 +76,9 @@ impl SessionError {
     /// What kind of failure this is.
     pub fn failure(&self) -> Failure {
         match self {
-            SessionError::UnknownProfile { .. } => Failure::Invalid,
+            SessionError::UnknownProfile { .. } | SessionError::UnknownAgent { .. } => {
+                Failure::Invalid
+            }
             SessionError::Gone(_) => Failure::NotFound,
             SessionError::ShuttingDown => Failure::Unavailable,
             SessionError::Store(e) => match e {

@@ -12,6 +12,9 @@
 //!   every driver (the AgentLoop, the library's `agent`).
 //! - [`permission_setup`]: a session's permission settings from the
 //!   configuration, `$HOME` and the Landlock probe.
+//! - [`agent_files`]: a session's named agents — built-in, configured, and
+//!   the agent files of the user's folders and the workspace;
+//!   `agent_markdown` reads one file (Claude Code's format).
 //! - `project_rules`: an "allow always" rule saved to the workspace's
 //!   `.agentbus.toml`.
 //!
@@ -21,6 +24,8 @@
 //! [`actor::SessionCommands`].
 
 pub mod actor;
+pub mod agent_files;
+mod agent_markdown;
 pub mod core;
 pub mod error;
 pub mod handle;

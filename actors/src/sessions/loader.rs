@@ -9,11 +9,14 @@
 //! sessions (the store and this process's lease owner), the tool catalog —
 //! and is the one place the SessionManager and the Runtime read them from.
 //! Reads the workspace's and the user's instruction files (`AGENTS.md`)
-//! for each session it starts, on the blocking pool. Cloned into each
+//! and agent files (`.agentbus/agents`, `.claude/agents`) for each session
+//! it starts, on the blocking pool. Cloned into each
 //! load; never starts an actor.
 
 use crate::protocol::{EventEnvelope, Message, SessionId};
 use crate::session::SessionError;
+use crate::session::agent_files::{self, AgentSources};
+use crate::session::core::agents::AgentSet;
 use crate::session::core::instructions::Instructions;
 use crate::session::core::{Effect, SessionConfig, SessionState, restore};
 use crate::session::instruction_files;
@@ -29,10 +32,19 @@ use tokio::sync::watch;
 #[derive(Clone)]
 pub struct SessionLoader {
     settings: Arc<Settings>,
-    /// The system prompt with the prompts of the enabled MCP servers.
-    system_prompt: Arc<str>,
+    /// The prompts of the enabled MCP servers, appended to every agent's
+    /// system prompt.
+    tool_prompts: Arc<str>,
     catalog: watch::Receiver<Arc<ToolCatalog>>,
     stored: StoredSessions,
+}
+
+/// What a session reads from its workspace (and the user's folders) when
+/// it is created or loaded.
+#[derive(Clone, Debug, Default)]
+pub struct WorkspaceFiles {
+    pub instructions: Instructions,
+    pub agents: AgentSet,
 }
 
 /// A stored session, ready to start: its lease is taken.
@@ -70,7 +82,7 @@ impl SessionLoader {
         stored: StoredSessions,
     ) -> Self {
         SessionLoader {
-            system_prompt: system_prompt(&settings).into(),
+            tool_prompts: tool_prompts(&settings).into(),
             settings,
             catalog,
             stored,
@@ -92,38 +104,66 @@ impl SessionLoader {
         &self.catalog
     }
 
-    /// The instruction files of a session in `workspace` (the user's in
-    /// the configuration directory, then the workspace's), read on the
-    /// blocking pool. What cannot be read is a problem the session shows.
-    pub async fn instructions(&self, workspace: &Path) -> Instructions {
-        let config_dir = self.settings.config_dir.clone();
+    /// What a session in `workspace` reads from disk, on the blocking
+    /// pool: its instruction files (the user's in the configuration
+    /// directory, then the workspace's) and its named agents (built-in,
+    /// configured, then the agent files). What cannot be read is a problem
+    /// the session shows.
+    pub async fn workspace_files(&self, workspace: &Path) -> WorkspaceFiles {
+        let settings = self.settings.clone();
         let dir = workspace.to_path_buf();
         let reading = tokio::task::spawn_blocking(move || {
-            instruction_files::read(config_dir.as_deref(), Some(&dir))
+            let config_dir = settings.config_dir.as_deref();
+            let home = crate::settings::home_dir();
+            let sources = AgentSources {
+                configured: &settings.agents,
+                profiles: settings.models.keys().cloned().collect(),
+                home: home.as_deref(),
+                config_dir,
+            };
+            WorkspaceFiles {
+                instructions: instruction_files::read(config_dir, Some(&dir)),
+                agents: agent_files::read(&sources, &dir),
+            }
         });
         reading.await.unwrap_or_else(|e| {
-            tracing::warn!(workspace = %workspace.display(), error = %e, "reading the instruction files failed");
-            Instructions {
-                files: Vec::new(),
-                problems: vec![format!(
-                    "The instruction files of {} were not read: {e}.",
-                    workspace.display()
-                )],
+            tracing::warn!(workspace = %workspace.display(), error = %e, "reading the instruction and agent files failed");
+            WorkspaceFiles {
+                instructions: Instructions {
+                    files: Vec::new(),
+                    problems: vec![format!(
+                        "The instruction files of {} were not read: {e}.",
+                        workspace.display()
+                    )],
+                },
+                agents: AgentSet::default(),
             }
         })
     }
 
     /// A state for a new session `id` built from the current configuration
-    /// and the `instructions` read for its workspace.
+    /// and the `files` read for its workspace.
     pub fn fresh_state(
         &self,
         id: SessionId,
         model: String,
         workspace: &Path,
-        instructions: Instructions,
+        files: WorkspaceFiles,
     ) -> SessionState {
+        let WorkspaceFiles {
+            instructions,
+            agents,
+        } = files;
         let config = SessionConfig {
-            system_prompt: self.system_prompt.to_string(),
+            system_prompt: self.settings.system_prompt.clone(),
+            tool_prompts: self.tool_prompts.to_string(),
+            agents,
+            // `disallowed_tools = ["task"]` turns sub-agents off.
+            task_tool: !self
+                .settings
+                .disallowed_tools
+                .iter()
+                .any(|t| t == crate::session::core::agents::TASK_TOOL),
             instructions,
             max_steps: self.settings.max_steps,
             include_partial_messages: self.settings.include_partial_messages,
@@ -151,10 +191,10 @@ impl SessionLoader {
         let store = self.stored.store();
         let (record, events) = store.acquire(&id, self.stored.owner()).await?;
         let waiting = store.waiting_inputs(&id).await?;
-        let instructions = self.instructions(&self.workspace_of(&record)).await;
+        let files = self.workspace_files(&self.workspace_of(&record)).await;
         Ok(Restored {
             waiting,
-            ..self.fold(&record, &events, instructions)
+            ..self.fold(&record, &events, files)
         })
     }
 
@@ -167,7 +207,7 @@ impl SessionLoader {
     ) -> Result<(Vec<Message>, Vec<EventEnvelope>), SessionError> {
         let events = self.stored.events(&record.id, 0, None).await?;
         let history = self
-            .fold(record, &events, Instructions::default())
+            .fold(record, &events, WorkspaceFiles::default())
             .state
             .history;
         Ok((history, events))
@@ -189,7 +229,7 @@ impl SessionLoader {
         &self,
         record: &SessionRecord,
         events: &[EventEnvelope],
-        instructions: Instructions,
+        files: WorkspaceFiles,
     ) -> Restored {
         let id = &record.id;
         let model = if self.settings.models.contains_key(&record.model) {
@@ -199,7 +239,9 @@ impl SessionLoader {
             self.settings.model.clone()
         };
         let workspace = self.workspace_of(record);
-        let mut state = self.fresh_state(id.clone(), model, &workspace, instructions);
+        let mut state = self.fresh_state(id.clone(), model, &workspace, files);
+        // A sub-agent's session starts no sub-agents of its own.
+        state.config.task_tool &= record.parent_call.is_none();
         let startup = restore(&mut state, events);
         let last_seq = record
             .resume_after()
@@ -214,9 +256,9 @@ impl SessionLoader {
     }
 }
 
-/// The configured prompt, then the `prompt` of each enabled MCP server.
-fn system_prompt(settings: &Settings) -> String {
-    let mut prompt = settings.system_prompt.clone();
+/// The `prompt` of each enabled MCP server, each under a heading.
+fn tool_prompts(settings: &Settings) -> String {
+    let mut prompt = String::new();
     for (name, server) in settings.mcp_servers.iter().filter(|(_, s)| s.enabled) {
         if let Some(extra) = server.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
             prompt.push_str(&format!("\n\n# MCP server `{name}`\n{}", extra.trim()));

@@ -15,38 +15,26 @@
 //! another agentbus process on the same data dir is told it is in use.
 
 use super::loader::{Restored, SessionLoader};
+use super::options::SessionOptions;
+use super::subagents::{ChildSessions, SubagentRunner};
 use crate::bus::SessionTopic;
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
 use crate::session::actor::{AgentLoop, AgentLoopArgs};
+use crate::session::core::agents::DEFAULT_AGENT;
 use crate::session::{SessionError, SessionHandle};
 use crate::store::NewSession;
 use crate::tools::executor::ToolExecutor;
 use futures::FutureExt;
 use futures::future::join_all;
 use kameo::Actor;
-use kameo::actor::{ActorRef, Spawn};
+use kameo::actor::{ActorRef, Spawn, WeakActorRef};
 use kameo::message::{Context, Message};
 use kameo::reply::DelegatedReply;
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-
-/// How to create a session; unset fields come from the settings.
-#[derive(Clone, Debug, Default)]
-pub struct SessionOptions {
-    /// Model profile name.
-    pub model: Option<String>,
-    pub workspace: Option<PathBuf>,
-    /// A title (otherwise the first query names the session).
-    pub title: Option<String>,
-    /// This session's own `[context]` keys (kept with the session).
-    pub context: Option<crate::protocol::ContextConfig>,
-    /// The permission mode it starts in (default: `permission_mode`).
-    pub permission_mode: Option<crate::protocol::PermissionMode>,
-}
 
 /// Create a session.
 pub struct CreateSession(pub SessionOptions);
@@ -102,6 +90,8 @@ pub struct SessionManager {
     next_ticket: u64,
     /// [`StopAll`] has run.
     stopped: bool,
+    /// Itself, for the sub-agent runners of the sessions it starts.
+    me: WeakActorRef<SessionManager>,
 }
 
 /// What a SessionManager starts from.
@@ -138,6 +128,7 @@ impl Actor for SessionManager {
             loading: HashMap::new(),
             next_ticket: 0,
             stopped: false,
+            me: me.downgrade(),
         })
     }
 }
@@ -152,6 +143,12 @@ impl SessionManager {
             waiting,
         } = session;
         let id = state.session_id.clone();
+        let subagents = state.config.task_tool.then(|| {
+            Arc::new(SubagentRunner::new(
+                Arc::new(ManagerSessions(self.me.clone())),
+                self.loader.settings().subagents.max_concurrent_subagents,
+            )) as Arc<dyn crate::session::actor::Subagents>
+        });
         let topic = Arc::new(SessionTopic::new(last_seq));
         let agent_loop = AgentLoop::spawn(AgentLoopArgs {
             state,
@@ -166,6 +163,7 @@ impl SessionManager {
             tools: self.tools.clone(),
             store: self.loader.stored().store().clone(),
             commands: Arc::new(self.loader.stored().clone()),
+            subagents,
             workspace,
         });
         let handle = SessionHandle::new(
@@ -214,8 +212,24 @@ impl Message<CreateSession> for SessionManager {
         if self.stopped {
             return Err(SessionError::ShuttingDown);
         }
+        let workspace = options
+            .workspace
+            .clone()
+            .unwrap_or_else(|| self.loader.settings().workspace.clone());
+        let files = self.loader.workspace_files(&workspace).await;
+        let agent = options.agent.as_deref().unwrap_or(DEFAULT_AGENT);
+        let Some(definition) = files.agents.get(agent).cloned() else {
+            return Err(SessionError::UnknownAgent {
+                name: agent.to_string(),
+                available: files.agents.names(),
+            });
+        };
         let settings = self.loader.settings();
-        let model = options.model.unwrap_or_else(|| settings.model.clone());
+        let model = options
+            .model
+            .or_else(|| definition.model.clone())
+            .or(options.inherit_model)
+            .unwrap_or_else(|| settings.model.clone());
         if !settings.models.contains_key(&model) {
             return Err(SessionError::UnknownProfile {
                 name: model,
@@ -227,20 +241,23 @@ impl Message<CreateSession> for SessionManager {
                     .join(", "),
             });
         }
-        let workspace = options
-            .workspace
-            .unwrap_or_else(|| settings.workspace.clone());
         let new = NewSession {
             id: SessionId::new(),
             model: model.clone(),
             workspace: workspace.display().to_string(),
+            parent: options
+                .parent
+                .as_ref()
+                .map(|p| (p.session.clone(), p.at_seq)),
+            parent_call: options.parent.as_ref().map(|p| p.call_id.clone()),
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;
-        let instructions = self.loader.instructions(&workspace).await;
-        let mut state = self.loader.fresh_state(id, model, &workspace, instructions);
+        let mut state = self.loader.fresh_state(id, model, &workspace, files);
         state.context.session = options.context;
-        if let Some(mode) = options.permission_mode {
+        state.agent = definition.name;
+        state.config.task_tool &= options.parent.is_none();
+        if let Some(mode) = options.permission_mode.or(definition.permission_mode) {
             state.permissions.mode = mode;
         }
         Ok(self.start(Restored::fresh(state, workspace), false))
@@ -441,5 +458,34 @@ impl Message<DeleteSession> for SessionManager {
             self.shut_down(&handle).await;
         }
         self.loader.stored().delete(&id).await
+    }
+}
+
+/// The SessionManager as the sub-agent runners see it: where child
+/// sessions are created and found.
+struct ManagerSessions(WeakActorRef<SessionManager>);
+
+impl ChildSessions for ManagerSessions {
+    fn create(
+        &self,
+        options: SessionOptions,
+    ) -> futures::future::BoxFuture<'static, Result<SessionHandle, SessionError>> {
+        let manager = self.0.clone();
+        Box::pin(async move {
+            let manager = manager.upgrade().ok_or(SessionError::ShuttingDown)?;
+            Ok(manager.ask(CreateSession(options)).await?)
+        })
+    }
+
+    fn loaded(&self, id: SessionId) -> futures::future::BoxFuture<'static, Option<SessionHandle>> {
+        let manager = self.0.clone();
+        Box::pin(async move {
+            manager
+                .upgrade()?
+                .ask(LoadedSession(id))
+                .await
+                .ok()
+                .flatten()
+        })
     }
 }

@@ -12,11 +12,16 @@
 //!   (`/new`, `/sessions`, `/resume`, `/fork`, `/save`, `/load`), performed
 //!   for every AgentLoop.
 //!
+//! - [`subagents`]: the `task` calls of a session, each a named agent in a
+//!   child session.
+//!
 //! One session's own life is [`crate::session`].
 
 pub mod loader;
 pub mod manager;
+pub mod options;
 pub mod store_commands;
 pub mod stored;
+pub mod subagents;
 
-pub use manager::SessionOptions;
+pub use options::SessionOptions;

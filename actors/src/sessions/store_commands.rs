@@ -70,6 +70,8 @@ async fn run(
                 id: SessionId::new(),
                 model: ctx.model.to_string(),
                 workspace: ctx.workspace.display().to_string(),
+                parent: None,
+                parent_call: None,
             };
             let record = stored.create(new, None).await.map_err(text)?;
             Ok(new::created(&record.id))

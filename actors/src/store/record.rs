@@ -30,6 +30,10 @@ pub struct SessionRecord {
     /// The session this one was forked from, and the parent's seq it was
     /// forked at.
     pub parent: Option<(SessionId, u64)>,
+    /// For a sub-agent's session: the parent's `task` call it runs for
+    /// (`parent` is then that session, at the seq it had reached). `None`
+    /// for a fork.
+    pub parent_call: Option<String>,
     /// `active` while a process holds the lease, else `idle`.
     pub status: String,
     /// The process holding the lease.
@@ -66,6 +70,10 @@ pub struct NewSession {
     pub id: SessionId,
     pub model: String,
     pub workspace: String,
+    /// A sub-agent's session: the parent session and its seq, and the
+    /// parent's `task` call.
+    pub parent: Option<(SessionId, u64)>,
+    pub parent_call: Option<String>,
 }
 
 /// A session's title, from the text of its first user message: the first

@@ -58,6 +58,8 @@ fn new_session(id: &str) -> NewSession {
         id: sid(id),
         model: "default".to_string(),
         workspace: "/work/project".to_string(),
+        parent: None,
+        parent_call: None,
     }
 }
 
@@ -1091,7 +1093,7 @@ async fn a_version_1_database_is_migrated_keeping_its_sessions() {
     // Take the file back to version 1, as the previous agentbus left it.
     let conn = raw(&path);
     conn.execute_batch(
-        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; PRAGMA user_version = 1;",
+        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; PRAGMA user_version = 1;",
     )
     .expect("downgrade");
     drop(conn);

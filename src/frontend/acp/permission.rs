@@ -94,6 +94,7 @@ mod tests {
             options,
             suggested_rule: Some("bash(rm:*)".into()),
             suggested_mode: None,
+            child_session: None,
         }
     }
 

@@ -128,6 +128,7 @@ fn approval(request: &str, call: &str) -> AgentMessage {
         options: vec![ApprovalChoice::AllowOnce, ApprovalChoice::Reject],
         suggested_rule: None,
         suggested_mode: None,
+        child_session: None,
     })
 }
 

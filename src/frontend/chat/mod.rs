@@ -27,7 +27,7 @@ pub async fn run(
     resume: ResumeArgs,
     json: bool,
     attach: Option<Attach>,
-    mode: Option<agentbus_actors::protocol::PermissionMode>,
+    flags: super::backend::SessionFlags,
 ) -> anyhow::Result<ExitCode> {
     let history = super::chat_history(&settings.data_dir);
     let backend = Backend::start(settings, attach).await?;
@@ -37,7 +37,7 @@ pub async fn run(
     } else {
         Start::ThisLoad
     };
-    let code = match backend.choose(&resume, start, mode).await {
+    let code = match backend.choose(&resume, start, &flags).await {
         Ok(session) if interactive => interactive::run(&backend, session, history).await,
         Ok(session) => piped::run(&backend, session, json).await,
         Err(e) => Err(e),

@@ -67,6 +67,12 @@ impl<W: Write> Renderer<W> {
                         .permission_mode
                         .map(|m| format!(" · mode {m}"))
                         .unwrap_or_default();
+                    let agent = started
+                        .agent
+                        .as_deref()
+                        .filter(|a| *a != "build")
+                        .map(|a| format!(" · agent {a}"))
+                        .unwrap_or_default();
                     let sandbox = match started.sandboxed {
                         Some(false) => " · commands NOT sandboxed",
                         _ => "",
@@ -77,7 +83,7 @@ impl<W: Write> Renderer<W> {
                         format!(" · instructions {}", started.instructions.join(", "))
                     };
                     let line = format!(
-                        "● session {} · model {model} · {tools} tools{mode}{sandbox}{instructions}",
+                        "● session {}{agent} · model {model} · {tools} tools{mode}{sandbox}{instructions}",
                         event.session_id
                     );
                     self.line(&self.dim(&line));

@@ -33,6 +33,12 @@ pub enum Input {
         outcome: ToolOutcome,
     },
     /// The driver performed the session command of input `input_id`.
+    /// A child session of a `task` call of batch `batch_id` started or
+    /// ended (its outcome comes as the call's `ToolFinished`).
+    Subagent {
+        batch_id: u64,
+        update: SubagentUpdate,
+    },
     CommandDone {
         input_id: InputId,
         reply: SystemEvent,
@@ -65,4 +71,18 @@ pub enum Input {
     /// The timer of [`Effect::McpWaitTimer`](super::Effect::McpWaitTimer)
     /// for turn `turn_id` ran out.
     McpWaitTimedOut { turn_id: InputId },
+}
+
+/// What the driver reports about a child session of a `task` call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SubagentUpdate {
+    Started(crate::protocol::SubagentStarted),
+    Finished(crate::protocol::SubagentFinished),
+    /// The child asks for approval: re-told on the parent's stream as
+    /// `CHILD/REQUEST`, tagged with the child.
+    Approval {
+        child: crate::protocol::SessionId,
+        agent: String,
+        request: crate::protocol::ApprovalRequestEvent,
+    },
 }

@@ -21,6 +21,7 @@
 //! - a tool call runs only when the mode and the rules let it, or the user
 //!   allowed it (`permission`); an interrupt settles every open request.
 
+pub mod agents;
 pub mod commands;
 pub mod context;
 mod effect;
@@ -40,7 +41,7 @@ mod instructions_tests;
 mod tests;
 
 pub use effect::{Effect, SessionCommand};
-pub use input::Input;
+pub use input::{Input, SubagentUpdate};
 pub use restore::restore;
 pub use state::{SessionConfig, SessionState};
 pub use step::step;

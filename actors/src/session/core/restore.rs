@@ -17,8 +17,8 @@ use crate::permissions::Rule;
 use crate::protocol::context::Compacted;
 use crate::protocol::system::{ModelSwitched, SessionStarted};
 use crate::protocol::{
-    AgentMessage, ApprovalOutcome, ApprovalResolved, ContentBlock, EventEnvelope, InputId, Message,
-    ModeChanged, ResultEvent, StopReason, SystemEvent, SystemSubtype, Usage,
+    AgentMessage, AgentSwitched, ApprovalOutcome, ApprovalResolved, ContentBlock, EventEnvelope,
+    InputId, Message, ModeChanged, ResultEvent, StopReason, SystemEvent, SystemSubtype, Usage,
 };
 
 /// Why a turn was closed on load.
@@ -73,10 +73,24 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                     if let Some(mode) = started.permission_mode.filter(|_| !started.resumed) {
                         state.permissions.mode = mode;
                     }
+                    // Likewise its agent (a name no longer defined is kept:
+                    // the session then runs like `build`, and says so).
+                    if let Some(agent) = started.agent.filter(|_| !started.resumed) {
+                        state.agent = agent;
+                    }
                 }
                 SystemSubtype::Mode => {
                     if let Some(changed) = s.payload::<ModeChanged>() {
                         state.permissions.mode = changed.mode;
+                    }
+                }
+                SystemSubtype::Agent => {
+                    if let Some(switched) = s.payload::<AgentSwitched>() {
+                        state.agent = switched.agent;
+                        if state.config.models.iter().any(|m| m.name == switched.model) {
+                            state.model = switched.model;
+                        }
+                        state.permissions.mode = switched.permission_mode;
                     }
                 }
                 SystemSubtype::ApprovalResolved => {

@@ -2,6 +2,7 @@
 //! shows), and free of secrets by construction: model profiles appear here
 //! only as [`ModelInfo`], which has no key.
 
+use super::agents::AgentSet;
 use super::context::compaction::CompactionCall;
 use super::context::state::ContextState;
 use super::instructions::Instructions;
@@ -16,8 +17,17 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 /// Settings fixed when the session is created.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SessionConfig {
-    /// The configured prompt (with the prompts of the MCP servers).
+    /// The configured prompt (an agent with a prompt of its own replaces
+    /// it).
     pub system_prompt: String,
+    /// The prompts of the MCP servers, appended to whichever prompt the
+    /// agent starts from (empty: none).
+    pub tool_prompts: String,
+    /// The named agents the session can run as.
+    pub agents: AgentSet,
+    /// Offer the `task` tool (sub-agents). Off in child sessions: a child
+    /// never starts children of its own (depth 1).
+    pub task_tool: bool,
     /// The instruction files (`AGENTS.md`, `CLAUDE.md`) read when the
     /// session was created or loaded, appended to `system_prompt`.
     pub instructions: Instructions,
@@ -42,15 +52,21 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
-    /// The system prompt every request starts from: the configured one,
-    /// then the instructions.
-    pub fn base_prompt(&self) -> std::borrow::Cow<'_, str> {
-        if self.instructions.is_empty() {
-            std::borrow::Cow::Borrowed(&self.system_prompt)
+    /// The system prompt every request of `agent` starts from: the
+    /// agent's own prompt or else the configured one, then the MCP
+    /// servers' prompts, then the instructions.
+    pub fn base_prompt(&self, agent: &str) -> std::borrow::Cow<'_, str> {
+        let prompt = self
+            .agents
+            .get(agent)
+            .and_then(|a| a.prompt.as_deref())
+            .unwrap_or(&self.system_prompt);
+        if self.instructions.is_empty() && self.tool_prompts.is_empty() {
+            std::borrow::Cow::Borrowed(prompt)
         } else {
             std::borrow::Cow::Owned(format!(
-                "{}{}",
-                self.system_prompt,
+                "{prompt}{}{}",
+                self.tool_prompts,
                 self.instructions.section()
             ))
         }
@@ -93,6 +109,10 @@ pub struct SessionState {
     pub config: SessionConfig,
     /// The current model profile's name.
     pub model: String,
+    /// The named agent it runs as.
+    pub agent: String,
+    /// Every tool of the catalog (the agent may be offered fewer: see
+    /// [`offered_tools`](Self::offered_tools)).
     pub tools: crate::model::ToolList,
     /// How each MCP server is doing, as last reported to this session.
     pub mcp_servers: BTreeMap<String, McpServerStatus>,
@@ -129,6 +149,7 @@ impl SessionState {
             permissions: PermissionState::new(&config.permissions),
             config,
             model,
+            agent: super::agents::DEFAULT_AGENT.to_string(),
             tools,
             mcp_servers: BTreeMap::new(),
             mcp_wait: McpWait::default(),
@@ -203,6 +224,39 @@ impl SessionState {
         }
         self.usage.total += usage;
         self.usage.model_calls += 1;
+    }
+
+    /// The definition of the agent the session runs as (`None`: a name no
+    /// longer defined; it then runs like `build`).
+    pub fn current_agent(&self) -> Option<&crate::protocol::AgentDefinition> {
+        self.config.agents.get(&self.agent)
+    }
+
+    /// The tools the model is offered: the catalog's, as the agent limits
+    /// them.
+    pub fn offered_tools(&self) -> crate::model::ToolList {
+        let agent = self.current_agent();
+        let tools = super::agents::offered(agent, &self.tools);
+        if !self.config.task_tool || !super::agents::allows(agent, super::agents::TASK_TOOL) {
+            return tools;
+        }
+        let mut with_task = tools.to_vec();
+        with_task.push(super::agents::task_spec(&self.config.agents));
+        std::sync::Arc::new(with_task)
+    }
+
+    /// Most model calls a turn may make: the agent's limit, else
+    /// `max_steps`.
+    pub fn max_steps(&self) -> u32 {
+        self.current_agent()
+            .and_then(|a| a.max_steps)
+            .unwrap_or(self.config.max_steps)
+            .max(1)
+    }
+
+    /// The system prompt the agent's requests start from.
+    pub fn base_prompt(&self) -> std::borrow::Cow<'_, str> {
+        self.config.base_prompt(&self.agent)
     }
 
     /// The current profile's description, if it is configured.

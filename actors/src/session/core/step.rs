@@ -90,6 +90,7 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
             };
             emit(&mut fx, None, notice(text));
         }
+        Input::Subagent { batch_id, update } => on_subagent(state, batch_id, update, &mut fx),
         Input::CommandDone { input_id, reply } => {
             if state.pending_command == Some(input_id) {
                 state.pending_command = None;
@@ -110,23 +111,28 @@ fn notice(message: impl Into<String>) -> AgentMessage {
 }
 
 fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
-    let tools: Vec<String> = state.tools.iter().map(|t| t.name.clone()).collect();
+    let tools: Vec<String> = state
+        .offered_tools()
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
     let mode = state.permissions.mode;
     let sandbox = if state.config.permissions.sandboxed {
         ""
     } else {
         "; commands run WITHOUT a sandbox"
     };
+    let agent = &state.agent;
     let message = if resumed {
         format!(
-            "Session {} resumed with model {} ({} messages), permission mode {mode}{sandbox}.",
+            "Session {} resumed as agent {agent} with model {} ({} messages), permission mode {mode}{sandbox}.",
             state.session_id,
             state.model,
             state.history.len()
         )
     } else {
         format!(
-            "Session {} started with model {}, permission mode {mode}{sandbox}.",
+            "Session {} started as agent {agent} with model {}, permission mode {mode}{sandbox}.",
             state.session_id, state.model
         )
     };
@@ -147,6 +153,7 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
         permission_mode: Some(state.permissions.mode),
         sandboxed: Some(state.config.permissions.sandboxed),
         instructions: instructions.iter().map(|f| f.path.clone()).collect(),
+        agent: Some(state.agent.clone()),
     };
     emit(
         fx,
@@ -155,6 +162,19 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
     );
     for text in state.config.instructions.notices() {
         emit(fx, None, notice(text));
+    }
+    for problem in &state.config.agents.problems {
+        emit(fx, None, notice(format!("Agent file not used: {problem}")));
+    }
+    if state.current_agent().is_none() {
+        emit(
+            fx,
+            None,
+            notice(format!(
+                "The agent `{agent}` is no longer defined; the session runs like `build` until /agent switches. Agents: {}.",
+                state.config.agents.names()
+            )),
+        );
     }
 }
 
@@ -243,7 +263,9 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     }
                 }
             },
-            UserInput::Query { text } => start_turn(state, input_id, text, now_ms, fx),
+            UserInput::Query { text } | UserInput::Prompt { text } => {
+                start_turn(state, input_id, text, now_ms, fx)
+            }
         }
     }
 }
@@ -674,6 +696,22 @@ enum Admitted {
 /// Check `call` against the mode and the rules; a call that must ask
 /// emits its `approval_request` (and its timer, when requests time out).
 fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Effect>) -> Admitted {
+    if call.name == super::agents::TASK_TOOL && state.config.task_tool {
+        // The child session asks for what it does itself (its approvals
+        // reach this session's front ends); starting it asks nothing.
+        if super::agents::allows(state.current_agent(), &call.name) {
+            return Admitted::Runs(GrantedCall {
+                call,
+                grant: Default::default(),
+            });
+        }
+    }
+    if !super::agents::allows(state.current_agent(), &call.name) {
+        return Admitted::Denied(ToolOutcome::error(format!(
+            "Not run: the agent `{}` is not given the tool {}. Use the tools offered.",
+            state.agent, call.name
+        )));
+    }
     let verdict = policy::decide(
         &state.config.permissions,
         &state.permissions,
@@ -773,6 +811,63 @@ fn on_tool_finished(
     }
     record_finished_results(state, fx);
     continue_after_tools(state, now_ms, fx);
+}
+
+/// A child session of a `task` call of the running batch started or
+/// ended: say so on this session's stream; a finished child's usage counts
+/// in this turn's.
+fn on_subagent(
+    state: &mut SessionState,
+    batch_id: u64,
+    update: super::input::SubagentUpdate,
+    fx: &mut Vec<Effect>,
+) {
+    let running = state.turn.as_ref().is_some_and(
+        |t| matches!(&t.phase, Phase::RunningTools { batch_id: current, .. } if *current == batch_id),
+    );
+    let turn_id = state.turn.as_ref().map(|t| t.id);
+    let event = match update {
+        super::input::SubagentUpdate::Approval {
+            child,
+            agent,
+            mut request,
+        } => {
+            request.request_id = format!("{child}/{}", request.request_id);
+            request.reason = format!("agent {agent} (session {child}): {}", request.reason);
+            request.child_session = Some(child);
+            emit(fx, turn_id, AgentMessage::ApprovalRequest(request));
+            return;
+        }
+        super::input::SubagentUpdate::Started(started) => SystemEvent::new(
+            format!(
+                "Agent {} started on \"{}\" in session {} (task call {}).",
+                started.agent, started.description, started.child, started.call_id
+            ),
+            &started,
+        ),
+        super::input::SubagentUpdate::Finished(finished) => {
+            if let Some(turn) = state.turn.as_mut().filter(|_| running) {
+                turn.usage += finished.usage;
+            } else {
+                // The turn moved on (interrupted): the tokens were still
+                // spent.
+                state.usage.total += finished.usage;
+            }
+            SystemEvent::new(
+                format!(
+                    "Agent {} in session {} finished ({}).",
+                    finished.agent,
+                    finished.child,
+                    serde_json::to_value(finished.stop_reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(String::from))
+                        .unwrap_or_default()
+                ),
+                &finished,
+            )
+        }
+    };
+    emit(fx, turn_id, AgentMessage::System(event));
 }
 
 /// An approval request is settled: tell everyone, run the call if it was
@@ -878,7 +973,7 @@ fn continue_after_tools(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effe
     if !calls.iter().all(|c| c.recorded) {
         return;
     }
-    if turn.steps >= state.config.max_steps {
+    if turn.steps >= state.max_steps() {
         end_turn(state, StopReason::MaxSteps, None, now_ms, fx);
     } else {
         call_model(state, fx);
@@ -898,15 +993,17 @@ fn shut_down_queue(state: &mut SessionState, fx: &mut Vec<Effect>) {
     }
     for QueuedInput { input_id, input } in state.queue.drain(..) {
         let message = match input {
-            UserInput::Query { .. } => AgentMessage::Result(ResultEvent {
-                stop_reason: StopReason::Cancelled,
-                text: String::new(),
-                usage: Default::default(),
-                steps: 0,
-                duration_ms: 0,
-                error: Some(REASON.into()),
-                context: None,
-            }),
+            UserInput::Query { .. } | UserInput::Prompt { .. } => {
+                AgentMessage::Result(ResultEvent {
+                    stop_reason: StopReason::Cancelled,
+                    text: String::new(),
+                    usage: Default::default(),
+                    steps: 0,
+                    duration_ms: 0,
+                    error: Some(REASON.into()),
+                    context: None,
+                })
+            }
             UserInput::Control { .. } => notice(REASON),
         };
         emit(fx, Some(input_id), message);

@@ -51,6 +51,9 @@ impl Harness {
         ];
         let config = SessionConfig {
             system_prompt: "be brief".into(),
+            tool_prompts: String::new(),
+            agents: Default::default(),
+            task_tool: false,
             instructions: Default::default(),
             max_steps,
             include_partial_messages,
@@ -1481,4 +1484,32 @@ fn a_fork_before_the_compaction_folds_to_the_uncompacted_conversation() {
     let forked = fold(&events[..at]);
     assert_eq!(forked.context.summary, None);
     assert_eq!(forked.history[..3], whole.history[..3]);
+}
+
+#[test]
+fn a_prompt_is_never_read_as_a_slash_command() {
+    let mut h = Harness::new();
+    h.query("first");
+    let req = model_calls(&h.effects).last().unwrap().0;
+    h.answer(req, "ok", &[]);
+    // As typed, `/clear` would empty the history; as a task's prompt it is
+    // text for the model.
+    h.feed(Input::Submit {
+        input_id: 7,
+        input: UserInput::Prompt {
+            text: "/clear the cache, then report".into(),
+        },
+    });
+    let calls = model_calls(&h.effects);
+    assert_eq!(calls.len(), 2, "the prompt started a turn");
+    assert_eq!(
+        h.state().history.len(),
+        3,
+        "the first question and answer kept, the prompt added"
+    );
+    assert!(
+        h.events().iter().any(
+            |e| matches!(e, AgentMessage::User(u) if u.text == "/clear the cache, then report")
+        )
+    );
 }

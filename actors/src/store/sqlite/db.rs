@@ -26,7 +26,8 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, Trans
 const MAX_CANDIDATES: usize = 5;
 
 const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, model, workspace, parent_id, \
-                               fork_seq, status, owner, last_seq, event_count, reserved_seq";
+                               fork_seq, status, owner, last_seq, event_count, reserved_seq, \
+                               parent_call_id";
 
 /// A timestamp as stored: RFC 3339, UTC, microseconds, fixed width.
 pub fn timestamp(t: DateTime<Utc>) -> String {
@@ -103,6 +104,7 @@ struct RawSession {
     last_seq: i64,
     event_count: i64,
     reserved_seq: i64,
+    parent_call_id: Option<String>,
 }
 
 impl RawSession {
@@ -121,6 +123,7 @@ impl RawSession {
             last_seq: row.get(10)?,
             event_count: row.get(11)?,
             reserved_seq: row.get(12)?,
+            parent_call_id: row.get(13)?,
         })
     }
 
@@ -164,6 +167,7 @@ impl RawSession {
             event_count: count("event_count", self.event_count)?,
             reserved_seq: count("reserved_seq", self.reserved_seq)?,
             parent,
+            parent_call: self.parent_call_id,
             id: SessionId(self.id),
             title: self.title,
             model: self.model,
@@ -197,7 +201,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
     let operation = "insert session";
     tx.prepare_cached(&format!(
         "INSERT INTO sessions ({SESSION_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(rusqlite::params![
@@ -214,6 +218,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
             int(record.last_seq),
             int(record.event_count),
             int(record.reserved_seq),
+            record.parent_call,
         ])
     })
     .map_err(|e| {
@@ -344,7 +349,8 @@ pub fn create(
         updated_at: now,
         model: new.model,
         workspace: new.workspace,
-        parent: None,
+        parent: new.parent,
+        parent_call: new.parent_call,
         status: STATUS_ACTIVE.to_string(),
         owner: Some(owner),
         last_seq: 0,
@@ -676,6 +682,7 @@ pub fn fork(
         model: parent.model,
         workspace: parent.workspace,
         parent: Some((id.clone(), at)),
+        parent_call: None,
         status: status_of(owner).to_string(),
         owner,
         last_seq: events.last().map_or(0, |event| event.seq),
@@ -777,6 +784,7 @@ pub fn import(
         model: session.model,
         workspace: session.workspace,
         parent,
+        parent_call: None,
         status: status_of(owner).to_string(),
         owner,
         last_seq: events.last().map_or(0, |event| event.seq),

@@ -19,7 +19,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -80,6 +80,13 @@ CREATE TABLE inputs (
     body        TEXT NOT NULL,
     PRIMARY KEY (session_id, input_id)
 ) WITHOUT ROWID;
+";
+
+/// v3: a session a `task` call of another session started (a sub-agent):
+/// `parent_id` is that session, `fork_seq` the seq it had reached, and
+/// `parent_call_id` the call. A fork has no call.
+const V3: &str = "
+ALTER TABLE sessions ADD COLUMN parent_call_id TEXT;
 ";
 
 /// The tables every schema version from 1 on has: a database at version 1

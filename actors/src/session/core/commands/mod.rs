@@ -14,6 +14,7 @@
 //! Text is a slash command when it starts with `/` followed by a word of
 //! letters and dashes (so `/etc/hosts is odd` stays a query).
 
+pub mod agent;
 mod clear;
 mod compact;
 mod context;
@@ -50,6 +51,7 @@ pub const COMMANDS: &[SlashCommand] = &[
     model::COMMAND,
     models::COMMAND,
     mode::COMMAND,
+    agent::COMMAND,
     tools::COMMAND,
     usage::COMMAND,
     context::COMMAND,
@@ -112,6 +114,8 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         ControlCommand::Context => context::apply(state),
         ControlCommand::SetMode { mode } => mode::set(state, *mode),
         ControlCommand::ShowMode => mode::show(state),
+        ControlCommand::SwitchAgent { name } => agent::switch(state, name),
+        ControlCommand::ListAgents => agent::list(state),
         ControlCommand::Compact { focus } => {
             return Applied::Compact {
                 focus: focus.clone(),

@@ -29,7 +29,7 @@ pub mod view;
 use super::state::SessionState;
 use crate::model::ModelRequest;
 use crate::protocol::context::{ContextReport, InstructionSource};
-use crate::protocol::{ContextConfig, Message, Strategy};
+use crate::protocol::{ContextConfig, Message, PermissionMode, Strategy};
 use crate::tokens::{self, Encoding};
 use ledger::Ledger;
 use view::{Limits, Plan};
@@ -146,9 +146,14 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         .summary
         .as_ref()
         .map(|summary| compaction::summary_block(&summary.text));
-    let planning = (state.permissions.mode == crate::protocol::PermissionMode::Plan)
+    // An agent made for planning says so in its own prompt.
+    let planning_agent = state
+        .current_agent()
+        .is_some_and(|a| a.prompt.is_some() && a.permission_mode == Some(PermissionMode::Plan));
+    let planning = (state.permissions.mode == PermissionMode::Plan && !planning_agent)
         .then_some(PLAN_MODE_PROMPT);
-    let base = state.config.base_prompt();
+    let base = state.config.base_prompt(&state.agent);
+    let offered = state.offered_tools();
     let system_prompt = format!(
         "{base}{}{}",
         planning.unwrap_or_default(),
@@ -174,7 +179,7 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         .map(|b| u64::from(*b))
         .sum::<u64>()
         + system_prompt.len() as u64
-        + tokens::tools_byte_bound(&state.tools)
+        + tokens::tools_byte_bound(&offered)
         + tokens::REQUEST_OVERHEAD;
     let simple = state.context.custom.is_none()
         && config.max_messages.is_none()
@@ -197,9 +202,9 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
     // The fixed part: what the provider was seen to charge for this system
     // prompt and these tools, else our counts; shared out in proportion to
     // our counts for the breakdown.
-    let fingerprint = Ledger::fingerprint(&base, &state.tools);
+    let fingerprint = Ledger::fingerprint(&base, &offered);
     let system_raw = ledger.system_tokens(&base);
-    let tools_raw = ledger.tool_tokens(&state.tools);
+    let tools_raw = ledger.tool_tokens(&offered);
     let counted = system_raw + tools_raw + tokens::REQUEST_OVERHEAD;
     let base_fixed = ledger.overhead(fingerprint, counted);
     let share = |raw: u64| (base_fixed as f64 * raw as f64 / counted as f64).round() as u64;
@@ -240,7 +245,7 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
             profile: state.model.clone(),
             system_prompt: assessment.system_prompt,
             messages: state.history[assessment.start..].to_vec(),
-            tools: state.tools.clone(),
+            tools: state.offered_tools(),
         };
         return Next::Call(Prepared {
             request,
@@ -322,7 +327,7 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
             profile: state.model.clone(),
             system_prompt,
             messages,
-            tools: state.tools.clone(),
+            tools: state.offered_tools(),
         },
         counted: Some((assessment.fingerprint, messages_raw)),
         notices,

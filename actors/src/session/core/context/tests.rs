@@ -353,6 +353,9 @@ fn context_benchmark_report() {
 
     let config = SessionConfig {
         system_prompt: "You are a coding agent.".into(),
+        tool_prompts: String::new(),
+        agents: Default::default(),
+        task_tool: false,
         instructions: Default::default(),
         max_steps: 50,
         include_partial_messages: true,

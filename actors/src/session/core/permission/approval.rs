@@ -27,6 +27,7 @@ pub fn request_event(request_id: &str, call: &ToolCall, asking: &Asking) -> Agen
         options,
         suggested_rule: asking.always.as_ref().map(|r| r.to_string()),
         suggested_mode: asking.mode,
+        child_session: None,
     })
 }
 

@@ -1,0 +1,52 @@
+//! Checking one table of a configuration file against the shape it must
+//! have, so that a refusal names the file and the key (`models.NAME.key`,
+//! `agents.NAME.key`), shared by the loader and the parts it resolves.
+
+use super::error::ConfigError;
+
+/// Deserialise a table, naming the key that does not fit.
+pub fn check<T: serde::de::DeserializeOwned>(
+    table: &toml::Table,
+    origin: &str,
+) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+        let key = e.path().to_string();
+        ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: if key == "." {
+                "(top level)".into()
+            } else {
+                key
+            },
+            // The toml crate appends "in `key`" on a second line; the key is named already.
+            message: e
+                .into_inner()
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+        }
+    })
+}
+
+/// Deserialise one named entry (`models.NAME`, `mcp_servers.NAME`), naming
+/// the key within it on failure.
+pub fn check_entry<T: serde::de::DeserializeOwned>(
+    table: &toml::Table,
+    origin: &str,
+    prefix: &str,
+) -> Result<T, ConfigError> {
+    check(table, origin).map_err(|e| match e {
+        ConfigError::Invalid {
+            origin,
+            key,
+            message,
+        } => ConfigError::Invalid {
+            origin,
+            key: format!("{prefix}.{key}").replace(".(top level)", ""),
+            message,
+        },
+        other => other,
+    })
+}
