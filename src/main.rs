@@ -86,7 +86,7 @@ async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Acp(args) => {
             let attach = attach_options(&cli.global, &args.session, args.attach)?;
             let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
-            frontend::acp::run(settings, attach).await
+            frontend::acp::run(settings, attach, session_flags(&args.session)).await
         }
         Command::Mcp(McpCommand::List { json }) => {
             let settings = load_settings(&cli.global, &SessionArgs::default())?;

@@ -24,15 +24,6 @@ pub struct Attach {
     pub permission_mode: Option<PermissionMode>,
 }
 
-/// The command line's say in how the chosen session runs.
-#[derive(Clone, Debug, Default)]
-pub struct SessionFlags {
-    /// `--permission-mode`.
-    pub permission_mode: Option<PermissionMode>,
-    /// `--agent`.
-    pub agent: Option<String>,
-}
-
 /// A stored session as a list shows it.
 #[derive(Clone, Debug)]
 pub struct Listed {
@@ -40,6 +31,15 @@ pub struct Listed {
     pub title: Option<String>,
     pub workspace: String,
     pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// The command line's say in how the chosen session runs.
+#[derive(Clone, Debug, Default)]
+pub struct SessionFlags {
+    /// `--permission-mode`.
+    pub permission_mode: Option<PermissionMode>,
+    /// `--agent`.
+    pub agent: Option<String>,
 }
 
 /// The sessions a front end works with.
@@ -171,13 +171,19 @@ impl Backend {
         }
     }
 
-    /// A new session working in `workspace` (an absolute path), with the
-    /// command line's model and permission mode, followed from its start.
-    pub async fn create_in(&self, workspace: PathBuf) -> anyhow::Result<Attached> {
+    /// A new session working in `workspace` (an absolute path), as the
+    /// named `agent` (default: `build`), with the command line's model and
+    /// permission mode, followed from its start.
+    pub async fn create_in(
+        &self,
+        workspace: PathBuf,
+        agent: Option<String>,
+    ) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
                 let options = SessionOptions {
                     workspace: Some(workspace),
+                    agent,
                     ..SessionOptions::default()
                 };
                 let session = runtime.create_session(options).await?;
@@ -194,7 +200,7 @@ impl Backend {
                         model.clone(),
                         Some(workspace.display().to_string()),
                         *permission_mode,
-                        None,
+                        agent,
                     )
                     .await?;
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))

@@ -39,7 +39,7 @@ mod updates;
 #[cfg(test)]
 mod updates_tests;
 
-use super::backend::{Attach, Backend};
+use super::backend::{Attach, Backend, SessionFlags};
 use agent_client_protocol::v1::schema::{
     CancelNotification, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
     NewSessionRequest, PromptRequest, SetSessionModeRequest,
@@ -51,7 +51,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Serve ACP on stdio until the client closes it.
-pub async fn run(settings: Settings, attach: Option<Attach>) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    settings: Settings,
+    attach: Option<Attach>,
+    flags: SessionFlags,
+) -> anyhow::Result<ExitCode> {
     // Keep SIGINT from ending the process (see the module's doc); the
     // stream must live as long as the connection.
     let mut interrupts = super::interrupt_signals()?;
@@ -62,7 +66,7 @@ pub async fn run(settings: Settings, attach: Option<Attach>) -> anyhow::Result<E
     });
     let models = updates::Models::of(&settings);
     let backend = Backend::start(settings, attach).await?;
-    let shared = Arc::new(sessions::Shared::new(backend, models));
+    let shared = Arc::new(sessions::Shared::new(backend, models, flags.agent));
     let served = serve(shared.clone()).await;
     shared.close().await;
     served.context("serving the Agent Client Protocol on stdio")?;

@@ -39,16 +39,19 @@ const PAGE: usize = 100;
 pub struct Shared {
     backend: Backend,
     models: Models,
+    /// `--agent`: the named agent new sessions run as.
+    agent: Option<String>,
     offers: Mutex<ClientOffers>,
     /// The task of each session open on this connection, by id.
     open: Mutex<HashMap<String, UnboundedSender<ToSession>>>,
 }
 
 impl Shared {
-    pub fn new(backend: Backend, models: Models) -> Self {
+    pub fn new(backend: Backend, models: Models, agent: Option<String>) -> Self {
         Shared {
             backend,
             models,
+            agent,
             offers: Mutex::new(ClientOffers::default()),
             open: Mutex::new(HashMap::new()),
         }
@@ -94,7 +97,11 @@ impl Shared {
         }
         self.add_mcp_servers(&request.mcp_servers, &request.cwd)
             .await;
-        match self.backend.create_in(request.cwd.clone()).await {
+        match self
+            .backend
+            .create_in(request.cwd.clone(), self.agent.clone())
+            .await
+        {
             Ok(attached) => {
                 self.start(attached, request.cwd, Opening::New(responder), connection)
                     .await

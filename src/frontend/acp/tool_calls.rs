@@ -113,6 +113,11 @@ pub fn title(name: &str, input: &Value) -> String {
             (Some(pattern), None) => format!("Search for `{pattern}`"),
             _ => "Search file contents".into(),
         },
+        "task" => match (text(input, "description"), text(input, "agent")) {
+            (Some(description), Some(agent)) => format!("{description} ({agent})"),
+            (Some(description), None) => description.to_string(),
+            _ => "Run a sub-agent".into(),
+        },
         _ => match mcp_tool(name) {
             Some((server, tool)) => format!("{tool} ({server})"),
             None => name.to_string(),
@@ -271,6 +276,13 @@ mod tests {
         assert_eq!(
             title("mcp__github__get_issue", &json!({})),
             "get_issue (github)"
+        );
+        assert_eq!(
+            title(
+                "task",
+                &json!({"description": "Review the diff", "agent": "reviewer"})
+            ),
+            "Review the diff (reviewer)"
         );
         assert_eq!(title("read_file", &json!("not an object")), "Read a file");
     }
