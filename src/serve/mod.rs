@@ -81,10 +81,19 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 }
 
 /// The whole application: the page, and the API behind the token.
-pub fn app(state: AppState, token: String) -> Router {
+/// `agents` are the agents known at start, which the document names.
+pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
     let (api, mut openapi) = api_routes();
     openapi.info.version = env!("CARGO_PKG_VERSION").to_string();
-    openapi::name_profiles(&mut openapi, state.runtime.settings().models.keys());
+    openapi::name_choices(
+        &mut openapi,
+        &[
+            ("CreateSession", "model"),
+            ("ContextOptions", "compact_model"),
+        ],
+        state.runtime.settings().models.keys(),
+    );
+    openapi::name_choices(&mut openapi, &[("CreateSession", "agent")], agents);
     let openapi = Arc::new(openapi);
     let api = api
         .route(
@@ -154,7 +163,9 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
             tracing::debug!("TCP_NODELAY not set on a connection: {e}");
         }
     });
-    let served = axum::serve(listener, app(state, token))
+    let (agents, _) = runtime.agents(None).await;
+    let agents: Vec<String> = agents.into_iter().map(|agent| agent.name).collect();
+    let served = axum::serve(listener, app(state, token, &agents))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .await;
     // Also reached when serving failed: sessions still end cleanly.

@@ -85,19 +85,21 @@ pub fn complete(openapi: &mut OpenApi) {
     openapi.paths.paths.insert("/v1/openapi.json".into(), item);
 }
 
-/// Name the configured model profiles where a body takes one
-/// (`CreateSession.model`, `ContextOptions.compact_model`): any other name
-/// is refused, so the document lists the ones accepted.
-pub fn name_profiles<'a>(openapi: &mut OpenApi, names: impl IntoIterator<Item = &'a String>) {
+/// Name the accepted values of body fields that take a name (the
+/// configured model profiles; the agents known at start, those of the
+/// server's workspace): any other name is refused, so the document lists
+/// the ones accepted.
+pub fn name_choices<'a>(
+    openapi: &mut OpenApi,
+    fields: &[(&str, &str)],
+    names: impl IntoIterator<Item = &'a String>,
+) {
     let mut values: Vec<serde_json::Value> = names.into_iter().map(|n| n.as_str().into()).collect();
     values.push(serde_json::Value::Null);
     let Some(components) = openapi.components.as_mut() else {
         return;
     };
-    for (schema, property) in [
-        ("CreateSession", "model"),
-        ("ContextOptions", "compact_model"),
-    ] {
+    for &(schema, property) in fields {
         let field = match components.schemas.get_mut(schema) {
             Some(RefOr::T(Schema::Object(object))) => object.properties.get_mut(property),
             _ => None,
