@@ -7,6 +7,12 @@ calls valid, which the server must accept), replaced by the fuzz run's own
 workspace before the request is sent. Everything else, and every request of
 negative mode, goes out as generated; a missing directory's 400 is tested
 in tests/all/serve.rs.
+
+And one thing the run must show afterwards: that a fuzzed decision reached
+the approval request set up for it. The stateful phase may delete that
+session later (a link from the approvals route to `DELETE /v1/sessions/{id}`
+is as valid as any), so each accepted decision is written down as it is
+answered, in AGENTBUS_API_FUZZ_DECISIONS.
 """
 
 import os
@@ -14,6 +20,7 @@ import os
 import schemathesis
 
 WORKSPACE = os.environ["AGENTBUS_API_FUZZ_WORKSPACE"]
+DECISIONS = os.environ["AGENTBUS_API_FUZZ_DECISIONS"]
 
 
 @schemathesis.hook
@@ -27,3 +34,14 @@ def before_call(context, case, kwargs):
         and isinstance(case.body.get("workspace"), str)
     ):
         case.body["workspace"] = WORKSPACE
+
+
+@schemathesis.hook
+def after_call(context, case, response):
+    if (
+        case.method.upper() == "POST"
+        and case.path == "/v1/sessions/{id}/approvals/{request_id}"
+        and 200 <= response.status_code < 300
+    ):
+        with open(DECISIONS, "a", encoding="utf-8") as decisions:
+            decisions.write(f"{response.status_code} {response.text}\n")
