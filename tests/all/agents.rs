@@ -7,28 +7,7 @@
 
 use crate::support::server::error_of;
 use crate::support::*;
-use serde_json::{Value, json};
-
-/// The system message of a recorded OpenAI request.
-fn system_message(body: &Value) -> String {
-    body["messages"][0]
-        .as_object()
-        .filter(|m| m["role"] == "system")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
-/// The names of the tools a recorded OpenAI request offered.
-fn offered_tools(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .map(String::from)
-        .collect()
-}
+use serde_json::json;
 
 fn write_agent(fx: &Fixture, folder: &str, file: &str, text: &str) -> std::path::PathBuf {
     let dir = fx.workspace().join(folder);

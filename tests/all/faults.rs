@@ -514,20 +514,7 @@ async fn anthropic_overloaded_529_is_retried_and_the_answer_said_once() {
 
 #[tokio::test]
 async fn retries_used_up_end_the_turn_with_an_error_and_the_session_goes_on() {
-    let fx = Fixture::with_script(
-        Script::from_toml_str(
-            "[[response]]\nstatus = 503\nbody = 'down'\n\
-             [[response]]\nstatus = 503\nbody = 'still down'\n\
-             [[response]]\ntext = \"Back.\"\n",
-        )
-        .expect("script"),
-    )
-    .await;
-    fx.add_config(&format!(
-        "[models.flaky]\nprovider = \"openai\"\nmodel = \"scripted-main\"\n\
-         base_url = \"{}\"\nmax_retries = 1\nretry_base_delay_ms = 1\n",
-        fx.server.openai_base_url()
-    ));
+    let fx = Fixture::flaky_then_back().await;
     let out = fx
         .run(&["run", "--json", "--model", "flaky", "question"])
         .await;

@@ -7,16 +7,6 @@
 use crate::support::*;
 use serde_json::Value;
 
-/// The system message of a recorded OpenAI request.
-fn system_message(body: &Value) -> String {
-    body["messages"][0]
-        .as_object()
-        .filter(|m| m["role"] == "system")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// The user-level `AGENTS.md` of the fixture's home (`XDG_CONFIG_HOME`).
 fn write_user_instructions(fx: &Fixture, text: &str) -> std::path::PathBuf {
     let dir = fx.home.path().join(".config").join("agentbus");

@@ -4,7 +4,6 @@
 //! its tool list — driven by the scripted model.
 
 use crate::support::*;
-use agentbus_testkit::RecordedRequest;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -29,23 +28,19 @@ fn at(events: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
         .unwrap_or_else(|| panic!("no such event in {events:#?}"))
 }
 
-/// The names of the tools a model request offered.
-fn offered(request: &RecordedRequest) -> Vec<String> {
-    request.body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// A FIFO the kit's test server waits at before it starts
 /// (`TEST_MCP_START_GATE`): the server is "still starting" until the test
 /// opens the gate, and waits at it again at each restart.
 struct StartGate(PathBuf);
+
+/// The test server with `extra` settings, and a first turn that would
+/// wait ten minutes for it: what the turn does is up to the server.
+fn waited_for_test_server(extra: &str) -> String {
+    format!(
+        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
+        test_server_config(extra)
+    )
+}
 
 impl StartGate {
     fn new(fx: &Fixture) -> StartGate {
@@ -225,7 +220,7 @@ async fn a_server_that_never_starts_holds_the_first_turn_only_for_first_turn_wai
     let answered = at(&events, |e| e["type"] == "assistant");
     assert!(waiting < gave_up && gave_up < answered, "{events:#?}");
     assert!(
-        !offered(&fx.server.model_calls()[0])
+        !offered_tools(&fx.server.model_calls()[0].body)
             .iter()
             .any(|t| t.starts_with("mcp__slow__"))
     );
@@ -553,7 +548,7 @@ async fn run_offers_an_mcp_servers_tools_on_its_first_request() {
     let out = fx.run(&["run", "--json", "use the echo tool"]).await;
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     let first = &fx.server.model_calls()[0];
-    let tools = offered(first);
+    let tools = offered_tools(&first.body);
     assert!(
         tools.iter().any(|t| t == "mcp__everything__echo"),
         "the first request offered {tools:?}"
@@ -590,10 +585,10 @@ async fn run_offers_an_mcp_servers_tools_on_its_first_request() {
 async fn the_first_turn_waits_for_a_server_on_its_first_start_and_says_so() {
     let fx = Fixture::new("mcp_echo").await;
     let gate = StartGate::new(&fx);
-    fx.add_config(&format!(
-        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
-        test_server_config(&format!("env = {{ {} }}", gate.env()))
-    ));
+    fx.add_config(&waited_for_test_server(&format!(
+        "env = {{ {} }}",
+        gate.env()
+    )));
     let mut run = fx.spawn(&["run", "--json", "use the test echo tool"]);
     let waiting = run.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
     assert_eq!(waiting["data"]["servers"], json!(["test"]));
@@ -612,7 +607,9 @@ async fn the_first_turn_waits_for_a_server_on_its_first_start_and_says_so() {
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     let events = out.events();
     assert_eq!(the_result(&events)["text"], "echoed: first turn");
-    assert!(offered(&fx.server.model_calls()[0]).contains(&"mcp__test__echo".to_string()));
+    assert!(
+        offered_tools(&fx.server.model_calls()[0].body).contains(&"mcp__test__echo".to_string())
+    );
     let waited = at(&events, |e| e["subtype"] == "mcp_waiting");
     let ready = at(&events, |e| {
         e["subtype"] == "mcp_server_status" && e["data"]["state"] == "ready"
@@ -629,9 +626,8 @@ async fn the_first_turn_waits_for_a_server_on_its_first_start_and_says_so() {
 #[tokio::test]
 async fn a_server_that_never_starts_holds_the_first_turn_only_until_its_startup_timeout() {
     let fx = Fixture::new("plain_reply").await;
-    fx.add_config(&format!(
-        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
-        test_server_config("args = [\"--hang-start\"]\nstartup_timeout_secs = 1")
+    fx.add_config(&waited_for_test_server(
+        "args = [\"--hang-start\"]\nstartup_timeout_secs = 1",
     ));
     let out = fx.run(&["run", "--json", "hi"]).await;
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
@@ -660,13 +656,10 @@ async fn a_server_that_never_starts_holds_the_first_turn_only_until_its_startup_
 async fn a_server_that_fails_at_start_is_reported_and_the_turn_goes_on() {
     let fx = Fixture::new("plain_reply").await;
     let gate = StartGate::new(&fx);
-    fx.add_config(&format!(
-        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
-        test_server_config(&format!(
-            "args = [\"--fail-start\"]\nenv = {{ {} }}",
-            gate.env()
-        ))
-    ));
+    fx.add_config(&waited_for_test_server(&format!(
+        "args = [\"--fail-start\"]\nenv = {{ {} }}",
+        gate.env()
+    )));
     let mut run = fx.spawn(&["run", "--json", "hi"]);
     run.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
     assert!(fx.server.model_calls().is_empty());
@@ -733,14 +726,11 @@ async fn a_restarting_server_does_not_hold_up_a_new_sessions_first_turn() {
     let fx = Fixture::new("mcp_echo").await;
     let gate = StartGate::new(&fx);
     let pid_file = fx.home.path().join("test.pid");
-    fx.add_config(&format!(
-        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
-        test_server_config(&format!(
-            "env = {{ {}, TEST_MCP_PID_FILE = \"{}\" }}",
-            gate.env(),
-            pid_file.display()
-        ))
-    ));
+    fx.add_config(&waited_for_test_server(&format!(
+        "env = {{ {}, TEST_MCP_PID_FILE = \"{}\" }}",
+        gate.env(),
+        pid_file.display()
+    )));
     let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
     chat.send("use the test echo tool\n").await;
     chat.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
@@ -790,10 +780,10 @@ async fn a_restarting_server_does_not_hold_up_a_new_sessions_first_turn() {
 async fn an_interrupt_during_the_wait_cancels_the_turn_at_once() {
     let fx = Fixture::new("mcp_echo").await;
     let gate = StartGate::new(&fx);
-    fx.add_config(&format!(
-        "[mcp]\nfirst_turn_wait_secs = 600\n{}",
-        test_server_config(&format!("env = {{ {} }}", gate.env()))
-    ));
+    fx.add_config(&waited_for_test_server(&format!(
+        "env = {{ {} }}",
+        gate.env()
+    )));
     let mut run = fx.spawn(&["run", "--json", "use the test echo tool"]);
     run.wait_for_event(|e| e["subtype"] == "mcp_waiting").await;
     run.interrupt();

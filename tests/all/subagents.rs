@@ -104,13 +104,7 @@ async fn a_task_batch_runs_two_children_at_once_and_counts_their_usage() {
 async fn interrupting_the_parent_cancels_its_child() {
     let fx = Fixture::new("subagents").await;
     let mut run = fx.spawn(&["run", "--json", "stall please"]);
-    let started = run
-        .wait_for_event(|e| e["subtype"] == "subagent_started")
-        .await;
-    let child = started["data"]["child"]
-        .as_str()
-        .expect("child")
-        .to_string();
+    let child = started_child(&mut run).await;
     // The child's model call is streaming (its first frame was sent).
     fx.server.wait_for_requests(2).await;
     run.interrupt();
@@ -138,10 +132,7 @@ async fn a_childs_approval_request_reaches_the_parents_client() {
     let started = chat
         .wait_for_event(|e| e["subtype"] == "subagent_started")
         .await;
-    let child = started["data"]["child"]
-        .as_str()
-        .expect("child")
-        .to_string();
+    let child = child_of(&started);
     let request = chat
         .wait_for_event(|e| e["type"] == "approval_request")
         .await;
@@ -174,4 +165,20 @@ async fn a_childs_approval_request_reaches_the_parents_client() {
     chat.close_stdin();
     let out = chat.finish().await;
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+}
+
+/// Waits for the parent's `subagent_started`; the child's session id.
+async fn started_child(parent: &mut Agent) -> String {
+    let started = parent
+        .wait_for_event(|e| e["subtype"] == "subagent_started")
+        .await;
+    child_of(&started)
+}
+
+/// The child session a `subagent_started` event announces.
+fn child_of(started: &serde_json::Value) -> String {
+    started["data"]["child"]
+        .as_str()
+        .expect("child")
+        .to_string()
 }

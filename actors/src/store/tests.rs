@@ -45,6 +45,12 @@ fn raw(path: &Path) -> Connection {
     Connection::open(path).expect("raw connection")
 }
 
+/// A `SELECT count(*) ...` on a raw connection.
+fn count_rows(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
+    conn.query_row(sql, params, |row| row.get(0))
+        .expect("count")
+}
+
 fn me() -> Owner {
     Owner::current()
 }
@@ -389,13 +395,11 @@ async fn stream_events_are_never_stored() {
     assert_eq!(seqs(&events), vec![1, 4]);
     let record = before.expect("record");
     assert_eq!((record.last_seq, record.event_count), (4, 2));
-    let streamed: i64 = raw(&path)
-        .query_row(
-            "SELECT count(*) FROM events WHERE type = 'stream_event'",
-            [],
-            |row| row.get(0),
-        )
-        .expect("count");
+    let streamed = count_rows(
+        &raw(&path),
+        "SELECT count(*) FROM events WHERE type = 'stream_event'",
+        [],
+    );
     assert_eq!(streamed, 0);
 }
 
@@ -728,14 +732,12 @@ async fn deleting_a_session_deletes_its_events() {
         .expect("append");
     store.delete(&sid("s1"), me()).await.expect("delete");
     assert_eq!(get(&store, "s1").await, None);
-    let count = |id: &str| -> i64 {
-        raw(&path)
-            .query_row(
-                "SELECT count(*) FROM events WHERE session_id = ?1",
-                [id],
-                |row| row.get(0),
-            )
-            .expect("count")
+    let count = |id: &str| {
+        count_rows(
+            &raw(&path),
+            "SELECT count(*) FROM events WHERE session_id = ?1",
+            [id],
+        )
     };
     assert_eq!(count("s1"), 0);
     assert_eq!(count("s2"), 4);
@@ -1033,10 +1035,7 @@ async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them() {
             .is_empty()
     );
     stop(store).await;
-    let conn = raw(&path);
-    let rows: i64 = conn
-        .query_row("SELECT count(*) FROM inputs", [], |row| row.get(0))
-        .expect("count");
+    let rows = count_rows(&raw(&path), "SELECT count(*) FROM inputs", []);
     assert_eq!(rows, 0);
 }
 
@@ -1136,9 +1135,7 @@ async fn a_database_from_a_newer_agentbus_is_refused_untouched() {
     let message = e.to_string();
     assert!(message.contains("schema version 99"), "{message}");
     assert!(message.contains("upgrade agentbus"), "{message}");
-    let tables: i64 = conn
-        .query_row("SELECT count(*) FROM sqlite_master", [], |row| row.get(0))
-        .expect("count");
+    let tables = count_rows(&conn, "SELECT count(*) FROM sqlite_master", []);
     assert_eq!(tables, 0);
 }
 

@@ -91,12 +91,10 @@ impl Shared {
         responder: Responder<NewSessionResponse>,
         connection: ConnectionTo<Client>,
     ) {
-        if let Err(why) = absolute(&request.cwd) {
+        if let Err(why) = self.prepare(&request.cwd, &request.mcp_servers).await {
             let _ = responder.respond_with_error(why);
             return;
         }
-        self.add_mcp_servers(&request.mcp_servers, &request.cwd)
-            .await;
         match self
             .backend
             .create_in(request.cwd.clone(), self.agent.clone())
@@ -121,12 +119,10 @@ impl Shared {
         responder: Responder<LoadSessionResponse>,
         connection: ConnectionTo<Client>,
     ) {
-        if let Err(why) = absolute(&request.cwd) {
+        if let Err(why) = self.prepare(&request.cwd, &request.mcp_servers).await {
             let _ = responder.respond_with_error(why);
             return;
         }
-        self.add_mcp_servers(&request.mcp_servers, &request.cwd)
-            .await;
         let id = agentbus_actors::protocol::SessionId(request.session_id.0.to_string());
         match self.backend.open(&id, Start::Beginning).await {
             Ok(attached) => {
@@ -175,6 +171,14 @@ impl Shared {
     }
 
     /// Start the editor's MCP servers (in this process only).
+    /// What opening any session needs first: an absolute `cwd`, and the
+    /// editor's MCP servers added.
+    async fn prepare(&self, cwd: &Path, servers: &[McpServer]) -> Result<(), Error> {
+        absolute(cwd)?;
+        self.add_mcp_servers(servers, cwd).await;
+        Ok(())
+    }
+
     async fn add_mcp_servers(&self, servers: &[McpServer], cwd: &Path) {
         if servers.is_empty() {
             return;

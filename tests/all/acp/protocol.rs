@@ -483,20 +483,7 @@ async fn usage_follows_each_reply_with_the_window_and_the_cost() {
 
 #[tokio::test]
 async fn a_failed_turn_is_an_error_answer_and_the_session_goes_on() {
-    let fx = Fixture::with_script(
-        agentbus_testkit::Script::from_toml_str(
-            "[[response]]\nstatus = 503\nbody = 'down'\n\
-             [[response]]\nstatus = 503\nbody = 'still down'\n\
-             [[response]]\ntext = \"Back.\"\n",
-        )
-        .expect("script"),
-    )
-    .await;
-    fx.add_config(&format!(
-        "[models.flaky]\nprovider = \"openai\"\nmodel = \"scripted-main\"\n\
-         base_url = \"{}\"\nmax_retries = 1\nretry_base_delay_ms = 1\n",
-        fx.server.openai_base_url()
-    ));
+    let fx = Fixture::flaky_then_back().await;
     let ws = fx.workspace().to_path_buf();
     with_editor(
         &fx,

@@ -13,6 +13,7 @@
 pub mod server;
 pub mod store_lock;
 
+pub use agentbus_testkit::offered_tools;
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,17 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// The system message of a recorded OpenAI request (empty when it has
+/// none).
+pub fn system_message(body: &Value) -> String {
+    body["messages"][0]
+        .as_object()
+        .filter(|m| m["role"] == "system")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
 
 /// How long any single wait may take before the test fails as hung.
 pub const GUARD: Duration = Duration::from_secs(60);
@@ -82,6 +94,25 @@ impl Fixture {
             server,
             config,
         }
+    }
+
+    /// A model that fails twice with 503 and then answers "Back.", behind
+    /// a profile `flaky` that retries once: one turn fails with its retries
+    /// used up, the next one works.
+    pub async fn flaky_then_back() -> Fixture {
+        let script = Script::from_toml_str(
+            "[[response]]\nstatus = 503\nbody = 'down'\n\
+             [[response]]\nstatus = 503\nbody = 'still down'\n\
+             [[response]]\ntext = \"Back.\"\n",
+        )
+        .expect("script");
+        let fx = Fixture::with_script(script).await;
+        fx.add_config(&format!(
+            "[models.flaky]\nprovider = \"openai\"\nmodel = \"scripted-main\"\n\
+             base_url = \"{}\"\nmax_retries = 1\nretry_base_delay_ms = 1\n",
+            fx.server.openai_base_url()
+        ));
+        fx
     }
 
     pub fn workspace(&self) -> &Path {

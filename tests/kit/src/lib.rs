@@ -54,7 +54,7 @@ pub use record::RecordedRequest;
 pub use script::Script;
 pub use server::ScriptedModel;
 pub use tokens::{count_request, count_text};
-pub use wire::{Wire, last_user_text};
+pub use wire::{Wire, last_user_text, offered_tools};
 
 /// Absolute path of the repository's `tests/fixtures` directory, where test
 /// scripts (`scripts/*.toml`) and raw stream fixtures (`openai/*.sse`, ...)

@@ -14,7 +14,7 @@ pub enum Wire {
 }
 
 /// The names of the tools a request offers, in either format.
-pub(crate) fn offered_tools(body: &Value) -> Vec<String> {
+pub fn offered_tools(body: &Value) -> Vec<String> {
     body.get("tools")
         .and_then(Value::as_array)
         .map(|tools| {

@@ -30,6 +30,28 @@ async fn binary_prints_listening_line_and_serves() {
     child.kill().await.expect("kill our child");
 }
 
+/// The binary serving `script`: the child, where it listens, and its log
+/// (stderr) line by line.
+async fn start_with_log(
+    script: &std::path::Path,
+) -> (
+    tokio::process::Child,
+    SocketAddr,
+    tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
+) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scripted-model"))
+        .arg("--script")
+        .arg(script)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn scripted-model");
+    let addr = listening_addr(child.stdout.take().expect("stdout")).await;
+    let log = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    (child, addr, log)
+}
+
 /// Reads the `listening on` line from the child's stdout.
 async fn listening_addr(stdout: tokio::process::ChildStdout) -> SocketAddr {
     let mut line = String::new();
@@ -55,16 +77,7 @@ async fn binary_counts_and_refuses_with_a_context_window() {
         "context_window = 20\n\n[[response]]\ntext = 'small enough'\n",
     )
     .expect("write script");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scripted-model"))
-        .arg("--script")
-        .arg(&path)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn scripted-model");
-    let addr = listening_addr(child.stdout.take().expect("stdout")).await;
-    let mut log = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let (mut child, addr, mut log) = start_with_log(&path).await;
 
     let request = |text: &str| {
         json!({"model": "claude-test", "max_tokens": 5, "stream": true,
@@ -116,16 +129,7 @@ async fn binary_labels_violations_and_problems_in_its_log() {
         "[[response]]\ntool_calls = [{ name = \"read_file\", arguments = {} }]\n",
     )
     .expect("write script");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scripted-model"))
-        .arg("--script")
-        .arg(&path)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("spawn scripted-model");
-    let addr = listening_addr(child.stdout.take().expect("stdout")).await;
-    let mut log = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let (mut child, addr, mut log) = start_with_log(&path).await;
     let body =
         json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
     // No tools offered: the scripted call is a violation. Then the script
