@@ -7,6 +7,7 @@
 
 use crate::support::server::error_of;
 use crate::support::*;
+use agentbus_testkit::offered_tools;
 use serde_json::json;
 
 fn write_agent(fx: &Fixture, folder: &str, file: &str, text: &str) -> std::path::PathBuf {

@@ -4,6 +4,7 @@
 //! its tool list — driven by the scripted model.
 
 use crate::support::*;
+use agentbus_testkit::offered_tools;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Stdio;

@@ -13,7 +13,6 @@
 pub mod server;
 pub mod store_lock;
 
-pub use agentbus_testkit::offered_tools;
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
