@@ -2,7 +2,8 @@
 //!
 //! A stdio server runs in its own process group, so that stopping it stops
 //! everything it started (npx wrappers, shells); its stderr is read into a
-//! short tail for status reports and logged at debug level. The client's
+//! short tail for status reports (a report of the server's end waits for
+//! the pipe's last lines) and logged at debug level. The client's
 //! handler only forwards `tools/list_changed` to whoever owns the connection.
 
 use crate::settings::{EnvironmentPolicy, McpServerConfig};
@@ -17,9 +18,14 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// Lines of stderr kept for status reports.
 const STDERR_TAIL: usize = 20;
+
+/// How long a report of a server's end waits for the last of its stderr:
+/// the pipe can still hold lines when the process has been reaped.
+const STDERR_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The client side of a connection: forwards `tools/list_changed`.
 pub struct Client {
@@ -45,18 +51,43 @@ impl ClientHandler for Client {
 
 /// The last lines a server wrote to stderr.
 #[derive(Clone, Default)]
-pub struct StderrTail(Arc<Mutex<VecDeque<String>>>);
+pub struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    /// Set while a reader follows the server's stderr; cancelled when the
+    /// reader reached the end of the pipe.
+    drained: Arc<Mutex<Option<CancellationToken>>>,
+}
 
 impl StderrTail {
     pub fn lines(&self) -> Vec<String> {
-        self.0
+        self.lines
             .lock()
             .map(|l| l.iter().cloned().collect())
             .unwrap_or_default()
     }
 
+    /// The lines once the server is gone: after its reader reached the end
+    /// of the pipe (at most [`STDERR_DRAIN`]), so that a server's last words
+    /// — often why it stopped — are in the report.
+    pub async fn final_lines(&self) -> Vec<String> {
+        let drained = self.drained.lock().ok().and_then(|token| token.clone());
+        if let Some(drained) = drained {
+            let _ = tokio::time::timeout(STDERR_DRAIN, drained.cancelled()).await;
+        }
+        self.lines()
+    }
+
+    /// A reader starts following a pipe: the token it cancels at the end.
+    fn follow(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        if let Ok(mut drained) = self.drained.lock() {
+            *drained = Some(token.clone());
+        }
+        token
+    }
+
     fn push(&self, line: String) {
-        if let Ok(mut lines) = self.0.lock() {
+        if let Ok(mut lines) = self.lines.lock() {
             if lines.len() == STDERR_TAIL {
                 lines.pop_front();
             }
@@ -187,6 +218,7 @@ fn spawn_stdio(
         })?;
     if let Some(pipe) = pipe {
         let tail = stderr.clone();
+        let drained = stderr.follow();
         let server = server.to_string();
         tokio::spawn(async move {
             let mut lines = tokio::io::BufReader::new(pipe).lines();
@@ -194,6 +226,7 @@ fn spawn_stdio(
                 tracing::debug!(server = %server, "mcp stderr: {line}");
                 tail.push(line);
             }
+            drained.cancel();
         });
     }
     Ok(transport)

@@ -256,7 +256,7 @@ async fn supervise(
             }
         };
         failures += 1;
-        let lines = stderr.lines();
+        let lines = stderr.final_lines().await;
         tracing::info!(server = %name, attempt = failures, "MCP server down: {reason}");
         if permanent || failures > MAX_START_FAILURES {
             tell(Supervision::Status(McpServerStatus::Failed {
