@@ -263,6 +263,35 @@ pub struct Models {
     pub models: Vec<Model>,
 }
 
+/// One named agent a session can run as.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Agent {
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// `built-in`, a configuration file, or the path of its Markdown file.
+    pub source: String,
+}
+
+/// `GET /v1/agents`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Agents {
+    pub agents: Vec<Agent>,
+    /// Agent files that could not be used, each naming the file and the
+    /// field.
+    pub problems: Vec<String>,
+}
+
+/// Where `GET /v1/agents` looks for agent files.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AgentsQuery {
+    /// The workspace whose `.agentbus/agents/` and `.claude/agents/` count
+    /// (an absolute path on the server; default: the server's workspace).
+    pub workspace: Option<String>,
+}
+
 /// `GET /v1/tools`.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Tools {

@@ -73,6 +73,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(stream::lifecycle_events))
         .routes(routes!(meta::health))
         .routes(routes!(meta::models))
+        .routes(routes!(meta::agents))
         .routes(routes!(meta::tools))
         .split_for_parts();
     let (router, mut document) = parts;

@@ -536,6 +536,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "GET /v1/events",
         "GET /v1/health",
         "GET /v1/models",
+        "GET /v1/agents",
         "GET /v1/tools",
         "GET /v1/openapi.json",
     ];
