@@ -736,7 +736,10 @@
    * The Markdown parser: GitHub's flavour (tables, fenced code, strikethrough),
    * with raw HTML in the text shown as text rather than made into elements
    * (a model writing "<div>" in prose means the word; a reply must never
-   * bring its own elements, scripts or handlers into the page).
+   * bring its own elements, scripts or handlers into the page), and an
+   * image as a link to it: the page loads nothing from an address a reply
+   * names (nor could it: its Content-Security-Policy allows no image from
+   * elsewhere).
    */
   const markdown = (() => {
     if (!window.marked || typeof window.marked.Marked !== 'function') return null;
@@ -747,6 +750,10 @@
         html(token) {
           const text = escapeHtml(token.text);
           return token.block ? '<p class="raw-html">' + text + '</p>\n' : text;
+        },
+        image(token) {
+          const label = escapeHtml('[image: ' + (token.text || token.href || '') + ']');
+          return /^https?:/i.test(token.href || '') ? '<a href="' + escapeHtml(token.href) + '">' + label + '</a>' : label;
         },
       },
     });
@@ -768,17 +775,16 @@
 
   const SANITIZE = {
     RETURN_DOM_FRAGMENT: true,
-    // Nothing that loads, submits or styles: images become links (below),
-    // inline styles are dropped (the page's CSP would refuse them anyway).
-    FORBID_TAGS: ['style', 'form', 'button', 'textarea', 'select', 'option', 'iframe', 'object', 'embed', 'video', 'audio', 'source', 'picture'],
+    // Nothing that loads, submits or styles (marked makes none of these;
+    // this is the second wall), inline styles dropped.
+    FORBID_TAGS: ['img', 'style', 'form', 'button', 'textarea', 'select', 'option', 'iframe', 'object', 'embed', 'video', 'audio', 'source', 'picture', 'svg', 'math'],
     FORBID_ATTR: ['style', 'id', 'name'],
     ALLOW_DATA_ATTR: false,
   };
 
   /**
    * Markdown as a fragment of the page: parsed by marked, cleaned by
-   * DOMPurify. Plain text when either script is missing. An image becomes a
-   * link to it (the page loads nothing from addresses a reply names).
+   * DOMPurify. Plain text when either script is missing.
    */
   function renderMarkdown(text) {
     const fragment = document.createDocumentFragment();
@@ -792,13 +798,6 @@
     } catch (_) {
       fragment.append(el('p', { class: 'plain-text', text }));
       return fragment;
-    }
-    for (const img of clean.querySelectorAll('img')) {
-      const src = img.getAttribute('src') || '';
-      const label = '\ud83d\uddbc ' + (img.getAttribute('alt') || 'image');
-      img.replaceWith(/^https?:/i.test(src)
-        ? el('a', { href: src, target: '_blank', rel: 'noopener noreferrer', text: label })
-        : document.createTextNode(label));
     }
     // Wide tables scroll on their own instead of widening the page.
     for (const table of clean.querySelectorAll('table')) {

@@ -242,10 +242,10 @@ async function main() {
     });
 
     const markdownReply = byId(page, 'message-assistant').filter({ hasText: 'Plan for the parser' });
-    await check('a Markdown reply is rendered: heading, bold, inline code, a fenced code block, a table, a link', page, async () => {
+    await check('a Markdown reply is rendered: heading, bold, inline code, a fenced code block, a table, a link, an image as a link', page, async () => {
       await byId(page, 'input').fill('markdown please');
       await byId(page, 'input').press('Enter');
-      await page.locator('[data-testid="message-assistant"][data-streaming="false"]').filter({ hasText: 'for more.' }).waitFor();
+      await page.locator('[data-testid="message-assistant"][data-streaming="false"]').filter({ hasText: 'diagram' }).waitFor();
       const found = await markdownReply.last().evaluate((msg) => {
         const mono = (el) => (el ? getComputedStyle(el).fontFamily : '');
         const code = msg.querySelector('pre > code');
@@ -264,6 +264,8 @@ async function main() {
           rows: msg.querySelectorAll('table tbody tr').length,
           link: link && { href: link.getAttribute('href'), target: link.target, rel: link.rel },
           raw: /\*\*|^#|```/m.test(msg.textContent),
+          images: msg.querySelectorAll('img').length,
+          image: [...msg.querySelectorAll('a')].map((a) => [a.textContent, a.getAttribute('href')]).find(([text]) => text.includes('diagram')),
         };
       });
       expect(found.h1 === 'Plan for the parser', `the heading: ${JSON.stringify(found.h1)}`);
@@ -278,6 +280,8 @@ async function main() {
       expect(found.link && found.link.href === 'https://example.com/docs' && found.link.target === '_blank' && /noopener/.test(found.link.rel),
         `the link: ${JSON.stringify(found.link)}`);
       expect(!found.raw, 'Markdown syntax is still shown');
+      expect(found.images === 0 && JSON.stringify(found.image) === JSON.stringify(['[image: diagram]', 'https://example.com/diagram.png']),
+        `the image: ${found.images} img elements, link ${JSON.stringify(found.image)}`);
       await markdownReply.last().scrollIntoViewIfNeeded();
       await shot(page, 'markdown');
     });
