@@ -254,6 +254,22 @@ pub struct Model {
     pub provider: String,
     pub model: String,
     pub base_url: String,
+    /// Its prices, when configured (the web page's cost figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<Prices>,
+}
+
+/// A model profile's prices, in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, ToSchema)]
+pub struct Prices {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Cached input read (missing: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_per_mtok: Option<f64>,
+    /// Cache writes (missing: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 /// `GET /v1/models`.

@@ -4,7 +4,7 @@
 
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::state::AppState;
-use crate::api::{Agent, Agents, AgentsQuery, Health, Model, Models, Tools};
+use crate::api::{Agent, Agents, AgentsQuery, Health, Model, Models, Prices, Tools};
 use axum::Json;
 use axum::extract::State;
 
@@ -28,6 +28,12 @@ pub async fn models(State(state): State<AppState>) -> Json<Models> {
             provider: info.provider,
             model: info.model,
             base_url: info.base_url,
+            pricing: info.pricing.map(|p| Prices {
+                input_per_mtok: p.input_per_mtok,
+                output_per_mtok: p.output_per_mtok,
+                cache_read_per_mtok: p.cache_read_per_mtok,
+                cache_write_per_mtok: p.cache_write_per_mtok,
+            }),
         })
         .collect();
     Json(Models {

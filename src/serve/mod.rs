@@ -111,11 +111,7 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state);
-    Router::new()
-        .route("/", get(web::index))
-        .route("/app.js", get(web::script))
-        .route("/style.css", get(web::style))
-        .merge(api)
+    web::routes().merge(api)
 }
 
 async fn not_found(uri: axum::http::Uri) -> error::ApiError {
