@@ -252,7 +252,9 @@ impl Translator {
                 ContentBlock::Text { text } if !self.streamed_text && !text.is_empty() => {
                     updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
                 }
-                ContentBlock::Text { .. } => {}
+                ContentBlock::Text { .. }
+                | ContentBlock::Thinking { .. }
+                | ContentBlock::RedactedThinking { .. } => {}
                 ContentBlock::ToolUse { id, name, input } => {
                     let shown = self.calls.contains_key(id);
                     self.calls.insert(
