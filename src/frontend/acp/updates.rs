@@ -3,6 +3,8 @@
 //!
 //! - streamed text → `agent_message_chunk`; a whole `assistant` message
 //!   whose text did not stream (a replay from the store) → the same;
+//! - the model's thinking → `agent_thought_chunk`, streamed or (not
+//!   streamed, a replay) whole; redacted thinking shows nothing;
 //! - a tool call → `tool_call` (as its block starts to stream, or whole),
 //!   then `tool_call_update`s: in progress, waiting for approval, and
 //!   completed or failed with what it returned (`tool_calls.rs`);
@@ -82,6 +84,8 @@ pub struct Translator {
     turns: BTreeSet<InputId>,
     /// Text streamed since the last `assistant` event.
     streamed_text: bool,
+    /// Thinking streamed since the last `assistant` event.
+    streamed_thought: bool,
     /// Tool calls announced while their block streamed, not yet in an
     /// `assistant` event (void if the attempt is discarded).
     streaming_calls: Vec<String>,
@@ -111,6 +115,7 @@ impl Translator {
             quiet: BTreeSet::new(),
             turns: BTreeSet::new(),
             streamed_text: false,
+            streamed_thought: false,
             streaming_calls: Vec::new(),
             calls: HashMap::new(),
             waiting: BTreeMap::new(),
@@ -204,6 +209,10 @@ impl Translator {
                 self.streamed_text = true;
                 vec![SessionUpdate::AgentMessageChunk(chunk(text))]
             }
+            StreamDelta::ThinkingDelta { text, .. } if !text.is_empty() => {
+                self.streamed_thought = true;
+                vec![SessionUpdate::AgentThoughtChunk(chunk(text))]
+            }
             StreamDelta::BlockStart {
                 block: BlockKind::ToolUse { id, name },
                 ..
@@ -235,6 +244,7 @@ impl Translator {
                     )));
                 }
                 self.streamed_text = false;
+                self.streamed_thought = false;
                 updates
             }
             _ => Vec::new(),
@@ -252,9 +262,13 @@ impl Translator {
                 ContentBlock::Text { text } if !self.streamed_text && !text.is_empty() => {
                     updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
                 }
-                ContentBlock::Text { .. }
-                | ContentBlock::Thinking { .. }
-                | ContentBlock::RedactedThinking { .. } => {}
+                ContentBlock::Text { .. } => {}
+                ContentBlock::Thinking { thinking, .. }
+                    if !self.streamed_thought && !thinking.is_empty() =>
+                {
+                    updates.push(SessionUpdate::AgentThoughtChunk(chunk(thinking)));
+                }
+                ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
                 ContentBlock::ToolUse { id, name, input } => {
                     let shown = self.calls.contains_key(id);
                     self.calls.insert(
@@ -294,6 +308,7 @@ impl Translator {
             }
         }
         self.streamed_text = false;
+        self.streamed_thought = false;
         self.streaming_calls.clear();
         if let Some(turn) = turn {
             self.finish.insert(turn, assistant.finish_reason.clone());
