@@ -12,9 +12,11 @@
 //! request is 3 tokens, plus the JSON of its tools, plus for the system
 //! prompt and each message 4 tokens and the tokens of every text it holds.
 //! Thinking counts when it is sent back: a signed thinking block's
-//! reasoning (Anthropic's, which goes back with its message); unsigned
-//! thinking (an OpenAI-compatible server's) never goes back and counts
-//! nothing, nor does redacted thinking, which has no text to count.
+//! reasoning (Anthropic's, which goes back with its message while the
+//! profile enables thinking — without, the count is an estimate from
+//! above); unsigned thinking (an OpenAI-compatible server's) never goes
+//! back and counts nothing, nor does redacted thinking, which has no text
+//! to count.
 
 use crate::model::ToolSpec;
 use crate::protocol::{ContentBlock, Message};
