@@ -827,7 +827,8 @@
 
   /**
    * The assistant message being streamed: a container with one element per
-   * block (text, or a tool call whose arguments are still arriving).
+   * block (the model's thinking, text, or a tool call whose arguments are
+   * still arriving).
    */
   function liveMessage(view) {
     if (!view.live) {
@@ -836,14 +837,24 @@
     return view.live;
   }
 
-  /** The live block at `index`, made as `kind` ('text' or 'tool_use') if new. */
+  /** The thinking of a message, dimmed and cut to two lines: not the answer. */
+  function thinkingNode(text) {
+    return el('div', { class: 'thinking', 'data-testid': 'thinking', text: '\u273b ' + text });
+  }
+
+  /** The live block at `index`, made as `kind` ('text', 'thinking' or 'tool_use') if new. */
   function liveBlock(view, index, kind, name) {
     const live = liveMessage(view);
     let block = live.blocks.get(index);
     if (!block) {
-      block = kind === 'tool_use'
-        ? { kind, name, json: '', node: el('div', { class: 'tool-call pending', text: '\u25b8 ' + name + '(\u2026' }) }
-        : { kind: 'text', text: '', timer: null, renderedAt: 0, node: assistantText('', true) };
+      if (kind === 'tool_use') {
+        block = { kind, name, json: '', node: el('div', { class: 'tool-call pending', text: '\u25b8 ' + name + '(\u2026' }) };
+      } else if (kind === 'thinking') {
+        block = { kind, text: document.createTextNode(''), node: thinkingNode('') };
+        block.node.append(block.text);
+      } else {
+        block = { kind: 'text', text: '', timer: null, renderedAt: 0, node: assistantText('', true) };
+      }
       live.blocks.set(index, block);
       keepScrolled(() => live.root.append(block.node));
     }
@@ -873,8 +884,14 @@
     switch (delta.type) {
       case 'block_start':
         if (delta.block && delta.block.type === 'tool_use') liveBlock(view, delta.index, 'tool_use', delta.block.name);
+        else if (delta.block && delta.block.type === 'thinking') liveBlock(view, delta.index, 'thinking');
         else liveBlock(view, delta.index, 'text');
         break;
+      case 'thinking_delta': {
+        const block = liveBlock(view, delta.index, 'thinking');
+        if (block.kind === 'thinking') keepScrolled(() => block.text.appendData(delta.text || ''));
+        break;
+      }
       case 'text_delta': {
         const block = liveBlock(view, delta.index, 'text');
         if (block.kind === 'text') {
@@ -927,7 +944,9 @@
     if (event.context) setContext(view, event.context);
     const blocks = Array.isArray(event.content) ? event.content : [];
     const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const thinking = blocks.filter((b) => b.type === 'thinking').map((b) => b.thinking || '').join('');
     const nodes = [];
+    if (thinking.trim()) nodes.push(thinkingNode(thinking.trim()));
     if (text) nodes.push(assistantText(text, false, fullTime(event.at) + (event.model ? ' \u00b7 ' + event.model : '')));
     for (const block of blocks) {
       if (block.type === 'tool_use') nodes.push(toolCall(block));

@@ -33,6 +33,7 @@ match = "beta"
 text = "Answer to beta, after {last_tool_result}"
 
 [[response]]
+thinking = "A greeting: greet back."
 text = "Hello from the scripted model."
 chunk_size = 4
 
@@ -93,6 +94,13 @@ async fn a_query_streams_over_sse_to_its_result_and_the_conversation_reads_back(
         deltas, "Hello from the scripted model.",
         "the reply streamed"
     );
+    let thought: String = sse
+        .events
+        .iter()
+        .filter(|e| e["event"]["type"] == "thinking_delta")
+        .map(|e| e["event"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(thought, "A greeting: greet back.", "the thinking streamed");
 
     let messages: Value = server
         .get_json(&format!("/v1/sessions/{id}/messages"))
@@ -1143,6 +1151,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         .env("AGENTBUS_TOKEN", &server.token)
         .env("FIRST_PROMPT", "hello")
         .env("EXPECTED_REPLY", "Hello from the scripted model.")
+        .env("EXPECTED_THINKING", "A greeting: greet back.")
         .env("SLOW_PROMPT", "stall please")
         .env("APPROVAL_PROMPT", "something risky")
         .env("APPROVAL_COMMAND", "echo page-rejected > rejected.txt")
@@ -1160,7 +1169,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("28 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("29 passed, 0 failed"), "{stdout}");
     // The page's answers reached the session: the rejected command did not
     // run, the edits (the second allowed once) and the write did.
     assert!(!f.workspace().join("rejected.txt").exists());

@@ -4,7 +4,8 @@
 //
 // Environment: AGENTBUS_URL, AGENTBUS_TOKEN, EXPECTED_REPLY (the scripted
 // reply to the first message), SLOW_PROMPT (a message whose reply streams
-// slowly), FIRST_PROMPT (default "hello"), SCREENSHOT (default
+// slowly), FIRST_PROMPT (default "hello"), EXPECTED_THINKING (the model's
+// thinking before that reply, checked when set), SCREENSHOT (default
 // /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 // AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
 //
@@ -40,6 +41,7 @@ const TOKEN = env.AGENTBUS_TOKEN || '';
 const EXPECTED_REPLY = env.EXPECTED_REPLY || '';
 const SLOW_PROMPT = env.SLOW_PROMPT || '';
 const FIRST_PROMPT = env.FIRST_PROMPT || 'hello';
+const EXPECTED_THINKING = env.EXPECTED_THINKING || '';
 const SCREENSHOT = env.SCREENSHOT || '/tmp/agentbus-page.png';
 const SHOTS = env.SHOTS || '/tmp/agentbus-web-';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
@@ -182,6 +184,20 @@ async function main() {
     await check(`the streamed reply "${EXPECTED_REPLY}" appears`, page, async () => {
       await byId(page, 'message-assistant').filter({ hasText: EXPECTED_REPLY }).first().waitFor();
     });
+
+    if (EXPECTED_THINKING) {
+      await check('the thinking shows apart, before the reply, and is not the reply', page, async () => {
+        const thinking = byId(page, 'thinking').filter({ hasText: EXPECTED_THINKING }).first();
+        await thinking.waitFor();
+        const follows = await thinking.evaluate((node) => {
+          const reply = [...document.querySelectorAll('[data-testid="message-assistant"]')].pop();
+          return !!reply && !!(node.compareDocumentPosition(reply) & Node.DOCUMENT_POSITION_FOLLOWING);
+        });
+        expect(follows, 'the reply does not follow the thinking');
+        const inReply = await byId(page, 'message-assistant').filter({ hasText: EXPECTED_THINKING }).count();
+        expect(inReply === 0, 'the thinking is shown as the reply');
+      });
+    }
 
     await check('the turn ends with an end_turn result line and Interrupt disabled', page, async () => {
       const line = byId(page, 'result-line').first();

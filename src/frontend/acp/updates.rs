@@ -3,6 +3,8 @@
 //!
 //! - streamed text → `agent_message_chunk`; a whole `assistant` message
 //!   whose text did not stream (a replay from the store) → the same;
+//! - the model's thinking → `agent_thought_chunk`, streamed or (not
+//!   streamed, a replay) whole; redacted thinking shows nothing;
 //! - a tool call → `tool_call` (as its block starts to stream, or whole),
 //!   then `tool_call_update`s: in progress, waiting for approval, and
 //!   completed or failed with what it returned (`tool_calls.rs`);
@@ -86,6 +88,8 @@ pub struct Translator {
     turns: BTreeSet<InputId>,
     /// Text streamed since the last `assistant` event.
     streamed_text: bool,
+    /// Thinking streamed since the last `assistant` event.
+    streamed_thought: bool,
     /// Tool calls announced while their block streamed, not yet in an
     /// `assistant` event (void if the attempt is discarded).
     streaming_calls: Vec<String>,
@@ -120,6 +124,7 @@ impl Translator {
             quiet: BTreeSet::new(),
             turns: BTreeSet::new(),
             streamed_text: false,
+            streamed_thought: false,
             streaming_calls: Vec::new(),
             calls: HashMap::new(),
             waiting: BTreeMap::new(),
@@ -262,6 +267,10 @@ impl Translator {
                 self.streamed_text = true;
                 vec![SessionUpdate::AgentMessageChunk(chunk(text))]
             }
+            StreamDelta::ThinkingDelta { text, .. } if !text.is_empty() => {
+                self.streamed_thought = true;
+                vec![SessionUpdate::AgentThoughtChunk(chunk(text))]
+            }
             StreamDelta::BlockStart {
                 block: BlockKind::ToolUse { id, name },
                 ..
@@ -293,6 +302,7 @@ impl Translator {
                     )));
                 }
                 self.streamed_text = false;
+                self.streamed_thought = false;
                 updates
             }
             _ => Vec::new(),
@@ -311,6 +321,12 @@ impl Translator {
                     updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
                 }
                 ContentBlock::Text { .. } => {}
+                ContentBlock::Thinking { thinking, .. }
+                    if !self.streamed_thought && !thinking.is_empty() =>
+                {
+                    updates.push(SessionUpdate::AgentThoughtChunk(chunk(thinking)));
+                }
+                ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
                 ContentBlock::ToolUse { id, name, input } => {
                     let shown = self.calls.contains_key(id);
                     self.calls.insert(
@@ -350,6 +366,7 @@ impl Translator {
             }
         }
         self.streamed_text = false;
+        self.streamed_thought = false;
         self.streaming_calls.clear();
         if let Some(turn) = turn {
             self.finish.insert(turn, assistant.finish_reason.clone());

@@ -199,6 +199,82 @@ fn streamed_text_is_shown_once() {
     assert!(texts_of(&whole).is_empty(), "{whole:?}");
 }
 
+fn thinking(thought: &str) -> ContentBlock {
+    ContentBlock::Thinking {
+        thinking: thought.into(),
+        signature: Some("sig".into()),
+    }
+}
+
+#[test]
+fn streamed_thinking_is_a_thought_shown_once() {
+    let mut feed = Feed::new();
+    feed.translator.own(1);
+    feed.send(user("2 + 2?"));
+    let chunks = [
+        feed.send(delta(StreamDelta::BlockStart {
+            index: 0,
+            block: BlockKind::Thinking,
+        })),
+        feed.send(delta(StreamDelta::ThinkingDelta {
+            index: 0,
+            text: "Two and two".into(),
+        })),
+        feed.send(delta(StreamDelta::ThinkingDelta {
+            index: 0,
+            text: " make four.".into(),
+        })),
+        feed.send(delta(StreamDelta::BlockStop { index: 0 })),
+        feed.send(delta(StreamDelta::TextDelta {
+            index: 1,
+            text: "4".into(),
+        })),
+    ]
+    .concat();
+    assert_eq!(
+        texts_of(&chunks),
+        [
+            ("thought", "Two and two".into()),
+            ("thought", " make four.".into()),
+            ("agent", "4".into())
+        ]
+    );
+    let whole = feed.send(assistant(
+        vec![
+            thinking("Two and two make four."),
+            ContentBlock::RedactedThinking {
+                data: "opaque".into(),
+            },
+            text("4"),
+        ],
+        "stop",
+    ));
+    assert!(texts_of(&whole).is_empty(), "{whole:?}");
+}
+
+#[test]
+fn replayed_thinking_is_a_thought_and_redacted_thinking_shows_nothing() {
+    let mut feed = Feed::new();
+    feed.send(user("2 + 2?"));
+    let answer = feed.send(assistant(
+        vec![
+            thinking("Two and two make four."),
+            ContentBlock::RedactedThinking {
+                data: "opaque".into(),
+            },
+            text("4"),
+        ],
+        "stop",
+    ));
+    assert_eq!(
+        texts_of(&answer),
+        [
+            ("thought", "Two and two make four.".into()),
+            ("agent", "4".into())
+        ]
+    );
+}
+
 #[test]
 fn a_replayed_turn_shows_the_user_the_answer_and_the_tool_call() {
     let mut feed = Feed::new();
