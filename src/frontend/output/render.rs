@@ -105,7 +105,7 @@ impl<W: Write> Renderer<W> {
                     self.line(&text);
                 }
                 _ => {
-                    let text = s.message.clone();
+                    let text = super::wrap::to_terminal(&s.message);
                     self.line(&text);
                 }
             },

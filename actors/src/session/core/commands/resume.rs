@@ -21,7 +21,7 @@ pub fn found(record: &SessionSummary) -> SystemEvent {
             "Resuming session {} ({}, {}).",
             record.id,
             record.title.as_deref().unwrap_or("untitled"),
-            crate::text::count(record.events as u64, "event")
+            crate::text::count(record.events, "event")
         ),
         &Resumed {
             switch_to: record.id.clone(),
