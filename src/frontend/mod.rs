@@ -129,8 +129,8 @@ impl InputEnd {
                 StopReason::EndTurn => None,
                 StopReason::Cancelled => Some("interrupted (stop_reason: cancelled)".into()),
                 StopReason::MaxSteps => Some(format!(
-                    "stopped after {} model calls (stop_reason: max_steps)",
-                    r.steps
+                    "stopped after {} (stop_reason: max_steps)",
+                    agentbus_actors::text::count(r.steps, "model call")
                 )),
                 StopReason::Error => Some(format!(
                     "the turn failed (stop_reason: error): {}",
