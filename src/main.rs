@@ -137,7 +137,7 @@ async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCo
 /// anything does (`serve` and `acp` go on: sessions may use another).
 async fn say_model_problem(settings: &agentbus_actors::Settings) {
     if let Some(problem) = model_check::check(settings, &settings.model).await {
-        problem.say(settings);
+        frontend::say_model_problem(&problem, settings);
     }
 }
 

@@ -100,18 +100,9 @@ impl Problem {
         }
     }
 
-    /// Say it on stderr, with the user's configuration file in the advice.
-    pub fn say(&self, settings: &Settings) {
-        let config_file = crate::config::user_config_file();
-        eprintln!(
-            "agentbus: {}",
-            self.advice(settings, config_file.as_deref())
-        );
-    }
-
     /// What is wrong and the three ways out, as lines for stderr (the
     /// first one says what is wrong). `config_file` is where the user's
-    /// own profiles go.
+    /// own profiles go (`config::user_config_file`).
     pub fn advice(&self, settings: &Settings, config_file: Option<&Path>) -> String {
         let others: Vec<&str> = settings
             .models
@@ -130,20 +121,29 @@ impl Problem {
         match self {
             Problem::MissingKey { profile, variable } => {
                 let local = match local_profile(settings) {
-                    Some((name, local)) => format!(
-                        "run a model on this machine: start an OpenAI-compatible server where profile `{name}` expects it ({}), e.g. {}, then use --model {name}",
-                        local.base_url,
-                        start_command(local)
-                    ),
-                    None => format!(
-                        "run a model on this machine: start an OpenAI-compatible server, e.g. {}, and add a profile for it (provider = \"openai\", base_url = \"http://127.0.0.1:8080/v1\")",
-                        llama_server(8080)
-                    ),
+                    Some((name, local)) => {
+                        let (whose, command) = start_command(local);
+                        format!(
+                            "run a model on this machine: start an OpenAI-compatible server where profile `{name}` expects it ({}), e.g. {whose}:\n       \
+                             {command}\n     \
+                             then use --model {name}",
+                            local.base_url
+                        )
+                    }
+                    None => {
+                        let (whose, command) = llama_server(8080);
+                        format!(
+                            "run a model on this machine: start an OpenAI-compatible server, e.g. {whose}:\n       \
+                             {command}\n     \
+                             and add a profile for it (provider = \"openai\", base_url = \"http://127.0.0.1:8080/v1\")"
+                        )
+                    }
                 };
                 format!(
                     "model profile `{profile}` needs an API key in the environment variable {variable}, which is not set.\n\
                      Fix it one of three ways:\n  \
-                     1. set the key: export {variable}=... (then start agentbus again)\n  \
+                     1. set the key, then start agentbus again:\n       \
+                     export {variable}=...\n  \
                      2. {local}\n  \
                      3. {pick}"
                 )
@@ -153,7 +153,7 @@ impl Problem {
                 base_url,
                 detail,
             } => {
-                let start = settings
+                let (whose, command) = settings
                     .models
                     .get(profile)
                     .map(start_command)
@@ -174,8 +174,9 @@ impl Problem {
                 format!(
                     "model profile `{profile}` expects a server at {base_url}, and nothing answers there ({detail}).\n\
                      Fix it one of three ways:\n  \
-                     1. start an OpenAI-compatible server there, e.g. {start}\n  \
-                     2. use a hosted model: set {keys}, then use --model NAME with its profile\n  \
+                     1. start an OpenAI-compatible server there, e.g. {whose}:\n       \
+                     {command}\n  \
+                     2. use a hosted model: set {keys}, then pick its profile with --model NAME\n  \
                      3. {pick}"
                 )
             }
@@ -190,9 +191,9 @@ pub fn connect_hint(settings: &Settings, name: &str) -> Option<String> {
     if !profile.is_local() || profile.missing_key().is_some() {
         return None;
     }
+    let (whose, command) = start_command(profile);
     Some(format!(
-        "is a server running there? Start one (e.g. {}), set an API key and switch to its profile, or pick another profile (/models, /model NAME)",
-        start_command(profile)
+        "is a server running there? Start one (e.g. {whose}: `{command}`), set an API key and switch to its profile, or pick another profile (/models, /model NAME)"
     ))
 }
 
@@ -210,24 +211,27 @@ fn local_profile(settings: &Settings) -> Option<(&str, &ModelProfile)> {
         .map(|(name, p)| (name.as_str(), p))
 }
 
-/// How to start a server where `profile` expects one: Ollama on its port,
-/// llama.cpp's server otherwise.
-fn start_command(profile: &ModelProfile) -> String {
+/// How to start a server where `profile` expects one — whose server, and
+/// the command: Ollama on its port, llama.cpp's server otherwise.
+fn start_command(profile: &ModelProfile) -> (&'static str, String) {
     let port = host_and_port(&profile.base_url)
         .map(|(_, port)| port)
         .unwrap_or(8080);
     if port == 11434 {
-        format!(
-            "Ollama's: `ollama serve` and `ollama pull {}`",
-            profile.model
+        (
+            "Ollama's",
+            format!("ollama serve  (and once: ollama pull {})", profile.model),
         )
     } else {
         llama_server(port)
     }
 }
 
-fn llama_server(port: u16) -> String {
-    format!("llama.cpp's: `llama-server -hf {LLAMA_SERVER_MODEL} --port {port}`")
+fn llama_server(port: u16) -> (&'static str, String) {
+    (
+        "llama.cpp's",
+        format!("llama-server -hf {LLAMA_SERVER_MODEL} --port {port}"),
+    )
 }
 
 #[cfg(test)]
@@ -291,8 +295,8 @@ mod tests {
         let advice = problem.advice(&s, Some(Path::new("/home/u/.config/agentbus/config.toml")));
         for needle in [
             "AGENTBUS_SURELY_UNSET_KEY",
-            "export AGENTBUS_SURELY_UNSET_KEY=",
-            "llama-server -hf ggml-org/gemma-3-1b-it-GGUF --port 8080",
+            "\n       export AGENTBUS_SURELY_UNSET_KEY=...\n",
+            "\n       llama-server -hf ggml-org/gemma-3-1b-it-GGUF --port 8080\n",
             "http://127.0.0.1:8080/v1",
             "--model local",
             "--model NAME",

@@ -284,7 +284,7 @@ impl Backend {
     /// Attach to a session by id (where a command switched to).
     pub async fn open(&self, id: &SessionId, start: Start) -> anyhow::Result<Attached> {
         match self {
-            Backend::Local(runtime) => Ok(Attached::local(runtime.open_session(id).await?, start)),
+            Backend::Local(runtime) => Ok(Attached::local(open_stored(runtime, id).await?, start)),
             Backend::Remote { client, .. } => {
                 let record = client.session(&id.0).await?;
                 Ok(remote_attach(client, record, start))
@@ -305,7 +305,7 @@ impl Backend {
         };
         match crate::model_check::check(runtime.settings(), &model).await {
             Some(problem) => {
-                problem.say(runtime.settings());
+                super::say_model_problem(&problem, runtime.settings());
                 true
             }
             None => false,

@@ -147,6 +147,21 @@ impl InputEnd {
     }
 }
 
+/// Say on stderr what keeps a model profile from answering, with the ways
+/// out (the user's configuration file named), broken at words on a
+/// terminal.
+pub fn say_model_problem(
+    problem: &crate::model_check::Problem,
+    settings: &agentbus_actors::Settings,
+) {
+    let config_file = crate::config::user_config_file();
+    let advice = problem.advice(settings, config_file.as_deref());
+    eprintln!(
+        "{}",
+        output::wrap::to_stderr(&format!("agentbus: {advice}"))
+    );
+}
+
 /// SIGINT as a stream. Made once, before the loop that waits for it: a
 /// signal that arrives while the loop is busy elsewhere is kept, where a
 /// fresh `ctrl_c()` future per iteration would miss it.

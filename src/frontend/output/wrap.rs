@@ -12,12 +12,17 @@ pub fn to_terminal(text: &str) -> String {
     if text.trim_start().starts_with('{') {
         return text.to_string();
     }
-    wrap(text, terminal_width())
+    wrap(text, terminal_width(std::io::stdout().is_terminal()))
 }
 
-/// The width of the terminal stdout is; `None` when it is not one.
-fn terminal_width() -> Option<usize> {
-    if !std::io::stdout().is_terminal() {
+/// `text` wrapped to the width of the terminal stderr is, if it is one.
+pub fn to_stderr(text: &str) -> String {
+    wrap(text, terminal_width(std::io::stderr().is_terminal()))
+}
+
+/// The terminal's width when the stream is one; `None` otherwise.
+fn terminal_width(is_terminal: bool) -> Option<usize> {
+    if !is_terminal {
         return None;
     }
     crossterm::terminal::size()
@@ -45,9 +50,15 @@ fn wrap_line(line: &str, width: usize) -> String {
         return line.to_string();
     }
     let own = line.len() - line.trim_start().len();
+    // A numbered item (`  2. ...`) continues under its text.
+    let rest = &line[own..];
+    let item = rest
+        .find(". ")
+        .filter(|&at| at > 0 && rest[..at].bytes().all(|b| b.is_ascii_digit()))
+        .map(|at| own + at + ". ".len());
     let hanging = match line.find(" — ") {
         Some(at) => line[..at + " — ".len()].width(),
-        None => own + 2,
+        None => item.unwrap_or(own + 2),
     };
     // A description that would start past half the width gets more room.
     let hanging = if hanging > width / 2 {
@@ -110,6 +121,18 @@ mod tests {
             wrapped
                 .lines()
                 .any(|l| l.trim() == "supercalifragilisticexpialidocious")
+        );
+    }
+
+    #[test]
+    fn a_numbered_item_continues_under_its_text() {
+        let wrapped = wrap(
+            "  2. use a hosted model: set the key then pick it",
+            Some(30),
+        );
+        assert_eq!(
+            wrapped,
+            "  2. use a hosted model: set\n     the key then pick it"
         );
     }
 
