@@ -50,16 +50,7 @@ fn wrap_line(line: &str, width: usize) -> String {
         return line.to_string();
     }
     let own = line.len() - line.trim_start().len();
-    // A numbered item (`  2. ...`) continues under its text.
-    let rest = &line[own..];
-    let item = rest
-        .find(". ")
-        .filter(|&at| at > 0 && rest[..at].bytes().all(|b| b.is_ascii_digit()))
-        .map(|at| own + at + ". ".len());
-    let hanging = match line.find(" — ") {
-        Some(at) => line[..at + " — ".len()].width(),
-        None => item.unwrap_or(own + 2),
-    };
+    let hanging = hanging_indent(line, own);
     // A description that would start past half the width gets more room.
     let hanging = if hanging > width / 2 {
         own + 4
@@ -70,17 +61,18 @@ fn wrap_line(line: &str, width: usize) -> String {
     let mut current = line[..own].to_string();
     let mut current_width = own;
     let mut empty = true;
-    for word in line[own..].split(' ').filter(|w| !w.is_empty()) {
+    for (gap, word) in words(&line[own..]) {
         let word_width = word.width();
-        if !empty && current_width + 1 + word_width > width {
+        if !empty && current_width + gap.width() + word_width > width {
             lines.push(std::mem::take(&mut current));
             current = " ".repeat(hanging);
             current_width = hanging;
             empty = true;
         }
         if !empty {
-            current.push(' ');
-            current_width += 1;
+            // The spacing between words stays as written (aligned columns).
+            current.push_str(gap);
+            current_width += gap.width();
         }
         current.push_str(word);
         current_width += word_width;
@@ -88,6 +80,45 @@ fn wrap_line(line: &str, width: usize) -> String {
     }
     lines.push(current);
     lines.join("\n")
+}
+
+/// Where a wrapped line's continuations start: under a listing's
+/// description (after ` — `), under a numbered item's text (`2. `), under
+/// the second column of a `label   value` line, else two columns in.
+fn hanging_indent(line: &str, own: usize) -> usize {
+    if let Some(at) = line.find(" — ") {
+        return line[..at + " — ".len()].width();
+    }
+    let rest = &line[own..];
+    if let Some(at) = rest
+        .find(". ")
+        .filter(|&at| at > 0 && rest[..at].bytes().all(|b| b.is_ascii_digit()))
+    {
+        return own + at + ". ".len();
+    }
+    if let Some(at) = rest.find("  ") {
+        let after = rest[at..].len() - rest[at..].trim_start().len();
+        return (line[..own + at].width()) + after;
+    }
+    own + 2
+}
+
+/// The words of `text`, each with the spaces before it.
+fn words(text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let word_start = rest.len() - rest.trim_start_matches(' ').len();
+        let gap = &rest[..word_start];
+        let after = &rest[word_start..];
+        if after.is_empty() {
+            break;
+        }
+        let word_end = after.find(' ').unwrap_or(after.len());
+        out.push((gap, &after[..word_end]));
+        rest = &after[word_end..];
+    }
+    out
 }
 
 #[cfg(test)]
@@ -133,6 +164,18 @@ mod tests {
         assert_eq!(
             wrapped,
             "  2. use a hosted model: set\n     the key then pick it"
+        );
+    }
+
+    #[test]
+    fn aligned_columns_keep_their_spacing_and_continue_under_the_value() {
+        let wrapped = wrap(
+            "  context       no request yet; the budget is 3584 tokens",
+            Some(40),
+        );
+        assert_eq!(
+            wrapped,
+            "  context       no request yet; the\n                budget is 3584 tokens"
         );
     }
 
