@@ -231,7 +231,10 @@ pub fn input() -> RefOr<Schema> {
         ("list_tools", "List the tools"),
         ("usage", "Show token usage"),
         ("context", "Show where the context budget goes"),
-        ("debug", "Show the session state"),
+        (
+            "debug",
+            "Show what the session is doing (full: the whole state as JSON)",
+        ),
         ("show_mode", "Show the permission mode and rules"),
         ("list_agents", "List the named agents and the active one"),
         ("compact", "Summarise older turns now"),
@@ -240,12 +243,19 @@ pub fn input() -> RefOr<Schema> {
             "Ask the model to write or improve AGENTS.md (answers with a turn)",
         ),
     ];
+    let full: Schema = ObjectBuilder::new()
+        .schema_type(Type::Boolean)
+        .description(Some(
+            "The whole state as JSON instead of a summary (default: false)",
+        ))
+        .build()
+        .into();
     let mut one_of = OneOfBuilder::new().item(query);
     for (name, description) in bare {
-        let fields: Vec<(&str, Schema, bool)> = if name == "compact" {
-            vec![("focus", focus.clone(), false)]
-        } else {
-            Vec::new()
+        let fields: Vec<(&str, Schema, bool)> = match name {
+            "compact" => vec![("focus", focus.clone(), false)],
+            "debug" => vec![("full", full.clone(), false)],
+            _ => Vec::new(),
         };
         one_of = one_of.item(command(name, description, &fields));
     }

@@ -1,17 +1,48 @@
 //! The command line: global flags and subcommands (clap).
 
+use crate::logging::LogFormat;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
-/// agentbus: a runtime for LLM agent sessions that read, write and edit
-/// files and run commands in your workspace.
+/// agentbus: LLM agent sessions that read, write and edit files and run
+/// commands in your workspace. Without a subcommand it opens the chat, as
+/// `agentbus chat` does, and takes its flags (`agentbus --continue`,
+/// `agentbus --model NAME`).
 #[derive(Debug, Parser)]
-#[command(name = "agentbus", version, about, long_about = None)]
+#[command(name = "agentbus", version, long_about = None)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// The chat's flags, for `agentbus` without a subcommand.
+    #[command(flatten)]
+    pub chat: ChatArgs,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// The global flags and the subcommand (`chat` when none was given).
+    /// A chat flag before a subcommand (`agentbus --model x run ...`) is a
+    /// usage error, never silently dropped. (clap's
+    /// `args_conflicts_with_subcommands` would refuse the global flags
+    /// too.)
+    pub fn into_parts(self) -> (GlobalArgs, Command) {
+        let command = match self.command {
+            None => Command::Chat(self.chat),
+            Some(command) if self.chat == ChatArgs::default() => command,
+            Some(_) => {
+                use clap::CommandFactory as _;
+                Cli::command()
+                    .error(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        "a session flag (--model, --continue, --json, ...) before the subcommand is the chat's: \
+                         put it after the subcommand (`agentbus run --model NAME \"...\"`)",
+                    )
+                    .exit()
+            }
+        };
+        (self.global, command)
+    }
 }
 
 /// Flags every subcommand takes.
@@ -27,6 +58,14 @@ pub struct GlobalArgs {
     /// The directory the agent works in (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
+    /// Write the logs to this file (created with its folders, appended to)
+    /// instead of stderr. Default: `[log] file`.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+    /// How log lines are written: text, or json (one object per line).
+    /// Default: `[log] format`, else text.
+    #[arg(long, global = true, value_name = "FORMAT")]
+    pub log_format: Option<LogFormat>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -48,6 +87,12 @@ pub enum Command {
     /// Serve the Agent Client Protocol on stdin/stdout, for editors (Zed,
     /// JetBrains, Neovim) and ACP clients: start it from the editor.
     Acp(AcpArgs),
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// powershell to stdout (see the README for where to put it).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -70,10 +115,14 @@ pub struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// The stored sessions, most recent first.
+    /// The stored sessions of this workspace (`--all`: of every
+    /// workspace), most recent first.
     List {
         #[arg(long)]
         json: bool,
+        /// Every workspace's sessions, with a WORKSPACE column.
+        #[arg(long)]
+        all: bool,
     },
     /// One session: its details and conversation (`--json`: its events).
     Show {
@@ -113,10 +162,16 @@ pub enum McpCommand {
 }
 
 /// Flags that choose the session: a new one by default.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone, Default, PartialEq)]
 pub struct ResumeArgs {
     /// Continue this stored session (its id, or the start of one).
-    #[arg(long, value_name = "ID", conflicts_with = "continue_")]
+    #[arg(
+        long,
+        short = 'r',
+        visible_alias = "resume",
+        value_name = "ID",
+        conflicts_with = "continue_"
+    )]
     pub session: Option<String>,
     /// Continue the most recent session of this workspace.
     #[arg(long = "continue", short = 'c')]
@@ -124,7 +179,7 @@ pub struct ResumeArgs {
 }
 
 /// Flags that choose how a session runs.
-#[derive(Debug, Args, Clone, Default)]
+#[derive(Debug, Args, Clone, Default, PartialEq)]
 pub struct SessionArgs {
     /// Model profile to use (see /models).
     #[arg(long, value_name = "NAME")]
@@ -147,7 +202,7 @@ pub struct SessionArgs {
     pub allow: Vec<String>,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default, PartialEq)]
 pub struct ChatArgs {
     #[command(flatten)]
     pub session: SessionArgs,
@@ -175,7 +230,8 @@ pub struct RunArgs {
     /// address) instead of one in this process.
     #[arg(long, value_name = "URL")]
     pub attach: Option<String>,
-    /// The prompt (words are joined with spaces; `-` reads it from stdin).
-    #[arg(required = true, value_name = "PROMPT")]
+    /// The prompt (words are joined with spaces). Without one, or with `-`,
+    /// it is read from stdin when stdin is not a terminal.
+    #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
 }

@@ -2,20 +2,23 @@
 //!
 //! Everything agentbus *is* lives in the `agentbus-actors` crate; this crate
 //! parses the command line, loads the configuration, starts the runtime and
-//! plugs a front end into a session. Logs go to stderr (RUST_LOG filters
-//! them); stdout belongs to the user's output and `--json` events.
+//! plugs a front end into a session. Logs go to stderr or a file (never
+//! stdout: it belongs to the user's output and `--json` events).
 
 mod admin;
 mod api;
 mod api_schemas;
 mod cli;
 mod config;
+mod daemons;
 mod frontend;
+mod logging;
+mod model_check;
 mod remote;
 mod serve;
 
 use anyhow::Context as _;
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, GlobalArgs, McpCommand, SessionArgs};
 use std::process::ExitCode;
 
@@ -23,16 +26,15 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    init_tracing();
-    let runtime = match async_runtime(&cli.command) {
+    let (global, command) = Cli::parse().into_parts();
+    let runtime = match async_runtime(&command) {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("agentbus: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(dispatch(cli));
+    let outcome = runtime.block_on(dispatch(global, command));
     // Everything that matters was awaited by `dispatch`; what is left is at
     // most a read of stdin parked on a blocking thread, which would keep
     // the process alive until the next line.
@@ -40,10 +42,28 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("agentbus: {e:#}");
+            eprintln!("agentbus: {}", error_chain(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes, each said once: a cause whose text its
+/// error's message already holds (`cannot open X: no such file`) is left
+/// out.
+fn error_chain(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let said = cause.to_string();
+        if text.contains(&said) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&said);
+    }
+    text
 }
 
 /// `run` is one turn of one session: one worker thread drives it
@@ -59,39 +79,65 @@ fn async_runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> 
     builder.enable_all().build()
 }
 
-async fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
+async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCode> {
     agentbus_actors::runtime::install_crypto_provider();
-    match cli.command {
+    match command {
         Command::Chat(args) => {
-            let attach = attach_options(&cli.global, &args.session, args.attach)?;
-            let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
+            let attach = attach_options(&global, &args.session, args.attach)?;
+            let settings = configure(&global, &local_part(&args.session, &attach))?;
             let flags = session_flags(&args.session);
             frontend::chat::run(settings, args.resume, args.json, attach, flags).await
         }
         Command::Run(args) => {
-            let attach = attach_options(&cli.global, &args.session, args.attach)?;
-            let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
-            let prompt = frontend::run::read_prompt(&args.prompt).await?;
+            let attach = attach_options(&global, &args.session, args.attach)?;
+            let settings = configure(&global, &local_part(&args.session, &attach))?;
+            let Some(prompt) = frontend::run::read_prompt(&args.prompt).await? else {
+                eprintln!(
+                    "agentbus: run needs a prompt: `agentbus run \"...\"`, or one piped on stdin (`echo ... | agentbus run`)"
+                );
+                return Ok(ExitCode::from(2));
+            };
             let flags = session_flags(&args.session);
             frontend::run::run(settings, args.resume, prompt, args.json, attach, flags).await
         }
         Command::Sessions(command) => {
-            let settings = load_settings(&cli.global, &SessionArgs::default())?;
+            let settings = configure(&global, &SessionArgs::default())?;
             admin::sessions::run(settings, command).await
         }
         Command::Serve(args) => {
-            let settings = load_settings(&cli.global, &SessionArgs::default())?;
+            let settings = configure(&global, &SessionArgs::default())?;
+            say_model_problem(&settings).await;
             serve::run(settings, args.listen).await
         }
         Command::Acp(args) => {
-            let attach = attach_options(&cli.global, &args.session, args.attach)?;
-            let settings = load_settings(&cli.global, &local_part(&args.session, &attach))?;
+            let attach = attach_options(&global, &args.session, args.attach)?;
+            let settings = configure(&global, &local_part(&args.session, &attach))?;
+            if attach.is_none() {
+                say_model_problem(&settings).await;
+            }
             frontend::acp::run(settings, attach, session_flags(&args.session)).await
         }
         Command::Mcp(McpCommand::List { json }) => {
-            let settings = load_settings(&cli.global, &SessionArgs::default())?;
+            let settings = configure(&global, &SessionArgs::default())?;
             admin::mcp::list(settings, json).await
         }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "agentbus",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// Say on stderr what keeps the default profile from answering, if
+/// anything does (`serve` and `acp` go on: sessions may use another).
+async fn say_model_problem(settings: &agentbus_actors::Settings) {
+    if let Some(problem) = model_check::check(settings, &settings.model).await {
+        frontend::say_model_problem(&problem, settings);
     }
 }
 
@@ -139,7 +185,8 @@ fn local_part(session: &SessionArgs, attach: &Option<frontend::backend::Attach>)
     local
 }
 
-fn load_settings(
+/// Load the configuration and start logging as it (and the flags) say.
+fn configure(
     global: &GlobalArgs,
     session: &SessionArgs,
 ) -> anyhow::Result<agentbus_actors::Settings> {
@@ -152,16 +199,15 @@ fn load_settings(
         permission_mode: session.permission_mode,
         allow: session.allow.clone(),
     };
-    config::load(&options).context("configuration")
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .init();
+    let loaded = config::load(&options).context("configuration")?;
+    let flags = logging::LogSettings {
+        file: global.log_file.clone(),
+        format: global.log_format,
+        level: None,
+    };
+    logging::init(&loaded.log.overridden_by(flags))?;
+    let mut settings = loaded.settings;
+    // A turn that cannot reach a server on this machine says what to do.
+    settings.unreachable_hint = model_check::connect_hint(&settings, &settings.model);
+    Ok(settings)
 }

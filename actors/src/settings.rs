@@ -477,6 +477,11 @@ pub struct ModelProfile {
     /// Never serialised.
     #[serde(default, skip_serializing)]
     pub api_key: Option<Secret>,
+    /// The variable of `api_key_env` may be unset: no key is sent then
+    /// (the library's `Provider::openai`, for servers with or without a
+    /// key). A configured `api_key_env` is required: never set from a file.
+    #[serde(skip)]
+    pub key_optional: bool,
     /// Cap on output tokens per model call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
@@ -546,7 +551,9 @@ fn default_stream_idle_timeout_secs() -> u64 {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ApiKeyError {
     /// `needed_by` names the setting, e.g. "`api_key` of model profile `x`".
-    #[error("environment variable {var} is not set (needed by {needed_by})")]
+    #[error(
+        "environment variable {var} is not set (needed by {needed_by}): set it and start agentbus again, or switch to another profile (/models lists them)"
+    )]
     MissingVariable { needed_by: String, var: String },
 }
 
@@ -563,6 +570,7 @@ impl ModelProfile {
             base_url: base_url.into(),
             api_key_env: None,
             api_key: None,
+            key_optional: false,
             max_output_tokens: None,
             max_tokens_field: None,
             context_window: None,
@@ -641,17 +649,61 @@ impl ModelProfile {
 
     /// The key to send, if the profile has one: `api_key` (with `${VAR}`
     /// expanded) or else the variable named by `api_key_env`. `Ok(None)` when
-    /// the profile needs no key or its `api_key_env` is unset (local servers).
+    /// the profile needs no key (local servers: no `api_key_env`, or one
+    /// that is [`key_optional`](Self::key_optional) and unset). A variable
+    /// the profile needs and the environment lacks (or has empty) is the
+    /// error: nothing is sent without it, and nothing is retried.
     pub fn api_key(&self, profile: &str) -> Result<Option<String>, ApiKeyError> {
         if let Some(Secret(raw)) = &self.api_key {
             return expand_secret(raw, &format!("`api_key` of model profile `{profile}`"))
                 .map(Some);
         }
-        Ok(self
-            .api_key_env
-            .as_deref()
-            .and_then(|var| std::env::var(var).ok())
-            .filter(|k| !k.is_empty()))
+        let Some(var) = self.api_key_env.as_deref() else {
+            return Ok(None);
+        };
+        match std::env::var(var).ok().filter(|k| !k.is_empty()) {
+            Some(key) => Ok(Some(key)),
+            None if self.key_optional => Ok(None),
+            None => Err(ApiKeyError::MissingVariable {
+                needed_by: format!("`api_key_env` of model profile `{profile}`"),
+                var: var.to_string(),
+            }),
+        }
+    }
+
+    /// The environment variable this profile needs for its key when the
+    /// environment does not have it (unset or empty): the profile cannot
+    /// be used until agentbus starts with it set. `None` when the key is
+    /// there or none is needed.
+    pub fn missing_key(&self) -> Option<String> {
+        let var = match &self.api_key {
+            Some(secret) => secret.variable()?,
+            None if self.key_optional => return None,
+            None => self.api_key_env.as_deref()?,
+        };
+        let set = std::env::var(var).is_ok_and(|v| !v.is_empty());
+        (!set).then(|| var.to_string())
+    }
+
+    /// Whether `base_url` is on this machine (`localhost`, a loopback
+    /// address): a local server, which may simply not be running.
+    pub fn is_local(&self) -> bool {
+        let Some(rest) = self.base_url.split_once("://").map(|(_, rest)| rest) else {
+            return false;
+        };
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        let authority = authority
+            .rsplit_once('@')
+            .map_or(authority, |(_, host)| host);
+        let host = if let Some(bracketed) = authority.strip_prefix('[') {
+            bracketed.split(']').next().unwrap_or_default()
+        } else {
+            authority.split(':').next().unwrap_or_default()
+        };
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback() || ip.is_unspecified())
     }
 
     /// The environment variable a user should set to give this profile a key.
@@ -679,6 +731,7 @@ impl ModelProfile {
             },
             context: self.context.clone(),
             pricing: self.pricing(),
+            key_missing: self.missing_key(),
         }
     }
 }
@@ -819,8 +872,40 @@ mod tests {
     }
 
     #[test]
-    fn unset_api_key_env_means_no_key() {
-        let p = profile(None, Some("AGENTBUS_TEST_SURELY_UNSET"));
+    fn an_unset_api_key_env_is_an_error_naming_the_variable_unless_optional() {
+        let mut p = profile(None, Some("AGENTBUS_TEST_SURELY_UNSET"));
+        let err = p.api_key("cloud").unwrap_err().to_string();
+        assert!(
+            err.contains("AGENTBUS_TEST_SURELY_UNSET") && err.contains("`cloud`"),
+            "{err}"
+        );
+        assert_eq!(
+            p.missing_key().as_deref(),
+            Some("AGENTBUS_TEST_SURELY_UNSET")
+        );
+        assert_eq!(p.info("cloud").key_missing, p.missing_key());
+        p.key_optional = true;
         assert_eq!(p.api_key("local"), Ok(None));
+        assert_eq!(p.missing_key(), None);
+        let keyless = profile(None, None);
+        assert_eq!(keyless.api_key("local"), Ok(None));
+        assert_eq!(keyless.missing_key(), None);
+        let set = profile(None, Some("PATH"));
+        assert_eq!(set.missing_key(), None);
+    }
+
+    #[test]
+    fn local_means_this_machine() {
+        let at = |url: &str| ModelProfile::new(ProviderKind::Openai, "m", url).is_local();
+        assert!(at("http://127.0.0.1:8080/v1"));
+        assert!(at("http://localhost:11434/v1"));
+        assert!(at("http://LOCALHOST/v1"));
+        assert!(at("http://[::1]:8080/v1"));
+        assert!(at("http://0.0.0.0:8080"));
+        assert!(at("http://user@127.0.0.2:1"));
+        assert!(!at("https://api.openai.com/v1"));
+        assert!(!at("http://10.0.0.5:8080/v1"));
+        assert!(!at("http://localhost.example.com/v1"));
+        assert!(!at("not a url"));
     }
 }

@@ -1,5 +1,7 @@
 //! `agentbus sessions list|show|export|import|fork|delete`: the stored
 //! sessions, straight from the store (no model, no MCP servers started).
+//! `list` shows the sessions of the workspace (`--workspace`, else the
+//! current directory); `--all` every workspace's, with a WORKSPACE column.
 
 use crate::cli::SessionsCommand;
 use crate::frontend::output::Output;
@@ -13,39 +15,43 @@ use std::process::ExitCode;
 
 pub async fn run(settings: Settings, command: SessionsCommand) -> anyhow::Result<ExitCode> {
     let stored = StoredSessions::open(&settings).await?;
-    let result = dispatch(&stored, command).await;
+    let workspace = settings.workspace.display().to_string();
+    let result = dispatch(&stored, &workspace, command).await;
     stored.close().await;
     result.map(|()| ExitCode::SUCCESS)
 }
 
-async fn dispatch(stored: &StoredSessions, command: SessionsCommand) -> anyhow::Result<()> {
+async fn dispatch(
+    stored: &StoredSessions,
+    workspace: &str,
+    command: SessionsCommand,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
     match command {
-        SessionsCommand::List { json } => {
-            let records = stored.list(Default::default()).await?;
+        SessionsCommand::List { json, all } => {
+            let every = stored.list(Default::default()).await?;
+            let total = every.len();
+            let records: Vec<SessionRecord> = if all {
+                every
+            } else {
+                every
+                    .into_iter()
+                    .filter(|r| r.workspace == workspace)
+                    .collect()
+            };
             if json {
                 serde_json::to_writer_pretty(&mut out, &records)?;
                 writeln!(out)?;
-            } else if records.is_empty() {
+            } else if records.is_empty() && (all || total == 0) {
                 writeln!(out, "No stored sessions.")?;
-            } else {
+            } else if records.is_empty() {
                 writeln!(
                     out,
-                    "{:<18}  {:<16}  {:>6}  {:<6}  {:<25}  TITLE",
-                    "ID", "UPDATED", "EVENTS", "STATUS", "PARENT"
+                    "No stored sessions in {workspace}; `agentbus sessions list --all` lists every workspace's ({}).",
+                    agentbus_actors::text::count(total as u64, "session")
                 )?;
-                for r in &records {
-                    writeln!(
-                        out,
-                        "{:<18}  {:<16}  {:>6}  {:<6}  {:<25}  {}",
-                        r.id.short(),
-                        r.updated_at.format("%Y-%m-%d %H:%M"),
-                        r.event_count,
-                        status(r),
-                        parent(r),
-                        r.title.as_deref().unwrap_or("(untitled)")
-                    )?;
-                }
+            } else {
+                write_list(&mut out, &records, all)?;
             }
         }
         SessionsCommand::Show { id, json } => {
@@ -74,8 +80,8 @@ async fn dispatch(stored: &StoredSessions, command: SessionsCommand) -> anyhow::
                     std::fs::write(&path, text)
                         .with_context(|| format!("writing {}", path.display()))?;
                     eprintln!(
-                        "Exported session {id} ({} events) to {}.",
-                        document.events.len(),
+                        "Exported session {id} ({}) to {}.",
+                        agentbus_actors::text::count(document.events.len() as u64, "event"),
                         path.display()
                     );
                 }
@@ -92,7 +98,8 @@ async fn dispatch(stored: &StoredSessions, command: SessionsCommand) -> anyhow::
             let record = stored.import(document).await?;
             writeln!(out, "{}", record.id)?;
             eprintln!(
-                "Imported {events} events from {} as session {}.",
+                "Imported {} from {} as session {}.",
+                agentbus_actors::text::count(events as u64, "event"),
                 file.display(),
                 record.id
             );
@@ -114,6 +121,58 @@ async fn dispatch(stored: &StoredSessions, command: SessionsCommand) -> anyhow::
         }
     }
     out.flush()?;
+    Ok(())
+}
+
+/// The list as a table; with `workspaces`, a WORKSPACE column before the
+/// title (`~` for the home directory).
+fn write_list(
+    out: &mut impl Write,
+    records: &[SessionRecord],
+    workspaces: bool,
+) -> std::io::Result<()> {
+    let home = agentbus_actors::settings::home_dir().map(|h| h.display().to_string());
+    let place = |r: &SessionRecord| match &home {
+        Some(home) if r.workspace == *home => "~".to_string(),
+        Some(home) => match r.workspace.strip_prefix(home.as_str()) {
+            Some(rest) if rest.starts_with('/') => format!("~{rest}"),
+            _ => r.workspace.clone(),
+        },
+        None => r.workspace.clone(),
+    };
+    let width = records
+        .iter()
+        .map(|r| place(r).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("WORKSPACE".len());
+    let workspace_header = if workspaces {
+        format!("{:<width$}  ", "WORKSPACE")
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "{:<18}  {:<16}  {:>6}  {:<6}  {:<25}  {workspace_header}TITLE",
+        "ID", "UPDATED", "EVENTS", "STATUS", "PARENT"
+    )?;
+    for r in records {
+        let workspace = if workspaces {
+            format!("{:<width$}  ", place(r))
+        } else {
+            String::new()
+        };
+        writeln!(
+            out,
+            "{:<18}  {:<16}  {:>6}  {:<6}  {:<25}  {workspace}{}",
+            r.id.short(),
+            r.updated_at.format("%Y-%m-%d %H:%M"),
+            r.event_count,
+            status(r),
+            parent(r),
+            r.title.as_deref().unwrap_or("(untitled)")
+        )?;
+    }
     Ok(())
 }
 
@@ -144,10 +203,10 @@ fn describe(out: &mut impl Write, r: &SessionRecord) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "  model {} · workspace {} · {} events · {}",
+        "  model {} · workspace {} · {} · {}",
         r.model,
         r.workspace,
-        r.event_count,
+        agentbus_actors::text::count(r.event_count, "event"),
         status(r)
     )?;
     writeln!(
@@ -227,9 +286,9 @@ fn conversation_line(out: &mut impl Write, event: &EventEnvelope) -> std::io::Re
         }
         AgentMessage::Result(r) => writeln!(
             out,
-            "[{seq}] result: {} ({} steps, {} in / {} out tokens){}",
+            "[{seq}] result: {} ({}, {} in / {} out tokens){}",
             r.stop_reason.as_str(),
-            r.steps,
+            agentbus_actors::text::count(r.steps, "step"),
             r.usage.input_tokens,
             r.usage.output_tokens,
             r.error

@@ -4,11 +4,12 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
+    /// (The reason is part of the message, not a source of its own: a
+    /// chain printed whole would say it twice.)
+    #[error("cannot read config file {path}: {reason}")]
     Read {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("{origin} is not valid TOML: {message}")]
     Syntax { origin: String, message: String },
@@ -26,12 +27,11 @@ pub enum ConfigError {
         key: String,
         var: String,
     },
-    #[error("{origin}: key `system_prompt_file`: cannot read {path}: {source}")]
+    #[error("{origin}: key `system_prompt_file`: cannot read {path}: {reason}")]
     PromptFile {
         origin: String,
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("unknown model profile `{name}` (from {origin}); configured profiles: {available}")]
     UnknownModel {

@@ -48,6 +48,9 @@ pub struct ConfigFile {
     pub agents: Option<BTreeMap<String, toml::Table>>,
     /// `[subagents]`: the `task` tool's limits.
     pub subagents: Option<SubagentSettings>,
+    /// `[log]`: where the logs go and how they are written (the binary's
+    /// own; `--log-file` and `--log-format` win).
+    pub log: Option<crate::logging::LogSettings>,
 }
 
 /// `[permissions]` as written: rules as text (each file's are checked on

@@ -13,9 +13,9 @@ use std::path::Path;
 
 /// The servers of one `.mcp.json`, as config tables.
 pub fn read(path: &Path) -> Result<BTreeMap<String, toml::Table>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = std::fs::read_to_string(path).map_err(|reason| ConfigError::Read {
         path: path.to_path_buf(),
-        source,
+        reason,
     })?;
     parse(&path.display().to_string(), &text)
 }

@@ -84,8 +84,16 @@ struct Layer {
     rules: Rules,
 }
 
+/// What the configuration files say: the runtime's settings, and the
+/// binary's own `[log]`.
+pub struct Configuration {
+    pub settings: Settings,
+    /// Every file's `[log]` keys, later files winning key by key.
+    pub log: crate::logging::LogSettings,
+}
+
 /// Load and resolve the configuration.
-pub fn load(options: &LoadOptions) -> Result<Settings, ConfigError> {
+pub fn load(options: &LoadOptions) -> Result<Configuration, ConfigError> {
     let workspace = resolve_workspace(options.workspace.as_deref())?;
     let mut layers = vec![parse_layer("built-in defaults".into(), None, DEFAULT_TOML)?];
     if let Some(path) = user_config_path()? {
@@ -98,7 +106,44 @@ pub fn load(options: &LoadOptions) -> Result<Settings, ConfigError> {
     if let Some(path) = &options.config_file {
         layers.push(read_layer(path)?);
     }
-    resolve(layers, options, workspace)
+    let log = log_settings(&layers)?;
+    let settings = resolve(layers, options, workspace)?;
+    Ok(Configuration { settings, log })
+}
+
+/// The built-in defaults alone, resolved (for tests of other modules).
+#[cfg(test)]
+pub fn built_in() -> Settings {
+    let defaults = parse_layer("built-in defaults".into(), None, DEFAULT_TOML)
+        .unwrap_or_else(|e| panic!("{e}"));
+    resolve(
+        vec![defaults],
+        &LoadOptions::default(),
+        PathBuf::from("/ws"),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `[log]`, merged over the layers.
+fn log_settings(layers: &[Layer]) -> Result<crate::logging::LogSettings, ConfigError> {
+    let mut merged = crate::logging::LogSettings::default();
+    for layer in layers {
+        let file: ConfigFile = check(&layer.table, &layer.origin)?;
+        if let Some(log) = file.log {
+            merged = merged.overridden_by(log);
+        }
+    }
+    Ok(merged)
+}
+
+/// The user's configuration file, where a profile of their own goes:
+/// `$AGENTBUS_CONFIG`, else `~/.config/agentbus/config.toml` (whether or
+/// not it exists yet).
+pub fn user_config_file() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("AGENTBUS_CONFIG").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    dirs::config_dir().map(|d| d.join("agentbus").join("config.toml"))
 }
 
 fn resolve_workspace(dir: Option<&Path>) -> Result<PathBuf, ConfigError> {
@@ -153,9 +198,9 @@ fn user_config_dir() -> Option<PathBuf> {
 }
 
 fn read_layer(path: &Path) -> Result<Layer, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+    let text = std::fs::read_to_string(path).map_err(|reason| ConfigError::Read {
         path: path.to_path_buf(),
-        source,
+        reason,
     })?;
     parse_layer(path.display().to_string(), path.parent(), &text)
 }
@@ -178,6 +223,12 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
             table.insert(key.into(), toml::Value::String(anchored));
         }
     }
+    if let Some(toml::Value::Table(log)) = table.get_mut("log")
+        && let Some(toml::Value::String(file)) = log.get("file")
+    {
+        let anchored = anchor_path(file, dir).display().to_string();
+        log.insert("file".into(), toml::Value::String(anchored));
+    }
     let file: ConfigFile = check(&table, &origin)?;
     // Each value is checked where it is written, so the error names this
     // file (the merged `[context]` is checked again after merging).
@@ -197,6 +248,20 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
         table,
         rules,
     })
+}
+
+/// A path written in a configuration file: `~/` is the home directory, a
+/// relative path is relative to the file's folder.
+fn anchor_path(path: &str, dir: Option<&Path>) -> PathBuf {
+    if let Some(rest) = path.strip_prefix("~/")
+        && let Some(home) = dirs::home_dir()
+    {
+        return home.join(rest);
+    }
+    match dir {
+        Some(dir) => dir.join(path),
+        None => PathBuf::from(path),
+    }
 }
 
 fn expand_value(value: &mut toml::Value, key: &str, origin: &str) -> Result<(), ConfigError> {
@@ -389,18 +454,12 @@ fn resolve(
         None => (file.model.unwrap_or_else(|| "auto".into()), model_origin),
     };
     let auto_models = file.auto_models.unwrap_or_default();
-    let mut unreachable_hint = None;
     let model = if requested == "auto" {
-        let picked =
-            pick_auto_model(&models, &auto_models).ok_or_else(|| ConfigError::UnknownModel {
-                name: "auto".into(),
-                origin: origin.clone(),
-                available: available(&models),
-            })?;
-        if models.get(&picked).is_some_and(needs_no_key) {
-            unreachable_hint = Some(no_model_hint(&models, &auto_models, &picked));
-        }
-        picked
+        pick_auto_model(&models, &auto_models).ok_or_else(|| ConfigError::UnknownModel {
+            name: "auto".into(),
+            origin: origin.clone(),
+            available: available(&models),
+        })?
     } else if models.contains_key(&requested) {
         requested
     } else {
@@ -414,10 +473,10 @@ fn resolve(
     let prompt_template = match (&file.system_prompt, &file.system_prompt_file) {
         (Some(text), _) => text.clone(),
         (None, Some(path)) => {
-            std::fs::read_to_string(path).map_err(|source| ConfigError::PromptFile {
+            std::fs::read_to_string(path).map_err(|reason| ConfigError::PromptFile {
                 origin: prompt_origin,
                 path: path.clone(),
-                source,
+                reason,
             })?
         }
         (None, None) => DEFAULT_SYSTEM_PROMPT.to_string(),
@@ -461,7 +520,8 @@ fn resolve(
         sandbox: file.sandbox.unwrap_or_default(),
         agents,
         subagents: file.subagents.unwrap_or_default(),
-        unreachable_hint,
+        // Set by the binary for a profile on this machine (`model_check`).
+        unreachable_hint: None,
     })
 }
 
@@ -502,33 +562,6 @@ fn available(models: &BTreeMap<String, ModelProfile>) -> String {
 
 fn needs_no_key(p: &ModelProfile) -> bool {
     p.api_key.is_none() && p.api_key_env.is_none()
-}
-
-/// The one message for "no model answers", naming the three ways out.
-fn no_model_hint(
-    models: &BTreeMap<String, ModelProfile>,
-    order: &[String],
-    picked: &str,
-) -> String {
-    let variables: Vec<String> = order
-        .iter()
-        .filter_map(|name| models.get(name)?.key_variable())
-        .collect();
-    let url = models
-        .get(picked)
-        .map(|p| p.base_url.as_str())
-        .unwrap_or_default();
-    let keys = if variables.is_empty() {
-        "an API key".to_string()
-    } else {
-        variables.join(" or ")
-    };
-    format!(
-        "no model is reachable: no API key is set, so agentbus tried the local profile `{picked}` at {url}. \
-         Fix it one of three ways: (1) set {keys}; (2) start a local server there: scripts/local-model.sh start \
-         (or llama-server, or Ollama with --model ollama); (3) choose a profile with --model NAME or \
-         `model = \"NAME\"` in ~/.config/agentbus/config.toml"
-    )
 }
 
 /// The first profile of `order` whose key is available (a profile that needs

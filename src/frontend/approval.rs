@@ -99,7 +99,10 @@ pub fn describe(request: &ApprovalRequestEvent) -> Vec<String> {
         }
         "write_file" => {
             let content = text("content").unwrap_or("");
-            let mut lines = vec![format!("  {path} ({} lines)", content.lines().count())];
+            let mut lines = vec![format!(
+                "  {path} ({})",
+                agentbus_actors::text::count(content.lines().count() as u64, "line")
+            )];
             lines.extend(content.lines().take(8).map(|l| format!("  +{l}")));
             if content.lines().count() > 8 {
                 lines.push("  …".into());

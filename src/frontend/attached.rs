@@ -168,6 +168,15 @@ impl Attached {
         }
     }
 
+    /// The model profile the session uses now, when it runs in this
+    /// process (`None` for a server's session).
+    pub async fn local_model(&self) -> Option<String> {
+        match &self.link {
+            Link::Local { session, .. } => session.snapshot().await.ok().map(|state| state.model),
+            Link::Remote { .. } => None,
+        }
+    }
+
     /// The session's id.
     pub fn id(&self) -> &SessionId {
         match &self.link {

@@ -8,6 +8,7 @@ use crate::api::Session;
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
 use agentbus_actors::protocol::{AgentInfo, PermissionMode, SessionId};
+use agentbus_actors::runtime::{Failure, Owner, SessionError};
 use agentbus_actors::{Runtime, SessionOptions, Settings};
 use anyhow::Context as _;
 use std::path::PathBuf;
@@ -120,7 +121,7 @@ impl Backend {
             Backend::Local(runtime) => {
                 let session = if let Some(prefix) = &resume.session {
                     let id = runtime.resolve(prefix).await?;
-                    runtime.open_session(&id).await?
+                    open_stored(runtime, &id).await?
                 } else if resume.continue_ {
                     let workspace = runtime.settings().workspace.display().to_string();
                     let recent = runtime
@@ -134,7 +135,7 @@ impl Backend {
                                 "no earlier session in {workspace}; start one without --continue"
                             )
                         })?;
-                    runtime.open_session(&recent.id).await?
+                    open_stored(runtime, &recent.id).await?
                 } else {
                     runtime
                         .create_session(SessionOptions {
@@ -283,12 +284,41 @@ impl Backend {
     /// Attach to a session by id (where a command switched to).
     pub async fn open(&self, id: &SessionId, start: Start) -> anyhow::Result<Attached> {
         match self {
-            Backend::Local(runtime) => Ok(Attached::local(runtime.open_session(id).await?, start)),
+            Backend::Local(runtime) => Ok(Attached::local(open_stored(runtime, id).await?, start)),
             Backend::Remote { client, .. } => {
                 let record = client.session(&id.0).await?;
                 Ok(remote_attach(client, record, start))
             }
         }
+    }
+
+    /// Say on stderr what keeps `attached`'s model profile from answering
+    /// (a key not set, a local server not running), with the ways out;
+    /// `true` when something does. Only a session of this process is
+    /// checked: a server checks its own profiles as it starts.
+    pub async fn say_model_problem(&self, attached: &Attached) -> bool {
+        let Backend::Local(runtime) = self else {
+            return false;
+        };
+        let Some(model) = attached.local_model().await else {
+            return false;
+        };
+        match crate::model_check::check(runtime.settings(), &model).await {
+            Some(problem) => {
+                super::say_model_problem(&problem, runtime.settings());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Delete a session (one this front end made and left empty).
+    pub async fn delete(&self, id: &SessionId) -> anyhow::Result<()> {
+        match self {
+            Backend::Local(runtime) => runtime.delete_session(id).await?,
+            Backend::Remote { client, .. } => client.delete_session(id).await?,
+        }
+        Ok(())
     }
 
     /// Stop the in-process runtime (sessions stay stored); a server keeps
@@ -297,6 +327,66 @@ impl Backend {
         if let Backend::Local(runtime) = self {
             runtime.shutdown().await;
         }
+    }
+}
+
+/// Open stored session `id` in this process. When another process drives
+/// it, the error says which, and for an `agentbus serve` daemon of this
+/// data dir how to join the session there.
+async fn open_stored(
+    runtime: &Runtime,
+    id: &SessionId,
+) -> anyhow::Result<agentbus_actors::SessionHandle> {
+    match runtime.open_session(id).await {
+        Ok(session) => Ok(session),
+        Err(e) => Err(match holder(runtime, id, &e).await {
+            Some(holder) => anyhow::anyhow!("{}", held_elsewhere(id, &holder)),
+            None => e.into(),
+        }),
+    }
+}
+
+/// The live process other than this one that holds session `id`, when
+/// that is why `error` happened: its pid, and where it listens if it is a
+/// daemon of this data dir.
+struct Holder {
+    pid: u32,
+    url: Option<String>,
+    command: Option<String>,
+}
+
+async fn holder(runtime: &Runtime, id: &SessionId, error: &SessionError) -> Option<Holder> {
+    if error.failure() != Failure::Conflict {
+        return None;
+    }
+    let owner = runtime.stored().get(id).await.ok()??.owner?;
+    if owner == Owner::current() || !owner.is_alive() {
+        return None;
+    }
+    Some(Holder {
+        pid: owner.pid,
+        url: crate::daemons::url_of(&runtime.settings().data_dir, &owner.to_string()),
+        command: crate::daemons::command_of(owner.pid),
+    })
+}
+
+fn held_elsewhere(id: &SessionId, holder: &Holder) -> String {
+    match &holder.url {
+        Some(url) => format!(
+            "session {id} is open in the agentbus daemon at {url} (`agentbus serve`, pid {}), so it cannot be opened here too; \
+             join it there instead: `agentbus chat --attach {url} --session {id}` (or `agentbus run --attach {url} --session {id} \"...\"`)",
+            holder.pid
+        ),
+        None => format!(
+            "session {id} is being driven by another agentbus process (pid {}{}); \
+             close it there first, or start a new session (without --continue or --session)",
+            holder.pid,
+            holder
+                .command
+                .as_deref()
+                .map(|c| format!(": `{c}`"))
+                .unwrap_or_default()
+        ),
     }
 }
 

@@ -129,8 +129,8 @@ impl InputEnd {
                 StopReason::EndTurn => None,
                 StopReason::Cancelled => Some("interrupted (stop_reason: cancelled)".into()),
                 StopReason::MaxSteps => Some(format!(
-                    "stopped after {} model calls (stop_reason: max_steps)",
-                    r.steps
+                    "stopped after {} (stop_reason: max_steps)",
+                    agentbus_actors::text::count(r.steps, "model call")
                 )),
                 StopReason::Error => Some(format!(
                     "the turn failed (stop_reason: error): {}",
@@ -145,6 +145,21 @@ impl InputEnd {
     pub fn to_exit_code(&self) -> ExitCode {
         ExitCode::from(self.exit_code())
     }
+}
+
+/// Say on stderr what keeps a model profile from answering, with the ways
+/// out (the user's configuration file named), broken at words on a
+/// terminal.
+pub fn say_model_problem(
+    problem: &crate::model_check::Problem,
+    settings: &agentbus_actors::Settings,
+) {
+    let config_file = crate::config::user_config_file();
+    let advice = problem.advice(settings, config_file.as_deref());
+    eprintln!(
+        "{}",
+        output::wrap::to_stderr(&format!("agentbus: {advice}"))
+    );
 }
 
 /// SIGINT as a stream. Made once, before the loop that waits for it: a

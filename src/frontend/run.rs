@@ -10,32 +10,65 @@
 //! The first Ctrl-C interrupts the turn (its `cancelled` result is still
 //! printed; exit 130); a second one exits at once. `--session ID` or
 //! `--continue` add the turn to a stored session.
+//!
+//! Before a prompt that goes to the model, the session's model profile is
+//! checked (its key, its local server): a profile that cannot answer is
+//! said on stderr with the ways out, and the run exits
+//! [`NO_MODEL`] having sent nothing. A run that only asks a command of a
+//! session it made (`agentbus run /usage`) leaves no session behind.
 
-use super::InputEnds;
 use super::approval;
 use super::attached::Start;
 use super::backend::{Attach, Backend, SessionFlags};
 use super::output::Output;
 use super::output::answer::Answer;
 use super::output::json::JsonLines;
+use super::{InputEnd, InputEnds};
 use crate::cli::ResumeArgs;
 use agentbus_actors::Settings;
-use agentbus_actors::protocol::{AgentMessage, ApprovalDecision, ErrorKind};
+use agentbus_actors::protocol::{
+    AgentMessage, ApprovalDecision, ControlCommand, ErrorKind, SystemSubtype,
+};
+use agentbus_actors::runtime::parse_command;
 use anyhow::Context as _;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use tokio::io::AsyncReadExt;
 
-/// The prompt from the command line; `-` alone reads it from stdin.
-pub async fn read_prompt(words: &[String]) -> anyhow::Result<String> {
-    if words.len() == 1 && words[0] == "-" {
-        let mut text = String::new();
-        tokio::io::stdin()
-            .read_to_string(&mut text)
-            .await
-            .context("reading the prompt from stdin")?;
-        return Ok(text);
+/// The exit code of a run whose model profile cannot answer: its key is
+/// not set, or its server on this machine does not answer.
+pub const NO_MODEL: u8 = 4;
+
+/// The prompt: the command line's words, joined; without any (or with `-`
+/// alone), what is piped on stdin. `None` when there is none at all: no
+/// words, and stdin is a terminal.
+pub async fn read_prompt(words: &[String]) -> anyhow::Result<Option<String>> {
+    let dash = words.len() == 1 && words[0] == "-";
+    if !words.is_empty() && !dash {
+        return Ok(Some(words.join(" ")));
     }
-    Ok(words.join(" "))
+    if words.is_empty() && std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    let mut text = String::new();
+    tokio::io::stdin()
+        .read_to_string(&mut text)
+        .await
+        .context("reading the prompt from stdin")?;
+    if text.trim().is_empty() {
+        anyhow::bail!("the prompt read from stdin is empty");
+    }
+    Ok(Some(text))
+}
+
+/// Whether `prompt` reaches the model: a query, `/init` (an ordinary turn)
+/// or `/compact` (a summarising call). Other commands never do.
+fn calls_model(prompt: &str) -> bool {
+    match parse_command(prompt) {
+        None => true,
+        Some(Ok(ControlCommand::Init | ControlCommand::Compact { .. })) => true,
+        Some(_) => false,
+    }
 }
 
 pub async fn run(
@@ -75,6 +108,13 @@ async fn run_turn(
         Box::new(Answer::default())
     };
     let mut attached = backend.choose(resume, Start::ThisLoad, &flags).await?;
+    let made_here = resume.session.is_none() && !resume.continue_;
+    if calls_model(&prompt) && backend.say_model_problem(&attached).await {
+        if made_here {
+            forget(backend, attached.id()).await;
+        }
+        return Ok(ExitCode::from(NO_MODEL));
+    }
     let id = attached.submit_text(prompt).await?;
     let mut ends = InputEnds::default();
     let mut interrupted = false;
@@ -114,6 +154,16 @@ async fn run_turn(
         }
     };
     output.ended(&end).context("writing to stdout")?;
+    // A command answered in a session this run made: nothing to keep (a
+    // `/new` session it switched to is as empty).
+    if made_here && let InputEnd::Reply(reply) = &end {
+        forget(backend, attached.id()).await;
+        if reply.subtype == SystemSubtype::NewConversation
+            && let Some(new) = reply.switch_to()
+        {
+            forget(backend, &new).await;
+        }
+    }
     if let Some(reason) = end.failure_reason() {
         eprintln!("agentbus: {reason}");
     }
@@ -121,4 +171,35 @@ async fn run_turn(
         return Ok(ExitCode::FAILURE);
     }
     Ok(end.to_exit_code())
+}
+
+/// Delete a session this run made and did not use (logged if that fails).
+async fn forget(backend: &Backend, id: &agentbus_actors::protocol::SessionId) {
+    if let Err(e) = backend.delete(id).await {
+        tracing::warn!(session = %id, "could not delete the session this run made: {e:#}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_queries_init_and_compact_reach_the_model() {
+        assert!(calls_model("hello"));
+        assert!(calls_model("/init"));
+        assert!(calls_model("/compact keep the names"));
+        assert!(calls_model("/etc/hosts is odd"));
+        for command in [
+            "/usage",
+            "/models",
+            "/model other",
+            "/tools",
+            "/debug",
+            "/foo",
+            "/new",
+        ] {
+            assert!(!calls_model(command), "{command}");
+        }
+    }
 }

@@ -270,6 +270,20 @@ impl RemoteClient {
         Ok(())
     }
 
+    /// Delete a session (204; 404 when there is none).
+    pub async fn delete_session(&self, id: &SessionId) -> Result<(), RemoteError> {
+        let url = self.url(&["sessions", &id.0]);
+        let response = self
+            .request(reqwest::Method::DELETE, url)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        if !response.status().is_success() {
+            return Err(self.refusal(response).await);
+        }
+        Ok(())
+    }
+
     /// Cancel a session's running turn.
     pub async fn interrupt(&self, id: &SessionId) -> Result<(), RemoteError> {
         let url = self.url(&["sessions", &id.0, "interrupt"]);

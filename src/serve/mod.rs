@@ -141,9 +141,20 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
     let listener = bind_listener(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr()?;
     let signals = TerminationSignals::listen()?;
+    let data_dir = settings.data_dir.clone();
     let runtime = Arc::new(Runtime::start(settings).await?);
     let shutdown = CancellationToken::new();
     announce(&addr, &token, &source);
+    // Front ends that find a session held by this daemon point at it.
+    let owner = agentbus_actors::runtime::Owner::current().to_string();
+    let _announced = crate::daemons::announce(&data_dir, &owner, &format!("http://{addr}"))
+        .inspect_err(|e| {
+            tracing::warn!(
+                "could not leave this daemon's address in {}: {e}",
+                data_dir.display()
+            )
+        })
+        .ok();
 
     let state = AppState {
         runtime: runtime.clone(),

@@ -86,7 +86,7 @@ async fn clear_waits_behind_running_query() {
 async fn slash_commands_behave_in_chat() {
     let fx = Fixture::new("chat_commands").await;
     let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
-    chat.send("/model other\nhello\n/usage\n/tools\n/debug\n/foo\n/clear\nhello again\n/quit\nnever sent\n")
+    chat.send("/model other\nhello\n/usage\n/tools\n/debug full\n/foo\n/clear\nhello again\n/quit\nnever sent\n")
         .await;
     let out = chat.finish().await;
     assert_eq!(

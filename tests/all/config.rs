@@ -96,6 +96,8 @@ async fn the_system_prompt_reaches_the_model_with_the_workspace_filled_in() {
     );
 }
 
+/// `run` refuses at start (see `first_run`); the chat opens all the same,
+/// and a turn sent there ends with the connection error and the ways out.
 #[tokio::test]
 async fn an_unreachable_server_ends_the_turn_with_a_clear_error() {
     let fx = Fixture::new("plain_reply").await;
@@ -104,14 +106,38 @@ async fn an_unreachable_server_ends_the_turn_with_a_clear_error() {
         "[models.dead]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\nmax_retries = 0\n",
     )
     .unwrap();
-    let out = fx.run(&["run", "--json", "--model", "dead", "hi"]).await;
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json", "--model", "dead"]);
+    chat.send("hi\n").await;
+    let out = chat.finish().await;
     assert_eq!(out.code(), Some(1));
+    assert!(
+        out.stderr.contains("nothing answers there"),
+        "{}",
+        out.stderr
+    );
     let events = out.events();
     let error = of_type(&events, "error")[0];
+    let message = error["message"].as_str().unwrap();
     assert!(
-        error["message"].as_str().unwrap().contains("127.0.0.1:9"),
+        message.contains("could not reach") && message.contains("127.0.0.1:9"),
         "{error}"
     );
+    assert!(message.contains("llama-server"), "the ways out: {message}");
     assert_eq!(the_result(&events)["stop_reason"], "error");
-    assert!(out.stderr.contains("could not reach"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn a_missing_config_file_is_said_once() {
+    let fx = Fixture::new("plain_reply").await;
+    std::fs::remove_file(&fx.config).unwrap();
+    let out = fx.run(&["run", "hi"]).await;
+    assert_eq!(out.code(), Some(1));
+    let said = out.stderr.trim();
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert_eq!(
+        said.matches("No such file or directory").count(),
+        1,
+        "the reason once: {said}"
+    );
+    assert!(said.contains(&fx.config.display().to_string()), "{said}");
 }

@@ -361,15 +361,23 @@ enum Fate {
 }
 
 /// A TCP proxy in front of `upstream` giving its connections, in the order
-/// they arrive, the fates listed (then [`Fate::Relay`]); its address.
+/// their requests arrive, the fates listed (then [`Fate::Relay`]); its
+/// address. A connection closed before it sent anything (agentbus's start
+/// check, which only sees that a server is there) takes no fate.
 async fn resetting_proxy(upstream: std::net::SocketAddr, fates: Vec<Fate>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("address");
+    let fates = std::sync::Arc::new(std::sync::Mutex::new(fates.into_iter()));
     tokio::spawn(async move {
-        let mut fates = fates.into_iter();
         while let Ok((client, _)) = listener.accept().await {
-            let fate = fates.next().unwrap_or(Fate::Relay);
-            tokio::spawn(proxy_one(client, upstream, fate));
+            let fates = fates.clone();
+            tokio::spawn(async move {
+                if !matches!(client.peek(&mut [0u8; 1]).await, Ok(n) if n > 0) {
+                    return;
+                }
+                let fate = fates.lock().unwrap().next().unwrap_or(Fate::Relay);
+                proxy_one(client, upstream, fate).await;
+            });
         }
     });
     format!("http://{addr}")

@@ -110,7 +110,7 @@ async fn context_and_debug_show_the_instructions() {
             .contains("AGENTS.md")
     );
 
-    let out = fx.run(&["run", "--json", "/debug"]).await;
+    let out = fx.run(&["run", "--json", "/debug", "full"]).await;
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let debug = of_type(&out.events(), "system")
         .into_iter()

@@ -17,6 +17,7 @@ mod config;
 mod context;
 mod durability;
 mod faults;
+mod first_run;
 mod instructions;
 mod layout;
 mod local_model;

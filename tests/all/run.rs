@@ -296,6 +296,15 @@ async fn slash_commands_answer_in_run() {
             tools.stdout_text()
         );
     }
+    // Not a terminal: one line per tool, never broken.
+    let listing = tools.stdout_text();
+    assert!(
+        listing
+            .lines()
+            .skip(1)
+            .all(|line| line.starts_with("  ") && line.contains(" — ")),
+        "{listing}"
+    );
 
     let usage = fx.run(&["run", "--json", "/usage"]).await;
     let reply = of_type(&usage.events(), "system")
@@ -308,8 +317,19 @@ async fn slash_commands_answer_in_run() {
     let debug = fx.run(&["run", "/debug"]).await;
     assert_eq!(debug.code(), Some(0));
     let text = debug.stdout_text();
+    assert!(
+        text.contains("model         scripted (scripted-main via openai")
+            && text.contains("/debug full"),
+        "a summary: {text}"
+    );
+    assert!(text.lines().count() <= 12, "not a dump: {text}");
+    let full = fx.run(&["run", "/debug", "full"]).await;
+    assert_eq!(full.code(), Some(0));
+    let text = full.stdout_text();
     assert!(text.contains("\"system_prompt\""), "{text}");
-    assert!(!text.contains(SECRET), "the API key leaked into /debug");
+    for text in [debug.stdout_text(), text] {
+        assert!(!text.contains(SECRET), "the API key leaked into /debug");
+    }
 
     let model = fx.run(&["run", "/model", "other"]).await;
     assert!(
@@ -364,5 +384,40 @@ text = "{last_tool_result}"
     assert!(
         answer.contains("openai=[] cred=[] gh=[] editor=[vi]"),
         "{answer}"
+    );
+}
+
+/// `echo ... | agentbus run`: the prompt comes from stdin when the command
+/// line has none.
+#[tokio::test]
+async fn a_prompt_piped_on_stdin_needs_no_dash() {
+    let fx = Fixture::new("plain_reply").await;
+    let mut run = fx.spawn_with_stdin(&["run"]);
+    run.send("Say hello\n").await;
+    let out = run.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert_eq!(out.stdout, ["Hello from the scripted model."]);
+    let calls = fx.server.model_calls();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].body["messages"][1]["content"], "Say hello\n");
+
+    let empty = fx.run(&["run"]).await;
+    assert_eq!(empty.code(), Some(1), "{}", empty.stderr);
+    assert!(empty.stderr.contains("empty"), "{}", empty.stderr);
+}
+
+/// Counts agree with their nouns: one turn is "1 turn".
+#[tokio::test]
+async fn usage_after_one_turn_says_1_turn() {
+    let fx = Fixture::new("plain_reply").await;
+    let first = fx.run(&["run", "hello"]).await;
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    let usage = fx.run(&["run", "--continue", "/usage"]).await;
+    assert_eq!(usage.code(), Some(0), "{}", usage.stderr);
+    let text = usage.stdout_text();
+    assert!(text.contains("over 1 model call in 1 turn."), "{text}");
+    assert!(
+        !text.contains("1 turns") && !text.contains("1 model calls"),
+        "{text}"
     );
 }

@@ -178,8 +178,10 @@ async fn a_session_driven_by_another_process_is_refused_with_a_clear_message() {
     let second = fx.run(&["run", "--session", &id, "me too"]).await;
     assert_eq!(second.code(), Some(1));
     assert!(
-        second.stderr.contains("another agentbus process") && second.stderr.contains(&id),
-        "{}",
+        second.stderr.contains("another agentbus process")
+            && second.stderr.contains(&id)
+            && second.stderr.contains("agentbus chat"),
+        "names the holder: {}",
         second.stderr
     );
     let out = chat.finish().await;
@@ -376,5 +378,138 @@ async fn a_store_write_failure_is_an_error_event_and_a_failing_exit() {
         the_result(&events)["stop_reason"],
         "end_turn",
         "the turn itself went on"
+    );
+}
+
+/// `sessions list` shows this workspace's sessions; `--all` every
+/// workspace's, with a WORKSPACE column.
+#[tokio::test]
+async fn sessions_list_shows_this_workspace_and_all_shows_every_one() {
+    let fx = Fixture::new("many_answers").await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let here = fx.run(&["run", "--json", "asked here"]).await;
+    let there = fx
+        .run_in(elsewhere.path(), &["run", "--json", "asked elsewhere"])
+        .await;
+    let (here, there) = (session_id(&here.events()), session_id(&there.events()));
+
+    let list = fx.run(&["sessions", "list"]).await;
+    let text = list.stdout_text();
+    assert!(
+        text.contains(&here[..18]) && text.contains("asked here"),
+        "{text}"
+    );
+    assert!(!text.contains(&there[..18]), "another workspace's: {text}");
+    assert!(!text.contains("WORKSPACE"), "{text}");
+
+    let all = fx.run(&["sessions", "list", "--all"]).await;
+    let text = all.stdout_text();
+    let header = text.lines().next().unwrap();
+    assert!(header.contains("WORKSPACE"), "{text}");
+    let elsewhere_dir = elsewhere.path().canonicalize().unwrap();
+    let line = |id: &str| {
+        text.lines()
+            .find(|l| l.contains(&id[..18]))
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        line(&there).contains(&elsewhere_dir.display().to_string()),
+        "{text}"
+    );
+    let workspace = fx.workspace().canonicalize().unwrap();
+    assert!(
+        line(&here).contains(&workspace.display().to_string()),
+        "{text}"
+    );
+
+    let json = fx.run(&["sessions", "list", "--json"]).await;
+    let records: Value = serde_json::from_str(&json.stdout_text()).unwrap();
+    let ids: Vec<&str> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [here.as_str()]);
+
+    let empty = tempfile::tempdir().unwrap();
+    let none = fx.run_in(empty.path(), &["sessions", "list"]).await;
+    assert!(
+        none.stdout_text().contains("--all") && none.stdout_text().contains("2 sessions"),
+        "says where the others are: {}",
+        none.stdout_text()
+    );
+}
+
+/// A run that only asks a command never calls the model and leaves no
+/// session behind; one that continues a session keeps it.
+#[tokio::test]
+async fn a_command_only_run_leaves_no_session_behind() {
+    let fx = Fixture::new("plain_reply").await;
+    for command in [
+        &["/usage"][..],
+        &["/models"],
+        &["/tools"],
+        &["/new"],
+        &["/foo"],
+    ] {
+        let mut args = vec!["run"];
+        args.extend_from_slice(command);
+        let out = fx.run(&args).await;
+        assert!(
+            matches!(out.code(), Some(0 | 2)),
+            "{command:?}: {}",
+            out.stderr
+        );
+    }
+    let list = fx.run(&["sessions", "list", "--all", "--json"]).await;
+    assert_eq!(list.stdout_text().trim(), "[]");
+    assert!(fx.server.requests().is_empty());
+
+    let asked = fx.run(&["run", "--json", "hello"]).await;
+    let id = session_id(&asked.events());
+    let usage = fx.run(&["run", "--continue", "/usage"]).await;
+    assert_eq!(usage.code(), Some(0), "{}", usage.stderr);
+    let list = fx.run(&["sessions", "list", "--all", "--json"]).await;
+    let records: Value = serde_json::from_str(&list.stdout_text()).unwrap();
+    assert_eq!(records.as_array().unwrap().len(), 1, "{records:#}");
+    assert_eq!(records[0]["id"], id.as_str());
+}
+
+/// `--continue` on a session a running `agentbus serve` holds says how to
+/// join it there, and that way works.
+#[tokio::test]
+async fn continue_on_a_session_held_by_serve_suggests_attach() {
+    let fx = Fixture::new("many_answers").await;
+    let first = fx.run(&["run", "--json", "hello"]).await;
+    let id = session_id(&first.events());
+    let server = fx.serve().await;
+    // The daemon loads the session (and takes its lease) to answer.
+    server.input(&id, "/usage").await;
+
+    let refused = fx.run(&["run", "--continue", "and now?"]).await;
+    assert_eq!(refused.code(), Some(1), "{}", refused.stderr);
+    let said = &refused.stderr;
+    let attach = format!("--attach {} --session {id}", server.url);
+    assert!(
+        said.contains(&id) && said.contains("agentbus serve") && said.contains(&attach),
+        "{said}"
+    );
+    let chat = fx.run(&["chat", "--session", &id]).await;
+    assert!(chat.stderr.contains(&attach), "chat too: {}", chat.stderr);
+
+    let joined = fx
+        .run(&["run", "--attach", &server.url, "--session", &id, "and now?"])
+        .await;
+    assert_eq!(joined.code(), Some(0), "{}", joined.stderr);
+    assert_eq!(joined.stdout, ["answer two"]);
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+    let daemons = fx.home.path().join("data/daemons");
+    assert!(
+        std::fs::read_dir(&daemons).map_or(true, |mut d| d.next().is_none()),
+        "the daemon's address file is gone"
     );
 }

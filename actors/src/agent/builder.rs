@@ -311,6 +311,7 @@ impl AgentBuilder {
                 max_output_tokens: None,
                 context: None,
                 pricing: None,
+                key_missing: None,
             });
         models.retain(|m| m.name != name);
         info.name = name.clone();

@@ -33,12 +33,14 @@ impl Provider {
         let model = model.into();
         let mut profile = ModelProfile::new(ProviderKind::Openai, model.clone(), base_url);
         profile.api_key_env = Some("OPENAI_API_KEY".into());
+        profile.key_optional = true;
         Provider::from_profile(model, profile)
     }
 
     /// An Anthropic Messages server at `base_url` (e.g.
     /// `https://api.anthropic.com`), serving `model`; the key is read from
-    /// `ANTHROPIC_API_KEY`. The profile is named after the model.
+    /// `ANTHROPIC_API_KEY` when a request is made (none is sent when it is
+    /// unset, as for a local server). The profile is named after the model.
     pub fn anthropic(
         base_url: impl Into<String>,
         model: impl Into<String>,
@@ -46,6 +48,7 @@ impl Provider {
         let model = model.into();
         let mut profile = ModelProfile::new(ProviderKind::Anthropic, model.clone(), base_url);
         profile.api_key_env = Some("ANTHROPIC_API_KEY".into());
+        profile.key_optional = true;
         Provider::from_profile(model, profile)
     }
 

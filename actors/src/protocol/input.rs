@@ -87,8 +87,12 @@ pub enum ControlCommand {
     /// Summarise the conversation so far into the model's view now;
     /// `focus` says what the summary should keep above all.
     Compact { focus: Option<String> },
-    /// Show the session state as JSON, secrets redacted.
-    Debug,
+    /// Show what the session is doing: a summary, or with `full` the
+    /// whole state as JSON (secrets redacted either way).
+    Debug {
+        #[serde(default)]
+        full: bool,
+    },
     /// Switch the permission mode (applies to the next tool call).
     SetMode { mode: super::PermissionMode },
     /// Show the permission mode and the rules in force.
@@ -132,7 +136,7 @@ impl ControlCommand {
             ControlCommand::Usage => "usage",
             ControlCommand::Context => "context",
             ControlCommand::Compact { .. } => "compact",
-            ControlCommand::Debug => "debug",
+            ControlCommand::Debug { .. } => "debug",
             ControlCommand::ListSessions => "sessions",
             ControlCommand::Resume { .. } => "resume",
             ControlCommand::Fork { .. } => "fork",

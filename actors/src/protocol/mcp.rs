@@ -34,6 +34,7 @@ impl McpServerStatus {
         };
         match self {
             McpServerStatus::Starting => "starting".into(),
+            McpServerStatus::Ready { tools: 1 } => "ready with 1 tool".into(),
             McpServerStatus::Ready { tools } => format!("ready with {tools} tools"),
             McpServerStatus::Restarting {
                 attempt,

@@ -26,6 +26,12 @@ pub struct ModelInfo {
     /// Prices, if configured (for the cost in `/usage`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pricing: Option<Pricing>,
+    /// The environment variable that should hold this profile's API key,
+    /// when agentbus's environment does not have it: the profile cannot be
+    /// used until agentbus is started with it set (`/model` refuses it,
+    /// `/models` says so). The name only, never a key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_missing: Option<String>,
 }
 
 /// Prices of a model profile in US dollars per million tokens.

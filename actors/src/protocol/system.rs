@@ -329,6 +329,10 @@ pub struct ModelEntry {
     pub base_url: String,
     /// The session uses it now.
     pub current: bool,
+    /// The environment variable its key should be in, when agentbus's
+    /// environment lacks it (the profile cannot be switched to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_missing: Option<String>,
 }
 
 /// `/tools`: the tools the model can call.

@@ -171,8 +171,10 @@ async fn client_errors_fail_at_once_and_401_names_the_key_variable() {
                 "[[response]]\nstatus = {status}\nbody = '{{\"error\":{{\"message\":\"no\"}}}}'\n"
             ))
             .await;
+            // An optional key, unset: the request goes out without one.
             let out = call(&s, kind, |p| {
-                p.api_key_env = Some("AGENTBUS_TEST_PROVIDER_KEY".into())
+                p.api_key_env = Some("AGENTBUS_TEST_PROVIDER_KEY".into());
+                p.key_optional = true;
             })
             .await;
             let error = out.error.clone().unwrap_or_default();
@@ -183,6 +185,24 @@ async fn client_errors_fail_at_once_and_401_names_the_key_variable() {
                 assert!(error.contains("$AGENTBUS_TEST_PROVIDER_KEY"), "{error}");
             }
         }
+    }
+}
+
+#[tokio::test]
+async fn a_missing_key_fails_at_once_naming_its_variable_and_sends_nothing() {
+    for kind in KINDS {
+        let s = server("[[response]]\ntext = \"never\"\n").await;
+        let out = call(&s, kind, |p| {
+            p.api_key_env = Some("AGENTBUS_TEST_SURELY_UNSET_KEY".into())
+        })
+        .await;
+        let error = out.error.clone().unwrap_or_default();
+        assert!(out.retries().is_empty(), "{kind}: never retried");
+        assert!(s.requests().is_empty(), "{kind}: nothing was sent");
+        assert!(
+            error.contains("AGENTBUS_TEST_SURELY_UNSET_KEY") && error.contains("`p`"),
+            "{error}"
+        );
     }
 }
 

@@ -29,7 +29,7 @@ pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_
 pub use crate::session::{Failure, SessionError, SessionHandle};
 pub use crate::sessions::SessionOptions;
 pub use crate::sessions::stored::StoredSessions;
-pub use crate::store::{ListCursor, ListPage, SessionDocument, SessionRecord};
+pub use crate::store::{ListCursor, ListPage, Owner, SessionDocument, SessionRecord};
 pub use crate::tools::registry::ToolCatalog;
 /// Whether `bash` commands can be sandboxed here (Landlock), found once.
 pub use crate::tools::sandbox::{SandboxSupport, probe as sandbox_support};

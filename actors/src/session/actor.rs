@@ -347,9 +347,14 @@ impl AgentLoop {
                 tracing::info!(session = %self.session_id, late, "the store works again");
                 Some(AgentMessage::System(SystemEvent::bare(
                     crate::protocol::SystemSubtype::Notice,
-                    format!(
-                        "The store works again: the {late} events it could not save earlier are saved now."
-                    ),
+                    if late == 1 {
+                        "The store works again: the event it could not save earlier is saved now."
+                            .to_string()
+                    } else {
+                        format!(
+                            "The store works again: the {late} events it could not save earlier are saved now."
+                        )
+                    },
                 )))
             }
         }

@@ -38,8 +38,16 @@ pub async fn run(
         Start::ThisLoad
     };
     let code = match backend.choose(&resume, start, &flags).await {
-        Ok(session) if interactive => interactive::run(&backend, session, history).await,
-        Ok(session) => piped::run(&backend, session, json).await,
+        Ok(session) => {
+            // A profile that cannot answer is said before the first message;
+            // the chat still opens (`/model` may switch to one that can).
+            backend.say_model_problem(&session).await;
+            if interactive {
+                interactive::run(&backend, session, history).await
+            } else {
+                piped::run(&backend, session, json).await
+            }
+        }
         Err(e) => Err(e),
     };
     backend.shutdown().await;

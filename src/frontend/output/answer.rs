@@ -64,7 +64,9 @@ impl Output for Answer {
     fn ended(&mut self, end: &InputEnd) -> std::io::Result<()> {
         let text = match end {
             InputEnd::Result(r) => r.text.clone(),
-            InputEnd::Reply(s) if s.subtype != SystemSubtype::Notice => s.message.clone(),
+            InputEnd::Reply(s) if s.subtype != SystemSubtype::Notice => {
+                super::wrap::to_terminal(&s.message)
+            }
             InputEnd::Reply(_) => String::new(),
         };
         if !text.is_empty() {

@@ -9,12 +9,15 @@
 //!   the turn says on the way (a compaction) on stderr.
 //! - [`json`]: [`JsonLines`](json::JsonLines), every event as one JSON
 //!   object per line (`--json`), the same envelope the HTTP API sends.
+//! - [`wrap`]: command replies broken at words to the terminal's width
+//!   (not at all when the output is not a terminal).
 //!
 //! Front ends pick an output once and then never ask which one it is.
 
 pub mod answer;
 pub mod json;
 pub mod render;
+pub mod wrap;
 
 use super::InputEnd;
 use agentbus_actors::protocol::EventEnvelope;

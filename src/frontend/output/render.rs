@@ -14,7 +14,7 @@ use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
     AgentMessage, ContentBlock, ContextUsage, EventEnvelope, StopReason, StreamDelta, SystemSubtype,
 };
-use agentbus_actors::text::ellipsize as cut;
+use agentbus_actors::text::{count, ellipsize as cut};
 use crossterm::style::Stylize;
 use serde_json::Value;
 use std::io::Write;
@@ -78,7 +78,7 @@ impl<W: Write> Renderer<W> {
             AgentMessage::System(s) => match s.subtype {
                 SystemSubtype::SessionStarted => {
                     let started = s.payload::<SessionStarted>().unwrap_or_default();
-                    let tools = started.tools.len();
+                    let tools = count(started.tools.len() as u64, "tool");
                     let model = Some(started.model.as_str())
                         .filter(|m| !m.is_empty())
                         .unwrap_or("?");
@@ -102,7 +102,7 @@ impl<W: Write> Renderer<W> {
                         format!(" · instructions {}", started.instructions.join(", "))
                     };
                     let line = format!(
-                        "● session {}{agent} · model {model} · {tools} tools{mode}{sandbox}{instructions}",
+                        "● session {}{agent} · model {model} · {tools}{mode}{sandbox}{instructions}",
                         event.session_id
                     );
                     self.line(&self.dim(&line));
@@ -124,7 +124,7 @@ impl<W: Write> Renderer<W> {
                     self.line(&text);
                 }
                 _ => {
-                    let text = s.message.clone();
+                    let text = super::wrap::to_terminal(&s.message);
                     self.line(&text);
                 }
             },
@@ -415,7 +415,10 @@ fn summarize_output(output: &str) -> String {
     let shown: Vec<String> = lines.iter().take(3).map(|l| cut(l, 120)).collect();
     let mut text = shown.join("\n    ");
     if lines.len() > 3 {
-        text.push_str(&format!("\n    … +{} lines", lines.len() - 3));
+        text.push_str(&format!(
+            "\n    … +{}",
+            count((lines.len() - 3) as u64, "line")
+        ));
     }
     text
 }

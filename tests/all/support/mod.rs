@@ -138,11 +138,16 @@ impl Fixture {
 
     /// The binary with this fixture's config, workspace, data dir and home.
     pub fn command(&self, args: &[&str]) -> Command {
+        self.command_in(self.workspace(), args)
+    }
+
+    /// [`command`](Self::command) with another workspace.
+    pub fn command_in(&self, workspace: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentbus"));
         cmd.arg("--config")
             .arg(&self.config)
             .arg("--workspace")
-            .arg(self.workspace())
+            .arg(workspace)
             .arg("--data-dir")
             .arg(self.home.path().join("data"))
             .args(args)
@@ -174,6 +179,18 @@ impl Fixture {
     /// Run to the end and collect everything.
     pub async fn run(&self, args: &[&str]) -> Finished {
         self.spawn(args).finish().await
+    }
+
+    /// Like [`run`](Self::run), in another workspace.
+    pub async fn run_in(&self, workspace: &Path, args: &[&str]) -> Finished {
+        let mut cmd = self.command_in(workspace, args);
+        Agent::spawn(&mut cmd, false).finish().await
+    }
+
+    /// The user's configuration file as agentbus names it in advice (the
+    /// fixture's home's; the fixture's own config is `--config`).
+    pub fn user_config_file(&self) -> PathBuf {
+        self.home.path().join(".config/agentbus/config.toml")
     }
 
     /// Like [`run`](Self::run), with extra environment variables.

@@ -177,6 +177,15 @@ fn debug_shows_the_instructions() {
     let mut h = both();
     h.query("/debug");
     let reply = system(&h, SystemSubtype::Debug).pop().expect("reply");
+    assert!(
+        reply
+            .message
+            .contains("instructions  /home/u/.config/agentbus/AGENTS.md, /ws/AGENTS.md"),
+        "the summary names the files: {}",
+        reply.message
+    );
+    h.query("/debug full");
+    let reply = system(&h, SystemSubtype::Debug).pop().expect("reply");
     assert!(reply.message.contains("PROJECT-RULE"), "{}", reply.message);
     assert!(reply.message.contains("/home/u/.config/agentbus/AGENTS.md"));
 }

@@ -125,10 +125,10 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
     let agent = &state.agent;
     let message = if resumed {
         format!(
-            "Session {} resumed as agent {agent} with model {} ({} messages), permission mode {mode}{sandbox}.",
+            "Session {} resumed as agent {agent} with model {} ({}), permission mode {mode}{sandbox}.",
             state.session_id,
             state.model,
-            state.history.len()
+            crate::text::count(state.history.len() as u64, "message")
         )
     } else {
         format!(
@@ -461,8 +461,10 @@ fn finish_compaction(state: &mut SessionState, fx: &mut Vec<Effect>) {
         usage: call.usage,
     };
     let message = format!(
-        "Conversation compacted: about {} → {} tokens. A summary now stands for the first {} messages in the model's view; the whole conversation stays stored.",
-        call.tokens_before, tokens_after, call.first_kept
+        "Conversation compacted: about {} → {} tokens. A summary now stands for the first {} in the model's view; the whole conversation stays stored.",
+        call.tokens_before,
+        tokens_after,
+        crate::text::count(call.first_kept as u64, "message")
     );
     emit(
         fx,

@@ -37,6 +37,7 @@ impl Harness {
                 max_output_tokens: None,
                 context: None,
                 pricing: None,
+                key_missing: None,
             },
             ModelInfo {
                 name: "other".into(),
@@ -47,6 +48,7 @@ impl Harness {
                 max_output_tokens: None,
                 context: None,
                 pricing: None,
+                key_missing: None,
             },
         ];
         let config = SessionConfig {
@@ -732,6 +734,45 @@ fn switching_model_keeps_history_and_uses_the_new_profile() {
 }
 
 #[test]
+fn a_profile_without_its_key_is_refused_naming_the_variable_and_marked_in_models() {
+    let mut h = Harness::new();
+    h.state.config.models[1].key_missing = Some("OTHER_API_KEY".into());
+    h.query("/model other");
+    assert_eq!(h.state().model, "main", "the model stays");
+    let last_system = |h: &Harness| {
+        h.events()
+            .into_iter()
+            .rev()
+            .find_map(|m| match m {
+                AgentMessage::System(s) => Some(s),
+                _ => None,
+            })
+            .unwrap()
+    };
+    let refusal = last_system(&h);
+    assert_eq!(refusal.subtype, SystemSubtype::Notice);
+    assert!(
+        refusal.message.contains("OTHER_API_KEY")
+            && refusal.message.contains("the model stays main"),
+        "{}",
+        refusal.message
+    );
+    h.query("/models");
+    let listing = last_system(&h);
+    assert!(
+        listing
+            .message
+            .contains("other — gpt-other via openai at http://127.0.0.1:2/v1 (needs OTHER_API_KEY, which is not set)"),
+        "{}",
+        listing.message
+    );
+    assert!(
+        model_calls(&h.effects).is_empty(),
+        "nothing reached the model"
+    );
+}
+
+#[test]
 fn usage_accumulates_over_turns() {
     let mut h = Harness::new();
     for q in ["a", "b"] {
@@ -754,9 +795,9 @@ fn usage_accumulates_over_turns() {
 }
 
 #[test]
-fn debug_shows_state_without_secrets() {
+fn debug_full_shows_the_whole_state() {
     let mut h = Harness::new();
-    h.query("/debug");
+    h.query("/debug full");
     let debug = h.events().into_iter().last().unwrap();
     let AgentMessage::System(s) = debug else {
         panic!()
@@ -765,6 +806,38 @@ fn debug_shows_state_without_secrets() {
     let data = s.data.unwrap();
     assert_eq!(data["model"], "main");
     assert_eq!(data["config"]["system_prompt"], "be brief");
+    assert!(s.message.contains("\"system_prompt\""));
+}
+
+#[test]
+fn debug_is_a_summary_of_what_matters_on_one_screen() {
+    let mut h = Harness::new();
+    h.query("hi");
+    let req = model_calls(&h.effects)[0].0;
+    h.answer(req, "hello", &[]);
+    h.query("/debug");
+    let AgentMessage::System(s) = h.events().into_iter().last().unwrap() else {
+        panic!()
+    };
+    assert_eq!(s.subtype, SystemSubtype::Debug);
+    let text = &s.message;
+    for needle in [
+        "model         main (gpt-test via openai at http://127.0.0.1:1/v1)",
+        "agent         build · permission mode",
+        "2 messages in the history",
+        "over 1 model call in 1 turn",
+        "tools         ",
+        "MCP servers   none",
+        "running       idle · 0 inputs queued",
+        "/debug full",
+    ] {
+        assert!(text.contains(needle), "{needle:?} in:\n{text}");
+    }
+    assert!(text.lines().count() <= 12, "a summary, not a dump:\n{text}");
+    assert!(!text.contains("be brief"), "no prompt text in the summary");
+    let data = s.data.unwrap();
+    assert_eq!(data["model"], "main");
+    assert_eq!(data["turns"], 1);
 }
 
 #[test]

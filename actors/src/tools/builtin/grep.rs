@@ -287,10 +287,14 @@ impl Search {
             ));
         }
         if found.unreadable > 0 {
-            out.push_str(&format!(
-                "[{} files or directories could not be read]\n",
-                found.unreadable
-            ));
+            out.push_str(&if found.unreadable == 1 {
+                "[1 file or directory could not be read]\n".to_string()
+            } else {
+                format!(
+                    "[{} files or directories could not be read]\n",
+                    found.unreadable
+                )
+            });
         }
         if found.outside > 0 {
             out.push_str(&format!(

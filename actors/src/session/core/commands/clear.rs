@@ -19,6 +19,9 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
     state.context.clear();
     SystemEvent::bare(
         SystemSubtype::Cleared,
-        format!("Conversation cleared ({dropped} messages dropped)."),
+        format!(
+            "Conversation cleared ({} dropped).",
+            crate::text::count(dropped as u64, "message")
+        ),
     )
 }

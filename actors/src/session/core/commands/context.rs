@@ -57,13 +57,15 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
         text.push_str(&format!("\n  free              {free:>8}"));
     }
     text.push_str(&format!(
-        "\nStrategy {}; the model sees {} of {} messages",
-        report.strategy, report.sent_messages, report.history_messages
+        "\nStrategy {}; the model sees {} of {}",
+        report.strategy,
+        report.sent_messages,
+        crate::text::count(report.history_messages as u64, "message")
     ));
     if report.elided_tool_outputs > 0 {
         text.push_str(&format!(
-            " ({} older tool outputs as one-line markers)",
-            report.elided_tool_outputs
+            " ({} as one-line markers)",
+            crate::text::count(report.elided_tool_outputs as u64, "older tool output")
         ));
     }
     if report.compactions > 0 {

@@ -18,7 +18,10 @@ pub const COMMAND: SlashCommand = SlashCommand {
 /// The reply once the store imported the file.
 pub fn loaded(new: &SessionId, path: &str, events: usize) -> SystemEvent {
     SystemEvent::new(
-        format!("Loaded {events} events from {path} as new session {new}."),
+        format!(
+            "Loaded {} from {path} as new session {new}.",
+            crate::text::count(events as u64, "event")
+        ),
         &Loaded {
             switch_to: new.clone(),
             events,

@@ -110,7 +110,7 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         ControlCommand::ListModels => models::apply(state),
         ControlCommand::ListTools => tools::apply(state),
         ControlCommand::Usage => usage::apply(state),
-        ControlCommand::Debug => debug::apply(state),
+        ControlCommand::Debug { full } => debug::apply(state, *full),
         ControlCommand::Context => context::apply(state),
         ControlCommand::SetMode { mode } => mode::set(state, *mode),
         ControlCommand::ShowMode => mode::show(state),

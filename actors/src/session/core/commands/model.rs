@@ -1,5 +1,12 @@
 //! `/model [NAME]` — shows the current model profile, or switches to
 //! another one. The history is kept: the next model call uses the new profile.
+//!
+//! A profile whose API key agentbus's environment lacks is refused, saying
+//! which variable to set: keys are read from the environment agentbus was
+//! started with, which cannot change while it runs, so after such a switch
+//! every message would fail. (OpenCode offers only the models of providers
+//! it has credentials for; Claude Code never leaves you on a model it
+//! cannot call.)
 
 use super::syntax::SlashCommand;
 use crate::protocol::system::{CurrentModel, ModelSwitched};
@@ -40,6 +47,23 @@ pub fn switch(state: &mut SessionState, name: &str) -> SystemEvent {
                 "Unknown model profile `{name}`; the model stays {}. Configured profiles: {}.",
                 state.model,
                 names.join(", ")
+            ),
+        );
+    }
+    if let Some(var) = state
+        .config
+        .models
+        .iter()
+        .find(|m| m.name == name)
+        .and_then(|m| m.key_missing.as_ref())
+    {
+        return SystemEvent::bare(
+            SystemSubtype::Notice,
+            format!(
+                "Model profile `{name}` needs an API key in {var}, which is not set, so the model stays {}: \
+                 every message to `{name}` would fail. Set {var} and start agentbus again (export {var}=...), \
+                 or pick a profile that works (/models).",
+                state.model
             ),
         );
     }

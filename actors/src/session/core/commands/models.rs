@@ -1,4 +1,5 @@
-//! `/models` — lists the configured model profiles, marking the current one.
+//! `/models` — lists the configured model profiles, marking the current one
+//! and those whose API key agentbus's environment lacks.
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::{ModelEntry, ModelList};
@@ -19,8 +20,13 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         .iter()
         .map(|m| {
             let mark = if m.name == state.model { "*" } else { " " };
+            let key = m
+                .key_missing
+                .as_ref()
+                .map(|var| format!(" (needs {var}, which is not set)"))
+                .unwrap_or_default();
             format!(
-                "{mark} {} — {} via {} at {}",
+                "{mark} {} — {} via {} at {}{key}",
                 m.name, m.model, m.provider, m.base_url
             )
         })
@@ -35,6 +41,7 @@ pub fn apply(state: &SessionState) -> SystemEvent {
             model: m.model.clone(),
             base_url: m.base_url.clone(),
             current: m.name == state.model,
+            key_missing: m.key_missing.clone(),
         })
         .collect();
     SystemEvent::new(

@@ -18,10 +18,10 @@ pub const COMMAND: SlashCommand = SlashCommand {
 pub fn found(record: &SessionSummary) -> SystemEvent {
     SystemEvent::new(
         format!(
-            "Resuming session {} ({}, {} events).",
+            "Resuming session {} ({}, {}).",
             record.id,
             record.title.as_deref().unwrap_or("untitled"),
-            record.events
+            crate::text::count(record.events, "event")
         ),
         &Resumed {
             switch_to: record.id.clone(),

@@ -17,7 +17,10 @@ pub const COMMAND: SlashCommand = SlashCommand {
 /// The reply once the file is written.
 pub fn saved(path: &str, events: usize) -> SystemEvent {
     SystemEvent::new(
-        format!("Saved {events} events to {path}."),
+        format!(
+            "Saved {} to {path}.",
+            crate::text::count(events as u64, "event")
+        ),
         &Saved {
             path: path.to_string(),
             events,

@@ -33,7 +33,11 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         })
         .collect();
     SystemEvent::new(
-        format!("{} tools:\n{}", state.tools.len(), lines.join("\n")),
+        format!(
+            "{}:\n{}",
+            crate::text::count(state.tools.len() as u64, "tool"),
+            lines.join("\n")
+        ),
         &ToolListing(entries),
     )
 }

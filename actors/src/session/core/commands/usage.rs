@@ -55,10 +55,10 @@ pub fn apply(state: &SessionState) -> SystemEvent {
     };
     SystemEvent::new(
         format!(
-            "Session: {} over {} model calls in {} turns.\nLast turn: {}.{cost}{context}",
+            "Session: {} over {} in {}.\nLast turn: {}.{cost}{context}",
             describe(&u.total),
-            u.model_calls,
-            u.turns,
+            crate::text::count(u.model_calls, "model call"),
+            crate::text::count(u.turns, "turn"),
             describe(&u.last_turn)
         ),
         &report,

@@ -368,6 +368,7 @@ fn context_benchmark_report() {
             max_output_tokens: Some(8_000),
             context: None,
             pricing: None,
+            key_missing: None,
         }],
         workspace: "/ws".into(),
         context: Default::default(),

@@ -214,10 +214,10 @@ pub fn materialize(history: &[Message], plan: &Plan) -> Vec<Message> {
 
 /// What the model reads in place of an old tool output.
 pub fn marker(tool: &str, output: &str) -> String {
-    let lines = output.lines().count();
+    let lines = crate::text::count(output.lines().count() as u64, "line");
     format!(
-        "[older output of {tool} omitted to save context: {lines} lines, {} bytes; run the tool again if it is needed]",
-        output.len()
+        "[older output of {tool} omitted to save context: {lines}, {}; run the tool again if it is needed]",
+        crate::text::count(output.len() as u64, "byte")
     )
 }
 
