@@ -104,6 +104,17 @@ pub enum ControlCommand {
     /// with a turn, not a `system` event: a `user` event carrying the
     /// request, the model's work, then a `result`.
     Init,
+    /// Run the session's custom command `name` (a Markdown file of the
+    /// workspace's or the user's `.agentbus/commands` or `.claude/commands`)
+    /// with `arguments`, what followed its name. Like `Init` it answers with
+    /// a turn: a `user` event whose `text` is the command line and whose
+    /// `prompt` is what the model receives, then a `result`; an unknown
+    /// name answers with a notice.
+    Custom {
+        name: String,
+        #[serde(default)]
+        arguments: String,
+    },
 }
 
 impl ControlCommand {
@@ -120,7 +131,7 @@ impl ControlCommand {
     }
 
     /// The command's name as the user types it after `/`.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             ControlCommand::Help => "help",
             ControlCommand::Quit => "quit",
@@ -141,6 +152,7 @@ impl ControlCommand {
             ControlCommand::SetMode { .. } | ControlCommand::ShowMode => "mode",
             ControlCommand::Init => "init",
             ControlCommand::SwitchAgent { .. } | ControlCommand::ListAgents => "agent",
+            ControlCommand::Custom { name, .. } => name,
         }
     }
 }
