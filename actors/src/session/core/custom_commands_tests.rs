@@ -114,6 +114,12 @@ fn a_model_that_is_not_a_profile_is_a_notice_and_the_session_model_answers() {
     }]);
     h.query("/review a.rs");
     assert_eq!(model_calls(&h.effects)[0].1.profile, "main");
+    let kinds: Vec<&str> = messages(&h.effects).iter().map(|m| m.type_name()).collect();
+    assert_eq!(
+        kinds,
+        ["user", "system", "system"],
+        "the notices belong to the turn: after its user event"
+    );
     let notices: Vec<String> = system(&h, SystemSubtype::Notice)
         .into_iter()
         .map(|n| n.message)

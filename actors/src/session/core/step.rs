@@ -244,9 +244,6 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     emit(fx, Some(input_id), AgentMessage::System(reply))
                 }
                 commands::Applied::Query(query) => {
-                    for text in &query.notices {
-                        emit(fx, Some(input_id), notice(text.clone()));
-                    }
                     let user = UserEvent {
                         text: query.typed,
                         prompt: Some(query.prompt),
@@ -254,6 +251,7 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     let run_as = RunAs {
                         model: query.model,
                         allowed_tools: query.allowed_tools,
+                        notices: query.notices,
                     };
                     start_turn(state, input_id, user, run_as, now_ms, fx)
                 }
@@ -304,6 +302,9 @@ struct RunAs {
     model: Option<String>,
     /// Allow rules for this turn alone.
     allowed_tools: Vec<crate::permissions::Rule>,
+    /// Said once the turn has begun (after its `user` event, so that front
+    /// ends take them as part of the turn, not as a command's reply).
+    notices: Vec<String>,
 }
 
 fn start_turn(
@@ -318,6 +319,9 @@ fn start_turn(
         text: user.model_text().to_string(),
     });
     emit(fx, Some(id), AgentMessage::User(user));
+    for text in run_as.notices {
+        emit(fx, Some(id), notice(text));
+    }
     let session_model = run_as
         .model
         .filter(|model| *model != state.model)

@@ -18,8 +18,8 @@ pub struct CommandQuery {
     pub model: Option<String>,
     /// Allow rules in force for this turn alone.
     pub allowed_tools: Vec<Rule>,
-    /// Notices shown as the turn starts (what of the command is not
-    /// applied).
+    /// Notices shown as the turn starts, after its `user` event (what of
+    /// the command is not applied).
     pub notices: Vec<String>,
 }
 
