@@ -16,8 +16,9 @@ pub type InputId = u64;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionInput {
     /// A user message. Text starting with `/` is parsed as a slash command
-    /// before it is queued (by the session; `runtime::parse_command` is the
-    /// same parser).
+    /// before it is queued (by the session, which knows its custom
+    /// commands too; `runtime::parse_command` is the same parser for the
+    /// built-in ones).
     Query { text: String },
     /// A typed control command, queued like a query.
     Control(ControlCommand),
