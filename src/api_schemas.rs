@@ -297,6 +297,24 @@ pub fn input() -> RefOr<Schema> {
         let required = name != "fork";
         one_of = one_of.item(command(name, description, &[(field, schema, required)]));
     }
+    one_of = one_of.item(command(
+        "custom",
+        "Run one of the session's custom commands (a command file): an ordinary turn on its prompt",
+        &[
+            (
+                "name",
+                text("The command's name (`review`, `frontend:component`)"),
+                true,
+            ),
+            (
+                "arguments",
+                text(
+                    "What follows the name, filling `$ARGUMENTS`, `$1`, `$2`, ... (default: none)",
+                ),
+                false,
+            ),
+        ],
+    ));
     one_of.into()
 }
 
@@ -333,7 +351,7 @@ mod tests {
             let parsed: Result<ControlCommand, _> = serde_json::from_value(Value::Object(body));
             assert!(parsed.is_ok(), "{name}: {parsed:?}");
         }
-        assert_eq!(described.len(), 22, "{described:?}");
+        assert_eq!(described.len(), 23, "{described:?}");
     }
 
     fn schema_fields(schema: &Value, name: &str) -> Vec<String> {

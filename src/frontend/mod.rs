@@ -235,7 +235,7 @@ mod tests {
     #[test]
     fn a_turn_ends_at_its_result_whatever_it_says_on_the_way() {
         let turn = vec![
-            AgentMessage::User(UserEvent { text: "hi".into() }),
+            AgentMessage::User(UserEvent::new("hi")),
             compacting("Compacting the conversation (the next request would take ...)."),
             compacted("auto"),
             notice("The provider refused the request as too long; trying once more."),

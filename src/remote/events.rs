@@ -249,9 +249,7 @@ mod tests {
             seq,
             turn_id: None,
             at: chrono::Utc::now(),
-            message: AgentMessage::User(UserEvent {
-                text: format!("event {seq}"),
-            }),
+            message: AgentMessage::User(UserEvent::new(format!("event {seq}"))),
         };
         serde_json::to_string(&envelope).unwrap_or_default()
     }

@@ -63,7 +63,7 @@ fn envelope() -> impl Strategy<Value = EventEnvelope> {
             seq,
             turn_id,
             at: chrono::DateTime::from_timestamp(secs, 0).unwrap_or_default(),
-            message: AgentMessage::User(UserEvent { text }),
+            message: AgentMessage::User(UserEvent::new(text)),
         })
 }
 
@@ -157,7 +157,7 @@ fn keep_alives_old_events_and_garbage_are_not_passed_on() {
         seq: 3,
         turn_id: None,
         at: chrono::DateTime::from_timestamp(0, 0).unwrap_or_default(),
-        message: AgentMessage::User(UserEvent { text: "hi".into() }),
+        message: AgentMessage::User(UserEvent::new("hi")),
     };
     let data = serde_json::to_string(&event).unwrap_or_default();
     assert_eq!(read_frame(Some(&data), 3), Frame::Nothing);

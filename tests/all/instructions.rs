@@ -161,7 +161,8 @@ async fn init_asks_the_model_for_an_agents_md_and_the_model_writes_it() {
     let events = out.events();
     let user = of_type(&events, "user");
     assert_eq!(user.len(), 1);
-    let asked = user[0]["text"].as_str().unwrap_or_default();
+    assert_eq!(user[0]["text"], "/init", "what was typed");
+    let asked = user[0]["prompt"].as_str().unwrap_or_default();
     assert!(
         asked.starts_with("Look at this workspace") && asked.contains("write an AGENTS.md"),
         "{asked}"

@@ -340,6 +340,7 @@ impl AgentBuilder {
             system_prompt: self.system_prompt,
             tool_prompts: String::new(),
             agents: Default::default(),
+            commands: Default::default(),
             task_tool: false,
             instructions,
             max_steps,

@@ -128,6 +128,7 @@ impl AgentState {
             system_prompt: config.system_prompt,
             tool_prompts: String::new(),
             agents: Default::default(),
+            commands: Default::default(),
             task_tool: false,
             // Not saved: the agent that continues the conversation brings
             // its own (read when it was built).

@@ -402,7 +402,7 @@ mod tests {
         let session_id = SessionId::new();
         for kind in kinds.chars() {
             let message = match kind {
-                'u' => AgentMessage::User(UserEvent { text: "q".into() }),
+                'u' => AgentMessage::User(UserEvent::new("q")),
                 'd' => AgentMessage::StreamEvent(StreamEvent {
                     event: StreamDelta::TextDelta {
                         index: 0,

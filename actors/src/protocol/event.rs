@@ -85,10 +85,33 @@ impl AgentMessage {
     }
 }
 
-/// A `user` event: the query text as it entered the history.
+/// A `user` event: a query as the user gave it, entering the history.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct UserEvent {
+    /// What the user typed; front ends show this. For a slash command
+    /// that runs as a query (`/init`, a custom command such as
+    /// `/review src/main.rs`) it is the command line, as Claude Code shows
+    /// it.
     pub text: String,
+    /// What the model received instead of `text`, when that differs: the
+    /// command's prompt, its arguments filled in. The history holds this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+}
+
+impl UserEvent {
+    /// A query the model receives as typed.
+    pub fn new(text: impl Into<String>) -> Self {
+        UserEvent {
+            text: text.into(),
+            prompt: None,
+        }
+    }
+
+    /// The text the model received: the prompt, else what was typed.
+    pub fn model_text(&self) -> &str {
+        self.prompt.as_deref().unwrap_or(&self.text)
+    }
 }
 
 /// A `stream_event`: one piece of the assistant message being streamed.

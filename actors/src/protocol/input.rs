@@ -16,8 +16,9 @@ pub type InputId = u64;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionInput {
     /// A user message. Text starting with `/` is parsed as a slash command
-    /// before it is queued (by the session; `runtime::parse_command` is the
-    /// same parser).
+    /// before it is queued (by the session, which knows its custom
+    /// commands too; `runtime::parse_command` is the same parser for the
+    /// built-in ones).
     Query { text: String },
     /// A typed control command, queued like a query.
     Control(ControlCommand),
@@ -108,6 +109,17 @@ pub enum ControlCommand {
     /// with a turn, not a `system` event: a `user` event carrying the
     /// request, the model's work, then a `result`.
     Init,
+    /// Run the session's custom command `name` (a Markdown file of the
+    /// workspace's or the user's `.agentbus/commands` or `.claude/commands`)
+    /// with `arguments`, what followed its name. Like `Init` it answers with
+    /// a turn: a `user` event whose `text` is the command line and whose
+    /// `prompt` is what the model receives, then a `result`; an unknown
+    /// name answers with a notice.
+    Custom {
+        name: String,
+        #[serde(default)]
+        arguments: String,
+    },
 }
 
 impl ControlCommand {
@@ -124,7 +136,7 @@ impl ControlCommand {
     }
 
     /// The command's name as the user types it after `/`.
-    pub fn name(&self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             ControlCommand::Help => "help",
             ControlCommand::Quit => "quit",
@@ -145,6 +157,7 @@ impl ControlCommand {
             ControlCommand::SetMode { .. } | ControlCommand::ShowMode => "mode",
             ControlCommand::Init => "init",
             ControlCommand::SwitchAgent { .. } | ControlCommand::ListAgents => "agent",
+            ControlCommand::Custom { name, .. } => name,
         }
     }
 }

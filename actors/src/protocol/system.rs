@@ -230,6 +230,11 @@ pub struct SessionStarted {
     /// were agents: `build`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The session's custom commands (Markdown files read when it was
+    /// created or loaded), for front ends that offer commands; `/help`
+    /// lists them after the built-in ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandEntry>,
 }
 
 /// `/new` made a session.
@@ -369,17 +374,36 @@ pub struct UsageReport {
 #[serde(transparent)]
 pub struct DebugState(pub Value);
 
-/// `/help`: the slash commands.
+/// `/help`: the slash commands, the built-in ones first, then the
+/// session's custom commands.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CommandList(pub Vec<CommandEntry>);
 
-/// One command of `/help`.
+/// One slash command, as `/help` lists it and front ends offer it
+/// (completion, an editor's command menu).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommandEntry {
-    /// How to type it, e.g. `/model [NAME]`.
+    /// How to type it, e.g. `/model [NAME]`, `/review [file]`.
     pub command: String,
     pub description: String,
+    /// The word typed after `/` (`model`, `frontend:component`); missing in
+    /// logs written before custom commands.
+    #[serde(default)]
+    pub name: String,
+    /// Where a custom command comes from: the Markdown file that defines
+    /// it. `None` for the built-in commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl CommandEntry {
+    /// What follows the name in [`command`](Self::command): how its
+    /// arguments are typed (`/model [NAME]` → `[NAME]`), if it takes any.
+    pub fn argument_hint(&self) -> Option<&str> {
+        let (_, args) = self.command.trim().split_once(char::is_whitespace)?;
+        Some(args.trim()).filter(|a| !a.is_empty())
+    }
 }
 
 /// A model call failed and will be tried again.

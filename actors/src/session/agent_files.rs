@@ -10,13 +10,10 @@
 //! naming the file and the field, which the session shows as a notice and
 //! `/agent` lists; the other agents still load. Never fails a session.
 
-use super::agent_markdown;
+use super::{agent_markdown, markdown_files};
 use crate::protocol::AgentDefinition;
 use crate::session::core::agents::AgentSet;
 use std::path::{Path, PathBuf};
-
-/// Agent files larger than this are not read (a prompt, not a book).
-const MAX_FILE_BYTES: u64 = 256 * 1024;
 
 /// Where a session's agents come from besides the built-in ones.
 #[derive(Clone, Debug, Default)]
@@ -77,20 +74,7 @@ fn read_folder(
     definitions: &mut Vec<AgentDefinition>,
     problems: &mut Vec<String>,
 ) {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
-        Err(e) => {
-            problems.push(format!("{}: the folder cannot be read: {e}", dir.display()));
-            return;
-        }
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .collect();
-    paths.sort();
-    for path in paths {
+    for path in markdown_files::list(dir, false, problems) {
         match read_file(&path, profiles) {
             Ok(definition) => definitions.push(definition),
             Err(why) => problems.push(format!("{}: {why}", path.display())),
@@ -99,19 +83,7 @@ fn read_folder(
 }
 
 fn read_file(path: &Path, profiles: &[String]) -> Result<AgentDefinition, String> {
-    let metadata = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?;
-    if !metadata.is_file() {
-        return Err("not a file".into());
-    }
-    if metadata.len() > MAX_FILE_BYTES {
-        return Err(format!(
-            "{} bytes, more than the {} KiB an agent file may have",
-            metadata.len(),
-            MAX_FILE_BYTES / 1024
-        ));
-    }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_string())?;
+    let text = markdown_files::read_text(path)?;
     let stem = path
         .file_stem()
         .and_then(|s| s.to_str())

@@ -16,39 +16,16 @@
 //! `disallowedTools`, `model` (a profile of ours; Claude Code's `sonnet`,
 //! `opus`, `haiku`, `inherit` keep the session's model), `permissionMode`,
 //! `maxTurns`; the body is the system prompt. Claude Code's tool names are
-//! mapped onto ours ([`CLAUDE_TOOLS`]); a tool without an equivalent is left
-//! out with a note. Fields agentbus does not use (`color`, ...) are ignored.
+//! mapped onto ours (`front_matter::CLAUDE_TOOLS`); a tool without an
+//! equivalent is left out with a note. Fields agentbus does not use (`color`, ...) are ignored.
 //!
 //! Pure: text in, a definition or an error naming the field out. Reading
-//! the folders is `agent_files`' job.
+//! the folders is `agent_files`' job; the front matter is read as
+//! `front_matter` reads it for command files too.
 
+use super::front_matter::{self, shown, string};
 use crate::protocol::{AgentDefinition, PermissionMode};
 use serde_yaml_ng::Value;
-
-/// Claude Code's tool names and ours: `None` where agentbus has no
-/// equivalent (the tool is left out, with a note).
-pub const CLAUDE_TOOLS: &[(&str, Option<&str>)] = &[
-    ("Read", Some("read_file")),
-    ("Write", Some("write_file")),
-    ("Edit", Some("edit_file")),
-    ("MultiEdit", Some("edit_file")),
-    ("Bash", Some("bash")),
-    ("Grep", Some("grep")),
-    ("Glob", Some("glob")),
-    ("LS", Some("list_dir")),
-    ("Task", Some("task")),
-    ("Agent", Some("task")),
-    ("WebFetch", None),
-    ("WebSearch", None),
-    ("NotebookEdit", None),
-    ("NotebookRead", None),
-    ("TodoWrite", None),
-    ("BashOutput", None),
-    ("KillShell", None),
-    ("KillBash", None),
-    ("SlashCommand", None),
-    ("Skill", None),
-];
 
 /// Claude Code's model aliases: the session keeps its own model.
 const CLAUDE_MODELS: &[&str] = &["inherit", "sonnet", "opus", "haiku"];
@@ -63,14 +40,10 @@ pub fn parse(
     source: &str,
     profiles: &[String],
 ) -> Result<AgentDefinition, String> {
-    let (front, body) = split(text)?;
-    let fields: Value = serde_yaml_ng::from_str(front)
-        .map_err(|e| format!("the front matter is not valid YAML: {e}"))?;
-    let fields = match fields {
-        Value::Mapping(map) => map,
-        Value::Null => Default::default(),
-        _ => return Err("the front matter is not a mapping of `field: value` lines".into()),
-    };
+    let (front, body) = front_matter::split(text)?.ok_or_else(|| {
+        "no front matter: the file must start with a `---` line, then `name:` and `description:` lines, then `---`".to_string()
+    })?;
+    let fields = front_matter::fields(front)?;
     let mut definition = AgentDefinition {
         source: source.to_string(),
         ..AgentDefinition::default()
@@ -78,9 +51,7 @@ pub fn parse(
     let mut name = None;
     let mut ignored = Vec::new();
     for (key, value) in &fields {
-        let Some(key) = key.as_str() else {
-            return Err(format!("a field name is not text: {key:?}"));
-        };
+        let key = front_matter::key(key)?;
         match key {
             "name" => name = Some(string(key, value)?),
             "description" => definition.description = string(key, value)?.trim().to_string(),
@@ -131,43 +102,6 @@ pub fn parse(
     Ok(definition)
 }
 
-/// The front matter between the first two `---` lines, and the body.
-fn split(text: &str) -> Result<(&str, &str), String> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = text
-        .strip_prefix("---\n")
-        .or_else(|| text.strip_prefix("---\r\n"))
-    else {
-        return Err(
-            "no front matter: the file must start with a `---` line, then `name:` and `description:` lines, then `---`".into(),
-        );
-    };
-    let mut at = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            return Ok((&rest[..at], &rest[at + line.len()..]));
-        }
-        at += line.len();
-    }
-    if rest[at..].trim_end() == "---" {
-        return Ok((&rest[..at], ""));
-    }
-    Err("the front matter has no closing `---` line".into())
-}
-
-fn shown(value: &Value) -> String {
-    serde_yaml_ng::to_string(value)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "?".into())
-}
-
-fn string(key: &str, value: &Value) -> Result<String, String> {
-    value
-        .as_str()
-        .map(String::from)
-        .ok_or_else(|| format!("field `{key}`: expected text, got {}", shown(value)))
-}
-
 /// A tool list: `Read, Grep` or `[Read, Grep]`, Claude's names mapped.
 fn tools(key: &str, value: &Value, notes: &mut Vec<String>) -> Result<Vec<String>, String> {
     let expected = || {
@@ -207,13 +141,13 @@ fn tools(key: &str, value: &Value, notes: &mut Vec<String>) -> Result<Vec<String
                 "`{name}` in `{key}`: the part in parentheses is not applied here (use [permissions] rules)"
             ));
         }
-        match CLAUDE_TOOLS.iter().find(|(claude, _)| *claude == base) {
-            Some((_, Some(mapped))) => {
+        match front_matter::claude_tool(base) {
+            Some(Some(mapped)) => {
                 if !ours.iter().any(|t| t == mapped) {
                     ours.push(mapped.to_string());
                 }
             }
-            Some((_, None)) => notes.push(format!(
+            Some(None) => notes.push(format!(
                 "`{base}` in `{key}` has no equivalent in agentbus and is left out"
             )),
             None => {

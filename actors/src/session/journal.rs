@@ -116,7 +116,7 @@ mod tests {
 
     fn event(seq: u64, persisted: bool) -> Arc<EventEnvelope> {
         let message = if persisted {
-            AgentMessage::User(UserEvent { text: "hi".into() })
+            AgentMessage::User(UserEvent::new("hi"))
         } else {
             AgentMessage::StreamEvent(crate::protocol::StreamEvent {
                 event: crate::protocol::StreamDelta::BlockStop { index: 0 },

@@ -15,6 +15,11 @@
 //! - [`agent_files`]: a session's named agents — built-in, configured, and
 //!   the agent files of the user's folders and the workspace;
 //!   `agent_markdown` reads one file (Claude Code's format).
+//! - [`command_files`]: a session's custom slash commands — the command
+//!   files of the user's folders and the workspace; `command_markdown`
+//!   reads one file (Claude Code's format).
+//! - `front_matter`: the YAML front matter both kinds of file share, and
+//!   Claude Code's tool names; `markdown_files`: listing and reading them.
 //! - `project_rules`: an "allow always" rule saved to the workspace's
 //!   `.agentbus.toml`.
 //!
@@ -26,11 +31,15 @@
 pub mod actor;
 pub mod agent_files;
 mod agent_markdown;
+pub mod command_files;
+mod command_markdown;
 pub mod core;
 pub mod error;
+mod front_matter;
 pub mod handle;
 pub mod instruction_files;
 mod journal;
+mod markdown_files;
 pub mod model_input;
 pub mod permission_setup;
 mod project_rules;

@@ -8,15 +8,18 @@
 //! taken). Holds what every session starts from — the settings, the stored
 //! sessions (the store and this process's lease owner), the tool catalog —
 //! and is the one place the SessionManager and the Runtime read them from.
-//! Reads the workspace's and the user's instruction files (`AGENTS.md`)
-//! and agent files (`.agentbus/agents`, `.claude/agents`) for each session
-//! it starts, on the blocking pool. Cloned into each
+//! Reads the workspace's and the user's instruction files (`AGENTS.md`),
+//! agent files (`.agentbus/agents`, `.claude/agents`) and command files
+//! (`.agentbus/commands`, `.claude/commands`) for each session it starts,
+//! on the blocking pool. Cloned into each
 //! load; never starts an actor.
 
 use crate::protocol::{EventEnvelope, Message, SessionId};
 use crate::session::SessionError;
 use crate::session::agent_files::{self, AgentSources};
+use crate::session::command_files;
 use crate::session::core::agents::AgentSet;
+use crate::session::core::custom_commands::CustomCommands;
 use crate::session::core::instructions::Instructions;
 use crate::session::core::{Effect, SessionConfig, SessionState, restore};
 use crate::session::instruction_files;
@@ -45,6 +48,7 @@ pub struct SessionLoader {
 pub struct WorkspaceFiles {
     pub instructions: Instructions,
     pub agents: AgentSet,
+    pub commands: CustomCommands,
 }
 
 /// A stored session, ready to start: its lease is taken.
@@ -106,9 +110,9 @@ impl SessionLoader {
 
     /// What a session in `workspace` reads from disk, on the blocking
     /// pool: its instruction files (the user's in the configuration
-    /// directory, then the workspace's) and its named agents (built-in,
-    /// configured, then the agent files). What cannot be read is a problem
-    /// the session shows.
+    /// directory, then the workspace's), its named agents (built-in,
+    /// configured, then the agent files) and its custom commands (the
+    /// command files). What cannot be read is a problem the session shows.
     pub async fn workspace_files(&self, workspace: &Path) -> WorkspaceFiles {
         let settings = self.settings.clone();
         let dir = workspace.to_path_buf();
@@ -124,10 +128,11 @@ impl SessionLoader {
             WorkspaceFiles {
                 instructions: instruction_files::read(config_dir, Some(&dir)),
                 agents: agent_files::read(&sources, &dir),
+                commands: command_files::read(home.as_deref(), config_dir, &dir),
             }
         });
         reading.await.unwrap_or_else(|e| {
-            tracing::warn!(workspace = %workspace.display(), error = %e, "reading the instruction and agent files failed");
+            tracing::warn!(workspace = %workspace.display(), error = %e, "reading the instruction, agent and command files failed");
             WorkspaceFiles {
                 instructions: Instructions {
                     files: Vec::new(),
@@ -137,6 +142,7 @@ impl SessionLoader {
                     )],
                 },
                 agents: AgentSet::default(),
+                commands: CustomCommands::default(),
             }
         })
     }
@@ -153,11 +159,13 @@ impl SessionLoader {
         let WorkspaceFiles {
             instructions,
             agents,
+            commands,
         } = files;
         let config = SessionConfig {
             system_prompt: self.settings.system_prompt.clone(),
             tool_prompts: self.tool_prompts.to_string(),
             agents,
+            commands,
             // `disallowed_tools = ["task"]` turns sub-agents off.
             task_tool: !self
                 .settings

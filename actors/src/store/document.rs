@@ -272,9 +272,7 @@ mod tests {
             seq,
             turn_id: Some(1),
             at: at(seq as u32 % 60),
-            message: AgentMessage::User(UserEvent {
-                text: text.to_string(),
-            }),
+            message: AgentMessage::User(UserEvent::new(text.to_string())),
         }
     }
 

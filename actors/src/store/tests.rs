@@ -113,9 +113,7 @@ fn user(id: &str, seq: u64, text: &str) -> Arc<EventEnvelope> {
     event(
         id,
         seq,
-        AgentMessage::User(UserEvent {
-            text: text.to_string(),
-        }),
+        AgentMessage::User(UserEvent::new(text.to_string())),
     )
 }
 

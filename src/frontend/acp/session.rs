@@ -215,7 +215,7 @@ impl SessionTask {
             tracing::debug!(session = %self.id.0, "the session's opening was not answered: {}", e.message);
         }
         self.send(SessionUpdate::AvailableCommandsUpdate(
-            AvailableCommandsUpdate::new(super::commands::available()),
+            AvailableCommandsUpdate::new(super::commands::available(self.translator.commands())),
         ));
         let waiting: Vec<ApprovalRequestEvent> = self.translator.waiting().cloned().collect();
         for request in waiting {

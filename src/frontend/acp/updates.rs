@@ -31,7 +31,7 @@ use agent_client_protocol::v1::schema::{
     SessionModeState, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, UsageUpdate,
 };
-use agentbus_actors::protocol::system::{ModelSwitched, SessionStarted};
+use agentbus_actors::protocol::system::{CommandEntry, ModelSwitched, SessionStarted};
 use agentbus_actors::protocol::{
     AgentMessage, AgentSwitched, ApprovalRequestEvent, ApprovalResolved, AssistantEvent, BlockKind,
     ContentBlock, ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Pricing,
@@ -107,6 +107,9 @@ pub struct Translator {
     agent: Option<String>,
     /// What the pickers offer.
     choices: Choices,
+    /// The session's custom commands, as its last `session_started` listed
+    /// them.
+    commands: Vec<CommandEntry>,
     /// US dollars spent, when every model used has prices.
     cost: Option<f64>,
     /// The last usage shown (used, size, cost): the same is not sent
@@ -133,6 +136,7 @@ impl Translator {
             model: None,
             agent: None,
             choices,
+            commands: Vec::new(),
             cost: None,
             shown_usage: None,
         }
@@ -197,6 +201,11 @@ impl Translator {
     /// What the pickers offer.
     pub fn choices(&self) -> &Choices {
         &self.choices
+    }
+
+    /// The session's custom commands (for the editor's command menu).
+    pub fn commands(&self) -> &[CommandEntry] {
+        &self.commands
     }
 
     /// The pickers changed: the editor is told their new state.
@@ -450,6 +459,7 @@ impl Translator {
                     if !started.workspace.is_empty() {
                         self.workspace = PathBuf::from(started.workspace);
                     }
+                    self.commands = started.commands;
                 }
                 Vec::new()
             }

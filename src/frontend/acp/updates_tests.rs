@@ -62,7 +62,7 @@ impl Feed {
 }
 
 fn user(text: &str) -> AgentMessage {
-    AgentMessage::User(UserEvent { text: text.into() })
+    AgentMessage::User(UserEvent::new(text))
 }
 
 fn delta(event: StreamDelta) -> AgentMessage {

@@ -1,10 +1,13 @@
 //! The line editor (reedline): emacs keys, a history file, Tab completion of
-//! slash commands, and the chat's own keys.
+//! slash commands (the built-in ones and the session's custom commands),
+//! and the chat's own keys.
 //!
 //! Ctrl-C is bound to a host command so the chat decides what it does: quit
 //! at an empty prompt, clear the line otherwise. Ctrl-N replaces the line
 //! with `/new` and submits it, as if typed.
 
+use agentbus_actors::protocol::system::{CommandEntry, SessionStarted};
+use agentbus_actors::protocol::{AgentMessage, EventEnvelope};
 use agentbus_actors::runtime::COMMANDS;
 use reedline::{
     ColumnarMenu, Completer, EditCommand, Emacs, ExternalPrinter, FileBackedHistory, KeyCode,
@@ -13,13 +16,41 @@ use reedline::{
 };
 use std::borrow::Cow;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 /// What the editor returns when Ctrl-C is pressed at the prompt.
 pub const CTRL_C: &str = "\u{3}ctrl-c";
 
+/// The session's custom commands, as its `session_started` event lists
+/// them: the chat passes each event it shows to [`learn`](Self::learn),
+/// and Tab completes them after the built-in ones.
+#[derive(Clone, Default)]
+pub struct CustomCommands(Arc<Mutex<Vec<CommandEntry>>>);
+
+impl CustomCommands {
+    /// Take the commands of a `session_started` event.
+    pub fn learn(&self, event: &EventEnvelope) {
+        if let AgentMessage::System(system) = &event.message
+            && let Some(started) = system.payload::<SessionStarted>()
+            && let Ok(mut commands) = self.0.lock()
+        {
+            *commands = started.commands;
+        }
+    }
+
+    fn entries(&self) -> Vec<CommandEntry> {
+        self.0.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
 /// The editor, with history in `history` when given; lines sent to
-/// `printer` appear above the prompt while it waits.
-pub fn build(history: Option<PathBuf>, printer: ExternalPrinter<String>) -> Reedline {
+/// `printer` appear above the prompt while it waits; Tab completes
+/// `custom` too.
+pub fn build(
+    history: Option<PathBuf>,
+    printer: ExternalPrinter<String>,
+    custom: CustomCommands,
+) -> Reedline {
     let mut keys = default_emacs_keybindings();
     keys.add_binding(
         KeyModifiers::CONTROL,
@@ -48,7 +79,7 @@ pub fn build(history: Option<PathBuf>, printer: ExternalPrinter<String>) -> Reed
     let menu = ColumnarMenu::default().with_name("completion_menu");
     let mut editor = Reedline::create()
         .with_edit_mode(Box::new(Emacs::new(keys)))
-        .with_completer(Box::new(SlashCommands))
+        .with_completer(Box::new(SlashCommands(custom)))
         .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
         .with_external_printer(printer);
     if let Some(path) = history {
@@ -61,7 +92,7 @@ pub fn build(history: Option<PathBuf>, printer: ExternalPrinter<String>) -> Reed
 }
 
 /// Completes `/com` to the slash commands the session understands.
-struct SlashCommands;
+struct SlashCommands(CustomCommands);
 
 impl Completer for SlashCommands {
     fn complete(&mut self, line: &str, pos: usize) -> Vec<Suggestion> {
@@ -69,12 +100,17 @@ impl Completer for SlashCommands {
         if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
             return Vec::new();
         }
-        COMMANDS
+        let custom = self.0.entries();
+        let built_in = COMMANDS.iter().map(|c| (c.name, c.summary));
+        let custom = custom
             .iter()
-            .filter(|c| format!("/{}", c.name).starts_with(typed))
-            .map(|c| Suggestion {
-                value: format!("/{}", c.name),
-                description: Some(c.summary.to_string()),
+            .map(|c| (c.name.as_str(), c.description.as_str()));
+        built_in
+            .chain(custom)
+            .filter(|(name, _)| format!("/{name}").starts_with(typed))
+            .map(|(name, summary)| Suggestion {
+                value: format!("/{name}"),
+                description: Some(summary.to_string()),
                 span: Span::new(0, typed.len()),
                 append_whitespace: true,
                 ..Default::default()
@@ -110,19 +146,51 @@ mod tests {
 
     #[test]
     fn slash_prefixes_complete_to_commands() {
-        let values: Vec<String> = SlashCommands
+        let mut commands = SlashCommands(CustomCommands::default());
+        let values: Vec<String> = commands
             .complete("/mo", 3)
             .into_iter()
             .map(|s| s.value)
             .collect();
         assert_eq!(values, ["/model", "/models", "/mode"]);
-        assert!(SlashCommands.complete("hello", 5).is_empty());
-        assert!(SlashCommands.complete("/model x", 8).is_empty());
-        let values: Vec<String> = SlashCommands
+        assert!(commands.complete("hello", 5).is_empty());
+        assert!(commands.complete("/model x", 8).is_empty());
+        let values: Vec<String> = commands
             .complete("/co", 3)
             .into_iter()
             .map(|s| s.value)
             .collect();
         assert_eq!(values, ["/context", "/compact"]);
+    }
+
+    #[test]
+    fn the_sessions_custom_commands_complete_after_the_built_in_ones() {
+        let custom = CustomCommands::default();
+        let started = agentbus_actors::protocol::SystemEvent::new(
+            "started",
+            &SessionStarted {
+                commands: vec![CommandEntry {
+                    command: "/compare [a] [b]".into(),
+                    description: "Compare two files".into(),
+                    name: "compare".into(),
+                    source: Some("/ws/.claude/commands/compare.md".into()),
+                }],
+                ..Default::default()
+            },
+        );
+        custom.learn(&EventEnvelope {
+            seq: 1,
+            session_id: agentbus_actors::protocol::SessionId("s".into()),
+            turn_id: None,
+            at: chrono::Utc::now(),
+            message: AgentMessage::System(started),
+        });
+        let suggestions = SlashCommands(custom).complete("/co", 3);
+        let values: Vec<&str> = suggestions.iter().map(|s| s.value.as_str()).collect();
+        assert_eq!(values, ["/context", "/compact", "/compare"]);
+        assert_eq!(
+            suggestions[2].description.as_deref(),
+            Some("Compare two files")
+        );
     }
 }

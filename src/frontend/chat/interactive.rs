@@ -41,7 +41,8 @@ pub async fn run(
     history: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let screen = Screen::new();
-    let mut editor = editor::build(history, screen.printer());
+    let custom = editor::CustomCommands::default();
+    let mut editor = editor::build(history, screen.printer(), custom.clone());
     let mut renderer = Renderer::new(
         screen,
         RenderOptions {
@@ -50,7 +51,7 @@ pub async fn run(
             echo_user: false,
         },
     );
-    let mut attached = show(session, &mut renderer).await?;
+    let mut attached = show(session, &mut renderer, &custom).await?;
     renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits. What you type during a reply is sent after it.");
     let mut ahead = TypeAhead::default();
     loop {
@@ -103,7 +104,7 @@ pub async fn run(
             Some(end) => {
                 if let Some(target) = switch_target(end) {
                     let session = backend.open(&target, Start::Beginning).await?;
-                    attached = show(session, &mut renderer).await?;
+                    attached = show(session, &mut renderer, &custom).await?;
                 }
             }
             None => anyhow::bail!("the session stopped"),
@@ -114,8 +115,13 @@ pub async fn run(
 }
 
 /// Show what an attached session (attached from the beginning) holds: the
-/// conversation so far (user lines included), then this load's own events.
-async fn show(mut attached: Attached, renderer: &mut Renderer<Screen>) -> anyhow::Result<Attached> {
+/// conversation so far (user lines included), then this load's own events
+/// (whose `session_started` tells `custom` the session's commands).
+async fn show(
+    mut attached: Attached,
+    renderer: &mut Renderer<Screen>,
+    custom: &editor::CustomCommands,
+) -> anyhow::Result<Attached> {
     attached.watch_connection();
     let catchup = attached.catchup;
     renderer.options.echo_user = true;
@@ -125,6 +131,7 @@ async fn show(mut attached: Attached, renderer: &mut Renderer<Screen>) -> anyhow
         while let Some(event) = attached.events.recv().await {
             renderer.options.echo_user = event.seq <= catchup.history_until();
             renderer.render(&event);
+            custom.learn(&event);
             if catchup.reached_by(&event) {
                 break;
             }

@@ -107,7 +107,7 @@ mod tests {
         // Before the turn (a command's reply): nothing on stderr.
         assert_eq!(answer.notice(&notice, false), None);
         assert_eq!(answer.notice(&compacted, false), None);
-        let user = AgentMessage::User(UserEvent { text: "hi".into() });
+        let user = AgentMessage::User(UserEvent::new("hi"));
         answer.event(&env(Some(4), user)).unwrap();
         assert_eq!(answer.turn, Some(4));
         assert_eq!(

@@ -13,7 +13,7 @@
 //!   through the editor's `fs/*`, and `--attach` to a real `agentbus serve`.
 
 mod acpx;
-mod editor;
+pub(crate) mod editor;
 mod pickers;
 mod protocol;
 

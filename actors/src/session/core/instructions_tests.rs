@@ -190,6 +190,7 @@ fn debug_shows_the_instructions() {
     assert!(reply.message.contains("/home/u/.config/agentbus/AGENTS.md"));
 }
 
+/// The request `/init` sends; its `user` event shows `/init`, as typed.
 fn init_query(h: &mut Harness) -> String {
     let id = h.query("/init");
     let calls = model_calls(&h.effects);
@@ -197,10 +198,12 @@ fn init_query(h: &mut Harness) -> String {
     let user = messages(&h.effects)
         .into_iter()
         .find_map(|m| match m {
-            AgentMessage::User(u) => Some(u.text),
+            AgentMessage::User(u) => Some(u),
             _ => None,
         })
         .expect("a user event");
+    assert_eq!(user.text, "/init");
+    let user = user.prompt.expect("the request");
     assert_eq!(
         h.state.history.first(),
         Some(&Message::User { text: user.clone() })

@@ -24,6 +24,7 @@
 pub mod agents;
 pub mod commands;
 pub mod context;
+pub mod custom_commands;
 mod effect;
 mod input;
 pub mod instructions;
@@ -35,6 +36,8 @@ mod state;
 mod step;
 pub mod turn;
 
+#[cfg(test)]
+mod custom_commands_tests;
 #[cfg(test)]
 mod instructions_tests;
 #[cfg(test)]

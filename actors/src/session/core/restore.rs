@@ -116,7 +116,7 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
             },
             AgentMessage::User(u) => {
                 state.history.push(Message::User {
-                    text: u.text.clone(),
+                    text: u.model_text().to_string(),
                 });
                 open = Some(OpenTurn {
                     id: event.turn_id.unwrap_or_default(),

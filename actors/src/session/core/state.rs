@@ -5,6 +5,7 @@
 use super::agents::AgentSet;
 use super::context::compaction::CompactionCall;
 use super::context::state::ContextState;
+use super::custom_commands::CustomCommands;
 use super::instructions::Instructions;
 use super::permission::{PermissionConfig, PermissionState};
 use super::turn::Turn;
@@ -25,6 +26,9 @@ pub struct SessionConfig {
     pub tool_prompts: String,
     /// The named agents the session can run as.
     pub agents: AgentSet,
+    /// The custom slash commands (Markdown files) read when the session
+    /// was created or loaded.
+    pub commands: CustomCommands,
     /// Offer the `task` tool (sub-agents). Off in child sessions: a child
     /// never starts children of its own (depth 1).
     pub task_tool: bool,

@@ -154,6 +154,7 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
         sandboxed: Some(state.config.permissions.sandboxed),
         instructions: instructions.iter().map(|f| f.path.clone()).collect(),
         agent: Some(state.agent.clone()),
+        commands: state.config.commands.entries(),
     };
     emit(
         fx,
@@ -165,6 +166,13 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
     }
     for problem in &state.config.agents.problems {
         emit(fx, None, notice(format!("Agent file not used: {problem}")));
+    }
+    for problem in &state.config.commands.problems {
+        emit(
+            fx,
+            None,
+            notice(format!("Command file not used: {problem}")),
+        );
     }
     if state.current_agent().is_none() {
         emit(
@@ -210,7 +218,7 @@ fn apply_catalog(
 fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mut Vec<Effect>) {
     state.next_input_id = state.next_input_id.max(input_id + 1);
     let input = match input {
-        UserInput::Query { text } => match commands::parse(&text) {
+        UserInput::Query { text } => match commands::parse_with(&text, &state.config.commands) {
             None => UserInput::Query { text },
             Some(Ok(command)) => UserInput::Control { command },
             Some(Err(notice)) => {
@@ -235,7 +243,18 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 commands::Applied::Reply(reply) => {
                     emit(fx, Some(input_id), AgentMessage::System(reply))
                 }
-                commands::Applied::Query { text } => start_turn(state, input_id, text, now_ms, fx),
+                commands::Applied::Query(query) => {
+                    let user = UserEvent {
+                        text: query.typed,
+                        prompt: Some(query.prompt),
+                    };
+                    let run_as = RunAs {
+                        model: query.model,
+                        allowed_tools: query.allowed_tools,
+                        notices: query.notices,
+                    };
+                    start_turn(state, input_id, user, run_as, now_ms, fx)
+                }
                 commands::Applied::NeedsStore(command) => {
                     state.pending_command = Some(input_id);
                     fx.push(Effect::SessionCommand { input_id, command });
@@ -263,22 +282,51 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     }
                 }
             },
-            UserInput::Query { text } | UserInput::Prompt { text } => {
-                start_turn(state, input_id, text, now_ms, fx)
-            }
+            UserInput::Query { text } | UserInput::Prompt { text } => start_turn(
+                state,
+                input_id,
+                UserEvent::new(text),
+                RunAs::default(),
+                now_ms,
+                fx,
+            ),
         }
     }
+}
+
+/// What a turn runs with besides the session's own settings (a custom
+/// command's front matter).
+#[derive(Default)]
+struct RunAs {
+    /// A model profile for this turn alone.
+    model: Option<String>,
+    /// Allow rules for this turn alone.
+    allowed_tools: Vec<crate::permissions::Rule>,
+    /// Said once the turn has begun (after its `user` event, so that front
+    /// ends take them as part of the turn, not as a command's reply).
+    notices: Vec<String>,
 }
 
 fn start_turn(
     state: &mut SessionState,
     id: InputId,
-    text: String,
+    user: UserEvent,
+    run_as: RunAs,
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
-    state.history.push(Message::User { text: text.clone() });
-    emit(fx, Some(id), AgentMessage::User(UserEvent { text }));
+    state.history.push(Message::User {
+        text: user.model_text().to_string(),
+    });
+    emit(fx, Some(id), AgentMessage::User(user));
+    for text in run_as.notices {
+        emit(fx, Some(id), notice(text));
+    }
+    let session_model = run_as
+        .model
+        .filter(|model| *model != state.model)
+        .map(|model| std::mem::replace(&mut state.model, model));
+    state.permissions.for_turn = run_as.allowed_tools;
     state.turn = Some(Turn {
         id,
         started_at_ms: now_ms,
@@ -288,6 +336,7 @@ fn start_turn(
         phase: Phase::Compacting,
         warned_over_budget: false,
         call: CallAttempt::default(),
+        session_model,
     });
     if !mcp_wait::holds(state, id, fx) {
         call_model(state, fx);
@@ -1216,6 +1265,10 @@ fn end_turn(
         });
     }
     state.count_turn(turn.usage);
+    if let Some(model) = turn.session_model {
+        state.model = model;
+    }
+    state.permissions.for_turn.clear();
     emit(
         fx,
         Some(turn.id),

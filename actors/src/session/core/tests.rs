@@ -55,6 +55,7 @@ impl Harness {
             system_prompt: "be brief".into(),
             tool_prompts: String::new(),
             agents: Default::default(),
+            commands: Default::default(),
             task_tool: false,
             instructions: Default::default(),
             max_steps,

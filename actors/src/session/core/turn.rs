@@ -26,6 +26,10 @@ pub struct Turn {
     /// compaction ran for it, the provider refused it as too long once.
     /// At most one of each per model call — never a loop.
     pub call: CallAttempt,
+    /// The session's own model profile, put back when the turn ends: the
+    /// turn runs on a custom command's `model`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_model: Option<String>,
 }
 
 /// The history of the model call being made.

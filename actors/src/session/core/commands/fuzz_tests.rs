@@ -3,11 +3,14 @@
 //! text is a query or a command, never a panic; a command that cannot be
 //! run says so, naming the command (and, when unknown, pointing at
 //! `/help`); what parses, applied through the session core, never panics
-//! either.
+//! either. With custom commands (`parse_with`): their names parse to
+//! them whatever follows, and running one with any arguments sends a
+//! query.
 
-use super::{COMMANDS, parse};
+use super::{COMMANDS, is_built_in, parse, parse_with};
 use crate::protocol::{ControlCommand, UserInput};
 use crate::session::core::Input;
+use crate::session::core::custom_commands::{CustomCommand, CustomCommands, expand};
 use crate::session::core::tests::Harness;
 use proptest::prelude::*;
 
@@ -124,6 +127,67 @@ proptest! {
         let mut h = Harness::new();
         h.query(&text);
         prop_assert!(!h.effects.is_empty());
+    }
+}
+
+/// A command file's name: words, digits, `_`, `.`, namespaces.
+fn custom_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z][a-z0-9_.-]{0,10}",
+        "[a-z]{1,6}:[a-z0-9-]{1,8}",
+        "[0-9]{1,4}",
+        Just("fix_issue".to_string()),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn a_custom_command_parses_and_runs_with_any_arguments(
+        name in custom_name(),
+        prompt in "\\PC{0,60}",
+        args in arguments(),
+    ) {
+        prop_assume!(!is_built_in(&name));
+        let prompt = format!("{prompt} $ARGUMENTS $1 $2");
+        let set = CustomCommands::with(
+            vec![CustomCommand {
+                name: name.clone(),
+                prompt: prompt.clone(),
+                source: "x.md".into(),
+                ..CustomCommand::default()
+            }],
+            Vec::new(),
+            is_built_in,
+        );
+        prop_assert!(set.problems.is_empty(), "{:?}", set.problems);
+        let text = format!("/{name} {args}");
+        let parsed = parse_with(&text, &set);
+        prop_assert_eq!(
+            parsed,
+            Some(Ok(ControlCommand::Custom { name: name.clone(), arguments: args.trim().to_string() }))
+        );
+        let mut h = Harness::new();
+        h.state.config.commands = set;
+        h.query(&text);
+        let calls = crate::session::core::tests::model_calls(&h.effects);
+        prop_assert_eq!(calls.len(), 1);
+        let expected = expand(&prompt, args.trim());
+        prop_assert!(
+            matches!(calls[0].1.messages.last(), Some(crate::protocol::Message::User { text }) if *text == expected),
+            "{:?}", calls[0].1.messages.last()
+        );
+    }
+
+    #[test]
+    fn any_prompt_and_arguments_expand_without_a_panic(
+        prompt in "[$A-Z0-9 a-z]{0,40}|\\PC{0,40}",
+        args in arguments(),
+    ) {
+        let expanded = expand(&prompt, &args);
+        if !args.is_empty() && !prompt.contains('$') {
+            let appended = format!("ARGUMENTS: {args}");
+            prop_assert!(expanded.ends_with(&appended), "{:?}", expanded);
+        }
     }
 }
 

@@ -2,13 +2,14 @@
 //! overview, build and test commands, conventions) with its file tools, or
 //! to improve the one the session started with.
 //!
-//! The user sees an ordinary turn: a `user` event with the request below,
-//! the model exploring and writing, a `result`. The core never looks at the
+//! The user sees an ordinary turn: a `user` event showing `/init` (its
+//! `prompt` is the request below, what the model receives), the model
+//! exploring and writing, a `result`. The core never looks at the
 //! disk: whether `AGENTS.md` exists is what the session read when it
 //! started (`SessionConfig::instructions`), and the request also tells the
 //! model to improve a file it finds rather than replace it.
 
-use super::syntax::{SlashCommand, no_arguments};
+use super::syntax::{CommandQuery, SlashCommand, no_arguments};
 use crate::protocol::ControlCommand;
 use crate::session::core::SessionState;
 
@@ -30,7 +31,16 @@ const CONTENTS: &str = "AGENTS.md is read by coding agents before they work here
 Explore before you write: list the directories, read the README, the build and CI files and a few central sources. Keep it short and specific to this project: no generic advice, nothing obvious from the file names. Write it with your file tools, then say in a sentence or two what you wrote.";
 
 /// The query `/init` runs.
-pub fn apply(state: &SessionState) -> String {
+pub fn apply(state: &SessionState) -> CommandQuery {
+    CommandQuery {
+        typed: "/init".into(),
+        prompt: request(state),
+        ..CommandQuery::default()
+    }
+}
+
+/// What the model is asked.
+fn request(state: &SessionState) -> String {
     let workspace = &state.config.workspace;
     match state.config.instructions.project() {
         Some(file) if file.file_name() == "AGENTS.md" => format!(

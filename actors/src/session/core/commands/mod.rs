@@ -7,17 +7,22 @@
 //! or, for commands that read or write stored sessions (`/new`,
 //! `/sessions`, `/resume`, `/fork`, `/save`, `/load`), the
 //! [`SessionCommand`] the driver performs, plus the builder of the reply
-//! the driver sends back; `/init` alone becomes a query.
+//! the driver sends back; `/init` and the custom commands (`custom.rs`;
+//! the Markdown files the session read, `custom_commands.rs`) become a
+//! query.
 //! Adding a command means adding a file, a [`ControlCommand`] variant, a line
 //! in [`COMMANDS`] and a line in [`apply`].
 //!
 //! Text is a slash command when it starts with `/` followed by a word of
-//! letters and dashes (so `/etc/hosts is odd` stays a query).
+//! letters and dashes (so `/etc/hosts is odd` stays a query), or by the
+//! name of one of the session's custom commands. A built-in name always
+//! means the built-in command.
 
 pub mod agent;
 mod clear;
 mod compact;
 mod context;
+pub mod custom;
 mod debug;
 pub mod fork;
 #[cfg(test)]
@@ -37,9 +42,10 @@ mod syntax;
 mod tools;
 mod usage;
 
-pub use syntax::SlashCommand;
+pub use syntax::{CommandQuery, SlashCommand};
 
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
+use crate::session::core::custom_commands::CustomCommands;
 use crate::session::core::{SessionCommand, SessionState};
 
 /// Every slash command, in the order `/help` lists them.
@@ -75,18 +81,38 @@ pub enum Applied {
     /// Compact the conversation now (the reply comes when the summary is
     /// written).
     Compact { focus: Option<String> },
-    /// Run this text as a query: an ordinary turn (`/init`).
-    Query { text: String },
+    /// Run this as a query: an ordinary turn (`/init`, a custom command).
+    Query(CommandQuery),
 }
 
 /// `None` when `text` is not a slash command; otherwise the parsed command,
-/// or the notice to show (unknown command, bad arguments).
+/// or the notice to show (unknown command, bad arguments). Knows the
+/// built-in commands only: a session parses with
+/// [`parse_with`] and its own custom commands.
 pub fn parse(text: &str) -> Option<Result<ControlCommand, String>> {
+    parse_with(text, &CustomCommands::default())
+}
+
+/// Whether `name` (lower case) is a built-in command's.
+pub fn is_built_in(name: &str) -> bool {
+    COMMANDS.iter().any(|c| c.name == name)
+}
+
+/// [`parse`], knowing the session's `custom` commands too.
+pub fn parse_with(text: &str, custom: &CustomCommands) -> Option<Result<ControlCommand, String>> {
     let rest = text.trim_start().strip_prefix('/')?;
     let (name, args) = match rest.find(char::is_whitespace) {
         Some(i) => (&rest[..i], rest[i..].trim()),
         None => (rest, ""),
     };
+    if !is_built_in(&name.to_ascii_lowercase())
+        && let Some(command) = custom.find(name)
+    {
+        return Some(Ok(ControlCommand::Custom {
+            name: command.name.clone(),
+            arguments: args.to_string(),
+        }));
+    }
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphabetic() || c == '-') {
         return None;
     }
@@ -102,7 +128,7 @@ pub fn parse(text: &str) -> Option<Result<ControlCommand, String>> {
 /// Apply a control command to the session.
 pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
     let reply = match command {
-        ControlCommand::Help => help::apply(COMMANDS),
+        ControlCommand::Help => help::apply(COMMANDS, &state.config.commands),
         ControlCommand::Quit => quit::apply(),
         ControlCommand::Clear => clear::apply(state),
         ControlCommand::SwitchModel { name } => model::switch(state, name),
@@ -121,9 +147,11 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
                 focus: focus.clone(),
             };
         }
-        ControlCommand::Init => {
-            return Applied::Query {
-                text: init::apply(state),
+        ControlCommand::Init => return Applied::Query(init::apply(state)),
+        ControlCommand::Custom { name, arguments } => {
+            return match custom::run(state, name, arguments) {
+                Ok(query) => Applied::Query(query),
+                Err(notice) => Applied::Reply(notice),
             };
         }
         ControlCommand::NewConversation => return Applied::NeedsStore(SessionCommand::New),

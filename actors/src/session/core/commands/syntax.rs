@@ -2,7 +2,26 @@
 //! argument parsers the commands share. (The table itself and the
 //! dispatch are `mod.rs`; a command's file never needs them.)
 
+use crate::permissions::Rule;
 use crate::protocol::ControlCommand;
+
+/// A command that runs as a query (`/init`, a custom command): an
+/// ordinary turn whose `user` event shows `typed` while the model
+/// receives `prompt`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CommandQuery {
+    /// The command line, as the user typed it (what front ends show).
+    pub typed: String,
+    /// What the model receives (and the history keeps).
+    pub prompt: String,
+    /// The model profile this turn alone runs on.
+    pub model: Option<String>,
+    /// Allow rules in force for this turn alone.
+    pub allowed_tools: Vec<Rule>,
+    /// Notices shown as the turn starts, after its `user` event (what of
+    /// the command is not applied).
+    pub notices: Vec<String>,
+}
 
 /// A slash command as the user types it.
 pub struct SlashCommand {

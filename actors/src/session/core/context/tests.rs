@@ -355,6 +355,7 @@ fn context_benchmark_report() {
         system_prompt: "You are a coding agent.".into(),
         tool_prompts: String::new(),
         agents: Default::default(),
+        commands: Default::default(),
         task_tool: false,
         instructions: Default::default(),
         max_steps: 50,

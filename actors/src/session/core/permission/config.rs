@@ -34,6 +34,10 @@ pub struct PermissionState {
     /// Allow rules added by `allow_always` answers (in this session; they
     /// come back when it is loaded).
     pub added: Vec<Rule>,
+    /// Allow rules of the running turn alone: the `allowed-tools` of the
+    /// custom command it runs (cleared when the turn ends).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub for_turn: Vec<Rule>,
 }
 
 impl PermissionState {
@@ -42,14 +46,17 @@ impl PermissionState {
         PermissionState {
             mode: config.mode,
             added: Vec::new(),
+            for_turn: Vec::new(),
         }
     }
 
     /// The rules in force: the configured ones, with the session's added
-    /// allow rules after the configured allow rules.
+    /// allow rules, then the running turn's, after the configured allow
+    /// rules.
     pub fn rules(&self, config: &PermissionConfig) -> Rules {
         let mut rules = config.rules.clone();
         rules.allow.extend(self.added.iter().cloned());
+        rules.allow.extend(self.for_turn.iter().cloned());
         rules
     }
 

@@ -1,0 +1,133 @@
+//! The YAML front matter of the Markdown files Claude Code users keep —
+//! sub-agents (`.claude/agents/*.md`) and custom commands
+//! (`.claude/commands/*.md`) — and the tool names those files use:
+//!
+//! ```markdown
+//! ---
+//! description: Reviews the change for bugs.
+//! tools: Read, Grep
+//! ---
+//! The body.
+//! ```
+//!
+//! What `agent_markdown` and `command_markdown` share: splitting the front
+//! matter from the body, reading it as a mapping (serde_yaml_ng), a text
+//! field, and [`CLAUDE_TOOLS`]. Pure: text in, fields or an error naming
+//! what is wrong out.
+
+use serde_yaml_ng::{Mapping, Value};
+
+/// Claude Code's tool names and ours: `None` where agentbus has no
+/// equivalent (the tool is left out, with a note).
+pub const CLAUDE_TOOLS: &[(&str, Option<&str>)] = &[
+    ("Read", Some("read_file")),
+    ("Write", Some("write_file")),
+    ("Edit", Some("edit_file")),
+    ("MultiEdit", Some("edit_file")),
+    ("Bash", Some("bash")),
+    ("Grep", Some("grep")),
+    ("Glob", Some("glob")),
+    ("LS", Some("list_dir")),
+    ("Task", Some("task")),
+    ("Agent", Some("task")),
+    ("WebFetch", None),
+    ("WebSearch", None),
+    ("NotebookEdit", None),
+    ("NotebookRead", None),
+    ("TodoWrite", None),
+    ("BashOutput", None),
+    ("KillShell", None),
+    ("KillBash", None),
+    ("SlashCommand", None),
+    ("Skill", None),
+];
+
+/// What Claude Code's tool `name` is called here: `Some(Some(ours))`,
+/// `Some(None)` when agentbus has no equivalent, `None` when it is not
+/// one of Claude Code's names (ours, or an MCP tool's).
+pub fn claude_tool(name: &str) -> Option<Option<&'static str>> {
+    CLAUDE_TOOLS
+        .iter()
+        .find(|(claude, _)| *claude == name)
+        .map(|(_, ours)| *ours)
+}
+
+/// The front matter between the first two `---` lines, and the body;
+/// `None` when the text does not start with a `---` line.
+pub fn split(text: &str) -> Result<Option<(&str, &str)>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = text
+        .strip_prefix("---\n")
+        .or_else(|| text.strip_prefix("---\r\n"))
+    else {
+        return Ok(None);
+    };
+    let mut at = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Ok(Some((&rest[..at], &rest[at + line.len()..])));
+        }
+        at += line.len();
+    }
+    if rest[at..].trim_end() == "---" {
+        return Ok(Some((&rest[..at], "")));
+    }
+    Err("the front matter has no closing `---` line".into())
+}
+
+/// The front matter's fields: a mapping of `field: value` lines (empty
+/// front matter: none).
+pub fn fields(front: &str) -> Result<Mapping, String> {
+    let fields: Value = serde_yaml_ng::from_str(front)
+        .map_err(|e| format!("the front matter is not valid YAML: {e}"))?;
+    match fields {
+        Value::Mapping(map) => Ok(map),
+        Value::Null => Ok(Mapping::new()),
+        _ => Err("the front matter is not a mapping of `field: value` lines".into()),
+    }
+}
+
+/// A field's name, which must be text.
+pub fn key(key: &Value) -> Result<&str, String> {
+    key.as_str()
+        .ok_or_else(|| format!("a field name is not text: {key:?}"))
+}
+
+/// A value as the file wrote it, for messages.
+pub fn shown(value: &Value) -> String {
+    serde_yaml_ng::to_string(value)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+/// Field `key`'s value as text.
+pub fn string(key: &str, value: &Value) -> Result<String, String> {
+    value
+        .as_str()
+        .map(String::from)
+        .ok_or_else(|| format!("field `{key}`: expected text, got {}", shown(value)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn front_matter_is_optional_but_must_be_closed() {
+        assert_eq!(split("just a body"), Ok(None));
+        assert_eq!(
+            split("\u{feff}---\r\na: 1\r\n---\r\nbody"),
+            Ok(Some(("a: 1\r\n", "body")))
+        );
+        assert_eq!(split("---\na: 1\n---"), Ok(Some(("a: 1\n", ""))));
+        assert!(split("---\na: 1\n").unwrap_err().contains("no closing"));
+    }
+
+    #[test]
+    fn fields_are_a_mapping() {
+        assert!(fields("").expect("empty").is_empty());
+        assert_eq!(fields("a: x\n").expect("one").len(), 1);
+        assert!(fields("- a\n").unwrap_err().contains("not a mapping"));
+        assert!(fields("a: [x\n").unwrap_err().contains("not valid YAML"));
+    }
+}
