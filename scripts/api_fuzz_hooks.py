@@ -1,10 +1,11 @@
 """schemathesis hooks for scripts/api-fuzz.sh (loaded via SCHEMATHESIS_HOOKS).
 
-One thing the OpenAPI document cannot say: `POST /v1/sessions` takes a
-`workspace` that must be a directory that exists on the server. Any string
-fits the schema, so a generated one is, in positive mode (data the schema
-calls valid, which the server must accept), replaced by the fuzz run's own
-workspace before the request is sent. Everything else, and every request of
+One thing the OpenAPI document cannot say: `POST /v1/sessions` (its body)
+and `GET /v1/agents` (its query) take a `workspace` that must be a
+directory that exists on the server. Any string fits the schema, so a
+generated one is, in positive mode (data the schema calls valid, which the
+server must accept), replaced by the fuzz run's own workspace before the
+request is sent. Everything else, and every request of
 negative mode, goes out as generated; a missing directory's 400 is tested
 in tests/all/serve.rs.
 
@@ -34,6 +35,14 @@ def before_call(context, case, kwargs):
         and isinstance(case.body.get("workspace"), str)
     ):
         case.body["workspace"] = WORKSPACE
+    if (
+        positive
+        and case.method.upper() == "GET"
+        and case.path == "/v1/agents"
+        and isinstance(case.query, dict)
+        and "workspace" in case.query
+    ):
+        case.query["workspace"] = WORKSPACE
 
 
 @schemathesis.hook
