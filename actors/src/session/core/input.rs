@@ -67,7 +67,13 @@ pub enum Input {
         /// The servers on their first start: starting, and never ready,
         /// restarting or failed before (the first turn waits for them).
         first_start: BTreeSet<String>,
+        /// The prompts of the MCP servers given to this session alone (an
+        /// editor's), for its system prompt.
+        prompts: String,
     },
+    /// Something the user should know that the driver found out (about the
+    /// MCP servers given with the session): shown as a `notice`.
+    Notice { text: String },
     /// The timer of [`Effect::McpWaitTimer`](super::Effect::McpWaitTimer)
     /// for turn `turn_id` ran out.
     McpWaitTimedOut { turn_id: InputId },

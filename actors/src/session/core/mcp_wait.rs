@@ -177,6 +177,7 @@ mod tests {
                 .map(|(name, status)| (name.to_string(), status.clone()))
                 .collect(),
             first_start: first_start.iter().map(|s| s.to_string()).collect(),
+            prompts: String::new(),
         }
     }
 

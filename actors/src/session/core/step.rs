@@ -50,12 +50,15 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
             tools,
             servers,
             first_start,
+            prompts,
         } => {
+            state.server_prompts = prompts;
             apply_catalog(state, tools, servers, &mut fx);
             if mcp_wait::observe(state, first_start) {
                 call_model(state, &mut fx);
             }
         }
+        Input::Notice { text } => emit(&mut fx, None, notice(text)),
         Input::McpWaitTimedOut { turn_id } => {
             if mcp_wait::timed_out(state, turn_id, &mut fx) {
                 call_model(state, &mut fx);
