@@ -64,6 +64,9 @@ impl std::fmt::Debug for McpServers {
 }
 
 impl McpServers {
+    /// Most servers one request may give a session (each is a process).
+    pub const MAX: usize = 64;
+
     /// The servers as a request carries them, secrets included.
     pub fn new(servers: &BTreeMap<String, McpServerConfig>) -> Self {
         let mut map = serde_json::Map::new();
@@ -397,5 +400,28 @@ pub fn checked_seq(seq: u64, what: &str) -> Result<u64, String> {
         Err(format!("{what} is {seq}; a seq is at most {MAX_SEQ}"))
     } else {
         Ok(seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_servers_travel_whole_and_are_read_back_as_they_were() {
+        let mut stdio = McpServerConfig::stdio("mcp-fs", &["--root", "."]);
+        stdio.env.insert("TOKEN".into(), "env-secret".into());
+        stdio.cwd = Some("/ws".into());
+        let mut http = McpServerConfig::http("https://mcp.example/mcp");
+        http.headers
+            .insert("Authorization".into(), "Bearer header-secret".into());
+        let servers = BTreeMap::from([("fs".to_string(), stdio), ("gh".to_string(), http)]);
+        let body = McpServers::new(&servers);
+        let sent = serde_json::to_string(&body).unwrap();
+        assert!(sent.contains("env-secret") && sent.contains("header-secret"));
+        let shown = format!("{body:?}");
+        assert!(!shown.contains("secret") && shown.contains("fs"), "{shown}");
+        let received: McpServers = serde_json::from_str(&sent).unwrap();
+        assert_eq!(received.settings().unwrap(), servers);
     }
 }

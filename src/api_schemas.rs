@@ -240,10 +240,11 @@ impl PartialSchema for McpServerMap {
                 "One MCP server, as a `[mcp_servers.NAME]` table of the configuration: exactly one of `command` (stdio) and `url` (streamable HTTP)",
             ));
         ObjectBuilder::new()
-            .schema_type(nullable(Type::Object))
+            .schema_type(Type::Object)
             .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(
                 settings.build().into(),
             ))))
+            .max_properties(Some(crate::api::McpServers::MAX))
             .description(Some(
                 "MCP servers of this session's own, by name, joining the configured ones for it alone (a configured server's name is not started: that one is used). Never stored: a session opened again has what that request gives",
             ))

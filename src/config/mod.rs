@@ -274,8 +274,31 @@ pub fn given_mcp_server(
     origin: &str,
 ) -> Result<McpServerConfig, ConfigError> {
     let prefix = format!("mcp_servers.{name}");
+    // serde would read the settings from an array too, field by field.
+    if !value.is_object() {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: prefix,
+            message: format!(
+                "expected an object of settings, such as {{\"command\": \"PROGRAM\"}}, not {}",
+                json_kind(&value)
+            ),
+        });
+    }
     let server: McpServerConfig = check_value_entry(value, origin, &prefix)?;
     one_transport(server, origin, prefix)
+}
+
+/// What kind of JSON value `value` is, for messages.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
 }
 
 /// A server must say how it is reached: exactly one of `command` and `url`.
@@ -686,7 +709,12 @@ mod tests {
                 "exactly one",
             ),
             (json!({}), "mcp_servers.fs", "exactly one"),
-            (json!(["x"]), "mcp_servers.fs", "expected"),
+            (
+                json!(["x"]),
+                "mcp_servers.fs",
+                "expected an object of settings",
+            ),
+            (json!(null), "mcp_servers.fs", "not null"),
         ] {
             let err = given(value.clone()).unwrap_err().to_string();
             assert!(

@@ -76,9 +76,19 @@ pub async fn list(
 fn given_servers(
     servers: Option<McpServers>,
 ) -> Result<Option<BTreeMap<String, McpServerConfig>>, ApiError> {
+    let Some(servers) = servers else {
+        return Ok(None);
+    };
+    if servers.0.len() > McpServers::MAX {
+        return Err(ApiError::bad_request(format!(
+            "`mcp_servers` gives {} servers; a session may be given at most {}",
+            servers.0.len(),
+            McpServers::MAX
+        )));
+    }
     servers
-        .map(|s| s.settings())
-        .transpose()
+        .settings()
+        .map(Some)
         .map_err(|e| ApiError::bad_request(e.to_string()))
 }
 

@@ -17,6 +17,7 @@ mod config;
 mod context;
 mod durability;
 mod faults;
+mod given_mcp;
 mod instructions;
 mod layout;
 mod local_model;

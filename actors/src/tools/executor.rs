@@ -150,7 +150,7 @@ impl ToolExecutor {
 
     fn publish(&self) {
         let mut shared = ToolView {
-            tools: Arc::new(self.registry.specs()),
+            tools: self.registry.specs(),
             ..ToolView::default()
         };
         self.statuses(self.servers.keys().filter(|s| !s.is_given()), &mut shared);
@@ -159,7 +159,7 @@ impl ToolExecutor {
             .sessions_with_own_servers()
             .map(|session| {
                 let mut view = ToolView {
-                    tools: Arc::new(self.registry.specs_for(session)),
+                    tools: self.registry.specs_for(session),
                     servers: shared.servers.clone(),
                     first_start: shared.first_start.clone(),
                     prompts: String::new(),
@@ -315,7 +315,7 @@ impl Message<ListTools> for ToolExecutor {
     type Reply = Vec<ToolSpec>;
 
     async fn handle(&mut self, _: ListTools, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        self.registry.specs()
+        self.registry.specs().to_vec()
     }
 }
 
@@ -472,8 +472,8 @@ mod tests {
         registry.set_server_tools(&ServerId::configured("s"), vec![limited]);
         let renamed: Vec<String> = registry
             .specs()
-            .into_iter()
-            .map(|s| s.name)
+            .iter()
+            .map(|s| s.name.clone())
             .filter(|n| n != "forever")
             .collect();
         assert_eq!(renamed.len(), 1, "the server's `forever` was renamed");

@@ -148,7 +148,9 @@ impl Names {
 /// configured MCP server's (servers in name order), then — for a session
 /// given servers of its own — each of those. A name already taken is given
 /// a hash suffix (and a warning is logged), so the outcome of a clash does
-/// not depend on which server started first.
+/// not depend on which server started first. The lists are made when the
+/// tools change (a change to a given server's tools remakes the lists of
+/// its sessions alone), so a catalog is cheap to publish.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     builtin: Vec<Arc<dyn Tool>>,
@@ -158,8 +160,16 @@ pub struct ToolRegistry {
     disallowed: Vec<String>,
     /// What every session is offered.
     shared: Names,
+    shared_specs: ToolList,
     /// What a session given servers of its own is offered beyond `shared`.
-    own: BTreeMap<SessionId, Names>,
+    own: BTreeMap<SessionId, Own>,
+}
+
+/// A session's own tools, and the whole list it is offered.
+#[derive(Clone, Default)]
+struct Own {
+    names: Names,
+    specs: ToolList,
 }
 
 impl ToolRegistry {
@@ -177,26 +187,31 @@ impl ToolRegistry {
     /// Replace the tools of MCP server `server`.
     pub fn set_server_tools(&mut self, server: &ServerId, tools: Vec<Arc<dyn Tool>>) {
         self.servers.insert(server.clone(), tools);
-        self.rebuild();
+        self.rebuild_for(server);
     }
 
     /// Forget the tools of MCP server `server`.
     pub fn remove_server(&mut self, server: &ServerId) {
         if self.servers.remove(server).is_some() {
-            self.rebuild();
+            self.rebuild_for(server);
         }
     }
 
     /// Offer given server `server` to `sessions` only (to none: it is
     /// forgotten, tools and all).
     pub fn set_audience(&mut self, server: &ServerId, sessions: BTreeSet<SessionId>) {
+        let mut affected = sessions.clone();
         if sessions.is_empty() {
-            self.audiences.remove(server);
             self.servers.remove(server);
+            affected.extend(self.audiences.remove(server).unwrap_or_default());
         } else {
-            self.audiences.insert(server.clone(), sessions);
+            affected.extend(
+                self.audiences
+                    .insert(server.clone(), sessions)
+                    .unwrap_or_default(),
+            );
         }
-        self.rebuild();
+        self.rebuild_sessions(affected);
     }
 
     /// Whether `server` is offered to `session` (`None`: a caller outside
@@ -227,6 +242,17 @@ impl ToolRegistry {
         self.own.keys()
     }
 
+    /// Remake what a change to `server`'s tools changes: the lists of the
+    /// sessions given it, or (a configured server) everything.
+    fn rebuild_for(&mut self, server: &ServerId) {
+        if server.is_given() {
+            let sessions = self.audiences.get(server).cloned().unwrap_or_default();
+            self.rebuild_sessions(sessions);
+        } else {
+            self.rebuild();
+        }
+    }
+
     fn rebuild(&mut self) {
         let mut shared = Names::default();
         for tool in &self.builtin {
@@ -237,36 +263,56 @@ impl ToolRegistry {
                 shared.add(Some(&server.name), tool.clone(), &self.disallowed, None);
             }
         }
-        let mut own: BTreeMap<SessionId, Names> = BTreeMap::new();
-        for (server, sessions) in &self.audiences {
-            let tools = self.servers.get(server).map_or(&[][..], Vec::as_slice);
-            for session in sessions {
-                let names = own.entry(session.clone()).or_default();
-                for tool in tools {
+        self.shared_specs = Arc::new(shared.specs().collect());
+        self.shared = shared;
+        let sessions: BTreeSet<SessionId> = self.audiences.values().flatten().cloned().collect();
+        self.own.clear();
+        self.rebuild_sessions(sessions);
+    }
+
+    /// Remake the lists of `sessions` (after the shared one).
+    fn rebuild_sessions(&mut self, sessions: BTreeSet<SessionId>) {
+        for session in sessions {
+            let mut names = Names::default();
+            let mut given = false;
+            for server in self
+                .audiences
+                .iter()
+                .filter(|(_, audience)| audience.contains(&session))
+                .map(|(server, _)| server)
+            {
+                given = true;
+                for tool in self.servers.get(server).into_iter().flatten() {
                     names.add(
                         Some(&server.name),
                         tool.clone(),
                         &self.disallowed,
-                        Some(&shared),
+                        Some(&self.shared),
                     );
                 }
             }
+            if !given {
+                self.own.remove(&session);
+                continue;
+            }
+            let specs = self.shared_specs.iter().cloned().chain(names.specs());
+            let specs = Arc::new(specs.collect());
+            self.own.insert(session, Own { names, specs });
         }
-        self.shared = shared;
-        self.own = own;
     }
 
-    /// The specs of the tools every session is offered, each under the name
-    /// it is shown and called by.
-    pub fn specs(&self) -> Vec<ToolSpec> {
-        self.shared.specs().collect()
+    /// The tools every session is offered, each under the name it is shown
+    /// and called by.
+    pub fn specs(&self) -> ToolList {
+        self.shared_specs.clone()
     }
 
-    /// The specs of the tools `session` is offered: the shared ones, then
-    /// its own servers'.
-    pub fn specs_for(&self, session: &SessionId) -> Vec<ToolSpec> {
-        let own = self.own.get(session).into_iter().flat_map(Names::specs);
-        self.shared.specs().chain(own).collect()
+    /// The tools `session` is offered: the shared ones, then its own
+    /// servers'.
+    pub fn specs_for(&self, session: &SessionId) -> ToolList {
+        self.own
+            .get(session)
+            .map_or_else(|| self.shared_specs.clone(), |own| own.specs.clone())
     }
 
     /// The tool `session` calls `name` (`None`: outside any session, the
@@ -275,7 +321,7 @@ impl ToolRegistry {
         self.shared
             .index
             .get(name)
-            .or_else(|| self.own.get(session?)?.index.get(name))
+            .or_else(|| self.own.get(session?)?.names.index.get(name))
             .cloned()
     }
 
@@ -285,7 +331,7 @@ impl ToolRegistry {
         self.shared
             .order
             .iter()
-            .chain(own.into_iter().flat_map(|o| o.order.iter()))
+            .chain(own.into_iter().flat_map(|o| o.names.order.iter()))
             .map(String::as_str)
             .collect()
     }
@@ -333,8 +379,8 @@ mod tests {
     fn names(registry: &ToolRegistry, session: &SessionId) -> Vec<String> {
         registry
             .specs_for(session)
-            .into_iter()
-            .map(|s| s.name)
+            .iter()
+            .map(|s| s.name.clone())
             .collect()
     }
 
@@ -363,7 +409,7 @@ mod tests {
         );
 
         registry.set_audience(&editor, BTreeSet::new());
-        assert_eq!(names(&registry, &a), ["forever", "mcp__shared__x"]);
+        assert_eq!(names(&registry, &a), names(&registry, &b));
         assert!(!registry.has_server(&editor), "forgotten with its audience");
     }
 
