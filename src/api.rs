@@ -65,7 +65,7 @@ impl std::fmt::Debug for McpServers {
 
 impl McpServers {
     /// Most servers one request may give a session (each is a process).
-    pub const MAX: usize = 64;
+    pub const MAX: usize = crate::api_schemas::MAX_MCP_SERVERS;
 
     /// The servers as a request carries them, secrets included.
     pub fn new(servers: &BTreeMap<String, McpServerConfig>) -> Self {

@@ -139,6 +139,9 @@ impl PartialSchema for ContextOptions {
 
 impl ToSchema for ContextOptions {}
 
+/// Most MCP servers one request may give a session (each is a process).
+pub const MAX_MCP_SERVERS: usize = 64;
+
 /// The MCP servers given with a session (`McpServers`): `{NAME: settings}`,
 /// each settings object a `[mcp_servers.NAME]` table of the configuration
 /// (`McpServerConfig`, its unknown fields refused), with exactly one of
@@ -244,7 +247,7 @@ impl PartialSchema for McpServerMap {
             .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(
                 settings.build().into(),
             ))))
-            .max_properties(Some(crate::api::McpServers::MAX))
+            .max_properties(Some(MAX_MCP_SERVERS))
             .description(Some(
                 "MCP servers of this session's own, by name, joining the configured ones for it alone (a configured server's name is not started: that one is used). Never stored: a session opened again has what that request gives",
             ))
