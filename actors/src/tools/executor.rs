@@ -582,7 +582,7 @@ mod tests {
                     .map(|t| t.name.clone())
                     .collect()
             };
-            assert_eq!(offered(&mine), [name.clone()]);
+            assert_eq!(offered(&mine), std::slice::from_ref(&name));
             assert!(offered(&other).is_empty());
             assert!(catalog.view(&mine).servers.contains_key("editor"));
             assert!(!catalog.view(&other).servers.contains_key("editor"));
