@@ -222,8 +222,9 @@ impl Actor for AgentLoop {
         let current = catalog.borrow_and_update().clone();
         let session = this.session_id.clone();
         this.apply(catalog_input(&current, &session)).await;
-        for text in args.notices {
-            this.apply(Input::Notice { text }).await;
+        if !args.notices.is_empty() {
+            let notices = args.notices;
+            this.apply(Input::ServersGiven { notices }).await;
         }
         // What a crash left waiting runs now, in the order it was accepted.
         for AcceptedInput { input_id, input } in args.waiting {
@@ -676,7 +677,8 @@ impl Message<UseFiles> for AgentLoop {
 
 /// The session was given MCP servers (or had some taken away): read the
 /// catalog now — so the next model call offers what it was given, whatever
-/// the catalog's watcher has delivered so far — and show `0`'s notices.
+/// the catalog's watcher has delivered so far —, let the next turn wait for
+/// those on their first start, and show `0`'s notices.
 pub struct ServersGiven(pub Vec<String>);
 
 impl Message<ServersGiven> for AgentLoop {
@@ -690,9 +692,7 @@ impl Message<ServersGiven> for AgentLoop {
         let current = self.catalog.borrow().clone();
         let session = self.session_id.clone();
         self.apply(catalog_input(&current, &session)).await;
-        for text in notices {
-            self.apply(Input::Notice { text }).await;
-        }
+        self.apply(Input::ServersGiven { notices }).await;
     }
 }
 

@@ -492,6 +492,42 @@ async fn an_editors_mcp_server_is_offered_to_the_session_given_it_alone() {
 }
 
 #[tokio::test]
+async fn a_session_loaded_again_has_the_servers_that_load_gives() {
+    let fx = Fixture::new("acp_mcp_two_sessions").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        prompt(&cx, &id, "second: before the load").await?;
+        // Loaded (and running) already: the load gives it the server.
+        cx.send_request(
+            LoadSessionRequest::new(id.clone(), ws.clone()).mcp_servers(vec![editors_server()]),
+        )
+        .block_task()
+        .await?;
+        editor.take();
+        let answer = prompt(&cx, &id, "first: after the load").await?;
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        assert!(
+            editor
+                .take()
+                .agent_text()
+                .contains("echoed: only the first session's")
+        );
+        Ok(())
+    })
+    .await;
+    for tools in offered_for(&fx, "before the load") {
+        assert!(tools.iter().all(|t| !t.starts_with("mcp__")), "{tools:?}");
+    }
+    for tools in offered_for(&fx, "after the load") {
+        assert!(
+            tools.contains(&"mcp__editor__echo".to_string()),
+            "{tools:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn an_attached_editors_mcp_server_runs_in_the_server_for_its_session() {
     let fx = Fixture::new("acp_mcp_attached").await;
     let ws = fx.workspace().to_path_buf();

@@ -71,9 +71,12 @@ pub enum Input {
         /// editor's), for its system prompt.
         prompts: String,
     },
-    /// Something the user should know that the driver found out (about the
-    /// MCP servers given with the session): shown as a `notice`.
-    Notice { text: String },
+    /// The session was given MCP servers of its own (an editor's), or had
+    /// some taken away, while it ran: its next turn waits for those still
+    /// on their first start, as a first turn does. `notices` (what the
+    /// driver found out about them: a name a configured server has) are
+    /// shown.
+    ServersGiven { notices: Vec<String> },
     /// The timer of [`Effect::McpWaitTimer`](super::Effect::McpWaitTimer)
     /// for turn `turn_id` ran out.
     McpWaitTimedOut { turn_id: InputId },

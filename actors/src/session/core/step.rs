@@ -58,7 +58,12 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
                 call_model(state, &mut fx);
             }
         }
-        Input::Notice { text } => emit(&mut fx, None, notice(text)),
+        Input::ServersGiven { notices } => {
+            mcp_wait::given(state);
+            for text in notices {
+                emit(&mut fx, None, notice(text));
+            }
+        }
         Input::McpWaitTimedOut { turn_id } => {
             if mcp_wait::timed_out(state, turn_id, &mut fx) {
                 call_model(state, &mut fx);

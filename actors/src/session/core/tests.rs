@@ -799,10 +799,10 @@ fn the_prompts_of_the_sessions_own_servers_join_its_system_prompt() {
 }
 
 #[test]
-fn a_notice_from_the_driver_is_shown() {
+fn the_notices_about_the_servers_given_are_shown() {
     let mut h = Harness::new();
-    let fx = h.feed(Input::Notice {
-        text: "MCP server `x`: not started".into(),
+    let fx = h.feed(Input::ServersGiven {
+        notices: vec!["MCP server `x`: not started".into()],
     });
     let [AgentMessage::System(notice)] = &messages(&fx)[..] else {
         panic!("{fx:?}")
