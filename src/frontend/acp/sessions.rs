@@ -171,8 +171,11 @@ impl Shared {
         }
         let translator = Translator::new(cwd, self.models.clone());
         let (task, sender) = SessionTask::new(attached, translator, connection, opening);
-        if let Ok(mut open) = self.open.lock() {
-            open.insert(id, sender);
+        if let Ok(mut open) = self.open.lock()
+            && let Some(earlier) = open.insert(id, sender)
+        {
+            // Opened again: the earlier task stops forwarding its events.
+            let _ = earlier.send(ToSession::Replaced);
         }
         tokio::spawn(task.run());
     }

@@ -507,12 +507,19 @@ async fn a_session_loaded_again_has_the_servers_that_load_gives() {
         editor.take();
         let answer = prompt(&cx, &id, "first: after the load").await?;
         assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let seen = editor.take();
         assert!(
-            editor
-                .take()
-                .agent_text()
-                .contains("echoed: only the first session's")
+            seen.agent_text()
+                .contains("echoed: only the first session's"),
+            "{seen:#?}"
         );
+        // Only the load's task follows the session now: nothing twice.
+        let calls = seen
+            .updates
+            .iter()
+            .filter(|u| matches!(u, SessionUpdate::ToolCall(_)))
+            .count();
+        assert_eq!(calls, 1, "{seen:#?}");
         Ok(())
     })
     .await;
