@@ -81,6 +81,11 @@ async fn main() -> Result<(), Error> {
                         ContentBlock::ToolUse { name, input, .. } => {
                             println!("{:>3} assistant calls {name} {input}", event.seq)
                         }
+                        ContentBlock::Thinking { thinking, .. } => {
+                            println!("{:>3} assistant thinks: {thinking}", event.seq)
+                        }
+                        // Encrypted reasoning: kept for the model, not shown.
+                        ContentBlock::RedactedThinking { .. } => {}
                     }
                 }
             }

@@ -101,6 +101,11 @@ fn print_turn(state: &AgentState) {
                         ContentBlock::ToolUse { name, input, .. } => {
                             println!("assistant calls {name} {input}")
                         }
+                        ContentBlock::Thinking { thinking, .. } => {
+                            println!("assistant thinks: {thinking}")
+                        }
+                        // Encrypted reasoning: kept for the model, not shown.
+                        ContentBlock::RedactedThinking { .. } => {}
                     }
                 }
             }

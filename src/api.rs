@@ -319,6 +319,22 @@ pub struct Model {
     pub provider: String,
     pub model: String,
     pub base_url: String,
+    /// Its prices, when configured (the web page's cost figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pricing: Option<Prices>,
+}
+
+/// A model profile's prices, in US dollars per million tokens.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, ToSchema)]
+pub struct Prices {
+    pub input_per_mtok: f64,
+    pub output_per_mtok: f64,
+    /// Cached input read (missing: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_per_mtok: Option<f64>,
+    /// Cache writes (missing: the input price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 /// `GET /v1/models`.
@@ -326,6 +342,35 @@ pub struct Model {
 pub struct Models {
     pub default: String,
     pub models: Vec<Model>,
+}
+
+/// One named agent a session can run as.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Agent {
+    pub name: String,
+    /// When to use it.
+    pub description: String,
+    /// `built-in`, a configuration file, or the path of its Markdown file.
+    pub source: String,
+}
+
+/// `GET /v1/agents`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Agents {
+    pub agents: Vec<Agent>,
+    /// Agent files that could not be used, each naming the file and the
+    /// field.
+    pub problems: Vec<String>,
+}
+
+/// Where `GET /v1/agents` looks for agent files.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AgentsQuery {
+    /// The workspace whose `.agentbus/agents/` and `.claude/agents/` count
+    /// (an absolute path on the server; default: the server's workspace).
+    pub workspace: Option<String>,
 }
 
 /// `GET /v1/tools`.

@@ -64,10 +64,18 @@ pub struct ModelRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ModelEvent {
-    /// A text or tool-use block opens.
+    /// A text, thinking or tool-use block opens.
     BlockStart { index: usize, block: BlockKind },
     /// More text for a text block.
     TextDelta { index: usize, text: String },
+    /// More reasoning for a thinking block.
+    ThinkingDelta { index: usize, text: String },
+    /// The provider's signature over a thinking block (Anthropic's
+    /// `signature_delta`): opaque, kept with the block, never shown.
+    ThinkingSignature { index: usize, signature: String },
+    /// A whole block of encrypted reasoning (Anthropic's
+    /// `redacted_thinking`): kept with the message, never shown.
+    RedactedThinking { index: usize, data: String },
     /// More of a tool call's JSON arguments (a fragment).
     ToolInputDelta { index: usize, partial_json: String },
     /// The block is complete.

@@ -290,6 +290,9 @@ impl Default for EnvironmentPolicy {
 /// none (their API requires one); it is taken from the context window.
 pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
 
+/// The smallest `budget_tokens` Anthropic accepts for extended thinking.
+pub const ANTHROPIC_MIN_THINKING_BUDGET: u32 = 1024;
+
 /// The instructions summaries are written with, compiled in.
 pub const DEFAULT_COMPACT_PROMPT: &str = include_str!("../../config/prompts/compact.md");
 
@@ -503,6 +506,13 @@ pub struct ModelProfile {
     pub max_tokens_field: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// Anthropic's extended thinking: the tokens the model may think in
+    /// before it answers (at least [`ANTHROPIC_MIN_THINKING_BUDGET`], less
+    /// than the output cap; see [`ModelProfile::check`]). Unset: no
+    /// thinking is asked for. OpenAI-compatible servers need no setting:
+    /// what they stream as reasoning is shown as thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_budget: Option<u32>,
     /// `[models.NAME.context]`: keys of `[context]` for this profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextConfig>,
@@ -576,6 +586,7 @@ impl ModelProfile {
             max_output_tokens: None,
             max_tokens_field: None,
             context_window: None,
+            thinking_budget: None,
             context: None,
             headers: BTreeMap::new(),
             max_retries: default_max_retries(),
@@ -588,6 +599,49 @@ impl ModelProfile {
             cache_read_per_mtok: None,
             cache_write_per_mtok: None,
         }
+    }
+
+    /// The settings a provider would refuse, found before any request is
+    /// made: `Err((key, why))`, the key within `[models.NAME]`.
+    pub fn check(&self) -> Result<(), (&'static str, String)> {
+        let Some(budget) = self.thinking_budget else {
+            return Ok(());
+        };
+        const KEY: &str = "thinking_budget";
+        if self.provider != ProviderKind::Anthropic {
+            return Err((
+                KEY,
+                format!(
+                    "extended thinking is asked for with `provider = \"anthropic\"` only (this profile is `{}`); OpenAI-compatible servers stream their reasoning unasked, and it is shown as thinking",
+                    self.provider
+                ),
+            ));
+        }
+        if budget < ANTHROPIC_MIN_THINKING_BUDGET {
+            return Err((
+                KEY,
+                format!(
+                    "{budget} is below Anthropic's minimum thinking budget of {ANTHROPIC_MIN_THINKING_BUDGET} tokens"
+                ),
+            ));
+        }
+        let cap = self
+            .max_output_tokens
+            .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS);
+        if budget >= cap {
+            let whose = if self.max_output_tokens.is_some() {
+                "the profile's `max_output_tokens`"
+            } else {
+                "the default `max_output_tokens`"
+            };
+            return Err((
+                KEY,
+                format!(
+                    "{budget} must be less than {whose} ({cap}): thinking is part of the output; raise `max_output_tokens` or lower the budget"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// How long a stream may be silent.
@@ -767,6 +821,42 @@ mod tests {
             p.key_variable().as_deref(),
             Some("AGENTBUS_TEST_SURELY_UNSET")
         );
+    }
+
+    #[test]
+    fn a_thinking_budget_must_fit_anthropics_limits() {
+        let mut p = ModelProfile::new(ProviderKind::Anthropic, "claude", "http://x");
+        assert_eq!(p.check(), Ok(()), "no budget, nothing to check");
+        p.thinking_budget = Some(4096);
+        assert_eq!(p.check(), Ok(()), "under the default cap of 8192");
+        for (budget, cap, says) in [
+            (
+                1023,
+                None,
+                "below Anthropic's minimum thinking budget of 1024",
+            ),
+            (
+                8192,
+                None,
+                "less than the default `max_output_tokens` (8192)",
+            ),
+            (
+                2000,
+                Some(2000),
+                "less than the profile's `max_output_tokens` (2000)",
+            ),
+        ] {
+            p.thinking_budget = Some(budget);
+            p.max_output_tokens = cap;
+            let (key, why) = p.check().expect_err("refused");
+            assert_eq!(key, "thinking_budget");
+            assert!(why.contains(says), "{why}");
+        }
+        let mut openai = profile(None, None);
+        openai.thinking_budget = Some(4096);
+        let (key, why) = openai.check().expect_err("refused");
+        assert_eq!(key, "thinking_budget");
+        assert!(why.contains("`provider = \"anthropic\"` only"), "{why}");
     }
 
     #[test]

@@ -11,6 +11,12 @@
 //! The convention (the scripted model in `tests/kit` counts the same way): a
 //! request is 3 tokens, plus the JSON of its tools, plus for the system
 //! prompt and each message 4 tokens and the tokens of every text it holds.
+//! Thinking counts when it is sent back: a signed thinking block's
+//! reasoning (Anthropic's, which goes back with its message while the
+//! profile enables thinking — without, the count is an estimate from
+//! above); unsigned thinking (an OpenAI-compatible server's) never goes
+//! back and counts nothing, nor does redacted thinking, which has no text
+//! to count.
 
 use crate::model::ToolSpec;
 use crate::protocol::{ContentBlock, Message};
@@ -121,6 +127,14 @@ fn texts_of(message: &Message) -> impl Iterator<Item = std::borrow::Cow<'_, str>
             .iter()
             .flat_map(|block| match block {
                 ContentBlock::Text { text } => vec![Cow::Borrowed(text.as_str())],
+                ContentBlock::Thinking {
+                    thinking,
+                    signature: Some(_),
+                } => vec![Cow::Borrowed(thinking.as_str())],
+                ContentBlock::Thinking {
+                    signature: None, ..
+                }
+                | ContentBlock::RedactedThinking { .. } => Vec::new(),
                 ContentBlock::ToolUse { name, input, .. } => vec![
                     Cow::Borrowed(name.as_str()),
                     Cow::Owned(match input {
@@ -168,5 +182,37 @@ mod tests {
             assert_eq!(encoding.count_message(&message), MESSAGE_OVERHEAD + parts);
             assert!(encoding.count_message(&message) <= byte_bound(&message));
         }
+    }
+
+    #[test]
+    fn signed_thinking_counts_and_unsigned_or_redacted_thinking_does_not() {
+        let thinking = |signature: Option<&str>| Message::Assistant {
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: "Let me think about the file first.".into(),
+                    signature: signature.map(String::from),
+                },
+                ContentBlock::RedactedThinking {
+                    data: "EmwKAhgBEgy3va3pzix".into(),
+                },
+                ContentBlock::Text {
+                    text: "Done.".into(),
+                },
+            ],
+            interrupted: false,
+        };
+        let encoding = Encoding::Cl100k;
+        let text = encoding.count("Done.");
+        assert_eq!(
+            encoding.count_message(&thinking(None)),
+            MESSAGE_OVERHEAD + text
+        );
+        assert_eq!(
+            encoding.count_message(&thinking(Some("sig"))),
+            MESSAGE_OVERHEAD + text + encoding.count("Let me think about the file first.")
+        );
+        assert!(
+            encoding.count_message(&thinking(Some("sig"))) <= byte_bound(&thinking(Some("sig")))
+        );
     }
 }

@@ -183,6 +183,21 @@ fn conversation_line(out: &mut impl Write, event: &EventEnvelope) -> std::io::Re
     match &event.message {
         AgentMessage::User(u) => writeln!(out, "[{seq}] user: {}", u.text),
         AgentMessage::Assistant(a) => {
+            // The model's reasoning, on one short line of its own before
+            // what it said.
+            let thinking: String = a
+                .content
+                .iter()
+                .filter_map(ContentBlock::as_thinking)
+                .collect();
+            if !thinking.trim().is_empty() {
+                let line = thinking.split_whitespace().collect::<Vec<_>>().join(" ");
+                writeln!(
+                    out,
+                    "[{seq}] thinking: {}",
+                    agentbus_actors::text::ellipsize(&line, 200)
+                )?;
+            }
             let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
             let mark = if a.interrupted { " (interrupted)" } else { "" };
             if !text.is_empty() {

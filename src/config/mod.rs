@@ -392,6 +392,13 @@ fn resolve(
         if let Some(context) = &profile.context {
             check_context(context, &origin, &format!("models.{name}.context"))?;
         }
+        profile
+            .check()
+            .map_err(|(key, message)| ConfigError::Invalid {
+                origin: origin.clone(),
+                key: format!("models.{name}.{key}"),
+                message,
+            })?;
         models.insert(name, profile);
     }
     for (name, profile) in &models {
@@ -663,6 +670,39 @@ mod tests {
             err.contains("my.toml") && err.contains("modle") && err.contains("expected one of"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_thinking_budget_anthropic_would_refuse_names_its_file_and_key() {
+        let profile = |budget: u32, cap: &str| {
+            format!(
+                "[models.claude]\nprovider = \"anthropic\"\nmodel = \"claude-x\"\nbase_url = \"http://h\"\n{cap}thinking_budget = {budget}"
+            )
+        };
+        for (text, says) in [
+            (
+                profile(512, ""),
+                "below Anthropic's minimum thinking budget of 1024",
+            ),
+            (
+                profile(4096, "max_output_tokens = 4096\n"),
+                "less than the profile's `max_output_tokens` (4096)",
+            ),
+        ] {
+            let err = resolve_text(&[text.as_str()], LoadOptions::default())
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                err.contains("file0.toml")
+                    && err.contains("`models.claude.thinking_budget`")
+                    && err.contains(says),
+                "{err}"
+            );
+        }
+        let settings = resolve_text(&[profile(4096, "").as_str()], LoadOptions::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(settings.models["claude"].thinking_budget, Some(4096));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use super::attached::{Attached, Catchup, Start};
 use crate::api::{McpServers, Session};
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
-use agentbus_actors::protocol::{PermissionMode, SessionId};
+use agentbus_actors::protocol::{AgentInfo, PermissionMode, SessionId};
 use agentbus_actors::settings::McpServerConfig;
 use agentbus_actors::{Runtime, SessionOptions, Settings};
 use anyhow::Context as _;
@@ -42,6 +42,14 @@ pub struct SessionFlags {
     pub permission_mode: Option<PermissionMode>,
     /// `--agent`.
     pub agent: Option<String>,
+}
+
+/// What a session in a workspace can switch between: the named agents it
+/// can run as and the model profiles (for pickers such as ACP's).
+#[derive(Clone, Debug, Default)]
+pub struct Choices {
+    pub agents: Vec<AgentInfo>,
+    pub models: Vec<String>,
 }
 
 /// The sessions a front end works with.
@@ -213,6 +221,41 @@ impl Backend {
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
             }
         }
+    }
+
+    /// The agents and model profiles a session in `workspace` can switch
+    /// to. Agent files that could not be used are logged (the session's
+    /// `/agent` names them too).
+    pub async fn choices(&self, workspace: &std::path::Path) -> anyhow::Result<Choices> {
+        let (agents, problems, models) = match self {
+            Backend::Local(runtime) => {
+                let (agents, problems) = runtime.agents(Some(workspace)).await;
+                let models = runtime.settings().models.keys().cloned().collect();
+                (agents, problems, models)
+            }
+            Backend::Remote { client, .. } => {
+                let listed = client.agents(workspace).await?;
+                let agents = listed
+                    .agents
+                    .into_iter()
+                    .map(|a| AgentInfo {
+                        name: a.name,
+                        description: a.description,
+                        source: a.source,
+                    })
+                    .collect();
+                let models = client.models().await?.models;
+                (
+                    agents,
+                    listed.problems,
+                    models.into_iter().map(|m| m.name).collect(),
+                )
+            }
+        };
+        for problem in problems {
+            tracing::warn!("an agent file was not used: {problem}");
+        }
+        Ok(Choices { agents, models })
     }
 
     /// The stored sessions, most recent first.

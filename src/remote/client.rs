@@ -4,7 +4,9 @@
 //! has it), else `AGENTBUS_TOKEN`, else the `token` file of the local data
 //! dir (where a server on this machine keeps it).
 
-use crate::api::{Accepted, CreateSession, Created, McpServers, OpenSession, Session, Sessions};
+use crate::api::{
+    Accepted, Agents, CreateSession, Created, McpServers, Models, OpenSession, Session, Sessions,
+};
 use agentbus_actors::protocol::{InputId, SessionId};
 use agentbus_actors::runtime::describe_http_error as describe;
 use reqwest::{StatusCode, Url};
@@ -206,6 +208,22 @@ impl RemoteClient {
             )
             .await?;
         Ok(SessionId(created.id))
+    }
+
+    /// The server's model profiles.
+    pub async fn models(&self) -> Result<Models, RemoteError> {
+        let url = self.url(&["models"]);
+        self.send("the model list", self.request(reqwest::Method::GET, url))
+            .await
+    }
+
+    /// The named agents a session in `workspace` can run as.
+    pub async fn agents(&self, workspace: &Path) -> Result<Agents, RemoteError> {
+        let mut url = self.url(&["agents"]);
+        url.query_pairs_mut()
+            .append_pair("workspace", &workspace.display().to_string());
+        self.send("the agent list", self.request(reqwest::Method::GET, url))
+            .await
     }
 
     /// A stored session, by id or a unique prefix of one.

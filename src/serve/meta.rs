@@ -1,8 +1,10 @@
-//! What the server offers: health, model profiles, tools and MCP servers.
+//! What the server offers: health, model profiles, named agents, tools and
+//! MCP servers.
 //! Read-only; never shows a key or a token.
 
+use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::state::AppState;
-use crate::api::{Health, Model, Models, Tools};
+use crate::api::{Agent, Agents, AgentsQuery, Health, Model, Models, Prices, Tools};
 use axum::Json;
 use axum::extract::State;
 
@@ -26,12 +28,49 @@ pub async fn models(State(state): State<AppState>) -> Json<Models> {
             provider: info.provider,
             model: info.model,
             base_url: info.base_url,
+            pricing: info.pricing.map(|p| Prices {
+                input_per_mtok: p.input_per_mtok,
+                output_per_mtok: p.output_per_mtok,
+                cache_read_per_mtok: p.cache_read_per_mtok,
+                cache_write_per_mtok: p.cache_write_per_mtok,
+            }),
         })
         .collect();
     Json(Models {
         default: settings.model.clone(),
         models,
     })
+}
+
+#[utoipa::path(get, path = "/v1/agents", tag = "server", params(AgentsQuery),
+    responses((status = 200, description = "The agents a session in the workspace can run as", body = Agents),
+              (status = 400, description = "The request is invalid; the error says why", body = ErrorBody)))]
+pub async fn agents(
+    State(state): State<AppState>,
+    ApiQuery(query): ApiQuery<AgentsQuery>,
+) -> Result<Json<Agents>, ApiError> {
+    let workspace = match &query.workspace {
+        None => None,
+        Some(dir) => {
+            let path = std::path::PathBuf::from(dir);
+            if !path.is_absolute() || !path.is_dir() {
+                return Err(ApiError::bad_request(format!(
+                    "workspace `{dir}` is not an absolute path of a directory on the server"
+                )));
+            }
+            Some(path)
+        }
+    };
+    let (agents, problems) = state.runtime.agents(workspace.as_deref()).await;
+    let agents = agents
+        .into_iter()
+        .map(|a| Agent {
+            name: a.name,
+            description: a.description,
+            source: a.source,
+        })
+        .collect();
+    Ok(Json(Agents { agents, problems }))
 }
 
 #[utoipa::path(get, path = "/v1/tools", tag = "server", responses((status = 200, description = "Success", body = Tools)))]

@@ -74,6 +74,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(stream::lifecycle_events))
         .routes(routes!(meta::health))
         .routes(routes!(meta::models))
+        .routes(routes!(meta::agents))
         .routes(routes!(meta::tools))
         .split_for_parts();
     let (router, mut document) = parts;
@@ -111,11 +112,7 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state);
-    Router::new()
-        .route("/", get(web::index))
-        .route("/app.js", get(web::script))
-        .route("/style.css", get(web::style))
-        .merge(api)
+    web::routes().merge(api)
 }
 
 async fn not_found(uri: axum::http::Uri) -> error::ApiError {

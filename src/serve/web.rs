@@ -1,39 +1,103 @@
 //! The web page at `/`: static files compiled into the binary (no build
-//! step). The page itself needs no token; it reads `?token=` from its own
-//! address and sends it with every API call.
+//! step), and the two third-party scripts it uses (`/vendor/`: marked and
+//! DOMPurify, copied unchanged from npm, with their licences; see
+//! `src/web/vendor/README.md`). The page itself needs no token; it reads
+//! `?token=` from its own address and sends it with every API call.
 
+use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
+use axum::routing::get;
 
-pub async fn index() -> impl IntoResponse {
+/// What the page may load and run: its own files only. No inline script or
+/// style, no `eval`, no images from elsewhere (a reply's Markdown cannot
+/// make the browser fetch an address of the model's choosing), no frames.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
+     form-action 'none'; frame-ancestors 'none'";
+
+/// One compiled-in file: its path, content type and bytes.
+struct Asset {
+    path: &'static str,
+    content_type: &'static str,
+    body: &'static str,
+}
+
+const JS: &str = "text/javascript; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// Everything the page loads besides `/` itself.
+const ASSETS: &[Asset] = &[
+    Asset {
+        path: "/app.js",
+        content_type: JS,
+        body: include_str!("../web/app.js"),
+    },
+    Asset {
+        path: "/style.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_str!("../web/style.css"),
+    },
+    Asset {
+        path: "/vendor/marked.min.js",
+        content_type: JS,
+        body: include_str!("../web/vendor/marked.min.js"),
+    },
+    Asset {
+        path: "/vendor/purify.min.js",
+        content_type: JS,
+        body: include_str!("../web/vendor/purify.min.js"),
+    },
+    Asset {
+        path: "/vendor/LICENSE-marked",
+        content_type: TEXT,
+        body: include_str!("../web/vendor/LICENSE-marked"),
+    },
+    Asset {
+        path: "/vendor/LICENSE-dompurify",
+        content_type: TEXT,
+        body: include_str!("../web/vendor/LICENSE-dompurify"),
+    },
+    Asset {
+        path: "/vendor/LICENSE-dompurify-MPL",
+        content_type: TEXT,
+        body: include_str!("../web/vendor/LICENSE-dompurify-MPL"),
+    },
+];
+
+/// The page's routes (no token needed).
+pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+    let mut router = Router::new().route("/", get(index));
+    for asset in ASSETS {
+        let (content_type, body) = (asset.content_type, asset.body);
+        router = router.route(
+            asset.path,
+            get(move || async move {
+                (
+                    [
+                        (header::CONTENT_TYPE, content_type),
+                        (header::CACHE_CONTROL, "no-cache"),
+                        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+                    ],
+                    body,
+                )
+            }),
+        );
+    }
+    router
+}
+
+async fn index() -> impl IntoResponse {
     (
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
             (header::CACHE_CONTROL, "no-cache"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+            (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
             // The token travels in the page's address: keep it out of
             // Referer headers.
             (header::REFERRER_POLICY, "no-referrer"),
         ],
         include_str!("../web/index.html"),
-    )
-}
-
-pub async fn script() -> impl IntoResponse {
-    (
-        [
-            (header::CONTENT_TYPE, "text/javascript; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        include_str!("../web/app.js"),
-    )
-}
-
-pub async fn style() -> impl IntoResponse {
-    (
-        [
-            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-        ],
-        include_str!("../web/style.css"),
     )
 }

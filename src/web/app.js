@@ -4,13 +4,17 @@
 // Talks to the HTTP API of `agentbus serve` (docs/api.md):
 //   GET/POST /v1/sessions, POST .../fork, DELETE /v1/sessions/{id},
 //   POST .../input, POST .../interrupt, POST .../approvals/{request_id},
-//   GET /v1/health,
+//   GET /v1/health, GET /v1/models (the profiles' prices, for the cost),
 //   SSE GET /v1/events (session lifecycle) and GET /v1/sessions/{id}/events
 //   (one session's events: stored ones replayed, then live ones).
 // Shows the same information as the terminal chat (src/frontend/output/render.rs).
 //
 // Every piece of text that comes from the server or the user is put into the
-// page with textContent / text nodes, never as HTML.
+// page with textContent / text nodes, never as HTML — except the model's
+// Markdown (replies, compaction summaries): marked (window.marked) turns it
+// into HTML with any raw HTML in it escaped, and DOMPurify
+// (window.DOMPurify) cleans that before it is parsed into the page
+// (renderMarkdown). Both are copied from npm into src/web/vendor/.
 'use strict';
 
 (function () {
@@ -35,6 +39,7 @@
     postsInFlight: 0,
     lifecycle: null, // EventSource of /v1/events
     refreshTimer: null,
+    prices: new Map(), // model profile name -> its prices (GET /v1/models), for the cost
   };
 
   /** What the right pane knows about the selected session's events. */
@@ -51,7 +56,13 @@
       retryTimer: null,
       interrupting: false,
       mode: null, // the permission mode, from session_started and `mode` events
+      model: null, // the model profile, from session_started, `model_switched` and `agent` events
+      agent: null, // the named agent, from session_started and `agent` events
+      turnsByProfile: [], // [profile, usage] of every finished turn, for the cost
+      reportedCost: null, // { usd, turns }: the latest `/usage` reply's cost, and how many turns it counted
       approvals: new Map(), // request_id -> approval card, see renderApprovalRequest()
+      sent: [], // inputs this page sent that have not started or been answered, see sendInput()
+      unclaimed: new Map(), // turn_id -> first event of an input whose POST has not answered yet
     };
   }
 
@@ -415,7 +426,10 @@
 
   /** Show a session on the right (null: none). Remembered in the address's #. */
   function selectSession(id) {
-    if (id === state.selectedId && state.view) return;
+    if (id === state.selectedId && state.view) {
+      showSessionList(false);
+      return;
+    }
     closeSessionStream();
     state.selectedId = id;
     history.replaceState(null, '', location.pathname + location.search + (id ? '#' + encodeURIComponent(id) : ''));
@@ -430,9 +444,10 @@
     }
     renderSessionList();
     renderSessionHeader();
-    renderMode();
-    renderUsage();
+    renderQueued();
+    renderStatus();
     updateControls();
+    showSessionList(!id);
   }
 
   /** Title, id, model and workspace of the selected session. */
@@ -444,11 +459,12 @@
     const meta = [];
     if (state.selectedId) meta.push(state.selectedId);
     if (session) {
-      if (session.model) meta.push('model ' + session.model);
       if (session.workspace) meta.push(session.workspace);
       if (Array.isArray(session.parent)) meta.push('forked from ' + session.parent[0] + ' at ' + session.parent[1]);
     }
     $('session-meta').textContent = meta.join(' \u00b7 ');
+    // Until the session's own events say, its record names the profile.
+    if (state.view && !state.view.model && session && session.model) renderStatus();
   }
 
   // ---------------------------------------------------------------------
@@ -533,7 +549,14 @@
       view.lastSeq = event.seq;
     }
     trackTurns(view, event);
+    const conv = $('conversation');
+    const before = conv.lastElementChild;
     renderEvent(view, event);
+    if (event.type === 'user' || event.type === 'system') {
+      // What the event added first (null: nothing).
+      const added = before ? before.nextElementSibling : conv.firstElementChild;
+      claimSent(view, event, added && added.parentNode === conv ? added : null);
+    }
     // A first query sets the title; every turn changes the update time.
     if (event.type === 'user' || event.type === 'result') refreshSessionsSoon();
     if (event.type === 'system' || event.type === 'result') followSwitch(event);
@@ -606,14 +629,24 @@
       }
       case 'usage':
         if (data.context) setContext(view, data.context);
+        if (typeof data.cost_usd === 'number') {
+          view.reportedCost = { usd: data.cost_usd, turns: view.turnsByProfile.length };
+          renderStatusOf(view);
+        }
         dim = false;
         break;
       case 'session_started': {
         const tools = Array.isArray(data.tools) ? data.tools.length : 0;
-        if (data.permission_mode) setMode(view, data.permission_mode);
+        if (data.permission_mode) view.mode = String(data.permission_mode);
+        if (data.model) view.model = String(data.model);
+        view.agent = data.agent ? String(data.agent) : 'build';
+        renderStatusOf(view);
         text = '\u25cf session ' + event.session_id + ' \u00b7 model ' + (data.model || '?') + ' \u00b7 ' + tools + ' tools' +
           (data.agent && data.agent !== 'build' ? ' \u00b7 agent ' + data.agent : '') +
-          (data.permission_mode ? ' \u00b7 mode ' + data.permission_mode : '') + (data.resumed ? ' \u00b7 resumed' : '');
+          (data.permission_mode ? ' \u00b7 mode ' + data.permission_mode : '') +
+          (data.sandboxed === false ? ' \u00b7 commands NOT sandboxed' : '') +
+          (Array.isArray(data.instructions) && data.instructions.length ? ' \u00b7 instructions ' + data.instructions.join(', ') : '') +
+          (data.resumed ? ' \u00b7 resumed' : '');
         break;
       }
       case 'approval_resolved':
@@ -622,12 +655,21 @@
         text = '\u25cf ' + text;
         break;
       case 'mode':
-        if (data.mode) setMode(view, data.mode);
-        text = '\u25cf ' + text;
+        if (data.mode) view.mode = String(data.mode);
+        renderStatusOf(view);
+        dim = false;
         break;
       case 'agent':
-        if (data.permission_mode) setMode(view, data.permission_mode);
-        text = '\u25cf ' + text;
+        if (data.agent) view.agent = String(data.agent);
+        if (data.model) view.model = String(data.model);
+        if (data.permission_mode) view.mode = String(data.permission_mode);
+        renderStatusOf(view);
+        dim = false;
+        break;
+      case 'model_switched':
+        if (data.model) view.model = String(data.model);
+        renderStatusOf(view);
+        dim = false;
         break;
       case 'retrying':
       case 'compacting':
@@ -639,6 +681,7 @@
       default:
         dim = false; // a command's answer: shown like normal text
     }
+    // A command's answer keeps its line breaks and alignment, as the terminal shows it.
     const node = line('notice' + (dim ? ' dim' : ' reply'), 'notice', text, event);
     node.setAttribute('data-subtype', event.subtype || '');
     append(node);
@@ -667,7 +710,7 @@
           'details',
           { class: 'compacted-summary', 'data-testid': 'compacted-summary' },
           el('summary', { text: 'Summary the model sees in place of the earlier turns' }),
-          el('pre', { text: data.summary }),
+          el('div', { class: 'markdown' }, renderMarkdown(data.summary)),
         ),
       );
     }
@@ -680,9 +723,112 @@
     append(line('msg user', 'message-user', event.text, event));
   }
 
+  // ---------------------------------------------------------------------
+  // Markdown: the model's text as HTML, sanitised
+  // ---------------------------------------------------------------------
+
+  /** `&`, `<`, `>` and quotes as entities. */
+  function escapeHtml(s) {
+    return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  }
+
+  /**
+   * The Markdown parser: GitHub's flavour (tables, fenced code, strikethrough),
+   * with raw HTML in the text shown as text rather than made into elements
+   * (a model writing "<div>" in prose means the word; a reply must never
+   * bring its own elements, scripts or handlers into the page), and an
+   * image as a link to it: the page loads nothing from an address a reply
+   * names (nor could it: its Content-Security-Policy allows no image from
+   * elsewhere).
+   */
+  const markdown = (() => {
+    if (!window.marked || typeof window.marked.Marked !== 'function') return null;
+    return new window.marked.Marked({
+      gfm: true,
+      breaks: false,
+      renderer: {
+        html(token) {
+          const text = escapeHtml(token.text);
+          return token.block ? '<p class="raw-html">' + text + '</p>\n' : text;
+        },
+        image(token) {
+          const label = escapeHtml('[image: ' + (token.text || token.href || '') + ']');
+          return /^https?:/i.test(token.href || '') ? '<a href="' + escapeHtml(token.href) + '">' + label + '</a>' : label;
+        },
+      },
+    });
+  })();
+
+  /** The sanitiser, set up once: links open in a new tab, checkboxes are read-only. */
+  const purifier = (() => {
+    const purify = window.DOMPurify;
+    if (!purify || typeof purify.sanitize !== 'function' || !purify.isSupported) return null;
+    purify.addHook('afterSanitizeAttributes', (node) => {
+      if (node.nodeName === 'A' && node.hasAttribute('href')) {
+        node.setAttribute('target', '_blank');
+        node.setAttribute('rel', 'noopener noreferrer');
+      }
+      if (node.nodeName === 'INPUT') node.setAttribute('disabled', '');
+    });
+    return purify;
+  })();
+
+  const SANITIZE = {
+    RETURN_DOM_FRAGMENT: true,
+    // Nothing that loads, submits or styles (marked makes none of these;
+    // this is the second wall), inline styles dropped.
+    FORBID_TAGS: ['img', 'style', 'form', 'button', 'textarea', 'select', 'option', 'iframe', 'object', 'embed', 'video', 'audio', 'source', 'picture', 'svg', 'math'],
+    FORBID_ATTR: ['style', 'id', 'name'],
+    ALLOW_DATA_ATTR: false,
+  };
+
+  /**
+   * Markdown as a fragment of the page: parsed by marked, cleaned by
+   * DOMPurify. Plain text when either script is missing.
+   */
+  function renderMarkdown(text) {
+    const fragment = document.createDocumentFragment();
+    if (!markdown || !purifier) {
+      fragment.append(el('p', { class: 'plain-text', text }));
+      return fragment;
+    }
+    let clean;
+    try {
+      clean = purifier.sanitize(markdown.parse(String(text)), SANITIZE);
+    } catch (_) {
+      fragment.append(el('p', { class: 'plain-text', text }));
+      return fragment;
+    }
+    // Wide tables scroll on their own instead of widening the page.
+    for (const table of clean.querySelectorAll('table')) {
+      const box = el('div', { class: 'table-box' });
+      table.replaceWith(box);
+      box.append(table);
+    }
+    fragment.append(clean);
+    return fragment;
+  }
+
+  /** An assistant message element showing `text` as Markdown. */
+  function assistantText(text, streaming, title) {
+    const node = el('div', {
+      class: 'msg assistant markdown',
+      'data-testid': 'message-assistant',
+      'data-streaming': streaming ? 'true' : 'false',
+      title,
+    });
+    node.append(renderMarkdown(text));
+    return node;
+  }
+
+  // ---------------------------------------------------------------------
+  // The assistant message being streamed
+  // ---------------------------------------------------------------------
+
   /**
    * The assistant message being streamed: a container with one element per
-   * block (text, or a tool call whose arguments are still arriving).
+   * block (the model's thinking, text, or a tool call whose arguments are
+   * still arriving).
    */
   function liveMessage(view) {
     if (!view.live) {
@@ -691,19 +837,45 @@
     return view.live;
   }
 
-  /** The live block at `index`, made as `kind` ('text' or 'tool_use') if new. */
+  /** The thinking of a message, dimmed and cut to two lines: not the answer. */
+  function thinkingNode(text) {
+    return el('div', { class: 'thinking', 'data-testid': 'thinking', text: '\u273b ' + text });
+  }
+
+  /** The live block at `index`, made as `kind` ('text', 'thinking' or 'tool_use') if new. */
   function liveBlock(view, index, kind, name) {
     const live = liveMessage(view);
     let block = live.blocks.get(index);
     if (!block) {
-      block = kind === 'tool_use'
-        ? { kind, name, json: '', node: el('div', { class: 'tool-call pending', text: '\u25b8 ' + name + '(\u2026' }) }
-        : { kind: 'text', text: document.createTextNode(''), node: el('div', { class: 'msg assistant', 'data-testid': 'message-assistant', 'data-streaming': 'true' }) };
-      if (block.text) block.node.append(block.text);
+      if (kind === 'tool_use') {
+        block = { kind, name, json: '', node: el('div', { class: 'tool-call pending', text: '\u25b8 ' + name + '(\u2026' }) };
+      } else if (kind === 'thinking') {
+        block = { kind, text: document.createTextNode(''), node: thinkingNode('') };
+        block.node.append(block.text);
+      } else {
+        block = { kind: 'text', text: '', timer: null, renderedAt: 0, node: assistantText('', true) };
+      }
       live.blocks.set(index, block);
       keepScrolled(() => live.root.append(block.node));
     }
     return block;
+  }
+
+  /**
+   * Show a streaming text block's Markdown as it stands: at the next frame,
+   * and for long texts at most every length/100 ms, so a long reply does not
+   * spend its time parsing. Replacing the children in one go does not flicker.
+   */
+  function scheduleLiveRender(block) {
+    if (block.timer !== null) return;
+    const wait = Math.max(0, Math.min(1000, block.text.length / 100) - (performance.now() - block.renderedAt));
+    block.timer = setTimeout(() => {
+      requestAnimationFrame(() => {
+        block.timer = null;
+        block.renderedAt = performance.now();
+        if (block.node.isConnected) keepScrolled(() => block.node.replaceChildren(renderMarkdown(block.text)));
+      });
+    }, wait);
   }
 
   /** `stream_event`: text as it arrives; `discard` erases it. */
@@ -712,11 +884,20 @@
     switch (delta.type) {
       case 'block_start':
         if (delta.block && delta.block.type === 'tool_use') liveBlock(view, delta.index, 'tool_use', delta.block.name);
+        else if (delta.block && delta.block.type === 'thinking') liveBlock(view, delta.index, 'thinking');
         else liveBlock(view, delta.index, 'text');
         break;
+      case 'thinking_delta': {
+        const block = liveBlock(view, delta.index, 'thinking');
+        if (block.kind === 'thinking') keepScrolled(() => block.text.appendData(delta.text || ''));
+        break;
+      }
       case 'text_delta': {
         const block = liveBlock(view, delta.index, 'text');
-        if (block.kind === 'text') keepScrolled(() => block.text.appendData(delta.text || ''));
+        if (block.kind === 'text') {
+          block.text += delta.text || '';
+          scheduleLiveRender(block);
+        }
         break;
       }
       case 'tool_input_delta': {
@@ -728,6 +909,7 @@
         break;
       }
       case 'discard':
+        stopLive(view);
         if (view.live) view.live.root.remove();
         view.live = null;
         append(line('notice dim', 'notice', '\u25cf partial output discarded (' + (delta.reason || 'retrying') + ')', event));
@@ -737,10 +919,23 @@
     }
   }
 
+  /** Cancel the pending re-renders of the streaming blocks. */
+  function stopLive(view) {
+    if (!view.live) return;
+    for (const block of view.live.blocks.values()) {
+      if (block.timer !== null) clearTimeout(block.timer);
+      block.timer = null;
+    }
+  }
+
   /** Leave whatever streamed on the page as it is (no `assistant` came). */
   function finishLive(view) {
     if (!view.live) return;
-    for (const block of view.live.blocks.values()) block.node.setAttribute('data-streaming', 'false');
+    stopLive(view);
+    for (const block of view.live.blocks.values()) {
+      if (block.kind === 'text') block.node.replaceChildren(renderMarkdown(block.text));
+      block.node.setAttribute('data-streaming', 'false');
+    }
     view.live = null;
   }
 
@@ -749,20 +944,15 @@
     if (event.context) setContext(view, event.context);
     const blocks = Array.isArray(event.content) ? event.content : [];
     const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
+    const thinking = blocks.filter((b) => b.type === 'thinking').map((b) => b.thinking || '').join('');
     const nodes = [];
-    if (text) {
-      nodes.push(el('div', {
-        class: 'msg assistant',
-        'data-testid': 'message-assistant',
-        'data-streaming': 'false',
-        title: fullTime(event.at) + (event.model ? ' \u00b7 ' + event.model : ''),
-        text,
-      }));
-    }
+    if (thinking.trim()) nodes.push(thinkingNode(thinking.trim()));
+    if (text) nodes.push(assistantText(text, false, fullTime(event.at) + (event.model ? ' \u00b7 ' + event.model : '')));
     for (const block of blocks) {
       if (block.type === 'tool_use') nodes.push(toolCall(block));
     }
     if (event.interrupted) nodes.push(el('div', { class: 'dim', 'data-testid': 'interrupted', text: '(interrupted)' }));
+    stopLive(view);
     keepScrolled(() => {
       if (view.live) {
         view.live.root.replaceWith(...nodes);
@@ -773,20 +963,57 @@
     });
   }
 
-  /** A tool call: name and a one-line summary; the whole input on demand. */
+  // ---------------------------------------------------------------------
+  // Tool calls and their results; edits as diffs
+  // ---------------------------------------------------------------------
+
+  /** Tools whose call is shown as the change it makes to a file. */
+  const FILE_TOOLS = new Set(['edit_file', 'write_file']);
+
+  /**
+   * A tool call: name and its arguments on one line (in the model's order;
+   * for an edit or a write, `path` first), the whole input on demand. An
+   * edit or a write shows its diff at once.
+   */
   function toolCall(block) {
-    return el(
+    const node = el(
       'details',
       { class: 'tool-call', 'data-testid': 'tool-call', 'data-tool': block.name, 'data-call-id': block.id },
-      el('summary', { text: '\u25b8 ' + block.name + '(' + summarizeInput(block.input) + ')' }),
-      el('pre', { text: typeof block.input === 'string' ? block.input : JSON.stringify(block.input, null, 2) }),
+      el('summary', { 'data-testid': 'tool-call-summary', text: '\u25b8 ' + block.name + '(' + summarizeInput(block.name, block.input) + ')' }),
     );
+    const diff = FILE_TOOLS.has(block.name) ? inputDiff(block.name, block.input) : null;
+    if (diff) {
+      node.classList.add('file-change');
+      node.open = true;
+      diff.setAttribute('data-testid', 'tool-diff');
+      diff.setAttribute('data-diff-source', 'input');
+      node.append(diff);
+    } else {
+      node.append(el('pre', { text: typeof block.input === 'string' ? block.input : JSON.stringify(block.input, null, 2) }));
+    }
+    return node;
   }
 
   /** `tool_result`: the first lines, errors marked; the whole output on demand. */
   function renderToolResult(event) {
     const output = event.output || '';
     const marker = event.cancelled ? ' (cancelled)' : '';
+    // An edit's output is a line and the diff as it was applied (with line
+    // numbers): the diff replaces the one its call showed from the input.
+    const applied = event.name === 'edit_file' && !event.is_error ? unifiedDiff(output) : null;
+    if (applied) {
+      const call = callNode(event.call_id);
+      const shown = call && call.querySelector('[data-testid="tool-diff"]');
+      if (shown) {
+        const diff = diffView(applied.rows);
+        diff.setAttribute('data-testid', 'tool-diff');
+        diff.setAttribute('data-diff-source', 'result');
+        keepScrolled(() => shown.replaceWith(diff));
+      }
+    }
+    const summary = applied
+      ? '\u2514 ' + (firstLine(applied.head.trim()) || 'edited')
+      : '\u2514 ' + (event.is_error ? 'error' + marker + ': ' : '') + summarizeOutput(output);
     const node = el(
       'details',
       {
@@ -796,10 +1023,115 @@
         'data-call-id': event.call_id,
         title: event.name + ' \u00b7 ' + event.duration_ms + ' ms',
       },
-      el('summary', { text: '\u2514 ' + (event.is_error ? 'error' + marker + ': ' : '') + summarizeOutput(output) }),
+      el('summary', { text: summary }),
       el('pre', { text: output }),
     );
     append(node);
+  }
+
+  /** The tool call element of `callId`, if it is shown. */
+  function callNode(callId) {
+    return [...$('conversation').querySelectorAll('[data-testid="tool-call"]')].find((n) => n.dataset.callId === callId) || null;
+  }
+
+  /** The lines of a text, without the empty one after a final newline. */
+  function splitLines(text) {
+    if (text === '') return [];
+    const lines = text.split('\n');
+    if (lines[lines.length - 1] === '') lines.pop();
+    return lines;
+  }
+
+  /**
+   * `old` and `new` line by line: `[{kind: 'ctx'|'del'|'add', text}]`, the
+   * lines they share kept as context. The longest common subsequence of the
+   * lines that differ; past a million line pairs, all removed then all added.
+   */
+  function diffLines(oldText, newText) {
+    const a = splitLines(oldText);
+    const b = splitLines(newText);
+    let start = 0;
+    while (start < a.length && start < b.length && a[start] === b[start]) start++;
+    let endA = a.length;
+    let endB = b.length;
+    while (endA > start && endB > start && a[endA - 1] === b[endB - 1]) {
+      endA--;
+      endB--;
+    }
+    const rows = a.slice(0, start).map((text) => ({ kind: 'ctx', text }));
+    const x = a.slice(start, endA);
+    const y = b.slice(start, endB);
+    if (x.length * y.length > 1e6) {
+      for (const text of x) rows.push({ kind: 'del', text });
+      for (const text of y) rows.push({ kind: 'add', text });
+    } else {
+      // lcs[i][j]: the common subsequence of x[i..] and y[j..].
+      const w = y.length + 1;
+      const lcs = new Uint32Array((x.length + 1) * w);
+      for (let i = x.length - 1; i >= 0; i--) {
+        for (let j = y.length - 1; j >= 0; j--) {
+          lcs[i * w + j] = x[i] === y[j] ? lcs[(i + 1) * w + j + 1] + 1 : Math.max(lcs[(i + 1) * w + j], lcs[i * w + j + 1]);
+        }
+      }
+      let i = 0;
+      let j = 0;
+      while (i < x.length || j < y.length) {
+        if (i < x.length && j < y.length && x[i] === y[j]) {
+          rows.push({ kind: 'ctx', text: x[i] });
+          i++;
+          j++;
+        } else if (i < x.length && (j === y.length || lcs[(i + 1) * w + j] >= lcs[i * w + j + 1])) {
+          rows.push({ kind: 'del', text: x[i++] }); // removed lines before added ones, as in a unified diff
+        } else {
+          rows.push({ kind: 'add', text: y[j++] });
+        }
+      }
+    }
+    for (const text of a.slice(endA)) rows.push({ kind: 'ctx', text });
+    return rows;
+  }
+
+  /** An edit's or a write's change from its input, as a diff (null: not that shape). */
+  function inputDiff(name, input) {
+    const args = input && typeof input === 'object' ? input : {};
+    if (name === 'edit_file' && typeof args.old_string === 'string' && typeof args.new_string === 'string') {
+      return diffView(diffLines(args.old_string, args.new_string));
+    }
+    if (name === 'write_file' && typeof args.content === 'string') {
+      return diffView(splitLines(args.content).map((text) => ({ kind: 'add', text })));
+    }
+    return null;
+  }
+
+  /**
+   * A tool's unified diff (`--- a`, `+++ b`, `@@` hunks) after the text
+   * before it: `{head, rows}`, the file header left out; null without one.
+   */
+  function unifiedDiff(output) {
+    const at = output.startsWith('--- ') ? 0 : output.indexOf('\n--- ');
+    if (at < 0) return null;
+    const lines = splitLines(output.slice(at === 0 ? 0 : at + 1));
+    if (lines.length < 2 || !lines[1].startsWith('+++ ')) return null;
+    const rows = lines.slice(2).map((l) => {
+      if (l.startsWith('@@')) return { kind: 'hunk', text: l };
+      if (l.startsWith('-')) return { kind: 'del', text: l.slice(1) };
+      if (l.startsWith('+')) return { kind: 'add', text: l.slice(1) };
+      if (l.startsWith(' ')) return { kind: 'ctx', text: l.slice(1) };
+      return { kind: 'note', text: l };
+    });
+    return { head: output.slice(0, at), rows };
+  }
+
+  const DIFF_SIGNS = { ctx: ' ', del: '-', add: '+', hunk: '', note: '' };
+
+  /** Diff rows as a block: one line each, removed and added lines coloured; long ones scroll. */
+  function diffView(rows) {
+    const pre = el('pre', { class: 'diff' });
+    if (rows.length === 0) pre.append(el('span', { class: 'diff-note', text: '(no change)' }));
+    for (const row of rows) {
+      pre.append(el('span', { class: 'diff-' + row.kind, text: DIFF_SIGNS[row.kind] + row.text }));
+    }
+    return pre;
   }
 
   /** `result`: stop reason, steps, tokens, duration; adds to the usage totals. */
@@ -810,8 +1142,10 @@
     view.usage.input += usage.input_tokens || 0;
     view.usage.output += usage.output_tokens || 0;
     view.usage.turns += 1;
+    const session = findSession(view.sessionId);
+    view.turnsByProfile.push([view.model || (session && session.model), usage]);
     if (event.context) setContext(view, event.context);
-    renderUsage();
+    renderStatusOf(view);
 
     const steps = event.steps || 0;
     const fill = event.context ? contextFill(event.context) : null;
@@ -830,21 +1164,15 @@
     append(node);
   }
 
-  /** The session's token totals (sum of every `result.usage`), and how full its context is. */
-  function renderUsage() {
-    const view = state.view;
-    $('usage').textContent = view && view.usage.turns
-      ? 'Session usage: ' + view.usage.input + ' in / ' + view.usage.output + ' out tokens over ' +
-        view.usage.turns + ' turn' + (view.usage.turns === 1 ? '' : 's')
-      : '';
-    renderContext();
-  }
+  // ---------------------------------------------------------------------
+  // The status line: profile, agent, mode, context, tokens, cost
+  // ---------------------------------------------------------------------
 
   /** `{used, limit?}` from an `assistant` or `result` event (or a reply): the latest wins. */
   function setContext(view, context) {
     if (!context || typeof context.used !== 'number') return;
     view.context = { used: context.used, limit: typeof context.limit === 'number' ? context.limit : null };
-    if (state.view === view) renderContext();
+    renderStatusOf(view);
   }
 
   /** `{percent, used, limit}` when the limit is known, else null. */
@@ -853,22 +1181,85 @@
     return { percent: Math.round((context.used * 100) / context.limit), used: context.used, limit: context.limit };
   }
 
-  /** The header's context gauge: a bar and `Context 45% · 1,800 / 4,000 tokens`. */
-  function renderContext() {
-    const view = state.view;
-    const box = $('context-usage');
-    const context = view && view.context;
-    if (!context) {
-      box.hidden = true;
-      return;
+  /** What `usage` costs at `prices` (US dollars per million tokens), as the session counts it. */
+  function costOf(prices, usage) {
+    const per = (tokens, price) => ((tokens || 0) * price) / 1e6;
+    return per(usage.input_tokens, prices.input_per_mtok) +
+      per(usage.output_tokens, prices.output_per_mtok) +
+      per(usage.cache_read_input_tokens, prices.cache_read_per_mtok ?? prices.input_per_mtok) +
+      per(usage.cache_creation_input_tokens, prices.cache_write_per_mtok ?? prices.input_per_mtok);
+  }
+
+  /**
+   * The session's cost in US dollars: the latest `/usage` reply's figure
+   * plus the turns since, each at the prices of the profile it ran on; null
+   * when no turn ran on a priced profile.
+   */
+  function sessionCost(view) {
+    let usd = view.reportedCost ? view.reportedCost.usd : 0;
+    let priced = view.reportedCost !== null;
+    for (const [profile, usage] of view.turnsByProfile.slice(view.reportedCost ? view.reportedCost.turns : 0)) {
+      const prices = state.prices.get(profile);
+      if (!prices) continue;
+      usd += costOf(prices, usage);
+      priced = true;
     }
-    const fill = contextFill(context);
-    box.hidden = false;
-    box.setAttribute('data-level', !fill ? 'unknown' : fill.percent >= 95 ? 'full' : fill.percent >= 80 ? 'high' : 'ok');
-    $('context-fill').style.width = fill ? Math.min(fill.percent, 100) + '%' : '0';
-    $('context-text').textContent = fill
-      ? 'Context ' + fill.percent + '% \u00b7 ' + thousands(fill.used) + ' / ' + thousands(fill.limit) + ' tokens'
-      : 'Context ~' + thousands(context.used) + ' tokens (limit unknown)';
+    return priced ? usd : null;
+  }
+
+  function renderStatusOf(view) {
+    if (state.view === view) renderStatus();
+  }
+
+  const MODE_TITLES = {
+    default: 'Reads inside the workspace run; edits, writes, commands and MCP tools ask first',
+    'accept-edits': 'Reads and edits inside the workspace run; commands and MCP tools ask first',
+    plan: 'Read-only: nothing that writes runs',
+    bypass: 'Nothing asks; deny rules and the sandbox still hold',
+  };
+
+  /** The status line under the input, for the selected session. */
+  function renderStatus() {
+    const view = state.view;
+    $('status-line').hidden = !view;
+    if (!view) return;
+    const session = findSession(view.sessionId);
+    const model = view.model || (session && session.model) || null;
+    $('status-model').textContent = model || '';
+    $('status-model').hidden = !model;
+    $('status-agent').textContent = view.agent ? 'agent ' + view.agent : '';
+    $('status-agent').hidden = !view.agent;
+
+    const badge = $('session-mode');
+    badge.hidden = !view.mode;
+    badge.textContent = view.mode ? 'mode ' + view.mode : '';
+    badge.setAttribute('data-mode', view.mode || '');
+    badge.title = view.mode ? (MODE_TITLES[view.mode] || '') + ' \u00b7 /mode MODE changes it' : '';
+
+    const box = $('context-usage');
+    const context = view.context;
+    box.hidden = !context;
+    if (context) {
+      const fill = contextFill(context);
+      box.setAttribute('data-level', !fill ? 'unknown' : fill.percent >= 95 ? 'full' : fill.percent >= 80 ? 'high' : 'ok');
+      box.setAttribute('data-percent', fill ? String(fill.percent) : '');
+      $('context-fill').style.width = fill ? Math.min(fill.percent, 100) + '%' : '0';
+      $('context-text').textContent = fill ? 'context ' + fill.percent + '%' : 'context ~' + thousands(context.used) + ' tokens';
+      box.title = (fill
+        ? 'Context: ' + thousands(fill.used) + ' of ' + thousands(fill.limit) + ' tokens'
+        : 'Context: ~' + thousands(context.used) + ' tokens (limit unknown)') + ' \u00b7 /context shows the breakdown';
+    }
+
+    const usage = $('usage');
+    usage.textContent = view.usage.turns ? thousands(view.usage.input) + ' in / ' + thousands(view.usage.output) + ' out tokens' : '';
+    usage.hidden = !view.usage.turns;
+    usage.title = 'Session usage: ' + view.usage.input + ' in / ' + view.usage.output + ' out tokens over ' +
+      view.usage.turns + ' turn' + (view.usage.turns === 1 ? '' : 's');
+    usage.setAttribute('data-turns', String(view.usage.turns));
+
+    const cost = sessionCost(view);
+    $('status-cost').hidden = cost === null;
+    $('status-cost').textContent = cost === null ? '' : '$' + cost.toFixed(4);
   }
 
   /** 12345 as `12,345`. */
@@ -878,11 +1269,21 @@
 
   // Text summaries, as in src/frontend/output/render.rs.
 
-  /** `key: value, ...` for one line, long values cut. */
-  function summarizeInput(input) {
+  /**
+   * `key: value, ...` for one line, long values cut, in the order the model
+   * wrote them. An edit or a write names its `path` first and leaves out the
+   * text it writes (its diff shows it).
+   */
+  function summarizeInput(name, input) {
     let text;
     if (input && typeof input === 'object' && !Array.isArray(input)) {
-      text = Object.entries(input)
+      let entries = Object.entries(input);
+      if (FILE_TOOLS.has(name)) {
+        const written = new Set(['old_string', 'new_string', 'content']);
+        entries = entries.filter(([key]) => key === 'path').concat(entries.filter(([key]) => key !== 'path' && !written.has(key)));
+        if (typeof input.content === 'string') entries.push(['lines', splitLines(input.content).length]);
+      }
+      text = entries
         .map(([key, value]) => key + ': ' + (typeof value === 'string' ? JSON.stringify(firstLine(value)) : JSON.stringify(value)))
         .join(', ');
     } else if (typeof input === 'string') {
@@ -914,7 +1315,7 @@
   }
 
   // ---------------------------------------------------------------------
-  // Approvals: a tool call that asks first, and the permission mode
+  // Approvals: a tool call that asks first
   // ---------------------------------------------------------------------
 
   const CHOICE_LABELS = { allow_once: 'Allow once', allow_always: 'Always allow', reject: 'Reject' };
@@ -942,7 +1343,9 @@
         el('span', { 'data-testid': 'approval-title', text: event.name + ' wants approval' })),
     );
     if (event.reason) card.append(el('div', { class: 'approval-reason dim', 'data-testid': 'approval-reason', text: event.reason }));
-    card.append(approvalDetail(event.name, event.input));
+    const detail = approvalDetail(event.name, event.input);
+    detail.classList.add('approval-detail');
+    card.append(detail);
     const actions = el('div', { class: 'approval-actions', 'data-testid': 'approval-actions' });
     if (event.suggested_mode) {
       // Only while it can be answered: part of the choices.
@@ -950,7 +1353,7 @@
     }
     const error = el('div', { class: 'approval-error', 'data-testid': 'approval-error', role: 'alert', hidden: true });
     const outcome = el('div', { class: 'approval-outcome', 'data-testid': 'approval-outcome', hidden: true });
-    const entry = { card, actions, error, outcome, turnId: event.turn_id, buttons: [] };
+    const entry = { card, actions, error, outcome, turnId: event.turn_id, buttons: [], call: null };
     const message = el('input', {
       type: 'text',
       class: 'approval-message',
@@ -985,9 +1388,13 @@
     entry.buttons.push(message);
     card.append(actions, error, outcome);
     view.approvals.set(event.request_id, entry);
-    // Under its tool call when it is shown, else at the end.
-    const call = [...$('conversation').querySelectorAll('[data-testid="tool-call"]')].find((n) => n.dataset.callId === event.call_id);
+    // Under its tool call when it is shown, else at the end. While the card
+    // waits it shows the change, and the call above does not repeat it.
+    const call = callNode(event.call_id);
     if (call) {
+      entry.call = call;
+      card.classList.add('under-call');
+      call.classList.add('asking');
       let after = call;
       while (after.nextElementSibling && after.nextElementSibling.classList.contains('approval-card')) after = after.nextElementSibling;
       keepScrolled(() => after.after(card));
@@ -996,28 +1403,20 @@
     }
   }
 
-  /** What the call would do: the command, an edit as a diff, a file's first lines, else the input. */
+  /** What the call would do: the command, an edit or a write as a diff (path first, all of it), else the input. */
   function approvalDetail(name, input) {
     const args = input && typeof input === 'object' ? input : {};
     if (name === 'bash' && typeof args.command === 'string') {
       return el('pre', { class: 'approval-command', 'data-testid': 'approval-command', text: args.command });
     }
-    if (name === 'edit_file' && typeof args.old_string === 'string' && typeof args.new_string === 'string') {
-      const diff = el('pre', { class: 'approval-diff', 'data-testid': 'approval-diff' });
-      const lines = (text, sign, cls) => {
-        for (const l of text.split('\n')) diff.append(el('span', { class: cls, text: sign + ' ' + l + '\n' }));
-      };
-      lines(args.old_string, '-', 'diff-del');
-      lines(args.new_string, '+', 'diff-add');
-      return el('div', {}, el('div', { class: 'approval-path', 'data-testid': 'approval-path', text: String(args.path || '') + (args.replace_all ? ' (every occurrence)' : '') }), diff);
-    }
-    if (name === 'write_file' && typeof args.content === 'string') {
-      const all = args.content.split('\n');
-      if (all.length && all[all.length - 1] === '') all.pop();
-      const shown = all.slice(0, 12).join('\n') + (all.length > 12 ? '\n\u2026 +' + (all.length - 12) + ' lines' : '');
-      return el('div', {},
-        el('div', { class: 'approval-path', 'data-testid': 'approval-path', text: 'write ' + String(args.path || '') + ' (' + all.length + ' line' + (all.length === 1 ? '' : 's') + ')' }),
-        el('pre', { class: 'approval-content', 'data-testid': 'approval-content', text: shown }));
+    const diff = FILE_TOOLS.has(name) ? inputDiff(name, args) : null;
+    if (diff) {
+      diff.classList.add('approval-diff');
+      diff.setAttribute('data-testid', 'approval-diff');
+      const what = name === 'write_file'
+        ? 'write ' + String(args.path || '') + ' (' + splitLines(args.content).length + ' line' + (splitLines(args.content).length === 1 ? '' : 's') + ')'
+        : 'edit ' + String(args.path || '') + (args.replace_all ? ' (every occurrence)' : '');
+      return el('div', {}, el('div', { class: 'approval-path', 'data-testid': 'approval-path', text: what }), diff);
     }
     return el('pre', { class: 'approval-input', 'data-testid': 'approval-input', text: typeof input === 'string' ? input : JSON.stringify(input, null, 2) });
   }
@@ -1072,35 +1471,14 @@
 
   function closeApproval(entry, outcome, text, event) {
     entry.card.dataset.state = 'resolved';
+    // The call above shows the change again; the card keeps the outcome.
+    if (entry.call) entry.call.classList.remove('asking');
     entry.card.dataset.outcome = outcome;
     entry.actions.remove();
     entry.error.hidden = true;
     entry.outcome.textContent = (outcome === 'allowed_once' || outcome === 'allowed_always' ? '\u2713 ' : '\u2717 ') + text;
     if (event) entry.outcome.title = fullTime(event.at);
     entry.outcome.hidden = false;
-  }
-
-  /** The permission mode now in force in the selected session. */
-  function setMode(view, mode) {
-    view.mode = String(mode);
-    if (state.view === view) renderMode();
-  }
-
-  const MODE_TITLES = {
-    default: 'Reads inside the workspace run; edits, writes, commands and MCP tools ask first',
-    'accept-edits': 'Reads and edits inside the workspace run; commands and MCP tools ask first',
-    plan: 'Read-only: nothing that writes runs',
-    bypass: 'Nothing asks; deny rules and the sandbox still hold',
-  };
-
-  /** The header's mode badge (`/mode MODE` changes it). */
-  function renderMode() {
-    const badge = $('session-mode');
-    const mode = state.view && state.view.mode;
-    badge.hidden = !mode;
-    badge.textContent = mode ? 'mode: ' + mode : '';
-    badge.setAttribute('data-mode', mode || '');
-    badge.title = mode ? (MODE_TITLES[mode] || '') + ' \u00b7 /mode MODE changes it' : '';
   }
 
   // ---------------------------------------------------------------------
@@ -1149,26 +1527,84 @@
   // Input box and buttons
   // ---------------------------------------------------------------------
 
-  /** Post the input box's text (queries and slash commands alike). */
+  /**
+   * Post the input box's text (queries and slash commands alike). Until
+   * its first event comes, the input is listed as sent (shown while a turn
+   * runs, behind which it waits); a command's line then goes above its
+   * answer, as the terminal shows what was typed. A query shows as its
+   * `user` event when its turn starts.
+   */
   async function sendInput() {
     const box = $('input');
     const text = box.value;
     const sessionId = state.selectedId;
-    if (!sessionId || text.trim() === '') return;
+    const view = state.view;
+    if (!sessionId || !view || text.trim() === '') return;
     box.value = '';
+    const sent = { text, inputId: null };
+    view.sent.push(sent);
+    renderQueued();
     state.postsInFlight += 1;
     try {
       const answer = await api('POST', sessionPath(sessionId) + '/input', { text });
       hideBanner();
-      if (answer && answer.input_id !== undefined) noteOwnInput(sessionId, answer.input_id);
+      if (answer && answer.input_id !== undefined) {
+        sent.inputId = answer.input_id;
+        const early = view.unclaimed.get(answer.input_id);
+        if (early) settleSent(view, sent, early.event, early.anchor);
+        noteOwnInput(sessionId, answer.input_id);
+      }
     } catch (e) {
+      forgetSent(view, sent);
       if (e.status === 401) return;
       showBanner(e.message);
       if (box.value === '' && state.selectedId === sessionId) box.value = text; // give the text back
     } finally {
       state.postsInFlight -= 1;
       if (state.postsInFlight === 0) state.earlySwitches.clear();
+      if (!view.sent.some((s) => s.inputId === null)) view.unclaimed.clear();
+      renderQueued();
     }
+  }
+
+  /**
+   * The first event of an input (its `user` event, or a command's answer),
+   * `anchor` the element it added: settles the input this page sent, or is
+   * kept until a POST still on its way answers with that input id.
+   */
+  function claimSent(view, event, anchor) {
+    if (event.turn_id === undefined) return;
+    const sent = view.sent.find((s) => s.inputId === event.turn_id);
+    if (sent) settleSent(view, sent, event, anchor);
+    else if (view.sent.some((s) => s.inputId === null) && !view.unclaimed.has(event.turn_id)) {
+      view.unclaimed.set(event.turn_id, { event, anchor });
+    }
+  }
+
+  /** An input's first event came: a command's typed line goes above its answer. */
+  function settleSent(view, sent, event, anchor) {
+    forgetSent(view, sent);
+    view.unclaimed.delete(event.turn_id);
+    if (event.type === 'system' && state.view === view) {
+      const echo = line('msg user command', 'message-command', sent.text, event);
+      if (anchor && anchor.isConnected) keepScrolled(() => anchor.before(echo));
+      else append(echo);
+    }
+    renderQueued();
+  }
+
+  function forgetSent(view, sent) {
+    const at = view.sent.indexOf(sent);
+    if (at >= 0) view.sent.splice(at, 1);
+  }
+
+  /** The inputs waiting behind the running turn, above the input box. */
+  function renderQueued() {
+    const view = state.view;
+    const waiting = view && view.openTurns.size > 0 ? view.sent : [];
+    const box = $('queued');
+    box.hidden = waiting.length === 0;
+    box.replaceChildren(...waiting.map((s) => el('div', { class: 'queued-item', 'data-testid': 'queued-input', title: 'Sent; runs when the turn before it ends', text: s.text })));
   }
 
   /** Cancel the running turn of the selected session. */
@@ -1194,6 +1630,9 @@
     const running = !!view && view.openTurns.size > 0;
     $('interrupt').disabled = !running || view.interrupting;
     $('app').classList.toggle('running', running);
+    $('status-running').hidden = !running;
+    $('status-running').textContent = view && view.interrupting ? '\u25cf interrupting\u2026' : '\u25cf running \u00b7 Esc interrupts';
+    renderQueued();
   }
 
   /** Enter sends, Shift+Enter is a new line (not while an IME composes). */
@@ -1201,6 +1640,51 @@
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       sendInput();
+    }
+  }
+
+  /**
+   * Esc anywhere on the page: closes the session list when it covers the
+   * page (phone width), else interrupts the running turn, as in the terminal.
+   */
+  function onPageKey(event) {
+    if (event.key !== 'Escape' || event.isComposing || event.defaultPrevented) return;
+    if (sessionListCovers()) {
+      event.preventDefault();
+      showSessionList(false);
+      return;
+    }
+    const view = state.view;
+    if (view && view.openTurns.size > 0 && !view.interrupting) {
+      event.preventDefault();
+      interrupt();
+    }
+  }
+
+  // ---------------------------------------------------------------------
+  // Phone width: the session list is a panel over the page
+  // ---------------------------------------------------------------------
+
+  const narrow = window.matchMedia('(max-width: 700px)');
+
+  /** Open or close the session list (it only covers the page at phone width). */
+  function showSessionList(open) {
+    $('app').classList.toggle('sessions-open', !!open);
+    $('toggle-sessions').setAttribute('aria-expanded', open ? 'true' : 'false');
+  }
+
+  function sessionListCovers() {
+    return narrow.matches && $('app').classList.contains('sessions-open');
+  }
+
+  /** The model profiles' prices, for the cost in the status line. */
+  async function loadPrices() {
+    try {
+      const answer = await api('GET', '/v1/models');
+      state.prices = new Map(((answer && answer.models) || []).filter((m) => m.pricing).map((m) => [m.name, m.pricing]));
+      renderStatus();
+    } catch (_) {
+      /* no cost shown */
     }
   }
 
@@ -1222,6 +1706,12 @@
     });
     $('input').addEventListener('keydown', onInputKey);
     $('interrupt').addEventListener('click', interrupt);
+    document.addEventListener('keydown', onPageKey);
+    $('toggle-sessions').addEventListener('click', () => showSessionList(!$('app').classList.contains('sessions-open')));
+    // At phone width, a tap beside the open session list closes it.
+    $('app').addEventListener('click', (event) => {
+      if (event.target === $('app') && sessionListCovers()) showSessionList(false);
+    });
     window.addEventListener('hashchange', () => {
       const id = decodeURIComponent(location.hash.slice(1)) || null;
       if (id !== state.selectedId) selectSession(id);
@@ -1233,10 +1723,12 @@
         $('server-version').textContent = health && health.version ? 'agentbus ' + health.version : '';
       })
       .catch(() => {});
+    loadPrices();
     await loadSessions();
     if ($('app').hidden) return; // the token was refused
     const fromHash = decodeURIComponent(location.hash.slice(1));
     if (fromHash) selectSession(fromHash);
+    else showSessionList(true);
     watchLifecycle();
   }
 

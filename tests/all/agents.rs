@@ -263,4 +263,31 @@ async fn agents_over_http_at_creation_and_as_control_commands() {
         error.contains("unknown agent `nobody`") && error.contains("build, plan"),
         "{error}"
     );
+
+    // The agents a workspace offers, for pickers (`agent acp --attach`).
+    write_agent(
+        &fx,
+        ".claude/agents",
+        "reviewer.md",
+        "---\ndescription: Reviews code\n---\nREVIEW\n",
+    );
+    let ws = fx.workspace().display().to_string();
+    let listed: serde_json::Value = server
+        .get(&format!("/v1/agents?workspace={ws}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = listed["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["build", "plan", "reviewer"], "{listed}");
+    assert_eq!(listed["agents"][2]["description"], "Reviews code");
+    let error = error_of(server.get("/v1/agents?workspace=relative/dir"), 400).await;
+    assert!(error.contains("`relative/dir`"), "{error}");
 }

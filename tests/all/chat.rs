@@ -165,3 +165,19 @@ async fn chat_text_output_shows_tool_calls_results_and_answers() {
     assert!(text.contains("The file says:"), "{text}");
     assert!(text.contains("✓ 2 steps"), "{text}");
 }
+
+#[tokio::test]
+async fn the_transcript_shows_the_thinking_on_its_own_line_before_the_answer() {
+    let fx = Fixture::new("thinking").await;
+    fx.add_thinking_profile();
+    let mut chat = fx.spawn_with_stdin(&["chat", "--model", "scripted-thinking"]);
+    chat.send("What is 2 + 2?\n").await;
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let lines = &out.stdout;
+    let thought = lines
+        .iter()
+        .position(|l| l == "✻ Two and two make four.")
+        .unwrap_or_else(|| panic!("no thinking line: {lines:#?}"));
+    assert_eq!(lines[thought + 1], "4", "the answer follows: {lines:#?}");
+}

@@ -57,6 +57,31 @@ async fn run_plain_prints_only_the_final_text() {
 }
 
 #[tokio::test]
+async fn run_plain_prints_the_answer_and_not_the_thinking() {
+    let fx = Fixture::new("thinking").await;
+    fx.add_thinking_profile();
+    for profile in ["scripted", "scripted-thinking"] {
+        let out = fx.run(&["run", "--model", profile, "what is 2 + 2?"]).await;
+        assert_eq!(out.code(), Some(0), "{profile}: {}", out.stderr);
+        assert_eq!(out.stdout, ["4"], "{profile}: thinking is not the answer");
+    }
+    // The model did think, both times: the stored conversations hold it
+    // (and `sessions show` gives it a line of its own).
+    let listed = fx.run(&["sessions", "list", "--json"]).await;
+    let sessions: Vec<Value> = serde_json::from_str(&listed.stdout_text()).unwrap();
+    assert_eq!(sessions.len(), 2);
+    for session in &sessions {
+        let id = session["id"].as_str().unwrap();
+        let shown = fx.run(&["sessions", "show", id]).await.stdout_text();
+        assert!(
+            shown.contains("] thinking: Two and two make four.\n")
+                && shown.contains("] assistant: 4"),
+            "{shown}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn file_tools_change_real_files_and_the_answer_uses_them() {
     let fx = Fixture::new("file_tools").await;
     let out = fx.run(&["run", "--json", "Make a todo file"]).await;

@@ -33,22 +33,7 @@ match = "beta"
 text = "Answer to beta, after {last_tool_result}"
 
 [[response]]
-match = "risky"
-tool_calls = [ { id = "k1", name = "bash", arguments = { command = "echo page-rejected > rejected.txt" } } ]
-
-[[response]]
-match = "risky"
-text = "Not run, then: {last_tool_result}"
-
-[[response]]
-match = "careful"
-tool_calls = [ { id = "c1", name = "edit_file", arguments = { path = "notes.txt", old_string = "beta", new_string = "gamma" } } ]
-
-[[response]]
-match = "careful"
-text = "Edited: {last_tool_result}"
-
-[[response]]
+thinking = "A greeting: greet back."
 text = "Hello from the scripted model."
 chunk_size = 4
 
@@ -109,6 +94,13 @@ async fn a_query_streams_over_sse_to_its_result_and_the_conversation_reads_back(
         deltas, "Hello from the scripted model.",
         "the reply streamed"
     );
+    let thought: String = sse
+        .events
+        .iter()
+        .filter(|e| e["event"]["type"] == "thinking_delta")
+        .map(|e| e["event"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(thought, "A greeting: greet back.", "the thinking streamed");
 
     let messages: Value = server
         .get_json(&format!("/v1/sessions/{id}/messages"))
@@ -537,6 +529,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "GET /v1/events",
         "GET /v1/health",
         "GET /v1/models",
+        "GET /v1/agents",
         "GET /v1/tools",
         "GET /v1/openapi.json",
     ];
@@ -938,12 +931,19 @@ async fn a_client_that_stops_reading_is_cut_off_and_resumes_from_its_last_seq() 
     // Now read what the slow client was sent: it ends (the server hung up)
     // before the result.
     let mut received = Vec::new();
-    tokio::time::timeout(
+    let read = tokio::time::timeout(
         GUARD,
         tokio::io::AsyncReadExt::read_to_end(&mut slow, &mut received),
     )
-    .await
-    .expect("the server closed the slow client's stream")
+    .await;
+    let tail = String::from_utf8_lossy(&received[received.len().saturating_sub(600)..]).to_string();
+    read.unwrap_or_else(|_| {
+        panic!(
+            "the server did not close the slow client's stream in {GUARD:?}: {} bytes read, \
+             the result is seq {result_seq}; the last bytes:\n{tail}",
+            received.len()
+        )
+    })
     .unwrap();
     let text = String::from_utf8_lossy(&received);
     let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP response");
@@ -1024,14 +1024,125 @@ async fn run_attached_takes_the_servers_model_profiles() {
     );
 }
 
+/// The page's files need no token; each has its content type, the page a
+/// Content-Security-Policy that allows only its own scripts (no inline
+/// ones), and the scripts it takes from npm are served with their licences.
+/// `GET /v1/models` gives the prices the page's cost figure uses.
+#[tokio::test]
+async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_policy() {
+    let f = fixture().await;
+    f.add_config(
+        "[models.priced]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9\"\n\
+         input_per_mtok = 3.0\noutput_per_mtok = 15.0\n",
+    );
+    let server = f.serve().await;
+    let http = reqwest::Client::new();
+    let fetch = |path: &str| http.get(format!("{}{path}", server.url)).send();
+    let page = fetch("/").await.unwrap();
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self';",
+        "img-src 'self' data:",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert!(
+        !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
+        "{csp}"
+    );
+    let html = page.text().await.unwrap();
+    for (path, content_type, starts) in [
+        (
+            "/app.js",
+            "text/javascript; charset=utf-8",
+            "// agentbus web page",
+        ),
+        (
+            "/style.css",
+            "text/css; charset=utf-8",
+            "/* agentbus web page",
+        ),
+        (
+            "/vendor/marked.min.js",
+            "text/javascript; charset=utf-8",
+            "/**\n * marked v18.2.1",
+        ),
+        (
+            "/vendor/purify.min.js",
+            "text/javascript; charset=utf-8",
+            "/*! @license DOMPurify 3.4.18",
+        ),
+        (
+            "/vendor/LICENSE-marked",
+            "text/plain; charset=utf-8",
+            "# License information",
+        ),
+        (
+            "/vendor/LICENSE-dompurify",
+            "text/plain; charset=utf-8",
+            "\n                                 Apache License",
+        ),
+        (
+            "/vendor/LICENSE-dompurify-MPL",
+            "text/plain; charset=utf-8",
+            "Mozilla Public License",
+        ),
+    ] {
+        let answer = fetch(path).await.unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        assert_eq!(answer.headers()["content-type"], content_type, "{path}");
+        assert_eq!(
+            answer.headers()["x-content-type-options"],
+            "nosniff",
+            "{path}"
+        );
+        assert!(answer.text().await.unwrap().starts_with(starts), "{path}");
+        if path.ends_with(".js") {
+            assert!(
+                html.contains(&format!("<script src=\"{path}\" defer></script>")),
+                "{path}"
+            );
+        }
+    }
+    assert!(!html.contains("<script>"), "an inline script: {html}");
+    let models = server.get_json("/v1/models").await;
+    let priced = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "priced")
+        .unwrap();
+    assert_eq!(
+        priced["pricing"],
+        json!({"input_per_mtok": 3.0, "output_per_mtok": 15.0})
+    );
+    let unpriced = models["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "scripted");
+    assert!(unpriced.unwrap().get("pricing").is_none(), "{models}");
+}
+
 /// The web page in Debian's Chromium, driven by playwright-core
-/// (`tests/browser/run.sh` installs both when missing). After the reply and
-/// the interrupt, the page switches its session to `default` mode and
-/// answers two approval requests: it rejects a command, and allows an edit
-/// once (after a reload shows the request pending again).
+/// (`tests/browser/run.sh` installs both when missing), against
+/// `tests/fixtures/scripts/web_page.toml`. After the reply and the
+/// interrupt: Markdown, raw HTML that must not run, tool arguments in the
+/// model's order, diffs of an edit and a new file, the status line through
+/// `/model web` (a profile with a context window and prices), `/usage` and
+/// `/mode plan`, Esc; then, in `default` mode, two approval requests (a
+/// command rejected, an edit allowed once after a reload shows it pending
+/// again), and the page at phone width.
 #[tokio::test]
 async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_one() {
-    let f = fixture().await;
+    let f = Fixture::new("web_page").await;
+    f.add_config(&format!(
+        "[models.web]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\n\
+         context_window = 32000\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\n",
+        f.server.openai_base_url()
+    ));
     std::fs::write(f.workspace().join("notes.txt"), "alpha\nbeta\n").unwrap();
     let server = f.serve().await;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
@@ -1041,6 +1152,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         .env("AGENTBUS_TOKEN", &server.token)
         .env("FIRST_PROMPT", "hello")
         .env("EXPECTED_REPLY", "Hello from the scripted model.")
+        .env("EXPECTED_THINKING", "A greeting: greet back.")
         .env("SLOW_PROMPT", "stall please")
         .env("APPROVAL_PROMPT", "something risky")
         .env("APPROVAL_COMMAND", "echo page-rejected > rejected.txt")
@@ -1058,13 +1170,20 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("17 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("29 passed, 0 failed"), "{stdout}");
     // The page's answers reached the session: the rejected command did not
-    // run, the edit allowed once did.
+    // run, the edits (the second allowed once) and the write did.
     assert!(!f.workspace().join("rejected.txt").exists());
     assert_eq!(
         std::fs::read_to_string(f.workspace().join("notes.txt")).unwrap(),
-        "alpha\ngamma\n"
+        "ALPHA\nalpha two\ngamma\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(f.workspace().join("numbers.txt"))
+            .unwrap()
+            .lines()
+            .count(),
+        30
     );
     // The page talked to this server: the session it made is stored here.
     let sessions: Value = server.get_json("/v1/sessions").await;

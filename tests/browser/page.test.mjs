@@ -4,7 +4,8 @@
 //
 // Environment: AGENTBUS_URL, AGENTBUS_TOKEN, EXPECTED_REPLY (the scripted
 // reply to the first message), SLOW_PROMPT (a message whose reply streams
-// slowly), FIRST_PROMPT (default "hello"), SCREENSHOT (default
+// slowly), FIRST_PROMPT (default "hello"), EXPECTED_THINKING (the model's
+// thinking before that reply, checked when set), SCREENSHOT (default
 // /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 // AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
 //
@@ -13,6 +14,14 @@
 // scripted reply calls `bash` with APPROVAL_COMMAND, then answers with the
 // tool's result), EDIT_PROMPT (one whose reply calls `edit_file` replacing
 // EDIT_OLD with EDIT_NEW in an existing file).
+//
+// The rest follows tests/fixtures/scripts/web_page.toml (the workspace has
+// notes.txt, "alpha\nbeta\n", and a profile `web` with a context window and
+// prices): a Markdown reply, raw HTML that must not run, a tool call's
+// argument order, an edit's and a new file's diffs, the status line through
+// /model, /usage and /mode, Esc, and the page at phone width. Screenshots
+// go to SHOTS + NAME.png (default /tmp/agentbus-web-NAME.png): markdown,
+// diff, approval, phone, phone-sessions.
 //
 // Every wait is Playwright's own (locator.waitFor / waitForFunction): no
 // fixed sleeps. Exits 1 at the first failed check, with a screenshot.
@@ -32,7 +41,9 @@ const TOKEN = env.AGENTBUS_TOKEN || '';
 const EXPECTED_REPLY = env.EXPECTED_REPLY || '';
 const SLOW_PROMPT = env.SLOW_PROMPT || '';
 const FIRST_PROMPT = env.FIRST_PROMPT || 'hello';
+const EXPECTED_THINKING = env.EXPECTED_THINKING || '';
 const SCREENSHOT = env.SCREENSHOT || '/tmp/agentbus-page.png';
+const SHOTS = env.SHOTS || '/tmp/agentbus-web-';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT = Number(env.AGENTBUS_TEST_TIMEOUT_MS || 30000);
 const APPROVAL_PROMPT = env.APPROVAL_PROMPT || '';
@@ -53,6 +64,13 @@ for (const [name, value] of Object.entries({ AGENTBUS_URL: BASE, AGENTBUS_TOKEN:
 }
 
 const byId = (page, id) => page.locator(`[data-testid="${id}"]`);
+
+/** A screenshot of what the page shows now, as SHOTS + name + .png. */
+async function shot(page, name) {
+  const path = `${SHOTS}${name}.png`;
+  await page.screenshot({ path });
+  console.log(`  screenshot: ${path}`);
+}
 let passed = 0;
 
 /** Run one named check; on failure: screenshot, message, exit 1. */
@@ -92,8 +110,8 @@ async function pageText(page) {
       if (banner && !banner.hidden) lines.push(`banner: ${text(banner)}`);
       lines.push(`${button('input')}, ${button('send')}, ${button('interrupt')}`);
       lines.push(`session connection: ${text(document.getElementById('session-conn')) || 'ok'}`);
-      const mode = document.getElementById('session-mode');
-      if (mode && !mode.hidden) lines.push(`header: ${text(mode)}`);
+      const status = document.getElementById('status-line');
+      if (status && !status.hidden) lines.push(`status line: ${text(status)}`);
       const events = [...document.querySelectorAll('#conversation > [data-testid]')].slice(-15);
       for (const el of events) lines.push(`[${el.dataset.testid}] ${text(el).slice(0, 200)}`);
       return lines.map((l) => `    ${l}`).join('\n');
@@ -126,8 +144,14 @@ async function main() {
   context.setDefaultTimeout(TIMEOUT);
   const page = context.pages()[0] || (await context.newPage());
 
-  // Anything the page's own JavaScript throws fails the test at the end.
+  // Anything the page's own JavaScript throws fails the test at the end;
+  // so does any dialog (a reply's HTML must never open one).
   const pageErrors = [];
+  const dialogs = [];
+  page.on('dialog', (dialog) => {
+    dialogs.push(dialog.message());
+    dialog.dismiss().catch(() => {});
+  });
   page.on('pageerror', (error) => pageErrors.push(error.message));
   page.on('console', (message) => {
     if (message.type() === 'error') console.log(`  (page console: ${message.text()})`);
@@ -161,6 +185,20 @@ async function main() {
       await byId(page, 'message-assistant').filter({ hasText: EXPECTED_REPLY }).first().waitFor();
     });
 
+    if (EXPECTED_THINKING) {
+      await check('the thinking shows apart, before the reply, and is not the reply', page, async () => {
+        const thinking = byId(page, 'thinking').filter({ hasText: EXPECTED_THINKING }).first();
+        await thinking.waitFor();
+        const follows = await thinking.evaluate((node) => {
+          const reply = [...document.querySelectorAll('[data-testid="message-assistant"]')].pop();
+          return !!reply && !!(node.compareDocumentPosition(reply) & Node.DOCUMENT_POSITION_FOLLOWING);
+        });
+        expect(follows, 'the reply does not follow the thinking');
+        const inReply = await byId(page, 'message-assistant').filter({ hasText: EXPECTED_THINKING }).count();
+        expect(inReply === 0, 'the thinking is shown as the reply');
+      });
+    }
+
     await check('the turn ends with an end_turn result line and Interrupt disabled', page, async () => {
       const line = byId(page, 'result-line').first();
       await line.waitFor();
@@ -191,7 +229,9 @@ async function main() {
     });
 
     await check('the session usage counts both turns', page, async () => {
-      await byId(page, 'usage').filter({ hasText: 'over 2 turns' }).waitFor();
+      await page.locator('[data-testid="usage"][data-turns="2"]').waitFor();
+      const title = await byId(page, 'usage').getAttribute('title');
+      expect(title.endsWith('over 2 turns'), `the usage says ${JSON.stringify(title)}`);
     });
 
     await check('a reload replays the stored conversation once (token from sessionStorage, session from #)', page, async () => {
@@ -205,15 +245,226 @@ async function main() {
       expect(replies === 1, `after the reload the reply is shown ${replies} times`);
     });
 
+    // ---- What tests/fixtures/scripts/web_page.toml answers (prompts below) ----
+
+    await check('the status line shows the profile, the agent, the mode and the usage', page, async () => {
+      await byId(page, 'status-line').waitFor();
+      const model = await byId(page, 'status-model').textContent();
+      expect(model === 'scripted', `the status line names the profile ${JSON.stringify(model)}`);
+      const agent = await byId(page, 'status-agent').textContent();
+      expect(agent === 'agent build', `the status line names the agent ${JSON.stringify(agent)}`);
+      await page.locator('[data-testid="permission-mode"][data-mode="bypass"]').waitFor();
+      expect(await byId(page, 'status-cost').isHidden(), 'a cost is shown for a profile without prices');
+    });
+
+    const markdownReply = byId(page, 'message-assistant').filter({ hasText: 'Plan for the parser' });
+    await check('a Markdown reply is rendered: heading, bold, inline code, a fenced code block, a table, a link, an image as a link', page, async () => {
+      await byId(page, 'input').fill('markdown please');
+      await byId(page, 'input').press('Enter');
+      await page.locator('[data-testid="message-assistant"][data-streaming="false"]').filter({ hasText: 'diagram' }).waitFor();
+      const found = await markdownReply.last().evaluate((msg) => {
+        const mono = (el) => (el ? getComputedStyle(el).fontFamily : '');
+        const code = msg.querySelector('pre > code');
+        const link = msg.querySelector('a');
+        return {
+          h1: msg.querySelector('h1') && msg.querySelector('h1').textContent,
+          strong: msg.querySelector('strong') && msg.querySelector('strong').textContent,
+          em: msg.querySelector('em') && msg.querySelector('em').textContent,
+          inline: msg.querySelector('p > code') && msg.querySelector('p > code').textContent,
+          inlineFont: mono(msg.querySelector('p > code')),
+          code: code && code.textContent,
+          codeClass: code && code.className,
+          codeFont: mono(code),
+          bodyFont: getComputedStyle(document.body).fontFamily,
+          headers: [...msg.querySelectorAll('table th')].map((th) => th.textContent),
+          rows: msg.querySelectorAll('table tbody tr').length,
+          link: link && { href: link.getAttribute('href'), target: link.target, rel: link.rel },
+          raw: /\*\*|^#|```/m.test(msg.textContent),
+          images: msg.querySelectorAll('img').length,
+          image: [...msg.querySelectorAll('a')].map((a) => [a.textContent, a.getAttribute('href')]).find(([text]) => text.includes('diagram')),
+        };
+      });
+      expect(found.h1 === 'Plan for the parser', `the heading: ${JSON.stringify(found.h1)}`);
+      expect(found.strong === 'bold' && found.em === 'emphasis', `bold and emphasis: ${found.strong}, ${found.em}`);
+      expect(found.inline === 'inline_code()', `inline code: ${JSON.stringify(found.inline)}`);
+      expect(found.code === 'fn main() {\n    println!("hello from a code block");\n}\n', `the code block: ${JSON.stringify(found.code)}`);
+      expect(found.codeClass === 'language-rust', `the code block's class: ${found.codeClass}`);
+      for (const font of [found.codeFont, found.inlineFont]) {
+        expect(/monospace/.test(font) && font !== found.bodyFont, `code is in ${font}, the text in ${found.bodyFont}`);
+      }
+      expect(JSON.stringify(found.headers) === '["Step","Status"]' && found.rows === 2, `the table: ${found.headers} with ${found.rows} rows`);
+      expect(found.link && found.link.href === 'https://example.com/docs' && found.link.target === '_blank' && /noopener/.test(found.link.rel),
+        `the link: ${JSON.stringify(found.link)}`);
+      expect(!found.raw, 'Markdown syntax is still shown');
+      expect(found.images === 0 && JSON.stringify(found.image) === JSON.stringify(['[image: diagram]', 'https://example.com/diagram.png']),
+        `the image: ${found.images} img elements, link ${JSON.stringify(found.image)}`);
+      await markdownReply.last().scrollIntoViewIfNeeded();
+      await shot(page, 'markdown');
+    });
+
+    await check('raw HTML and javascript: links from the model are shown as text and never run', page, async () => {
+      await byId(page, 'input').fill('unsafe html please');
+      await byId(page, 'input').press('Enter');
+      const reply = byId(page, 'message-assistant').filter({ hasText: 'Nothing above ran.' });
+      await reply.waitFor();
+      await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+      const found = await reply.evaluate((msg) => ({
+        elements: [...msg.querySelectorAll('img, script, iframe, [onerror], a[href^="javascript"]')].map((e) => e.outerHTML),
+        text: msg.textContent,
+        scripts: document.scripts.length,
+      }));
+      expect(found.elements.length === 0, `the reply made elements: ${found.elements.join(' ')}`);
+      expect(found.text.includes('<img src=x onerror=alert(1)>') && found.text.includes('<script>alert(2)</script>'),
+        `the reply does not show the HTML as text: ${JSON.stringify(found.text)}`);
+      expect(found.scripts === 3, `the page has ${found.scripts} script elements, not its own 3`);
+      expect(dialogs.length === 0, `a dialog opened: ${dialogs.join(' | ')}`);
+    });
+
+    await check("a tool call's arguments are shown in the model's order", page, async () => {
+      await byId(page, 'input').fill('read in order');
+      await byId(page, 'input').press('Enter');
+      const call = page.locator('[data-testid="tool-call"][data-tool="read_file"]');
+      await call.waitFor();
+      const summary = await call.locator('summary').textContent();
+      expect(summary === '\u25b8 read_file(path: "notes.txt", offset: 2, limit: 1)', `the call says ${JSON.stringify(summary)}`);
+      const input = await call.locator('pre').textContent();
+      expect(JSON.stringify(Object.keys(JSON.parse(input))) === '["path","offset","limit"]', `the whole input: ${input}`);
+      await byId(page, 'message-assistant').filter({ hasText: 'Read it.' }).waitFor();
+    });
+
+    await check('an edit shows its path first and its diff, red and green, then the diff as applied', page, async () => {
+      await byId(page, 'input').fill('rewrite notes please');
+      await byId(page, 'input').press('Enter');
+      const call = page.locator('[data-testid="tool-call"][data-tool="edit_file"]').last();
+      await call.waitFor();
+      const summary = await call.locator('summary').textContent();
+      expect(summary === '\u25b8 edit_file(path: "notes.txt")', `the call says ${JSON.stringify(summary)}`);
+      // From the result: with its hunk header (line numbers) and context.
+      const diff = call.locator('[data-testid="tool-diff"][data-diff-source="result"]');
+      await diff.waitFor();
+      const rows = await diff.locator('span').evaluateAll((spans) => spans.map((s) => [s.className, s.textContent]));
+      expect(JSON.stringify(rows) === JSON.stringify([
+        ['diff-hunk', '@@ -1,2 +1,3 @@'], ['diff-del', '-alpha'], ['diff-add', '+ALPHA'], ['diff-add', '+alpha two'], ['diff-ctx', ' beta'],
+      ]), `the diff: ${JSON.stringify(rows)}`);
+      const colours = await diff.evaluate((pre) => {
+        const color = (sel) => getComputedStyle(pre.querySelector(sel)).color;
+        return { del: color('.diff-del'), add: color('.diff-add'), ctx: color('.diff-ctx'), addBg: getComputedStyle(pre.querySelector('.diff-add')).backgroundColor };
+      });
+      expect(colours.del !== colours.add && colours.del !== colours.ctx && colours.add !== colours.ctx, `colours: ${JSON.stringify(colours)}`);
+      expect(colours.addBg !== 'rgba(0, 0, 0, 0)', `an added line has no background: ${JSON.stringify(colours)}`);
+      const result = await page.locator('[data-testid="tool-result"]').last().locator('summary').textContent();
+      expect(/^\u2514 Edited \S*notes\.txt: 1 replacement\.$/.test(result), `the result says ${JSON.stringify(result)}`);
+      await byId(page, 'message-assistant').filter({ hasText: 'Rewrote the first line.' }).waitFor();
+    });
+
+    await check('a new file of 30 lines shows all of them, scrolling', page, async () => {
+      await byId(page, 'input').fill('write the numbers file');
+      await byId(page, 'input').press('Enter');
+      const call = page.locator('[data-testid="tool-call"][data-tool="write_file"]');
+      await call.waitFor();
+      const summary = await call.locator('summary').textContent();
+      expect(summary === '\u25b8 write_file(path: "numbers.txt", lines: 30)', `the call says ${JSON.stringify(summary)}`);
+      const diff = call.locator('[data-testid="tool-diff"]');
+      const added = await diff.locator('.diff-add').allTextContents();
+      expect(added.length === 30 && added[0] === '+line 1' && added[29] === '+line 30', `the diff shows ${added.length} lines: ${added.slice(0, 3)}`);
+      const box = await diff.evaluate((pre) => ({ overflow: getComputedStyle(pre).overflowY, scroll: pre.scrollHeight, client: pre.clientHeight }));
+      expect(box.overflow === 'auto' && box.scroll > box.client, `the long diff does not scroll: ${JSON.stringify(box)}`);
+      await byId(page, 'message-assistant').filter({ hasText: 'Wrote numbers.txt.' }).waitFor();
+      await page.locator('[data-testid="tool-call"][data-tool="edit_file"]').last().scrollIntoViewIfNeeded();
+      await shot(page, 'diff');
+    });
+
+    /** Send a slash command; its typed line shows, then its answer of `subtype`. */
+    async function command(text, subtype) {
+      await byId(page, 'input').fill(text);
+      await byId(page, 'input').press('Enter');
+      const echo = byId(page, 'message-command').filter({ hasText: text }).last();
+      await echo.waitFor();
+      const next = await echo.evaluate((node) => node.nextElementSibling && [node.nextElementSibling.dataset.testid, node.nextElementSibling.dataset.subtype]);
+      expect(JSON.stringify(next) === JSON.stringify(['notice', subtype]), `after ${text} comes ${JSON.stringify(next)}`);
+      return echo.evaluate((node) => node.nextElementSibling.textContent);
+    }
+
+    await check('a slash command is echoed above its answer; the status line follows /model, context and cost', page, async () => {
+      const answer = await command('/model web', 'model_switched');
+      expect(answer.includes('web'), `/model answered ${JSON.stringify(answer)}`);
+      await byId(page, 'status-model').filter({ hasText: /^web$/ }).waitFor();
+      await byId(page, 'input').fill('measure context');
+      await byId(page, 'input').press('Enter');
+      await byId(page, 'message-assistant').filter({ hasText: 'Measured.' }).waitFor();
+      await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+      const context = byId(page, 'context-usage');
+      await context.waitFor();
+      const percent = Number(await context.getAttribute('data-percent'));
+      const text = await byId(page, 'context-text').textContent();
+      expect(percent > 0 && percent < 100 && text === `context ${percent}%`, `the context figure: ${JSON.stringify(text)} (${percent})`);
+      // 1200 in x $3 + 300 out x $15 per million tokens.
+      await byId(page, 'status-cost').filter({ hasText: '$0.0081' }).waitFor();
+      const usage = await command('/usage', 'usage');
+      expect(usage.includes('Cost: $0.0081'), `/usage answered ${JSON.stringify(usage)}`);
+    });
+
+    await check('a command answered before its POST returns is still echoed above its answer', page, async () => {
+      const answers = page.locator('[data-testid="notice"][data-subtype="model"]');
+      const before = await answers.count();
+      // Hold the POST's answer until the command's answer is on the page.
+      await page.route('**/input', async (route) => {
+        const response = await route.fetch();
+        await answers.nth(before).waitFor();
+        await route.fulfill({ response });
+      });
+      try {
+        await byId(page, 'input').fill('/model');
+        await byId(page, 'input').press('Enter');
+        await answers.nth(before).waitFor();
+        const echo = byId(page, 'message-command').filter({ hasText: /^\/model$/ }).last();
+        await echo.waitFor();
+        const next = await echo.evaluate((node) => node.nextElementSibling && node.nextElementSibling.dataset.subtype);
+        expect(next === 'model', `after /model comes ${JSON.stringify(next)}`);
+      } finally {
+        await page.unroute('**/input');
+      }
+    });
+
+    await check('/mode plan changes the status line', page, async () => {
+      const answer = await command('/mode plan', 'mode');
+      expect(answer.includes('plan'), `/mode answered ${JSON.stringify(answer)}`);
+      await page.locator('[data-testid="permission-mode"][data-mode="plan"]').waitFor();
+      const badge = await byId(page, 'permission-mode').textContent();
+      expect(badge === 'mode plan', `the status line says ${JSON.stringify(badge)}`);
+    });
+
+    await check('a command sent during a reply waits listed above the input; Esc interrupts the reply, then it runs', page, async () => {
+      await byId(page, 'input').fill('stall again');
+      await byId(page, 'input').press('Enter');
+      await page.locator('[data-testid="message-assistant"][data-streaming="true"]').filter({ hasText: /\S/ }).first().waitFor();
+      await byId(page, 'status-running').waitFor();
+      const usages = page.locator('[data-testid="notice"][data-subtype="usage"]');
+      const answered = await usages.count();
+      await byId(page, 'input').fill('/usage');
+      await byId(page, 'input').press('Enter');
+      await byId(page, 'queued-input').filter({ hasText: '/usage' }).waitFor();
+      const cancelled = page.locator('[data-testid="result-line"][data-stop-reason="cancelled"]');
+      const before = await cancelled.count();
+      await page.keyboard.press('Escape');
+      await cancelled.nth(before).waitFor();
+      await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+      await byId(page, 'status-running').waitFor({ state: 'hidden' });
+      // The queued command ran after the turn: typed line, then its answer, after the result line.
+      await usages.nth(answered).waitFor();
+      await byId(page, 'queued').waitFor({ state: 'hidden' });
+      const order = await usages.nth(answered).evaluate((node) => [node.previousElementSibling.dataset.testid, node.previousElementSibling.previousElementSibling.dataset.stopReason]);
+      expect(JSON.stringify(order) === '["message-command","cancelled"]', `before the answer: ${JSON.stringify(order)}`);
+    });
+
     if (APPROVAL_PROMPT) {
-      await check('the header shows the permission mode, and /mode default changes it', page, async () => {
-        await page.locator('[data-testid="permission-mode"][data-mode="bypass"]').waitFor();
+      await check('/mode default (sent with the button) changes the status line again', page, async () => {
         await byId(page, 'input').fill('/mode default');
         await byId(page, 'send').click();
         await page.locator('[data-testid="permission-mode"][data-mode="default"]').waitFor();
-        await page.locator('[data-testid="notice"][data-subtype="mode"]').waitFor();
+        await byId(page, 'message-command').filter({ hasText: '/mode default' }).waitFor();
         const badge = await byId(page, 'permission-mode').textContent();
-        expect(badge.includes('default'), `the header says ${JSON.stringify(badge)}`);
+        expect(badge === 'mode default', `the status line says ${JSON.stringify(badge)}`);
       });
 
       const pending = page.locator('[data-testid="approval"][data-state="pending"]');
@@ -250,16 +501,23 @@ async function main() {
       });
 
       let requestId;
-      await check('an edit that asks shows its diff, and is pending again after a reload', page, async () => {
+      await check('an edit that asks shows its path and diff in the card, and is pending again after a reload', page, async () => {
         await byId(page, 'input').fill(EDIT_PROMPT);
         await byId(page, 'send').click();
         await pending.waitFor();
         requestId = await pending.getAttribute('data-request-id');
         expect((await pending.getAttribute('data-tool')) === 'edit_file', 'the card is not for edit_file');
-        const removed = await pending.locator('.diff-del').allTextContents();
-        const added = await pending.locator('.diff-add').allTextContents();
-        expect(removed.join('').includes(`- ${EDIT_OLD}`) && added.join('').includes(`+ ${EDIT_NEW}`),
+        const path = await pending.locator('[data-testid="approval-path"]').textContent();
+        expect(path === 'edit notes.txt', `the card names ${JSON.stringify(path)}`);
+        const removed = await pending.locator('[data-testid="approval-diff"] .diff-del').allTextContents();
+        const added = await pending.locator('[data-testid="approval-diff"] .diff-add').allTextContents();
+        expect(JSON.stringify(removed) === JSON.stringify([`-${EDIT_OLD}`]) && JSON.stringify(added) === JSON.stringify([`+${EDIT_NEW}`]),
           `the diff shows ${JSON.stringify(removed)} -> ${JSON.stringify(added)}`);
+        // The call above leaves the change to the card while it waits.
+        const callId = await pending.getAttribute('data-call-id');
+        await page.locator(`[data-testid="tool-call"][data-call-id="${callId}"] [data-testid="tool-diff"]`).waitFor({ state: 'hidden' });
+        await pending.scrollIntoViewIfNeeded();
+        await shot(page, 'approval');
         await page.reload();
         const again = page.locator(`[data-testid="approval"][data-request-id="${requestId}"]`);
         await again.locator('[data-testid="approval-allow-once"]:enabled').waitFor();
@@ -277,8 +535,37 @@ async function main() {
         await page.locator(`[data-testid="tool-result"][data-call-id="${callId}"][data-error="false"]`).waitFor();
         await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
         expect((await pending.count()) === 0, 'a card is still pending');
+        // Settled, the card leaves the change to the call, now as applied.
+        await page.locator(`[data-testid="tool-call"][data-call-id="${callId}"] [data-testid="tool-diff"][data-diff-source="result"]`).waitFor();
+        await card.locator('[data-testid="approval-diff"]').waitFor({ state: 'hidden' });
       });
     }
+
+    await check('at phone width (375 px) nothing scrolls sideways, the input shows, the session list opens as a panel', page, async () => {
+      await page.setViewportSize({ width: 375, height: 800 });
+      await byId(page, 'toggle-sessions').waitFor();
+      await byId(page, 'session-item').first().waitFor({ state: 'hidden' });
+      const sizes = await page.evaluate(() => ({
+        doc: document.documentElement.scrollWidth,
+        body: document.body.scrollWidth,
+        view: window.innerWidth,
+        conversation: document.getElementById('conversation').clientHeight,
+      }));
+      expect(sizes.doc <= sizes.view && sizes.body <= sizes.view, `the page is wider than the screen: ${JSON.stringify(sizes)}`);
+      expect(sizes.conversation >= 300, `the conversation has ${sizes.conversation} px`);
+      const input = await byId(page, 'input').boundingBox();
+      expect(input && input.x >= 0 && input.x + input.width <= 375 && input.y >= 0 && input.y + input.height <= 800,
+        `the input is at ${JSON.stringify(input)}`);
+      await page.locator('#conversation').evaluate((conv) => { conv.scrollTop = conv.scrollHeight; });
+      await shot(page, 'phone');
+      await byId(page, 'toggle-sessions').click();
+      const selected = page.locator('[data-testid="session-item"][data-selected="true"]');
+      await selected.waitFor();
+      await shot(page, 'phone-sessions');
+      await selected.locator('.session-open').click();
+      await selected.waitFor({ state: 'hidden' });
+      await page.setViewportSize({ width: 1280, height: 800 });
+    });
 
     await check('a long session list shows 100 at a time and Show more the rest', page, async () => {
       // More than a page of sessions.

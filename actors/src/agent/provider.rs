@@ -57,6 +57,7 @@ impl Provider {
         profile: ModelProfile,
     ) -> Result<Provider, AgentError> {
         let name = name.into();
+        checked(&name, &profile)?;
         let models = vec![profile.info(&name)];
         let client = Providers::new(BTreeMap::from([(name.clone(), profile)]))
             .map_err(AgentError::Provider)?;
@@ -77,6 +78,9 @@ impl Provider {
                 settings.model,
                 known.join(", ")
             )));
+        }
+        for (name, profile) in &settings.models {
+            checked(name, profile)?;
         }
         let mut client = Providers::new(settings.models.clone()).map_err(AgentError::Provider)?;
         if let Some(hint) = &settings.unreachable_hint {
@@ -103,6 +107,14 @@ impl Provider {
     pub fn info(&self) -> Option<&ModelInfo> {
         self.models.iter().find(|m| m.name == self.name)
     }
+}
+
+/// A profile's settings that its provider would refuse, as the builder's
+/// error (the configuration file reports the same through its own loader).
+fn checked(name: &str, profile: &ModelProfile) -> Result<(), AgentError> {
+    profile.check().map_err(|(key, why)| {
+        AgentError::InvalidConfig(format!("model profile `{name}`: `{key}`: {why}"))
+    })
 }
 
 impl ModelClient for Provider {

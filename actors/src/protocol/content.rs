@@ -11,6 +11,20 @@ use std::ops::AddAssign;
 pub enum ContentBlock {
     /// Text for the user.
     Text { text: String },
+    /// The model's reasoning before it answers: Anthropic's extended
+    /// thinking, or the `reasoning_content` / `reasoning` of an
+    /// OpenAI-compatible server. Front ends show it as thinking, never as the
+    /// answer. `signature` is Anthropic's seal over it: a signed block goes
+    /// back to Anthropic verbatim with its message (a tool round needs it);
+    /// an unsigned one is never sent back to any provider.
+    Thinking {
+        thinking: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Reasoning the provider encrypted (Anthropic's `redacted_thinking`):
+    /// kept opaque so that it can go back with its message, never shown.
+    RedactedThinking { data: String },
     /// A request to run a tool. `input` is the JSON object of arguments; when
     /// the model sent arguments that are not valid JSON, `input` is the raw
     /// text as a JSON string (and the call got an error result).
@@ -26,7 +40,20 @@ impl ContentBlock {
     pub fn as_text(&self) -> Option<&str> {
         match self {
             ContentBlock::Text { text } => Some(text),
-            ContentBlock::ToolUse { .. } => None,
+            ContentBlock::Thinking { .. }
+            | ContentBlock::RedactedThinking { .. }
+            | ContentBlock::ToolUse { .. } => None,
+        }
+    }
+
+    /// The reasoning of a thinking block, or `None` (redacted thinking has
+    /// none to show).
+    pub fn as_thinking(&self) -> Option<&str> {
+        match self {
+            ContentBlock::Thinking { thinking, .. } => Some(thinking),
+            ContentBlock::Text { .. }
+            | ContentBlock::RedactedThinking { .. }
+            | ContentBlock::ToolUse { .. } => None,
         }
     }
 }

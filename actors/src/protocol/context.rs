@@ -213,6 +213,10 @@ pub struct ContextReport {
     pub tool_definitions: u64,
     /// User and assistant messages (and the summary of compacted turns).
     pub messages: u64,
+    /// The model's signed thinking, sent back with its assistant messages
+    /// (not part of `messages`).
+    #[serde(default, skip_serializing_if = "no_thinking")]
+    pub thinking: u64,
     pub tool_outputs: u64,
     /// Sum of the above.
     pub used: u64,
@@ -232,6 +236,10 @@ pub struct ContextReport {
     /// The provider's count over agentbus's estimate, learnt from the last
     /// counted request (1.0 until then).
     pub calibration: f64,
+}
+
+fn no_thinking(tokens: &u64) -> bool {
+    *tokens == 0
 }
 
 /// One instruction file in a [`ContextReport`].

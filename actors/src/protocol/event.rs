@@ -102,7 +102,13 @@ pub struct StreamEvent {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum BlockKind {
     Text,
-    ToolUse { id: String, name: String },
+    /// The model's reasoning (its deltas are `thinking_delta`s); it comes
+    /// before the text it leads to.
+    Thinking,
+    ToolUse {
+        id: String,
+        name: String,
+    },
 }
 
 /// Deltas of a streaming assistant message, by block index (blocks are
@@ -110,10 +116,13 @@ pub enum BlockKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum StreamDelta {
-    /// A text or tool-use block opens.
+    /// A text, thinking or tool-use block opens.
     BlockStart { index: usize, block: BlockKind },
     /// More text for a text block.
     TextDelta { index: usize, text: String },
+    /// More of the model's reasoning for a thinking block: front ends show
+    /// it as thinking (dimmed, or an editor's thought), never as the answer.
+    ThinkingDelta { index: usize, text: String },
     /// More of a tool call's JSON arguments (a fragment, not valid JSON alone).
     ToolInputDelta { index: usize, partial_json: String },
     /// The block is complete.

@@ -5,11 +5,16 @@
 //! - [`request_body`]: our [`ModelRequest`] to a `/v1/messages` body: the
 //!   system prompt in `system`, tool results as `tool_result` blocks of a
 //!   user message, consecutive same-role messages merged as the API requires;
+//!   with the profile's `thinking_budget`, `thinking: {type: "enabled"}` and
+//!   the signed thinking blocks of earlier answers sent back in place, as a
+//!   tool round needs them (without it, no thinking of any kind is sent);
 //! - [`Decoder`]: `message_start`, `content_block_start/delta/stop` by index
 //!   (`input_json_delta` pieces are joined by the session core and parsed
-//!   once the block is complete), `message_delta` (stop reason; usage is
-//!   cumulative), `message_stop`; `ping` and unknown events ignored; a
-//!   mid-stream `error` event reported so it is retried like an HTTP 529;
+//!   once the block is complete; `thinking_delta` and `signature_delta`
+//!   build a thinking block, `redacted_thinking` arrives whole),
+//!   `message_delta` (stop reason; usage is cumulative), `message_stop`;
+//!   `ping` and unknown events ignored; a mid-stream `error` event reported
+//!   so it is retried like an HTTP 529;
 //! - [`attempt`]: one HTTP call that feeds the decoder.
 
 use super::ModelStream;
@@ -29,12 +34,28 @@ pub use crate::settings::ANTHROPIC_DEFAULT_MAX_TOKENS as DEFAULT_MAX_TOKENS;
 
 /// The JSON body of a streaming `/v1/messages` request.
 pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
+    let mut thinking = profile.thinking_budget;
+    let mut messages = wire_messages(&request.messages, thinking.is_some());
+    if thinking.is_some() && !tool_round_has_its_thinking(&messages) {
+        // Anthropic refuses thinking when the answer being continued used a
+        // tool without thinking first (the profile was switched to in the
+        // middle of a tool round, or its thinking was never signed): this
+        // one request goes without, the next turn thinks again.
+        tracing::debug!(
+            "thinking left out of a request: the tool round it continues has no signed thinking"
+        );
+        thinking = None;
+        messages = wire_messages(&request.messages, false);
+    }
     let mut body = json!({
         "model": profile.model,
         "max_tokens": profile.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        "messages": wire_messages(&request.messages),
+        "messages": messages,
         "stream": true,
     });
+    if let Some(budget) = thinking {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    }
     if !request.system_prompt.is_empty() {
         body["system"] = json!(request.system_prompt);
     }
@@ -48,9 +69,26 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
     body
 }
 
+/// Whether the last assistant message, when it used a tool, starts with its
+/// thinking: what Anthropic demands of a request that enables thinking
+/// ("a final `assistant` message must start with a thinking block").
+fn tool_round_has_its_thinking(messages: &[Value]) -> bool {
+    let Some(last) = messages.iter().rev().find(|m| m["role"] == "assistant") else {
+        return true;
+    };
+    let blocks = last["content"].as_array().map_or(&[][..], Vec::as_slice);
+    let used_a_tool = blocks.iter().any(|b| b["type"] == "tool_use");
+    let thought_first = blocks
+        .first()
+        .is_some_and(|b| b["type"] == "thinking" || b["type"] == "redacted_thinking");
+    !used_a_tool || thought_first
+}
+
 /// History to Anthropic messages: roles alternate, tool results ride in user
-/// messages ahead of any text, and empty messages are left out.
-fn wire_messages(history: &[Message]) -> Vec<Value> {
+/// messages ahead of any text, and empty messages are left out. Thinking
+/// goes back only when `thinking` (the request enables it), and then only
+/// signed thinking and redacted thinking, exactly as they came.
+fn wire_messages(history: &[Message], thinking: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in history {
         let (role, blocks) = match message {
@@ -62,9 +100,13 @@ fn wire_messages(history: &[Message]) -> Vec<Value> {
                 };
                 ("user", vec![json!({"type": "text", "text": text})])
             }
-            Message::Assistant { content, .. } => {
-                ("assistant", content.iter().map(wire_block).collect())
-            }
+            Message::Assistant { content, .. } => (
+                "assistant",
+                content
+                    .iter()
+                    .filter_map(|block| wire_block(block, thinking))
+                    .collect(),
+            ),
             Message::ToolResult {
                 call_id,
                 output,
@@ -94,9 +136,19 @@ fn wire_messages(history: &[Message]) -> Vec<Value> {
         .collect()
 }
 
-fn wire_block(block: &ContentBlock) -> Value {
-    match block {
+/// One block of an assistant message on the wire; `None` for thinking that
+/// does not go back.
+fn wire_block(block: &ContentBlock, thinking: bool) -> Option<Value> {
+    Some(match block {
         ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Thinking {
+            thinking: text,
+            signature: Some(signature),
+        } if thinking => json!({"type": "thinking", "thinking": text, "signature": signature}),
+        ContentBlock::RedactedThinking { data } if thinking => {
+            json!({"type": "redacted_thinking", "data": data})
+        }
+        ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
         ContentBlock::ToolUse { id, name, input } => {
             // Arguments that were not an object (model garbage, or cut short
             // by an interrupt) go back as {}; the error result quotes them.
@@ -107,7 +159,7 @@ fn wire_block(block: &ContentBlock) -> Value {
             };
             json!({"type": "tool_use", "id": wire_id(id), "name": name, "input": input})
         }
-    }
+    })
 }
 
 /// Tool-use ids must match `^[a-zA-Z0-9_-]+$`; ids made elsewhere (another
@@ -125,7 +177,7 @@ fn wire_id(id: &str) -> String {
 }
 
 /// Turns Anthropic stream events into [`ModelEvent`]s. Block indexes are
-/// Anthropic's own; blocks we do not use (e.g. `thinking`) are skipped.
+/// Anthropic's own; blocks we do not use (server tools, ...) are skipped.
 #[derive(Debug, Default)]
 pub struct Decoder {
     /// Indexes of the blocks we passed on.
@@ -231,7 +283,39 @@ impl Decoder {
                             });
                         }
                     }
-                    Some(_) => {} // thinking, server tools, ...: not passed on
+                    Some("thinking") => {
+                        self.open.insert(index);
+                        events.push(ModelEvent::BlockStart {
+                            index,
+                            block: BlockKind::Thinking,
+                        });
+                        if let Some(text) =
+                            fields::text(block, "thinking", BLOCK)?.filter(|t| !t.is_empty())
+                        {
+                            events.push(ModelEvent::ThinkingDelta {
+                                index,
+                                text: text.to_string(),
+                            });
+                        }
+                        if let Some(signature) =
+                            fields::text(block, "signature", BLOCK)?.filter(|s| !s.is_empty())
+                        {
+                            events.push(ModelEvent::ThinkingSignature {
+                                index,
+                                signature: signature.to_string(),
+                            });
+                        }
+                    }
+                    Some("redacted_thinking") => {
+                        // Whole at its start, no deltas: never opened.
+                        let data = fields::text(block, "data", BLOCK)?
+                            .ok_or("a redacted_thinking block has no `data`")?;
+                        events.push(ModelEvent::RedactedThinking {
+                            index,
+                            data: data.to_string(),
+                        });
+                    }
+                    Some(_) => {} // server tools, ...: not passed on
                     None => return Err("content_block has no `type`".into()),
                 }
             }
@@ -250,6 +334,18 @@ impl Decoder {
                         Some("input_json_delta") => events.push(ModelEvent::ToolInputDelta {
                             index,
                             partial_json: fields::text(delta, "partial_json", "delta.")?
+                                .unwrap_or_default()
+                                .to_string(),
+                        }),
+                        Some("thinking_delta") => events.push(ModelEvent::ThinkingDelta {
+                            index,
+                            text: fields::text(delta, "thinking", "delta.")?
+                                .unwrap_or_default()
+                                .to_string(),
+                        }),
+                        Some("signature_delta") => events.push(ModelEvent::ThinkingSignature {
+                            index,
+                            signature: fields::text(delta, "signature", "delta.")?
                                 .unwrap_or_default()
                                 .to_string(),
                         }),
@@ -426,15 +522,188 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn thinking_blocks_are_skipped() {
-        let events = replay("thinking_then_text.sse", 16).await.unwrap();
-        let m = assemble(&events).finish(|i| i.to_string());
-        assert_eq!(m.text(), "The answer is 4.");
-        assert!(
-            events
-                .iter()
-                .all(|e| !matches!(e, ModelEvent::BlockStart { index: 0, .. }))
+    async fn thinking_streams_before_the_text_and_keeps_its_signature() {
+        let whole = replay("thinking_then_text.sse", 1 << 20).await.unwrap();
+        for size in [1, 2, 16, 50] {
+            assert_eq!(
+                replay("thinking_then_text.sse", size).await.unwrap(),
+                whole,
+                "chunk size {size}"
+            );
+        }
+        assert_eq!(
+            whole[..5],
+            [
+                ModelEvent::Usage(Usage {
+                    input_tokens: 12,
+                    output_tokens: 1,
+                    ..Default::default()
+                }),
+                ModelEvent::BlockStart {
+                    index: 0,
+                    block: BlockKind::Thinking
+                },
+                ModelEvent::ThinkingDelta {
+                    index: 0,
+                    text: "2 + 2 is 4.".into()
+                },
+                ModelEvent::ThinkingSignature {
+                    index: 0,
+                    signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3h".into()
+                },
+                ModelEvent::BlockStop { index: 0 },
+            ]
         );
+        let m = assemble(&whole).finish(|i| i.to_string());
+        assert_eq!(m.text(), "The answer is 4.", "thinking is not the answer");
+        assert_eq!(
+            m.content[0],
+            ContentBlock::Thinking {
+                thinking: "2 + 2 is 4.".into(),
+                signature: Some("EqQBCgIYAhIM1gbcDa9GJwZA2b3h".into()),
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn redacted_thinking_is_kept_whole_and_never_streamed() {
+        let whole = replay("redacted_thinking_then_tool_use.sse", 1 << 20)
+            .await
+            .unwrap();
+        for size in [1, 3, 64] {
+            assert_eq!(
+                replay("redacted_thinking_then_tool_use.sse", size)
+                    .await
+                    .unwrap(),
+                whole,
+                "chunk size {size}"
+            );
+        }
+        assert!(
+            !whole.iter().any(|e| matches!(
+                e,
+                ModelEvent::BlockStart { index: 1, .. } | ModelEvent::BlockStop { index: 1 }
+            )),
+            "the redacted block opens and closes nothing a front end sees: {whole:#?}"
+        );
+        let m = assemble(&whole).finish(|i| i.to_string());
+        assert_eq!(
+            m.content,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "The file may be large; list the folder first.".into(),
+                    signature: Some("ErUBCkYIBhgCIkB0ThinkingSig==".into()),
+                },
+                ContentBlock::RedactedThinking {
+                    data: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj".into()
+                },
+                ContentBlock::ToolUse {
+                    id: "toolu_01T".into(),
+                    name: "list_dir".into(),
+                    input: json!({"path": "."}),
+                },
+            ]
+        );
+    }
+
+    /// A tool round of a model that thought: the question, its answer
+    /// (thinking, redacted thinking, a tool call) and the call's result.
+    fn tool_round(signature: Option<&str>) -> ModelRequest {
+        ModelRequest {
+            profile: "p".into(),
+            system_prompt: String::new(),
+            messages: vec![
+                Message::User {
+                    text: "list it".into(),
+                },
+                Message::Assistant {
+                    content: vec![
+                        ContentBlock::Thinking {
+                            thinking: "list the folder".into(),
+                            signature: signature.map(String::from),
+                        },
+                        ContentBlock::RedactedThinking {
+                            data: "opaque".into(),
+                        },
+                        ContentBlock::ToolUse {
+                            id: "toolu_1".into(),
+                            name: "list_dir".into(),
+                            input: json!({}),
+                        },
+                    ],
+                    interrupted: false,
+                },
+                Message::ToolResult {
+                    call_id: "toolu_1".into(),
+                    name: "list_dir".into(),
+                    output: "a.txt".into(),
+                    is_error: false,
+                },
+            ],
+            tools: Default::default(),
+        }
+    }
+
+    fn thinking_profile(budget: Option<u32>) -> ModelProfile {
+        let mut profile = ModelProfile::new(ProviderKind::Anthropic, "claude-x", "http://h");
+        profile.thinking_budget = budget;
+        profile
+    }
+
+    #[test]
+    fn with_thinking_enabled_signed_thinking_goes_back_in_place() {
+        let body = request_body(&thinking_profile(Some(2048)), &tool_round(Some("sig")));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2048})
+        );
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "thinking", "thinking": "list the folder", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}},
+            ])
+        );
+    }
+
+    #[test]
+    fn without_thinking_enabled_no_thinking_is_sent() {
+        let body = request_body(&thinking_profile(None), &tool_round(Some("sig")));
+        assert!(body.get("thinking").is_none(), "{body}");
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}}])
+        );
+    }
+
+    #[test]
+    fn a_tool_round_without_signed_thinking_is_continued_without_thinking() {
+        // Anthropic would refuse thinking here: the answer being continued
+        // used a tool and does not start with (signed) thinking.
+        let mut request = tool_round(None);
+        if let Message::Assistant { content, .. } = &mut request.messages[1] {
+            content.remove(1);
+        }
+        let body = request_body(&thinking_profile(Some(2048)), &request);
+        assert!(body.get("thinking").is_none(), "{body}");
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}}])
+        );
+        // Once that round is over (a plain answer followed), the next
+        // request thinks again.
+        request.messages.push(Message::Assistant {
+            content: vec![ContentBlock::Text {
+                text: "a.txt".into(),
+            }],
+            interrupted: false,
+        });
+        request.messages.push(Message::User {
+            text: "thanks".into(),
+        });
+        let body = request_body(&thinking_profile(Some(2048)), &request);
+        assert_eq!(body["thinking"]["budget_tokens"], 2048);
     }
 
     #[tokio::test]

@@ -79,6 +79,8 @@ fn check_well_formed(outcome: &Outcome) -> Result<(), TestCaseError> {
                 started.insert(*index);
             }
             ModelEvent::TextDelta { index, .. }
+            | ModelEvent::ThinkingDelta { index, .. }
+            | ModelEvent::ThinkingSignature { index, .. }
             | ModelEvent::ToolInputDelta { index, .. }
             | ModelEvent::BlockStop { index } => {
                 prop_assert!(
@@ -91,7 +93,8 @@ fn check_well_formed(outcome: &Outcome) -> Result<(), TestCaseError> {
                 prop_assert!(!finish_reason.is_empty());
                 prop_assert_eq!(i, outcome.events.len() - 1, "Finished comes last");
             }
-            ModelEvent::Usage(_) => {}
+            // Whole in one event: it opens nothing.
+            ModelEvent::Usage(_) | ModelEvent::RedactedThinking { .. } => {}
             ModelEvent::Retrying { .. } => prop_assert!(false, "decoders never retry"),
         }
     }
@@ -118,9 +121,10 @@ fn check_well_formed(outcome: &Outcome) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-/// A valid answer: text, then tool calls with object arguments.
+/// A valid answer: thinking, text, then tool calls with object arguments.
 #[derive(Clone, Debug)]
 struct Answer {
+    thinking: Vec<String>,
     text: Vec<String>,
     calls: Vec<(String, Map<String, Value>, Vec<usize>)>,
 }
@@ -143,10 +147,15 @@ fn answer() -> impl Strategy<Value = Answer> {
         proptest::collection::vec(1usize..8, 1..4),
     );
     (
+        proptest::collection::vec(piece, 0..3),
         proptest::collection::vec(piece, 0..5),
         proptest::collection::vec(call, 0..3),
     )
-        .prop_map(|(text, calls)| Answer { text, calls })
+        .prop_map(|(thinking, text, calls)| Answer {
+            thinking,
+            text,
+            calls,
+        })
 }
 
 /// `text` cut into pieces of about `sizes` characters (on char boundaries).
@@ -174,9 +183,10 @@ fn sse(frames: &[Value]) -> String {
 fn openai_frames(answer: &Answer) -> Vec<Value> {
     let delta = |d: Value| json!({"choices": [{"index": 0, "delta": d, "finish_reason": null}]});
     let mut frames: Vec<Value> = answer
-        .text
+        .thinking
         .iter()
-        .map(|t| delta(json!({"content": t})))
+        .map(|t| delta(json!({"reasoning_content": t})))
+        .chain(answer.text.iter().map(|t| delta(json!({"content": t}))))
         .collect();
     for (i, (name, args, sizes)) in answer.calls.iter().enumerate() {
         frames.push(delta(
@@ -207,15 +217,27 @@ fn anthropic_frames(answer: &Answer) -> Vec<Value> {
     let mut frames = vec![json!({"type": "message_start", "message": {"id": "m",
         "usage": {"input_tokens": 9, "output_tokens": 1}}})];
     let mut index = 0;
+    if !answer.thinking.is_empty() {
+        frames.push(json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "thinking", "thinking": ""}}));
+        for t in &answer.thinking {
+            frames.push(json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "thinking_delta", "thinking": t}}));
+        }
+        frames.push(json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "signature_delta", "signature": "c2lnbmVk"}}));
+        frames.push(json!({"type": "content_block_stop", "index": index}));
+        index += 1;
+    }
     if !answer.text.is_empty() {
-        frames.push(json!({"type": "content_block_start", "index": 0,
+        frames.push(json!({"type": "content_block_start", "index": index,
             "content_block": {"type": "text", "text": ""}}));
         for t in &answer.text {
-            frames.push(json!({"type": "content_block_delta", "index": 0,
+            frames.push(json!({"type": "content_block_delta", "index": index,
                 "delta": {"type": "text_delta", "text": t}}));
         }
-        frames.push(json!({"type": "content_block_stop", "index": 0}));
-        index = 1;
+        frames.push(json!({"type": "content_block_stop", "index": index}));
+        index += 1;
     }
     for (i, (name, args, sizes)) in answer.calls.iter().enumerate() {
         let at = index + i;
@@ -249,6 +271,12 @@ fn check_round_trip(outcome: &Outcome, answer: &Answer) -> Result<(), TestCaseEr
     }
     let message = partial.finish(|i| format!("fallback_{i}"));
     prop_assert_eq!(message.text(), answer.text.concat());
+    let thinking: String = message
+        .content
+        .iter()
+        .filter_map(|b| b.as_thinking())
+        .collect();
+    prop_assert_eq!(thinking, answer.thinking.concat());
     prop_assert_eq!(message.calls.len(), answer.calls.len());
     for (call, (name, args, _)) in message.calls.iter().zip(&answer.calls) {
         prop_assert_eq!(&call.name, name);

@@ -4,11 +4,17 @@
 //! This module translates, in both directions, and nothing else:
 //! - [`request_body`]: our [`ModelRequest`] to a `/chat/completions` body;
 //! - [`Decoder`]: `chat.completion.chunk` frames to [`ModelEvent`]s. Text
-//!   arrives in `delta.content`; tool calls arrive as fragments keyed by
+//!   arrives in `delta.content`; the model's reasoning, from servers that
+//!   stream it, in `delta.reasoning_content` (llama.cpp, DeepSeek, vLLM) or
+//!   `delta.reasoning` (OpenRouter), and becomes a thinking block ahead of
+//!   the text; tool calls arrive as fragments keyed by
 //!   `index` (id and name in the first, arguments spread over the rest);
 //!   `finish_reason` comes in a late chunk and usage in the last one (with
 //!   `stream_options.include_usage`), then `data: [DONE]`.
 //! - [`attempt`]: one HTTP call that feeds the decoder (retries wrap it).
+//!
+//! Thinking is never sent back: these servers do not take it (DeepSeek
+//! refuses a request whose messages carry `reasoning_content`).
 
 use super::ModelStream;
 use super::fields;
@@ -25,7 +31,7 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
     if !request.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": request.system_prompt}));
     }
-    messages.extend(request.messages.iter().map(wire_message));
+    messages.extend(request.messages.iter().filter_map(wire_message));
     let mut body = json!({
         "model": profile.model,
         "messages": messages,
@@ -50,8 +56,10 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
     body
 }
 
-fn wire_message(message: &Message) -> Value {
-    match message {
+/// One history message on the wire; `None` for an assistant message with
+/// nothing to send (only thinking, cut short by an interrupt).
+fn wire_message(message: &Message) -> Option<Value> {
+    Some(match message {
         Message::User { text } => json!({"role": "user", "content": text}),
         Message::ToolResult {
             call_id, output, ..
@@ -59,6 +67,7 @@ fn wire_message(message: &Message) -> Value {
             json!({"role": "tool", "tool_call_id": call_id, "content": output})
         }
         Message::Assistant { content, .. } => {
+            // Text and tool calls only: thinking stays out.
             let text: String = content.iter().filter_map(|b| b.as_text()).collect();
             let calls: Vec<Value> = content
                 .iter()
@@ -67,9 +76,12 @@ fn wire_message(message: &Message) -> Value {
                         "id": id, "type": "function",
                         "function": {"name": name, "arguments": arguments_text(input)},
                     })),
-                    ContentBlock::Text { .. } => None,
+                    _ => None,
                 })
                 .collect();
+            if text.is_empty() && calls.is_empty() && !content.is_empty() {
+                return None;
+            }
             let mut m = json!({"role": "assistant", "content": text});
             if !calls.is_empty() {
                 if text.is_empty() {
@@ -79,7 +91,7 @@ fn wire_message(message: &Message) -> Value {
             }
             m
         }
-    }
+    })
 }
 
 /// Arguments as JSON text. Arguments that were not a JSON object (garbage
@@ -99,6 +111,9 @@ fn arguments_text(input: &Value) -> String {
 pub struct Decoder {
     next_block: usize,
     text_block: Option<usize>,
+    /// The thinking block reasoning goes to while no text or tool call
+    /// came after it.
+    thinking_block: Option<usize>,
     /// OpenAI tool-call index → our block index.
     tool_blocks: BTreeMap<u64, usize>,
     open_blocks: Vec<usize>,
@@ -184,6 +199,17 @@ impl Decoder {
             let choice = fields::object(choice, "choices[0]")?;
             if let Some(delta) = fields::table(choice, "delta", "choices[0].")? {
                 const DELTA: &str = "choices[0].delta.";
+                // Some servers send the same reasoning under both names:
+                // `reasoning_content` wins.
+                let reasoning = match fields::text(delta, "reasoning_content", DELTA)?
+                    .filter(|t| !t.is_empty())
+                {
+                    Some(reasoning) => Some(reasoning),
+                    None => fields::text(delta, "reasoning", DELTA)?.filter(|t| !t.is_empty()),
+                };
+                if let Some(reasoning) = reasoning {
+                    self.thinking(reasoning, &mut events);
+                }
                 if let Some(text) = fields::text(delta, "content", DELTA)?.filter(|t| !t.is_empty())
                 {
                     self.text(text, &mut events);
@@ -207,10 +233,28 @@ impl Decoder {
         Ok(events)
     }
 
+    fn thinking(&mut self, text: &str, events: &mut Vec<ModelEvent>) {
+        let index = match self.thinking_block {
+            Some(i) => i,
+            None => {
+                // Text that comes after this reasoning starts a new block.
+                self.text_block = None;
+                let i = self.open(BlockKind::Thinking, events);
+                self.thinking_block = Some(i);
+                i
+            }
+        };
+        events.push(ModelEvent::ThinkingDelta {
+            index,
+            text: text.to_string(),
+        });
+    }
+
     fn text(&mut self, text: &str, events: &mut Vec<ModelEvent>) {
         let index = match self.text_block {
             Some(i) => i,
             None => {
+                self.thinking_block = None;
                 let i = self.open(BlockKind::Text, events);
                 self.text_block = Some(i);
                 i
@@ -236,8 +280,10 @@ impl Decoder {
         let index = match self.tool_blocks.get(&oa_index) {
             Some(i) => *i,
             None => {
-                // Text that comes after a tool call starts a new text block.
+                // Text or reasoning that comes after a tool call starts a
+                // new block.
                 self.text_block = None;
+                self.thinking_block = None;
                 let id = fields::text(call, "id", &path)?
                     .unwrap_or_default()
                     .to_string();
@@ -421,6 +467,128 @@ mod tests {
                 matches!(events.last(), Some(ModelEvent::Finished { finish_reason }) if finish_reason == "tool_use")
             );
         }
+    }
+
+    #[tokio::test]
+    async fn reasoning_content_streams_as_a_thinking_block_before_the_text() {
+        let whole = replay("reasoning_content.sse", usize::MAX >> 1).await;
+        for size in [1, 2, 3, 7, 64] {
+            assert_eq!(
+                replay("reasoning_content.sse", size).await,
+                whole,
+                "chunk size {size}"
+            );
+        }
+        let starts: Vec<(usize, &BlockKind)> = whole
+            .iter()
+            .filter_map(|e| match e {
+                ModelEvent::BlockStart { index, block } => Some((*index, block)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            starts,
+            [
+                (0, &BlockKind::Thinking),
+                (1, &BlockKind::Text),
+                (
+                    2,
+                    &BlockKind::ToolUse {
+                        id: "call_r1".into(),
+                        name: "read_file".into()
+                    }
+                )
+            ]
+        );
+        let stop_thinking = whole
+            .iter()
+            .position(|e| *e == ModelEvent::BlockStop { index: 0 });
+        let first_text = whole
+            .iter()
+            .position(|e| matches!(e, ModelEvent::TextDelta { .. }));
+        assert!(
+            stop_thinking < first_text,
+            "the thinking block closes before the text: {whole:#?}"
+        );
+        let m = assemble(&whole).finish(|i| i.to_string());
+        assert_eq!(
+            m.content[0],
+            ContentBlock::Thinking {
+                thinking: "The user wants the notes — naïve ☃ plan: read the file.".into(),
+                signature: None,
+            },
+            "a server's reasoning is unsigned"
+        );
+        assert_eq!(m.text(), "Let me read it.");
+        assert_eq!(m.calls[0].input, Ok(json!({"path": "notes.txt"})));
+    }
+
+    #[tokio::test]
+    async fn openrouter_reasoning_streams_as_thinking() {
+        for size in [1, 5, 4096] {
+            let events = replay("reasoning.sse", size).await;
+            let m = assemble(&events).finish(|i| i.to_string());
+            assert_eq!(m.content[0].as_thinking(), Some("Two plus two is four."));
+            assert_eq!(m.text(), "4");
+            assert!(
+                matches!(events.last(), Some(ModelEvent::Finished { finish_reason }) if finish_reason == "end_turn")
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn reasoning_sent_under_both_names_counts_once() {
+        let events = replay("reasoning_under_both_names.sse", 10).await;
+        let m = assemble(&events).finish(|i| i.to_string());
+        assert_eq!(m.content[0].as_thinking(), Some("Short answer."));
+        assert_eq!(m.text(), "Yes.");
+    }
+
+    #[test]
+    fn thinking_is_never_sent_back() {
+        let profile = ModelProfile::new(ProviderKind::Openai, "deepseek-reasoner", "http://h/v1");
+        let thinking = |text: &str| ContentBlock::Thinking {
+            thinking: text.into(),
+            signature: None,
+        };
+        let request = ModelRequest {
+            profile: "p".into(),
+            system_prompt: String::new(),
+            messages: vec![
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    content: vec![
+                        thinking("greet back"),
+                        ContentBlock::Text {
+                            text: "Hello".into(),
+                        },
+                    ],
+                    interrupted: false,
+                },
+                Message::User {
+                    text: "again".into(),
+                },
+                // Cut short while it thought: nothing to send.
+                Message::Assistant {
+                    content: vec![thinking("hm")],
+                    interrupted: true,
+                },
+                Message::User {
+                    text: "and again".into(),
+                },
+            ],
+            tools: Default::default(),
+        };
+        let body = request_body(&profile, &request);
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "Hello"},
+                {"role": "user", "content": "again"},
+                {"role": "user", "content": "and again"},
+            ])
+        );
     }
 
     #[test]

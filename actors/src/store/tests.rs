@@ -525,6 +525,80 @@ async fn a_corrupt_row_is_reported_not_panicked_on() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_assistant_row_from_before_thinking_loads_and_thinking_round_trips() {
+    let (_dir, path, store) = temp_store().await;
+    create(&store, "s1").await;
+    append(&store, "s1", turn("s1", 1, "hi"))
+        .await
+        .expect("append");
+    // The body exactly as an agentbus without thinking blocks wrote it.
+    let old = r#"{"session_id":"s1","seq":2,"turn_id":1,"at":"2027-01-15T08:00:02.123456Z","type":"assistant","content":[{"type":"text","text":"let me look"},{"type":"tool_use","id":"call_2","name":"read_file","input":{"path":"a.txt"}}],"model":"default","usage":{"input_tokens":10,"output_tokens":5},"finish_reason":"tool_use"}"#;
+    raw(&path)
+        .execute(
+            "UPDATE events SET body = ?1 WHERE session_id = 's1' AND seq = 2",
+            [old],
+        )
+        .expect("write the old row");
+    let thinking = AgentMessage::Assistant(AssistantEvent {
+        content: vec![
+            ContentBlock::Thinking {
+                thinking: "They said hi.".into(),
+                signature: Some("EqQBCgIYAhIM".into()),
+            },
+            ContentBlock::RedactedThinking {
+                data: "EmwKAhgB".into(),
+            },
+            ContentBlock::Thinking {
+                thinking: "unsigned".into(),
+                signature: None,
+            },
+            ContentBlock::Text {
+                text: "Hello.".into(),
+            },
+        ],
+        model: "default".into(),
+        usage: Usage::default(),
+        finish_reason: "end_turn".into(),
+        interrupted: false,
+        context: None,
+    });
+    let new = event("s1", 5, thinking);
+    append(&store, "s1", vec![new.clone()])
+        .await
+        .expect("append");
+    let events = load_all(&store, "s1").await.expect("the old row loads");
+    let AgentMessage::Assistant(loaded) = &events[1].message else {
+        panic!("seq 2 is not an assistant event: {:?}", events[1]);
+    };
+    assert_eq!(
+        loaded.content,
+        vec![
+            ContentBlock::Text {
+                text: "let me look".into()
+            },
+            ContentBlock::ToolUse {
+                id: "call_2".into(),
+                name: "read_file".into(),
+                input: serde_json::json!({"path": "a.txt"}),
+            },
+        ]
+    );
+    assert_eq!(events[4], *new, "thinking comes back as it went in");
+    let stored: String = raw(&path)
+        .query_row(
+            "SELECT body FROM events WHERE session_id = 's1' AND seq = 5",
+            [],
+            |row| row.get(0),
+        )
+        .expect("read the row");
+    assert!(
+        stored.contains(r#"{"type":"thinking","thinking":"unsigned"}"#),
+        "no signature, no field: {stored}"
+    );
+    stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_operation_leaves_the_store_serving() {
     let (_dir, _path, store) = temp_store().await;
     create(&store, "s1").await;

@@ -13,11 +13,14 @@
 //!   `session/cancel`, `session/set_mode`, and the editor's permission
 //!   requests; [`prompt`] what a prompt becomes and how it answers.
 //! - [`updates`]: our events as `session/update`s (pure), with
-//!   [`tool_calls`] (how a call looks), [`modes`] (the mode picker) and
+//!   [`tool_calls`] (how a call looks), [`modes`] (the mode picker),
+//!   [`config_options`] (the mode, agent and model pickers) and
 //!   [`commands`] (the slash commands offered).
 //! - [`permission`]: approval requests as `session/request_permission`.
 //! - [`client_fs`]: the editor's `fs/*` as the file tools' files.
 //! - [`mcp_servers`]: the editor's MCP servers as ours.
+//! - [`stdio`]: our stdin and stdout as the transport; an editor that
+//!   closes while we still send has gone, which is no error.
 //!
 //! stdout carries protocol messages and nothing else: logs go to stderr
 //! (tracing), and no code here prints. It never ends on SIGINT (a Ctrl-C in
@@ -27,6 +30,7 @@
 
 mod client_fs;
 mod commands;
+mod config_options;
 mod handshake;
 mod mcp_servers;
 mod modes;
@@ -34,6 +38,7 @@ mod permission;
 mod prompt;
 mod session;
 mod sessions;
+mod stdio;
 mod tool_calls;
 mod updates;
 #[cfg(test)]
@@ -42,9 +47,9 @@ mod updates_tests;
 use super::backend::{Attach, Backend, SessionFlags};
 use agent_client_protocol::v1::schema::{
     CancelNotification, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
-    NewSessionRequest, PromptRequest, SetSessionModeRequest,
+    NewSessionRequest, PromptRequest, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
-use agent_client_protocol::{Agent, Error, ErrorCode, Stdio};
+use agent_client_protocol::{Agent, Error, ErrorCode};
 use agentbus_actors::Settings;
 use anyhow::Context as _;
 use std::process::ExitCode;
@@ -82,6 +87,7 @@ async fn serve(shared: Arc<sessions::Shared>) -> Result<(), Error> {
     let on_list = shared.clone();
     let on_prompt = shared.clone();
     let on_mode = shared.clone();
+    let on_option = shared.clone();
     let on_cancel = shared;
     Agent
         .v1()
@@ -151,6 +157,22 @@ async fn serve(shared: Arc<sessions::Shared>) -> Result<(), Error> {
             },
             agent_client_protocol::on_receive_request!(),
         )
+        .on_receive_request(
+            async move |request: SetSessionConfigOptionRequest, responder, _cx| {
+                let Some(task) = on_option.session(&request.session_id) else {
+                    return responded(
+                        responder.respond_with_error(unknown_session(&request.session_id.0)),
+                    );
+                };
+                let _ = task.send(session::ToSession::SetOption {
+                    id: request.config_id,
+                    value: request.value,
+                    responder,
+                });
+                Ok(())
+            },
+            agent_client_protocol::on_receive_request!(),
+        )
         .on_receive_notification(
             async move |notification: CancelNotification, _cx| {
                 match on_cancel.session(&notification.session_id) {
@@ -165,7 +187,7 @@ async fn serve(shared: Arc<sessions::Shared>) -> Result<(), Error> {
             },
             agent_client_protocol::on_receive_notification!(),
         )
-        .connect_to(Stdio::new())
+        .connect_to(stdio::transport())
         .await
 }
 

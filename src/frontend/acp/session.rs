@@ -16,6 +16,7 @@
 //! connection's dispatch loop (it runs on a task of its own; handlers only
 //! hand it messages).
 
+use super::config_options;
 use super::modes;
 use super::permission;
 use super::prompt::{self, Answer};
@@ -24,8 +25,8 @@ use crate::frontend::InputEnds;
 use crate::frontend::attached::Attached;
 use agent_client_protocol::v1::schema::{
     AvailableCommandsUpdate, ContentBlock, ContentChunk, LoadSessionResponse, NewSessionResponse,
-    PromptResponse, SessionId, SessionModeId, SessionNotification, SessionUpdate,
-    SetSessionModeResponse,
+    PromptResponse, SessionConfigId, SessionConfigOptionValue, SessionId, SessionModeId,
+    SessionNotification, SessionUpdate, SetSessionConfigOptionResponse, SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
@@ -49,6 +50,12 @@ pub enum ToSession {
     SetMode {
         mode: SessionModeId,
         responder: Responder<SetSessionModeResponse>,
+    },
+    /// `session/set_config_option`: the mode, agent or model picker.
+    SetOption {
+        id: SessionConfigId,
+        value: SessionConfigOptionValue,
+        responder: Responder<SetSessionConfigOptionResponse>,
     },
     /// The editor answered (or cancelled) a permission request.
     Decided {
@@ -199,12 +206,19 @@ impl SessionTask {
         let Some(opening) = self.opening.take() else {
             return;
         };
-        let modes = modes::available(self.translator.mode());
+        let modes = self.translator.modes();
+        let options = self.translator.config_options();
         let sent = match opening {
-            Opening::New(responder) => {
-                responder.respond(NewSessionResponse::new(self.id.clone()).modes(modes))
-            }
-            Opening::Load(responder) => responder.respond(LoadSessionResponse::new().modes(modes)),
+            Opening::New(responder) => responder.respond(
+                NewSessionResponse::new(self.id.clone())
+                    .modes(modes)
+                    .config_options(options),
+            ),
+            Opening::Load(responder) => responder.respond(
+                LoadSessionResponse::new()
+                    .modes(modes)
+                    .config_options(options),
+            ),
         };
         if let Err(e) = sent {
             tracing::debug!(session = %self.id.0, "the session's opening was not answered: {}", e.message);
@@ -245,16 +259,28 @@ impl SessionTask {
             ToSession::Prompt { prompt, responder } => self.prompt(prompt, responder).await,
             ToSession::Cancel => self.cancel().await,
             ToSession::SetMode { mode, responder } => {
-                let answer = match modes::switch_input(&mode) {
-                    Err(why) => Err(Error::new(ErrorCode::INVALID_PARAMS, why)),
-                    Ok(text) => match self.attached.submit_text(text).await {
-                        Ok(input) => {
-                            self.translator.quiet(input);
-                            Ok(SetSessionModeResponse::new())
-                        }
-                        Err(e) => Err(Error::new(ErrorCode::INTERNAL_ERROR, format!("{e:#}"))),
-                    },
-                };
+                let input = modes::switch_input(&mode, self.translator.choices());
+                let answer = self
+                    .switch(input)
+                    .await
+                    .map(|()| SetSessionModeResponse::new());
+                let _ = responder.respond_with_result(answer);
+            }
+            ToSession::SetOption {
+                id,
+                value,
+                responder,
+            } => {
+                let input = config_options::switch_input(&id, &value, self.translator.choices());
+                // The answer is the state the switch makes (it was checked,
+                // and inputs run in order); the session confirms with a
+                // `config_option_update` when it makes it.
+                let answer = self.switch(input).await.map(|()| {
+                    let value = value.as_value_id().map(|v| &*v.0).unwrap_or_default();
+                    SetSessionConfigOptionResponse::new(
+                        self.translator.config_options_after(&id.0, value),
+                    )
+                });
                 let _ = responder.respond_with_result(answer);
             }
             ToSession::Decided {
@@ -272,6 +298,19 @@ impl SessionTask {
             // Taken in `run`: the task ends.
             ToSession::Replaced => {}
         }
+    }
+
+    /// Send a picker's switch (`/mode`, `/agent`, `/model`) without showing
+    /// its reply; what it changes is shown when the session makes it.
+    async fn switch(&mut self, input: Result<String, String>) -> Result<(), Error> {
+        let text = input.map_err(|why| Error::new(ErrorCode::INVALID_PARAMS, why))?;
+        let input = self
+            .attached
+            .submit_text(text)
+            .await
+            .map_err(|e| Error::new(ErrorCode::INTERNAL_ERROR, format!("{e:#}")))?;
+        self.translator.quiet(input);
+        Ok(())
     }
 
     async fn prompt(&mut self, blocks: Vec<ContentBlock>, responder: Responder<PromptResponse>) {

@@ -169,7 +169,14 @@ impl Shared {
                 Err(e) => tracing::warn!(session = %id, "the editor's files are not used: {e:#}"),
             }
         }
-        let translator = Translator::new(cwd, self.models.clone());
+        let choices = match self.backend.choices(&cwd).await {
+            Ok(choices) => choices,
+            Err(e) => {
+                tracing::warn!(session = %id, "the agent and model pickers are left out: {e:#}");
+                Default::default()
+            }
+        };
+        let translator = Translator::new(cwd, self.models.clone(), choices);
         let (task, sender) = SessionTask::new(attached, translator, connection, opening);
         if let Ok(mut open) = self.open.lock()
             && let Some(earlier) = open.insert(id, sender)

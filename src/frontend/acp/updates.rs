@@ -3,6 +3,8 @@
 //!
 //! - streamed text → `agent_message_chunk`; a whole `assistant` message
 //!   whose text did not stream (a replay from the store) → the same;
+//! - the model's thinking → `agent_thought_chunk`, streamed or (not
+//!   streamed, a replay) whole; redacted thinking shows nothing;
 //! - a tool call → `tool_call` (as its block starts to stream, or whole),
 //!   then `tool_call_update`s: in progress, waiting for approval, and
 //!   completed or failed with what it returned (`tool_calls.rs`);
@@ -11,25 +13,29 @@
 //! - progress within a turn (retries, compaction, notices) →
 //!   `agent_thought_chunk`; a command's reply → `agent_message_chunk`;
 //!   an `error` → `agent_message_chunk`;
-//! - the permission mode → `current_mode_update`; how full the context is
-//!   (and the cost, when the model has prices) → `usage_update`.
+//! - the permission mode → `current_mode_update`; the mode, agent or model
+//!   switched → `config_option_update`; how full the context is (and the
+//!   cost, when the model has prices) → `usage_update`.
 //!
 //! Pure: a [`Translator`] is fed every event of a session in order and
 //! returns the updates; it never sends anything, never waits and never
 //! fails. It also keeps what the front end asks of it: which approval
 //! requests still wait, how the last reply finished, the mode in force.
 
+use super::config_options;
 use super::modes;
 use super::tool_calls;
+use crate::frontend::backend::Choices;
 use agent_client_protocol::v1::schema::{
-    self as acp, ContentChunk, Cost, CurrentModeUpdate, SessionUpdate, ToolCall, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, UsageUpdate,
+    self as acp, ConfigOptionUpdate, ContentChunk, Cost, CurrentModeUpdate, SessionConfigOption,
+    SessionModeState, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, UsageUpdate,
 };
-use agentbus_actors::protocol::system::SessionStarted;
+use agentbus_actors::protocol::system::{ModelSwitched, SessionStarted};
 use agentbus_actors::protocol::{
-    AgentMessage, ApprovalRequestEvent, ApprovalResolved, AssistantEvent, BlockKind, ContentBlock,
-    ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Pricing, StreamDelta,
-    SystemEvent, SystemSubtype, ToolResultEvent,
+    AgentMessage, AgentSwitched, ApprovalRequestEvent, ApprovalResolved, AssistantEvent, BlockKind,
+    ContentBlock, ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Pricing,
+    StreamDelta, SystemEvent, SystemSubtype, ToolResultEvent,
 };
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -82,6 +88,8 @@ pub struct Translator {
     turns: BTreeSet<InputId>,
     /// Text streamed since the last `assistant` event.
     streamed_text: bool,
+    /// Thinking streamed since the last `assistant` event.
+    streamed_thought: bool,
     /// Tool calls announced while their block streamed, not yet in an
     /// `assistant` event (void if the attempt is discarded).
     streaming_calls: Vec<String>,
@@ -92,8 +100,13 @@ pub struct Translator {
     /// How the last `assistant` message finished, per turn.
     finish: HashMap<InputId, String>,
     mode: PermissionMode,
-    /// The model of the last reply, for the context window.
+    /// The session's model profile (as it started or was switched to, or
+    /// of the last reply), for the context window and the model picker.
     model: Option<String>,
+    /// The named agent the session runs as.
+    agent: Option<String>,
+    /// What the pickers offer.
+    choices: Choices,
     /// US dollars spent, when every model used has prices.
     cost: Option<f64>,
     /// The last usage shown (used, size, cost): the same is not sent
@@ -103,7 +116,7 @@ pub struct Translator {
 
 impl Translator {
     /// A translator for a session working in `workspace`.
-    pub fn new(workspace: PathBuf, models: Models) -> Self {
+    pub fn new(workspace: PathBuf, models: Models, choices: Choices) -> Self {
         Translator {
             workspace,
             models,
@@ -111,12 +124,15 @@ impl Translator {
             quiet: BTreeSet::new(),
             turns: BTreeSet::new(),
             streamed_text: false,
+            streamed_thought: false,
             streaming_calls: Vec::new(),
             calls: HashMap::new(),
             waiting: BTreeMap::new(),
             finish: HashMap::new(),
             mode: PermissionMode::default(),
             model: None,
+            agent: None,
+            choices,
             cost: None,
             shown_usage: None,
         }
@@ -145,9 +161,56 @@ impl Translator {
         &self.workspace
     }
 
-    /// The permission mode in force, as the events told it.
-    pub fn mode(&self) -> PermissionMode {
-        self.mode
+    /// The mode picker: permission modes and agents.
+    pub fn modes(&self) -> SessionModeState {
+        modes::available(self.mode, &self.choices)
+    }
+
+    /// The config options (mode, agent, model pickers) as they stand.
+    pub fn config_options(&self) -> Vec<SessionConfigOption> {
+        let current = config_options::Current {
+            mode: self.mode,
+            agent: self.agent.as_deref(),
+            model: self.model.as_deref(),
+        };
+        config_options::options(current, &self.choices)
+    }
+
+    /// The config options as they will stand once option `id` is `value`
+    /// (the answer to the picker's request, given before the session
+    /// makes the switch).
+    pub fn config_options_after(&self, id: &str, value: &str) -> Vec<SessionConfigOption> {
+        let mut current = config_options::Current {
+            mode: self.mode,
+            agent: self.agent.as_deref(),
+            model: self.model.as_deref(),
+        };
+        match id {
+            config_options::MODE => current.mode = value.parse().unwrap_or(self.mode),
+            config_options::AGENT => current.agent = Some(value),
+            config_options::MODEL => current.model = Some(value),
+            _ => {}
+        }
+        config_options::options(current, &self.choices)
+    }
+
+    /// What the pickers offer.
+    pub fn choices(&self) -> &Choices {
+        &self.choices
+    }
+
+    /// The pickers changed: the editor is told their new state.
+    fn pickers_changed(&self, mode_changed: bool) -> Vec<SessionUpdate> {
+        let mut updates = Vec::new();
+        if mode_changed {
+            updates.push(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                modes::id_of(self.mode),
+            )));
+        }
+        updates.push(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+            self.config_options(),
+        )));
+        updates
     }
 
     /// Approval requests not settled yet, oldest first.
@@ -204,6 +267,10 @@ impl Translator {
                 self.streamed_text = true;
                 vec![SessionUpdate::AgentMessageChunk(chunk(text))]
             }
+            StreamDelta::ThinkingDelta { text, .. } if !text.is_empty() => {
+                self.streamed_thought = true;
+                vec![SessionUpdate::AgentThoughtChunk(chunk(text))]
+            }
             StreamDelta::BlockStart {
                 block: BlockKind::ToolUse { id, name },
                 ..
@@ -235,6 +302,7 @@ impl Translator {
                     )));
                 }
                 self.streamed_text = false;
+                self.streamed_thought = false;
                 updates
             }
             _ => Vec::new(),
@@ -253,6 +321,12 @@ impl Translator {
                     updates.push(SessionUpdate::AgentMessageChunk(chunk(text)));
                 }
                 ContentBlock::Text { .. } => {}
+                ContentBlock::Thinking { thinking, .. }
+                    if !self.streamed_thought && !thinking.is_empty() =>
+                {
+                    updates.push(SessionUpdate::AgentThoughtChunk(chunk(thinking)));
+                }
+                ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
                 ContentBlock::ToolUse { id, name, input } => {
                     let shown = self.calls.contains_key(id);
                     self.calls.insert(
@@ -292,6 +366,7 @@ impl Translator {
             }
         }
         self.streamed_text = false;
+        self.streamed_thought = false;
         self.streaming_calls.clear();
         if let Some(turn) = turn {
             self.finish.insert(turn, assistant.finish_reason.clone());
@@ -368,6 +443,10 @@ impl Translator {
                     if let Some(mode) = started.permission_mode {
                         self.mode = mode;
                     }
+                    if !started.model.is_empty() {
+                        self.model = Some(started.model);
+                    }
+                    self.agent = Some(started.agent.unwrap_or_else(|| "build".into()));
                     if !started.workspace.is_empty() {
                         self.workspace = PathBuf::from(started.workspace);
                     }
@@ -377,14 +456,27 @@ impl Translator {
             SystemSubtype::Mode => match system.payload::<ModeChanged>() {
                 Some(changed) => {
                     self.mode = changed.mode;
-                    let update = vec![SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
-                        modes::id_of(changed.mode),
-                    ))];
-                    match turn {
-                        // `/mode` typed as a prompt: its reply shows too.
-                        Some(_) => [update, self.reply(turn, system)].concat(),
-                        None => update,
+                    // `/mode` typed as a prompt: its reply shows too.
+                    [self.pickers_changed(true), self.reply(turn, system)].concat()
+                }
+                None => self.reply(turn, system),
+            },
+            SystemSubtype::Agent => match system.payload::<AgentSwitched>() {
+                Some(switched) => {
+                    let mode_changed = self.mode != switched.permission_mode;
+                    self.mode = switched.permission_mode;
+                    self.agent = Some(switched.agent);
+                    if !switched.model.is_empty() {
+                        self.model = Some(switched.model);
                     }
+                    [self.pickers_changed(mode_changed), self.reply(turn, system)].concat()
+                }
+                None => self.reply(turn, system),
+            },
+            SystemSubtype::ModelSwitched => match system.payload::<ModelSwitched>() {
+                Some(switched) => {
+                    self.model = Some(switched.model);
+                    [self.pickers_changed(false), self.reply(turn, system)].concat()
                 }
                 None => self.reply(turn, system),
             },

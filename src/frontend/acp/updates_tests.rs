@@ -1,13 +1,17 @@
 //! The translation of events into `session/update`s, event by event.
 
 use super::updates::{Models, Translator};
-use agent_client_protocol::v1::schema::{self as acp, SessionUpdate, ToolCallStatus};
-use agentbus_actors::protocol::system::SessionStarted;
+use crate::frontend::backend::Choices;
+use agent_client_protocol::v1::schema::{
+    self as acp, SessionConfigKind, SessionConfigOption, SessionUpdate, ToolCallStatus,
+};
+use agentbus_actors::protocol::system::{ModelSwitched, SessionStarted};
 use agentbus_actors::protocol::{
-    AgentMessage, ApprovalChoice, ApprovalOutcome, ApprovalRequestEvent, ApprovalResolved,
-    AssistantEvent, BlockKind, ContentBlock, ContextUsage, ErrorEvent, ErrorKind, EventEnvelope,
-    InputId, ModeChanged, PermissionMode, Pricing, ResultEvent, SessionId, StopReason, StreamDelta,
-    StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent, Usage, UserEvent,
+    AgentInfo, AgentMessage, AgentSwitched, ApprovalChoice, ApprovalOutcome, ApprovalRequestEvent,
+    ApprovalResolved, AssistantEvent, BlockKind, ContentBlock, ContextUsage, ErrorEvent, ErrorKind,
+    EventEnvelope, InputId, ModeChanged, PermissionMode, Pricing, ResultEvent, SessionId,
+    StopReason, StreamDelta, StreamEvent, SystemEvent, SystemSubtype, ToolResultEvent, Usage,
+    UserEvent,
 };
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -35,7 +39,7 @@ impl Feed {
 
     fn with(models: Models) -> Feed {
         Feed {
-            translator: Translator::new(PathBuf::from("/ws"), models),
+            translator: Translator::new(PathBuf::from("/ws"), models, choices()),
             seq: 0,
         }
     }
@@ -193,6 +197,82 @@ fn streamed_text_is_shown_once() {
     );
     let whole = feed.send(assistant(vec![text("Hello")], "stop"));
     assert!(texts_of(&whole).is_empty(), "{whole:?}");
+}
+
+fn thinking(thought: &str) -> ContentBlock {
+    ContentBlock::Thinking {
+        thinking: thought.into(),
+        signature: Some("sig".into()),
+    }
+}
+
+#[test]
+fn streamed_thinking_is_a_thought_shown_once() {
+    let mut feed = Feed::new();
+    feed.translator.own(1);
+    feed.send(user("2 + 2?"));
+    let chunks = [
+        feed.send(delta(StreamDelta::BlockStart {
+            index: 0,
+            block: BlockKind::Thinking,
+        })),
+        feed.send(delta(StreamDelta::ThinkingDelta {
+            index: 0,
+            text: "Two and two".into(),
+        })),
+        feed.send(delta(StreamDelta::ThinkingDelta {
+            index: 0,
+            text: " make four.".into(),
+        })),
+        feed.send(delta(StreamDelta::BlockStop { index: 0 })),
+        feed.send(delta(StreamDelta::TextDelta {
+            index: 1,
+            text: "4".into(),
+        })),
+    ]
+    .concat();
+    assert_eq!(
+        texts_of(&chunks),
+        [
+            ("thought", "Two and two".into()),
+            ("thought", " make four.".into()),
+            ("agent", "4".into())
+        ]
+    );
+    let whole = feed.send(assistant(
+        vec![
+            thinking("Two and two make four."),
+            ContentBlock::RedactedThinking {
+                data: "opaque".into(),
+            },
+            text("4"),
+        ],
+        "stop",
+    ));
+    assert!(texts_of(&whole).is_empty(), "{whole:?}");
+}
+
+#[test]
+fn replayed_thinking_is_a_thought_and_redacted_thinking_shows_nothing() {
+    let mut feed = Feed::new();
+    feed.send(user("2 + 2?"));
+    let answer = feed.send(assistant(
+        vec![
+            thinking("Two and two make four."),
+            ContentBlock::RedactedThinking {
+                data: "opaque".into(),
+            },
+            text("4"),
+        ],
+        "stop",
+    ));
+    assert_eq!(
+        texts_of(&answer),
+        [
+            ("thought", "Two and two make four.".into()),
+            ("agent", "4".into())
+        ]
+    );
 }
 
 #[test]
@@ -356,7 +436,7 @@ fn the_mode_is_followed_and_shown() {
         },
     );
     assert!(feed.outside(AgentMessage::System(started)).is_empty());
-    assert_eq!(feed.translator.mode(), PermissionMode::Plan);
+    assert_eq!(&*feed.translator.modes().current_mode_id.0, "plan");
     assert_eq!(feed.translator.workspace(), Path::new("/elsewhere"));
     let changed = |mode| {
         AgentMessage::System(SystemEvent::new(
@@ -372,19 +452,136 @@ fn the_mode_is_followed_and_shown() {
     assert!(
         matches!(
             &typed[..],
-            [SessionUpdate::CurrentModeUpdate(m), SessionUpdate::AgentMessageChunk(_)]
+            [
+                SessionUpdate::CurrentModeUpdate(m),
+                SessionUpdate::ConfigOptionUpdate(_),
+                SessionUpdate::AgentMessageChunk(_)
+            ]
                 if &*m.current_mode_id.0 == "accept-edits"
         ),
         "{typed:?}"
     );
-    // The picker's own switch: the mode alone.
+    // The picker's own switch: the pickers alone.
     feed.translator.quiet(5);
     let picked = feed.turn(5, changed(PermissionMode::Bypass));
     assert!(
-        matches!(&picked[..], [SessionUpdate::CurrentModeUpdate(_)]),
+        matches!(
+            &picked[..],
+            [
+                SessionUpdate::CurrentModeUpdate(_),
+                SessionUpdate::ConfigOptionUpdate(_)
+            ]
+        ),
         "{picked:?}"
     );
-    assert_eq!(feed.translator.mode(), PermissionMode::Bypass);
+    assert_eq!(&*feed.translator.modes().current_mode_id.0, "bypass");
+}
+
+/// The agents and models the pickers offer in these tests.
+fn choices() -> Choices {
+    Choices {
+        agents: ["build", "plan", "reviewer"]
+            .into_iter()
+            .map(|name| AgentInfo {
+                name: name.into(),
+                description: String::new(),
+                source: "built-in".into(),
+            })
+            .collect(),
+        models: vec!["fast".into(), "smart".into()],
+    }
+}
+
+/// The current value of each config option, by id.
+fn option_values(options: &[SessionConfigOption]) -> Vec<(String, String)> {
+    options
+        .iter()
+        .map(|o| match &o.kind {
+            SessionConfigKind::Select(select) => {
+                (o.id.0.to_string(), select.current_value.0.to_string())
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn agent_and_model_switches_move_the_pickers() {
+    let mut feed = Feed::new();
+    let started = SystemEvent::new(
+        "started",
+        &SessionStarted {
+            model: "fast".into(),
+            ..Default::default()
+        },
+    );
+    feed.outside(AgentMessage::System(started));
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        option_values(&feed.translator.config_options()),
+        pairs(&[("mode", "default"), ("agent", "build"), ("model", "fast")])
+    );
+    // `/agent plan` from the picker: plan brings its mode, so the mode
+    // picker moves too, and no reply shows.
+    feed.translator.quiet(2);
+    let switched = feed.turn(
+        2,
+        AgentMessage::System(SystemEvent::new(
+            "Agent: plan.",
+            &AgentSwitched {
+                agent: "plan".into(),
+                previous: Some("build".into()),
+                model: "fast".into(),
+                permission_mode: PermissionMode::Plan,
+            },
+        )),
+    );
+    let [
+        SessionUpdate::CurrentModeUpdate(mode),
+        SessionUpdate::ConfigOptionUpdate(options),
+    ] = &switched[..]
+    else {
+        panic!("{switched:?}");
+    };
+    assert_eq!(&*mode.current_mode_id.0, "plan");
+    assert_eq!(
+        option_values(&options.config_options),
+        pairs(&[("mode", "plan"), ("agent", "plan"), ("model", "fast")])
+    );
+    // `/model smart` typed as a prompt: the model picker moves and the
+    // reply shows; the mode did not change, so no mode update.
+    let typed = feed.turn(
+        3,
+        AgentMessage::System(SystemEvent::new(
+            "Model: smart.",
+            &ModelSwitched {
+                model: "smart".into(),
+                previous: "fast".into(),
+            },
+        )),
+    );
+    let [
+        SessionUpdate::ConfigOptionUpdate(options),
+        SessionUpdate::AgentMessageChunk(_),
+    ] = &typed[..]
+    else {
+        panic!("{typed:?}");
+    };
+    assert_eq!(
+        option_values(&options.config_options)[2],
+        pairs(&[("model", "smart")])[0]
+    );
+    assert!(
+        feed.translator
+            .modes()
+            .available_modes
+            .iter()
+            .any(|m| &*m.id.0 == "agent:reviewer")
+    );
 }
 
 #[test]

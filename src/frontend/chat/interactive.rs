@@ -22,7 +22,7 @@ use crate::frontend::backend::Backend;
 use crate::frontend::output::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, InputEnds, announces_compaction};
 use crate::remote::events::Connection;
-use agentbus_actors::protocol::{AgentMessage, InputId, StreamDelta, SystemSubtype};
+use agentbus_actors::protocol::{AgentMessage, ContentBlock, InputId, StreamDelta, SystemSubtype};
 use anyhow::Context as _;
 use crossterm::event::{self, Event};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -283,7 +283,11 @@ fn waiting_after(message: &AgentMessage) -> Option<&'static str> {
     match message {
         AgentMessage::User(_) => Some("thinking…"),
         AgentMessage::ToolResult(_) => Some("thinking…"),
-        AgentMessage::Assistant(a) if a.content.iter().any(|b| b.as_text().is_none()) => {
+        AgentMessage::Assistant(a)
+            if a.content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolUse { .. })) =>
+        {
             Some("running tools…")
         }
         AgentMessage::StreamEvent(s) if matches!(s.event, StreamDelta::Discard { .. }) => {

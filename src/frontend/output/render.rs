@@ -1,7 +1,9 @@
-//! Events as text for people: streamed assistant text as it arrives, tool
-//! calls and results on a line or two each, notices dimmed, errors in red,
-//! a compaction as a divider, and how full the context is at the end of
-//! each turn's result line.
+//! Events as text for people: streamed assistant text as it arrives, the
+//! model's thinking before it on one short line (dimmed and italic, cut at
+//! [`THINKING_SHOWN`] characters: a glimpse, not the answer), tool calls
+//! and results on a line or two each, notices dimmed, errors in red, a
+//! compaction as a divider, and how full the context is at the end of each
+//! turn's result line.
 //!
 //! Used by the terminal chat (interactive and piped). Knows nothing about
 //! keys or input; writes only to the writer it is given.
@@ -16,6 +18,9 @@ use agentbus_actors::text::ellipsize as cut;
 use crossterm::style::Stylize;
 use serde_json::Value;
 use std::io::Write;
+
+/// How much of a message's thinking the transcript shows.
+pub const THINKING_SHOWN: usize = 160;
 
 /// How to render.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +39,11 @@ pub struct Renderer<W: Write> {
     pub options: RenderOptions,
     /// The text of the current assistant message streamed so far.
     streamed: String,
+    /// Characters of the current message's thinking streamed so far (what
+    /// is shown of them is cut at [`THINKING_SHOWN`]).
+    thought: usize,
+    /// The cursor is on the thinking line.
+    in_thought: bool,
     /// The cursor is at the start of a line.
     at_line_start: bool,
 }
@@ -44,6 +54,8 @@ impl<W: Write> Renderer<W> {
             out,
             options,
             streamed: String::new(),
+            thought: 0,
+            in_thought: false,
             at_line_start: true,
         }
     }
@@ -55,6 +67,13 @@ impl<W: Write> Renderer<W> {
 
     /// Show one event.
     pub fn render(&mut self, event: &EventEnvelope) {
+        let thinking = matches!(&event.message, AgentMessage::StreamEvent(s)
+            if matches!(s.event, StreamDelta::ThinkingDelta { .. }));
+        if self.in_thought && !thinking {
+            // Whatever comes after the thinking starts on a line of its own.
+            self.in_thought = false;
+            self.end_line();
+        }
         match &event.message {
             AgentMessage::System(s) => match s.subtype {
                 SystemSubtype::SessionStarted => {
@@ -111,6 +130,7 @@ impl<W: Write> Renderer<W> {
             },
             AgentMessage::User(u) => {
                 self.streamed.clear();
+                self.thought = 0;
                 if self.options.echo_user {
                     let text = format!("> {}", u.text);
                     self.line(&self.bold(&text));
@@ -121,8 +141,10 @@ impl<W: Write> Renderer<W> {
                     self.streamed.push_str(text);
                     self.write(text);
                 }
+                StreamDelta::ThinkingDelta { text, .. } => self.think(text),
                 StreamDelta::Discard { reason } => {
                     self.streamed.clear();
+                    self.thought = 0;
                     let text = self.dim(&format!("● partial output discarded ({reason})"));
                     self.line(&text);
                 }
@@ -133,6 +155,20 @@ impl<W: Write> Renderer<W> {
                 // reconnect in the middle of them) is written now. When the
                 // deltas shown are not the message's beginning (some in
                 // between were missed), the whole message follows them.
+                // Thinking that did not stream gets its short line.
+                if self.thought == 0 {
+                    let thinking: String = a
+                        .content
+                        .iter()
+                        .filter_map(ContentBlock::as_thinking)
+                        .collect();
+                    self.think(&thinking);
+                    if self.in_thought {
+                        self.in_thought = false;
+                        self.end_line();
+                    }
+                }
+                self.thought = 0;
                 let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
                 match text.strip_prefix(self.streamed.as_str()) {
                     Some(rest) => self.write(rest),
@@ -211,6 +247,38 @@ impl<W: Write> Renderer<W> {
         let _ = self.out.flush();
     }
 
+    /// More of the model's thinking: the first [`THINKING_SHOWN`]
+    /// characters on one line after `✻`, dimmed and italic, then `…`.
+    fn think(&mut self, text: &str) {
+        let flat = text.replace(['\n', '\r', '\t'], " ");
+        let flat = if self.thought == 0 {
+            flat.trim_start()
+        } else {
+            flat.as_str()
+        };
+        if flat.is_empty() {
+            return;
+        }
+        let room = THINKING_SHOWN.saturating_sub(self.thought);
+        let before = self.thought;
+        self.thought += flat.chars().count();
+        if room == 0 {
+            return; // its `…` is written already
+        }
+        if before == 0 {
+            self.end_line();
+            let mark = self.dim("✻ ");
+            self.write(&mark);
+            self.in_thought = true;
+        }
+        let shown: String = flat.chars().take(room).collect();
+        let mut piece = self.thinking_style(&shown);
+        if self.thought > THINKING_SHOWN {
+            piece.push_str(&self.dim("…"));
+        }
+        self.write(&piece);
+    }
+
     /// Write text as it streams (newlines converted in raw mode).
     fn write(&mut self, text: &str) {
         if text.is_empty() {
@@ -256,6 +324,9 @@ impl<W: Write> Renderer<W> {
     }
     fn dim(&self, s: &str) -> String {
         self.paint(s, |s| s.dark_grey())
+    }
+    fn thinking_style(&self, s: &str) -> String {
+        self.paint(s, |s| s.dark_grey().italic())
     }
     fn bold(&self, s: &str) -> String {
         self.paint(s, |s| s.bold())
@@ -482,6 +553,84 @@ mod tests {
         assert_eq!(
             out,
             "Helrld\n(part of this reply did not arrive; the whole of it:)\nHello world\n"
+        );
+    }
+
+    fn thinking_delta(text: &str) -> AgentMessage {
+        AgentMessage::StreamEvent(StreamEvent {
+            event: StreamDelta::ThinkingDelta {
+                index: 0,
+                text: text.into(),
+            },
+        })
+    }
+
+    fn thought_then(text: &str, thinking: &str) -> AgentMessage {
+        AgentMessage::Assistant(AssistantEvent {
+            content: vec![
+                ContentBlock::Thinking {
+                    thinking: thinking.into(),
+                    signature: Some("sig".into()),
+                },
+                ContentBlock::Text { text: text.into() },
+            ],
+            model: "m".into(),
+            usage: Usage::default(),
+            finish_reason: "end_turn".into(),
+            interrupted: false,
+            context: None,
+        })
+    }
+
+    #[test]
+    fn thinking_streams_on_one_short_line_before_the_answer() {
+        let long = "x".repeat(THINKING_SHOWN);
+        let out = render(vec![
+            thinking_delta("\nFirst, read\nthe file. "),
+            thinking_delta(&long),
+            thinking_delta("never shown"),
+            AgentMessage::StreamEvent(StreamEvent {
+                event: StreamDelta::TextDelta {
+                    index: 1,
+                    text: "Done.".into(),
+                },
+            }),
+            thought_then(
+                "Done.",
+                &format!("First, read\nthe file. {long}never shown"),
+            ),
+        ]);
+        let shown: String = format!("First, read the file. {long}")
+            .chars()
+            .take(THINKING_SHOWN)
+            .collect();
+        assert_eq!(out, format!("✻ {shown}…\nDone.\n"));
+    }
+
+    #[test]
+    fn thinking_that_did_not_stream_is_shown_with_its_message() {
+        let out = render(vec![thought_then("4", "2 + 2 is 4.")]);
+        assert_eq!(out, "✻ 2 + 2 is 4.\n4\n");
+    }
+
+    #[test]
+    fn thinking_is_dimmed_and_italic_in_colour() {
+        let mut out = Vec::new();
+        {
+            let mut r = Renderer::new(
+                &mut out,
+                RenderOptions {
+                    color: true,
+                    raw: false,
+                    echo_user: false,
+                },
+            );
+            r.render(&env(thinking_delta("hm")));
+        }
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains(&"hm".dark_grey().italic().to_string()),
+            "{out:?}"
         );
     }
 

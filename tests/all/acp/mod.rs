@@ -14,6 +14,7 @@
 
 mod acpx;
 mod editor;
+mod pickers;
 mod protocol;
 
 use serde_json::Value;

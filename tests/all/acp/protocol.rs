@@ -115,6 +115,87 @@ async fn session_load_replays_the_stored_conversation_before_answering() {
     );
 }
 
+/// The updates that show text, as (kind, text): thoughts, the agent's
+/// messages, the user's.
+fn texts(updates: &[SessionUpdate]) -> Vec<(&'static str, String)> {
+    updates
+        .iter()
+        .filter_map(|u| match u {
+            SessionUpdate::AgentThoughtChunk(c) => Some(("thought", text_of(&c.content))),
+            SessionUpdate::AgentMessageChunk(c) => Some(("agent", text_of(&c.content))),
+            SessionUpdate::UserMessageChunk(c) => Some(("user", text_of(&c.content))),
+            _ => None,
+        })
+        .map(|(kind, text)| (kind, text.to_string()))
+        .collect()
+}
+
+/// Adjacent chunks of one kind joined: what an editor shows.
+fn joined(texts: Vec<(&'static str, String)>) -> Vec<(&'static str, String)> {
+    let mut out: Vec<(&'static str, String)> = Vec::new();
+    for (kind, text) in texts {
+        match out.last_mut() {
+            Some((last, joined)) if *last == kind => joined.push_str(&text),
+            _ => out.push((kind, text)),
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_prompts_thinking_arrives_as_thought_chunks_and_is_replayed_by_load() {
+    let fx = Fixture::new("thinking").await;
+    fx.add_thinking_profile();
+    let ws = fx.workspace().to_path_buf();
+    let id = with_editor(
+        &fx,
+        &["--model", "scripted-thinking"],
+        Behaviour::default(),
+        async |cx, editor| {
+            let id = new_session(&cx, &ws).await?;
+            editor.take();
+            let answer = prompt(&cx, &id, "what is 2 + 2?").await?;
+            assert_eq!(answer.stop_reason, StopReason::EndTurn);
+            let seen = editor.take();
+            assert_eq!(
+                joined(texts(&seen.updates)),
+                [
+                    ("thought", "Two and two make four.".to_string()),
+                    ("agent", "4".to_string())
+                ],
+                "{seen:#?}"
+            );
+            Ok(id)
+        },
+    )
+    .await;
+    let replay = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        cx.send_request(LoadSessionRequest::new(id, ws.clone()))
+            .block_task()
+            .await?;
+        // The commands follow the answer: the connection stays open until
+        // they came (agentbus acp fails when the editor hangs up on them).
+        editor
+            .wait_until(|seen| {
+                seen.updates
+                    .iter()
+                    .any(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_)))
+            })
+            .await;
+        Ok(editor.take())
+    })
+    .await;
+    assert_eq!(
+        joined(texts(&replay.updates)),
+        [
+            ("user", "what is 2 + 2?".to_string()),
+            ("thought", "Two and two make four.".to_string()),
+            ("agent", "4".to_string())
+        ],
+        "{replay:#?}"
+    );
+}
+
 #[tokio::test]
 async fn session_list_shows_the_stored_sessions_and_prompts_need_an_open_one() {
     let fx = Fixture::new("plain_reply").await;

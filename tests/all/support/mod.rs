@@ -114,6 +114,16 @@ impl Fixture {
         fx
     }
 
+    /// A profile `scripted-thinking`: the scripted model over the Anthropic
+    /// wire with extended thinking enabled (`thinking_budget = 2048`).
+    pub fn add_thinking_profile(&self) {
+        self.add_config(&format!(
+            "[models.scripted-thinking]\nprovider = \"anthropic\"\nmodel = \"scripted-main\"\n\
+             base_url = \"{}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\nthinking_budget = 2048\n",
+            self.server.anthropic_base_url()
+        ));
+    }
+
     pub fn workspace(&self) -> &Path {
         self.workspace.path()
     }

@@ -277,7 +277,13 @@ impl EventStream {
         loop {
             let frame = tokio::time::timeout(GUARD, self.frames.next())
                 .await
-                .unwrap_or_else(|_| panic!("no event for {GUARD:?}; got {:#?}", self.events))?
+                .unwrap_or_else(|_| {
+                    let last = &self.events[self.events.len().saturating_sub(5)..];
+                    panic!(
+                        "no event for {GUARD:?}; got {} events, the last: {last:#?}",
+                        self.events.len()
+                    )
+                })?
                 .expect("a well-formed SSE frame");
             let Some(data) = frame.data else { continue };
             let event: Value = serde_json::from_str(&data).expect("data is JSON");

@@ -43,6 +43,7 @@ mod render_anthropic;
 mod render_openai;
 mod server;
 mod stream;
+mod thinking;
 mod tokens;
 mod turn;
 mod validate;

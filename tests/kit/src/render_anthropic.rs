@@ -6,11 +6,13 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use crate::thinking;
 use crate::turn::Turn;
 
-/// The SSE frames (`event: NAME\ndata: {json}\n\n`). Text, when there is any,
-/// is block 0 and the tool uses follow; a `ping` comes right after the first
-/// block starts (or after `message_start` when there are no blocks).
+/// The SSE frames (`event: NAME\ndata: {json}\n\n`). Thinking, when there is
+/// any, is block 0 (its deltas, then its `signature_delta`), then the text,
+/// when there is any, and the tool uses; a `ping` comes right after the
+/// first block starts (or after `message_start` when there are no blocks).
 pub(crate) fn render(turn: &Turn) -> Vec<Bytes> {
     let mut frames = vec![event(
         "message_start",
@@ -31,6 +33,18 @@ pub(crate) fn render(turn: &Turn) -> Vec<Bytes> {
     let ping = || event("ping", json!({"type": "ping"}));
 
     let mut blocks: Vec<(Value, Vec<Value>)> = Vec::new();
+    if !turn.thinking.is_empty() {
+        let deltas = turn
+            .pieces(&turn.thinking)
+            .into_iter()
+            .map(|piece| json!({"type": "thinking_delta", "thinking": piece}))
+            .chain([json!({"type": "signature_delta", "signature": thinking::signature(&turn.thinking)})])
+            .collect();
+        blocks.push((
+            json!({"type": "thinking", "thinking": "", "signature": ""}),
+            deltas,
+        ));
+    }
     if !turn.text.is_empty() {
         let deltas = turn
             .pieces(&turn.text)

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use crate::turn::Turn;
 
-/// The SSE frames (`data: {json}\n\n`), ending with `data: [DONE]`. With
+/// The SSE frames (`data: {json}\n\n`), ending with `data: [DONE]`; the
+/// turn's thinking comes first as `delta.reasoning_content`. With
 /// `include_usage` every chunk carries `"usage": null` and a last chunk with
 /// no choices carries the usage, as OpenAI does for
 /// `stream_options.include_usage`.
@@ -39,6 +40,10 @@ pub(crate) fn render(turn: &Turn, include_usage: bool) -> Vec<Bytes> {
     };
 
     let mut frames = vec![delta(json!({"role": "assistant", "content": ""}))];
+    // Reasoning first, as DeepSeek streams it (llama.cpp and vLLM alike).
+    for piece in turn.pieces(&turn.thinking) {
+        frames.push(delta(json!({"content": null, "reasoning_content": piece})));
+    }
     for piece in turn.pieces(&turn.text) {
         frames.push(delta(json!({"content": piece})));
     }

@@ -20,6 +20,12 @@
 //!
 //! * `text` — assistant text. `{last_tool_result}` is replaced by the text of
 //!   the request's last tool result and `{last_user}` by its last user text.
+//! * `thinking` — the model's reasoning, streamed before the text (the same
+//!   templates apply). OpenAI wire: as `delta.reasoning_content`, the way
+//!   llama.cpp and DeepSeek stream it, whatever the request. Anthropic wire:
+//!   as a `thinking` block with its `signature`, and only when the request
+//!   enables thinking (`"thinking": {"type": "enabled", ...}`) — the real
+//!   API sends none otherwise. Its tokens count in the output usage.
 //! * `tool_calls` — `{ id, name, arguments }`; `id` defaults to
 //!   `call_<response>_<n>`, `arguments` is a JSON string or a TOML table
 //!   (rendered as JSON), default `{}`.
@@ -149,6 +155,8 @@ pub(crate) enum ResponseKind {
 pub(crate) struct StreamSpec {
     /// Template text; see [`crate::wire`] for the substitutions.
     pub text: String,
+    /// Template of the reasoning streamed before the text (empty: none).
+    pub thinking: String,
     pub tool_calls: Vec<ToolCall>,
     pub chunk_size: Option<usize>,
     /// `usage` as the script gives it; what it leaves out is filled in when
@@ -212,6 +220,7 @@ struct RawScript {
 #[serde(deny_unknown_fields)]
 struct RawResponse {
     text: Option<String>,
+    thinking: Option<String>,
     tool_calls: Option<Vec<RawToolCall>>,
     chunk_size: Option<usize>,
     usage: Option<RawUsage>,
@@ -307,6 +316,7 @@ fn check(index: usize, mut raw: RawResponse) -> anyhow::Result<ScriptedResponse>
     }
     let match_text = raw.match_text.take();
     let streamed = raw.text.is_some()
+        || raw.thinking.is_some()
         || raw.tool_calls.is_some()
         || raw.chunk_size.is_some()
         || raw.usage.is_some()
@@ -415,6 +425,7 @@ fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
         });
     Ok(StreamSpec {
         text,
+        thinking: raw.thinking.unwrap_or_default(),
         tool_calls,
         chunk_size,
         usage,
@@ -443,6 +454,7 @@ mod tests {
             r#"
             [[response]]
             text = "hi"
+            thinking = "greet them"
             tool_calls = [
               { id = "c1", name = "read_file", arguments = '{"path":"a"}' },
               { name = "ls", arguments = { dir = "." } },
@@ -460,6 +472,7 @@ mod tests {
         assert_eq!(script.responses[0].match_text.as_deref(), Some("alpha"));
         let spec = stream(&script, 0);
         assert_eq!(spec.text, "hi");
+        assert_eq!(spec.thinking, "greet them");
         assert_eq!(spec.chunk_size, Some(2));
         assert_eq!(spec.usage.input_tokens, None);
         assert_eq!(spec.usage.output_tokens, Some(9));
@@ -509,6 +522,7 @@ mod tests {
         for (bad, why) in [
             ("[[response]]\ntext = 'a'\nstatus = 500", "mixes kinds"),
             ("[[response]]\nfixture = 'x'\ntext = 'a'", "mixes kinds"),
+            ("[[response]]\nstatus = 500\nthinking = 'a'", "mixes kinds"),
             ("[[response]]\ntxet = 'a'", "unknown field"),
             ("[[response]]\nchunk_size = 0", "chunk_size"),
             (

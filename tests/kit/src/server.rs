@@ -27,7 +27,7 @@ use crate::record::{self, RecordedRequest, Recorder};
 use crate::script::{ResponseKind, Script};
 use crate::turn::Turn;
 use crate::wire::{self, Wire};
-use crate::{render_anthropic, render_openai, stream, tokens, validate};
+use crate::{render_anthropic, render_openai, stream, thinking, tokens, validate};
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -325,6 +325,18 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
             recording.save();
             return too_long_reply(wire, window, counted, completion);
         }
+    }
+    if wire == Wire::Anthropic
+        && let Some(message) = thinking::refusal(body)
+    {
+        // Refused as the API refuses it, and a violation: agentbus sent
+        // something a real provider rejects.
+        recording
+            .request
+            .violations
+            .push(format!("thinking: {message}"));
+        recording.save();
+        return error_reply(wire, StatusCode::BAD_REQUEST, &message);
     }
     let chosen = shared
         .playback

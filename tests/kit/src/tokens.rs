@@ -60,9 +60,11 @@ pub fn count_text(model: &str, text: &str) -> u64 {
 ///     them) 4 plus the tokens of each text it holds: string content, `text`
 ///     parts/blocks, `tool_result` contents (a string or text blocks), OpenAI
 ///     `tool_calls[].function.name` and `.arguments`, Anthropic `tool_use`
-///     `name` plus the JSON text of its `input` (`serde_json::to_string`).
+///     `name` plus the JSON text of its `input` (`serde_json::to_string`),
+///     Anthropic `thinking` blocks the text of their `thinking`.
 ///
-/// Anything else (images, thinking blocks, unknown fields) counts nothing.
+/// Anything else (images, redacted thinking, OpenAI `reasoning_content`,
+/// unknown fields) counts nothing.
 /// Malformed pieces are skipped, never a panic: the count is made of
 /// whatever a client sent.
 pub fn count_request(wire: Wire, body: &Value) -> u64 {
@@ -191,6 +193,7 @@ impl Counter {
             }),
             Some("tool_use") => text_field("name")
                 .saturating_add(block.get("input").map_or(0, |input| self.json(input))),
+            Some("thinking") => text_field("thinking"),
             _ => 0,
         }
     }
@@ -296,6 +299,7 @@ mod tests {
                 {"role": "user", "content": "read a"},
                 {"role": "assistant", "content": [
                     {"type": "thinking", "thinking": "hmm", "signature": "s"},
+                    {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
                     {"type": "text", "text": "Reading."},
                     {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "a", "max": 3}},
                 ]},
@@ -309,7 +313,8 @@ mod tests {
         let expected = 3
             + (4 + raw(bpe, "be brief") + raw(bpe, "and kind"))
             + (4 + raw(bpe, "read a"))
-            + (4 + raw(bpe, "Reading.")
+            + (4 + raw(bpe, "hmm")
+                + raw(bpe, "Reading.")
                 + raw(bpe, "read_file")
                 + raw(bpe, r#"{"max":3,"path":"a"}"#))
             + (4 + raw(bpe, "alpha") + raw(bpe, "beta") + raw(bpe, "thanks"));

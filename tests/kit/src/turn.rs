@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use crate::script::{StreamSpec, ToolCall, Usage};
+use crate::thinking;
 use crate::tokens;
 use crate::wire::{self, Wire};
 
@@ -16,6 +17,9 @@ pub(crate) struct Turn {
     pub id: String,
     pub model: String,
     pub text: String,
+    /// The reasoning streamed before the text: the script's `thinking`, on
+    /// the Anthropic wire only when the request enabled thinking.
+    pub thinking: String,
     pub tool_calls: Vec<ToolCall>,
     pub chunk_size: Option<usize>,
     pub usage: Usage,
@@ -82,6 +86,10 @@ impl Turn {
             })
         };
         let text = fill(&spec.text, &mut value_of);
+        let thinking = match wire {
+            Wire::Anthropic if !thinking::enabled(body) => String::new(),
+            _ => fill(&spec.thinking, &mut value_of),
+        };
         let model = wire::model(body);
         let usage = match counted {
             None => Usage {
@@ -100,7 +108,11 @@ impl Turn {
                     spec.tool_calls
                         .iter()
                         .map(|call| tokens::count_text(&model, &call.arguments))
-                        .fold(tokens::count_text(&model, &text), u64::saturating_add)
+                        .fold(
+                            tokens::count_text(&model, &text)
+                                .saturating_add(tokens::count_text(&model, &thinking)),
+                            u64::saturating_add,
+                        )
                         .max(1)
                 }),
             },
@@ -109,6 +121,7 @@ impl Turn {
             id: format!("scripted{request_index}"),
             model,
             text,
+            thinking,
             tool_calls: spec.tool_calls.clone(),
             chunk_size: spec.chunk_size,
             usage,
@@ -188,6 +201,7 @@ mod tests {
     fn spec(text: &str) -> StreamSpec {
         StreamSpec {
             text: text.into(),
+            thinking: String::new(),
             tool_calls: Vec::new(),
             chunk_size: None,
             usage: ScriptUsage::default(),
@@ -249,6 +263,29 @@ mod tests {
         let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &body, 0, Some(77));
         assert_eq!(turn.usage.input_tokens, 3);
         assert_eq!(turn.usage.output_tokens, expected);
+    }
+
+    #[test]
+    fn anthropic_thinking_needs_the_request_to_enable_it() {
+        let mut spec = spec("4");
+        spec.thinking = "2 + 2 = {last_user}".into();
+        let plain = json!({"model": "m", "messages": [{"role": "user", "content": "4"}]});
+        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &plain, 0, None);
+        assert_eq!(
+            turn.thinking, "2 + 2 = 4",
+            "OpenAI-compatible servers think unasked"
+        );
+        let (turn, _) = Turn::resolve(&spec, Wire::Anthropic, &plain, 0, None);
+        assert_eq!(turn.thinking, "", "Anthropic thinks only when asked");
+        let mut enabled = plain.clone();
+        enabled["thinking"] = json!({"type": "enabled", "budget_tokens": 1024});
+        let (turn, _) = Turn::resolve(&spec, Wire::Anthropic, &enabled, 0, Some(9));
+        assert_eq!(turn.thinking, "2 + 2 = 4");
+        assert_eq!(
+            turn.usage.output_tokens,
+            tokens::count_text("m", "4") + tokens::count_text("m", "2 + 2 = 4"),
+            "thinking is output"
+        );
     }
 
     #[test]

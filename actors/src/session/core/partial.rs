@@ -2,7 +2,9 @@
 //!
 //! Pure bookkeeping. `finish` turns the blocks into content and tool calls;
 //! tool arguments are parsed once, at the end, so a fragment split anywhere
-//! (even inside a UTF-8 character's escape) is fine.
+//! (even inside a UTF-8 character's escape) is fine. Thinking is kept in
+//! its place among the blocks, with its signature, because Anthropic wants
+//! it back exactly as it came.
 
 use crate::model::ModelEvent;
 use crate::protocol::{BlockKind, ContentBlock, Usage};
@@ -16,6 +18,14 @@ use std::collections::BTreeMap;
 pub enum PartialBlock {
     Text {
         text: String,
+    },
+    Thinking {
+        text: String,
+        /// Empty until the provider signs the block.
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
     },
     ToolUse {
         id: String,
@@ -68,6 +78,10 @@ impl PartialMessage {
                     BlockKind::Text => PartialBlock::Text {
                         text: String::new(),
                     },
+                    BlockKind::Thinking => PartialBlock::Thinking {
+                        text: String::new(),
+                        signature: String::new(),
+                    },
                     BlockKind::ToolUse { id, name } => PartialBlock::ToolUse {
                         id: id.clone(),
                         name: name.clone(),
@@ -86,6 +100,31 @@ impl PartialMessage {
                 if let PartialBlock::Text { text: t } = block {
                     t.push_str(text);
                 }
+            }
+            ModelEvent::ThinkingDelta { index, text } => {
+                let block = self
+                    .blocks
+                    .entry(*index)
+                    .or_insert_with(|| PartialBlock::Thinking {
+                        text: String::new(),
+                        signature: String::new(),
+                    });
+                if let PartialBlock::Thinking { text: t, .. } = block {
+                    t.push_str(text);
+                }
+            }
+            ModelEvent::ThinkingSignature { index, signature } => {
+                if let Some(PartialBlock::Thinking { signature: s, .. }) =
+                    self.blocks.get_mut(index)
+                {
+                    s.push_str(signature);
+                }
+            }
+            ModelEvent::RedactedThinking { index, data } => {
+                self.blocks.insert(
+                    *index,
+                    PartialBlock::RedactedThinking { data: data.clone() },
+                );
             }
             ModelEvent::ToolInputDelta {
                 index,
@@ -106,12 +145,14 @@ impl PartialMessage {
     pub fn is_empty(&self) -> bool {
         self.blocks.values().all(|b| match b {
             PartialBlock::Text { text } => text.is_empty(),
-            PartialBlock::ToolUse { .. } => false,
+            PartialBlock::Thinking { text, signature } => text.is_empty() && signature.is_empty(),
+            PartialBlock::RedactedThinking { .. } | PartialBlock::ToolUse { .. } => false,
         })
     }
 
-    /// The blocks as content and tool calls. Empty text blocks are dropped;
-    /// tool calls without an id get `fallback_id(index)`.
+    /// The blocks as content and tool calls. Empty text blocks are dropped
+    /// (and thinking blocks with neither reasoning nor a signature); tool
+    /// calls without an id get `fallback_id(index)`.
     pub fn finish(&self, fallback_id: impl Fn(usize) -> String) -> AssembledMessage {
         let mut content = Vec::new();
         let mut calls = Vec::new();
@@ -121,6 +162,17 @@ impl PartialMessage {
                     if !text.is_empty() {
                         content.push(ContentBlock::Text { text: text.clone() });
                     }
+                }
+                PartialBlock::Thinking { text, signature } => {
+                    if !text.is_empty() || !signature.is_empty() {
+                        content.push(ContentBlock::Thinking {
+                            thinking: text.clone(),
+                            signature: Some(signature.clone()).filter(|s| !s.is_empty()),
+                        });
+                    }
+                }
+                PartialBlock::RedactedThinking { data } => {
+                    content.push(ContentBlock::RedactedThinking { data: data.clone() });
                 }
                 PartialBlock::ToolUse { id, name, json } => {
                     let id = if id.is_empty() {
@@ -253,6 +305,69 @@ mod tests {
                 name: "bash".into(),
                 input: Value::String("{not json".into())
             }
+        );
+    }
+
+    #[test]
+    fn thinking_keeps_its_place_and_signature_and_is_not_text() {
+        let mut p = PartialMessage::default();
+        p.apply(&ModelEvent::BlockStart {
+            index: 0,
+            block: BlockKind::Thinking,
+        });
+        assert!(p.is_empty(), "an empty thinking block is nothing yet");
+        for piece in ["2 + 2", " is 4."] {
+            p.apply(&ModelEvent::ThinkingDelta {
+                index: 0,
+                text: piece.into(),
+            });
+        }
+        assert!(
+            !p.is_empty(),
+            "streamed thinking was shown: a retry discards it"
+        );
+        for piece in ["sig", "ned"] {
+            p.apply(&ModelEvent::ThinkingSignature {
+                index: 0,
+                signature: piece.into(),
+            });
+        }
+        p.apply(&ModelEvent::RedactedThinking {
+            index: 1,
+            data: "opaque".into(),
+        });
+        // An unsigned thinking block (a server's reasoning_content) stays
+        // unsigned; an empty one vanishes.
+        p.apply(&ModelEvent::ThinkingDelta {
+            index: 2,
+            text: "hmm".into(),
+        });
+        p.apply(&ModelEvent::BlockStart {
+            index: 3,
+            block: BlockKind::Thinking,
+        });
+        p.apply(&ModelEvent::TextDelta {
+            index: 4,
+            text: "4".into(),
+        });
+        let m = p.finish(|i| format!("gen{i}"));
+        assert_eq!(m.text(), "4", "thinking is not the answer");
+        assert_eq!(
+            m.content,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: "2 + 2 is 4.".into(),
+                    signature: Some("signed".into()),
+                },
+                ContentBlock::RedactedThinking {
+                    data: "opaque".into()
+                },
+                ContentBlock::Thinking {
+                    thinking: "hmm".into(),
+                    signature: None,
+                },
+                ContentBlock::Text { text: "4".into() },
+            ]
         );
     }
 

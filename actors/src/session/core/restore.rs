@@ -150,7 +150,7 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                             ContentBlock::ToolUse { id, name, .. } => {
                                 Some((id.clone(), name.clone()))
                             }
-                            ContentBlock::Text { .. } => None,
+                            _ => None,
                         })
                         .collect();
                 }

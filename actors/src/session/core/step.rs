@@ -402,7 +402,8 @@ fn start_compaction(
     });
 }
 
-/// One event of the summarising call: only its text and usage matter.
+/// One event of the summarising call: only its text and usage matter (its
+/// thinking, if the model thinks, is not the summary).
 fn on_compaction_event(state: &mut SessionState, event: ModelEvent, fx: &mut Vec<Effect>) {
     let Some(call) = state.compacting.as_mut() else {
         return;
@@ -431,6 +432,9 @@ fn on_compaction_event(state: &mut SessionState, event: ModelEvent, fx: &mut Vec
         }
         ModelEvent::Finished { .. } => finish_compaction(state, fx),
         ModelEvent::BlockStart { .. }
+        | ModelEvent::ThinkingDelta { .. }
+        | ModelEvent::ThinkingSignature { .. }
+        | ModelEvent::RedactedThinking { .. }
         | ModelEvent::ToolInputDelta { .. }
         | ModelEvent::BlockStop { .. } => {}
     }
@@ -537,6 +541,11 @@ fn on_model_event(
     let delta = match event {
         ModelEvent::BlockStart { index, block } => Some(StreamDelta::BlockStart { index, block }),
         ModelEvent::TextDelta { index, text } => Some(StreamDelta::TextDelta { index, text }),
+        ModelEvent::ThinkingDelta { index, text } => {
+            Some(StreamDelta::ThinkingDelta { index, text })
+        }
+        // Opaque: kept in the message, never streamed to front ends.
+        ModelEvent::ThinkingSignature { .. } | ModelEvent::RedactedThinking { .. } => None,
         ModelEvent::ToolInputDelta {
             index,
             partial_json,

@@ -1408,6 +1408,111 @@ fn context_command_breaks_the_budget_down() {
 }
 
 #[test]
+fn thinking_streams_as_thinking_is_kept_signed_and_is_not_the_answer() {
+    let mut h = limited(4000);
+    h.query("what is 2 + 2?");
+    let id = model_calls(&h.effects).last().expect("call").0;
+    let thought = "Two and two make four, which is the answer.";
+    for event in [
+        ModelEvent::BlockStart {
+            index: 0,
+            block: BlockKind::Thinking,
+        },
+        ModelEvent::ThinkingDelta {
+            index: 0,
+            text: thought.into(),
+        },
+        ModelEvent::ThinkingSignature {
+            index: 0,
+            signature: "sig".into(),
+        },
+        ModelEvent::BlockStop { index: 0 },
+        ModelEvent::RedactedThinking {
+            index: 1,
+            data: "opaque".into(),
+        },
+        ModelEvent::TextDelta {
+            index: 2,
+            text: "4".into(),
+        },
+        ModelEvent::Finished {
+            finish_reason: "end_turn".into(),
+        },
+    ] {
+        h.model(id, event);
+    }
+    let deltas: Vec<StreamDelta> = h
+        .events()
+        .into_iter()
+        .filter_map(|m| match m {
+            AgentMessage::StreamEvent(s) => Some(s.event),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        deltas[..3],
+        [
+            StreamDelta::BlockStart {
+                index: 0,
+                block: BlockKind::Thinking
+            },
+            StreamDelta::ThinkingDelta {
+                index: 0,
+                text: thought.into()
+            },
+            StreamDelta::BlockStop { index: 0 },
+        ],
+        "the signature and the redacted block never stream"
+    );
+    let assistant = h
+        .events()
+        .into_iter()
+        .find_map(|m| match m {
+            AgentMessage::Assistant(a) => Some(a),
+            _ => None,
+        })
+        .expect("assistant");
+    assert_eq!(
+        assistant.content,
+        vec![
+            ContentBlock::Thinking {
+                thinking: thought.into(),
+                signature: Some("sig".into()),
+            },
+            ContentBlock::RedactedThinking {
+                data: "opaque".into()
+            },
+            ContentBlock::Text { text: "4".into() },
+        ]
+    );
+    assert_eq!(h.results()[0].text, "4", "thinking is not the answer");
+
+    // What is sent back is counted apart.
+    h.query("/context");
+    let reply = system_events(&h, SystemSubtype::Context)
+        .pop()
+        .expect("reply");
+    let report = reply
+        .payload::<crate::protocol::context::ContextReport>()
+        .expect("report");
+    let ledger = &h.state().context.ledger;
+    assert_eq!(report.thinking, ledger.text_tokens(thought));
+    assert_eq!(
+        report.used,
+        report.system_prompt
+            + report.tool_definitions
+            + report.messages
+            + report.thinking
+            + report.tool_outputs
+    );
+    assert!(
+        reply.message.contains("\n  thinking  "),
+        "{}",
+        reply.message
+    );
+}
+
+#[test]
 fn session_commands_hold_the_queue_until_the_driver_answers() {
     let mut h = Harness::new();
     let new = h.query("/new");

@@ -1,6 +1,7 @@
 //! OpenAI Chat Completions request rules: valid roles, every assistant tool
 //! call answered by exactly one `tool` message before the next non-tool
-//! message, no `tool` message without its call, well-formed `tools`.
+//! message, no `tool` message without its call, well-formed `tools`, no
+//! reasoning sent back (`reasoning_content`, which DeepSeek refuses).
 
 use serde_json::Value;
 
@@ -131,6 +132,15 @@ fn check_assistant(
             true
         }
     };
+    if message
+        .get("reasoning_content")
+        .is_some_and(|reasoning| !reasoning.is_null())
+    {
+        // DeepSeek answers 400: the reasoning is for display only.
+        violations.push(format!(
+            "{at}: assistant `reasoning_content` sent back (DeepSeek refuses it: \"Please remove the reasoning_content from your input messages\")"
+        ));
+    }
     let calls = match message.get("tool_calls") {
         None | Some(Value::Null) => None,
         Some(Value::Array(calls)) if calls.is_empty() => {
@@ -310,6 +320,20 @@ mod tests {
         assert_eq!(found.len(), 2, "{found:#?}");
         assert!(found[0].contains("answered more than once"));
         assert!(found[1].contains("`c`") && found[1].contains("end of `messages`"));
+    }
+
+    #[test]
+    fn flags_reasoning_sent_back() {
+        let found = violations(json!([
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "Hello", "reasoning_content": "greet back"},
+            {"role": "user", "content": "again"},
+        ]));
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(
+            found[0].starts_with("messages[1]: assistant `reasoning_content` sent back"),
+            "{found:#?}"
+        );
     }
 
     #[test]

@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 struct Assembled {
     /// By block index: the block as started, plus text / partial JSON.
     blocks: BTreeMap<u64, (Value, String)>,
+    /// The `signature_delta`s of thinking blocks, by index.
+    signatures: BTreeMap<u64, String>,
     stop_reason: Option<String>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
@@ -65,6 +67,14 @@ fn reassemble(frames: &[Frame]) -> Assembled {
                     }
                     (Some("tool_use"), Some("input_json_delta")) => {
                         acc.push_str(delta["partial_json"].as_str().expect("partial_json"))
+                    }
+                    (Some("thinking"), Some("thinking_delta")) => {
+                        acc.push_str(delta["thinking"].as_str().expect("thinking"))
+                    }
+                    (Some("thinking"), Some("signature_delta")) => {
+                        let signature = delta["signature"].as_str().expect("signature");
+                        let previous = out.signatures.insert(index, signature.to_owned());
+                        assert!(previous.is_none(), "one signature per block");
                     }
                     other => panic!("delta {other:?} does not fit its block"),
                 }
@@ -189,4 +199,108 @@ async fn anthropic_errors_use_anthropic_error_shape() {
     let error = reply.json();
     assert_eq!(error["type"], "error");
     assert_eq!(error["error"]["type"], "invalid_request_error");
+}
+
+/// A request that enables thinking (with room for it under `max_tokens`).
+fn thinking_request() -> Value {
+    let mut body = messages_request();
+    body["max_tokens"] = json!(4096);
+    body["thinking"] = json!({"type": "enabled", "budget_tokens": 1024});
+    body
+}
+
+#[tokio::test]
+async fn anthropic_thinks_only_when_asked_and_signs_its_thinking() {
+    let script = Script::from_toml_str(
+        "[[response]]\nthinking = 'Read a, then b.'\ntext = 'Reading.'\n\
+         [[response]]\nthinking = 'Read a, then b.'\ntext = 'Reading.'\n",
+    )
+    .unwrap();
+    let server = ScriptedModel::start(script).await.unwrap();
+    let plain = reassemble(
+        &post(server.addr(), "/v1/messages", &messages_request())
+            .await
+            .frames(),
+    );
+    assert_eq!(plain.blocks.len(), 1, "no thinking unasked: {plain:?}");
+    assert_eq!(plain.blocks[&0].1, "Reading.");
+
+    let thought = reassemble(
+        &post(server.addr(), "/v1/messages", &thinking_request())
+            .await
+            .frames(),
+    );
+    assert_eq!(
+        thought.blocks[&0],
+        (
+            json!({"type": "thinking", "thinking": "", "signature": ""}),
+            "Read a, then b.".into()
+        )
+    );
+    assert!(thought.signatures[&0].len() > 10, "{thought:?}");
+    assert_eq!(thought.blocks[&1].1, "Reading.");
+    assert!(server.violations().is_empty(), "{:#?}", server.violations());
+}
+
+#[tokio::test]
+async fn a_tool_round_without_its_signed_thinking_is_refused_with_the_apis_400() {
+    let script = Script::from_toml_str(
+        "[[response]]\nthinking = 'Read a first.'\n\
+         tool_calls = [{ id = 'toolu_1', name = 'read_file', arguments = { path = 'a' } }]\n\
+         [[response]]\ntext = 'A says hi.'\n",
+    )
+    .unwrap();
+    let server = ScriptedModel::start(script).await.unwrap();
+    let first = reassemble(
+        &post(server.addr(), "/v1/messages", &thinking_request())
+            .await
+            .frames(),
+    );
+    let signature = first.signatures[&0].clone();
+    let continued = |thinking: Option<Value>| {
+        let mut assistant = vec![
+            json!({"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}}),
+        ];
+        if let Some(thinking) = thinking {
+            assistant.insert(0, thinking);
+        }
+        let mut body = thinking_request();
+        body["messages"] = json!([
+            {"role": "user", "content": "read a and b"},
+            {"role": "assistant", "content": assistant},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "hi"}]},
+        ]);
+        body
+    };
+    let refusals = [
+        (
+            None,
+            "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`.",
+        ),
+        (
+            Some(json!({"type": "thinking", "thinking": "Read b first.", "signature": signature})),
+            "messages.1.content.0: Invalid `signature` in `thinking` block",
+        ),
+    ];
+    for (thinking, says) in refusals {
+        let reply = post(server.addr(), "/v1/messages", &continued(thinking)).await;
+        assert_eq!(reply.status, 400);
+        let error = reply.json();
+        assert_eq!(error["type"], "error");
+        assert_eq!(error["error"]["type"], "invalid_request_error");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with(says), "{message}");
+    }
+    assert_eq!(server.violations().len(), 2, "{:#?}", server.violations());
+    assert_eq!(
+        server.remaining_responses(),
+        1,
+        "a refusal consumes nothing"
+    );
+
+    let sealed = json!({"type": "thinking", "thinking": "Read a first.", "signature": signature});
+    let reply = post(server.addr(), "/v1/messages", &continued(Some(sealed))).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reassemble(&reply.frames()).blocks[&0].1, "A says hi.");
+    assert_eq!(server.violations().len(), 2, "the sealed thinking passes");
 }

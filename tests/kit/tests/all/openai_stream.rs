@@ -12,6 +12,10 @@ use serde_json::{Value, json};
 #[derive(Debug, Default)]
 struct Assembled {
     content: String,
+    /// `reasoning_content`, joined.
+    reasoning: String,
+    /// Whether reasoning came after content started.
+    reasoning_after_content: bool,
     /// By `index`: (id, name, arguments).
     calls: BTreeMap<u64, (String, String, String)>,
     finish_reason: Option<String>,
@@ -47,6 +51,10 @@ fn reassemble(frames: &[Frame]) -> Assembled {
         let delta = &choice["delta"];
         if n == 0 {
             assert_eq!(delta, &json!({"role": "assistant", "content": ""}));
+        }
+        if let Some(text) = delta.get("reasoning_content").and_then(Value::as_str) {
+            out.reasoning_after_content |= !out.content.is_empty();
+            out.reasoning.push_str(text);
         }
         if let Some(text) = delta.get("content").and_then(Value::as_str) {
             out.content.push_str(text);
@@ -278,4 +286,25 @@ async fn records_headers_and_lists_models() {
     assert_eq!(reply.status, 404);
     assert_eq!(server.problems().len(), 1, "{:#?}", server.problems());
     assert!(server.problems()[0].starts_with("request 1 (GET /v2/nothing): "));
+}
+
+#[tokio::test]
+async fn openai_thinking_streams_as_reasoning_content_before_the_text() {
+    let script = Script::from_toml_str(
+        "[[response]]\nthinking = 'First the files, then the answer.'\ntext = 'Done.'\nchunk_size = 4",
+    )
+    .unwrap();
+    let server = ScriptedModel::start(script).await.unwrap();
+    let reply = post(
+        server.addr(),
+        "/v1/chat/completions",
+        &chat_request(json!({})),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let out = reassemble(&reply.frames());
+    assert_eq!(out.reasoning, "First the files, then the answer.");
+    assert!(!out.reasoning_after_content, "reasoning comes first");
+    assert_eq!(out.content, "Done.");
+    assert!(server.violations().is_empty(), "{:#?}", server.violations());
 }

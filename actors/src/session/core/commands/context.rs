@@ -1,6 +1,7 @@
 //! `/context` — where the context budget of the next request goes: system
 //! prompt, instructions (and the files they came from), tool definitions,
-//! messages, tool outputs, and what is free.
+//! messages, the model's thinking sent back (when there is any), tool
+//! outputs, and what is free.
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent};
@@ -45,9 +46,13 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
         }
     }
     text.push_str(&format!(
-        "\n  tool definitions  {:>8}\n  messages          {:>8}\n  tool outputs      {:>8}",
-        report.tool_definitions, report.messages, report.tool_outputs,
+        "\n  tool definitions  {:>8}\n  messages          {:>8}",
+        report.tool_definitions, report.messages,
     ));
+    if report.thinking > 0 {
+        text.push_str(&format!("\n  thinking          {:>8}", report.thinking));
+    }
+    text.push_str(&format!("\n  tool outputs      {:>8}", report.tool_outputs));
     if let Some(free) = report.free {
         text.push_str(&format!("\n  free              {free:>8}"));
     }

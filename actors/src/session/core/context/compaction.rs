@@ -139,6 +139,9 @@ fn transcribe(out: &mut String, message: &Message) {
                     ContentBlock::ToolUse { name, input, .. } => {
                         let _ = writeln!(out, "[assistant called {name}] {input}");
                     }
+                    // The model's reasoning is not the conversation: the
+                    // summary is of what was said and done.
+                    ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
                 }
             }
         }

@@ -29,7 +29,7 @@ pub mod view;
 use super::state::SessionState;
 use crate::model::ModelRequest;
 use crate::protocol::context::{ContextReport, InstructionSource};
-use crate::protocol::{ContextConfig, Message, PermissionMode, Strategy};
+use crate::protocol::{ContentBlock, ContextConfig, Message, PermissionMode, Strategy};
 use crate::tokens::{self, Encoding};
 use ledger::Ledger;
 use view::{Limits, Plan};
@@ -460,9 +460,24 @@ pub fn report(state: &mut SessionState) -> ContextReport {
                 } else {
                     costs[i - assessment.start]
                 };
-                match state.history[i] {
+                match &state.history[i] {
                     Message::ToolResult { .. } => report.tool_outputs += cost,
-                    _ => report.messages += cost,
+                    Message::Assistant { content, .. } => {
+                        let thinking = content
+                            .iter()
+                            .filter_map(|block| match block {
+                                ContentBlock::Thinking {
+                                    thinking,
+                                    signature: Some(_),
+                                } => Some(state.context.ledger.text_tokens(thinking)),
+                                _ => None,
+                            })
+                            .sum::<u64>()
+                            .min(cost);
+                        report.thinking += thinking;
+                        report.messages += cost - thinking;
+                    }
+                    Message::User { .. } => report.messages += cost,
                 }
             }
         }
@@ -473,6 +488,7 @@ pub fn report(state: &mut SessionState) -> ContextReport {
         + report.instructions
         + report.tool_definitions
         + report.messages
+        + report.thinking
         + report.tool_outputs;
     report.free = report.limit.map(|l| l.saturating_sub(report.used));
     report

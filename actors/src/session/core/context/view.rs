@@ -6,7 +6,9 @@
 //! turn; the one exception is the cheap tier, which shows an old tool
 //! output as a one-line marker (its call stays, so the pair stays intact).
 //! The most recent turns are protected and sent even when they alone exceed
-//! the budget — the plan says so, and the session tells the user.
+//! the budget — the plan says so, and the session tells the user. An
+//! assistant message is never changed: its thinking blocks go with it as
+//! they came (a signed one must reach Anthropic unaltered).
 
 use crate::protocol::{Message, Strategy};
 use std::ops::Range;
@@ -238,7 +240,7 @@ pub fn check_pairs(messages: &[Message]) -> Result<(), String> {
                     .iter()
                     .filter_map(|b| match b {
                         ContentBlock::ToolUse { id, .. } => Some(id.as_str()),
-                        ContentBlock::Text { .. } => None,
+                        _ => None,
                     })
                     .collect();
             }
