@@ -3,10 +3,13 @@
 //! ([`crate::remote`]). Plain data. Events themselves are the protocol's
 //! envelopes.
 
+use crate::config::ConfigError;
 use agentbus_actors::protocol::ControlCommand;
 use agentbus_actors::runtime::{ListCursor, SessionRecord};
+use agentbus_actors::settings::McpServerConfig;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use utoipa::ToSchema;
 
 /// `POST /v1/sessions`.
@@ -30,6 +33,68 @@ pub struct CreateSession {
     /// The named agent it runs as: `build` (default), `plan`, or one of
     /// the configuration's or the workspace's agent files.
     pub agent: Option<String>,
+    /// MCP servers of its own (an editor's), offered to this session alone.
+    #[schema(value_type = Option<crate::api_schemas::McpServerMap>)]
+    pub mcp_servers: Option<McpServers>,
+}
+
+/// `POST /v1/sessions/{id}/open`.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OpenSession {
+    /// The MCP servers the session has of its own from now on, replacing
+    /// those it had (absent: it keeps them; a session not loaded has none).
+    #[schema(value_type = Option<crate::api_schemas::McpServerMap>)]
+    pub mcp_servers: Option<McpServers>,
+}
+
+/// MCP servers given with a session: `{NAME: settings}`, each settings
+/// object shaped like a `[mcp_servers.NAME]` table of the configuration.
+/// They travel as they are — `env` and `headers`, which may hold secrets,
+/// included — and are never stored or logged (`Debug` shows the names
+/// only).
+#[derive(Clone, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct McpServers(pub serde_json::Map<String, serde_json::Value>);
+
+impl std::fmt::Debug for McpServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
+impl McpServers {
+    /// Most servers one request may give a session (each is a process).
+    pub const MAX: usize = crate::api_schemas::MAX_MCP_SERVERS;
+
+    /// The servers as a request carries them, secrets included.
+    pub fn new(servers: &BTreeMap<String, McpServerConfig>) -> Self {
+        let mut map = serde_json::Map::new();
+        for (name, config) in servers {
+            // `env` and `headers` are never serialised with the rest.
+            let Ok(serde_json::Value::Object(mut fields)) = serde_json::to_value(config) else {
+                tracing::warn!(server = %name, "an MCP server's settings could not be written as JSON; it is not sent");
+                continue;
+            };
+            fields.insert("env".into(), serde_json::json!(config.env));
+            fields.insert("headers".into(), serde_json::json!(config.headers));
+            map.insert(name.clone(), serde_json::Value::Object(fields));
+        }
+        McpServers(map)
+    }
+
+    /// Each server's settings, checked like a `[mcp_servers.NAME]` table:
+    /// the first that does not fit is refused, naming the server and the
+    /// field.
+    pub fn settings(self) -> Result<BTreeMap<String, McpServerConfig>, ConfigError> {
+        self.0
+            .into_iter()
+            .map(|(name, value)| {
+                let config = crate::config::given_mcp_server(&name, value, "the request body")?;
+                Ok((name, config))
+            })
+            .collect()
+    }
 }
 
 /// A new session's id.
@@ -380,5 +445,28 @@ pub fn checked_seq(seq: u64, what: &str) -> Result<u64, String> {
         Err(format!("{what} is {seq}; a seq is at most {MAX_SEQ}"))
     } else {
         Ok(seq)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mcp_servers_travel_whole_and_are_read_back_as_they_were() {
+        let mut stdio = McpServerConfig::stdio("mcp-fs", &["--root", "."]);
+        stdio.env.insert("TOKEN".into(), "env-secret".into());
+        stdio.cwd = Some("/ws".into());
+        let mut http = McpServerConfig::http("https://mcp.example/mcp");
+        http.headers
+            .insert("Authorization".into(), "Bearer header-secret".into());
+        let servers = BTreeMap::from([("fs".to_string(), stdio), ("gh".to_string(), http)]);
+        let body = McpServers::new(&servers);
+        let sent = serde_json::to_string(&body).unwrap();
+        assert!(sent.contains("env-secret") && sent.contains("header-secret"));
+        let shown = format!("{body:?}");
+        assert!(!shown.contains("secret") && shown.contains("fs"), "{shown}");
+        let received: McpServers = serde_json::from_str(&sent).unwrap();
+        assert_eq!(received.settings().unwrap(), servers);
     }
 }

@@ -139,6 +139,124 @@ impl PartialSchema for ContextOptions {
 
 impl ToSchema for ContextOptions {}
 
+/// Most MCP servers one request may give a session (each is a process).
+pub const MAX_MCP_SERVERS: usize = 64;
+
+/// The MCP servers given with a session (`McpServers`): `{NAME: settings}`,
+/// each settings object a `[mcp_servers.NAME]` table of the configuration
+/// (`McpServerConfig`, its unknown fields refused), with exactly one of
+/// `command` and `url`.
+pub struct McpServerMap;
+
+impl PartialSchema for McpServerMap {
+    fn schema() -> RefOr<Schema> {
+        let described = |kind: SchemaType, description: &str| {
+            ObjectBuilder::new()
+                .schema_type(kind)
+                .description(Some(description))
+        };
+        let text = || ObjectBuilder::new().schema_type(Type::String).build();
+        let strings = |description: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(Schema::Object(
+                    text(),
+                )))))
+                .description(Some(description))
+        };
+        let seconds = |description: &str| {
+            described(Type::Integer.into(), description)
+                .minimum(Some(0))
+                .maximum(Some(u64::MAX))
+        };
+        let fields = ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .property(
+                "enabled",
+                described(Type::Boolean.into(), "`false`: not started (default: true)"),
+            )
+            .property(
+                "command",
+                described(
+                    nullable(Type::String),
+                    "The program of a stdio server, run on the server's host as the daemon's user",
+                ),
+            )
+            .property(
+                "args",
+                ArrayBuilder::new()
+                    .items(text())
+                    .description(Some("Its arguments")),
+            )
+            .property(
+                "env",
+                strings("Variables set for the program (values are never stored, shown or logged; `${VAR}` is not expanded)"),
+            )
+            .property(
+                "cwd",
+                described(
+                    nullable(Type::String),
+                    "The program's working directory (default: the session's workspace)",
+                ),
+            )
+            .property(
+                "url",
+                described(
+                    nullable(Type::String),
+                    "The endpoint of a streamable HTTP server",
+                ),
+            )
+            .property(
+                "headers",
+                strings("HTTP headers sent to it (values are never stored, shown or logged)"),
+            )
+            .property(
+                "prompt",
+                described(
+                    nullable(Type::String),
+                    "Text appended to this session's system prompt",
+                ),
+            )
+            .property(
+                "startup_timeout_secs",
+                seconds("Starting may take this long (default: 30)"),
+            )
+            .property(
+                "tool_timeout_secs",
+                seconds("One tool call may take this long (default: 300)"),
+            )
+            .additional_properties(closed());
+        let reached_by = |field: &str| {
+            ObjectBuilder::new()
+                .schema_type(Type::Object)
+                .property(field, text())
+                .required(field)
+        };
+        let settings = utoipa::openapi::schema::AllOfBuilder::new()
+            .item(fields)
+            .item(
+                OneOfBuilder::new()
+                    .item(reached_by("command"))
+                    .item(reached_by("url")),
+            )
+            .description(Some(
+                "One MCP server, as a `[mcp_servers.NAME]` table of the configuration: exactly one of `command` (stdio) and `url` (streamable HTTP)",
+            ));
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .additional_properties(Some(AdditionalProperties::RefOr(RefOr::T(
+                settings.build().into(),
+            ))))
+            .max_properties(Some(MAX_MCP_SERVERS))
+            .description(Some(
+                "MCP servers of this session's own, by name, joining the configured ones for it alone (a configured server's name is not started: that one is used). Never stored: a session opened again has what that request gives",
+            ))
+            .into()
+    }
+}
+
+impl ToSchema for McpServerMap {}
+
 /// A fork's parent: `[parent id, seq]`.
 pub struct SessionParent;
 

@@ -365,9 +365,11 @@ impl McpSettings {
     }
 }
 
-/// One MCP server (`[mcp_servers.NAME]`, or an entry of a `.mcp.json`).
-/// Exactly one of `command` (stdio) and `url` (streamable HTTP) is set.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+/// One MCP server (`[mcp_servers.NAME]`, an entry of a `.mcp.json`, or one
+/// given with a session). Exactly one of `command` (stdio) and `url`
+/// (streamable HTTP) is set. `env` and `headers` may hold secrets: they are
+/// never serialised, and `Debug` shows their names only.
+#[derive(Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// `false`: configured but not started.
@@ -413,6 +415,24 @@ fn default_true() -> bool {
 }
 fn default_startup_timeout_secs() -> u64 {
     30
+}
+
+impl fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The values of `env` and `headers` may be secrets: names only.
+        f.debug_struct("McpServerConfig")
+            .field("enabled", &self.enabled)
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("prompt", &self.prompt)
+            .field("startup_timeout_secs", &self.startup_timeout_secs)
+            .field("tool_timeout_secs", &self.tool_timeout_secs)
+            .finish()
+    }
 }
 
 impl McpServerConfig {
@@ -819,6 +839,27 @@ mod tests {
                 .unwrap()
                 .contains("sk-very-secret")
         );
+    }
+
+    #[test]
+    fn an_mcp_servers_env_and_headers_never_show_in_debug_or_json() {
+        let mut stdio = McpServerConfig::stdio("srv", &[]);
+        stdio.env.insert("TOKEN".into(), "env-very-secret".into());
+        let mut http = McpServerConfig::http("https://x/mcp");
+        http.headers
+            .insert("Authorization".into(), "Bearer header-very-secret".into());
+        for config in [stdio, http] {
+            let shown = format!("{config:?} {}", serde_json::to_string(&config).unwrap());
+            assert!(!shown.contains("very-secret"), "{shown}");
+        }
+        let shown = format!(
+            "{:?}",
+            McpServerConfig {
+                env: [("TOKEN".into(), "x".into())].into(),
+                ..McpServerConfig::stdio("srv", &[])
+            }
+        );
+        assert!(shown.contains("TOKEN"), "the names are shown: {shown}");
     }
 
     #[test]

@@ -54,6 +54,7 @@ pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode>
             server: name.clone(),
         };
         let tools = catalog
+            .shared
             .tools
             .iter()
             .filter(|t| t.origin == origin)
@@ -63,7 +64,7 @@ pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode>
                 summary: t.summary().to_string(),
             })
             .collect();
-        let known = catalog.servers.get(name).cloned();
+        let known = catalog.shared.servers.get(name).cloned();
         let status = match &known {
             Some(status) => serde_json::to_value(status)?,
             None if !config.enabled => json!({"state": "disabled"}),

@@ -9,7 +9,16 @@ pub fn check<T: serde::de::DeserializeOwned>(
     table: &toml::Table,
     origin: &str,
 ) -> Result<T, ConfigError> {
-    serde_path_to_error::deserialize(toml::Value::Table(table.clone())).map_err(|e| {
+    check_value(toml::Value::Table(table.clone()), origin)
+}
+
+/// Deserialise `value` — a TOML table, or a JSON object as the HTTP API
+/// gets one — naming the key that does not fit.
+pub fn check_value<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
+    value: D,
+    origin: &str,
+) -> Result<T, ConfigError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
         let key = e.path().to_string();
         ConfigError::Invalid {
             origin: origin.to_string(),
@@ -37,7 +46,16 @@ pub fn check_entry<T: serde::de::DeserializeOwned>(
     origin: &str,
     prefix: &str,
 ) -> Result<T, ConfigError> {
-    check(table, origin).map_err(|e| match e {
+    check_value_entry(toml::Value::Table(table.clone()), origin, prefix)
+}
+
+/// [`check_entry`] of any value (a JSON object as the HTTP API gets one).
+pub fn check_value_entry<'de, T: serde::Deserialize<'de>, D: serde::Deserializer<'de>>(
+    value: D,
+    origin: &str,
+    prefix: &str,
+) -> Result<T, ConfigError> {
+    check_value(value, origin).map_err(|e| match e {
         ConfigError::Invalid {
             origin,
             key,

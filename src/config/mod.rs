@@ -20,7 +20,7 @@ pub use error::ConfigError;
 
 use agentbus_actors::permissions::Rules;
 use agentbus_actors::settings::{McpServerConfig, ModelProfile, PermissionSettings, Settings};
-use check::{check, check_entry};
+use check::{check, check_entry, check_value_entry};
 use file::ConfigFile;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -323,16 +323,65 @@ fn mcp_servers(
     for (name, (table, origin)) in tables {
         let prefix = format!("mcp_servers.{name}");
         let server: McpServerConfig = check_entry(&table, &origin, &prefix)?;
-        if server.command.is_some() == server.url.is_some() {
-            return Err(ConfigError::Invalid {
-                origin,
-                key: prefix,
-                message: "set exactly one of `command` (a stdio server) and `url` (a streamable HTTP server)".into(),
-            });
-        }
-        servers.insert(name, server);
+        servers.insert(name, one_transport(server, &origin, prefix)?);
     }
     Ok(servers)
+}
+
+/// An MCP server given with a session, as the HTTP API gets it (an entry
+/// `NAME` of a request's `mcp_servers`): the shape of a
+/// `[mcp_servers.NAME]` table, checked alike, so a refusal names the server
+/// and the field. `${VAR}` is not expanded: the variables are the server's,
+/// not the client's to read.
+pub fn given_mcp_server(
+    name: &str,
+    value: serde_json::Value,
+    origin: &str,
+) -> Result<McpServerConfig, ConfigError> {
+    let prefix = format!("mcp_servers.{name}");
+    // serde would read the settings from an array too, field by field.
+    if !value.is_object() {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: prefix,
+            message: format!(
+                "expected an object of settings, such as {{\"command\": \"PROGRAM\"}}, not {}",
+                json_kind(&value)
+            ),
+        });
+    }
+    let server: McpServerConfig = check_value_entry(value, origin, &prefix)?;
+    one_transport(server, origin, prefix)
+}
+
+/// What kind of JSON value `value` is, for messages.
+fn json_kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+/// A server must say how it is reached: exactly one of `command` and `url`.
+fn one_transport(
+    server: McpServerConfig,
+    origin: &str,
+    key: String,
+) -> Result<McpServerConfig, ConfigError> {
+    if server.command.is_some() == server.url.is_some() {
+        return Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key,
+            message:
+                "set exactly one of `command` (a stdio server) and `url` (a streamable HTTP server)"
+                    .into(),
+        });
+    }
+    Ok(server)
 }
 
 /// Merge `layer` over `base`: tables merge recursively, other values replace.
@@ -702,6 +751,50 @@ mod tests {
             err.contains("file0.toml") && err.contains("models.mine"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_given_mcp_server_is_checked_like_a_configured_one_naming_server_and_field() {
+        use serde_json::json;
+        let given = |value| given_mcp_server("fs", value, "the request body");
+        let ok = given(json!({"command": "mcp-fs", "env": {"TOKEN": "${HOME}"}})).unwrap();
+        assert_eq!(ok.command.as_deref(), Some("mcp-fs"));
+        assert_eq!(ok.env["TOKEN"], "${HOME}", "never expanded");
+        for (value, key, says) in [
+            (
+                json!({"command": 3}),
+                "mcp_servers.fs.command",
+                "expected a string",
+            ),
+            (
+                json!({"command": "x", "env": {"A": 1}}),
+                "mcp_servers.fs.env.A",
+                "expected a string",
+            ),
+            (
+                json!({"command": "x", "colour": "red"}),
+                "mcp_servers.fs.colour",
+                "unknown field",
+            ),
+            (
+                json!({"command": "x", "url": "http://x"}),
+                "mcp_servers.fs",
+                "exactly one",
+            ),
+            (json!({}), "mcp_servers.fs", "exactly one"),
+            (
+                json!(["x"]),
+                "mcp_servers.fs",
+                "expected an object of settings",
+            ),
+            (json!(null), "mcp_servers.fs", "not null"),
+        ] {
+            let err = given(value.clone()).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("the request body: key `{key}`:")) && err.contains(says),
+                "{value}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -4,13 +4,15 @@
 //! session and never care which it is.
 
 use super::attached::{Attached, Catchup, Start};
-use crate::api::Session;
+use crate::api::{McpServers, Session};
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
 use agentbus_actors::protocol::{AgentInfo, PermissionMode, SessionId};
 use agentbus_actors::runtime::{Failure, Owner, SessionError};
+use agentbus_actors::settings::McpServerConfig;
 use agentbus_actors::{Runtime, SessionOptions, Settings};
 use anyhow::Context as _;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// `--attach URL` and what it carries over to the server.
@@ -173,6 +175,7 @@ impl Backend {
                         workspace.clone(),
                         *permission_mode,
                         flags.agent.clone(),
+                        None,
                     )
                     .await?;
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
@@ -182,17 +185,20 @@ impl Backend {
 
     /// A new session working in `workspace` (an absolute path), as the
     /// named `agent` (default: `build`), with the command line's model and
-    /// permission mode, followed from its start.
+    /// permission mode and `mcp_servers` of its own (an editor's), followed
+    /// from its start.
     pub async fn create_in(
         &self,
         workspace: PathBuf,
         agent: Option<String>,
+        mcp_servers: BTreeMap<String, McpServerConfig>,
     ) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
                 let options = SessionOptions {
                     workspace: Some(workspace),
                     agent,
+                    mcp_servers,
                     ..SessionOptions::default()
                 };
                 let session = runtime.create_session(options).await?;
@@ -210,6 +216,7 @@ impl Backend {
                         Some(workspace.display().to_string()),
                         *permission_mode,
                         agent,
+                        Some(McpServers::new(&mcp_servers)),
                     )
                     .await?;
                 Ok(Attached::remote(client, id, 0, Catchup::StartedAfter(0)))
@@ -319,6 +326,28 @@ impl Backend {
             Backend::Remote { client, .. } => client.delete_session(id).await?,
         }
         Ok(())
+    }
+
+    /// Attach to a stored session by id, loading it if need be, with
+    /// exactly `mcp_servers` of its own (an editor's `session/load`),
+    /// replacing those it had.
+    pub async fn open_with(
+        &self,
+        id: &SessionId,
+        start: Start,
+        mcp_servers: BTreeMap<String, McpServerConfig>,
+    ) -> anyhow::Result<Attached> {
+        match self {
+            Backend::Local(runtime) => {
+                let session = runtime.open_session_with(id, mcp_servers).await?;
+                Ok(Attached::local(session, start))
+            }
+            Backend::Remote { client, .. } => {
+                let servers = McpServers::new(&mcp_servers);
+                let record = client.open_session(&id.0, servers).await?;
+                Ok(remote_attach(client, record, start))
+            }
+        }
     }
 
     /// Stop the in-process runtime (sessions stay stored); a server keeps

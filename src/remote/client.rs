@@ -4,7 +4,9 @@
 //! has it), else `AGENTBUS_TOKEN`, else the `token` file of the local data
 //! dir (where a server on this machine keeps it).
 
-use crate::api::{Accepted, Agents, CreateSession, Created, Models, Session, Sessions};
+use crate::api::{
+    Accepted, Agents, CreateSession, Created, McpServers, Models, OpenSession, Session, Sessions,
+};
 use agentbus_actors::protocol::{InputId, SessionId};
 use agentbus_actors::runtime::describe_http_error as describe;
 use reqwest::{StatusCode, Url};
@@ -178,13 +180,16 @@ impl RemoteClient {
         Ok(())
     }
 
-    /// A new session; `model` is a profile name of the server's config.
+    /// A new session; `model` is a profile name of the server's config,
+    /// `mcp_servers` the session's own MCP servers (their settings travel
+    /// to the server, over the connection the token guards).
     pub async fn create_session(
         &self,
         model: Option<String>,
         workspace: Option<String>,
         permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
         agent: Option<String>,
+        mcp_servers: Option<McpServers>,
     ) -> Result<SessionId, RemoteError> {
         let body = CreateSession {
             model,
@@ -193,6 +198,7 @@ impl RemoteClient {
             context: None,
             permission_mode,
             agent,
+            mcp_servers,
         };
         let created: Created = self
             .send(
@@ -225,6 +231,25 @@ impl RemoteClient {
         let url = self.url(&["sessions", id]);
         self.send("a session lookup", self.request(reqwest::Method::GET, url))
             .await
+    }
+
+    /// Load a stored session (by id or a unique prefix of one) on the
+    /// server, giving it exactly `mcp_servers` of its own; answers the
+    /// session as it is then (loaded).
+    pub async fn open_session(
+        &self,
+        id: &str,
+        mcp_servers: McpServers,
+    ) -> Result<Session, RemoteError> {
+        let url = self.url(&["sessions", id, "open"]);
+        let body = OpenSession {
+            mcp_servers: Some(mcp_servers),
+        };
+        self.send(
+            "opening a session",
+            self.request(reqwest::Method::POST, url).json(&body),
+        )
+        .await
     }
 
     /// The stored sessions, most recent first.

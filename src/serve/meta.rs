@@ -77,10 +77,11 @@ pub async fn agents(
 pub async fn tools(State(state): State<AppState>) -> Json<Tools> {
     let catalog = state.runtime.catalog().borrow().clone();
     let tools = catalog
+        .shared
         .tools
         .iter()
         .map(|t| serde_json::json!({"name": t.name, "description": t.description, "origin": t.origin}))
         .collect();
-    let mcp_servers = serde_json::to_value(&catalog.servers).unwrap_or_default();
+    let mcp_servers = serde_json::to_value(&catalog.shared.servers).unwrap_or_default();
     Json(Tools { tools, mcp_servers })
 }

@@ -62,6 +62,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let parts = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(sessions::list, sessions::create))
         .routes(routes!(sessions::get, sessions::delete))
+        .routes(routes!(sessions::open_session))
         .routes(routes!(sessions::fork))
         .routes(routes!(sessions::export))
         .routes(routes!(sessions::input))

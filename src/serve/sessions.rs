@@ -1,20 +1,24 @@
-//! `/v1/sessions...`: create, list, show, delete, fork, export, send input,
-//! interrupt, read the conversation. One handler per operation; each finds
-//! the session through the runtime (an id or a unique prefix) and maps
-//! failures to the status that says what was wrong.
+//! `/v1/sessions...`: create, list, show, open (with MCP servers of its
+//! own), delete, fork, export, send input, interrupt, read the
+//! conversation. One handler per operation; each finds the session through
+//! the runtime (an id or a unique prefix) and maps failures to the status
+//! that says what was wrong.
 
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use super::state::AppState;
 use crate::api::{
-    Accepted, CreateSession, Created, Fork, Input, ListQuery, Messages, Session, Sessions,
+    Accepted, CreateSession, Created, Fork, Input, ListQuery, McpServers, Messages, OpenSession,
+    Session, Sessions,
 };
 use agentbus_actors::protocol::{SessionId, UserInput};
 use agentbus_actors::runtime::{ListCursor, ListPage};
+use agentbus_actors::settings::McpServerConfig;
 use agentbus_actors::{SessionHandle, SessionOptions};
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
+use std::collections::BTreeMap;
 
 /// The session `id` names (an id or a unique prefix), loaded.
 pub async fn open(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
@@ -66,6 +70,28 @@ pub async fn list(
     Ok(Json(Sessions { sessions, next }))
 }
 
+/// The MCP servers a request gives, checked: a bad entry is a 400 naming
+/// the server and the field. (Whether a server starts is no part of the
+/// answer: one that cannot is a status event of the session.)
+fn given_servers(
+    servers: Option<McpServers>,
+) -> Result<Option<BTreeMap<String, McpServerConfig>>, ApiError> {
+    let Some(servers) = servers else {
+        return Ok(None);
+    };
+    if servers.0.len() > McpServers::MAX {
+        return Err(ApiError::bad_request(format!(
+            "`mcp_servers` gives {} servers; a session may be given at most {}",
+            servers.0.len(),
+            McpServers::MAX
+        )));
+    }
+    servers
+        .settings()
+        .map(Some)
+        .map_err(|e| ApiError::bad_request(e.to_string()))
+}
+
 #[utoipa::path(post, path = "/v1/sessions", tag = "sessions", request_body(content = Option<CreateSession>, description = "Optional: without a body (or one that is not JSON) the session gets the server's settings"),
     responses((status = 201, description = "Created", body = Created), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody)))]
 pub async fn create(
@@ -113,6 +139,7 @@ pub async fn create(
             Some(context)
         }
     };
+    let mcp_servers = given_servers(body.mcp_servers)?.unwrap_or_default();
     let options = SessionOptions {
         model: body.model,
         workspace,
@@ -120,6 +147,7 @@ pub async fn create(
         context,
         permission_mode: body.permission_mode,
         agent: body.agent,
+        mcp_servers,
         ..SessionOptions::default()
     };
     let session = state.runtime.create_session(options).await?;
@@ -139,6 +167,31 @@ pub async fn get(
     Path(id): Path<String>,
 ) -> Result<Json<Session>, ApiError> {
     let id = state.runtime.resolve(&id).await?;
+    Ok(Json(view(&state, &id).await?))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{id}/open", tag = "sessions", operation_id = "open_session",
+    request_body(content = Option<OpenSession>, description = "Optional: without a body (or without `mcp_servers`) the session keeps the MCP servers it has"),
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, description = "The session, loaded", body = Session), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
+              (status = 409, description = "The session is in use by another agentbus process", body = ErrorBody)))]
+/// Load a session (if it is not loaded) and, with `mcp_servers`, give it
+/// exactly those MCP servers of its own, replacing any it had.
+pub async fn open_session(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Option<ApiJson<OpenSession>>,
+) -> Result<Json<Session>, ApiError> {
+    let body = body.map(|ApiJson(b)| b).unwrap_or_default();
+    let servers = given_servers(body.mcp_servers)?;
+    let id = state.runtime.resolve(&id).await?;
+    let session = match servers {
+        Some(servers) => state.runtime.open_session_with(&id, servers).await?,
+        None => state.runtime.open_session(&id).await?,
+    };
+    // Asked after its start: the stored record includes what the load
+    // wrote (its `session_started`).
+    session.is_idle().await;
     Ok(Json(view(&state, &id).await?))
 }
 

@@ -158,6 +158,27 @@ async fn the_document_says_where_parameters_go_and_which_values_are_accepted() {
     let parent = &schemas["SessionParent"];
     assert_eq!(parent["prefixItems"][0]["type"], "string", "{parent}");
     assert_eq!(parent["prefixItems"][1]["type"], "integer", "{parent}");
+    // A session's own MCP servers: the settings of a configured server,
+    // exactly one of `command` and `url`, and no field beside them.
+    for body in ["CreateSession", "OpenSession"] {
+        let field = schemas[body]["properties"]["mcp_servers"].to_string();
+        assert!(
+            field.contains("#/components/schemas/McpServerMap"),
+            "{body}: {field}"
+        );
+    }
+    let servers = &schemas["McpServerMap"];
+    let settings = &servers["additionalProperties"];
+    assert_eq!(
+        settings["allOf"][0]["additionalProperties"], false,
+        "{servers}"
+    );
+    assert_eq!(
+        settings["allOf"][1]["oneOf"][0]["required"],
+        json!(["command"])
+    );
+    assert_eq!(settings["allOf"][1]["oneOf"][1]["required"], json!(["url"]));
+    assert_eq!(servers["maxProperties"], 64, "{servers}");
     // Every control command is one of the input's shapes.
     let shapes = schemas["Input"]["oneOf"].as_array().map_or(0, Vec::len);
     assert_eq!(shapes, 24, "a query and 23 control commands");

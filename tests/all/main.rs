@@ -19,6 +19,7 @@ mod context;
 mod durability;
 mod faults;
 mod first_run;
+mod given_mcp;
 mod instructions;
 mod layout;
 mod local_model;

@@ -517,6 +517,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "POST /v1/sessions",
         "GET /v1/sessions/{id}",
         "DELETE /v1/sessions/{id}",
+        "POST /v1/sessions/{id}/open",
         "POST /v1/sessions/{id}/fork",
         "GET /v1/sessions/{id}/export",
         "POST /v1/sessions/{id}/input",

@@ -1,4 +1,5 @@
-//! McpServer actor: one per configured MCP server.
+//! McpServer actor: one per configured MCP server, and one per server given
+//! to sessions (see `given.rs`).
 //!
 //! Owns the server's connection state and status. A supervisor task (spawned
 //! at start, never awaited in a handler) starts the server — child process
@@ -24,6 +25,7 @@ use crate::settings::{EnvironmentPolicy, McpServerConfig};
 use crate::tools::Tool;
 use crate::tools::executor::{ServerChanged, ToolExecutor};
 use crate::tools::naming;
+use crate::tools::registry::ServerId;
 use kameo::Actor;
 use kameo::actor::{ActorRef, WeakActorRef};
 use kameo::error::{ActorStopReason, Infallible};
@@ -42,7 +44,8 @@ const MAX_START_FAILURES: u32 = 5;
 
 /// What a server actor starts from.
 pub struct McpServerArgs {
-    pub name: String,
+    /// Its name, and whether it is configured or given to some sessions.
+    pub id: ServerId,
     pub config: McpServerConfig,
     /// Working directory for stdio servers without `cwd`.
     pub workspace: PathBuf,
@@ -54,6 +57,7 @@ pub struct McpServerArgs {
 
 /// The actor.
 pub struct McpServer {
+    id: ServerId,
     name: String,
     config: McpServerConfig,
     executor: ActorRef<ToolExecutor>,
@@ -71,8 +75,9 @@ impl Actor for McpServer {
         // Spawning is quick: a program that does not exist is reported
         // before any session starts. The handshake happens in the background.
         let stderr = StderrTail::default();
+        let name = args.id.name.clone();
         let first = connect::prepare(
-            &args.name,
+            &name,
             &args.config,
             (&args.workspace, &args.environment),
             &stderr,
@@ -88,7 +93,7 @@ impl Actor for McpServer {
             ),
             first => {
                 let supervisor = tokio::spawn(supervise(
-                    args.name.clone(),
+                    name.clone(),
                     args.config.clone(),
                     (args.workspace, args.environment),
                     me.downgrade(),
@@ -99,7 +104,8 @@ impl Actor for McpServer {
             }
         };
         let this = McpServer {
-            name: args.name,
+            id: args.id,
+            name,
             config: args.config,
             executor: args.executor,
             peer: None,
@@ -127,7 +133,7 @@ impl McpServer {
         let _ = self
             .executor
             .tell(ServerChanged {
-                server: self.name.clone(),
+                server: self.id.clone(),
                 status: self.status.clone(),
                 tools,
             })

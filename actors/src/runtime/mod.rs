@@ -5,7 +5,10 @@
 //! of its own), spawns the ToolExecutor, one McpServer per enabled MCP
 //! server (they start in parallel; only a session's first model call waits
 //! for their handshake, see `session::core::mcp_wait`) and the
-//! SessionManager, and connects them to the model providers. Front ends
+//! SessionManager, and connects them to the model providers. MCP servers
+//! given with a session (an editor's) start when a session is created or
+//! opened with them, are offered to the sessions given them alone, and stop
+//! when no session has them (`mcp::given`). Front ends
 //! create, open or find sessions here and talk to them through
 //! [`SessionHandle`]s; stored sessions are [`StoredSessions`]. How the
 //! process stops — sessions first, then MCP servers, tools and the store —
@@ -30,12 +33,13 @@ pub use crate::session::{Failure, SessionError, SessionHandle};
 pub use crate::sessions::SessionOptions;
 pub use crate::sessions::stored::StoredSessions;
 pub use crate::store::{ListCursor, ListPage, Owner, SessionDocument, SessionRecord};
-pub use crate::tools::registry::ToolCatalog;
+pub use crate::tools::registry::{ToolCatalog, ToolView};
 /// Whether `bash` commands can be sandboxed here (Landlock), found once.
 pub use crate::tools::sandbox::{SandboxSupport, probe as sandbox_support};
 /// A front end that holds the files (an editor) gives a session this.
 pub use crate::tools::{FileAccess, FileAccessError, Files};
 
+use crate::mcp::given::GivenServers;
 use crate::mcp::server::{McpServer, McpServerArgs};
 use crate::protocol::{AgentInfo, EventEnvelope, McpServerStatus, Message, SessionId};
 use crate::provider::Providers;
@@ -47,8 +51,9 @@ use crate::sessions::manager::{
 use crate::settings::{McpServerConfig, Settings};
 use crate::tools::builtin::builtin_tools;
 use crate::tools::executor::{ListTools, ToolExecutor};
-use crate::tools::registry::ToolRegistry;
+use crate::tools::registry::{ServerId, ToolRegistry};
 use kameo::actor::{ActorRef, Spawn};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -61,24 +66,14 @@ pub enum RuntimeError {
     Session(#[from] SessionError),
 }
 
-/// What [`Runtime::add_mcp_server`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AddedServer {
-    /// The server was started; its tools join the catalog once it is up.
-    Started,
-    /// A server of that name with the same settings runs already.
-    Running,
-    /// A server of that name with other settings runs already (configured,
-    /// or added before): nothing was started.
-    NameTaken,
-}
-
 /// The running actors.
 pub struct Runtime {
     manager: ActorRef<SessionManager>,
     tools: ActorRef<ToolExecutor>,
-    /// Every MCP server started: the configured ones, then those added.
-    mcp_servers: std::sync::Mutex<McpServers>,
+    /// The configured MCP servers.
+    mcp_servers: Vec<ActorRef<McpServer>>,
+    /// The MCP servers given to sessions.
+    given: Arc<GivenServers>,
     /// The settings, the stored sessions and the tool catalog; also reads
     /// stored conversations without loading them.
     loader: SessionLoader,
@@ -124,20 +119,25 @@ impl Runtime {
             settings.tools.clone(),
             catalog_tx,
         ));
-        let mut mcp_servers = McpServers::default();
-        for (name, config) in settings.mcp_servers.iter().filter(|(_, c)| c.enabled) {
-            let server = McpServer::spawn(McpServerArgs {
-                name: name.clone(),
+        let mut mcp_servers = Vec::new();
+        let enabled = settings.mcp_servers.iter().filter(|(_, c)| c.enabled);
+        for (name, config) in enabled.clone() {
+            mcp_servers.push(McpServer::spawn(McpServerArgs {
+                id: ServerId::configured(name),
                 config: config.clone(),
                 workspace: settings.workspace.clone(),
                 environment: settings.tools.environment.clone(),
                 executor: tools.clone(),
-            });
-            mcp_servers.insert(name.clone(), config.clone(), server);
+            }));
         }
-        for server in &mcp_servers.actors {
+        for server in &mcp_servers {
             server.wait_for_startup().await;
         }
+        let given = Arc::new(GivenServers::new(
+            tools.clone(),
+            enabled.map(|(name, _)| name.clone()).collect(),
+            settings.tools.environment.clone(),
+        ));
         // Each server told the executor its first status while starting;
         // an ask queued behind those reports returns once the catalog
         // holds them all.
@@ -147,55 +147,15 @@ impl Runtime {
             model,
             tools: tools.clone(),
             loader: loader.clone(),
+            given: given.clone(),
         });
         Ok(Runtime {
             loader,
             manager,
             tools,
-            mcp_servers: std::sync::Mutex::new(mcp_servers),
+            mcp_servers,
+            given,
         })
-    }
-
-    /// Start an MCP server that is not in the configuration (an editor's,
-    /// given with a session): its tools join the catalog every session of
-    /// this runtime follows, like a configured server's. A server of that
-    /// name that runs already is left alone. Returns once the server's
-    /// process is spawned (as [`start`](Self::start) does), so a session
-    /// created after it waits for it on its first turn.
-    pub async fn add_mcp_server(&self, name: String, config: McpServerConfig) -> AddedServer {
-        let server = {
-            let Ok(mut servers) = self.mcp_servers.lock() else {
-                return AddedServer::NameTaken;
-            };
-            match servers.configs.get(&name) {
-                Some(running) if *running == config => return AddedServer::Running,
-                Some(_) => return AddedServer::NameTaken,
-                None => {}
-            }
-            let settings = self.loader.settings();
-            let server = McpServer::spawn(McpServerArgs {
-                name: name.clone(),
-                config: config.clone(),
-                workspace: settings.workspace.clone(),
-                environment: settings.tools.environment.clone(),
-                executor: self.tools.clone(),
-            });
-            servers.insert(name, config, server.clone());
-            server
-        };
-        server.wait_for_startup().await;
-        // The server's first report is queued before this ask: the catalog
-        // lists it when the ask returns.
-        let _ = self.tools.ask(ListTools).await;
-        AddedServer::Started
-    }
-
-    /// The MCP server actors started so far.
-    fn mcp_server_actors(&self) -> Vec<ActorRef<McpServer>> {
-        self.mcp_servers
-            .lock()
-            .map(|servers| servers.actors.clone())
-            .unwrap_or_default()
     }
 
     pub fn settings(&self) -> &Settings {
@@ -207,7 +167,8 @@ impl Runtime {
         self.loader.stored()
     }
 
-    /// A new session.
+    /// A new session (with the MCP servers of its own that `options`
+    /// gives: see [`open_session_with`](Self::open_session_with)).
     pub async fn create_session(
         &self,
         options: SessionOptions,
@@ -229,8 +190,34 @@ impl Runtime {
     }
 
     /// A stored session, loaded (and its lease taken) if it is not already.
+    /// A session loaded already keeps the MCP servers it was given; one
+    /// loaded now has none of its own.
     pub async fn open_session(&self, id: &SessionId) -> Result<SessionHandle, SessionError> {
-        Ok(self.manager.ask(OpenSession(id.clone())).await?)
+        let open = OpenSession {
+            id: id.clone(),
+            mcp_servers: None,
+        };
+        Ok(self.manager.ask(open).await?)
+    }
+
+    /// A stored session, loaded if it is not already, with exactly
+    /// `mcp_servers` of its own (an editor's `session/load`), replacing
+    /// those it had. Each is offered to this session alone (and to others
+    /// given the same name and settings, which share its process); a name
+    /// a configured server has is not started (the session is told). When
+    /// this returns, the session's next model call offers them (and waits
+    /// for those still on their first start, if it is its first turn). The
+    /// settings are never stored.
+    pub async fn open_session_with(
+        &self,
+        id: &SessionId,
+        mcp_servers: BTreeMap<String, McpServerConfig>,
+    ) -> Result<SessionHandle, SessionError> {
+        let open = OpenSession {
+            id: id.clone(),
+            mcp_servers: Some(mcp_servers),
+        };
+        Ok(self.manager.ask(open).await?)
     }
 
     /// Load every stored session that has inputs waiting (accepted before a
@@ -318,19 +305,21 @@ impl Runtime {
         self.manager.ask(SweepIdle).await.unwrap_or(0)
     }
 
-    /// The tool catalog (tools and MCP server statuses) as it changes.
+    /// The tool catalog (tools and MCP server statuses) as it changes: the
+    /// shared view, and each session's with servers of its own.
     pub fn catalog(&self) -> watch::Receiver<Arc<ToolCatalog>> {
         self.loader.catalog().clone()
     }
 
-    /// Wait until every enabled MCP server has left `starting` (ready,
-    /// restarting or failed), then return the catalog.
+    /// Wait until every enabled configured MCP server has left `starting`
+    /// (ready, restarting or failed), then return the catalog.
     pub async fn settled_catalog(&self) -> Arc<ToolCatalog> {
-        let expected = self.mcp_server_actors().len();
+        let expected = self.mcp_servers.len();
         let mut catalog = self.catalog();
         let settled = |c: &ToolCatalog| {
-            c.servers.len() >= expected
-                && c.servers
+            c.shared.servers.len() >= expected
+                && c.shared
+                    .servers
                     .values()
                     .all(|s| !matches!(s, McpServerStatus::Starting))
         };
@@ -351,24 +340,11 @@ impl Runtime {
     pub async fn shutdown(&self) {
         shutdown::stop(
             &self.manager,
-            &self.mcp_server_actors(),
+            &self.mcp_servers,
+            &self.given,
             &self.tools,
             self.loader.stored(),
         )
         .await;
-    }
-}
-
-/// The MCP servers a runtime started, by name.
-#[derive(Default)]
-struct McpServers {
-    configs: std::collections::BTreeMap<String, McpServerConfig>,
-    actors: Vec<ActorRef<McpServer>>,
-}
-
-impl McpServers {
-    fn insert(&mut self, name: String, config: McpServerConfig, actor: ActorRef<McpServer>) {
-        self.configs.insert(name, config);
-        self.actors.push(actor);
     }
 }

@@ -6,7 +6,7 @@
 //! its input id), [`Feed`] (any other input of the core, as it is: an
 //! interrupt, a shutdown, and the signals its own tasks send back — model
 //! events, tool outcomes, session command replies, catalog changes),
-//! [`Snapshot`] and [`IdleFor`].
+//! [`Snapshot`], [`IdleFor`], [`UseFiles`] and [`ServersGiven`].
 //!
 //! Performs the effects `step` returns: stamps each event with the next
 //! `seq`; commits the persisted ones to the store (one transaction per
@@ -62,8 +62,12 @@ pub struct AgentLoopArgs {
     pub last_seq: u64,
     /// Inputs accepted before a crash and not started: they run first.
     pub waiting: Vec<AcceptedInput>,
-    /// The tool catalog to follow (tools and MCP server statuses).
+    /// The tool catalog to follow (tools and MCP server statuses); the
+    /// session reads its own view of it.
     pub catalog: watch::Receiver<Arc<ToolCatalog>>,
+    /// Notices to show once the session has started (about the MCP
+    /// servers given with it).
+    pub notices: Vec<String>,
     pub topic: Arc<SessionTopic>,
     /// Where busy/idle changes are announced.
     pub lifecycle: Arc<LifecycleTopic>,
@@ -174,6 +178,8 @@ pub struct AgentLoop {
     /// Every approval request this actor published (to tell a late answer
     /// from a wrong id).
     requested: std::collections::HashSet<String>,
+    /// The tool catalog, read again when the session is given MCP servers.
+    catalog: watch::Receiver<Arc<ToolCatalog>>,
     last_activity: Instant,
     me: WeakActorRef<AgentLoop>,
 }
@@ -203,6 +209,7 @@ impl Actor for AgentLoop {
             model_calls: HashMap::new(),
             tool_batches: HashMap::new(),
             requested: Default::default(),
+            catalog: args.catalog.clone(),
             last_activity: Instant::now(),
             me: me.downgrade(),
         };
@@ -213,7 +220,12 @@ impl Actor for AgentLoop {
         .await;
         let mut catalog = args.catalog;
         let current = catalog.borrow_and_update().clone();
-        this.apply(catalog_input(&current)).await;
+        let session = this.session_id.clone();
+        this.apply(catalog_input(&current, &session)).await;
+        if !args.notices.is_empty() {
+            let notices = args.notices;
+            this.apply(Input::ServersGiven { notices }).await;
+        }
         // What a crash left waiting runs now, in the order it was accepted.
         for AcceptedInput { input_id, input } in args.waiting {
             this.apply(Input::Submit { input_id, input }).await;
@@ -223,7 +235,11 @@ impl Actor for AgentLoop {
             while catalog.changed().await.is_ok() {
                 let current = catalog.borrow_and_update().clone();
                 let Some(me) = weak.upgrade() else { return };
-                if me.tell(Feed(catalog_input(&current))).await.is_err() {
+                if me
+                    .tell(Feed(catalog_input(&current, &session)))
+                    .await
+                    .is_err()
+                {
                     return;
                 }
             }
@@ -517,7 +533,8 @@ impl AgentLoop {
                 self.workspace.clone(),
                 token.clone(),
                 self.files.clone(),
-            );
+            )
+            .by(self.session_id.clone());
             tokio::spawn(async move {
                 let outcome = executor
                     .ask(run)
@@ -534,11 +551,14 @@ impl AgentLoop {
     }
 }
 
-fn catalog_input(catalog: &ToolCatalog) -> Input {
+/// What session `session` sees of `catalog`, as the core takes it.
+fn catalog_input(catalog: &ToolCatalog, session: &SessionId) -> Input {
+    let view = catalog.view(session);
     Input::CatalogChanged {
-        tools: catalog.tools.clone(),
-        servers: catalog.servers.clone(),
-        first_start: catalog.first_start.clone(),
+        tools: view.tools.clone(),
+        servers: view.servers.clone(),
+        first_start: view.first_start.clone(),
+        prompts: view.prompts.clone(),
     }
 }
 
@@ -657,6 +677,27 @@ impl Message<UseFiles> for AgentLoop {
     async fn handle(&mut self, UseFiles(files): UseFiles, _: &mut Context<Self, Self::Reply>) {
         tracing::debug!(session = %self.session_id, ?files, "file tools use new file access");
         self.files = files;
+    }
+}
+
+/// The session was given MCP servers (or had some taken away): read the
+/// catalog now — so the next model call offers what it was given, whatever
+/// the catalog's watcher has delivered so far —, let the next turn wait for
+/// those on their first start, and show `0`'s notices.
+pub struct ServersGiven(pub Vec<String>);
+
+impl Message<ServersGiven> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(
+        &mut self,
+        ServersGiven(notices): ServersGiven,
+        _: &mut Context<Self, Self::Reply>,
+    ) {
+        let current = self.catalog.borrow().clone();
+        let session = self.session_id.clone();
+        self.apply(catalog_input(&current, &session)).await;
+        self.apply(Input::ServersGiven { notices }).await;
     }
 }
 

@@ -6,7 +6,7 @@
 //! nothing is missed).
 
 use super::SessionError;
-use super::actor::{AgentLoop, Feed, IdleFor, Snapshot, Submit, UseFiles};
+use super::actor::{AgentLoop, Feed, IdleFor, ServersGiven, Snapshot, Submit, UseFiles};
 use super::core::{Input, SessionState};
 use crate::bus::feed::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
@@ -24,6 +24,8 @@ pub struct SessionHandle {
     store: Arc<dyn SessionStore>,
     /// The last seq stored before this load (0 for a new session).
     loaded_after: u64,
+    /// The directory its tools work in.
+    workspace: std::path::PathBuf,
     /// One count per clone: the SessionManager holds one, so more means a
     /// front end is using the session and it must stay loaded.
     users: Arc<()>,
@@ -36,6 +38,7 @@ impl SessionHandle {
         topic: Arc<SessionTopic>,
         store: Arc<dyn SessionStore>,
         loaded_after: u64,
+        workspace: std::path::PathBuf,
     ) -> Self {
         SessionHandle {
             id,
@@ -43,6 +46,7 @@ impl SessionHandle {
             topic,
             store,
             loaded_after,
+            workspace,
             users: Arc::new(()),
         }
     }
@@ -54,6 +58,11 @@ impl SessionHandle {
 
     pub fn id(&self) -> &SessionId {
         &self.id
+    }
+
+    /// The directory the session's tools work in.
+    pub(crate) fn workspace(&self) -> &std::path::Path {
+        &self.workspace
     }
 
     /// The last seq stored before this load: subscribe after it to see
@@ -111,6 +120,15 @@ impl SessionHandle {
     pub async fn use_files(&self, files: crate::tools::Files) -> Result<(), SessionError> {
         self.agent_loop
             .ask(UseFiles(files))
+            .await
+            .map_err(|_| SessionError::Gone(self.id.clone()))
+    }
+
+    /// The session was given MCP servers: it reads the catalog now (its next
+    /// model call offers them) and shows `notices`.
+    pub(crate) async fn servers_given(&self, notices: Vec<String>) -> Result<(), SessionError> {
+        self.agent_loop
+            .ask(ServersGiven(notices))
             .await
             .map_err(|_| SessionError::Gone(self.id.clone()))
     }

@@ -188,7 +188,7 @@ impl SessionLoader {
             ),
             mcp_first_turn_wait_ms: self.settings.mcp.first_turn_wait_ms(),
         };
-        let tools = self.catalog.borrow().tools.clone();
+        let tools = self.catalog.borrow().shared.tools.clone();
         SessionState::new(id, config, model, tools)
     }
 

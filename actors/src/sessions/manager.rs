@@ -10,6 +10,12 @@
 //! (unloads sessions that nobody holds or watches and that have been idle for
 //! `idle_unload_secs`; they stay stored), [`DeleteSession`] and [`StopAll`].
 //!
+//! Gives a session the MCP servers it is created or opened with
+//! ([`GivenServers`]) before its AgentLoop starts (so its first turn waits
+//! for them like for configured ones), or at once when it is loaded
+//! already; a sub-agent's session gets its parent's. Takes them back when it
+//! releases the session: a server no session has any more stops.
+//!
 //! Never touches a conversation: everything a session does goes through its
 //! AgentLoop. Holds a session's lease exactly while it is loaded here, so
 //! another agentbus process on the same data dir is told it is in use.
@@ -18,6 +24,7 @@ use super::loader::{Restored, SessionLoader};
 use super::options::SessionOptions;
 use super::subagents::{ChildSessions, SubagentRunner};
 use crate::bus::SessionTopic;
+use crate::mcp::given::GivenServers;
 use crate::protocol::{LifecycleKind, SessionId};
 use crate::provider::ModelClient;
 use crate::session::actor::{AgentLoop, AgentLoopArgs};
@@ -39,8 +46,17 @@ use tokio::sync::oneshot;
 /// Create a session.
 pub struct CreateSession(pub SessionOptions);
 
-/// A stored session, loaded if it is not already.
-pub struct OpenSession(pub SessionId);
+/// A stored session, loaded if it is not already. With `mcp_servers`, the
+/// session has exactly those MCP servers of its own from now on (replacing
+/// any it had); without, it keeps what it has (a session loaded now has
+/// none).
+pub struct OpenSession {
+    pub id: SessionId,
+    pub mcp_servers: Option<GivenSet>,
+}
+
+/// MCP servers given to a session, by name.
+pub type GivenSet = std::collections::BTreeMap<String, crate::settings::McpServerConfig>;
 
 /// A loaded session by id.
 pub struct LoadedSession(pub SessionId);
@@ -68,6 +84,8 @@ struct LoadEnded {
     id: SessionId,
     ticket: u64,
     loaded: Result<Restored, SessionError>,
+    /// The MCP servers the load was asked with.
+    mcp_servers: Option<GivenSet>,
 }
 
 /// A stored session being loaded.
@@ -85,6 +103,8 @@ pub struct SessionManager {
     tools: ActorRef<ToolExecutor>,
     /// The settings, store, tool catalog and lease owner sessions start with.
     loader: SessionLoader,
+    /// The MCP servers given to sessions.
+    given: Arc<GivenServers>,
     sessions: HashMap<SessionId, SessionHandle>,
     loading: HashMap<SessionId, Loading>,
     next_ticket: u64,
@@ -99,6 +119,7 @@ pub struct SessionManagerArgs {
     pub model: Arc<dyn ModelClient>,
     pub tools: ActorRef<ToolExecutor>,
     pub loader: SessionLoader,
+    pub given: Arc<GivenServers>,
 }
 
 impl Actor for SessionManager {
@@ -124,6 +145,7 @@ impl Actor for SessionManager {
             loader: args.loader,
             model: args.model,
             tools: args.tools,
+            given: args.given,
             sessions: HashMap::new(),
             loading: HashMap::new(),
             next_ticket: 0,
@@ -134,7 +156,8 @@ impl Actor for SessionManager {
 }
 
 impl SessionManager {
-    fn start(&mut self, session: Restored, resumed: bool) -> SessionHandle {
+    /// Start session `session`'s AgentLoop; it shows `notices` once started.
+    fn start(&mut self, session: Restored, resumed: bool, notices: Vec<String>) -> SessionHandle {
         let Restored {
             state,
             startup,
@@ -157,6 +180,7 @@ impl SessionManager {
             last_seq,
             waiting,
             catalog: self.loader.catalog().clone(),
+            notices,
             topic: topic.clone(),
             lifecycle: self.loader.stored().lifecycle().clone(),
             model: self.model.clone(),
@@ -164,7 +188,7 @@ impl SessionManager {
             store: self.loader.stored().store().clone(),
             commands: Arc::new(self.loader.stored().clone()),
             subagents,
-            workspace,
+            workspace: workspace.clone(),
         });
         let handle = SessionHandle::new(
             id.clone(),
@@ -172,6 +196,7 @@ impl SessionManager {
             topic,
             self.loader.stored().store().clone(),
             last_seq,
+            workspace,
         );
         self.sessions.insert(id, handle.clone());
         handle
@@ -181,10 +206,12 @@ impl SessionManager {
         self.loader.stored().lifecycle().announce(session_id, kind);
     }
 
-    /// Stop a session that was removed from the table and give its lease
-    /// back.
+    /// Stop a session that was removed from the table, take back its MCP
+    /// servers and give its lease back.
     async fn release(&self, handle: &SessionHandle) {
         handle.stop().await;
+        // The servers no session has now stop on a task of their own.
+        drop(self.given.release(handle.id()).await);
         self.announce(handle.id(), LifecycleKind::Closed);
         self.release_lease(handle.id()).await;
     }
@@ -253,6 +280,13 @@ impl Message<CreateSession> for SessionManager {
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;
+        let mut notices = Vec::new();
+        if !options.mcp_servers.is_empty() {
+            notices = self.given.give(&id, &workspace, options.mcp_servers).await;
+        }
+        if let Some(parent) = &options.parent {
+            self.given.inherit(&id, &parent.session).await;
+        }
         let mut state = self.loader.fresh_state(id, model, &workspace, files);
         state.context.session = options.context;
         state.agent = definition.name;
@@ -260,7 +294,7 @@ impl Message<CreateSession> for SessionManager {
         if let Some(mode) = options.permission_mode.or(definition.permission_mode) {
             state.permissions.mode = mode;
         }
-        Ok(self.start(Restored::fresh(state, workspace), false))
+        Ok(self.start(Restored::fresh(state, workspace), false, notices))
     }
 }
 
@@ -269,12 +303,16 @@ impl Message<OpenSession> for SessionManager {
 
     async fn handle(
         &mut self,
-        OpenSession(id): OpenSession,
+        OpenSession { id, mcp_servers }: OpenSession,
         ctx: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
         if let Some(handle) = self.sessions.get(&id) {
             if handle.is_alive() {
-                return ctx.reply(Ok(handle.clone()));
+                let Some(servers) = mcp_servers else {
+                    return ctx.reply(Ok(handle.clone()));
+                };
+                let (handle, given) = (handle.clone(), self.given.clone());
+                return ctx.spawn(async move { give(&given, handle, servers).await });
             }
             // Its AgentLoop died: the load below takes its place (and its
             // lease, which no later clean-up of the dead one may release).
@@ -287,12 +325,17 @@ impl Message<OpenSession> for SessionManager {
         if let Some(loading) = self.loading.get_mut(&id) {
             let (waiter, loaded) = oneshot::channel();
             loading.waiters.push(waiter);
+            let given = self.given.clone();
             return ctx.spawn(async move {
-                match loaded.await {
-                    Ok(handle) => Ok(handle),
+                match (loaded.await, mcp_servers) {
+                    (Ok(handle), None) => Ok(handle),
+                    (Ok(handle), Some(servers)) => give(&given, handle, servers).await,
                     // That load failed or was called off: ask again, for an
                     // answer of our own.
-                    Err(_) => me.ask(OpenSession(id)).await.map_err(SessionError::from),
+                    (Err(_), mcp_servers) => me
+                        .ask(OpenSession { id, mcp_servers })
+                        .await
+                        .map_err(SessionError::from),
                 }
             });
         }
@@ -310,7 +353,12 @@ impl Message<OpenSession> for SessionManager {
                     "loading session {id} failed (a bug: it panicked)"
                 )))
             });
-            let done = LoadEnded { id, ticket, loaded };
+            let done = LoadEnded {
+                id,
+                ticket,
+                loaded,
+                mcp_servers,
+            };
             me.ask(done).await.map_err(SessionError::from)
         })
     }
@@ -321,7 +369,12 @@ impl Message<LoadEnded> for SessionManager {
 
     async fn handle(
         &mut self,
-        LoadEnded { id, ticket, loaded }: LoadEnded,
+        LoadEnded {
+            id,
+            ticket,
+            loaded,
+            mcp_servers,
+        }: LoadEnded,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
         let current = self.loading.get(&id).is_some_and(|l| l.ticket == ticket);
@@ -331,7 +384,11 @@ impl Message<LoadEnded> for SessionManager {
         };
         match (loaded, waiters) {
             (Ok(loaded), Some(waiters)) => {
-                let handle = self.start(loaded, true);
+                let notices = match mcp_servers {
+                    Some(servers) => self.given.give(&id, &loaded.workspace, servers).await,
+                    None => Vec::new(),
+                };
+                let handle = self.start(loaded, true, notices);
                 for waiter in waiters {
                     let _ = waiter.send(handle.clone());
                 }
@@ -459,6 +516,22 @@ impl Message<DeleteSession> for SessionManager {
         }
         self.loader.stored().delete(&id).await
     }
+}
+
+/// Give the loaded session `handle` exactly `servers`; it reads the catalog
+/// and shows the notices before this returns.
+async fn give(
+    given: &GivenServers,
+    handle: SessionHandle,
+    servers: GivenSet,
+) -> Result<SessionHandle, SessionError> {
+    let notices = given.give(handle.id(), handle.workspace(), servers).await;
+    if let Err(gone) = handle.servers_given(notices).await {
+        // Closed meanwhile: what it was just given goes with it.
+        drop(given.release(handle.id()).await);
+        return Err(gone);
+    }
+    Ok(handle)
 }
 
 /// The SessionManager as the sub-agent runners see it: where child

@@ -26,6 +26,10 @@ pub struct SessionOptions {
     /// The model when neither `model` nor the agent names one (a child
     /// runs with its parent's; default: the configured model).
     pub inherit_model: Option<String>,
+    /// MCP servers of its own, by name (an editor's), joining the
+    /// configured ones for this session alone. Never stored: a session
+    /// loaded again has what it is opened with.
+    pub mcp_servers: std::collections::BTreeMap<String, crate::settings::McpServerConfig>,
 }
 
 /// The parent of a sub-agent's session.

@@ -3,21 +3,25 @@
 //! The [registry](super::registry) holds the built-in tools and the tools of
 //! every MCP server (reported by McpServer actors with [`ServerChanged`]);
 //! each change is published as a [`ToolCatalog`] on a watch channel that
-//! sessions follow.
-//! Accepts [`RunTool`] (answered when the call ends), [`ListTools`] and
-//! [`ServerChanged`]. Every call runs on its own task, so many run at once
-//! and the actor stays responsive; every failure — unknown tool, arguments
-//! that do not fit, an error, a panic, a timeout, a cancellation — becomes
-//! an error [`ToolOutcome`] the model can read. Outputs are cut to size.
+//! sessions follow: the shared view, and the view of each session given
+//! MCP servers of its own ([`GiveServer`] says which sessions a given
+//! server is offered to).
+//! Accepts [`RunTool`] (answered when the call ends), [`ListTools`],
+//! [`ServerChanged`] and [`GiveServer`]. Every call runs on its own task,
+//! so many run at once and the actor stays responsive; every failure —
+//! unknown tool (a tool of a server not given to the calling session is
+//! one), arguments that do not fit, an error, a panic, a timeout, a
+//! cancellation — becomes an error [`ToolOutcome`] the model can read.
+//! Outputs are cut to size.
 //!
 //! Never runs a tool inside its handler (that would serialise all calls) and
 //! never talks to a session directly: the caller gets the outcome as a reply.
 
 use crate::model::{Grant, GrantedCall, ToolCall, ToolOutcome, ToolSpec};
-use crate::protocol::McpServerStatus;
+use crate::protocol::{McpServerStatus, SessionId};
 use crate::settings::ToolSettings;
 use crate::tools::naming;
-use crate::tools::registry::{ToolCatalog, ToolRegistry};
+use crate::tools::registry::{ServerId, ToolCatalog, ToolRegistry, ToolView};
 use crate::tools::{Files, Tool, ToolContext, ToolError, truncate_middle};
 use kameo::Actor;
 use kameo::error::Infallible;
@@ -40,6 +44,9 @@ pub struct RunTool {
     pub cancel: CancellationToken,
     /// Where the file tools read and write (the session's).
     pub files: Files,
+    /// The session calling: it may call the shared tools and those of the
+    /// servers given to it (`None`: the shared tools only).
+    pub session: Option<SessionId>,
 }
 
 impl RunTool {
@@ -55,7 +62,14 @@ impl RunTool {
             workspace,
             cancel,
             files,
+            session: None,
         }
+    }
+
+    /// The call is made by session `session`.
+    pub fn by(mut self, session: SessionId) -> Self {
+        self.session = Some(session);
+        self
     }
 }
 
@@ -63,15 +77,25 @@ impl RunTool {
 #[derive(Debug)]
 struct RetryAfterStart(RunTool);
 
-/// The specs of every registered tool.
+/// The specs of every tool offered to every session.
 #[derive(Debug)]
 pub struct ListTools;
 
 /// An MCP server's state changed; `tools` is set when its tool list did.
 pub struct ServerChanged {
-    pub server: String,
+    pub server: ServerId,
     pub status: McpServerStatus,
     pub tools: Option<Vec<Arc<dyn Tool>>>,
+}
+
+/// Offer given MCP server `server` to `sessions` only, with `prompt` for
+/// their system prompts. An empty set forgets the server: its tools and
+/// status go, and what it reports afterwards (its stop) is ignored. Sent
+/// before the server's actor starts, so its first report is not ignored.
+pub struct GiveServer {
+    pub server: ServerId,
+    pub sessions: BTreeSet<SessionId>,
+    pub prompt: Option<String>,
 }
 
 /// The actor.
@@ -79,10 +103,12 @@ pub struct ServerChanged {
 pub struct ToolExecutor {
     registry: ToolRegistry,
     settings: ToolSettings,
-    servers: BTreeMap<String, McpServerStatus>,
+    servers: BTreeMap<ServerId, McpServerStatus>,
     /// Servers that have left their first start (reported anything but
     /// `starting` once): they are never on their first start again.
-    started_once: BTreeSet<String>,
+    started_once: BTreeSet<ServerId>,
+    /// The `prompt` of each given server that has one.
+    prompts: BTreeMap<ServerId, String>,
     catalog: watch::Sender<Arc<ToolCatalog>>,
 }
 
@@ -98,26 +124,61 @@ impl ToolExecutor {
             settings,
             servers: BTreeMap::new(),
             started_once: BTreeSet::new(),
+            prompts: BTreeMap::new(),
             catalog,
         };
         executor.publish();
         executor
     }
 
+    fn on_first_start(&self, server: &ServerId) -> bool {
+        matches!(self.servers.get(server), Some(McpServerStatus::Starting))
+            && !self.started_once.contains(server)
+    }
+
+    /// The statuses and first starts of `servers`, by name.
+    fn statuses<'a>(&'a self, servers: impl Iterator<Item = &'a ServerId>, view: &mut ToolView) {
+        for server in servers {
+            if let Some(status) = self.servers.get(server) {
+                view.servers.insert(server.name.clone(), status.clone());
+            }
+            if self.on_first_start(server) {
+                view.first_start.insert(server.name.clone());
+            }
+        }
+    }
+
     fn publish(&self) {
-        let first_start = self
-            .servers
-            .iter()
-            .filter(|(server, status)| {
-                matches!(status, McpServerStatus::Starting) && !self.started_once.contains(*server)
+        let mut shared = ToolView {
+            tools: self.registry.specs(),
+            ..ToolView::default()
+        };
+        self.statuses(self.servers.keys().filter(|s| !s.is_given()), &mut shared);
+        let sessions = self
+            .registry
+            .sessions_with_own_servers()
+            .map(|session| {
+                let mut view = ToolView {
+                    tools: self.registry.specs_for(session),
+                    servers: shared.servers.clone(),
+                    first_start: shared.first_start.clone(),
+                    prompts: String::new(),
+                };
+                self.statuses(self.registry.given_to(session), &mut view);
+                for server in self.registry.given_to(session) {
+                    if let Some(prompt) = self.prompts.get(server) {
+                        view.prompts.push_str(&format!(
+                            "\n\n# MCP server `{}`\n{}",
+                            server.name,
+                            prompt.trim()
+                        ));
+                    }
+                }
+                (session.clone(), view)
             })
-            .map(|(server, _)| server.clone())
             .collect();
-        self.catalog.send_replace(Arc::new(ToolCatalog {
-            tools: Arc::new(self.registry.specs()),
-            servers: self.servers.clone(),
-            first_start,
-        }));
+        self.catalog
+            .send_replace(Arc::new(ToolCatalog { shared, sessions }));
     }
 }
 
@@ -125,6 +186,10 @@ impl Message<ServerChanged> for ToolExecutor {
     type Reply = ();
 
     async fn handle(&mut self, change: ServerChanged, _: &mut Context<Self, Self::Reply>) {
+        if change.server.is_given() && !self.registry.is_given_to_anyone(&change.server) {
+            // A given server no session has any more, reporting its stop.
+            return;
+        }
         match (&change.status, change.tools) {
             (McpServerStatus::Failed { .. } | McpServerStatus::Stopped, _) => {
                 self.registry.remove_server(&change.server)
@@ -140,6 +205,22 @@ impl Message<ServerChanged> for ToolExecutor {
     }
 }
 
+impl Message<GiveServer> for ToolExecutor {
+    type Reply = ();
+
+    async fn handle(&mut self, give: GiveServer, _: &mut Context<Self, Self::Reply>) {
+        if give.sessions.is_empty() {
+            self.servers.remove(&give.server);
+            self.started_once.remove(&give.server);
+            self.prompts.remove(&give.server);
+        } else if let Some(prompt) = give.prompt.filter(|p| !p.trim().is_empty()) {
+            self.prompts.insert(give.server.clone(), prompt);
+        }
+        self.registry.set_audience(&give.server, give.sessions);
+        self.publish();
+    }
+}
+
 /// How a call ended. (Never an error: every failure is an error outcome the
 /// model reads; the `Result` only lets the actor reply with it.)
 pub type Ran = Result<ToolOutcome, Infallible>;
@@ -148,16 +229,24 @@ impl Message<RunTool> for ToolExecutor {
     type Reply = DelegatedReply<Ran>;
 
     async fn handle(&mut self, msg: RunTool, ctx: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        if self.registry.get(&msg.call.name).is_none()
-            && let Some(server) = self.first_start_of(&msg.call.name)
+        if self
+            .registry
+            .get(msg.session.as_ref(), &msg.call.name)
+            .is_none()
+            && let Some(server) = self.first_start_of(&msg.call.name, msg.session.as_ref())
         {
             // The tool's server has not listed its tools yet: this call (and
             // only this call) waits for it to finish starting.
             let me = ctx.actor_ref().clone();
             let mut catalog = self.catalog.subscribe();
             return ctx.spawn(async move {
+                let session = msg.session.clone();
                 let started = catalog.wait_for(|c| {
-                    !matches!(c.servers.get(&server), Some(McpServerStatus::Starting))
+                    let view = match &session {
+                        Some(session) => c.view(session),
+                        None => &c.shared,
+                    };
+                    !matches!(view.servers.get(&server), Some(McpServerStatus::Starting))
                 });
                 tokio::select! {
                     _ = msg.cancel.cancelled() => return Ok(cancelled()),
@@ -191,8 +280,8 @@ impl ToolExecutor {
     where
         R: kameo::Reply<Value = Ran>,
     {
-        let Some(tool) = self.registry.get(&msg.call.name) else {
-            let names = self.registry.names().join(", ");
+        let Some(tool) = self.registry.get(msg.session.as_ref(), &msg.call.name) else {
+            let names = self.registry.names(msg.session.as_ref()).join(", ");
             return ctx.reply(Ok(ToolOutcome::error(format!(
                 "unknown tool `{}`; the available tools are: {names}",
                 msg.call.name
@@ -202,17 +291,19 @@ impl ToolExecutor {
         ctx.spawn(async move { Ok(run(tool, msg, settings).await) })
     }
 
-    /// The MCP server that owns `tool` by name and is still starting for the
-    /// first time (it has listed no tools yet).
-    fn first_start_of(&self, tool: &str) -> Option<String> {
+    /// The name of the MCP server, offered to `session`, that owns `tool` by
+    /// name and is still starting for the first time (it has listed no tools
+    /// yet).
+    fn first_start_of(&self, tool: &str, session: Option<&SessionId>) -> Option<String> {
         self.servers
             .iter()
             .find(|(server, status)| {
                 matches!(status, McpServerStatus::Starting)
+                    && self.registry.offers(server, session)
                     && !self.registry.has_server(server)
-                    && tool.starts_with(&naming::server_prefix(server))
+                    && tool.starts_with(&naming::server_prefix(&server.name))
             })
-            .map(|(server, _)| server.clone())
+            .map(|(server, _)| server.name.clone())
     }
 }
 
@@ -224,7 +315,7 @@ impl Message<ListTools> for ToolExecutor {
     type Reply = Vec<ToolSpec>;
 
     async fn handle(&mut self, _: ListTools, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        self.registry.specs()
+        self.registry.specs().to_vec()
     }
 }
 
@@ -349,6 +440,7 @@ mod tests {
             workspace: std::env::temp_dir(),
             cancel: CancellationToken::new(),
             files: Files::Disk,
+            session: None,
         }
     }
 
@@ -377,11 +469,11 @@ mod tests {
     async fn a_tool_renamed_in_a_name_clash_keeps_its_own_time_limit() {
         let mut registry = ToolRegistry::new(vec![Arc::new(Forever)], &[]);
         let limited: Arc<dyn Tool> = Arc::new(LimitedForever(Duration::from_secs(1)));
-        registry.set_server_tools("s", vec![limited]);
+        registry.set_server_tools(&ServerId::configured("s"), vec![limited]);
         let renamed: Vec<String> = registry
             .specs()
-            .into_iter()
-            .map(|s| s.name)
+            .iter()
+            .map(|s| s.name.clone())
             .filter(|n| n != "forever")
             .collect();
         assert_eq!(renamed.len(), 1, "the server's `forever` was renamed");
@@ -415,11 +507,11 @@ mod tests {
             tx,
         ));
         let report = |server: &str, status: McpServerStatus| ServerChanged {
-            server: server.into(),
+            server: ServerId::configured(server),
             status,
             tools: None,
         };
-        let first_start = || catalog.borrow().first_start.clone();
+        let first_start = || catalog.borrow().shared.first_start.clone();
         for server in ["a", "b"] {
             ex.ask(report(server, McpServerStatus::Starting))
                 .await
@@ -444,7 +536,100 @@ mod tests {
                 .unwrap();
         }
         assert!(first_start().is_empty(), "{:?}", first_start());
-        assert_eq!(catalog.borrow().servers["a"], McpServerStatus::Starting);
+        assert_eq!(
+            catalog.borrow().shared.servers["a"],
+            McpServerStatus::Starting
+        );
+    }
+
+    #[tokio::test]
+    async fn a_given_servers_tool_is_unknown_to_the_sessions_not_given_it() {
+        let (tx, catalog) = watch::channel(Arc::new(ToolCatalog::default()));
+        let ex = ToolExecutor::spawn(ToolExecutor::new(
+            ToolRegistry::new(vec![], &[]),
+            ToolSettings {
+                max_output_bytes: 1000,
+                timeout_secs: 1,
+                ..Default::default()
+            },
+            tx,
+        ));
+        let (mine, other) = (SessionId::from("mine"), SessionId::from("other"));
+        let server = ServerId::given("editor", 1);
+        ex.ask(GiveServer {
+            server: server.clone(),
+            sessions: [mine.clone()].into(),
+            prompt: Some("Use the editor's tools.".into()),
+        })
+        .await
+        .unwrap();
+        let limited: Arc<dyn Tool> = Arc::new(LimitedForever(Duration::from_millis(10)));
+        let name = limited.spec().name;
+        ex.ask(ServerChanged {
+            server: server.clone(),
+            status: McpServerStatus::Ready { tools: 1 },
+            tools: Some(vec![limited]),
+        })
+        .await
+        .unwrap();
+        {
+            let catalog = catalog.borrow();
+            let offered = |s: &SessionId| -> Vec<String> {
+                catalog
+                    .view(s)
+                    .tools
+                    .iter()
+                    .map(|t| t.name.clone())
+                    .collect()
+            };
+            assert_eq!(offered(&mine), std::slice::from_ref(&name));
+            assert!(offered(&other).is_empty());
+            assert!(catalog.view(&mine).servers.contains_key("editor"));
+            assert!(!catalog.view(&other).servers.contains_key("editor"));
+            assert!(
+                catalog
+                    .view(&mine)
+                    .prompts
+                    .contains("Use the editor's tools.")
+            );
+            assert!(catalog.shared.tools.is_empty() && catalog.shared.servers.is_empty());
+        }
+        let refused = ex
+            .ask(call(&name, json!({})).by(other.clone()))
+            .await
+            .unwrap();
+        assert!(refused.is_error);
+        assert!(
+            refused.output.contains(&format!("unknown tool `{name}`")),
+            "{}",
+            refused.output
+        );
+        let ran = ex
+            .ask(call(&name, json!({})).by(mine.clone()))
+            .await
+            .unwrap();
+        assert!(
+            ran.output.contains("timed out"),
+            "it reached the tool: {}",
+            ran.output
+        );
+        // No session has it any more: it is forgotten, and its last report
+        // brings nothing back.
+        ex.ask(GiveServer {
+            server: server.clone(),
+            sessions: BTreeSet::new(),
+            prompt: None,
+        })
+        .await
+        .unwrap();
+        ex.ask(ServerChanged {
+            server,
+            status: McpServerStatus::Stopped,
+            tools: None,
+        })
+        .await
+        .unwrap();
+        assert_eq!(**catalog.borrow(), ToolCatalog::default());
     }
 
     #[tokio::test]

@@ -6,7 +6,9 @@
 //! running prompt's responder and the permission requests sent to the
 //! editor. One task per session, so everything it writes to the client
 //! leaves in the order it happened: a load's replay before the load's
-//! answer, a turn's updates before the prompt's answer.
+//! answer, a turn's updates before the prompt's answer. A `session/load`
+//! of a session open already replaces its task (the earlier one is told
+//! [`ToSession::Replaced`] and ends), so no update is sent twice.
 //!
 //! It never answers a prompt with an error for a cancellation (the turn's
 //! `cancelled` result is the answer), never asks the editor about an
@@ -60,6 +62,9 @@ pub enum ToSession {
         request_id: String,
         decision: Option<ApprovalDecision>,
     },
+    /// The editor opened the session again (`session/load` of an open
+    /// session): a new task follows it from now on, and this one ends.
+    Replaced,
 }
 
 /// The request that opened the session, answered once its replay is
@@ -128,11 +133,15 @@ impl SessionTask {
                 event = self.attached.events.recv() => match event {
                     Some(event) => self.event(&event).await,
                     None => {
-                        self.ended();
+                        self.end("the session stopped (its process is shutting down, or the server went away)");
                         return;
                     }
                 },
                 message = self.inbox.recv() => match message {
+                    Some(ToSession::Replaced) => {
+                        self.end("the session was loaded again; the new load follows it");
+                        return;
+                    }
                     Some(message) => self.message(message).await,
                     None => return,
                 },
@@ -223,10 +232,14 @@ impl SessionTask {
         }
     }
 
-    /// The session's events ended (it stopped, or the server is gone):
-    /// what waits for it is answered with the reason.
-    fn ended(&mut self) {
-        let why = "the session stopped (its process is shutting down, or the server went away)";
+    /// This task stops following the session (it stopped, the server is
+    /// gone, or a new load follows it): what waits for it is answered with
+    /// the reason `why`, and the permission requests still asked are
+    /// withdrawn.
+    fn end(&mut self, why: &str) {
+        for (_, asked) in self.asked.drain() {
+            let _ = asked.cancel();
+        }
         if let Some(running) = self.running.take() {
             respond_prompt(running.responder, Answer::Failed(why.to_string()));
         }
@@ -282,6 +295,8 @@ impl SessionTask {
                     tracing::debug!(session = %self.id.0, "the editor's answer to {request_id} was not taken: {e:#}");
                 }
             }
+            // Taken in `run`: the task ends.
+            ToSession::Replaced => {}
         }
     }
 

@@ -3,11 +3,11 @@
 //! this connection has open.
 //!
 //! A new session works in the request's `cwd`; the editor's MCP servers
-//! join the configured ones (in this process: started once, their tools
-//! offered to every session of this connection, which is what an editor
-//! gives each session anyway; with `--attach` the daemon's servers are
-//! fixed, and the editor's are skipped with a warning). A loaded session
-//! replays its stored conversation as updates before the answer.
+//! join the configured ones for that session alone (its tools are offered
+//! to no other session; with `--attach` they are given to the session in
+//! the server, which starts them). A loaded session has the servers the
+//! `session/load` gives (none are stored), and replays its stored
+//! conversation as updates before the answer.
 //!
 //! It never answers before the session's task has taken over (the task
 //! answers, after the replay), and never holds the dispatch loop (each
@@ -26,8 +26,9 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
-use agentbus_actors::runtime::{AddedServer, Files};
-use std::collections::HashMap;
+use agentbus_actors::runtime::Files;
+use agentbus_actors::settings::McpServerConfig;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc::UnboundedSender;
@@ -91,13 +92,16 @@ impl Shared {
         responder: Responder<NewSessionResponse>,
         connection: ConnectionTo<Client>,
     ) {
-        if let Err(why) = self.prepare(&request.cwd, &request.mcp_servers).await {
-            let _ = responder.respond_with_error(why);
-            return;
-        }
+        let servers = match prepare(&request.cwd, &request.mcp_servers) {
+            Ok(servers) => servers,
+            Err(why) => {
+                let _ = responder.respond_with_error(why);
+                return;
+            }
+        };
         match self
             .backend
-            .create_in(request.cwd.clone(), self.agent.clone())
+            .create_in(request.cwd.clone(), self.agent.clone(), servers)
             .await
         {
             Ok(attached) => {
@@ -119,12 +123,15 @@ impl Shared {
         responder: Responder<LoadSessionResponse>,
         connection: ConnectionTo<Client>,
     ) {
-        if let Err(why) = self.prepare(&request.cwd, &request.mcp_servers).await {
-            let _ = responder.respond_with_error(why);
-            return;
-        }
+        let servers = match prepare(&request.cwd, &request.mcp_servers) {
+            Ok(servers) => servers,
+            Err(why) => {
+                let _ = responder.respond_with_error(why);
+                return;
+            }
+        };
         let id = agentbus_actors::protocol::SessionId(request.session_id.0.to_string());
-        match self.backend.open(&id, Start::Beginning).await {
+        match self.backend.open_with(&id, Start::Beginning, servers).await {
             Ok(attached) => {
                 self.start(attached, request.cwd, Opening::Load(responder), connection)
                     .await
@@ -171,50 +178,13 @@ impl Shared {
         };
         let translator = Translator::new(cwd, self.models.clone(), choices);
         let (task, sender) = SessionTask::new(attached, translator, connection, opening);
-        if let Ok(mut open) = self.open.lock() {
-            open.insert(id, sender);
+        if let Ok(mut open) = self.open.lock()
+            && let Some(earlier) = open.insert(id, sender)
+        {
+            // Opened again: the earlier task stops forwarding its events.
+            let _ = earlier.send(ToSession::Replaced);
         }
         tokio::spawn(task.run());
-    }
-
-    /// Start the editor's MCP servers (in this process only).
-    /// What opening any session needs first: an absolute `cwd`, and the
-    /// editor's MCP servers added.
-    async fn prepare(&self, cwd: &Path, servers: &[McpServer]) -> Result<(), Error> {
-        absolute(cwd)?;
-        self.add_mcp_servers(servers, cwd).await;
-        Ok(())
-    }
-
-    async fn add_mcp_servers(&self, servers: &[McpServer], cwd: &Path) {
-        if servers.is_empty() {
-            return;
-        }
-        let Backend::Local(runtime) = &self.backend else {
-            tracing::warn!(
-                "the editor's MCP servers are not used: with --attach the server's configured MCP servers are the ones sessions have"
-            );
-            return;
-        };
-        for server in servers {
-            let (name, config) = match mcp_servers::config(server, cwd) {
-                Ok(named) => named,
-                Err(why) => {
-                    tracing::warn!("{why}; skipped");
-                    continue;
-                }
-            };
-            match runtime.add_mcp_server(name.clone(), config).await {
-                AddedServer::Started => {
-                    tracing::info!(server = %name, "the editor's MCP server started")
-                }
-                AddedServer::Running => {}
-                AddedServer::NameTaken => tracing::warn!(
-                    server = %name,
-                    "the editor's MCP server has the name of another one (configured, or given before with other settings); that one is used"
-                ),
-            }
-        }
     }
 
     /// A page of the stored sessions, most recent first, those of `cwd`
@@ -259,6 +229,23 @@ impl Shared {
         }
         Ok(response)
     }
+}
+
+/// What opening any session needs first: an absolute `cwd`; and the
+/// editor's MCP servers as ours (those we cannot speak to are skipped,
+/// saying why in the log).
+fn prepare(cwd: &Path, servers: &[McpServer]) -> Result<BTreeMap<String, McpServerConfig>, Error> {
+    absolute(cwd)?;
+    let mut given = BTreeMap::new();
+    for server in servers {
+        match mcp_servers::config(server, cwd) {
+            Ok((name, config)) => {
+                given.insert(name, config);
+            }
+            Err(why) => tracing::warn!("{why}; skipped"),
+        }
+    }
+    Ok(given)
 }
 
 /// ACP requires an absolute `cwd`.

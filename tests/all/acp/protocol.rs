@@ -1,19 +1,40 @@
 //! What acpx cannot show, with the crate's own client side as the editor:
 //! the replay of `session/load`, `session/list`, the mode picker,
 //! "allow always", a permission request withdrawn by a cancel, the file
-//! tools going through the editor, embedded context, slash commands, and
+//! tools going through the editor, embedded context, slash commands,
+//! the editor's MCP servers belonging to the session given them, and
 //! `--attach` to a running `agentbus serve`.
 
 use super::editor::{Behaviour, new_session, prompt, with_editor};
-use crate::support::{Fixture, session_id};
+use crate::support::{Fixture, session_id, test_mcp_server};
 use agent_client_protocol::ErrorCode;
 use agent_client_protocol::v1::schema::{
     CancelNotification, ContentBlock, EmbeddedResource, EmbeddedResourceResource,
-    ListSessionsRequest, LoadSessionRequest, PromptRequest, SessionId, SessionModeId,
-    SessionUpdate, SetSessionModeRequest, StopReason, TextContent, TextResourceContents,
-    ToolCallContent, ToolCallStatus, ToolKind,
+    ListSessionsRequest, LoadSessionRequest, McpServer, McpServerStdio, NewSessionRequest,
+    PromptRequest, SessionId, SessionModeId, SessionUpdate, SetSessionModeRequest, StopReason,
+    TextContent, TextResourceContents, ToolCallContent, ToolCallStatus, ToolKind,
 };
+use agentbus_testkit::{last_user_text, offered_tools};
 use std::collections::HashMap;
+
+/// The editor's MCP server: the kit's test server, named `editor`.
+fn editors_server() -> McpServer {
+    McpServer::Stdio(McpServerStdio::new("editor", test_mcp_server()))
+}
+
+/// The tools offered by each model request whose last user text holds
+/// `text`.
+fn offered_for(fx: &Fixture, text: &str) -> Vec<Vec<String>> {
+    let offered: Vec<Vec<String>> = fx
+        .server
+        .model_calls()
+        .iter()
+        .filter(|c| last_user_text(&c.body).is_some_and(|t| t.contains(text)))
+        .map(|c| offered_tools(&c.body))
+        .collect();
+    assert!(!offered.is_empty(), "no request for {text:?}");
+    offered
+}
 
 /// The text of a text block.
 fn text_of(block: &ContentBlock) -> &str {
@@ -509,6 +530,151 @@ async fn an_attached_editors_session_lives_in_the_server_and_streams_there() {
         Ok(())
     })
     .await;
+}
+
+#[tokio::test]
+async fn an_editors_mcp_server_is_offered_to_the_session_given_it_alone() {
+    let fx = Fixture::new("acp_mcp_two_sessions").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let first = cx
+            .send_request(NewSessionRequest::new(ws.clone()).mcp_servers(vec![editors_server()]))
+            .block_task()
+            .await?
+            .session_id;
+        let second = new_session(&cx, &ws).await?;
+        let answer = prompt(&cx, &first, "first: echo it").await?;
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let seen = editor.take();
+        assert!(
+            seen.agent_text()
+                .contains("echoed: only the first session's"),
+            "{}",
+            seen.agent_text()
+        );
+        // The server is up now; the other session still does not see it.
+        prompt(&cx, &second, "second: anything").await?;
+        Ok(())
+    })
+    .await;
+    for tools in offered_for(&fx, "first") {
+        assert!(
+            tools.contains(&"mcp__editor__echo".to_string()),
+            "{tools:?}"
+        );
+    }
+    for tools in offered_for(&fx, "second") {
+        assert!(
+            tools.iter().all(|t| !t.starts_with("mcp__editor__")),
+            "the other session was offered the editor's tools: {tools:?}"
+        );
+        assert!(tools.contains(&"read_file".to_string()), "{tools:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_session_loaded_again_has_the_servers_that_load_gives() {
+    let fx = Fixture::new("acp_mcp_two_sessions").await;
+    let ws = fx.workspace().to_path_buf();
+    with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        prompt(&cx, &id, "second: before the load").await?;
+        // Loaded (and running) already: the load gives it the server.
+        cx.send_request(
+            LoadSessionRequest::new(id.clone(), ws.clone()).mcp_servers(vec![editors_server()]),
+        )
+        .block_task()
+        .await?;
+        editor.take();
+        let answer = prompt(&cx, &id, "first: after the load").await?;
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let seen = editor.take();
+        assert!(
+            seen.agent_text()
+                .contains("echoed: only the first session's"),
+            "{seen:#?}"
+        );
+        // Only the load's task follows the session now: nothing twice.
+        let calls = seen
+            .updates
+            .iter()
+            .filter(|u| matches!(u, SessionUpdate::ToolCall(_)))
+            .count();
+        assert_eq!(calls, 1, "{seen:#?}");
+        Ok(())
+    })
+    .await;
+    for tools in offered_for(&fx, "before the load") {
+        assert!(tools.iter().all(|t| !t.starts_with("mcp__")), "{tools:?}");
+    }
+    for tools in offered_for(&fx, "after the load") {
+        assert!(
+            tools.contains(&"mcp__editor__echo".to_string()),
+            "{tools:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_attached_editors_mcp_server_runs_in_the_server_for_its_session() {
+    let fx = Fixture::new("acp_mcp_attached").await;
+    let ws = fx.workspace().to_path_buf();
+    // A stored session the server has not loaded.
+    let ran = fx.run(&["run", "--json", "hello"]).await;
+    assert_eq!(ran.code(), Some(0), "{}", ran.stderr);
+    let stored = session_id(&ran.events());
+    let server = fx.serve().await;
+    let url = server.url.clone();
+    with_editor(
+        &fx,
+        &["--attach", &url],
+        Behaviour::default(),
+        async |cx, editor| {
+            cx.send_request(
+                LoadSessionRequest::new(SessionId::new(stored.as_str()), ws.clone())
+                    .mcp_servers(vec![editors_server()]),
+            )
+            .block_task()
+            .await?;
+            let loaded = prompt(&cx, &SessionId::new(stored.as_str()), "echo, loaded").await?;
+            assert_eq!(loaded.stop_reason, StopReason::EndTurn);
+            let seen = editor.take();
+            assert!(
+                seen.agent_text().contains("echoed: in the loaded session"),
+                "{}",
+                seen.agent_text()
+            );
+            let new = cx
+                .send_request(
+                    NewSessionRequest::new(ws.clone()).mcp_servers(vec![editors_server()]),
+                )
+                .block_task()
+                .await?
+                .session_id;
+            let answer = prompt(&cx, &new, "echo, new").await?;
+            assert_eq!(answer.stop_reason, StopReason::EndTurn);
+            assert!(
+                editor
+                    .take()
+                    .agent_text()
+                    .contains("echoed: in the new session")
+            );
+            // The server's own tool list (every session's) does not have it.
+            let tools = server.get_json("/v1/tools").await.to_string();
+            assert!(!tools.contains("mcp__editor__"), "{tools}");
+            Ok(())
+        },
+    )
+    .await;
+    for tools in offered_for(&fx, "echo") {
+        assert!(
+            tools.contains(&"mcp__editor__echo".to_string()),
+            "{tools:?}"
+        );
+    }
+    for tools in offered_for(&fx, "hello") {
+        assert!(tools.iter().all(|t| !t.starts_with("mcp__")), "{tools:?}");
+    }
 }
 
 #[tokio::test]

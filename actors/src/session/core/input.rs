@@ -67,7 +67,16 @@ pub enum Input {
         /// The servers on their first start: starting, and never ready,
         /// restarting or failed before (the first turn waits for them).
         first_start: BTreeSet<String>,
+        /// The prompts of the MCP servers given to this session alone (an
+        /// editor's), for its system prompt.
+        prompts: String,
     },
+    /// The session was given MCP servers of its own (an editor's), or had
+    /// some taken away, while it ran: its next turn waits for those still
+    /// on their first start, as a first turn does. `notices` (what the
+    /// driver found out about them: a name a configured server has) are
+    /// shown.
+    ServersGiven { notices: Vec<String> },
     /// The timer of [`Effect::McpWaitTimer`](super::Effect::McpWaitTimer)
     /// for turn `turn_id` ran out.
     McpWaitTimedOut { turn_id: InputId },

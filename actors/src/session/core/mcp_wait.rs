@@ -8,10 +8,12 @@
 //! servers are on their first start, and says so (`system` `mcp_waiting`).
 //!
 //! The rules:
-//! - Only the session's first turn waits, and only for servers on their
-//!   first start (starting, never ready, restarting or failed before). A
-//!   server that was ready once never holds a turn up again; neither does a
-//!   restart.
+//! - Only the session's first turn waits — and the first turn after the
+//!   session was given MCP servers of its own while it ran (an editor's
+//!   `session/load` of a loaded session, [`given`]) —, and only for servers
+//!   on their first start (starting, never ready, restarting or failed
+//!   before). A server that was ready once never holds a turn up again;
+//!   neither does a restart.
 //! - The wait lasts at most `mcp_first_turn_wait_ms` in all: the deadline is
 //!   an effect ([`Effect::McpWaitTimer`]) the driver performs with a timer,
 //!   answering [`Input::McpWaitTimedOut`](super::Input::McpWaitTimedOut);
@@ -74,6 +76,12 @@ pub(super) fn holds(state: &mut SessionState, turn_id: InputId, fx: &mut Vec<Eff
         after_ms: max_wait_ms,
     });
     true
+}
+
+/// The session was given MCP servers: its next turn waits for those on
+/// their first start, as a first turn does.
+pub(super) fn given(state: &mut SessionState) {
+    state.mcp_wait.spent = false;
 }
 
 /// The tool catalog changed: remember which servers are still on their
@@ -177,6 +185,7 @@ mod tests {
                 .map(|(name, status)| (name.to_string(), status.clone()))
                 .collect(),
             first_start: first_start.iter().map(|s| s.to_string()).collect(),
+            prompts: String::new(),
         }
     }
 
@@ -360,6 +369,28 @@ mod tests {
         let before = h.effects.len();
         h.query("two");
         assert_eq!(model_calls(&h.effects[before..]).len(), 1);
+    }
+
+    #[test]
+    fn the_first_turn_after_servers_were_given_waits_for_them() {
+        let mut h = Harness::new();
+        h.query("one");
+        h.answer(1, "done", &[]);
+        // An editor loads the running session with a server of its own.
+        h.feed(catalog(
+            &[("editor", McpServerStatus::Starting)],
+            &["editor"],
+        ));
+        h.feed(Input::ServersGiven { notices: vec![] });
+        let turn = h.state().next_input_id();
+        let before = h.effects.len();
+        h.query("two");
+        let fx = h.effects[before..].to_vec();
+        assert!(model_calls(&fx).is_empty(), "no call while waiting");
+        assert_eq!(waiting_notices(&fx).len(), 1, "{fx:#?}");
+        let fx = h.feed(catalog(&[("editor", ready())], &[]));
+        assert_eq!(offered(&fx), ["bash", "mcp__editor__echo"]);
+        assert!(h.feed(Input::McpWaitTimedOut { turn_id: turn }).is_empty());
     }
 
     #[test]

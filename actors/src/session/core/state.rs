@@ -58,18 +58,24 @@ pub struct SessionConfig {
 impl SessionConfig {
     /// The system prompt every request of `agent` starts from: the
     /// agent's own prompt or else the configured one, then the MCP
-    /// servers' prompts, then the instructions.
-    pub fn base_prompt(&self, agent: &str) -> std::borrow::Cow<'_, str> {
+    /// servers' prompts (the configured ones', then `server_prompts`, those
+    /// of the servers given to the session), then the instructions.
+    pub fn base_prompt<'a>(
+        &'a self,
+        agent: &str,
+        server_prompts: &str,
+    ) -> std::borrow::Cow<'a, str> {
         let prompt = self
             .agents
             .get(agent)
             .and_then(|a| a.prompt.as_deref())
             .unwrap_or(&self.system_prompt);
-        if self.instructions.is_empty() && self.tool_prompts.is_empty() {
+        if self.instructions.is_empty() && self.tool_prompts.is_empty() && server_prompts.is_empty()
+        {
             std::borrow::Cow::Borrowed(prompt)
         } else {
             std::borrow::Cow::Owned(format!(
-                "{prompt}{}{}",
+                "{prompt}{}{server_prompts}{}",
                 self.tool_prompts,
                 self.instructions.section()
             ))
@@ -120,6 +126,9 @@ pub struct SessionState {
     pub tools: crate::model::ToolList,
     /// How each MCP server is doing, as last reported to this session.
     pub mcp_servers: BTreeMap<String, McpServerStatus>,
+    /// The prompts of the MCP servers given to this session alone, as the
+    /// catalog last said (appended after the configured servers' prompts).
+    pub server_prompts: String,
     /// Which servers are on their first start, and whether the first turn
     /// (the one that may wait for them) has begun.
     pub mcp_wait: McpWait,
@@ -156,6 +165,7 @@ impl SessionState {
             agent: super::agents::DEFAULT_AGENT.to_string(),
             tools,
             mcp_servers: BTreeMap::new(),
+            server_prompts: String::new(),
             mcp_wait: McpWait::default(),
             history: Vec::new(),
             usage: SessionUsage::default(),
@@ -260,7 +270,7 @@ impl SessionState {
 
     /// The system prompt the agent's requests start from.
     pub fn base_prompt(&self) -> std::borrow::Cow<'_, str> {
-        self.config.base_prompt(&self.agent)
+        self.config.base_prompt(&self.agent, &self.server_prompts)
     }
 
     /// The current profile's description, if it is configured.

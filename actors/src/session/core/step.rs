@@ -50,10 +50,18 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
             tools,
             servers,
             first_start,
+            prompts,
         } => {
+            state.server_prompts = prompts;
             apply_catalog(state, tools, servers, &mut fx);
             if mcp_wait::observe(state, first_start) {
                 call_model(state, &mut fx);
+            }
+        }
+        Input::ServersGiven { notices } => {
+            mcp_wait::given(state);
+            for text in notices {
+                emit(&mut fx, None, notice(text));
             }
         }
         Input::McpWaitTimedOut { turn_id } => {

@@ -848,9 +848,41 @@ fn tools_changed_applies_to_the_next_model_call() {
         tools: Default::default(),
         servers: Default::default(),
         first_start: Default::default(),
+        prompts: String::new(),
     });
     h.query("hi");
     assert!(model_calls(&h.effects)[0].1.tools.is_empty());
+}
+
+#[test]
+fn the_prompts_of_the_sessions_own_servers_join_its_system_prompt() {
+    let mut h = Harness::new();
+    let tools = h.state().tools.clone();
+    h.feed(Input::CatalogChanged {
+        tools,
+        servers: Default::default(),
+        first_start: Default::default(),
+        prompts: "\n\n# MCP server `editor`\nAsk the editor.".into(),
+    });
+    h.query("hi");
+    let request = &model_calls(&h.effects)[0].1;
+    assert_eq!(
+        request.system_prompt,
+        "be brief\n\n# MCP server `editor`\nAsk the editor."
+    );
+}
+
+#[test]
+fn the_notices_about_the_servers_given_are_shown() {
+    let mut h = Harness::new();
+    let fx = h.feed(Input::ServersGiven {
+        notices: vec!["MCP server `x`: not started".into()],
+    });
+    let [AgentMessage::System(notice)] = &messages(&fx)[..] else {
+        panic!("{fx:?}")
+    };
+    assert_eq!(notice.subtype, SystemSubtype::Notice);
+    assert_eq!(notice.message, "MCP server `x`: not started");
 }
 
 #[test]
@@ -862,6 +894,7 @@ fn mcp_server_changes_are_reported_once_each() {
         tools: tools.clone(),
         servers: [("files".to_string(), status)].into_iter().collect(),
         first_start: Default::default(),
+        prompts: String::new(),
     };
     let fx = h.feed(catalog(McpServerStatus::Starting));
     assert_eq!(messages(&fx).len(), 1);

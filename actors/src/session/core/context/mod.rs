@@ -152,7 +152,9 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         .is_some_and(|a| a.prompt.is_some() && a.permission_mode == Some(PermissionMode::Plan));
     let planning = (state.permissions.mode == PermissionMode::Plan && !planning_agent)
         .then_some(PLAN_MODE_PROMPT);
-    let base = state.config.base_prompt(&state.agent);
+    let base = state
+        .config
+        .base_prompt(&state.agent, &state.server_prompts);
     let offered = state.offered_tools();
     let system_prompt = format!(
         "{base}{}{}",
