@@ -7,9 +7,10 @@ use super::attached::{Attached, Catchup, Start};
 use crate::api::Session;
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
-use agentbus_actors::protocol::{AgentInfo, PermissionMode, SessionId};
+use agentbus_actors::protocol::{AgentInfo, PermissionMode, Pricing, SessionId};
 use agentbus_actors::{Runtime, SessionOptions, Settings};
 use anyhow::Context as _;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// `--attach URL` and what it carries over to the server.
@@ -31,6 +32,8 @@ pub struct Listed {
     pub title: Option<String>,
     pub workspace: String,
     pub updated_at: chrono::DateTime<chrono::Utc>,
+    /// How many queries it holds.
+    pub turns: u64,
 }
 
 /// The command line's say in how the chosen session runs.
@@ -99,7 +102,7 @@ impl Backend {
         flags: &SessionFlags,
     ) -> anyhow::Result<Attached> {
         let attached = self.choose_session(resume, start, flags).await?;
-        if resume.session.is_some() || resume.continue_ {
+        if resume.stored() {
             if let Some(agent) = &flags.agent {
                 attached.submit_text(format!("/agent {agent}")).await?;
             }
@@ -118,7 +121,7 @@ impl Backend {
     ) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
-                let session = if let Some(prefix) = &resume.session {
+                let session = if let Some(prefix) = resume.id()? {
                     let id = runtime.resolve(prefix).await?;
                     runtime.open_session(&id).await?
                 } else if resume.continue_ {
@@ -151,7 +154,7 @@ impl Backend {
                 workspace,
                 permission_mode,
             } => {
-                if let Some(prefix) = &resume.session {
+                if let Some(prefix) = resume.id()? {
                     let record = client.session(prefix).await?;
                     return Ok(remote_attach(client, record, start));
                 }
@@ -251,6 +254,35 @@ impl Backend {
         Ok(Choices { agents, models })
     }
 
+    /// The prices of the model profiles that have them, by name (for the
+    /// chat's cost figure).
+    pub async fn prices(&self) -> anyhow::Result<BTreeMap<String, Pricing>> {
+        Ok(match self {
+            Backend::Local(runtime) => runtime
+                .settings()
+                .models
+                .iter()
+                .filter_map(|(name, profile)| Some((name.clone(), profile.pricing()?)))
+                .collect(),
+            Backend::Remote { client, .. } => client
+                .models()
+                .await?
+                .models
+                .into_iter()
+                .filter_map(|m| {
+                    let p = m.pricing?;
+                    let pricing = Pricing {
+                        input_per_mtok: p.input_per_mtok,
+                        output_per_mtok: p.output_per_mtok,
+                        cache_read_per_mtok: p.cache_read_per_mtok,
+                        cache_write_per_mtok: p.cache_write_per_mtok,
+                    };
+                    Some((m.name, pricing))
+                })
+                .collect(),
+        })
+    }
+
     /// The stored sessions, most recent first.
     pub async fn list(&self) -> anyhow::Result<Vec<Listed>> {
         Ok(match self {
@@ -264,6 +296,7 @@ impl Backend {
                     title: r.title,
                     workspace: r.workspace,
                     updated_at: r.updated_at,
+                    turns: r.turns,
                 })
                 .collect(),
             Backend::Remote { client, .. } => client
@@ -275,6 +308,7 @@ impl Backend {
                     title: s.title,
                     workspace: s.workspace,
                     updated_at: s.updated_at,
+                    turns: s.turns,
                 })
                 .collect(),
         })
@@ -288,6 +322,24 @@ impl Backend {
                 let record = client.session(&id.0).await?;
                 Ok(remote_attach(client, record, start))
             }
+        }
+    }
+
+    /// The server's address, when the sessions live in one.
+    pub fn server(&self) -> Option<String> {
+        match self {
+            Backend::Local(_) => None,
+            Backend::Remote { client, .. } => Some(client.address()),
+        }
+    }
+
+    /// The workspace new sessions work in, as far as this process knows:
+    /// the configured one, or `--workspace` for a server (else the
+    /// server's own, which only its sessions say).
+    pub fn workspace(&self) -> Option<PathBuf> {
+        match self {
+            Backend::Local(runtime) => Some(runtime.settings().workspace.clone()),
+            Backend::Remote { workspace, .. } => workspace.as_ref().map(PathBuf::from),
         }
     }
 
