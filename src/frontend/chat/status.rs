@@ -84,11 +84,7 @@ impl Status {
                 }
                 _ => {}
             },
-            AgentMessage::Assistant(a) => {
-                if a.context.is_some() {
-                    self.context = a.context;
-                }
-            }
+            AgentMessage::Assistant(a) if a.context.is_some() => self.context = a.context,
             AgentMessage::Result(r) => {
                 if r.context.is_some() {
                     self.context = r.context;
