@@ -15,8 +15,8 @@
 //! [`model_text`].
 //!
 //! Consent: the user typed the path or the command, which answers what the
-//! mode would ask (a read outside the workspace, any command) — like
-//! Claude Code, where `@` mentions and `!` commands never prompt. Deny
+//! mode would ask (a read outside the workspace, any command) — as Claude
+//! Code's bash mode (`!`) runs what the user typed without asking. Deny
 //! rules still hold (a denied mention is left out with a notice, a denied
 //! command does not run), and so does the sandbox: a command runs in it
 //! (read-only in plan mode, refused in plan mode without one), never
