@@ -116,9 +116,9 @@ pub async fn run(
         }
         let text = if text.eq_ignore_ascii_case("/resume") {
             match pick_session(backend, &watch, attached.id(), color).await {
-                Ok(Some(id)) => format!("/resume {id}"),
-                Ok(None) => {
-                    renderer.dim_line("● nothing resumed");
+                Ok(Ok(id)) => format!("/resume {id}"),
+                Ok(Err(why)) => {
+                    renderer.dim_line(&format!("● {why}"));
                     continue;
                 }
                 Err(e) => {
@@ -163,37 +163,41 @@ pub async fn run(
         }
     }
     println!();
-    let attach = backend
-        .server()
-        .map(|url| format!("--attach {url} "))
-        .unwrap_or_default();
-    println!(
-        "To come back to this session: agentbus chat {attach}--resume {} (or --continue, the latest in this workspace)",
-        attached.id()
-    );
+    let conversation = watch.status.lock().is_ok_and(|s| s.has_turns());
+    if conversation {
+        let attach = backend
+            .server()
+            .map(|url| format!("--attach {url} "))
+            .unwrap_or_default();
+        println!(
+            "To come back to this session: agentbus chat {attach}--resume {} (or --continue, the latest in this workspace)",
+            attached.id()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 /// The session `/resume` without an id picks among this workspace's
-/// recent ones (not `current`); `None` when there is none or the user
-/// cancels.
+/// recent ones (not `current`), or why none was picked.
 async fn pick_session(
     backend: &Backend,
     watch: &Watch,
     current: &agentbus_actors::protocol::SessionId,
     color: bool,
-) -> anyhow::Result<Option<String>> {
+) -> anyhow::Result<Result<String, &'static str>> {
     let workspace = watch.workspace(backend);
     let sessions: Vec<_> = picker::of_workspace(backend.list().await?, workspace.as_deref())
         .into_iter()
         .filter(|s| s.id != current.0)
         .collect();
     if sessions.is_empty() {
-        return Ok(None);
+        return Ok(Err("no other session of this workspace to resume"));
     }
     let picked = tokio::task::block_in_place(|| picker::pick(&sessions, color))
         .context("the session picker")?;
-    Ok(picked.map(|i| sessions[i].id.clone()))
+    Ok(picked
+        .map(|i| sessions[i].id.clone())
+        .ok_or("nothing resumed"))
 }
 
 /// What the chat follows in every event besides showing it: the status
@@ -202,6 +206,8 @@ async fn pick_session(
 pub struct Watch {
     pub status: Arc<Mutex<Status>>,
     pub choices: Arc<Mutex<Choices>>,
+    /// The terminal speaks the kitty keyboard protocol.
+    kitty: bool,
 }
 
 impl Watch {
@@ -236,6 +242,7 @@ impl Watch {
         Watch {
             status: Arc::new(Mutex::new(Status::new(backend.server(), prices))),
             choices: Arc::new(Mutex::new(choices)),
+            kitty: tokio::task::block_in_place(reedline::kitty_protocol_available),
         }
     }
 
@@ -273,10 +280,12 @@ impl Watch {
             .map(|w| w.display().to_string())
     }
 
-    /// This workspace's sessions, for `/resume`'s Tab.
+    /// This workspace's sessions, for `/resume`'s Tab (a server slow to
+    /// answer leaves the last list: the prompt does not wait for it).
     async fn refresh_sessions(&self, backend: &Backend) {
         let workspace = self.workspace(backend);
-        let Ok(listed) = backend.list().await else {
+        let listing = tokio::time::timeout(Duration::from_secs(1), backend.list());
+        let Ok(Ok(listed)) = listing.await else {
             return;
         };
         let now = chrono::Utc::now();
@@ -325,7 +334,7 @@ async fn follow(
     ahead: TypeAhead,
     watch: &Watch,
 ) -> anyhow::Result<(Option<InputEnd>, TypeAhead)> {
-    let _raw = RawMode::enable()?;
+    let _raw = RawMode::enable(watch.kitty)?;
     renderer.options.raw = true;
     let mut spinner = Spinner::default();
     spinner.show("thinking…");
@@ -585,20 +594,32 @@ impl Spinner {
 }
 
 /// Raw mode and bracketed paste (a paste comes as one event) for the life
-/// of the guard.
-struct RawMode;
+/// of the guard; on a terminal that speaks the kitty keyboard protocol,
+/// keys told apart as at the prompt (Shift+Enter from Enter).
+struct RawMode {
+    kitty: bool,
+}
 
 impl RawMode {
-    fn enable() -> anyhow::Result<RawMode> {
+    fn enable(kitty: bool) -> anyhow::Result<RawMode> {
         crossterm::terminal::enable_raw_mode().context("switching the terminal to raw mode")?;
-        let _ = crossterm::execute!(std::io::stdout(), event::EnableBracketedPaste);
-        Ok(RawMode)
+        let mut out = std::io::stdout();
+        let _ = crossterm::execute!(out, event::EnableBracketedPaste);
+        if kitty {
+            let flags = event::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES;
+            let _ = crossterm::execute!(out, event::PushKeyboardEnhancementFlags(flags));
+        }
+        Ok(RawMode { kitty })
     }
 }
 
 impl Drop for RawMode {
     fn drop(&mut self) {
-        let _ = crossterm::execute!(std::io::stdout(), event::DisableBracketedPaste);
+        let mut out = std::io::stdout();
+        if self.kitty {
+            let _ = crossterm::execute!(out, event::PopKeyboardEnhancementFlags);
+        }
+        let _ = crossterm::execute!(out, event::DisableBracketedPaste);
         let _ = crossterm::terminal::disable_raw_mode();
     }
 }

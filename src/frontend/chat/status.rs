@@ -28,6 +28,8 @@ pub struct Status {
     prices: BTreeMap<String, Pricing>,
     /// The server the chat is attached to.
     attached: Option<String>,
+    /// Queries seen.
+    turns: u64,
 }
 
 impl Status {
@@ -84,6 +86,7 @@ impl Status {
                 }
                 _ => {}
             },
+            AgentMessage::User(_) => self.turns += 1,
             AgentMessage::Assistant(a) if a.context.is_some() => self.context = a.context,
             AgentMessage::Result(r) => {
                 if r.context.is_some() {
@@ -93,6 +96,11 @@ impl Status {
             }
             _ => {}
         }
+    }
+
+    /// The session has a conversation (a query was seen).
+    pub fn has_turns(&self) -> bool {
+        self.turns > 0
     }
 
     /// What `usage` cost at the current profile's prices.
@@ -133,7 +141,7 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::{ResultEvent, SessionId, StopReason, SystemEvent};
+    use agentbus_actors::protocol::{ResultEvent, SessionId, StopReason, SystemEvent, UserEvent};
 
     fn env(message: AgentMessage) -> EventEnvelope {
         EventEnvelope {
@@ -187,6 +195,9 @@ mod tests {
             ..Default::default()
         }));
         assert_eq!(status.line(), "free · build · default mode");
+        assert!(!status.has_turns());
+        status.observe(&env(AgentMessage::User(UserEvent { text: "hi".into() })));
+        assert!(status.has_turns());
         status.observe(&result(100, 120));
         assert_eq!(
             status.line(),

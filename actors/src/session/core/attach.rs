@@ -26,7 +26,7 @@
 //! Pure: parses text, decides grants and words messages.
 
 use super::permission::policy::{self, Verdict};
-use super::state::SessionState;
+use super::permission::{PermissionConfig, PermissionState};
 use crate::model::{GrantedCall, ToolCall, ToolOutcome};
 use crate::protocol::system::{Attachment, AttachmentKind, Attachments};
 use crate::protocol::{InputId, SystemEvent};
@@ -144,16 +144,27 @@ pub struct Item {
     pub refused: Option<String>,
 }
 
-/// The calls that read or run what `request` asks for, for the query
-/// (turn `turn_id`) whose message is `history[message]`; what the rules
-/// refuse is noted in its item.
-pub fn begin(
-    state: &mut SessionState,
-    turn_id: InputId,
-    message: usize,
-    request: Request,
-) -> (Attaching, Vec<GrantedCall>) {
-    let batch_id = state.take_request_id();
+/// Where a query's attachments are read or run: the session's
+/// permissions and workspace, the turn and its message in the history.
+pub struct Query<'a> {
+    pub config: &'a PermissionConfig,
+    pub permissions: &'a PermissionState,
+    pub workspace: &'a str,
+    pub turn_id: InputId,
+    /// The query's message in the history.
+    pub message: usize,
+}
+
+/// The calls (of tool batch `batch_id`) that read or run what `request`
+/// asks for; what the rules refuse is noted in its item.
+pub fn begin(query: Query<'_>, batch_id: u64, request: Request) -> (Attaching, Vec<GrantedCall>) {
+    let Query {
+        config,
+        permissions,
+        workspace,
+        turn_id,
+        message,
+    } = query;
     let wanted: Vec<(AttachmentKind, String)> = match request {
         Request::Command(command) => vec![(AttachmentKind::Command, command)],
         Request::Mentions(paths) => paths
@@ -170,7 +181,7 @@ pub fn begin(
     };
     let mut items = Vec::new();
     let mut calls = Vec::new();
-    let home = state.config.permissions.home.clone();
+    let home = &config.home;
     for (index, (kind, source)) in wanted.into_iter().enumerate() {
         let target = match (kind, source.strip_prefix("~/")) {
             (AttachmentKind::Command, _) | (_, None) => source.clone(),
@@ -178,9 +189,9 @@ pub fn begin(
         };
         let call = tool_call(format!("attach_{turn_id}_{index}"), kind, &target);
         let verdict = policy::decide(
-            &state.config.permissions,
-            &state.permissions,
-            std::path::Path::new(&state.config.workspace),
+            config,
+            permissions,
+            std::path::Path::new(workspace),
             &call.name,
             &call.input,
         );

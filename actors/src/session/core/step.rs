@@ -320,9 +320,15 @@ fn start_attaching(
     fx: &mut Vec<Effect>,
 ) {
     open_turn(state, id, text, now_ms, fx);
-    let message = state.history.len() - 1;
-    let (attaching, calls) = attach::begin(state, id, message, request);
-    let batch_id = attaching.batch_id;
+    let batch_id = state.take_request_id();
+    let query = attach::Query {
+        config: &state.config.permissions,
+        permissions: &state.permissions,
+        workspace: &state.config.workspace,
+        turn_id: id,
+        message: state.history.len() - 1,
+    };
+    let (attaching, calls) = attach::begin(query, batch_id, request);
     if let Some(turn) = state.turn.as_mut() {
         turn.phase = Phase::Attaching(attaching);
     }
