@@ -120,6 +120,8 @@ pub struct Session {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_call: Option<String>,
     pub event_count: u64,
+    /// How many queries it holds (its `user` events).
+    pub turns: u64,
     /// The last stored seq.
     pub last_seq: u64,
     /// Loaded in this server's memory.
@@ -140,6 +142,7 @@ impl Session {
             parent: record.parent.map(|(id, seq)| (id.0, seq)),
             parent_call: record.parent_call,
             event_count: record.event_count,
+            turns: record.turns,
             last_seq: record.last_seq,
             loaded,
             busy,

@@ -165,17 +165,40 @@ pub enum McpCommand {
 #[derive(Debug, Args, Clone, Default, PartialEq)]
 pub struct ResumeArgs {
     /// Continue this stored session (its id, or the start of one).
-    #[arg(
-        long,
-        short = 'r',
-        visible_alias = "resume",
-        value_name = "ID",
-        conflicts_with = "continue_"
-    )]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["continue_", "resume"])]
     pub session: Option<String>,
     /// Continue the most recent session of this workspace.
-    #[arg(long = "continue", short = 'c')]
+    #[arg(long = "continue", short = 'c', conflicts_with = "resume")]
     pub continue_: bool,
+    /// Continue a stored session: this one (its id, or the start of one),
+    /// or — without an id, in the chat — one picked from this workspace's
+    /// recent sessions.
+    #[arg(long, short = 'r', value_name = "ID", num_args = 0..=1)]
+    pub resume: Option<Option<String>>,
+}
+
+impl ResumeArgs {
+    /// A stored session is asked for.
+    pub fn stored(&self) -> bool {
+        self.session.is_some() || self.continue_ || self.resume.is_some()
+    }
+
+    /// The session asked for by id (`--session ID` or `--resume ID`); an
+    /// error for `--resume` without one, which only the chat can ask about.
+    pub fn id(&self) -> anyhow::Result<Option<&str>> {
+        match (&self.session, &self.resume) {
+            (Some(id), _) | (None, Some(Some(id))) => Ok(Some(id)),
+            (None, Some(None)) => anyhow::bail!(
+                "--resume without an id picks a session in the terminal chat; give the id here (see `agentbus sessions list`)"
+            ),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// `--resume` without an id: the chat shows its picker.
+    pub fn wants_picker(&self) -> bool {
+        matches!(self.resume, Some(None))
+    }
 }
 
 /// Flags that choose how a session runs.

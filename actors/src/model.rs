@@ -147,6 +147,14 @@ pub struct ToolOutcome {
 /// What a tool call interrupted by the user answers.
 pub const INTERRUPTED: &str = "cancelled: the user interrupted the turn";
 
+/// What `read_file` says (after the path) when the path is a directory:
+/// the session then lists an `@` mention with `list_dir` instead.
+pub const NOT_A_FILE: &str = "is a directory, not a file";
+
+/// What `read_file`'s output says when lines of the file were left out (a
+/// long file): the session tells the user an `@` mention was capped.
+pub const MORE_LINES_REMAIN: &str = "More lines remain";
+
 impl ToolOutcome {
     /// A failed call that did not run (or not measurably): `output` says
     /// why.

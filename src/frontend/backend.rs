@@ -7,7 +7,7 @@ use super::attached::{Attached, Catchup, Start};
 use crate::api::{McpServers, Session};
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
-use agentbus_actors::protocol::{AgentInfo, PermissionMode, SessionId};
+use agentbus_actors::protocol::{AgentInfo, PermissionMode, Pricing, SessionId};
 use agentbus_actors::runtime::{Failure, Owner, SessionError};
 use agentbus_actors::settings::McpServerConfig;
 use agentbus_actors::{Runtime, SessionOptions, Settings};
@@ -34,6 +34,8 @@ pub struct Listed {
     pub title: Option<String>,
     pub workspace: String,
     pub updated_at: chrono::DateTime<chrono::Utc>,
+    /// How many queries it holds.
+    pub turns: u64,
 }
 
 /// The command line's say in how the chosen session runs.
@@ -102,7 +104,7 @@ impl Backend {
         flags: &SessionFlags,
     ) -> anyhow::Result<Attached> {
         let attached = self.choose_session(resume, start, flags).await?;
-        if resume.session.is_some() || resume.continue_ {
+        if resume.stored() {
             if let Some(agent) = &flags.agent {
                 attached.submit_text(format!("/agent {agent}")).await?;
             }
@@ -121,7 +123,7 @@ impl Backend {
     ) -> anyhow::Result<Attached> {
         match self {
             Backend::Local(runtime) => {
-                let session = if let Some(prefix) = &resume.session {
+                let session = if let Some(prefix) = resume.id()? {
                     let id = runtime.resolve(prefix).await?;
                     open_stored(runtime, &id).await?
                 } else if resume.continue_ {
@@ -154,7 +156,7 @@ impl Backend {
                 workspace,
                 permission_mode,
             } => {
-                if let Some(prefix) = &resume.session {
+                if let Some(prefix) = resume.id()? {
                     let record = client.session(prefix).await?;
                     return Ok(remote_attach(client, record, start));
                 }
@@ -259,6 +261,35 @@ impl Backend {
         Ok(Choices { agents, models })
     }
 
+    /// The prices of the model profiles that have them, by name (for the
+    /// chat's cost figure).
+    pub async fn prices(&self) -> anyhow::Result<BTreeMap<String, Pricing>> {
+        Ok(match self {
+            Backend::Local(runtime) => runtime
+                .settings()
+                .models
+                .iter()
+                .filter_map(|(name, profile)| Some((name.clone(), profile.pricing()?)))
+                .collect(),
+            Backend::Remote { client, .. } => client
+                .models()
+                .await?
+                .models
+                .into_iter()
+                .filter_map(|m| {
+                    let p = m.pricing?;
+                    let pricing = Pricing {
+                        input_per_mtok: p.input_per_mtok,
+                        output_per_mtok: p.output_per_mtok,
+                        cache_read_per_mtok: p.cache_read_per_mtok,
+                        cache_write_per_mtok: p.cache_write_per_mtok,
+                    };
+                    Some((m.name, pricing))
+                })
+                .collect(),
+        })
+    }
+
     /// The stored sessions, most recent first.
     pub async fn list(&self) -> anyhow::Result<Vec<Listed>> {
         Ok(match self {
@@ -272,6 +303,7 @@ impl Backend {
                     title: r.title,
                     workspace: r.workspace,
                     updated_at: r.updated_at,
+                    turns: r.turns,
                 })
                 .collect(),
             Backend::Remote { client, .. } => client
@@ -283,6 +315,7 @@ impl Backend {
                     title: s.title,
                     workspace: s.workspace,
                     updated_at: s.updated_at,
+                    turns: s.turns,
                 })
                 .collect(),
         })
@@ -347,6 +380,24 @@ impl Backend {
                 let record = client.open_session(&id.0, servers).await?;
                 Ok(remote_attach(client, record, start))
             }
+        }
+    }
+
+    /// The server's address, when the sessions live in one.
+    pub fn server(&self) -> Option<String> {
+        match self {
+            Backend::Local(_) => None,
+            Backend::Remote { client, .. } => Some(client.address()),
+        }
+    }
+
+    /// The workspace new sessions work in, as far as this process knows:
+    /// the configured one, or `--workspace` for a server (else the
+    /// server's own, which only its sessions say).
+    pub fn workspace(&self) -> Option<PathBuf> {
+        match self {
+            Backend::Local(runtime) => Some(runtime.settings().workspace.clone()),
+            Backend::Remote { workspace, .. } => workspace.as_ref().map(PathBuf::from),
         }
     }
 

@@ -170,6 +170,11 @@ impl RemoteClient {
     }
 
     /// Check that the server answers and takes the token.
+    /// The server's address, as given (without a trailing `/`).
+    pub fn address(&self) -> String {
+        self.base.as_str().trim_end_matches('/').to_string()
+    }
+
     pub async fn health(&self) -> Result<(), RemoteError> {
         let _: crate::api::Health = self
             .send(

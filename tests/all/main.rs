@@ -13,6 +13,7 @@ mod acp;
 mod agents;
 mod api_contract;
 mod chat;
+mod chat_terminal;
 mod commands;
 mod config;
 mod context;

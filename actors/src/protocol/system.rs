@@ -94,6 +94,12 @@ pub enum SystemSubtype {
     /// A child session of a `task` call ended. `data`:
     /// [`SubagentFinished`](super::SubagentFinished).
     SubagentFinished,
+    /// What a query took along to the model, once read or run: the files
+    /// and directories its `@` mentions named, or the output of the
+    /// `!command` it was. Follows the query's `user` event (which keeps the
+    /// text as typed); the model reads both as one message. Persisted and
+    /// folded on load. `data`: [`Attachments`].
+    Attached,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -195,6 +201,7 @@ payload_of! {
     super::AgentList => Agents,
     super::SubagentStarted => SubagentStarted,
     super::SubagentFinished => SubagentFinished,
+    Attachments => Attached,
 }
 
 /// The session started, or was loaded again. (Each field may be missing
@@ -434,6 +441,40 @@ pub struct McpWaiting {
     /// that fails, or gives up at its own `startup_timeout_secs`, ends its
     /// part sooner.
     pub max_wait_ms: u64,
+}
+
+/// What a query took along to the model (`attached`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attachments {
+    pub items: Vec<Attachment>,
+}
+
+/// One file, directory or command output a query took along.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub kind: AttachmentKind,
+    /// The path as written after `@` (quotes removed), or the command
+    /// after `!`.
+    pub source: String,
+    /// What the model reads: the file as `read_file` shows it, the
+    /// directory as `list_dir` does, the command's output as `bash` does.
+    pub content: String,
+    /// The command failed (a non-zero exit, a signal, could not start) or
+    /// was interrupted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+/// What an [`Attachment`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachmentKind {
+    /// A file's contents (`@path`).
+    File,
+    /// A directory's listing (`@dir/`).
+    Directory,
+    /// A command's output (`!command`).
+    Command,
 }
 
 #[cfg(test)]

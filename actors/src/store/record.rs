@@ -42,6 +42,8 @@ pub struct SessionRecord {
     pub last_seq: u64,
     /// How many events are stored.
     pub event_count: u64,
+    /// How many queries it holds (its `user` events).
+    pub turns: u64,
     /// Seqs up to this one may have reached clients (see
     /// [`Commit::reserve_seq`](super::Commit::reserve_seq)); the session
     /// continues above it and above `last_seq`.

@@ -263,6 +263,7 @@ async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
         .collect();
     assert_eq!(events, expected);
     assert_eq!((record.last_seq, record.event_count), (8, 8));
+    assert_eq!((created.turns, record.turns), (0, 2), "a query per turn");
     assert!(record.updated_at >= created.updated_at);
     assert_eq!(get(&store, "s1").await, Some(record));
 
@@ -699,7 +700,7 @@ async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched() {
         .expect("fork");
     assert_eq!(fork.parent, Some((sid("parent"), 4)));
     assert_eq!(fork.title.as_deref(), Some("first question (fork)"));
-    assert_eq!((fork.last_seq, fork.event_count), (4, 4));
+    assert_eq!((fork.last_seq, fork.event_count, fork.turns), (4, 4, 1));
     assert_eq!(
         (fork.model.as_str(), fork.workspace.as_str()),
         ("default", "/work/project")
@@ -853,7 +854,10 @@ async fn export_then_import_round_trips_the_session() {
     assert_eq!(imported.model, fork.model);
     assert_eq!(imported.workspace, fork.workspace);
     assert_eq!(imported.parent, fork.parent);
-    assert_eq!((imported.last_seq, imported.event_count), (4, 4));
+    assert_eq!(
+        (imported.last_seq, imported.event_count, imported.turns),
+        (4, 4, 1)
+    );
     assert_eq!(imported.owner, Some(me()));
     assert_eq!(get(&store, "copy").await.as_ref(), Some(&imported));
 
@@ -1164,7 +1168,7 @@ async fn a_version_1_database_is_migrated_keeping_its_sessions() {
     // Take the file back to version 1, as the previous agentbus left it.
     let conn = raw(&path);
     conn.execute_batch(
-        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; PRAGMA user_version = 1;",
+        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; ALTER TABLE sessions DROP COLUMN turns; PRAGMA user_version = 1;",
     )
     .expect("downgrade");
     drop(conn);
@@ -1175,6 +1179,7 @@ async fn a_version_1_database_is_migrated_keeping_its_sessions() {
     );
     let record = get(&store, "old").await.expect("kept");
     assert_eq!((record.last_seq, record.reserved_seq), (4, 0));
+    assert_eq!(record.turns, 1, "counted from the log by the migration");
     assert_eq!(
         seqs(&load_all(&store, "old").await.expect("log")),
         [1, 2, 3, 4]

@@ -1,18 +1,30 @@
-//! The line editor (reedline): emacs keys, a history file, Tab completion of
-//! slash commands (the built-in ones and the session's custom commands),
-//! and the chat's own keys.
+//! The line editor (reedline): emacs keys, a history file, Tab completion
+//! ([`completion`](super::completion)), bracketed paste, and the chat's own
+//! keys.
 //!
-//! Ctrl-C is bound to a host command so the chat decides what it does: quit
-//! at an empty prompt, clear the line otherwise. Ctrl-N replaces the line
-//! with `/new` and submits it, as if typed.
+//! A paste is one piece of text however many lines it has: the terminal
+//! marks it (bracketed paste) and it lands in the line, to be sent with
+//! Enter. Alt+Enter inserts a newline; so does Shift+Enter where the
+//! terminal reports it apart from Enter (those speaking the kitty keyboard
+//! protocol — kitty, foot, WezTerm, Ghostty — do; most others, and tmux,
+//! send a plain Enter). Ctrl-C is bound to a host command so the chat
+//! decides what it does: quit at an empty prompt, clear the line otherwise.
+//! Ctrl-N replaces the line with `/new` and submits it, as if typed.
+//!
+//! The prompt is `› `, with the [`Status`] line dimmed at the right end of
+//! the input line (reedline's right prompt, hidden while the text reaches
+//! it). A prompt of two lines would be torn by what is printed above it
+//! while it waits (reedline's external printer redraws one line). Once a
+//! line is sent it is redrawn without the status (a transient prompt), so
+//! the transcript keeps the text and not a status per input.
 
-use agentbus_actors::protocol::system::{CommandEntry, SessionStarted};
-use agentbus_actors::protocol::{AgentMessage, EventEnvelope};
-use agentbus_actors::runtime::COMMANDS;
+use super::completion::{ChatCompleter, Choices};
+use super::status::Status;
 use reedline::{
-    ColumnarMenu, Completer, EditCommand, Emacs, ExternalPrinter, FileBackedHistory, KeyCode,
-    KeyModifiers, MenuBuilder, Prompt, PromptEditMode, PromptHistorySearch, Reedline,
-    ReedlineEvent, ReedlineMenu, Span, Suggestion, default_emacs_keybindings,
+    ColumnarMenu, Completer, EditCommand, Editor, Emacs, ExternalPrinter, FileBackedHistory,
+    KeyCode, KeyModifiers, Menu, MenuBuilder, MenuEvent, Painter, Prompt, PromptEditMode,
+    PromptHistorySearch, Reedline, ReedlineEvent, ReedlineMenu, Suggestion,
+    default_emacs_keybindings,
 };
 use std::borrow::Cow;
 use std::path::PathBuf;
@@ -21,35 +33,14 @@ use std::sync::{Arc, Mutex};
 /// What the editor returns when Ctrl-C is pressed at the prompt.
 pub const CTRL_C: &str = "\u{3}ctrl-c";
 
-/// The session's custom commands, as its `session_started` event lists
-/// them: the chat passes each event it shows to [`learn`](Self::learn),
-/// and Tab completes them after the built-in ones.
-#[derive(Clone, Default)]
-pub struct CustomCommands(Arc<Mutex<Vec<CommandEntry>>>);
-
-impl CustomCommands {
-    /// Take the commands of a `session_started` event.
-    pub fn learn(&self, event: &EventEnvelope) {
-        if let AgentMessage::System(system) = &event.message
-            && let Some(started) = system.payload::<SessionStarted>()
-            && let Ok(mut commands) = self.0.lock()
-        {
-            *commands = started.commands;
-        }
-    }
-
-    fn entries(&self) -> Vec<CommandEntry> {
-        self.0.lock().map(|c| c.clone()).unwrap_or_default()
-    }
-}
-
 /// The editor, with history in `history` when given; lines sent to
-/// `printer` appear above the prompt while it waits; Tab completes
-/// `custom` too.
+/// `printer` appear above the prompt while it waits; Tab completes from
+/// `choices`.
 pub fn build(
     history: Option<PathBuf>,
     printer: ExternalPrinter<String>,
-    custom: CustomCommands,
+    choices: Arc<Mutex<Choices>>,
+    color: bool,
 ) -> Reedline {
     let mut keys = default_emacs_keybindings();
     keys.add_binding(
@@ -68,6 +59,13 @@ pub fn build(
             ReedlineEvent::Submit,
         ]),
     );
+    for modifier in [KeyModifiers::ALT, KeyModifiers::SHIFT] {
+        keys.add_binding(
+            modifier,
+            KeyCode::Enter,
+            ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
+        );
+    }
     keys.add_binding(
         KeyModifiers::NONE,
         KeyCode::Tab,
@@ -76,11 +74,21 @@ pub fn build(
             ReedlineEvent::MenuNext,
         ]),
     );
-    let menu = ColumnarMenu::default().with_name("completion_menu");
+    let menu = QuietMenu(
+        ColumnarMenu::default()
+            .with_name("completion_menu")
+            .with_marker("› "),
+    );
     let mut editor = Reedline::create()
         .with_edit_mode(Box::new(Emacs::new(keys)))
-        .with_completer(Box::new(SlashCommands(custom)))
+        .with_completer(Box::new(ChatCompleter { choices }))
         .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
+        .with_quick_completions(true)
+        .with_partial_completions(true)
+        .with_ansi_colors(color)
+        .use_bracketed_paste(true)
+        .use_kitty_keyboard_enhancement(true)
+        .with_transient_prompt(Box::new(SentPrompt))
         .with_external_printer(printer);
     if let Some(path) = history {
         match FileBackedHistory::with_file(1000, path.clone()) {
@@ -91,38 +99,98 @@ pub fn build(
     editor
 }
 
-/// Completes `/com` to the slash commands the session understands.
-struct SlashCommands(CustomCommands);
+/// The completion menu, except that it never opens on nothing: reedline's
+/// own says `NO RECORDS FOUND` when Tab has nothing to offer; this one
+/// stays shut.
+struct QuietMenu(ColumnarMenu);
 
-impl Completer for SlashCommands {
-    fn complete(&mut self, line: &str, pos: usize) -> Vec<Suggestion> {
-        let typed = &line[..pos.min(line.len())];
-        if !typed.starts_with('/') || typed.contains(char::is_whitespace) {
-            return Vec::new();
+impl Menu for QuietMenu {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn indicator(&self) -> &str {
+        self.0.indicator()
+    }
+    fn is_active(&self) -> bool {
+        self.0.is_active()
+    }
+    fn menu_event(&mut self, event: MenuEvent) {
+        self.0.menu_event(event)
+    }
+    fn can_quick_complete(&self) -> bool {
+        self.0.can_quick_complete()
+    }
+    fn can_partially_complete(
+        &mut self,
+        values_updated: bool,
+        editor: &mut Editor,
+        completer: &mut dyn Completer,
+    ) -> bool {
+        self.0
+            .can_partially_complete(values_updated, editor, completer)
+    }
+    fn update_values(&mut self, editor: &mut Editor, completer: &mut dyn Completer) {
+        self.0.update_values(editor, completer)
+    }
+    fn update_working_details(
+        &mut self,
+        editor: &mut Editor,
+        completer: &mut dyn Completer,
+        painter: &Painter,
+    ) {
+        self.0.update_working_details(editor, completer, painter);
+        if self.0.get_values().is_empty() {
+            self.0.menu_event(MenuEvent::Deactivate);
         }
-        let custom = self.0.entries();
-        let built_in = COMMANDS.iter().map(|c| (c.name, c.summary));
-        let custom = custom
-            .iter()
-            .map(|c| (c.name.as_str(), c.description.as_str()));
-        built_in
-            .chain(custom)
-            .filter(|(name, _)| format!("/{name}").starts_with(typed))
-            .map(|(name, summary)| Suggestion {
-                value: format!("/{name}"),
-                description: Some(summary.to_string()),
-                span: Span::new(0, typed.len()),
-                append_whitespace: true,
-                ..Default::default()
-            })
-            .collect()
+    }
+    fn replace_in_buffer(&self, editor: &mut Editor) {
+        self.0.replace_in_buffer(editor)
+    }
+    fn menu_required_lines(&self, terminal_columns: u16) -> u16 {
+        self.0.menu_required_lines(terminal_columns)
+    }
+    fn menu_string(&self, available_lines: u16, use_ansi_coloring: bool) -> String {
+        self.0.menu_string(available_lines, use_ansi_coloring)
+    }
+    fn min_rows(&self) -> u16 {
+        self.0.min_rows()
+    }
+    fn get_values(&self) -> &[Suggestion] {
+        self.0.get_values()
     }
 }
 
-/// `› ` as the prompt.
-pub struct ChatPrompt;
+/// `› `, and the status line at the right.
+pub struct ChatPrompt {
+    pub status: Arc<Mutex<Status>>,
+}
 
 impl Prompt for ChatPrompt {
+    fn render_prompt_left(&self) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+    fn render_prompt_right(&self) -> Cow<'_, str> {
+        Cow::Owned(self.status.lock().map(|s| s.line()).unwrap_or_default())
+    }
+    /// Dimmed (the editor paints no colour under `NO_COLOR`).
+    fn get_prompt_right_color(&self) -> reedline::Color {
+        reedline::Color::DarkGrey
+    }
+    fn render_prompt_indicator(&self, _: PromptEditMode) -> Cow<'_, str> {
+        Cow::Borrowed("› ")
+    }
+    fn render_prompt_multiline_indicator(&self) -> Cow<'_, str> {
+        Cow::Borrowed("… ")
+    }
+    fn render_prompt_history_search_indicator(&self, search: PromptHistorySearch) -> Cow<'_, str> {
+        Cow::Owned(format!("(search: {}) ", search.term))
+    }
+}
+
+/// What a sent line's prompt becomes: `› ` alone.
+struct SentPrompt;
+
+impl Prompt for SentPrompt {
     fn render_prompt_left(&self) -> Cow<'_, str> {
         Cow::Borrowed("")
     }
@@ -137,60 +205,5 @@ impl Prompt for ChatPrompt {
     }
     fn render_prompt_history_search_indicator(&self, search: PromptHistorySearch) -> Cow<'_, str> {
         Cow::Owned(format!("(search: {}) ", search.term))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slash_prefixes_complete_to_commands() {
-        let mut commands = SlashCommands(CustomCommands::default());
-        let values: Vec<String> = commands
-            .complete("/mo", 3)
-            .into_iter()
-            .map(|s| s.value)
-            .collect();
-        assert_eq!(values, ["/model", "/models", "/mode"]);
-        assert!(commands.complete("hello", 5).is_empty());
-        assert!(commands.complete("/model x", 8).is_empty());
-        let values: Vec<String> = commands
-            .complete("/co", 3)
-            .into_iter()
-            .map(|s| s.value)
-            .collect();
-        assert_eq!(values, ["/context", "/compact"]);
-    }
-
-    #[test]
-    fn the_sessions_custom_commands_complete_after_the_built_in_ones() {
-        let custom = CustomCommands::default();
-        let started = agentbus_actors::protocol::SystemEvent::new(
-            "started",
-            &SessionStarted {
-                commands: vec![CommandEntry {
-                    command: "/compare [a] [b]".into(),
-                    description: "Compare two files".into(),
-                    name: "compare".into(),
-                    source: Some("/ws/.claude/commands/compare.md".into()),
-                }],
-                ..Default::default()
-            },
-        );
-        custom.learn(&EventEnvelope {
-            seq: 1,
-            session_id: agentbus_actors::protocol::SessionId("s".into()),
-            turn_id: None,
-            at: chrono::Utc::now(),
-            message: AgentMessage::System(started),
-        });
-        let suggestions = SlashCommands(custom).complete("/co", 3);
-        let values: Vec<&str> = suggestions.iter().map(|s| s.value.as_str()).collect();
-        assert_eq!(values, ["/context", "/compact", "/compare"]);
-        assert_eq!(
-            suggestions[2].description.as_deref(),
-            Some("Compare two files")
-        );
     }
 }

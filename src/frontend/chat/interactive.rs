@@ -1,20 +1,27 @@
 //! The chat on a terminal.
 //!
 //! The line editor blocks, so it runs inside `block_in_place`; everything
-//! else is async. While a turn runs the terminal is in raw mode and a
+//! else is async. While a turn runs the terminal is in raw mode (with
+//! bracketed paste, so a paste stays one piece of text) and a
 //! [`KeyWatcher`] reads keys: Esc or Ctrl-C interrupts; what is typed is
-//! kept ([`TypeAhead`]): lines finished with Enter are sent after the reply,
-//! in order, the unfinished one is in the prompt when it comes back, and an
-//! interrupt puts everything typed back into the prompt. The watcher is joined
-//! before the editor reads again — two readers of the terminal would steal
-//! each other's input (the editor's cursor-position query among it). A
-//! session that already has a conversation (`--continue`, `/resume`,
-//! `/fork`, `/load`) is shown from its beginning. While the prompt waits,
-//! [`AtPrompt`] shows what arrives meanwhile — another client's turn on the
-//! same session — above the prompt ([`Screen`]).
+//! kept ([`TypeAhead`]): messages finished with Enter are sent after the
+//! reply, in order, the unfinished one is in the prompt when it comes back,
+//! and an interrupt puts everything typed back into the prompt. The watcher
+//! is joined before the editor reads again — two readers of the terminal
+//! would steal each other's input (the editor's cursor-position query among
+//! it). A session that already has a conversation (`--continue`,
+//! `/resume`, `/fork`, `/load`) is shown from its beginning. While the
+//! prompt waits, [`AtPrompt`] shows what arrives meanwhile — another
+//! client's turn on the same session — above the prompt ([`Screen`]).
+//! Every event also goes to the [`Watch`]: the status line above the
+//! prompt and what Tab completes follow the session. `/resume` without an
+//! id opens the [`picker`].
 
+use super::completion::Choices;
 use super::editor::{self, CTRL_C};
+use super::picker;
 use super::screen::Screen;
+use super::status::Status;
 use super::type_ahead::{TypeAhead, Typed};
 use crate::frontend::approval;
 use crate::frontend::attached::{Attached, Start, switch_target};
@@ -22,37 +29,60 @@ use crate::frontend::backend::Backend;
 use crate::frontend::output::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, InputEnds, announces_compaction};
 use crate::remote::events::Connection;
-use agentbus_actors::protocol::{AgentMessage, ContentBlock, InputId, StreamDelta, SystemSubtype};
+use agentbus_actors::protocol::system::SessionStarted;
+use agentbus_actors::protocol::{
+    AgentMessage, ContentBlock, EventEnvelope, InputId, StreamDelta, SystemSubtype,
+};
 use anyhow::Context as _;
 use crossterm::event::{self, Event};
 use indicatif::{ProgressBar, ProgressStyle};
 use reedline::{EditCommand, Signal};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
+
+/// What the chat says when it starts (and after `/help`): its keys, and
+/// what `@` and `!` do.
+pub const KEYS: [&str; 3] = [
+    "Enter sends; Alt+Enter starts a new line (Shift+Enter too, where the terminal tells it from Enter); a paste is one message however many lines it has.",
+    "@path attaches a file or a directory's listing; !command runs a command in the workspace for the model to see; Tab completes commands, their arguments and @paths.",
+    "Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits; what you type during a reply is sent after it.",
+];
 
 pub async fn run(
     backend: &Backend,
     session: Attached,
     history: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
+    let color = std::env::var_os("NO_COLOR").is_none();
     let screen = Screen::new();
-    let custom = editor::CustomCommands::default();
-    let mut editor = editor::build(history, screen.printer(), custom.clone());
+    let watch = Watch::start(backend).await;
+    let mut editor = editor::build(history, screen.printer(), watch.choices.clone(), color);
+    let prompt = editor::ChatPrompt {
+        status: watch.status.clone(),
+    };
     let mut renderer = Renderer::new(
         screen,
         RenderOptions {
-            color: std::env::var_os("NO_COLOR").is_none(),
+            color,
             raw: false,
             echo_user: false,
         },
     );
-    let mut attached = show(session, &mut renderer, &custom).await?;
-    renderer.line("Type a message; /help lists commands. Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits. What you type during a reply is sent after it.");
+    let mut attached = show(session, &mut renderer, &watch).await?;
+    if let Some(server) = backend.server() {
+        renderer.dim_line(&format!(
+            "● attached to {server}: the session runs in that server, and stays when this chat ends"
+        ));
+    }
+    renderer.line("Type a message; /help lists the commands.");
+    for line in KEYS {
+        renderer.dim_line(line);
+    }
     let mut ahead = TypeAhead::default();
     loop {
         let text = match ahead.next_line() {
@@ -61,12 +91,13 @@ pub async fn run(
                 line
             }
             None => {
+                watch.refresh_sessions(backend).await;
                 let partial = ahead.take_partial();
                 if !partial.is_empty() {
                     editor.run_edit_commands(&[EditCommand::InsertString(partial)]);
                 }
-                let at_prompt = AtPrompt::start(attached, renderer);
-                let signal = tokio::task::block_in_place(|| editor.read_line(&editor::ChatPrompt));
+                let at_prompt = AtPrompt::start(attached, renderer, watch.clone());
+                let signal = tokio::task::block_in_place(|| editor.read_line(&prompt));
                 (attached, renderer) = at_prompt.stop().await?;
                 match signal.context("reading input")? {
                     Signal::Success(text) if text == CTRL_C => {
@@ -85,6 +116,22 @@ pub async fn run(
         if text.is_empty() {
             continue;
         }
+        let text = if text.eq_ignore_ascii_case("/resume") {
+            match pick_session(backend, &watch, attached.id(), color).await {
+                Ok(Ok(id)) => format!("/resume {id}"),
+                Ok(Err(why)) => {
+                    renderer.dim_line(&format!("● {why}"));
+                    continue;
+                }
+                Err(e) => {
+                    renderer.dim_line(&format!("● could not list the sessions ({e:#})"));
+                    continue;
+                }
+            }
+        } else {
+            text.to_string()
+        };
+        let text = text.as_str();
         // The server may be out of reach for a moment: the text goes back
         // into the prompt, the chat goes on.
         let id = match attached.submit_text(text.to_string()).await {
@@ -98,29 +145,175 @@ pub async fn run(
             }
         };
         let end;
-        (end, ahead) = follow(&mut attached, id, &mut renderer, ahead).await?;
+        (end, ahead) = follow(&mut attached, id, &mut renderer, ahead, &watch).await?;
         match &end {
             Some(InputEnd::Reply(reply)) if reply.subtype == SystemSubtype::Quit => break,
             Some(end) => {
+                if matches!(end, InputEnd::Reply(reply) if reply.subtype == SystemSubtype::Help) {
+                    renderer.dim_line("In this chat:");
+                    for line in KEYS {
+                        renderer.dim_line(line);
+                    }
+                }
                 if let Some(target) = switch_target(end) {
+                    watch.switched();
                     let session = backend.open(&target, Start::Beginning).await?;
-                    attached = show(session, &mut renderer, &custom).await?;
+                    attached = show(session, &mut renderer, &watch).await?;
                 }
             }
             None => anyhow::bail!("the session stopped"),
         }
     }
     println!();
+    let conversation = watch.status.lock().is_ok_and(|s| s.has_turns());
+    if conversation {
+        let attach = backend
+            .server()
+            .map(|url| format!("--attach {url} "))
+            .unwrap_or_default();
+        println!(
+            "To come back to this session: agentbus chat {attach}--resume {} (or --continue, the latest in this workspace)",
+            attached.id()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
+/// The session `/resume` without an id picks among this workspace's
+/// recent ones (not `current`), or why none was picked.
+async fn pick_session(
+    backend: &Backend,
+    watch: &Watch,
+    current: &agentbus_actors::protocol::SessionId,
+    color: bool,
+) -> anyhow::Result<Result<String, &'static str>> {
+    let workspace = watch.workspace(backend);
+    let sessions: Vec<_> = picker::of_workspace(backend.list().await?, workspace.as_deref())
+        .into_iter()
+        .filter(|s| s.id != current.0)
+        .collect();
+    if sessions.is_empty() {
+        return Ok(Err("no other session of this workspace to resume"));
+    }
+    let picked = tokio::task::block_in_place(|| picker::pick(&sessions, color))
+        .context("the session picker")?;
+    Ok(picked
+        .map(|i| sessions[i].id.clone())
+        .ok_or("nothing resumed"))
+}
+
+/// What the chat follows in every event besides showing it: the status
+/// line, and the workspace Tab completes `@` paths in.
+#[derive(Clone)]
+pub struct Watch {
+    pub status: Arc<Mutex<Status>>,
+    pub choices: Arc<Mutex<Choices>>,
+    /// The terminal speaks the kitty keyboard protocol.
+    kitty: bool,
+}
+
+impl Watch {
+    /// What the backend offers: model profiles (and their prices) and
+    /// agents; what cannot be had is left out.
+    async fn start(backend: &Backend) -> Watch {
+        let workspace = backend
+            .workspace()
+            .or_else(|| std::env::current_dir().ok())
+            .unwrap_or_default();
+        let offered = match backend.choices(&workspace).await {
+            Ok(offered) => offered,
+            Err(e) => {
+                tracing::warn!("the chat cannot list models and agents: {e:#}");
+                Default::default()
+            }
+        };
+        let prices = backend.prices().await.unwrap_or_else(|e| {
+            tracing::warn!("the chat cannot read the profiles' prices: {e:#}");
+            Default::default()
+        });
+        let choices = Choices {
+            models: offered.models,
+            agents: offered
+                .agents
+                .into_iter()
+                .map(|a| (a.name, Some(a.description).filter(|d| !d.is_empty())))
+                .collect(),
+            sessions: Vec::new(),
+            workspace,
+            custom: Vec::new(),
+        };
+        Watch {
+            status: Arc::new(Mutex::new(Status::new(backend.server(), prices))),
+            choices: Arc::new(Mutex::new(choices)),
+            kitty: tokio::task::block_in_place(reedline::kitty_protocol_available),
+        }
+    }
+
+    /// Learn from one of the session's events.
+    fn observe(&self, event: &EventEnvelope) {
+        if let Ok(mut status) = self.status.lock() {
+            status.observe(event);
+        }
+        if let AgentMessage::System(s) = &event.message
+            && let Some(started) = s.payload::<SessionStarted>()
+            && let Ok(mut choices) = self.choices.lock()
+        {
+            if !started.workspace.is_empty() {
+                choices.workspace = PathBuf::from(started.workspace);
+            }
+            choices.custom = started
+                .commands
+                .into_iter()
+                .map(|c| (c.name, c.description))
+                .collect();
+        }
+    }
+
+    /// The chat moved to another session.
+    fn switched(&self) {
+        if let Ok(mut status) = self.status.lock() {
+            status.switched();
+        }
+    }
+
+    /// The session's workspace, as its events said (else the backend's).
+    fn workspace(&self, backend: &Backend) -> Option<String> {
+        let known = self
+            .choices
+            .lock()
+            .ok()
+            .map(|c| c.workspace.clone())
+            .filter(|w| !w.as_os_str().is_empty());
+        known
+            .or_else(|| backend.workspace())
+            .map(|w| w.display().to_string())
+    }
+
+    /// This workspace's sessions, for `/resume`'s Tab (a server slow to
+    /// answer leaves the last list: the prompt does not wait for it).
+    async fn refresh_sessions(&self, backend: &Backend) {
+        let workspace = self.workspace(backend);
+        let listing = tokio::time::timeout(Duration::from_secs(1), backend.list());
+        let Ok(Ok(listed)) = listing.await else {
+            return;
+        };
+        let now = chrono::Utc::now();
+        let sessions = picker::of_workspace(listed, workspace.as_deref())
+            .iter()
+            .map(|s| (s.id.clone(), picker::describe(s, now)))
+            .collect();
+        if let Ok(mut choices) = self.choices.lock() {
+            choices.sessions = sessions;
+        }
+    }
+}
+
 /// Show what an attached session (attached from the beginning) holds: the
-/// conversation so far (user lines included), then this load's own events
-/// (whose `session_started` tells `custom` the session's commands).
+/// conversation so far (user lines included), then this load's own events.
 async fn show(
     mut attached: Attached,
     renderer: &mut Renderer<Screen>,
-    custom: &editor::CustomCommands,
+    watch: &Watch,
 ) -> anyhow::Result<Attached> {
     attached.watch_connection();
     let catchup = attached.catchup;
@@ -130,8 +323,8 @@ async fn show(
         // makes right after the stored events.
         while let Some(event) = attached.events.recv().await {
             renderer.options.echo_user = event.seq <= catchup.history_until();
+            watch.observe(&event);
             renderer.render(&event);
-            custom.learn(&event);
             if catchup.reached_by(&event) {
                 break;
             }
@@ -148,8 +341,9 @@ async fn follow(
     id: InputId,
     renderer: &mut Renderer<Screen>,
     ahead: TypeAhead,
+    watch: &Watch,
 ) -> anyhow::Result<(Option<InputEnd>, TypeAhead)> {
-    let _raw = RawMode::enable()?;
+    let _raw = RawMode::enable(watch.kitty)?;
     renderer.options.raw = true;
     let mut spinner = Spinner::default();
     spinner.show("thinking…");
@@ -167,6 +361,7 @@ async fn follow(
             event = attached.events.recv() => {
                 let Some(event) = event else { break None };
                 spinner.hide();
+                watch.observe(&event);
                 renderer.render(&event);
                 if let Some(end) = ends.end_of(&event, id) {
                     break Some(end);
@@ -189,7 +384,11 @@ async fn follow(
                     }
                 }
                 Typed::Queued(line) => {
-                    spinner.suspend(|| renderer.dim_line(&format!("⏎ next: {line}")));
+                    let shown = match line.lines().count() {
+                        0 | 1 => line,
+                        n => format!("{} (+{} lines)", line.lines().next().unwrap_or_default(), n - 1),
+                    };
+                    spinner.suspend(|| renderer.dim_line(&format!("⏎ next: {shown}")));
                 }
                 Typed::Answer(line) => {
                     match asking.answer(attached, &line).await {
@@ -221,7 +420,7 @@ struct AtPrompt {
 }
 
 impl AtPrompt {
-    fn start(mut attached: Attached, mut renderer: Renderer<Screen>) -> AtPrompt {
+    fn start(mut attached: Attached, mut renderer: Renderer<Screen>, watch: Watch) -> AtPrompt {
         let (stop, mut stopped) = tokio::sync::oneshot::channel();
         renderer.writer_mut().above_prompt();
         renderer.options.echo_user = true; // another client's query
@@ -240,7 +439,10 @@ impl AtPrompt {
                     // Closed: the next turn reports it; rows still waiting
                     // go on being printed.
                     event = attached.events.recv(), if open => match event {
-                        Some(event) => renderer.render(&event),
+                        Some(event) => {
+                            watch.observe(&event);
+                            renderer.render(&event);
+                        }
                         None => open = false,
                     },
                     _ = pump.tick() => renderer.writer_mut().pump(),
@@ -338,11 +540,7 @@ impl KeyWatcher {
                                 }
                             }
                         }
-                        Ok(Event::Paste(text)) => {
-                            for line in ahead.paste(&text) {
-                                let _ = typed.send(Typed::Queued(line));
-                            }
-                        }
+                        Ok(Event::Paste(text)) => ahead.paste(&text),
                         _ => {}
                     },
                     Ok(false) => {}
@@ -408,18 +606,33 @@ impl Spinner {
     }
 }
 
-/// Raw mode for the life of the guard.
-struct RawMode;
+/// Raw mode and bracketed paste (a paste comes as one event) for the life
+/// of the guard; on a terminal that speaks the kitty keyboard protocol,
+/// keys told apart as at the prompt (Shift+Enter from Enter).
+struct RawMode {
+    kitty: bool,
+}
 
 impl RawMode {
-    fn enable() -> anyhow::Result<RawMode> {
+    fn enable(kitty: bool) -> anyhow::Result<RawMode> {
         crossterm::terminal::enable_raw_mode().context("switching the terminal to raw mode")?;
-        Ok(RawMode)
+        let mut out = std::io::stdout();
+        let _ = crossterm::execute!(out, event::EnableBracketedPaste);
+        if kitty {
+            let flags = event::KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES;
+            let _ = crossterm::execute!(out, event::PushKeyboardEnhancementFlags(flags));
+        }
+        Ok(RawMode { kitty })
     }
 }
 
 impl Drop for RawMode {
     fn drop(&mut self) {
+        let mut out = std::io::stdout();
+        if self.kitty {
+            let _ = crossterm::execute!(out, event::PopKeyboardEnhancementFlags);
+        }
+        let _ = crossterm::execute!(out, event::DisableBracketedPaste);
         let _ = crossterm::terminal::disable_raw_mode();
     }
 }

@@ -7,12 +7,16 @@
 //! is read so inputs queue in the session like typed-ahead messages, exiting
 //! at end of input once every submitted input has finished ([`piped`]).
 //! Both follow `/new`, `/resume`, `/fork` and `/load` to the session they
-//! name.
+//! name. `chat --resume` without an id picks the session first
+//! ([`picker`]; a terminal is needed).
 
+mod completion;
 mod editor;
 mod interactive;
+mod picker;
 mod piped;
 mod screen;
+mod status;
 mod type_ahead;
 
 use super::attached::Start;
@@ -37,6 +41,42 @@ pub async fn run(
     } else {
         Start::ThisLoad
     };
+    let mut resume = resume;
+    if resume.wants_picker() {
+        if !interactive {
+            backend.shutdown().await;
+            anyhow::bail!(
+                "chat --resume without an id picks a session on a terminal; give the id (see `agentbus sessions list`)"
+            );
+        }
+        let workspace = backend.workspace().map(|w| w.display().to_string());
+        let sessions = match backend.list().await {
+            Ok(listed) => picker::of_workspace(listed, workspace.as_deref()),
+            Err(e) => {
+                backend.shutdown().await;
+                return Err(e);
+            }
+        };
+        if sessions.is_empty() {
+            backend.shutdown().await;
+            anyhow::bail!(
+                "no earlier session in this workspace to resume; start one without --resume"
+            );
+        }
+        let color = std::env::var_os("NO_COLOR").is_none();
+        match tokio::task::block_in_place(|| picker::pick(&sessions, color)) {
+            Ok(Some(i)) => resume.resume = Some(Some(sessions[i].id.clone())),
+            Ok(None) => {
+                backend.shutdown().await;
+                println!("Nothing resumed.");
+                return Ok(ExitCode::SUCCESS);
+            }
+            Err(e) => {
+                backend.shutdown().await;
+                return Err(anyhow::Error::new(e).context("the session picker"));
+            }
+        }
+    }
     let code = match backend.choose(&resume, start, &flags).await {
         Ok(session) => {
             // A profile that cannot answer is said before the first message;

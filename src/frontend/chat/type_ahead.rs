@@ -1,7 +1,9 @@
-//! What the user types while a reply streams. A finished line (Enter) waits
-//! to be sent after the reply, in order; the unfinished one goes back into
-//! the prompt; after an interrupt everything typed goes back into the prompt
-//! to be edited, nothing is sent on its own.
+//! What the user types while a reply streams. A finished message (Enter)
+//! waits to be sent after the reply, in order; the unfinished one goes back
+//! into the prompt; after an interrupt everything typed goes back into the
+//! prompt to be edited, nothing is sent on its own. As at the prompt, a
+//! paste is text in the message however many lines it has, and Alt+Enter
+//! (Shift+Enter where the terminal tells it apart) starts a new line of it.
 //!
 //! Pure: fed key events, never reads the terminal (the chat's key watcher
 //! does) and never sends anything (the chat does).
@@ -66,6 +68,14 @@ impl TypeAhead {
                 self.partial.pop();
                 Typed::Nothing
             }
+            KeyCode::Enter
+                if key
+                    .modifiers
+                    .intersects(KeyModifiers::ALT | KeyModifiers::SHIFT) =>
+            {
+                self.partial.push('\n');
+                Typed::Nothing
+            }
             KeyCode::Enter => {
                 let line = std::mem::take(&mut self.partial);
                 if line.trim().is_empty() {
@@ -81,19 +91,11 @@ impl TypeAhead {
         }
     }
 
-    /// Text pasted while the reply streams: its lines are typed in turn.
-    pub fn paste(&mut self, text: &str) -> Vec<String> {
-        let mut queued = Vec::new();
-        let mut rest = text;
-        while let Some(end) = rest.find(['\r', '\n']) {
-            self.partial.push_str(&rest[..end]);
-            if let Typed::Queued(line) = self.key(&KeyEvent::from(KeyCode::Enter)) {
-                queued.push(line);
-            }
-            rest = rest[end + 1..].trim_start_matches('\n');
-        }
-        self.partial.push_str(rest);
-        queued
+    /// Text pasted while the reply streams joins the unfinished message,
+    /// newlines and all (Enter sends it).
+    pub fn paste(&mut self, text: &str) {
+        self.partial
+            .push_str(&text.replace("\r\n", "\n").replace('\r', "\n"));
     }
 
     /// The next queued line, to be sent now.
@@ -183,14 +185,28 @@ mod tests {
     }
 
     #[test]
-    fn a_paste_types_its_lines_in_turn() {
+    fn a_paste_is_one_message_however_many_lines_it_has() {
         let mut ahead = TypeAhead::default();
         typed(&mut ahead, "a");
-        let queued = ahead.paste("bc\r\nde\nf");
-        assert_eq!(queued, ["abc", "de"]);
-        assert_eq!(ahead.next_line().as_deref(), Some("abc"));
-        assert_eq!(ahead.next_line().as_deref(), Some("de"));
-        assert_eq!(ahead.take_partial(), "f");
+        ahead.paste("bc\r\nde\nf");
+        assert_eq!(ahead.next_line(), None, "nothing is sent by a paste");
+        assert_eq!(
+            typed(&mut ahead, "\n"),
+            [Typed::Queued("abc\nde\nf".into())]
+        );
+        assert_eq!(ahead.next_line().as_deref(), Some("abc\nde\nf"));
+    }
+
+    #[test]
+    fn alt_or_shift_enter_starts_a_new_line_of_the_message() {
+        let mut ahead = TypeAhead::default();
+        typed(&mut ahead, "one");
+        for modifier in [KeyModifiers::ALT, KeyModifiers::SHIFT] {
+            let enter = KeyEvent::new(KeyCode::Enter, modifier);
+            assert_eq!(ahead.key(&enter), Typed::Nothing);
+        }
+        typed(&mut ahead, "two\n");
+        assert_eq!(ahead.next_line().as_deref(), Some("one\n\ntwo"));
     }
 
     #[test]

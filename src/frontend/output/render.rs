@@ -111,7 +111,8 @@ impl<W: Write> Renderer<W> {
                 | SystemSubtype::Notice
                 | SystemSubtype::Compacting
                 | SystemSubtype::McpServerStatus
-                | SystemSubtype::McpWaiting => {
+                | SystemSubtype::McpWaiting
+                | SystemSubtype::Attached => {
                     let text = self.dim(&format!("● {}", s.message));
                     self.line(&text);
                 }
@@ -218,14 +219,19 @@ impl<W: Write> Renderer<W> {
             }
             AgentMessage::Result(r) => {
                 self.end_line();
-                let mut usage = format!(
-                    "{} step{} · {} in / {} out tokens · {:.1} s",
-                    r.steps,
-                    if r.steps == 1 { "" } else { "s" },
-                    r.usage.input_tokens,
-                    r.usage.output_tokens,
-                    r.duration_ms as f64 / 1000.0
-                );
+                let seconds = r.duration_ms as f64 / 1000.0;
+                // A `!command` calls no model.
+                let mut usage = if r.steps == 0 && r.usage.input_tokens == 0 {
+                    format!("{seconds:.1} s")
+                } else {
+                    format!(
+                        "{} step{} · {} in / {} out tokens · {seconds:.1} s",
+                        r.steps,
+                        if r.steps == 1 { "" } else { "s" },
+                        r.usage.input_tokens,
+                        r.usage.output_tokens,
+                    )
+                };
                 if let Some(context) = r.context.as_ref().and_then(context_fill) {
                     usage.push_str(&format!(" · {context}"));
                 }

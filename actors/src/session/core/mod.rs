@@ -22,6 +22,7 @@
 //!   allowed it (`permission`); an interrupt settles every open request.
 
 pub mod agents;
+pub mod attach;
 pub mod commands;
 pub mod context;
 pub mod custom_commands;
@@ -36,6 +37,8 @@ mod state;
 mod step;
 pub mod turn;
 
+#[cfg(test)]
+mod attach_tests;
 #[cfg(test)]
 mod custom_commands_tests;
 #[cfg(test)]

@@ -15,7 +15,7 @@ use super::step::push_tool_result;
 use crate::model::ToolOutcome;
 use crate::permissions::Rule;
 use crate::protocol::context::Compacted;
-use crate::protocol::system::{ModelSwitched, SessionStarted};
+use crate::protocol::system::{Attachments, ModelSwitched, SessionStarted};
 use crate::protocol::{
     AgentMessage, AgentSwitched, ApprovalOutcome, ApprovalResolved, ContentBlock, EventEnvelope,
     InputId, Message, ModeChanged, ResultEvent, StopReason, SystemEvent, SystemSubtype, Usage,
@@ -102,6 +102,19 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                             turn.requests
                                 .retain(|(id, _, _)| *id != resolved.request_id);
                         }
+                    }
+                }
+                // What the query took along joins its message.
+                SystemSubtype::Attached => {
+                    let query = state
+                        .history
+                        .iter_mut()
+                        .rev()
+                        .find(|m| matches!(m, Message::User { .. }));
+                    if let (Some(Message::User { text }), Some(attachments)) =
+                        (query, s.payload::<Attachments>())
+                    {
+                        *text = super::attach::model_text(text, &attachments);
                     }
                 }
                 SystemSubtype::ModelSwitched => {

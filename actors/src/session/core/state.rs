@@ -194,6 +194,7 @@ impl SessionState {
     pub fn running_tool_batch(&self) -> Option<u64> {
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::RunningTools { batch_id, .. } => Some(*batch_id),
+            super::turn::Phase::Attaching(attaching) => Some(attaching.batch_id),
             super::turn::Phase::Streaming { .. }
             | super::turn::Phase::Compacting
             | super::turn::Phase::WaitingForMcp => None,
@@ -209,6 +210,7 @@ impl SessionState {
         match &self.turn.as_ref()?.phase {
             super::turn::Phase::Streaming { request_id, .. } => Some(*request_id),
             super::turn::Phase::RunningTools { .. }
+            | super::turn::Phase::Attaching(_)
             | super::turn::Phase::Compacting
             | super::turn::Phase::WaitingForMcp => None,
         }

@@ -1,5 +1,6 @@
 //! The transition function: every conversation rule, applied to one input.
 
+use super::attach;
 use super::context::compaction::{CompactionCall, Summary};
 use super::context::{self, CompactionPlan, Next};
 use super::effect::Effect;
@@ -290,7 +291,19 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     }
                 }
             },
-            UserInput::Query { text } | UserInput::Prompt { text } => start_turn(
+            // Typed by a user: its `@` mentions and `!command` count.
+            UserInput::Query { text } => match attach::request(&text) {
+                Some(request) => start_attaching(state, input_id, text, request, now_ms, fx),
+                None => start_turn(
+                    state,
+                    input_id,
+                    UserEvent::new(text),
+                    RunAs::default(),
+                    now_ms,
+                    fx,
+                ),
+            },
+            UserInput::Prompt { text } => start_turn(
                 state,
                 input_id,
                 UserEvent::new(text),
@@ -323,6 +336,21 @@ fn start_turn(
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
+    open_turn(state, id, user, run_as, now_ms, fx);
+    if !mcp_wait::holds(state, id, fx) {
+        call_model(state, fx);
+    }
+}
+
+/// The query enters the history and its turn begins (nothing runs yet).
+fn open_turn(
+    state: &mut SessionState,
+    id: InputId,
+    user: UserEvent,
+    run_as: RunAs,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
     state.history.push(Message::User {
         text: user.model_text().to_string(),
     });
@@ -346,7 +374,116 @@ fn start_turn(
         call: CallAttempt::default(),
         session_model,
     });
-    if !mcp_wait::holds(state, id, fx) {
+}
+
+/// A query with `@` mentions, or a `!command`: its turn begins by reading
+/// or running them (`attach`).
+fn start_attaching(
+    state: &mut SessionState,
+    id: InputId,
+    text: String,
+    request: attach::Request,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    open_turn(
+        state,
+        id,
+        UserEvent::new(text),
+        RunAs::default(),
+        now_ms,
+        fx,
+    );
+    let batch_id = state.take_request_id();
+    let query = attach::Query {
+        config: &state.config.permissions,
+        permissions: &state.permissions,
+        workspace: &state.config.workspace,
+        turn_id: id,
+        message: state.history.len() - 1,
+    };
+    let (attaching, calls) = attach::begin(query, batch_id, request);
+    if let Some(turn) = state.turn.as_mut() {
+        turn.phase = Phase::Attaching(attaching);
+    }
+    if calls.is_empty() {
+        finish_attaching(state, false, now_ms, fx);
+    } else {
+        fx.push(Effect::RunTools { batch_id, calls });
+    }
+}
+
+/// One call reading a mention or running the command ended.
+fn on_attach_finished(
+    state: &mut SessionState,
+    batch_id: u64,
+    call_id: &str,
+    outcome: ToolOutcome,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(Turn {
+        phase: Phase::Attaching(attaching),
+        ..
+    }) = state.turn.as_mut()
+    else {
+        return;
+    };
+    if attaching.batch_id != batch_id {
+        return;
+    }
+    if let Some(next) = attach::finished(attaching, call_id, outcome) {
+        fx.push(Effect::RunTools {
+            batch_id,
+            calls: vec![next],
+        });
+    }
+    if attaching.is_complete() {
+        finish_attaching(state, false, now_ms, fx);
+    }
+}
+
+/// What the query took along joins its message in the history; then the
+/// model is called — or, for a `!command` or after an interrupt, the turn
+/// ends.
+fn finish_attaching(
+    state: &mut SessionState,
+    interrupted: bool,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(turn) = state.turn.as_mut() else {
+        return;
+    };
+    let Phase::Attaching(attaching) = std::mem::replace(&mut turn.phase, Phase::Compacting) else {
+        return;
+    };
+    let turn_id = turn.id;
+    if interrupted {
+        fx.push(Effect::CancelTools {
+            batch_id: attaching.batch_id,
+        });
+    }
+    let (message, command) = (attaching.message, attaching.is_command());
+    let concluded = attach::conclude(attaching);
+    for text in concluded.notices {
+        emit(fx, Some(turn_id), notice(text));
+    }
+    if let Some(event) = concluded.event {
+        if let (Some(Message::User { text }), Some(attachments)) =
+            (state.history.get_mut(message), event.payload())
+        {
+            *text = attach::model_text(text, &attachments);
+        }
+        emit(fx, Some(turn_id), AgentMessage::System(event));
+    }
+    if interrupted {
+        end_turn(state, StopReason::Cancelled, None, now_ms, fx);
+    } else if let Some(why) = concluded.refused_command {
+        end_turn(state, StopReason::Error, Some(why), now_ms, fx);
+    } else if command {
+        end_turn(state, StopReason::EndTurn, None, now_ms, fx);
+    } else if !mcp_wait::holds(state, turn_id, fx) {
         call_model(state, fx);
     }
 }
@@ -858,6 +995,14 @@ fn on_tool_finished(
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
+    if state
+        .turn
+        .as_ref()
+        .is_some_and(|t| matches!(t.phase, Phase::Attaching(_)))
+    {
+        on_attach_finished(state, batch_id, call_id, outcome, now_ms, fx);
+        return;
+    }
     let Some(Turn {
         phase: Phase::RunningTools {
             batch_id: current,
@@ -1100,6 +1245,14 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
             emit(fx, Some(settled.turn_id), settled.event);
         }
     }
+    if state
+        .turn
+        .as_ref()
+        .is_some_and(|t| matches!(t.phase, Phase::Attaching(_)))
+    {
+        finish_attaching(state, true, now_ms, fx);
+        return;
+    }
     let model = state.model.clone();
     let Some(turn) = state.turn.as_mut() else {
         return;
@@ -1150,7 +1303,7 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 record_tool_result(&mut state.history, turn_id, call, outcome, cancelled, fx);
             }
         }
-        Phase::Compacting | Phase::WaitingForMcp => {}
+        Phase::Compacting | Phase::WaitingForMcp | Phase::Attaching(_) => {}
     }
     end_turn(state, StopReason::Cancelled, None, now_ms, fx);
 }

@@ -1057,7 +1057,7 @@ fn restore_of_a_turn_cut_while_streaming_keeps_only_the_user_message() {
 fn act(h: &mut Harness, choice: u8, n: usize) {
     let running = h.state().turn.clone();
     match running.map(|t| t.phase) {
-        None => match choice % 6 {
+        None => match choice % 8 {
             0 => {
                 h.query("/clear");
             }
@@ -1067,6 +1067,12 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
                 } else {
                     "/model main"
                 });
+            }
+            2 => {
+                h.query(&format!("see @f{n}.txt and @d{n}"));
+            }
+            3 => {
+                h.query(&format!("!echo {n}"));
             }
             _ => {
                 h.query(&format!("question {n}"));
@@ -1133,6 +1139,33 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
             } else {
                 h.feed(Input::McpWaitTimedOut { turn_id });
             }
+        }
+        Some(Phase::Attaching(attaching)) => {
+            let Some(item) = attaching
+                .items
+                .iter()
+                .find(|i| i.outcome.is_none() && i.refused.is_none())
+            else {
+                return;
+            };
+            let outcome = match choice % 4 {
+                0 => {
+                    h.feed(Input::Interrupt);
+                    return;
+                }
+                1 => ToolOutcome::error(format!("/ws/x {}", crate::model::NOT_A_FILE)),
+                2 => ToolOutcome::error("file not found"),
+                _ => ToolOutcome {
+                    output: format!("contents {n}"),
+                    is_error: false,
+                    duration_ms: 1,
+                },
+            };
+            h.feed(Input::ToolFinished {
+                batch_id: attaching.batch_id,
+                call_id: item.call_id.clone(),
+                outcome,
+            });
         }
         Some(Phase::RunningTools { batch_id, calls }) => match choice % 4 {
             0 => {

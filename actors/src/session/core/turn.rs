@@ -64,6 +64,9 @@ pub enum Phase {
     /// The session's first model call waits for MCP servers on their first
     /// start (see `mcp_wait`); nothing runs.
     WaitingForMcp,
+    /// The query's `@` mentions are read, or its `!command` runs, before
+    /// anything else (see `attach`).
+    Attaching(super::attach::Attaching),
 }
 
 /// A tool call of the running batch.

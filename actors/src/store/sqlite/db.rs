@@ -27,11 +27,21 @@ const MAX_CANDIDATES: usize = 5;
 
 const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, model, workspace, parent_id, \
                                fork_seq, status, owner, last_seq, event_count, reserved_seq, \
-                               parent_call_id";
+                               parent_call_id, turns";
 
 /// A timestamp as stored: RFC 3339, UTC, microseconds, fixed width.
 pub fn timestamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Whether `event` is a query's (`sessions.turns` counts them).
+fn is_query(event: &EventEnvelope) -> bool {
+    matches!(event.message, AgentMessage::User(_))
+}
+
+/// How many queries `events` hold.
+fn queries_in(events: &[EventEnvelope]) -> u64 {
+    events.iter().filter(|event| is_query(event)).count() as u64
 }
 
 /// The title a log gives a session that has none.
@@ -105,6 +115,7 @@ struct RawSession {
     event_count: i64,
     reserved_seq: i64,
     parent_call_id: Option<String>,
+    turns: i64,
 }
 
 impl RawSession {
@@ -124,6 +135,7 @@ impl RawSession {
             event_count: row.get(11)?,
             reserved_seq: row.get(12)?,
             parent_call_id: row.get(13)?,
+            turns: row.get(14)?,
         })
     }
 
@@ -166,6 +178,7 @@ impl RawSession {
             last_seq: count("last_seq", self.last_seq)?,
             event_count: count("event_count", self.event_count)?,
             reserved_seq: count("reserved_seq", self.reserved_seq)?,
+            turns: count("turns", self.turns)?,
             parent,
             parent_call: self.parent_call_id,
             id: SessionId(self.id),
@@ -201,7 +214,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
     let operation = "insert session";
     tx.prepare_cached(&format!(
         "INSERT INTO sessions ({SESSION_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(rusqlite::params![
@@ -219,6 +232,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
             int(record.event_count),
             int(record.reserved_seq),
             record.parent_call,
+            int(record.turns),
         ])
     })
     .map_err(|e| {
@@ -356,6 +370,7 @@ pub fn create(
         last_seq: 0,
         event_count: 0,
         reserved_seq: 0,
+        turns: 0,
     };
     insert_with_log(conn, "create session", &record, &[])?;
     Ok(record)
@@ -445,6 +460,7 @@ pub fn commit(
         .map_err(|_| corrupt(&id.0, None, format!("last_seq is negative ({last_seq})")))?;
 
     let mut stored: u64 = 0;
+    let mut queries: u64 = 0;
     let mut title = None;
     for event in &commit.events {
         if !event.message.is_persisted() {
@@ -470,11 +486,12 @@ pub fn commit(
         }
         last = event.seq;
         stored += 1;
+        queries += u64::from(is_query(event));
     }
     if stored > 0 {
         tx.prepare_cached(
             "UPDATE sessions SET updated_at = ?1, last_seq = ?2, event_count = event_count + ?3, \
-             title = COALESCE(title, ?4) WHERE id = ?5",
+             title = COALESCE(title, ?4), turns = turns + ?5 WHERE id = ?6",
         )
         .and_then(|mut stmt| {
             stmt.execute(rusqlite::params![
@@ -482,6 +499,7 @@ pub fn commit(
                 int(last),
                 int(stored),
                 title,
+                int(queries),
                 id.0
             ])
         })
@@ -688,6 +706,7 @@ pub fn fork(
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
         reserved_seq: 0,
+        turns: queries_in(&events),
         id: new_id,
     };
     insert_session(&tx, &record)?;
@@ -790,6 +809,7 @@ pub fn import(
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
         reserved_seq: 0,
+        turns: queries_in(&events),
         id: new_id,
     };
     insert_with_log(conn, "import session", &record, &events)?;

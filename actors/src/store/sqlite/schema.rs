@@ -19,7 +19,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -87,6 +87,15 @@ CREATE TABLE inputs (
 /// `parent_call_id` the call. A fork has no call.
 const V3: &str = "
 ALTER TABLE sessions ADD COLUMN parent_call_id TEXT;
+";
+
+/// v4: `sessions.turns`, how many queries a session holds (its `user`
+/// events), kept like `event_count` so that a list of sessions can say it
+/// without scanning their logs; counted once here for the sessions there are.
+const V4: &str = "
+ALTER TABLE sessions ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET turns =
+    (SELECT COUNT(*) FROM events WHERE events.session_id = sessions.id AND events.type = 'user');
 ";
 
 /// The tables every schema version from 1 on has: a database at version 1

@@ -103,8 +103,9 @@ fn open_text(confinement: &Confinement, path: &Path) -> Result<std::fs::File, To
         Kind::RegularFile => {}
         Kind::Directory => {
             return Err(ToolError::failed(format!(
-                "{} is a directory, not a file; use list_dir to see its contents",
-                path.display()
+                "{} {}; use list_dir to see its contents",
+                path.display(),
+                crate::model::NOT_A_FILE
             )));
         }
         Kind::Special => return Err(special_file(path, "read_file", "reads")),
@@ -194,8 +195,9 @@ fn read_lines(
             ""
         };
         out.push_str(&format!(
-            "\n[Showing lines {offset}-{last}{of_total}{why}. More lines remain: \
-             to read on, call read_file with offset={next}.]\n"
+            "\n[Showing lines {offset}-{last}{of_total}{why}. {}: \
+             to read on, call read_file with offset={next}.]\n",
+            crate::model::MORE_LINES_REMAIN
         ));
     }
     Ok(ToolOutput::ok(out))

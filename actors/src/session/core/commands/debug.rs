@@ -102,6 +102,7 @@ impl Summary {
                         format!("running {}", count(calls.len() as u64, "tool call")),
                     Phase::Compacting => "compacting".to_string(),
                     Phase::WaitingForMcp => "waiting for MCP servers".to_string(),
+                    Phase::Attaching(_) => "reading @ mentions or running a ! command".to_string(),
                 },
                 turn.steps
             )),

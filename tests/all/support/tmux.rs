@@ -1,0 +1,206 @@
+//! The interactive chat on a real terminal: tmux runs the built binary in a
+//! detached session of 120×40 on a server of its own (a socket in a
+//! temporary directory, no configuration file), keys and pastes are sent
+//! to it (`send-keys`, `paste-buffer -p` for a bracketed paste), and the
+//! screen is read back with `capture-pane`.
+//!
+//! Waits poll the screen until what is expected shows, bounded by
+//! [`GUARD`] only to turn a hang into a failure: nothing synchronises on
+//! time. Logs are off (`RUST_LOG=off`): they would go to the same screen
+//! (stderr, where the line editor draws too).
+
+use super::{Fixture, GUARD};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+/// How often the screen is read while waiting.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A chat running in tmux.
+pub struct Terminal {
+    dir: tempfile::TempDir,
+    /// The screen after the last wait that saw what it waited for.
+    pub last_screen: String,
+}
+
+impl Fixture {
+    /// `agentbus ARGS...` with this fixture's config, workspace, data dir
+    /// and home, on a terminal. `env` adds variables (`NO_COLOR`, ...).
+    pub fn terminal(&self, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        let dir = tempfile::tempdir().expect("tmux dir");
+        let mut words: Vec<String> = vec![
+            "env".into(),
+            "-u".into(),
+            "AGENTBUS_CONFIG".into(),
+            "-u".into(),
+            "AGENTBUS_DATA_DIR".into(),
+            "-u".into(),
+            "NO_COLOR".into(),
+            format!("HOME={}", self.home.path().display()),
+            format!(
+                "XDG_CONFIG_HOME={}",
+                self.home.path().join(".config").display()
+            ),
+            "RUST_LOG=off".into(),
+        ];
+        words.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+        words.extend([
+            env!("CARGO_BIN_EXE_agentbus").to_string(),
+            "--config".into(),
+            self.config.display().to_string(),
+            "--workspace".into(),
+            self.workspace().display().to_string(),
+            "--data-dir".into(),
+            self.home.path().join("data").display().to_string(),
+        ]);
+        words.extend(args.iter().map(|a| a.to_string()));
+        let command: Vec<String> = words.iter().map(|w| quote(w)).collect();
+        // The pane stays after the chat exits, saying how it ended.
+        let script = format!("{}; echo \"[exited $?]\"; sleep 600", command.join(" "));
+        let terminal = Terminal {
+            dir,
+            last_screen: String::new(),
+        };
+        terminal.tmux(&[
+            "new-session",
+            "-d",
+            "-s",
+            "chat",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &script,
+        ]);
+        terminal
+    }
+}
+
+impl Terminal {
+    fn socket(&self) -> PathBuf {
+        self.dir.path().join("tmux.sock")
+    }
+
+    /// Run `tmux ARGS` on this terminal's server; panics when it fails.
+    fn tmux(&self, args: &[&str]) -> Output {
+        let output = Command::new("tmux")
+            .arg("-S")
+            .arg(self.socket())
+            .arg("-f")
+            .arg("/dev/null")
+            .args(args)
+            .output()
+            .expect("run tmux (is it installed?)");
+        assert!(
+            output.status.success(),
+            "tmux {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
+    /// Press keys, in tmux's names (`Enter`, `Tab`, `Escape`, `M-Enter`,
+    /// `C-d`, `Down`, ...).
+    pub fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "chat"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    /// Type `text` as it is (no key names).
+    pub fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "chat", "-l", text]);
+    }
+
+    /// Paste `text` as a terminal does: in bracketed-paste markers when the
+    /// program asked for them.
+    pub fn paste(&self, text: &str) {
+        self.tmux(&["set-buffer", "-b", "pasted", text]);
+        self.tmux(&["paste-buffer", "-p", "-b", "pasted", "-t", "chat"]);
+    }
+
+    /// The screen and its scrollback, as text (wrapped lines joined).
+    pub fn screen(&self) -> String {
+        let output = self.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", "chat"]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// The visible screen with its colours (`capture-pane -e`).
+    pub fn screen_with_colours(&self) -> String {
+        let output = self.tmux(&["capture-pane", "-p", "-e", "-t", "chat"]);
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Wait until the screen satisfies `ready`; returns it.
+    pub async fn wait_until(&mut self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + GUARD;
+        loop {
+            let screen = self.screen();
+            if ready(&screen) {
+                self.last_screen = screen.clone();
+                return screen;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("the terminal never showed {what} within {GUARD:?}; screen:\n{screen}");
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Wait until `text` is on the screen (or in its scrollback).
+    pub async fn wait_for(&mut self, text: &str) -> String {
+        self.wait_until(&format!("{text:?}"), |screen| screen.contains(text))
+            .await
+    }
+
+    /// Wait until `text` is gone from the visible screen (a menu closed).
+    pub async fn wait_until_gone(&mut self, text: &str) {
+        let visible = |term: &Terminal| {
+            let output = term.tmux(&["capture-pane", "-p", "-J", "-t", "chat"]);
+            String::from_utf8_lossy(&output.stdout).contains(text)
+        };
+        let deadline = tokio::time::Instant::now() + GUARD;
+        while visible(self) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{text:?} stayed on the screen for {GUARD:?}:\n{}",
+                self.screen()
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Wait until the chat waits at an empty prompt (the line editor reads
+    /// the keys again: keys sent earlier, while a reply ends, would be
+    /// typed ahead).
+    pub async fn wait_for_prompt(&mut self) -> String {
+        self.wait_until("an empty prompt", |screen| {
+            let last = screen.lines().rev().find(|l| !l.trim().is_empty());
+            last.and_then(|l| l.strip_prefix('›'))
+                .is_some_and(|rest| rest.starts_with("  ") && rest.contains(" mode"))
+        })
+        .await
+    }
+
+    /// The prompt's line (the last one starting with `›`), where the status
+    /// line is shown at the right.
+    pub fn prompt_line(screen: &str) -> Option<&str> {
+        screen.lines().rev().find(|line| line.starts_with('›'))
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(self.socket())
+            .arg("kill-server")
+            .output();
+    }
+}
+
+/// `word` quoted for the shell.
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
