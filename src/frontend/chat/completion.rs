@@ -190,6 +190,7 @@ mod tests {
                 ],
                 sessions: vec![("01a2-bc".into(), "hello · 5 min ago".into())],
                 workspace: workspace.to_path_buf(),
+                custom: Vec::new(),
             })),
         }
     }

@@ -196,7 +196,7 @@ mod tests {
         }));
         assert_eq!(status.line(), "free · build · default mode");
         assert!(!status.has_turns());
-        status.observe(&env(AgentMessage::User(UserEvent { text: "hi".into() })));
+        status.observe(&env(AgentMessage::User(UserEvent::new("hi"))));
         assert!(status.has_turns());
         status.observe(&result(100, 120));
         assert_eq!(
