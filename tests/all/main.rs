@@ -28,4 +28,5 @@ mod run;
 mod serve;
 mod sessions;
 mod subagents;
+mod terminal;
 mod wire_formats;

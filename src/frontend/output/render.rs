@@ -215,6 +215,10 @@ impl<W: Write> Renderer<W> {
                 self.thought = 0;
                 let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
                 match text.strip_prefix(self.streamed.as_str()) {
+                    // Nothing streamed (a replay): rendered at once.
+                    Some(rest) if self.reply.is_none() && self.streamed.is_empty() => {
+                        self.whole_reply(rest);
+                    }
                     Some(rest) => {
                         self.reply_text(rest);
                         self.end_reply();

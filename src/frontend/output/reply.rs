@@ -132,14 +132,23 @@ impl LiveReply {
             self.on_screen = candidate;
             return more.to_string();
         }
-        // Too tall: as much as fits, a character at a time.
+        // Too tall: as much as fits, counting rows as the terminal fills
+        // them.
+        let columns = self.size.columns.max(1);
+        let mut rows = rows_taken(&self.on_screen, columns);
+        let mut column = width(self.on_screen.rsplit('\n').next().unwrap_or(""));
         let mut added = String::new();
         for c in more.chars() {
-            let mut next = self.on_screen.clone();
-            next.push_str(&added);
-            next.push(c);
-            if rows_taken(&next, self.size.columns) > limit {
-                break;
+            let w = width(c.encode_utf8(&mut [0; 4]));
+            if c == '\n' || column + w > columns {
+                if rows == limit {
+                    break;
+                }
+                rows += 1;
+                column = 0;
+            }
+            if c != '\n' {
+                column += w;
             }
             added.push(c);
         }

@@ -12,6 +12,7 @@
 
 pub mod server;
 pub mod store_lock;
+pub mod tmux;
 
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
 use serde_json::Value;

@@ -483,10 +483,9 @@ fn block_lines(block: &Block, width: usize, depth: usize) -> Vec<Line> {
         }
         Block::Code { fence: None, text } => code_lines(text)
             .into_iter()
-            .map(|l| {
-                let mut line = vec![Span::plain("    ")];
-                line.push(Span::plain(sanitize(l)));
-                line
+            .map(|l| match sanitize(l) {
+                l if l.trim().is_empty() => Vec::new(),
+                l => vec![Span::plain(format!("    {l}"))],
             })
             .collect(),
         Block::Html(html) => code_lines(html)
@@ -581,6 +580,18 @@ fn column_widths(natural: &[usize], width: usize) -> Vec<usize> {
     widths
 }
 
+/// A line without the spaces at its end (an empty last cell's).
+fn trim_end(line: &mut Line) {
+    while let Some(last) = line.last_mut() {
+        let kept = last.text.trim_end_matches(' ').len();
+        if kept > 0 {
+            last.text.truncate(kept);
+            return;
+        }
+        line.pop();
+    }
+}
+
 fn table_lines(
     aligns: &[Alignment],
     head: &[Vec<Span>],
@@ -642,6 +653,7 @@ fn table_lines(
                         line.push(Span::plain(" ".repeat(after)));
                     }
                 }
+                trim_end(&mut line);
                 line
             })
             .collect()

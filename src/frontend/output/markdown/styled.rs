@@ -41,13 +41,6 @@ impl Style {
         strike: false,
     };
 
-    pub fn fg(color: Color) -> Style {
-        Style {
-            fg: Some(color),
-            ..Style::PLAIN
-        }
-    }
-
     pub fn dimmed() -> Style {
         Style {
             dim: true,
@@ -368,14 +361,12 @@ mod tests {
             ..Style::PLAIN
         };
         assert_eq!(heading.paint("T", false), "\x1b[1;4;35mT\x1b[0m");
-        assert_eq!(
-            Style::fg(Color::Rgb(255, 0, 0)).paint("r", true),
-            "\x1b[38;2;255;0;0mr\x1b[0m"
-        );
-        assert_eq!(
-            Style::fg(Color::Rgb(255, 0, 0)).paint("r", false),
-            "\x1b[38;5;196mr\x1b[0m"
-        );
+        let red = Style {
+            fg: Some(Color::Rgb(255, 0, 0)),
+            ..Style::PLAIN
+        };
+        assert_eq!(red.paint("r", true), "\x1b[38;2;255;0;0mr\x1b[0m");
+        assert_eq!(red.paint("r", false), "\x1b[38;5;196mr\x1b[0m");
         assert_eq!(ansi256(128, 128, 128), 244);
     }
 
