@@ -72,7 +72,7 @@ impl Tmux {
             .arg(rows.to_string())
             .arg(line.join(" "))
             .status()
-            .expect("run tmux");
+            .expect("run tmux (Debian's package `tmux`)");
         assert!(status.success(), "tmux new-session failed");
         tmux
     }

@@ -148,7 +148,7 @@ fn fence_closed(source: &str) -> bool {
         return false;
     };
     let length = open.chars().take_while(|c| *c == mark).count();
-    let Some(last) = lines.last() else {
+    let Some(last) = lines.next_back() else {
         return false;
     };
     let indent = last.len() - last.trim_start_matches(' ').len();
