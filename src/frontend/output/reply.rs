@@ -12,8 +12,8 @@
 //!
 //! Returns text to write (`\n` for new lines); writes nothing itself.
 
-use super::markdown::styled::width;
 use super::markdown::{Layout, MarkdownStream};
+use unicode_width::UnicodeWidthChar;
 
 /// The size of the screen, in character cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,10 +50,22 @@ pub fn truecolor() -> bool {
 /// Rows `text` takes when written from the start of a row on a screen
 /// `columns` wide (the cursor ends on the last of them).
 pub fn rows_taken(text: &str, columns: usize) -> usize {
-    let columns = columns.max(1);
-    text.split('\n')
-        .map(|line| width(line).div_ceil(columns).max(1))
-        .sum()
+    text.split('\n').map(|line| wrapped(line, columns).0).sum()
+}
+
+/// The rows one line takes and the column it ends at: a character that
+/// does not fit on a row starts the next, as the terminal wraps it.
+fn wrapped(line: &str, columns: usize) -> (usize, usize) {
+    let (mut rows, mut column) = (1, 0);
+    for c in line.chars() {
+        let w = c.width().unwrap_or(0);
+        if column + w > columns.max(1) && column > 0 {
+            rows += 1;
+            column = 0;
+        }
+        column += w;
+    }
+    (rows, column)
 }
 
 /// One streaming reply and its plain tail on the screen.
@@ -132,24 +144,23 @@ impl LiveReply {
             self.on_screen = candidate;
             return more.to_string();
         }
-        // Too tall: as much as fits, counting rows as the terminal fills
-        // them.
+        // Too tall: as much as fits, following the rows as the terminal
+        // fills them.
         let columns = self.size.columns.max(1);
         let mut rows = rows_taken(&self.on_screen, columns);
-        let mut column = width(self.on_screen.rsplit('\n').next().unwrap_or(""));
+        let last = self.on_screen.rsplit('\n').next().unwrap_or("");
+        let mut column = wrapped(last, columns).1;
         let mut added = String::new();
         for c in more.chars() {
-            let w = width(c.encode_utf8(&mut [0; 4]));
-            if c == '\n' || column + w > columns {
-                if rows == limit {
+            let w = if c == '\n' { 0 } else { c.width().unwrap_or(0) };
+            if c == '\n' || (column + w > columns && column > 0) {
+                if rows >= limit {
                     break;
                 }
                 rows += 1;
                 column = 0;
             }
-            if c != '\n' {
-                column += w;
-            }
+            column += w;
             added.push(c);
         }
         self.on_screen.push_str(&added);
@@ -174,6 +185,8 @@ mod tests {
         assert_eq!(rows_taken(&"x".repeat(10), 10), 1);
         assert_eq!(rows_taken(&"x".repeat(11), 10), 2);
         assert_eq!(rows_taken("a\n\nb", 10), 3);
+        // A wide character that does not fit starts the next row.
+        assert_eq!(rows_taken("ab日日日", 3), 4);
     }
 
     #[test]
