@@ -32,4 +32,5 @@ mod run;
 mod serve;
 mod sessions;
 mod subagents;
+mod terminal;
 mod wire_formats;

@@ -4,15 +4,21 @@
 //! session's notices during the turn (a compaction, a request shortened,
 //! a wait for MCP servers) —
 //! so a script reading stdout gets the answer and nothing else.
+//!
+//! On a terminal (with colour allowed: no `NO_COLOR`, no `TERM=dumb`) the
+//! answer is rendered as Markdown to the terminal's width; anywhere else —
+//! a pipe, a file — it is the text exactly as the model wrote it.
 
 use super::Output;
+use super::markdown::MarkdownStream;
 use super::render::compaction_summary;
+use super::reply::ScreenSize;
 use crate::frontend::InputEnd;
 use agentbus_actors::protocol::context::Compacted;
 use agentbus_actors::protocol::{
     AgentMessage, ErrorKind, EventEnvelope, InputId, SystemEvent, SystemSubtype,
 };
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 /// The answer on stdout, notices on stderr.
 #[derive(Debug, Default)]
@@ -62,19 +68,38 @@ impl Output for Answer {
     }
 
     fn ended(&mut self, end: &InputEnd) -> std::io::Result<()> {
-        let text = match end {
-            InputEnd::Result(r) => r.text.clone(),
+        // The model's answer is Markdown; a command's reply is plain text,
+        // broken at words to the terminal's width.
+        let (text, markdown) = match end {
+            InputEnd::Result(r) => (r.text.clone(), true),
             InputEnd::Reply(s) if s.subtype != SystemSubtype::Notice => {
-                super::wrap::to_terminal(&s.message)
+                (super::wrap::to_terminal(&s.message), false)
             }
-            InputEnd::Reply(_) => String::new(),
+            InputEnd::Reply(_) => (String::new(), false),
         };
-        if !text.is_empty() {
-            let mut out = std::io::stdout();
-            writeln!(out, "{}", text.trim_end())?;
+        if text.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let mut out = std::io::stdout().lock();
+        let text = text.trim_end();
+        if markdown && styled_terminal(out.is_terminal()) {
+            let layout = ScreenSize::of_terminal().layout();
+            for line in MarkdownStream::render_all(text, layout) {
+                writeln!(out, "{line}")?;
+            }
+        } else {
+            writeln!(out, "{text}")?;
+        }
+        out.flush()
     }
+}
+
+/// Whether output to a terminal (`terminal`) may be styled: not with
+/// `NO_COLOR` set, nor on a terminal that says it is dumb.
+fn styled_terminal(terminal: bool) -> bool {
+    terminal
+        && std::env::var_os("NO_COLOR").is_none()
+        && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
 }
 
 #[cfg(test)]

@@ -2,11 +2,15 @@
 //! for people or for programs.
 //!
 //! - [`render`]: [`Renderer`](render::Renderer), events as text for people
-//!   (streamed replies, a line or two per tool call, notices dimmed) — the
-//!   chat's transcript.
+//!   (streamed replies, a line or two per tool call, an edit as its diff,
+//!   notices dimmed) — the chat's transcript.
 //! - [`answer`]: [`Answer`](answer::Answer), what `agentbus run` prints
-//!   without `--json`: the final text on stdout; retries, failures and what
+//!   without `--json`: the final text on stdout (rendered as Markdown on a
+//!   terminal, exactly as written otherwise); retries, failures and what
 //!   the turn says on the way (a compaction) on stderr.
+//! - [`markdown`]: replies as Markdown for the terminal, streamed block by
+//!   block; [`reply`]: a streaming reply on the screen (its unfinished rest
+//!   plain, replaced once final); [`diff`]: an edit or a write as a diff.
 //! - [`json`]: [`JsonLines`](json::JsonLines), every event as one JSON
 //!   object per line (`--json`), the same envelope the HTTP API sends.
 //! - [`wrap`]: command replies broken at words to the terminal's width
@@ -15,8 +19,11 @@
 //! Front ends pick an output once and then never ask which one it is.
 
 pub mod answer;
+pub mod diff;
 pub mod json;
+pub mod markdown;
 pub mod render;
+pub mod reply;
 pub mod wrap;
 
 use super::InputEnd;

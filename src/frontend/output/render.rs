@@ -1,14 +1,27 @@
 //! Events as text for people: streamed assistant text as it arrives, the
 //! model's thinking before it on one short line (dimmed and italic, cut at
 //! [`THINKING_SHOWN`] characters: a glimpse, not the answer), tool calls
-//! and results on a line or two each, notices dimmed, errors in red, a
-//! compaction as a divider, and how full the context is at the end of each
-//! turn's result line.
+//! on a line (their arguments in the model's order, the telling one first:
+//! `path` for the file tools, `command` for bash) and results on a line or
+//! two — an edit or a write as its diff ([`diff`](super::diff)) — notices
+//! dimmed, errors in red, a compaction as a divider, and how full the
+//! context is at the end of each turn's result line.
+//!
+//! With colour on, a reply is Markdown rendered as it streams
+//! ([`LiveReply`]): final blocks rendered, the unfinished rest plain below
+//! them until it is final too. Anything else written meanwhile (a notice,
+//! a line typed ahead) goes above that plain rest, which is drawn again
+//! under it. With colour off the reply is written exactly as the model
+//! wrote it.
 //!
 //! Used by the terminal chat (interactive and piped). Knows nothing about
 //! keys or input; writes only to the writer it is given.
 
 use super::Output;
+use super::diff::{self, FileChange, RowKind};
+use super::markdown::MarkdownStream;
+use super::markdown::styled::sanitize;
+use super::reply::{LiveReply, ScreenSize};
 use agentbus_actors::protocol::context::{Compacted, CompactionTrigger};
 use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
@@ -17,7 +30,11 @@ use agentbus_actors::protocol::{
 use agentbus_actors::text::{count, ellipsize as cut};
 use crossterm::style::Stylize;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::io::Write;
+
+/// Clears from the cursor to the end of the screen.
+const ERASE_BELOW: &str = "\x1b[J";
 
 /// How much of a message's thinking the transcript shows.
 pub const THINKING_SHOWN: usize = 160;
@@ -46,6 +63,13 @@ pub struct Renderer<W: Write> {
     in_thought: bool,
     /// The cursor is at the start of a line.
     at_line_start: bool,
+    /// The reply streaming as Markdown (colour on), until its message.
+    reply: Option<LiveReply>,
+    /// The inputs of `write_file` calls waiting for their result (which
+    /// shows the content written).
+    calls: HashMap<String, Value>,
+    /// The screen's size, when not the terminal's (tests).
+    size: Option<ScreenSize>,
 }
 
 impl<W: Write> Renderer<W> {
@@ -57,7 +81,21 @@ impl<W: Write> Renderer<W> {
             thought: 0,
             in_thought: false,
             at_line_start: true,
+            reply: None,
+            calls: HashMap::new(),
+            size: None,
         }
+    }
+
+    /// Lay replies out for a screen of `size` rather than the terminal.
+    #[cfg(test)]
+    pub fn with_screen_size(mut self, size: ScreenSize) -> Self {
+        self.size = Some(size);
+        self
+    }
+
+    fn screen_size(&self) -> ScreenSize {
+        self.size.unwrap_or_else(ScreenSize::of_terminal)
     }
 
     /// Where the renderer writes.
@@ -130,6 +168,7 @@ impl<W: Write> Renderer<W> {
                 }
             },
             AgentMessage::User(u) => {
+                self.end_reply();
                 self.streamed.clear();
                 self.thought = 0;
                 if self.options.echo_user {
@@ -140,10 +179,14 @@ impl<W: Write> Renderer<W> {
             AgentMessage::StreamEvent(s) => match &s.event {
                 StreamDelta::TextDelta { text, .. } => {
                     self.streamed.push_str(text);
-                    self.write(text);
+                    self.reply_text(text);
                 }
-                StreamDelta::ThinkingDelta { text, .. } => self.think(text),
+                StreamDelta::ThinkingDelta { text, .. } => {
+                    self.hide_reply();
+                    self.think(text);
+                }
                 StreamDelta::Discard { reason } => {
+                    self.end_reply();
                     self.streamed.clear();
                     self.thought = 0;
                     let text = self.dim(&format!("● partial output discarded ({reason})"));
@@ -158,6 +201,7 @@ impl<W: Write> Renderer<W> {
                 // between were missed), the whole message follows them.
                 // Thinking that did not stream gets its short line.
                 if self.thought == 0 {
+                    self.hide_reply();
                     let thinking: String = a
                         .content
                         .iter()
@@ -172,21 +216,32 @@ impl<W: Write> Renderer<W> {
                 self.thought = 0;
                 let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
                 match text.strip_prefix(self.streamed.as_str()) {
-                    Some(rest) => self.write(rest),
+                    // Nothing streamed (a replay): rendered at once.
+                    Some(rest) if self.reply.is_none() && self.streamed.is_empty() => {
+                        self.whole_reply(rest);
+                    }
+                    Some(rest) => {
+                        self.reply_text(rest);
+                        self.end_reply();
+                    }
                     None => {
+                        self.end_reply();
                         self.end_line();
                         self.line(
                             &self.dim("(part of this reply did not arrive; the whole of it:)"),
                         );
-                        self.write(&text);
+                        self.whole_reply(&text);
                     }
                 }
                 self.end_line();
                 self.streamed.clear();
                 for block in &a.content {
-                    if let ContentBlock::ToolUse { name, input, .. } = block {
-                        let text = format!("⏺ {name}({})", summarize_input(input));
+                    if let ContentBlock::ToolUse { id, name, input } = block {
+                        let text = format!("⏺ {name}({})", summarize_input(name, input));
                         self.line(&self.cyan(&text));
+                        if name == "write_file" {
+                            self.calls.insert(id.clone(), input.clone());
+                        }
                     }
                 }
                 if a.interrupted {
@@ -194,6 +249,14 @@ impl<W: Write> Renderer<W> {
                 }
             }
             AgentMessage::ToolResult(t) => {
+                let input = self.calls.remove(&t.call_id);
+                if !t.is_error
+                    && let Some(change) = diff::file_change(&t.name, &t.output, input.as_ref())
+                {
+                    self.file_change(&change);
+                    let _ = self.out.flush();
+                    return;
+                }
                 let summary = summarize_output(&t.output);
                 let text = format!("  ⎿ {summary}");
                 let text = if t.is_error {
@@ -218,6 +281,7 @@ impl<W: Write> Renderer<W> {
                 }
             }
             AgentMessage::Result(r) => {
+                self.end_reply();
                 self.end_line();
                 let seconds = r.duration_ms as f64 / 1000.0;
                 // A `!command` calls no model.
@@ -296,7 +360,87 @@ impl<W: Write> Renderer<W> {
             text.to_string()
         };
         let _ = self.out.write_all(text.as_bytes());
-        self.at_line_start = text.ends_with('\n');
+        // A reply's tail erased leaves the cursor at the start of a line.
+        self.at_line_start = text.ends_with('\n') || text.ends_with(ERASE_BELOW);
+    }
+
+    /// More of the reply: as it came with colour off, else into the
+    /// Markdown being rendered.
+    fn reply_text(&mut self, text: &str) {
+        if !self.options.color {
+            self.write(text);
+            return;
+        }
+        if self.reply.is_none() {
+            self.end_line();
+            self.reply = Some(LiveReply::new(self.screen_size()));
+        }
+        if let Some(reply) = self.reply.as_mut() {
+            let out = reply.push(text);
+            self.write(&out);
+        }
+    }
+
+    /// The reply is complete: its last lines rendered.
+    fn end_reply(&mut self) {
+        if let Some(mut reply) = self.reply.take() {
+            let out = reply.finish();
+            self.write(&out);
+        }
+    }
+
+    /// A whole reply at once (it did not stream).
+    fn whole_reply(&mut self, text: &str) {
+        if !self.options.color {
+            self.write(text);
+            return;
+        }
+        self.end_line();
+        let layout = self.screen_size().layout();
+        for line in MarkdownStream::render_all(text, layout) {
+            self.write(&line);
+            self.write("\n");
+        }
+    }
+
+    /// Take a streaming reply's plain tail off the screen; whether a reply
+    /// streams.
+    fn hide_reply(&mut self) -> bool {
+        let Some(reply) = self.reply.as_mut() else {
+            return false;
+        };
+        let out = reply.hide();
+        self.write(&out);
+        true
+    }
+
+    fn show_reply(&mut self) {
+        if let Some(reply) = self.reply.as_mut() {
+            let out = reply.show();
+            self.write(&out);
+        }
+    }
+
+    /// An edit or a write as its diff, under the result's line.
+    fn file_change(&mut self, change: &FileChange) {
+        let summary = self.dim(&format!("  ⎿ {}", change.summary));
+        self.line(&summary);
+        let (rows, more) = diff::shown(&change.rows);
+        for row in rows {
+            let text = format!("    {}", sanitize(&row.signed()));
+            let text = match row.kind {
+                RowKind::Hunk => self.cyan(&text),
+                RowKind::Removed => self.red(&text),
+                RowKind::Added => self.green(&text),
+                RowKind::Context => text,
+                RowKind::Note => self.dim(&text),
+            };
+            self.line(&text);
+        }
+        if more > 0 {
+            let text = self.dim(&format!("    … {more} more lines"));
+            self.line(&text);
+        }
     }
 
     /// End the current line if something is on it.
@@ -306,11 +450,16 @@ impl<W: Write> Renderer<W> {
         }
     }
 
-    /// A whole line of its own.
+    /// A whole line of its own (above a streaming reply's plain tail,
+    /// which is drawn again under it).
     pub fn line(&mut self, text: &str) {
+        let streaming = self.hide_reply();
         self.end_line();
         self.write(text);
         self.write("\n");
+        if streaming {
+            self.show_reply();
+        }
         let _ = self.out.flush();
     }
 
@@ -392,20 +541,50 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// `key: value, ...` with long values cut, for one line.
-fn summarize_input(input: &Value) -> String {
+/// The argument a built-in tool's call line starts with, whatever the
+/// model's order.
+fn telling_argument(tool: &str) -> Option<&'static str> {
+    match tool {
+        "read_file" | "edit_file" | "write_file" | "list_dir" => Some("path"),
+        "bash" => Some("command"),
+        "glob" | "grep" => Some("pattern"),
+        _ => None,
+    }
+}
+
+/// `key: value, ...` in the order the model wrote them (the telling
+/// argument first), long values cut, for one line. An edit's strings and a
+/// write's content are left out: its diff follows.
+fn summarize_input(tool: &str, input: &Value) -> String {
     let text = match input {
-        Value::Object(map) => map
-            .iter()
-            .map(|(k, v)| {
-                let v = match v {
-                    Value::String(s) => format!("{:?}", first_line(s)),
-                    other => other.to_string(),
-                };
-                format!("{k}: {v}")
-            })
-            .collect::<Vec<_>>()
-            .join(", "),
+        Value::Object(map) => {
+            let first = telling_argument(tool).filter(|k| map.contains_key(*k));
+            let shown_later: &[&str] = match tool {
+                "edit_file" => &["old_string", "new_string"],
+                "write_file" => &["content"],
+                _ => &[],
+            };
+            let keys = first.into_iter().chain(
+                map.keys()
+                    .map(String::as_str)
+                    .filter(|k| Some(*k) != first && !shown_later.contains(k)),
+            );
+            let mut parts: Vec<String> = keys
+                .map(|k| {
+                    let v = match &map[k] {
+                        Value::String(s) => format!("{:?}", first_line(s)),
+                        other => other.to_string(),
+                    };
+                    format!("{k}: {v}")
+                })
+                .collect();
+            if tool == "write_file"
+                && let Some(content) = map.get("content").and_then(Value::as_str)
+            {
+                parts.push(format!("lines: {}", content.lines().count()));
+            }
+            parts.join(", ")
+        }
         Value::String(raw) => raw.clone(),
         other => other.to_string(),
     };
@@ -669,6 +848,317 @@ mod tests {
         ]);
         assert!(out.contains("⏺ bash(command: \"ls…\")"), "{out}");
         assert!(out.contains("  ⎿ a\n    b\n    c\n    … +2 lines"), "{out}");
+    }
+
+    fn call(id: &str, name: &str, input: Value) -> AgentMessage {
+        AgentMessage::Assistant(AssistantEvent {
+            content: vec![ContentBlock::ToolUse {
+                id: id.into(),
+                name: name.into(),
+                input,
+            }],
+            model: "m".into(),
+            usage: Usage::default(),
+            finish_reason: "tool_use".into(),
+            interrupted: false,
+            context: None,
+        })
+    }
+
+    fn tool_result(id: &str, name: &str, output: &str) -> AgentMessage {
+        AgentMessage::ToolResult(ToolResultEvent {
+            call_id: id.into(),
+            name: name.into(),
+            is_error: false,
+            output: output.into(),
+            duration_ms: 1,
+            cancelled: false,
+        })
+    }
+
+    #[test]
+    fn call_lines_keep_the_models_order_with_the_telling_argument_first() {
+        // serde_json keeps the keys in the order the model wrote them.
+        let input: Value =
+            serde_json::from_str(r#"{"timeout_secs": 5, "command": "make", "z": 1, "a": 2}"#)
+                .unwrap();
+        let out = render(vec![call("b", "bash", input)]);
+        assert!(
+            out.contains("⏺ bash(command: \"make\", timeout_secs: 5, z: 1, a: 2)"),
+            "{out}"
+        );
+        let input: Value = serde_json::from_str(
+            r#"{"old_string": "a", "new_string": "b", "path": "f.txt", "replace_all": true}"#,
+        )
+        .unwrap();
+        let out = render(vec![call("e", "edit_file", input)]);
+        assert!(
+            out.contains("⏺ edit_file(path: \"f.txt\", replace_all: true)"),
+            "{out}"
+        );
+        let input: Value =
+            serde_json::from_str(r#"{"content": "x\ny\n", "path": "new.txt"}"#).unwrap();
+        let out = render(vec![call("w", "write_file", input)]);
+        assert!(
+            out.contains("⏺ write_file(path: \"new.txt\", lines: 2)"),
+            "{out}"
+        );
+        // Other tools: as written.
+        let input: Value = serde_json::from_str(r#"{"z": 1, "a": 2}"#).unwrap();
+        assert!(render(vec![call("m", "mcp__x__y", input)]).contains("(z: 1, a: 2)"));
+    }
+
+    const EDIT_OUTPUT: &str = "Edited notes.txt: 1 replacement.\n\n--- notes.txt\n+++ notes.txt\n@@ -1,3 +1,3 @@\n zero\n-one two three\n+one TWO three\n four\n";
+
+    #[test]
+    fn an_edit_result_is_its_diff() {
+        let out = render(vec![
+            call("e", "edit_file", serde_json::json!({"path": "notes.txt"})),
+            tool_result("e", "edit_file", EDIT_OUTPUT),
+        ]);
+        assert!(
+            out.ends_with(
+                "  ⎿ Edited notes.txt: 1 replacement.\n    @@ -1,3 +1,3 @@\n     zero\n    -one two three\n    +one TWO three\n     four\n"
+            ),
+            "{out}"
+        );
+        let colored = render_colored(vec![tool_result("e", "edit_file", EDIT_OUTPUT)], SCREEN);
+        assert!(
+            colored.contains(&"    -one two three".red().to_string()),
+            "{colored:?}"
+        );
+        assert!(
+            colored.contains(&"    +one TWO three".green().to_string()),
+            "{colored:?}"
+        );
+        assert!(
+            colored.contains(&"    @@ -1,3 +1,3 @@".cyan().to_string()),
+            "{colored:?}"
+        );
+    }
+
+    #[test]
+    fn a_long_edit_is_shown_whole_up_to_the_cap() {
+        let mut output = String::from(
+            "Edited big.txt: 1 replacement.\n\n--- big.txt\n+++ big.txt\n@@ -1,300 +1,300 @@\n",
+        );
+        for i in 0..300 {
+            output.push_str(&format!("-old {i}\n+new {i}\n"));
+        }
+        let out = render(vec![tool_result("e", "edit_file", &output)]);
+        assert!(out.contains("    -old 0\n    +new 0\n"), "{out}");
+        assert!(out.contains("    -old 99\n    … 401 more lines\n"), "{out}");
+        assert!(!out.contains("+6 lines"));
+    }
+
+    #[test]
+    fn a_new_file_shows_what_was_written() {
+        let out = render(vec![
+            call(
+                "w",
+                "write_file",
+                serde_json::json!({"path": "a.txt", "content": "alpha\nbeta\n"}),
+            ),
+            tool_result("w", "write_file", "Created a.txt (11 bytes)"),
+        ]);
+        assert!(
+            out.ends_with(
+                "  ⎿ Created a.txt (11 bytes)\n    @@ -0,0 +1,2 @@\n    +alpha\n    +beta\n"
+            ),
+            "{out}"
+        );
+    }
+
+    const SCREEN: ScreenSize = ScreenSize {
+        columns: 50,
+        rows: 200,
+    };
+
+    fn render_colored(events: Vec<AgentMessage>, size: ScreenSize) -> String {
+        let mut out = Vec::new();
+        {
+            let mut r = Renderer::new(
+                &mut out,
+                RenderOptions {
+                    color: true,
+                    raw: false,
+                    echo_user: false,
+                },
+            )
+            .with_screen_size(size);
+            for e in events {
+                r.render(&env(e));
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    fn text_delta(text: &str) -> AgentMessage {
+        AgentMessage::StreamEvent(StreamEvent {
+            event: StreamDelta::TextDelta {
+                index: 0,
+                text: text.into(),
+            },
+        })
+    }
+
+    fn said(text: &str) -> AgentMessage {
+        AgentMessage::Assistant(AssistantEvent {
+            content: vec![ContentBlock::Text { text: text.into() }],
+            model: "m".into(),
+            usage: Usage::default(),
+            finish_reason: "end_turn".into(),
+            interrupted: false,
+            context: None,
+        })
+    }
+
+    /// What a terminal `columns` wide shows after `bytes`: its rows, each
+    /// cell with the escape codes written after it (or, at the start of a
+    /// row, before it). Knows what the renderer writes: text, `\n`, `\r`,
+    /// SGR, cursor up, erase below; a character written past the last
+    /// column wraps first.
+    fn screen(bytes: &str, columns: usize) -> Vec<String> {
+        let mut rows: Vec<Vec<String>> = vec![Vec::new()];
+        let (mut row, mut col) = (0usize, 0usize);
+        let mut codes = String::new();
+        let mut chars = bytes.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\n' => {
+                    row += 1;
+                    col = 0;
+                    if rows.len() <= row {
+                        rows.push(Vec::new());
+                    }
+                }
+                '\r' => col = 0,
+                '\x1b' => {
+                    assert_eq!(chars.next(), Some('['), "only CSI is written");
+                    let mut params = String::new();
+                    let fin = loop {
+                        let c = chars.next().expect("a whole sequence");
+                        if c.is_ascii_alphabetic() {
+                            break c;
+                        }
+                        params.push(c);
+                    };
+                    match fin {
+                        'm' if col > 0 => rows[row][col - 1].push_str(&format!("\x1b[{params}m")),
+                        'm' => codes.push_str(&format!("\x1b[{params}m")),
+                        'A' => row -= params.parse::<usize>().unwrap_or(1),
+                        'J' => {
+                            rows.truncate(row + 1);
+                            rows[row].truncate(col);
+                        }
+                        other => panic!("unexpected sequence {other}"),
+                    }
+                }
+                c => {
+                    if col == columns {
+                        row += 1;
+                        col = 0;
+                        if rows.len() <= row {
+                            rows.push(Vec::new());
+                        }
+                    }
+                    let cells = &mut rows[row];
+                    cells.truncate(col);
+                    cells.push(format!("{}{c}", std::mem::take(&mut codes)));
+                    col += 1;
+                }
+            }
+        }
+        rows.into_iter().map(|cells| cells.concat()).collect()
+    }
+
+    /// The sample reply streamed in `chunks`, as the screen shows it.
+    fn streamed_screen(chunks: &[&str], size: ScreenSize) -> Vec<String> {
+        let mut events: Vec<AgentMessage> = chunks.iter().map(|c| text_delta(c)).collect();
+        events.push(said(&chunks.concat()));
+        screen(&render_colored(events, size), size.columns)
+    }
+
+    #[test]
+    fn a_streamed_reply_ends_on_the_screen_as_if_it_came_at_once() {
+        use crate::frontend::output::markdown::tests::SAMPLE;
+        // ASCII but for the table's and list's own characters: one column each.
+        let whole = streamed_screen(&[SAMPLE], SCREEN);
+        assert!(whole.iter().any(|r| r.contains("\x1b[1;4m")), "{whole:#?}");
+        for (at, _) in SAMPLE.char_indices().skip(1).step_by(3) {
+            let (a, b) = SAMPLE.split_at(at);
+            assert_eq!(streamed_screen(&[a, b], SCREEN), whole, "split at {at}");
+        }
+        let chars: Vec<String> = SAMPLE.chars().map(String::from).collect();
+        let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
+        assert_eq!(streamed_screen(&refs, SCREEN), whole);
+        // A screen too short for a whole block: the tail stops growing at
+        // its last row, and the block still ends rendered.
+        let short = ScreenSize {
+            columns: 50,
+            rows: 4,
+        };
+        assert_eq!(
+            streamed_screen(&refs, short),
+            streamed_screen(&[SAMPLE], short)
+        );
+    }
+
+    #[test]
+    fn a_line_written_during_a_reply_goes_above_its_unfinished_rest() {
+        let mut out = Vec::new();
+        {
+            let mut r = Renderer::new(
+                &mut out,
+                RenderOptions {
+                    color: true,
+                    raw: false,
+                    echo_user: false,
+                },
+            )
+            .with_screen_size(SCREEN);
+            r.render(&env(text_delta("# Done\n\nhalf a para")));
+            r.dim_line("⏎ next: more");
+            r.render(&env(text_delta("graph")));
+            r.render(&env(said("# Done\n\nhalf a paragraph")));
+        }
+        let rows = screen(&String::from_utf8(out).unwrap(), SCREEN.columns);
+        let plain: Vec<String> = rows
+            .iter()
+            .map(|r| crate::frontend::output::markdown::tests::plain(r))
+            .collect();
+        assert_eq!(plain, ["Done", "⏎ next: more", "", "half a paragraph", ""]);
+    }
+
+    #[test]
+    fn without_colour_a_reply_is_the_models_text_exactly() {
+        let text = "# Title\n\n**bold** and `code`\n\n```rust\nfn x() {}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |";
+        let mut events: Vec<AgentMessage> = text
+            .as_bytes()
+            .chunks(5)
+            .map(|c| text_delta(std::str::from_utf8(c).unwrap()))
+            .collect();
+        events.push(said(text));
+        assert_eq!(render(events), format!("{text}\n"));
+        // A reply that did not stream, too.
+        assert_eq!(render(vec![said(text)]), format!("{text}\n"));
+    }
+
+    #[test]
+    fn with_colour_a_reply_is_rendered_markdown() {
+        let out = render_colored(
+            vec![
+                text_delta("# Title\n\n```rust\nfn x() {}\n```\n"),
+                said("# Title\n\n```rust\nfn x() {}\n```\n"),
+            ],
+            SCREEN,
+        );
+        assert!(out.contains("\x1b[1;4mTitle\x1b[0m\n"), "{out:?}");
+        assert!(!out.contains("# Title"), "{out:?}");
+        assert!(
+            out.contains("\x1b[38;5;"),
+            "the code is highlighted: {out:?}"
+        );
     }
 
     /// A `compacted` event as the wire has it.

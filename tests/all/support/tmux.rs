@@ -28,6 +28,17 @@ impl Fixture {
     /// `agentbus ARGS...` with this fixture's config, workspace, data dir
     /// and home, on a terminal. `env` adds variables (`NO_COLOR`, ...).
     pub fn terminal(&self, args: &[&str], env: &[(&str, &str)]) -> Terminal {
+        self.terminal_of_size(args, env, 120, 40)
+    }
+
+    /// [`terminal`](Self::terminal) with `columns` × `rows`.
+    pub fn terminal_of_size(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        columns: u16,
+        rows: u16,
+    ) -> Terminal {
         let dir = tempfile::tempdir().expect("tmux dir");
         let mut words: Vec<String> = vec![
             "env".into(),
@@ -37,6 +48,8 @@ impl Fixture {
             "AGENTBUS_DATA_DIR".into(),
             "-u".into(),
             "NO_COLOR".into(),
+            "-u".into(),
+            "COLORTERM".into(),
             format!("HOME={}", self.home.path().display()),
             format!(
                 "XDG_CONFIG_HOME={}",
@@ -62,15 +75,16 @@ impl Fixture {
             dir,
             last_screen: String::new(),
         };
+        let (columns, rows) = (columns.to_string(), rows.to_string());
         terminal.tmux(&[
             "new-session",
             "-d",
             "-s",
             "chat",
             "-x",
-            "120",
+            &columns,
             "-y",
-            "40",
+            &rows,
             &script,
         ]);
         terminal
@@ -154,6 +168,32 @@ impl Terminal {
             .await
     }
 
+    /// Type `text` and press Enter.
+    pub fn type_line(&self, text: &str) {
+        self.type_text(text);
+        self.keys(&["Enter"]);
+    }
+
+    /// Wait until the visible screen shows `text` (looked for without the
+    /// escape codes); returns it with its colours.
+    pub async fn wait_for_coloured(&mut self, text: &str) -> String {
+        let deadline = tokio::time::Instant::now() + GUARD;
+        loop {
+            let screen = self.screen_with_colours();
+            if without_escapes(&screen).contains(text) {
+                self.last_screen = screen.clone();
+                return screen;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "the terminal never showed {text:?} within {GUARD:?}; screen:\n{}",
+                    without_escapes(&screen)
+                );
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
     /// Wait until `text` is gone from the visible screen (a menu closed).
     pub async fn wait_until_gone(&mut self, text: &str) {
         let visible = |term: &Terminal| {
@@ -203,4 +243,31 @@ impl Drop for Terminal {
 /// `word` quoted for the shell.
 fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// `text` without its CSI escape sequences.
+pub fn without_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if ('\x40'..='\x7e').contains(&c) {
+                    break;
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The line of `screen` whose text (without escape codes) contains
+/// `text`, with its escape codes.
+pub fn line_with<'s>(screen: &'s str, text: &str) -> Option<&'s str> {
+    screen
+        .lines()
+        .find(|line| without_escapes(line).contains(text))
 }
