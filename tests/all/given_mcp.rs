@@ -99,7 +99,7 @@ async fn a_given_servers_env_is_never_stored_shown_exported_or_logged() {
         1,
         "the server runs with its env"
     );
-    let debug = turn_reply(&server, &id, "/debug").await;
+    let debug = turn_reply(&server, &id, "/debug full").await;
     assert!(debug.contains("mcp__given__echo"), "{debug}");
     assert!(!debug.contains(GIVEN_SECRET), "{debug}");
     let export = server
