@@ -31,7 +31,7 @@ async fn main() -> Result<(), Error> {
     println!("== after {} turns", state.turns());
     for message in state.history() {
         match message {
-            Message::User { text } => println!("user:      {text}"),
+            Message::User { text, .. } => println!("user:      {text}"),
             Message::Assistant { content, .. } => {
                 let text: String = content.iter().filter_map(|b| b.as_text()).collect();
                 println!("assistant: {text}");

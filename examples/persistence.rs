@@ -93,7 +93,7 @@ fn print_turn(state: &AgentState) {
         .unwrap_or(0);
     for message in &history[start..] {
         match message {
-            Message::User { text } => println!("user: {text}"),
+            Message::User { text, .. } => println!("user: {text}"),
             Message::Assistant { content, .. } => {
                 for block in content {
                     match block {

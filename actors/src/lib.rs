@@ -30,6 +30,7 @@
 //! - `store`: sessions and their event logs, behind one trait.
 
 pub mod agent;
+pub mod images;
 pub mod permissions;
 pub mod protocol;
 pub mod runtime;

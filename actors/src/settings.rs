@@ -518,6 +518,12 @@ pub struct ModelProfile {
     /// what they stream as reasoning is shown as thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget: Option<u32>,
+    /// Whether the model takes images with a query (`run --image`, an
+    /// `@pic.png` mention). Unset: yes for the hosted APIs
+    /// (`api.openai.com`, `api.anthropic.com`), no elsewhere (a local
+    /// server's model often reads no images). See [`ModelProfile::takes_images`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub images: Option<bool>,
     /// `[models.NAME.context]`: keys of `[context]` for this profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<ContextConfig>,
@@ -595,6 +601,7 @@ impl ModelProfile {
             max_tokens_field: None,
             context_window: None,
             thinking_budget: None,
+            images: None,
             context: None,
             headers: BTreeMap::new(),
             max_retries: default_max_retries(),
@@ -734,6 +741,16 @@ impl ModelProfile {
         self.api_key_env.clone()
     }
 
+    /// Whether images go to this model: `images`, else whether the profile
+    /// reaches a hosted API (OpenAI's or Anthropic's), which reads them.
+    pub fn takes_images(&self) -> bool {
+        self.images.unwrap_or_else(|| {
+            let url = self.base_url.to_ascii_lowercase();
+            url.starts_with("https://api.openai.com")
+                || url.starts_with("https://api.anthropic.com")
+        })
+    }
+
     /// The session-facing description (no key).
     pub fn info(&self, name: &str) -> ModelInfo {
         ModelInfo {
@@ -752,6 +769,7 @@ impl ModelProfile {
             context: self.context.clone(),
             pricing: self.pricing(),
             key_missing: self.missing_key(),
+            images: self.takes_images(),
         }
     }
 }
@@ -874,6 +892,18 @@ mod tests {
             p.key_variable().as_deref(),
             Some("AGENTBUS_TEST_SURELY_UNSET")
         );
+    }
+
+    #[test]
+    fn images_default_to_the_hosted_apis_only() {
+        let hosted = ModelProfile::new(ProviderKind::Openai, "m", "https://api.openai.com/v1");
+        let anthropic =
+            ModelProfile::new(ProviderKind::Anthropic, "m", "https://api.anthropic.com");
+        let mut local = ModelProfile::new(ProviderKind::Openai, "m", "http://127.0.0.1:8080/v1");
+        assert!(hosted.takes_images() && anthropic.takes_images());
+        assert!(!local.takes_images());
+        local.images = Some(true);
+        assert!(local.takes_images() && local.info("local").images);
     }
 
     #[test]

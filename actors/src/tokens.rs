@@ -66,7 +66,9 @@ impl Encoding {
 
     /// The tokens of one message, overhead included.
     pub fn count_message(self, message: &Message) -> u64 {
-        MESSAGE_OVERHEAD + texts_of(message).map(|t| self.count(&t)).sum::<u64>()
+        MESSAGE_OVERHEAD
+            + images_of(message)
+            + texts_of(message).map(|t| self.count(&t)).sum::<u64>()
     }
 
     /// The tokens of the tool definitions (their JSON).
@@ -90,7 +92,7 @@ impl Encoding {
 /// An upper bound on a message's tokens that needs no tokenizer: every
 /// token stands for at least one byte.
 pub fn byte_bound(message: &Message) -> u64 {
-    MESSAGE_OVERHEAD + texts_of(message).map(|t| t.len() as u64).sum::<u64>()
+    MESSAGE_OVERHEAD + images_of(message) + texts_of(message).map(|t| t.len() as u64).sum::<u64>()
 }
 
 /// An upper bound on the tool definitions' tokens.
@@ -117,11 +119,20 @@ fn tools_json(tools: &[ToolSpec]) -> String {
     serde_json::to_string(&listed).unwrap_or_default()
 }
 
+/// What a message's images count for: [`crate::images::IMAGE_TOKENS`]
+/// each, an estimate (their base64 is never counted as text).
+fn images_of(message: &Message) -> u64 {
+    match message {
+        Message::User { images, .. } => images.len() as u64 * crate::images::IMAGE_TOKENS,
+        _ => 0,
+    }
+}
+
 /// Every text a message holds, as the provider reads it.
 fn texts_of(message: &Message) -> impl Iterator<Item = std::borrow::Cow<'_, str>> {
     use std::borrow::Cow;
     let texts: Vec<Cow<'_, str>> = match message {
-        Message::User { text } => vec![Cow::Borrowed(text)],
+        Message::User { text, .. } => vec![Cow::Borrowed(text)],
         Message::ToolResult { output, .. } => vec![Cow::Borrowed(output)],
         Message::Assistant { content, .. } => content
             .iter()

@@ -257,12 +257,7 @@ async fn clear_waits_behind_running_query_and_applies_before_the_next() {
     );
 
     let call2 = h.next_call().await;
-    assert_eq!(
-        call2.request.messages,
-        vec![Message::User {
-            text: "second".into()
-        }]
-    );
+    assert_eq!(call2.request.messages, vec![Message::user("second")]);
     call2.answer("two");
     assert_eq!(events.result().await.stop_reason, StopReason::EndTurn);
 }
@@ -313,17 +308,10 @@ async fn sessions_run_concurrently_and_never_share_history() {
 
     let history_a = a.snapshot().await.unwrap().history;
     assert_eq!(history_a.len(), 2);
-    assert_eq!(
-        history_a[0],
-        Message::User {
-            text: "question for a".into()
-        }
-    );
+    assert_eq!(history_a[0], Message::user("question for a"));
     assert_eq!(
         call_b.request.messages,
-        vec![Message::User {
-            text: "question for b".into()
-        }]
+        vec![Message::user("question for b")]
     );
 }
 
@@ -402,7 +390,7 @@ async fn a_stream_that_ends_without_finishing_is_an_error() {
     assert!(result.error.unwrap().contains("ended without finishing"));
     assert_eq!(
         session.snapshot().await.unwrap().history,
-        vec![Message::User { text: "hi".into() }]
+        vec![Message::user("hi")]
     );
 }
 
@@ -413,12 +401,7 @@ async fn an_idle_session_is_unloaded_and_comes_back_whole() {
     let again = h.runtime.open_session(&id).await.unwrap();
     let history = again.snapshot().await.unwrap().history;
     assert_eq!(history.len(), 2);
-    assert_eq!(
-        history[0],
-        Message::User {
-            text: "remember me".into()
-        }
-    );
+    assert_eq!(history[0], Message::user("remember me"));
     let mut events = Events::of(&again);
     again.submit_text("still there?").await.unwrap();
     let call = h.next_call().await;

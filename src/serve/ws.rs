@@ -128,7 +128,9 @@ async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value 
         Err(e) => return json!({"error": format!("not an input: {e}")}),
     };
     let submitted = match input {
-        SessionInput::Query { text } => session.submit(UserInput::Query { text }).await,
+        SessionInput::Query { text, images } => {
+            session.submit(UserInput::Query { text, images }).await
+        }
         SessionInput::Control(command) => session.submit(UserInput::Control { command }).await,
         SessionInput::Interrupt => {
             return match session.interrupt().await {
@@ -164,7 +166,10 @@ fn parse_input(text: &str) -> Result<SessionInput, String> {
         });
     }
     Ok(match Input::try_from(value)? {
-        Input::Text(text) => SessionInput::Query { text },
+        Input::Text(text) => SessionInput::Query {
+            text,
+            images: Vec::new(),
+        },
         Input::Command(command) => SessionInput::Control(command),
     })
 }

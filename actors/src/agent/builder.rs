@@ -312,6 +312,7 @@ impl AgentBuilder {
                 context: None,
                 pricing: None,
                 key_missing: None,
+                images: false,
             });
         models.retain(|m| m.name != name);
         info.name = name.clone();

@@ -137,7 +137,10 @@ impl Agent {
             state,
             setup.model.clone(),
             setup.tools.clone(),
-            UserInput::Query { text },
+            UserInput::Query {
+                text,
+                images: Vec::new(),
+            },
         );
         AgentRun::new(driver)
     }

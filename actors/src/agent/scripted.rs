@@ -192,7 +192,7 @@ impl ScriptedProvider {
             ));
         }
         let last_user = request.messages.iter().rev().find_map(|m| match m {
-            Message::User { text } => Some(text.as_str()),
+            Message::User { text, .. } => Some(text.as_str()),
             _ => None,
         });
         let matched = script.replies.iter().position(|r| {

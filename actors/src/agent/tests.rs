@@ -259,6 +259,7 @@ async fn continue_conversation_refuses_an_unfinished_state_and_accepts_it_once_c
             input_id,
             input: UserInput::Query {
                 text: "and then?".into(),
+                images: Vec::new(),
             },
         },
         0,
@@ -390,12 +391,7 @@ async fn a_custom_strategy_chooses_what_requests_carry() {
     let state = agent.run_multi_turn("first", ["second"]).await.unwrap();
     assert!(calls.load(Ordering::SeqCst) >= 2);
     let requests = provider.requests();
-    assert_eq!(
-        requests[1].messages,
-        [Message::User {
-            text: "second".into()
-        }]
-    );
+    assert_eq!(requests[1].messages, [Message::user("second")]);
     assert_eq!(state.history().len(), 4, "the history keeps everything");
     assert_eq!(state.context_report().strategy, "custom");
 }
@@ -438,9 +434,9 @@ async fn an_oversize_request_is_refused_as_a_context_overflow() {
     let request = ModelRequest {
         profile: "default".into(),
         system_prompt: String::new(),
-        messages: vec![Message::User {
-            text: "a request much longer than ten tokens, counted as a provider counts it".into(),
-        }],
+        messages: vec![Message::user(
+            "a request much longer than ten tokens, counted as a provider counts it",
+        )],
         tools: Default::default(),
     };
     let mut stream = provider.stream(request);

@@ -58,6 +58,22 @@ impl ContentBlock {
     }
 }
 
+/// An image attached to a user query (`run --image`, an `@pic.png`
+/// mention, the HTTP API's `images`): sent to the model as image content
+/// when the profile allows images (`images = true`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// Where it came from: the path as given, or empty (sent over HTTP).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`, as its bytes
+    /// say (never taken from the name).
+    pub media_type: String,
+    /// The bytes, base64 (standard alphabet, padded). Kept in the store so
+    /// that a reloaded session sends the same image again.
+    pub data: String,
+}
+
 /// Tokens counted by the provider. Zero where the provider does not report a
 /// figure; cache figures are omitted from JSON when zero.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -97,6 +97,10 @@ pub struct UserEvent {
     /// command's prompt, its arguments filled in. The history holds this.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
+    /// The images the model received with it (their bytes too: a reloaded
+    /// session sends them again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<super::Image>,
 }
 
 impl UserEvent {
@@ -105,6 +109,7 @@ impl UserEvent {
         UserEvent {
             text: text.into(),
             prompt: None,
+            images: Vec::new(),
         }
     }
 

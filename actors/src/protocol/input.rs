@@ -18,8 +18,12 @@ pub enum SessionInput {
     /// A user message. Text starting with `/` is parsed as a slash command
     /// before it is queued (by the session, which knows its custom
     /// commands too; `runtime::parse_command` is the same parser for the
-    /// built-in ones).
-    Query { text: String },
+    /// built-in ones). `images` go with it (see [`Image`](super::Image)).
+    Query {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<super::Image>,
+    },
     /// A typed control command, queued like a query.
     Control(ControlCommand),
     /// Cancel the running turn now: the model stream and running tools stop,
@@ -38,8 +42,13 @@ pub enum SessionInput {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum UserInput {
-    /// A query for the model (text starting with `/` is a slash command).
-    Query { text: String },
+    /// A query for the model (text starting with `/` is a slash command),
+    /// with the images attached to it.
+    Query {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<super::Image>,
+    },
     /// A query for the model taken as written, never read as a slash
     /// command: what a model wrote for another session (a `task` call's
     /// prompt for its child).

@@ -12,8 +12,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
-    /// A user query.
-    User { text: String },
+    /// A user query, with the images attached to it.
+    User {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<super::Image>,
+    },
     /// A complete assistant message, or the part of one that streamed before
     /// an interrupt (`interrupted: true`).
     Assistant {
@@ -28,4 +32,14 @@ pub enum Message {
         output: String,
         is_error: bool,
     },
+}
+
+impl Message {
+    /// A user query without images.
+    pub fn user(text: impl Into<String>) -> Self {
+        Message::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
 }

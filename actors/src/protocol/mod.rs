@@ -34,7 +34,7 @@ pub mod system;
 pub use agent::{
     AgentDefinition, AgentInfo, AgentList, AgentSwitched, SubagentFinished, SubagentStarted,
 };
-pub use content::{ContentBlock, StopReason, Usage};
+pub use content::{ContentBlock, Image, StopReason, Usage};
 pub use context::{ContextConfig, ContextUsage, Strategy};
 pub use event::{
     AgentMessage, ApprovalRequestEvent, AssistantEvent, BlockKind, ErrorEvent, ErrorKind,

@@ -32,6 +32,10 @@ pub struct ModelInfo {
     /// `/models` says so). The name only, never a key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key_missing: Option<String>,
+    /// Whether the model takes images (the profile's `images`, or its
+    /// default): a query's images are refused with a notice otherwise.
+    #[serde(default)]
+    pub images: bool,
 }
 
 /// Prices of a model profile in US dollars per million tokens.

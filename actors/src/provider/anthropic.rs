@@ -92,13 +92,25 @@ fn wire_messages(history: &[Message], thinking: bool) -> Vec<Value> {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
     for message in history {
         let (role, blocks) = match message {
-            Message::User { text } => {
+            Message::User { text, images } => {
                 let text = if text.trim().is_empty() {
                     "(empty message)"
                 } else {
                     text
                 };
-                ("user", vec![json!({"type": "text", "text": text})])
+                // Images first, as Anthropic advises, then the text.
+                let mut blocks: Vec<Value> = images
+                    .iter()
+                    .map(|image| {
+                        json!({"type": "image", "source": {
+                            "type": "base64",
+                            "media_type": image.media_type,
+                            "data": image.data,
+                        }})
+                    })
+                    .collect();
+                blocks.push(json!({"type": "text", "text": text}));
+                ("user", blocks)
             }
             Message::Assistant { content, .. } => (
                 "assistant",
@@ -613,9 +625,7 @@ mod tests {
             profile: "p".into(),
             system_prompt: String::new(),
             messages: vec![
-                Message::User {
-                    text: "list it".into(),
-                },
+                Message::user("list it"),
                 Message::Assistant {
                     content: vec![
                         ContentBlock::Thinking {
@@ -699,9 +709,7 @@ mod tests {
             }],
             interrupted: false,
         });
-        request.messages.push(Message::User {
-            text: "thanks".into(),
-        });
+        request.messages.push(Message::user("thanks"));
         let body = request_body(&thinking_profile(Some(2048)), &request);
         assert_eq!(body["thinking"]["budget_tokens"], 2048);
     }
@@ -715,6 +723,32 @@ mod tests {
                 kind: "overloaded_error".into(),
                 message: "Overloaded".into()
             }
+        );
+    }
+
+    #[test]
+    fn images_go_as_base64_image_blocks_before_the_text() {
+        let profile = ModelProfile::new(ProviderKind::Anthropic, "claude", "http://h");
+        let request = ModelRequest {
+            profile: "p".into(),
+            system_prompt: String::new(),
+            messages: vec![Message::User {
+                text: "what is this?".into(),
+                images: vec![crate::protocol::Image {
+                    source: "pic.jpg".into(),
+                    media_type: "image/jpeg".into(),
+                    data: "/9j/4A==".into(),
+                }],
+            }],
+            tools: Default::default(),
+        };
+        let body = request_body(&profile, &request);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "/9j/4A=="}},
+                {"type": "text", "text": "what is this?"},
+            ]}])
         );
     }
 
@@ -738,7 +772,7 @@ mod tests {
             profile: "p".into(),
             system_prompt: "sys".into(),
             messages: vec![
-                Message::User { text: "hi".into() },
+                Message::user("hi"),
                 Message::Assistant {
                     content: vec![
                         ContentBlock::Text {
@@ -769,16 +803,12 @@ mod tests {
                     output: "bad".into(),
                     is_error: true,
                 },
-                Message::User {
-                    text: "next".into(),
-                },
+                Message::user("next"),
                 Message::Assistant {
                     content: vec![],
                     interrupted: true,
                 },
-                Message::User {
-                    text: "again".into(),
-                },
+                Message::user("again"),
             ],
             tools: std::sync::Arc::new(vec![ToolSpec {
                 name: "bash".into(),

@@ -60,7 +60,20 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
 /// nothing to send (only thinking, cut short by an interrupt).
 fn wire_message(message: &Message) -> Option<Value> {
     Some(match message {
-        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::User { text, images } if images.is_empty() => {
+            json!({"role": "user", "content": text})
+        }
+        // Chat Completions' content parts: the text, then each image as a
+        // `data:` URL.
+        Message::User { text, images } => {
+            let mut parts = vec![json!({"type": "text", "text": text})];
+            parts.extend(images.iter().map(|image| {
+                json!({"type": "image_url", "image_url": {
+                    "url": format!("data:{};base64,{}", image.media_type, image.data),
+                }})
+            }));
+            json!({"role": "user", "content": parts})
+        }
         Message::ToolResult {
             call_id, output, ..
         } => {
@@ -545,6 +558,32 @@ mod tests {
     }
 
     #[test]
+    fn images_go_as_content_parts_with_data_urls() {
+        let profile = ModelProfile::new(ProviderKind::Openai, "gpt-4.1", "http://h/v1");
+        let request = ModelRequest {
+            profile: "p".into(),
+            system_prompt: String::new(),
+            messages: vec![Message::User {
+                text: "what is this?".into(),
+                images: vec![crate::protocol::Image {
+                    source: "pic.png".into(),
+                    media_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                }],
+            }],
+            tools: Default::default(),
+        };
+        let body = request_body(&profile, &request);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            ]}])
+        );
+    }
+
+    #[test]
     fn thinking_is_never_sent_back() {
         let profile = ModelProfile::new(ProviderKind::Openai, "deepseek-reasoner", "http://h/v1");
         let thinking = |text: &str| ContentBlock::Thinking {
@@ -555,7 +594,7 @@ mod tests {
             profile: "p".into(),
             system_prompt: String::new(),
             messages: vec![
-                Message::User { text: "hi".into() },
+                Message::user("hi"),
                 Message::Assistant {
                     content: vec![
                         thinking("greet back"),
@@ -565,17 +604,13 @@ mod tests {
                     ],
                     interrupted: false,
                 },
-                Message::User {
-                    text: "again".into(),
-                },
+                Message::user("again"),
                 // Cut short while it thought: nothing to send.
                 Message::Assistant {
                     content: vec![thinking("hm")],
                     interrupted: true,
                 },
-                Message::User {
-                    text: "and again".into(),
-                },
+                Message::user("and again"),
             ],
             tools: Default::default(),
         };
@@ -617,7 +652,7 @@ mod tests {
             profile: "p".into(),
             system_prompt: "sys".into(),
             messages: vec![
-                Message::User { text: "hi".into() },
+                Message::user("hi"),
                 Message::Assistant {
                     content: vec![
                         ContentBlock::ToolUse {

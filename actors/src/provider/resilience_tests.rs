@@ -74,7 +74,7 @@ async fn call(
     let request = ModelRequest {
         profile: "p".into(),
         system_prompt: "sys".into(),
-        messages: vec![Message::User { text: "hi".into() }],
+        messages: vec![Message::user("hi")],
         tools: Default::default(),
     };
     let mut stream = providers.stream(request);

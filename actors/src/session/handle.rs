@@ -85,7 +85,11 @@ impl SessionHandle {
 
     /// Queue text typed by a user (slash commands are parsed by the session).
     pub async fn submit_text(&self, text: impl Into<String>) -> Result<InputId, SessionError> {
-        self.submit(UserInput::Query { text: text.into() }).await
+        self.submit(UserInput::Query {
+            text: text.into(),
+            images: Vec::new(),
+        })
+        .await
     }
 
     /// Cancel the running turn now.

@@ -1028,7 +1028,10 @@ async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them() {
     let (_dir, path, store) = temp_store().await;
     create(&store, "a").await;
     create(&store, "b").await;
-    let query = |text: &str| crate::protocol::UserInput::Query { text: text.into() };
+    let query = |text: &str| crate::protocol::UserInput::Query {
+        text: text.into(),
+        images: Vec::new(),
+    };
     for (n, text) in [(1, "first"), (2, "second"), (3, "/usage")] {
         let input = AcceptedInput {
             input_id: n,

@@ -110,7 +110,7 @@ fn a_mentioned_file_is_read_and_the_model_gets_it_with_the_query() {
     );
     let requests = model_calls(&h.effects);
     assert_eq!(requests.len(), 1);
-    let Message::User { text } = &requests[0].1.messages[0] else {
+    let Message::User { text, .. } = &requests[0].1.messages[0] else {
         panic!("{:?}", requests[0].1.messages);
     };
     assert!(
@@ -158,9 +158,7 @@ fn a_missing_file_is_a_notice_and_the_query_still_goes() {
     let requests = model_calls(&h.effects);
     assert_eq!(
         requests[0].1.messages,
-        [Message::User {
-            text: "what about @nope.txt?".into()
-        }]
+        [Message::user("what about @nope.txt?")]
     );
     assert_fold_agrees(&h);
 }
@@ -308,7 +306,7 @@ fn a_bang_command_runs_through_bash_and_no_model_call_follows() {
     h.query("which of these is the docs?");
     let requests = model_calls(&h.effects);
     assert_eq!(requests.len(), 1);
-    let Message::User { text } = &requests[0].1.messages[0] else {
+    let Message::User { text, .. } = &requests[0].1.messages[0] else {
         panic!()
     };
     assert!(
@@ -321,9 +319,7 @@ fn a_bang_command_runs_through_bash_and_no_model_call_follows() {
     );
     assert_eq!(
         requests[0].1.messages[1],
-        Message::User {
-            text: "which of these is the docs?".into()
-        }
+        Message::user("which of these is the docs?")
     );
     assert_fold_agrees(&h);
 }
@@ -387,12 +383,7 @@ fn a_turn_cut_while_attaching_closes_on_load() {
     h.query("@a.txt hi");
     let mut restored = fresh_like(h.state());
     let fx = restore(&mut restored, &persisted(&h));
-    assert_eq!(
-        restored.history,
-        [Message::User {
-            text: "@a.txt hi".into()
-        }]
-    );
+    assert_eq!(restored.history, [Message::user("@a.txt hi")]);
     assert!(fx.iter().any(|e| matches!(e, Effect::Emit { message: AgentMessage::Result(r), .. } if r.stop_reason == StopReason::Error)));
 }
 

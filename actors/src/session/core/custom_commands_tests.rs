@@ -54,7 +54,7 @@ fn system(h: &Harness, subtype: SystemSubtype) -> Vec<SystemEvent> {
 fn last_user_message(h: &Harness) -> String {
     let (_, request) = model_calls(&h.effects).last().cloned().expect("a call");
     match request.messages.last() {
-        Some(Message::User { text }) => text.clone(),
+        Some(Message::User { text, .. }) => text.clone(),
         other => panic!("the request ends with {other:?}"),
     }
 }
@@ -68,12 +68,7 @@ fn a_custom_command_shows_what_was_typed_and_sends_its_prompt() {
     let prompt = "Review src/main.rs lib.rs for bugs; start with src/main.rs.";
     assert_eq!(user.prompt.as_deref(), Some(prompt));
     assert_eq!(last_user_message(&h), prompt);
-    assert_eq!(
-        h.state.history,
-        [Message::User {
-            text: prompt.into()
-        }]
-    );
+    assert_eq!(h.state.history, [Message::user(prompt)]);
     assert!(h.state.turn.as_ref().is_some_and(|t| t.id == id));
 }
 
@@ -86,7 +81,9 @@ fn a_stored_run_folds_to_the_prompt_the_model_received() {
     let mut state = fresh_like(&h.state);
     restore(&mut state, &persisted(&h));
     assert_eq!(state.history, h.state.history);
-    assert!(matches!(&state.history[0], Message::User { text } if text.starts_with("Review a.rs")));
+    assert!(
+        matches!(&state.history[0], Message::User { text, .. } if text.starts_with("Review a.rs"))
+    );
 }
 
 #[test]

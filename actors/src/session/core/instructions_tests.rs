@@ -204,10 +204,7 @@ fn init_query(h: &mut Harness) -> String {
         .expect("a user event");
     assert_eq!(user.text, "/init");
     let user = user.prompt.expect("the request");
-    assert_eq!(
-        h.state.history.first(),
-        Some(&Message::User { text: user.clone() })
-    );
+    assert_eq!(h.state.history.first(), Some(&Message::user(user.clone())));
     assert!(h.state.turn.as_ref().is_some_and(|t| t.id == id));
     user
 }
@@ -257,7 +254,9 @@ fn init_waits_in_the_queue_behind_a_running_turn() {
     let calls = model_calls(&h.effects);
     assert_eq!(calls.len(), 2);
     let last = calls[1].1.messages.last().expect("message");
-    assert!(matches!(last, Message::User { text } if text.starts_with(commands::init::OPENING)));
+    assert!(
+        matches!(last, Message::User { text, .. } if text.starts_with(commands::init::OPENING))
+    );
 }
 
 #[test]

@@ -261,7 +261,10 @@ mod tests {
         let mut h = Harness::new();
         let fx = h.feed(Input::Submit {
             input_id: 1,
-            input: crate::protocol::UserInput::Query { text: "hi".into() },
+            input: crate::protocol::UserInput::Query {
+                text: "hi".into(),
+                images: Vec::new(),
+            },
         });
         assert_eq!(offered(&fx), ["bash"]);
         // Every server ready; one that failed is not waited for either.

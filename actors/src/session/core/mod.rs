@@ -42,6 +42,8 @@ mod attach_tests;
 #[cfg(test)]
 mod custom_commands_tests;
 #[cfg(test)]
+mod images_tests;
+#[cfg(test)]
 mod instructions_tests;
 #[cfg(test)]
 mod tests;

@@ -111,7 +111,7 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                         .iter_mut()
                         .rev()
                         .find(|m| matches!(m, Message::User { .. }));
-                    if let (Some(Message::User { text }), Some(attachments)) =
+                    if let (Some(Message::User { text, .. }), Some(attachments)) =
                         (query, s.payload::<Attachments>())
                     {
                         *text = super::attach::model_text(text, &attachments);
@@ -130,6 +130,7 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
             AgentMessage::User(u) => {
                 state.history.push(Message::User {
                     text: u.model_text().to_string(),
+                    images: u.images.clone(),
                 });
                 open = Some(OpenTurn {
                     id: event.turn_id.unwrap_or_default(),

@@ -227,14 +227,16 @@ fn apply_catalog(
 fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mut Vec<Effect>) {
     state.next_input_id = state.next_input_id.max(input_id + 1);
     let input = match input {
-        UserInput::Query { text } => match commands::parse_with(&text, &state.config.commands) {
-            None => UserInput::Query { text },
-            Some(Ok(command)) => UserInput::Control { command },
-            Some(Err(notice)) => {
-                emit(fx, Some(input_id), self::notice(notice));
-                return;
+        UserInput::Query { text, images } => {
+            match commands::parse_with(&text, &state.config.commands) {
+                None => UserInput::Query { text, images },
+                Some(Ok(command)) => UserInput::Control { command },
+                Some(Err(notice)) => {
+                    emit(fx, Some(input_id), self::notice(notice));
+                    return;
+                }
             }
-        },
+        }
         control => control,
     };
     state.queue.push_back(QueuedInput { input_id, input });
@@ -256,6 +258,7 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                     let user = UserEvent {
                         text: query.typed,
                         prompt: Some(query.prompt),
+                        images: Vec::new(),
                     };
                     let run_as = RunAs {
                         model: query.model,
@@ -292,12 +295,21 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 }
             },
             // Typed by a user: its `@` mentions and `!command` count.
-            UserInput::Query { text } => match attach::request(&text) {
-                Some(request) => start_attaching(state, input_id, text, request, now_ms, fx),
+            UserInput::Query { text, images } => match attach::request(&text) {
+                Some(request) => {
+                    let user = UserEvent {
+                        images,
+                        ..UserEvent::new(text)
+                    };
+                    start_attaching(state, input_id, user, request, now_ms, fx)
+                }
                 None => start_turn(
                     state,
                     input_id,
-                    UserEvent::new(text),
+                    UserEvent {
+                        images,
+                        ..UserEvent::new(text)
+                    },
                     RunAs::default(),
                     now_ms,
                     fx,
@@ -342,6 +354,36 @@ fn start_turn(
     }
 }
 
+/// A query's images when the profile does not take images: left out (the
+/// text still goes), with the notice saying so, naming the profile and the
+/// key that would allow them.
+fn refuse_images(state: &SessionState, user: &mut UserEvent) -> Option<String> {
+    if user.images.is_empty() {
+        return None;
+    }
+    let info = state.config.models.iter().find(|m| m.name == state.model);
+    if info.is_some_and(|m| m.images) {
+        return None;
+    }
+    let sources: Vec<String> = user
+        .images
+        .drain(..)
+        .map(|image| {
+            if image.source.is_empty() {
+                "an image".to_string()
+            } else {
+                image.source
+            }
+        })
+        .collect();
+    Some(format!(
+        "Not sent to the model: {} — model profile `{}` does not take images (set `images = true` in `[models.{}]` if the model reads them). The text was sent.",
+        sources.join(", "),
+        state.model,
+        state.model
+    ))
+}
+
 /// The query enters the history and its turn begins (nothing runs yet).
 fn open_turn(
     state: &mut SessionState,
@@ -351,10 +393,16 @@ fn open_turn(
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
+    let mut user = user;
+    let refused_images = refuse_images(state, &mut user);
     state.history.push(Message::User {
         text: user.model_text().to_string(),
+        images: user.images.clone(),
     });
     emit(fx, Some(id), AgentMessage::User(user));
+    if let Some(text) = refused_images {
+        emit(fx, Some(id), notice(text));
+    }
     for text in run_as.notices {
         emit(fx, Some(id), notice(text));
     }
@@ -381,19 +429,12 @@ fn open_turn(
 fn start_attaching(
     state: &mut SessionState,
     id: InputId,
-    text: String,
+    user: UserEvent,
     request: attach::Request,
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
-    open_turn(
-        state,
-        id,
-        UserEvent::new(text),
-        RunAs::default(),
-        now_ms,
-        fx,
-    );
+    open_turn(state, id, user, RunAs::default(), now_ms, fx);
     let batch_id = state.take_request_id();
     let query = attach::Query {
         config: &state.config.permissions,
@@ -470,7 +511,7 @@ fn finish_attaching(
         emit(fx, Some(turn_id), notice(text));
     }
     if let Some(event) = concluded.event {
-        if let (Some(Message::User { text }), Some(attachments)) =
+        if let (Some(Message::User { text, .. }), Some(attachments)) =
             (state.history.get_mut(message), event.payload())
         {
             *text = attach::model_text(text, &attachments);

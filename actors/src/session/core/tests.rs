@@ -38,6 +38,7 @@ impl Harness {
                 context: None,
                 pricing: None,
                 key_missing: None,
+                images: true,
             },
             ModelInfo {
                 name: "other".into(),
@@ -49,6 +50,7 @@ impl Harness {
                 context: None,
                 pricing: None,
                 key_missing: None,
+                images: false,
             },
         ];
         let config = SessionConfig {
@@ -106,7 +108,10 @@ impl Harness {
         let input_id = self.state().next_input_id();
         self.feed(Input::Submit {
             input_id,
-            input: UserInput::Query { text: text.into() },
+            input: UserInput::Query {
+                text: text.into(),
+                images: Vec::new(),
+            },
         });
         input_id
     }
@@ -303,12 +308,7 @@ fn plain_reply_ends_the_turn_with_end_turn() {
     let id = h.query("hello");
     let calls = model_calls(&h.effects);
     assert_eq!(calls.len(), 1);
-    assert_eq!(
-        calls[0].1.messages,
-        vec![Message::User {
-            text: "hello".into()
-        }]
-    );
+    assert_eq!(calls[0].1.messages, vec![Message::user("hello")]);
     assert_eq!(calls[0].1.system_prompt, "be brief");
 
     h.answer(calls[0].0, "Hi there", &[]);
@@ -515,7 +515,7 @@ fn interrupt_before_any_output_leaves_only_the_user_message() {
     let mut h = Harness::new();
     h.query("hi");
     h.feed(Input::Interrupt);
-    assert_eq!(h.state().history, vec![Message::User { text: "hi".into() }]);
+    assert_eq!(h.state().history, vec![Message::user("hi")]);
     assert_eq!(h.results()[0].stop_reason, StopReason::Cancelled);
 }
 
@@ -578,12 +578,7 @@ fn clear_waits_behind_running_query() {
     assert!(cleared);
     let calls = model_calls(&h.effects);
     assert_eq!(calls.len(), 2);
-    assert_eq!(
-        calls[1].1.messages,
-        vec![Message::User {
-            text: "second".into()
-        }]
-    );
+    assert_eq!(calls[1].1.messages, vec![Message::user("second")]);
 }
 
 #[test]
@@ -647,7 +642,7 @@ fn provider_failure_emits_error_then_result_and_discards_partial_text() {
         matches!(&events[0], AgentMessage::StreamEvent(s) if matches!(s.event, StreamDelta::Discard { .. }))
     );
     assert_eq!(h.results()[0].error.as_deref(), Some("HTTP 401"));
-    assert_eq!(h.state().history, vec![Message::User { text: "hi".into() }]);
+    assert_eq!(h.state().history, vec![Message::user("hi")]);
 }
 
 #[test]
@@ -1045,12 +1040,7 @@ fn restore_of_a_turn_cut_while_streaming_keeps_only_the_user_message() {
     let mut state = fresh();
     let fx = restore(&mut state, &persisted(&h));
     assert_eq!(type_names(&messages(&fx)), ["result"]);
-    assert_eq!(
-        state.history,
-        vec![Message::User {
-            text: "story".into()
-        }]
-    );
+    assert_eq!(state.history, vec![Message::user("story")]);
 }
 
 /// One step of a random conversation, chosen among what is possible now.
@@ -1262,7 +1252,7 @@ fn last_user_text(request: &crate::model::ModelRequest) -> String {
         .iter()
         .rev()
         .find_map(|m| match m {
-            Message::User { text } => Some(text.clone()),
+            Message::User { text, .. } => Some(text.clone()),
             _ => None,
         })
         .unwrap_or_default()

@@ -173,7 +173,7 @@ proptest! {
         prop_assert_eq!(calls.len(), 1);
         let expected = expand(&prompt, args.trim());
         prop_assert!(
-            matches!(calls[0].1.messages.last(), Some(crate::protocol::Message::User { text }) if *text == expected),
+            matches!(calls[0].1.messages.last(), Some(crate::protocol::Message::User { text, .. }) if *text == expected),
             "{:?}", calls[0].1.messages.last()
         );
     }

@@ -119,7 +119,7 @@ pub fn request(
     let request = ModelRequest {
         profile,
         system_prompt: prompt.to_string(),
-        messages: vec![Message::User { text }],
+        messages: vec![Message::user(text)],
         tools: ToolList::default(),
     };
     (request, total)
@@ -127,7 +127,7 @@ pub fn request(
 
 fn transcribe(out: &mut String, message: &Message) {
     match message {
-        Message::User { text } => {
+        Message::User { text, .. } => {
             let _ = writeln!(out, "[user]\n{text}");
         }
         Message::Assistant { content, .. } => {

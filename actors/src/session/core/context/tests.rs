@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 fn user(text: &str) -> Message {
-    Message::User { text: text.into() }
+    Message::user(text)
 }
 
 fn says(text: &str) -> Message {
@@ -370,6 +370,7 @@ fn context_benchmark_report() {
             context: None,
             pricing: None,
             key_missing: None,
+            images: false,
         }],
         workspace: "/ws".into(),
         context: Default::default(),
