@@ -173,8 +173,45 @@ pub struct Fork {
 #[derive(Debug, Deserialize)]
 #[serde(try_from = "serde_json::Value")]
 pub enum Input {
-    Text(String),
+    /// A query and the images attached to it (`images`: `[{"media_type":
+    /// "image/png", "data": BASE64}]`, each checked as the providers would).
+    Text(String, Vec<agentbus_actors::protocol::Image>),
     Command(ControlCommand),
+}
+
+/// An input's `images`: `[{"media_type": "image/png", "data": BASE64}]`,
+/// each a PNG, JPEG, GIF or WebP image of at most 5 MB whose bytes match
+/// its media type.
+fn images_of(value: &serde_json::Value) -> Result<Vec<agentbus_actors::protocol::Image>, String> {
+    const EXPECTED: &str =
+        r#"expected `images` as [{"media_type": "image/png", "data": "<base64>"}]"#;
+    let Some(items) = value.as_array() else {
+        return Err(format!("`images` is not an array; {EXPECTED}"));
+    };
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let name = format!("images[{i}]");
+            let data = item
+                .get("data")
+                .and_then(|d| d.as_str())
+                .ok_or_else(|| format!("{name} has no string `data`; {EXPECTED}"))?;
+            let media_type = item.get("media_type").and_then(|m| m.as_str());
+            if item
+                .as_object()
+                .is_some_and(|o| o.keys().any(|k| k != "data" && k != "media_type"))
+            {
+                return Err(format!("{name} has an unknown field; {EXPECTED}"));
+            }
+            agentbus_actors::images::from_base64(&name, media_type, data)
+                .map(|image| agentbus_actors::protocol::Image {
+                    source: String::new(),
+                    ..image
+                })
+                .map_err(|e| e.to_string())
+        })
+        .collect()
 }
 
 impl TryFrom<serde_json::Value> for Input {
@@ -187,11 +224,15 @@ impl TryFrom<serde_json::Value> for Input {
             return Err(format!("the input is not a JSON object; {EXPECTED}"));
         };
         if let Some(text) = object.get("text") {
-            if object.len() > 1 {
-                return Err(format!("`text` comes alone; {EXPECTED}"));
+            if object.keys().any(|k| k != "text" && k != "images") {
+                return Err(format!("`text` comes alone (or with `images`); {EXPECTED}"));
             }
+            let images = match object.get("images") {
+                None => Vec::new(),
+                Some(images) => images_of(images)?,
+            };
             return match text.as_str() {
-                Some(text) => Ok(Input::Text(text.to_string())),
+                Some(text) => Ok(Input::Text(text.to_string(), images)),
                 None => Err(format!("`text` must be a string; {EXPECTED}")),
             };
         }
@@ -454,6 +495,36 @@ pub fn checked_seq(seq: u64, what: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_input_may_carry_images_checked_as_the_providers_check_them() {
+        let png = "iVBORw0KGgoAAAANSUhEUg==";
+        let input = Input::try_from(serde_json::json!({
+            "text": "what is this?",
+            "images": [{"media_type": "image/png", "data": png}],
+        }))
+        .unwrap();
+        let Input::Text(text, images) = input else {
+            panic!("a query");
+        };
+        assert_eq!(text, "what is this?");
+        assert_eq!(images[0].media_type, "image/png");
+        assert_eq!(images[0].data, png);
+        let refused = |images: serde_json::Value| {
+            Input::try_from(serde_json::json!({"text": "x", "images": images})).unwrap_err()
+        };
+        assert!(
+            refused(serde_json::json!([{"media_type": "image/jpeg", "data": png}]))
+                .contains("does not match")
+        );
+        assert!(
+            refused(serde_json::json!([{"data": "bm90IGFuIGltYWdl"}]))
+                .contains("is not a PNG, JPEG, GIF or WebP")
+        );
+        assert!(refused(serde_json::json!([{"data": "%%"}])).contains("not valid base64"));
+        assert!(refused(serde_json::json!({})).contains("not an array"));
+        assert!(refused(serde_json::json!([{"data": png, "url": "x"}])).contains("unknown field"));
+    }
 
     #[test]
     fn mcp_servers_travel_whole_and_are_read_back_as_they_were() {

@@ -318,6 +318,31 @@ pub fn input() -> RefOr<Schema> {
     let query = ObjectBuilder::new()
         .schema_type(Type::Object)
         .property("text", ObjectBuilder::new().schema_type(Type::String))
+        .property(
+            "images",
+            utoipa::openapi::schema::ArrayBuilder::new()
+                .items(
+                    ObjectBuilder::new()
+                        .schema_type(Type::Object)
+                        .property(
+                            "media_type",
+                            ObjectBuilder::new()
+                                .schema_type(Type::String)
+                                .enum_values(Some(agentbus_actors::images::MEDIA_TYPES)),
+                        )
+                        .property(
+                            "data",
+                            ObjectBuilder::new()
+                                .schema_type(Type::String)
+                                .description(Some(
+                                    "The image's bytes, base64 (at most 5 MB decoded)",
+                                )),
+                        )
+                        .required("data")
+                        .additional_properties(closed()),
+                )
+                .description(Some("Images sent with the query (PNG, JPEG, GIF or WebP)")),
+        )
         .required("text")
         .additional_properties(closed())
         .description(Some("A query; text starting with `/` is a slash command"));

@@ -253,6 +253,10 @@ pub struct RunArgs {
     /// address) instead of one in this process.
     #[arg(long, value_name = "URL")]
     pub attach: Option<String>,
+    /// Attach an image (PNG, JPEG, GIF or WebP, at most 5 MB) to the
+    /// prompt; repeatable. The model profile must take images (`images`).
+    #[arg(long = "image", value_name = "FILE")]
+    pub images: Vec<std::path::PathBuf>,
     /// The prompt (words are joined with spaces). Without one, or with `-`,
     /// it is read from stdin when stdin is not a terminal.
     #[arg(value_name = "PROMPT")]

@@ -97,7 +97,18 @@ async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCo
                 );
                 return Ok(ExitCode::from(2));
             };
+            let images = match frontend::run::read_images(&settings.workspace, &args.images) {
+                Ok(images) => images,
+                Err(e) => {
+                    eprintln!("agentbus: --image {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            };
             let flags = session_flags(&args.session);
+            let prompt = frontend::run::Prompt {
+                text: prompt,
+                images,
+            };
             frontend::run::run(settings, args.resume, prompt, args.json, attach, flags).await
         }
         Command::Sessions(command) => {

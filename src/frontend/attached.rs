@@ -135,6 +135,22 @@ impl Attached {
     }
 
     /// Queue text typed by the user (slash commands included).
+    /// Send a query with images (`run --image`).
+    pub async fn submit_query(
+        &self,
+        text: String,
+        images: Vec<agentbus_actors::protocol::Image>,
+    ) -> anyhow::Result<InputId> {
+        Ok(match &self.link {
+            Link::Local { session, .. } => {
+                session
+                    .submit(agentbus_actors::protocol::UserInput::Query { text, images })
+                    .await?
+            }
+            Link::Remote { client, id, .. } => client.submit_query(id, text, images).await?,
+        })
+    }
+
     pub async fn submit_text(&self, text: String) -> anyhow::Result<InputId> {
         Ok(match &self.link {
             Link::Local { session, .. } => session.submit_text(text).await?,

@@ -71,10 +71,43 @@ fn calls_model(prompt: &str) -> bool {
     }
 }
 
+/// What `run` sends: the prompt and its `--image`s.
+pub struct Prompt {
+    pub text: String,
+    pub images: Vec<agentbus_actors::protocol::Image>,
+}
+
+/// The `--image` files (relative to the workspace, as `@` mentions are),
+/// each read and checked (PNG, JPEG, GIF or WebP by its bytes, at most
+/// 5 MB); the error names the file.
+pub fn read_images(
+    workspace: &std::path::Path,
+    paths: &[std::path::PathBuf],
+) -> anyhow::Result<Vec<agentbus_actors::protocol::Image>> {
+    paths
+        .iter()
+        .map(|given| {
+            let shown = given.display().to_string();
+            let path = workspace.join(given);
+            let size = std::fs::metadata(&path)
+                .with_context(|| format!("{shown}: cannot read it"))?
+                .len();
+            if size > agentbus_actors::images::MAX_IMAGE_BYTES as u64 {
+                anyhow::bail!(
+                    "{shown} is {size} bytes; an image may be at most {} bytes (5 MB)",
+                    agentbus_actors::images::MAX_IMAGE_BYTES
+                );
+            }
+            let bytes = std::fs::read(path).with_context(|| format!("{shown}: cannot read it"))?;
+            Ok(agentbus_actors::images::from_bytes(&shown, &bytes)?)
+        })
+        .collect()
+}
+
 pub async fn run(
     settings: Settings,
     resume: ResumeArgs,
-    prompt: String,
+    prompt: Prompt,
     json_output: bool,
     attach: Option<Attach>,
     flags: SessionFlags,
@@ -97,7 +130,7 @@ pub async fn run(
 async fn run_turn(
     backend: &Backend,
     resume: &ResumeArgs,
-    prompt: String,
+    prompt: Prompt,
     json_output: bool,
     flags: SessionFlags,
     interrupts: &mut tokio::signal::unix::Signal,
@@ -109,13 +142,21 @@ async fn run_turn(
     };
     let mut attached = backend.choose(resume, Start::ThisLoad, &flags).await?;
     let made_here = resume.session.is_none() && !resume.continue_;
+    let Prompt {
+        text: prompt,
+        images,
+    } = prompt;
     if calls_model(&prompt) && backend.say_model_problem(&attached).await {
         if made_here {
             forget(backend, attached.id()).await;
         }
         return Ok(ExitCode::from(NO_MODEL));
     }
-    let id = attached.submit_text(prompt).await?;
+    let id = if images.is_empty() {
+        attached.submit_text(prompt).await?
+    } else {
+        attached.submit_query(prompt, images).await?
+    };
     let mut ends = InputEnds::default();
     let mut interrupted = false;
     let mut not_saved = false;

@@ -270,12 +270,29 @@ impl RemoteClient {
 
     /// Queue text (slash commands allowed) in a session.
     pub async fn submit_text(&self, id: &SessionId, text: String) -> Result<InputId, RemoteError> {
+        self.submit_query(id, text, Vec::new()).await
+    }
+
+    /// Send a query with images (the input's `images`).
+    pub async fn submit_query(
+        &self,
+        id: &SessionId,
+        text: String,
+        images: Vec<agentbus_actors::protocol::Image>,
+    ) -> Result<InputId, RemoteError> {
         let url = self.url(&["sessions", &id.0, "input"]);
+        let mut body = serde_json::json!({ "text": text });
+        if !images.is_empty() {
+            let images: Vec<serde_json::Value> = images
+                .iter()
+                .map(|i| serde_json::json!({"media_type": i.media_type, "data": i.data}))
+                .collect();
+            body["images"] = serde_json::Value::Array(images);
+        }
         let accepted: Accepted = self
             .send(
                 "an input",
-                self.request(reqwest::Method::POST, url)
-                    .json(&serde_json::json!({ "text": text })),
+                self.request(reqwest::Method::POST, url).json(&body),
             )
             .await?;
         Ok(accepted.input_id)

@@ -245,10 +245,7 @@ pub async fn input(
 ) -> Result<impl IntoResponse, ApiError> {
     let session = open(&state, &id).await?;
     let input = match input {
-        Input::Text(text) => UserInput::Query {
-            text,
-            images: Vec::new(),
-        },
+        Input::Text(text, images) => UserInput::Query { text, images },
         Input::Command(command) => UserInput::Control { command },
     };
     let input_id = session.submit(input).await?;

@@ -166,10 +166,7 @@ fn parse_input(text: &str) -> Result<SessionInput, String> {
         });
     }
     Ok(match Input::try_from(value)? {
-        Input::Text(text) => SessionInput::Query {
-            text,
-            images: Vec::new(),
-        },
+        Input::Text(text, images) => SessionInput::Query { text, images },
         Input::Command(command) => SessionInput::Control(command),
     })
 }

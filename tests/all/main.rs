@@ -21,6 +21,7 @@ mod durability;
 mod faults;
 mod first_run;
 mod given_mcp;
+mod images;
 mod instructions;
 mod layout;
 mod local_model;

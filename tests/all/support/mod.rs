@@ -82,9 +82,9 @@ impl Fixture {
             &config,
             format!(
                 "{PERMISSIVE}model = \"scripted\"\n\
-                 [models.scripted]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{base}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\n\
+                 [models.scripted]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{base}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\nimages = true\n\
                  [models.other]\nprovider = \"openai\"\nmodel = \"scripted-other\"\nbase_url = \"{base}\"\n\
-                 [models.scripted-anthropic]\nprovider = \"anthropic\"\nmodel = \"scripted-main\"\nbase_url = \"{anthropic}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\n"
+                 [models.scripted-anthropic]\nprovider = \"anthropic\"\nmodel = \"scripted-main\"\nbase_url = \"{anthropic}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\nimages = true\n"
             ),
         )
         .expect("write config");

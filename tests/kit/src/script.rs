@@ -75,6 +75,11 @@
 //! the text of the last user message that has any text: Anthropic user
 //! messages holding only `tool_result` blocks are skipped, so routing is the
 //! same in both formats and stays stable across a tool round.
+//! Each image of that user message adds a line `[image: MEDIA_TYPE]` to its
+//! text, so `match = "[image: "` serves requests that carry an image
+//! (`match = "[image: image/png]"` a PNG). Image parts are validated as the
+//! APIs do: the shape of the part or block, a supported media type, valid
+//! base64 within 5 MB, and bytes of the kind the media type says.
 //!
 //! ## Context window
 //!

@@ -61,12 +61,51 @@ pub(crate) fn text_of(content: &Value) -> Option<String> {
 
 /// The text of the last user message that has any text. Anthropic user
 /// messages holding only `tool_result` blocks have none and are skipped.
+/// Each image the message carries adds a line `[image: MEDIA_TYPE]` after
+/// its text, so that a script can match on "an image was attached"
+/// (`match = "[image: "`).
 pub fn last_user_text(body: &Value) -> Option<String> {
     messages(body)
         .iter()
         .rev()
         .filter(|message| role(message) == Some("user"))
-        .find_map(|message| message.get("content").and_then(text_of))
+        .find_map(|message| {
+            let content = message.get("content")?;
+            let text = text_of(content)?;
+            let images: Vec<String> = content
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(image_media_type)
+                .map(|media_type| format!("\n[image: {media_type}]"))
+                .collect();
+            Some(text + &images.concat())
+        })
+}
+
+/// The media type of an image part (OpenAI's `image_url` with a `data:`
+/// URL, Anthropic's `image` block); `url` for an image given by address.
+fn image_media_type(part: &Value) -> Option<String> {
+    match part.get("type").and_then(Value::as_str)? {
+        "image_url" => {
+            let url = part.get("image_url")?.get("url")?.as_str()?;
+            Some(match url.strip_prefix("data:") {
+                Some(rest) => rest.split(';').next().unwrap_or_default().to_string(),
+                None => "url".to_string(),
+            })
+        }
+        "image" => {
+            let source = part.get("source")?;
+            Some(
+                source
+                    .get("media_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("url")
+                    .to_string(),
+            )
+        }
+        _ => None,
+    }
 }
 
 /// The content of the last tool result: OpenAI's last `tool` message, or the

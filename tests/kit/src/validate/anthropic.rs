@@ -57,6 +57,7 @@ fn check_messages(messages: &[Value], violations: &mut Vec<String>) {
             (None, _) => violations.push(format!("{at}: `role` is missing or not a string")),
         }
         let blocks = content_blocks(&at, message, violations);
+        check_images(&at, role, blocks, violations);
         let answers = pending.take();
         if role == Some("user") {
             check_tool_results(&at, blocks, answers, violations);
@@ -79,6 +80,41 @@ fn check_messages(messages: &[Value], violations: &mut Vec<String>) {
         previous_role = role;
     }
     report_unanswered(pending, violations);
+}
+
+/// Image blocks: only in user messages, each with a `base64` source
+/// (media type, data checked as the API checks them) or a `url` one.
+fn check_images(at: &str, role: Option<&str>, blocks: &[Value], violations: &mut Vec<String>) {
+    for (k, block) in blocks.iter().enumerate() {
+        if block_type(block) != Some("image") {
+            continue;
+        }
+        let at = format!("{at}.content[{k}]");
+        if role != Some("user") {
+            violations.push(format!("{at}: image blocks belong in user messages"));
+        }
+        let source = block.get("source");
+        match source.and_then(|s| s.get("type")).and_then(Value::as_str) {
+            Some("base64") => {
+                let field = |name: &str| source.and_then(|s| s.get(name)).and_then(Value::as_str);
+                match (field("media_type"), field("data")) {
+                    (Some(media_type), Some(data)) => {
+                        super::check_image_data(&at, media_type, data, violations)
+                    }
+                    _ => violations.push(format!(
+                        "{at}: a base64 image source needs string `media_type` and `data`"
+                    )),
+                }
+            }
+            Some("url")
+                if source
+                    .and_then(|s| s.get("url"))
+                    .is_some_and(Value::is_string) => {}
+            _ => violations.push(format!(
+                "{at}: image block needs a `source` of type `base64` (or `url`)"
+            )),
+        }
+    }
 }
 
 /// The content blocks of a message (none for string content); pushes a

@@ -60,3 +60,129 @@ fn messages<'a>(body: &'a Value, violations: &mut Vec<String>) -> Option<&'a [Va
         }
     }
 }
+
+/// The media types both APIs take for images.
+const IMAGE_MEDIA_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// The media type an image's bytes say it is.
+fn sniff_image(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("image/png")
+    } else if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some("image/jpeg")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("image/gif")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("image/webp")
+    } else {
+        None
+    }
+}
+
+/// The largest image Anthropic takes (base64-decoded); OpenAI's cap is
+/// higher, and agentbus holds both to this one.
+const MAX_IMAGE_BYTES: usize = 5 * 1024 * 1024;
+
+/// Checks base64 image data as both APIs do: a supported media type,
+/// valid (standard, padded) base64, within the size cap, and bytes that
+/// are an image of that type.
+fn check_image_data(at: &str, media_type: &str, data: &str, violations: &mut Vec<String>) {
+    use base64::Engine as _;
+    if !IMAGE_MEDIA_TYPES.contains(&media_type) {
+        violations.push(format!(
+            "{at}: image media type `{media_type}` is not one of {IMAGE_MEDIA_TYPES:?}"
+        ));
+        return;
+    }
+    let bytes = match base64::engine::general_purpose::STANDARD.decode(data) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            violations.push(format!("{at}: image data is not valid base64 ({e})"));
+            return;
+        }
+    };
+    if bytes.len() > MAX_IMAGE_BYTES {
+        violations.push(format!(
+            "{at}: image is {} bytes, more than {MAX_IMAGE_BYTES}",
+            bytes.len()
+        ));
+    }
+    match sniff_image(&bytes) {
+        Some(found) if found == media_type => {}
+        Some(found) => violations.push(format!(
+            "{at}: image data is {found} but the media type says {media_type}"
+        )),
+        None => violations.push(format!(
+            "{at}: image data is not a PNG, JPEG, GIF or WebP image"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod image_tests {
+    use super::validate;
+    use crate::wire::{Wire, last_user_text};
+    use serde_json::json;
+
+    const PNG_B64: &str = "iVBORw0KGgoAAAANSUhEUg==";
+
+    #[test]
+    fn openai_image_parts_are_checked_and_matched() {
+        let body = |url: &str| {
+            json!({"model": "m", "messages": [{"role": "user", "content": [
+                {"type": "text", "text": "what is it"},
+                {"type": "image_url", "image_url": {"url": url}},
+            ]}]})
+        };
+        let good = body(&format!("data:image/png;base64,{PNG_B64}"));
+        assert_eq!(validate(Wire::OpenAi, &good), Vec::<String>::new());
+        assert_eq!(
+            last_user_text(&good).as_deref(),
+            Some("what is it\n[image: image/png]")
+        );
+        let wrong = validate(
+            Wire::OpenAi,
+            &body(&format!("data:image/jpeg;base64,{PNG_B64}")),
+        );
+        assert!(
+            wrong[0].contains("is image/png but the media type says image/jpeg"),
+            "{wrong:?}"
+        );
+        let bad = validate(Wire::OpenAi, &body("data:image/png;base64,@@@"));
+        assert!(bad[0].contains("not valid base64"), "{bad:?}");
+        let bmp = validate(Wire::OpenAi, &body("data:image/bmp;base64,Qk0="));
+        assert!(bmp[0].contains("media type `image/bmp`"), "{bmp:?}");
+    }
+
+    #[test]
+    fn anthropic_image_blocks_are_checked_and_matched() {
+        let body = |source: serde_json::Value| {
+            json!({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": [
+                {"type": "image", "source": source},
+                {"type": "text", "text": "what is it"},
+            ]}]})
+        };
+        let good = body(json!({"type": "base64", "media_type": "image/png", "data": PNG_B64}));
+        assert_eq!(validate(Wire::Anthropic, &good), Vec::<String>::new());
+        assert_eq!(
+            last_user_text(&good).as_deref(),
+            Some("what is it\n[image: image/png]")
+        );
+        let no_data = validate(
+            Wire::Anthropic,
+            &body(json!({"type": "base64", "media_type": "image/png"})),
+        );
+        assert!(
+            no_data[0].contains("needs string `media_type` and `data`"),
+            "{no_data:?}"
+        );
+        let not_image = validate(
+            Wire::Anthropic,
+            &body(json!({"type": "base64", "media_type": "image/gif", "data": "aGVsbG8="})),
+        );
+        assert!(
+            not_image[0].contains("not a PNG, JPEG, GIF or WebP"),
+            "{not_image:?}"
+        );
+    }
+}

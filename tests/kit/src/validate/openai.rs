@@ -60,6 +60,9 @@ fn check_messages(messages: &[Value], violations: &mut Vec<String>) {
             calls.close(Some(index), violations);
         }
         match role {
+            Some("user") if message.get("content").is_some_and(Value::is_array) => {
+                check_user_parts(&at, message, violations)
+            }
             Some("system" | "developer" | "user") => match message.get("content") {
                 Some(Value::String(_) | Value::Array(_)) => {}
                 _ => violations.push(format!(
@@ -74,6 +77,55 @@ fn check_messages(messages: &[Value], violations: &mut Vec<String>) {
     }
     if let Some(calls) = open {
         calls.close(None, violations);
+    }
+}
+
+/// A user message's content parts: text, or an image as `image_url` (an
+/// `http(s)` URL, or a `data:` URL of base64 image data checked as the API
+/// checks it).
+fn check_user_parts(at: &str, message: &Value, violations: &mut Vec<String>) {
+    let Some(parts) = message.get("content").and_then(Value::as_array) else {
+        return;
+    };
+    if parts.is_empty() {
+        violations.push(format!("{at}: `content` is an empty array"));
+    }
+    for (k, part) in parts.iter().enumerate() {
+        let at = format!("{at}.content[{k}]");
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") if part.get("text").is_some_and(Value::is_string) => {}
+            Some("text") => violations.push(format!("{at}: text part has no string `text`")),
+            Some("image_url") => {
+                let Some(url) = part
+                    .get("image_url")
+                    .and_then(|i| i.get("url"))
+                    .and_then(Value::as_str)
+                else {
+                    violations.push(format!(
+                        "{at}: image_url part has no string `image_url.url`"
+                    ));
+                    continue;
+                };
+                if let Some(rest) = url.strip_prefix("data:") {
+                    match rest.split_once(";base64,") {
+                        Some((media_type, data)) => {
+                            super::check_image_data(&at, media_type, data, violations)
+                        }
+                        None => violations.push(format!(
+                            "{at}: a data: URL must be `data:MEDIA_TYPE;base64,DATA`"
+                        )),
+                    }
+                } else if !url.starts_with("https://") && !url.starts_with("http://") {
+                    violations.push(format!(
+                        "{at}: image_url.url must be an http(s) or data: URL"
+                    ));
+                }
+            }
+            Some(other) => {
+                violations.push(format!("{at}: invalid user content part type `{other}`"))
+            }
+            None => violations.push(format!("{at}: part has no string `type`")),
+        }
     }
 }
 
