@@ -129,7 +129,26 @@ async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value 
     };
     let submitted = match input {
         SessionInput::Query { text, images } => {
-            session.submit(UserInput::Query { text, images }).await
+            // Checked as the HTTP input checks them.
+            let checked: Result<Vec<_>, _> = images
+                .iter()
+                .enumerate()
+                .map(|(i, image)| {
+                    agentbus_actors::images::from_base64(
+                        &format!("images[{i}]"),
+                        Some(&image.media_type),
+                        &image.data,
+                    )
+                    .map(|checked| agentbus_actors::protocol::Image {
+                        source: image.source.clone(),
+                        ..checked
+                    })
+                })
+                .collect();
+            match checked {
+                Ok(images) => session.submit(UserInput::Query { text, images }).await,
+                Err(e) => return json!({"error": e.to_string()}),
+            }
         }
         SessionInput::Control(command) => session.submit(UserInput::Control { command }).await,
         SessionInput::Interrupt => {
