@@ -142,3 +142,26 @@ async fn a_file_that_is_no_image_or_too_large_is_refused_before_anything_is_sent
     );
     assert!(fx.server.requests().is_empty());
 }
+
+#[tokio::test]
+async fn switching_to_a_profile_without_images_sends_a_line_for_each_earlier_image() {
+    let fx = fixture().await;
+    let out = fx
+        .run(&["run", "--image", "pic.png", "what is this?"])
+        .await;
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let switched = fx.run(&["run", "-c", "/model", "other"]).await;
+    assert_eq!(switched.code(), Some(0), "stderr: {}", switched.stderr);
+    let out = fx.run(&["run", "-c", "and now?"]).await;
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let first_user = fx.request_messages()[1]
+        .iter()
+        .find(|m| m["role"] == "user")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        first_user["content"],
+        "what is this?\n\n[image left out: pic.png]"
+    );
+    fx.assert_requests_valid();
+}

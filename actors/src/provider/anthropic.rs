@@ -35,7 +35,8 @@ pub use crate::settings::ANTHROPIC_DEFAULT_MAX_TOKENS as DEFAULT_MAX_TOKENS;
 /// The JSON body of a streaming `/v1/messages` request.
 pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
     let mut thinking = profile.thinking_budget;
-    let mut messages = wire_messages(&request.messages, thinking.is_some());
+    let history = super::images_for(profile, &request.messages);
+    let mut messages = wire_messages(&history, thinking.is_some());
     if thinking.is_some() && !tool_round_has_its_thinking(&messages) {
         // Anthropic refuses thinking when the answer being continued used a
         // tool without thinking first (the profile was switched to in the
@@ -45,7 +46,7 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
             "thinking left out of a request: the tool round it continues has no signed thinking"
         );
         thinking = None;
-        messages = wire_messages(&request.messages, false);
+        messages = wire_messages(&history, false);
     }
     let mut body = json!({
         "model": profile.model,
@@ -728,7 +729,8 @@ mod tests {
 
     #[test]
     fn images_go_as_base64_image_blocks_before_the_text() {
-        let profile = ModelProfile::new(ProviderKind::Anthropic, "claude", "http://h");
+        let mut profile = ModelProfile::new(ProviderKind::Anthropic, "claude", "http://h");
+        profile.images = Some(true);
         let request = ModelRequest {
             profile: "p".into(),
             system_prompt: String::new(),

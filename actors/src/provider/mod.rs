@@ -27,3 +27,38 @@ pub use client::{ModelClient, ModelStream};
 pub use error::ProviderError;
 pub use http::install_crypto_provider;
 pub use profiles::Providers;
+
+/// The history as `profile` may receive it: unchanged when it takes
+/// images; else each image (sent while another profile was in use) becomes
+/// a line of text naming it, so that the request stays valid after `/model`.
+pub(crate) fn images_for<'a>(
+    profile: &crate::settings::ModelProfile,
+    messages: &'a [crate::protocol::Message],
+) -> std::borrow::Cow<'a, [crate::protocol::Message]> {
+    use crate::protocol::Message;
+    let has_images = messages
+        .iter()
+        .any(|m| matches!(m, Message::User { images, .. } if !images.is_empty()));
+    if profile.takes_images() || !has_images {
+        return std::borrow::Cow::Borrowed(messages);
+    }
+    let stripped = messages
+        .iter()
+        .map(|message| match message {
+            Message::User { text, images } if !images.is_empty() => {
+                let mut text = text.clone();
+                for image in images {
+                    let name = if image.source.is_empty() {
+                        image.media_type.as_str()
+                    } else {
+                        image.source.as_str()
+                    };
+                    text.push_str(&format!("\n\n[image left out: {name}]"));
+                }
+                Message::user(text)
+            }
+            other => other.clone(),
+        })
+        .collect();
+    std::borrow::Cow::Owned(stripped)
+}

@@ -31,7 +31,8 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
     if !request.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": request.system_prompt}));
     }
-    messages.extend(request.messages.iter().filter_map(wire_message));
+    let history = super::images_for(profile, &request.messages);
+    messages.extend(history.iter().filter_map(wire_message));
     let mut body = json!({
         "model": profile.model,
         "messages": messages,
@@ -559,7 +560,8 @@ mod tests {
 
     #[test]
     fn images_go_as_content_parts_with_data_urls() {
-        let profile = ModelProfile::new(ProviderKind::Openai, "gpt-4.1", "http://h/v1");
+        let mut profile = ModelProfile::new(ProviderKind::Openai, "gpt-4.1", "http://h/v1");
+        profile.images = Some(true);
         let request = ModelRequest {
             profile: "p".into(),
             system_prompt: String::new(),
@@ -580,6 +582,30 @@ mod tests {
                 {"type": "text", "text": "what is this?"},
                 {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
             ]}])
+        );
+    }
+
+    #[test]
+    fn a_profile_without_images_gets_a_line_naming_each_instead() {
+        let mut profile = ModelProfile::new(ProviderKind::Openai, "m", "http://h/v1");
+        profile.images = Some(false);
+        let request = ModelRequest {
+            profile: "p".into(),
+            system_prompt: String::new(),
+            messages: vec![Message::User {
+                text: "see".into(),
+                images: vec![crate::protocol::Image {
+                    source: "pic.png".into(),
+                    media_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                }],
+            }],
+            tools: Default::default(),
+        };
+        let body = request_body(&profile, &request);
+        assert_eq!(
+            body["messages"],
+            json!([{"role": "user", "content": "see\n\n[image left out: pic.png]"}])
         );
     }
 
