@@ -5,7 +5,8 @@ and `GET /v1/agents` (its query) take a `workspace` that must be a
 directory that exists on the server. Any string fits the schema, so a
 generated one is, in positive mode (data the schema calls valid, which the
 server must accept), replaced by the fuzz run's own workspace before the
-request is sent. Everything else, and every request of
+request is sent. Likewise an input's `images` must be real images (their
+bytes are checked): in positive mode each becomes a 1×1 PNG. Everything else, and every request of
 negative mode, goes out as generated; a missing directory's 400 is tested
 in tests/all/serve.rs.
 
@@ -21,6 +22,10 @@ import os
 import schemathesis
 
 WORKSPACE = os.environ["AGENTBUS_API_FUZZ_WORKSPACE"]
+# A 1x1 PNG, base64.
+PIXEL_PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+)
 DECISIONS = os.environ["AGENTBUS_API_FUZZ_DECISIONS"]
 
 
@@ -43,6 +48,18 @@ def before_call(context, case, kwargs):
         and "workspace" in case.query
     ):
         case.query["workspace"] = WORKSPACE
+    if (
+        positive
+        and case.method.upper() == "POST"
+        and case.path == "/v1/sessions/{id}/input"
+        and isinstance(case.body, dict)
+        and isinstance(case.body.get("images"), list)
+    ):
+        for image in case.body["images"]:
+            if isinstance(image, dict):
+                image["data"] = PIXEL_PNG
+                if "media_type" in image:
+                    image["media_type"] = "image/png"
 
 
 @schemathesis.hook
