@@ -104,30 +104,7 @@ pub fn parse(
 
 /// A tool list: `Read, Grep` or `[Read, Grep]`, Claude's names mapped.
 fn tools(key: &str, value: &Value, notes: &mut Vec<String>) -> Result<Vec<String>, String> {
-    let expected = || {
-        format!(
-            "field `{key}`: expected tool names as a comma-separated text or a list, got {}",
-            shown(value)
-        )
-    };
-    let names: Vec<String> = match value {
-        Value::String(text) => text
-            .split(',')
-            .map(str::trim)
-            .filter(|n| !n.is_empty())
-            .map(String::from)
-            .collect(),
-        Value::Sequence(items) => items
-            .iter()
-            .map(|item| {
-                item.as_str()
-                    .map(|s| s.trim().to_string())
-                    .ok_or_else(expected)
-            })
-            .collect::<Result<_, _>>()?,
-        Value::Null => Vec::new(),
-        _ => return Err(expected()),
-    };
+    let names = super::front_matter::tool_list(key, value)?;
     let mut ours = Vec::new();
     for name in names {
         // `Bash(git diff:*)`: the argument limit is Claude Code's permission

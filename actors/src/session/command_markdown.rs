@@ -29,7 +29,7 @@
 //! Pure: text in, a command or an error naming the field out. Reading the
 //! folders is `command_files`' job.
 
-use super::front_matter::{self, shown, string};
+use super::front_matter::{self, string};
 use crate::permissions::Rule;
 use crate::session::core::custom_commands::CustomCommand;
 use serde_yaml_ng::Value;
@@ -144,25 +144,7 @@ fn quote_text_fields(front: &str) -> String {
 /// ours, each entry read as a permission rule; what cannot be applied is
 /// left out with a note.
 fn allowed_tools(key: &str, value: &Value, notes: &mut Vec<String>) -> Result<Vec<Rule>, String> {
-    let expected = || {
-        format!(
-            "field `{key}`: expected tool names as a comma-separated text or a list, got {}",
-            shown(value)
-        )
-    };
-    let entries: Vec<String> = match value {
-        Value::String(text) => split_entries(text),
-        Value::Sequence(items) => items
-            .iter()
-            .map(|item| {
-                item.as_str()
-                    .map(|s| s.trim().to_string())
-                    .ok_or_else(expected)
-            })
-            .collect::<Result<_, _>>()?,
-        Value::Null => Vec::new(),
-        _ => return Err(expected()),
-    };
+    let entries = super::front_matter::tool_list(key, value)?;
     let mut rules: Vec<Rule> = Vec::new();
     for entry in entries.iter().filter(|e| !e.is_empty()) {
         let (tool, limit) = match entry.find('(') {
@@ -191,35 +173,6 @@ fn allowed_tools(key: &str, value: &Value, notes: &mut Vec<String>) -> Result<Ve
         }
     }
     Ok(rules)
-}
-
-/// `Bash(git add:*), Read` or `Bash(git add:*) Read`: entries split at
-/// commas and spaces outside parentheses.
-fn split_entries(text: &str) -> Vec<String> {
-    let mut entries = Vec::new();
-    let mut entry = String::new();
-    let mut depth = 0usize;
-    for c in text.chars() {
-        match c {
-            '(' => {
-                depth += 1;
-                entry.push(c);
-            }
-            ')' => {
-                depth = depth.saturating_sub(1);
-                entry.push(c);
-            }
-            ',' if depth == 0 => entries.push(std::mem::take(&mut entry)),
-            c if c.is_whitespace() && depth == 0 => entries.push(std::mem::take(&mut entry)),
-            c => entry.push(c),
-        }
-    }
-    entries.push(entry);
-    entries
-        .into_iter()
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty())
-        .collect()
 }
 
 #[cfg(test)]

@@ -100,6 +100,59 @@ pub fn shown(value: &Value) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
+/// Field `key`'s tool names: `Read, Grep`, `Bash(git add:*) Read` or a
+/// list; commas and spaces inside parentheses stay with their entry.
+pub fn tool_list(key: &str, value: &Value) -> Result<Vec<String>, String> {
+    let expected = || {
+        format!(
+            "field `{key}`: expected tool names as a comma-separated text or a list, got {}",
+            shown(value)
+        )
+    };
+    match value {
+        Value::String(text) => Ok(split_entries(text)),
+        Value::Sequence(items) => items
+            .iter()
+            .map(|item| {
+                item.as_str()
+                    .map(|s| s.trim().to_string())
+                    .ok_or_else(expected)
+            })
+            .filter(|entry| entry.as_ref().map_or(true, |e| !e.is_empty()))
+            .collect(),
+        Value::Null => Ok(Vec::new()),
+        _ => Err(expected()),
+    }
+}
+
+/// `text` cut at commas and spaces outside parentheses.
+fn split_entries(text: &str) -> Vec<String> {
+    let mut entries = Vec::new();
+    let mut entry = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                entry.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                entry.push(c);
+            }
+            ',' if depth == 0 => entries.push(std::mem::take(&mut entry)),
+            c if c.is_whitespace() && depth == 0 => entries.push(std::mem::take(&mut entry)),
+            c => entry.push(c),
+        }
+    }
+    entries.push(entry);
+    entries
+        .into_iter()
+        .map(|e| e.trim().to_string())
+        .filter(|e| !e.is_empty())
+        .collect()
+}
+
 /// Field `key`'s value as text.
 pub fn string(key: &str, value: &Value) -> Result<String, String> {
     value
