@@ -157,6 +157,7 @@ fn session_flags(session: &SessionArgs) -> frontend::backend::SessionFlags {
     frontend::backend::SessionFlags {
         permission_mode: session.permission_mode,
         agent: session.agent.clone(),
+        model: session.model.clone(),
     }
 }
 

@@ -147,6 +147,10 @@ pub struct ToolOutcome {
 /// What a tool call interrupted by the user answers.
 pub const INTERRUPTED: &str = "cancelled: the user interrupted the turn";
 
+/// The tool a session runs to read an image for an `@pic.png` mention;
+/// never offered to a model, and a model's call to it is refused.
+pub const READ_IMAGE: &str = "read_image";
+
 /// What `read_file` says (after the path) when the path is a directory:
 /// the session then lists an `@` mention with `list_dir` instead.
 pub const NOT_A_FILE: &str = "is a directory, not a file";

@@ -45,6 +45,8 @@ pub struct SessionFlags {
     pub permission_mode: Option<PermissionMode>,
     /// `--agent`.
     pub agent: Option<String>,
+    /// `--model`: a resumed session switches to it, as `/model` would.
+    pub model: Option<String>,
 }
 
 /// What a session in a workspace can switch between: the named agents it
@@ -110,6 +112,9 @@ impl Backend {
             }
             if let Some(mode) = flags.permission_mode {
                 attached.submit_text(format!("/mode {mode}")).await?;
+            }
+            if let Some(model) = &flags.model {
+                attached.submit_text(format!("/model {model}")).await?;
             }
         }
         Ok(attached)

@@ -165,3 +165,65 @@ async fn switching_to_a_profile_without_images_sends_a_line_for_each_earlier_ima
     );
     fx.assert_requests_valid();
 }
+
+#[tokio::test]
+async fn an_at_mention_of_an_image_sends_the_image_and_a_reload_sends_it_again() {
+    let fx = fixture().await;
+    let out = fx.run(&["run", "--json", "what is in @pic.png?"]).await;
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    assert_eq!(the_result(&events)["text"], "I see a PNG.");
+    let attached = of_type(&events, "system")
+        .into_iter()
+        .find(|e| e["subtype"] == "attached")
+        .expect("an attached event");
+    assert_eq!(
+        attached["message"],
+        format!("Attached pic.png (image/png, {} bytes).", PNG.len())
+    );
+    assert_eq!(attached["data"]["items"][0]["kind"], "image");
+    let content = &last_user(&fx, 0)["content"];
+    let text = content[0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("what is in @pic.png?\n\n<attached-image path=\"pic.png\" />"),
+        "{text}"
+    );
+    let url = content[1]["image_url"]["url"].as_str().unwrap();
+    assert!(
+        url.starts_with("data:image/png;base64,iVBORw0KGgo"),
+        "{url}"
+    );
+    fx.assert_requests_valid();
+
+    let again = fx
+        .run(&["run", "-c", "--model", "scripted-anthropic", "and now?"])
+        .await;
+    assert_eq!(again.code(), Some(0), "stderr: {}", again.stderr);
+    assert_eq!(again.stdout, ["No image here."], "stderr: {}", again.stderr);
+    let first_user = fx.request_messages()[1]
+        .iter()
+        .find(|m| m["role"] == "user")
+        .cloned()
+        .unwrap();
+    assert_eq!(first_user["content"][0]["type"], "image", "{first_user}");
+    fx.assert_requests_valid();
+}
+
+#[tokio::test]
+async fn an_at_mention_of_a_text_file_named_like_an_image_is_a_notice() {
+    let fx = fixture().await;
+    std::fs::write(fx.workspace().join("fake.png"), "not an image").expect("write fake.png");
+    let out = fx.run(&["run", "--json", "what is in @fake.png?"]).await;
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let events = out.events();
+    let notice = of_type(&events, "system")
+        .into_iter()
+        .find(|e| e["subtype"] == "notice")
+        .expect("a notice");
+    assert_eq!(
+        notice["message"],
+        "@fake.png was not attached: fake.png is not a PNG, JPEG, GIF or WebP image"
+    );
+    assert_eq!(the_result(&events)["text"], "No image here.");
+    fx.assert_requests_valid();
+}

@@ -71,9 +71,14 @@ impl ToolBox {
         call: GrantedCall,
         cancel: CancellationToken,
     ) -> impl Future<Output = ToolOutcome> + Send + 'static {
-        let ready = match self.by_name.get(&call.call.name) {
+        let tool = self
+            .by_name
+            .get(&call.call.name)
+            .cloned()
+            .or_else(|| crate::tools::builtin::session_tool(&call.call.name));
+        let ready = match tool {
             Some(tool) => Ok((
-                tool.clone(),
+                tool,
                 RunTool::new(call, self.workspace.clone(), cancel, Default::default()),
                 self.settings.clone(),
             )),

@@ -463,6 +463,9 @@ pub struct Attachment {
     /// was interrupted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// The image an `@pic.png` mention attached (its `content` is empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<super::Image>,
 }
 
 /// What an [`Attachment`] holds.
@@ -475,6 +478,8 @@ pub enum AttachmentKind {
     Directory,
     /// A command's output (`!command`).
     Command,
+    /// An image (`@pic.png`), sent to the model as image content.
+    Image,
 }
 
 #[cfg(test)]

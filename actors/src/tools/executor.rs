@@ -280,7 +280,11 @@ impl ToolExecutor {
     where
         R: kameo::Reply<Value = Ran>,
     {
-        let Some(tool) = self.registry.get(msg.session.as_ref(), &msg.call.name) else {
+        let tool = self
+            .registry
+            .get(msg.session.as_ref(), &msg.call.name)
+            .or_else(|| crate::tools::builtin::session_tool(&msg.call.name));
+        let Some(tool) = tool else {
             let names = self.registry.names(msg.session.as_ref()).join(", ");
             return ctx.reply(Ok(ToolOutcome::error(format!(
                 "unknown tool `{}`; the available tools are: {names}",
@@ -336,6 +340,7 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
     };
     let tool_cancel = context.cancel.clone();
     let mut task = tokio::spawn(tool.call(msg.call.input, context));
+    let whole = tool.whole_output();
     let timeout = tool
         .time_limit()
         .unwrap_or(Duration::from_secs(settings.timeout_secs));
@@ -344,7 +349,7 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         _ = tokio::time::sleep(timeout) => {
             tool_cancel.cancel();
             task.abort();
-            return outcome(started, Err(format!("tool `{name}` timed out after {} s and was stopped", timeout.as_secs())), &settings);
+            return outcome(started, Err(format!("tool `{name}` timed out after {} s and was stopped", timeout.as_secs())), None);
         }
     };
     let text = match result {
@@ -358,16 +363,22 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         )),
         Err(_) => Err(format!("tool `{name}` was stopped")),
     };
-    outcome(started, text, &settings)
+    let limit = (!whole).then_some(settings.max_output_bytes);
+    outcome(started, text, limit)
 }
 
-fn outcome(started: Instant, text: Result<String, String>, settings: &ToolSettings) -> ToolOutcome {
+/// The outcome of a call that began at `started`, its output cut to
+/// `limit` bytes when there is one.
+fn outcome(started: Instant, text: Result<String, String>, limit: Option<usize>) -> ToolOutcome {
     let (output, is_error) = match text {
         Ok(t) => (t, false),
         Err(t) => (t, true),
     };
     ToolOutcome {
-        output: truncate_middle(&output, settings.max_output_bytes),
+        output: match limit {
+            Some(limit) => truncate_middle(&output, limit),
+            None => output,
+        },
         is_error,
         duration_ms: started.elapsed().as_millis() as u64,
     }

@@ -77,6 +77,12 @@ pub trait Tool: Send + Sync + 'static {
     fn time_limit(&self) -> Option<Duration> {
         None
     }
+    /// Whether its output reaches the caller whole instead of cut to
+    /// `[tools] max_output_bytes` (an image read for an `@` mention, bounded
+    /// by its own cap).
+    fn whole_output(&self) -> bool {
+        false
+    }
     /// Run one call with `input`, the model's arguments (not yet checked
     /// against the schema: say what is wrong with
     /// [`ToolError::InvalidArguments`]). Never panic on bad input; stop

@@ -4,8 +4,12 @@
 //! workspace — its output goes into the conversation for the model to see
 //! on the next turn, and no model call follows.
 //!
+//! A mention named like an image (`@shot.png`) attaches the image itself,
+//! sent to the model as image content when the profile takes images (and
+//! left out with a notice saying why when it does not).
+//!
 //! The reading and running is the tools' own — `read_file` (then
-//! `list_dir`, for a directory) and `bash`, asked for with
+//! `list_dir`, for a directory), `read_image` and `bash`, asked for with
 //! [`Effect::RunTools`](super::Effect::RunTools) like the model's calls and
 //! answered with `Input::ToolFinished` — so the roots, the confinement of
 //! file access, the sandbox and the output limits are the same. The query's
@@ -29,7 +33,7 @@ use super::permission::policy::{self, Verdict};
 use super::permission::{PermissionConfig, PermissionState};
 use crate::model::{GrantedCall, ToolCall, ToolOutcome};
 use crate::protocol::system::{Attachment, AttachmentKind, Attachments};
-use crate::protocol::{InputId, SystemEvent};
+use crate::protocol::{Image, InputId, Message, SystemEvent};
 use serde::Serialize;
 
 /// What a query asks to take along.
@@ -153,6 +157,9 @@ pub struct Query<'a> {
     pub turn_id: InputId,
     /// The query's message in the history.
     pub message: usize,
+    /// Why images cannot go with the query (the profile does not take
+    /// them), if they cannot.
+    pub no_images: Option<String>,
 }
 
 /// The calls (of tool batch `batch_id`) that read or run what `request`
@@ -164,6 +171,7 @@ pub fn begin(query: Query<'_>, batch_id: u64, request: Request) -> (Attaching, V
         workspace,
         turn_id,
         message,
+        no_images,
     } = query;
     let wanted: Vec<(AttachmentKind, String)> = match request {
         Request::Command(command) => vec![(AttachmentKind::Command, command)],
@@ -172,6 +180,8 @@ pub fn begin(query: Query<'_>, batch_id: u64, request: Request) -> (Attaching, V
             .map(|path| {
                 let kind = if path.ends_with('/') {
                     AttachmentKind::Directory
+                } else if crate::images::looks_like_image(&path) {
+                    AttachmentKind::Image
                 } else {
                     AttachmentKind::File
                 };
@@ -188,18 +198,26 @@ pub fn begin(query: Query<'_>, batch_id: u64, request: Request) -> (Attaching, V
             (_, Some(rest)) => home.join(rest).display().to_string(),
         };
         let call = tool_call(format!("attach_{turn_id}_{index}"), kind, &target);
+        // An image is read under the rules for reading its path.
+        let ruled_as = match kind {
+            AttachmentKind::Image => "read_file",
+            _ => call.name.as_str(),
+        };
         let verdict = policy::decide(
             config,
             permissions,
             std::path::Path::new(workspace),
-            &call.name,
+            ruled_as,
             &call.input,
         );
         let (grant, refused) = match verdict {
+            Verdict::Deny(why) => (Default::default(), Some(first_sentence(&why))),
+            _ if kind == AttachmentKind::Image && no_images.is_some() => {
+                (Default::default(), no_images.clone())
+            }
             Verdict::Run(grant) => (grant, None),
             // Typed by the user: the answer to what the mode would ask.
             Verdict::Ask(asking) => (asking.grant, None),
-            Verdict::Deny(why) => (Default::default(), Some(first_sentence(&why))),
         };
         if refused.is_none() {
             calls.push(GrantedCall {
@@ -230,6 +248,10 @@ fn tool_call(id: String, kind: AttachmentKind, source: &str) -> ToolCall {
         AttachmentKind::File => ("read_file", serde_json::json!({ "path": source })),
         AttachmentKind::Directory => ("list_dir", serde_json::json!({ "path": source })),
         AttachmentKind::Command => ("bash", serde_json::json!({ "command": source })),
+        AttachmentKind::Image => (
+            crate::model::READ_IMAGE,
+            serde_json::json!({ "path": source }),
+        ),
     };
     ToolCall {
         id,
@@ -301,6 +323,7 @@ pub fn conclude(attaching: Attaching) -> Concluded {
                 source: item.source,
                 content: outcome.output,
                 is_error: outcome.is_error,
+                image: None,
             });
             continue;
         }
@@ -310,6 +333,22 @@ pub fn conclude(attaching: Attaching) -> Concluded {
                 item.source,
                 outcome.output.trim()
             ));
+            continue;
+        }
+        if item.kind == AttachmentKind::Image {
+            match serde_json::from_str::<Image>(&outcome.output) {
+                Ok(image) => items.push(Attachment {
+                    kind: item.kind,
+                    source: item.source,
+                    content: String::new(),
+                    is_error: false,
+                    image: Some(image),
+                }),
+                Err(_) => notices.push(format!(
+                    "@{} was not attached: the image could not be read back",
+                    item.source
+                )),
+            }
             continue;
         }
         if outcome.output.contains(crate::model::MORE_LINES_REMAIN) {
@@ -323,6 +362,7 @@ pub fn conclude(attaching: Attaching) -> Concluded {
             source: item.source,
             content: outcome.output,
             is_error: false,
+            image: None,
         });
     }
     let event = (!items.is_empty()).then(|| {
@@ -353,6 +393,15 @@ fn describe(attachments: &Attachments) -> String {
             AttachmentKind::Directory => {
                 format!("{} (directory)", a.source)
             }
+            AttachmentKind::Image => match &a.image {
+                Some(image) => format!(
+                    "{} ({}, {})",
+                    a.source,
+                    image.media_type,
+                    size(crate::images::decoded_len(image))
+                ),
+                None => format!("{} (image)", a.source),
+            },
             _ => format!(
                 "{} ({})",
                 a.source,
@@ -361,6 +410,15 @@ fn describe(attachments: &Attachments) -> String {
         })
         .collect();
     format!("Attached {}.", shown.join(", "))
+}
+
+/// `812 bytes`, `14 KB`, `2.3 MB`.
+fn size(bytes: usize) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} bytes"),
+        1_000..1_000_000 => format!("{} KB", bytes / 1_000),
+        _ => format!("{:.1} MB", bytes as f64 / 1_000_000.0),
+    }
 }
 
 /// `1 line`, `3 lines`.
@@ -388,6 +446,10 @@ pub fn model_text(typed: &str, attachments: &Attachments) -> String {
                 a.source,
                 a.content.trim_end()
             ),
+            AttachmentKind::Image => format!(
+                "<attached-image path=\"{}\" /> (the image is attached to this message)",
+                a.source
+            ),
             AttachmentKind::Command => format!(
                 "The user ran this command in the workspace themselves (with `!`); its output is here for you to see, no answer was asked for.\n<command>{}</command>\n<output{}>\n{}\n</output>",
                 a.source,
@@ -399,6 +461,15 @@ pub fn model_text(typed: &str, attachments: &Attachments) -> String {
         text.push_str(&block);
     }
     text
+}
+
+/// The query's `message` with what it took along: the text of
+/// [`model_text`], and the images attached after any it came with.
+pub fn join(message: &mut Message, attachments: &Attachments) {
+    if let Message::User { text, images } = message {
+        *text = model_text(text, attachments);
+        images.extend(attachments.items.iter().filter_map(|a| a.image.clone()));
+    }
 }
 
 /// The first sentence of a refusal written for the model (the advice
@@ -458,12 +529,14 @@ mod tests {
                     source: "a.txt".into(),
                     content: "     1\thello\n".into(),
                     is_error: false,
+                    image: None,
                 },
                 Attachment {
                     kind: AttachmentKind::Directory,
                     source: "src/".into(),
                     content: "main.rs (10 bytes)\n".into(),
                     is_error: false,
+                    image: None,
                 },
             ],
         };

@@ -400,3 +400,113 @@ fn task_prompts_and_commands_are_never_expanded() {
     assert!(started(&h.effects).is_empty());
     assert_eq!(model_calls(&h.effects).len(), 1);
 }
+
+fn png(source: &str) -> crate::protocol::Image {
+    crate::images::from_bytes(source, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap()
+}
+
+#[test]
+fn a_mentioned_image_is_read_whole_and_sent_as_image_content() {
+    let mut h = session(PermissionMode::Default, &[]);
+    h.query("what is in @shot.png?");
+    let calls = started(&h.effects);
+    assert_eq!(calls.len(), 1);
+    let (batch, call) = &calls[0];
+    assert_eq!(call.call.name, crate::model::READ_IMAGE);
+    assert_eq!(call.call.input["path"], "shot.png");
+
+    let image = png("shot.png");
+    let output = serde_json::to_string(&image).unwrap();
+    done(&mut h, *batch, &call.call.id, &output, false);
+    let requests = model_calls(&h.effects);
+    assert_eq!(requests.len(), 1);
+    let Message::User { text, images } = &requests[0].1.messages[0] else {
+        panic!("{:?}", requests[0].1.messages);
+    };
+    assert_eq!(
+        images,
+        std::slice::from_ref(&image),
+        "the image goes as image content"
+    );
+    assert!(
+        text.starts_with("what is in @shot.png?\n\n<attached-image path=\"shot.png\" />"),
+        "{text}"
+    );
+    let attachments = attached(&h);
+    assert_eq!(attachments[0].items[0].kind, AttachmentKind::Image);
+    assert_eq!(attachments[0].items[0].image, Some(image));
+    let described = h
+        .events()
+        .into_iter()
+        .find_map(|m| match m {
+            AgentMessage::System(s) if s.subtype == SystemSubtype::Attached => Some(s.message),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(described, "Attached shot.png (image/png, 16 bytes).");
+    assert!(notices(&h).is_empty(), "{:?}", notices(&h));
+    h.answer(requests[0].0, "A screenshot.", &[]);
+    assert_fold_agrees(&h);
+}
+
+#[test]
+fn an_image_for_a_profile_without_images_is_not_read_and_the_query_goes() {
+    let mut h = session(PermissionMode::Default, &[]);
+    h.state.model = "other".into();
+    h.query("what is in @shot.png?");
+    assert!(started(&h.effects).is_empty(), "nothing is read");
+    let said = notices(&h);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0]
+            .starts_with("@shot.png was not attached: model profile `other` does not take images")
+            && said[0].contains("images = true"),
+        "{said:?}"
+    );
+    let requests = model_calls(&h.effects);
+    assert_eq!(requests.len(), 1, "the query still goes");
+    assert_eq!(
+        requests[0].1.messages,
+        [Message::user("what is in @shot.png?")]
+    );
+}
+
+#[test]
+fn an_image_mention_follows_the_deny_rules_for_reads() {
+    let mut h = session(PermissionMode::Default, &["read_file(secret/**)"]);
+    h.query("look at @secret/shot.png");
+    assert!(started(&h.effects).is_empty());
+    let said = notices(&h);
+    assert!(
+        said[0].starts_with(
+            "@secret/shot.png was not attached: Not run: the rule `read_file(secret/**)`"
+        ),
+        "{said:?}"
+    );
+}
+
+#[test]
+fn a_model_calling_the_sessions_image_reader_is_refused() {
+    let mut h = session(PermissionMode::Default, &[]);
+    h.query("hello");
+    let request = model_calls(&h.effects)[0].0;
+    h.answer(
+        request,
+        "",
+        &[("c1", crate::model::READ_IMAGE, r#"{"path":"/etc/passwd"}"#)],
+    );
+    assert!(started(&h.effects).is_empty(), "nothing runs");
+    let result = h
+        .events()
+        .into_iter()
+        .find_map(|m| match m {
+            AgentMessage::ToolResult(t) => Some(t),
+            _ => None,
+        })
+        .unwrap();
+    assert!(result.is_error);
+    assert!(
+        result.output.contains("unknown tool `read_image`"),
+        "{result:?}"
+    );
+}

@@ -111,10 +111,8 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                         .iter_mut()
                         .rev()
                         .find(|m| matches!(m, Message::User { .. }));
-                    if let (Some(Message::User { text, .. }), Some(attachments)) =
-                        (query, s.payload::<Attachments>())
-                    {
-                        *text = super::attach::model_text(text, &attachments);
+                    if let (Some(query), Some(attachments)) = (query, s.payload::<Attachments>()) {
+                        super::attach::join(query, &attachments);
                     }
                 }
                 SystemSubtype::ModelSwitched => {

@@ -361,10 +361,7 @@ fn refuse_images(state: &SessionState, user: &mut UserEvent) -> Option<String> {
     if user.images.is_empty() {
         return None;
     }
-    let info = state.config.models.iter().find(|m| m.name == state.model);
-    if info.is_some_and(|m| m.images) {
-        return None;
-    }
+    let why = no_images(state)?;
     let sources: Vec<String> = user
         .images
         .drain(..)
@@ -377,10 +374,20 @@ fn refuse_images(state: &SessionState, user: &mut UserEvent) -> Option<String> {
         })
         .collect();
     Some(format!(
-        "Not sent to the model: {} — model profile `{}` does not take images (set `images = true` in `[models.{}]` if the model reads them). The text was sent.",
+        "Not sent to the model: {} — {why}. The text was sent.",
         sources.join(", "),
-        state.model,
-        state.model
+    ))
+}
+
+/// Why the session's model profile takes no images, if it does not.
+fn no_images(state: &SessionState) -> Option<String> {
+    let info = state.config.models.iter().find(|m| m.name == state.model);
+    if info.is_some_and(|m| m.images) {
+        return None;
+    }
+    Some(format!(
+        "model profile `{}` does not take images (set `images = true` in `[models.{}]` if the model reads them)",
+        state.model, state.model
     ))
 }
 
@@ -442,6 +449,7 @@ fn start_attaching(
         workspace: &state.config.workspace,
         turn_id: id,
         message: state.history.len() - 1,
+        no_images: no_images(state),
     };
     let (attaching, calls) = attach::begin(query, batch_id, request);
     if let Some(turn) = state.turn.as_mut() {
@@ -511,10 +519,9 @@ fn finish_attaching(
         emit(fx, Some(turn_id), notice(text));
     }
     if let Some(event) = concluded.event {
-        if let (Some(Message::User { text, .. }), Some(attachments)) =
-            (state.history.get_mut(message), event.payload())
+        if let (Some(query), Some(attachments)) = (state.history.get_mut(message), event.payload())
         {
-            *text = attach::model_text(text, &attachments);
+            attach::join(query, &attachments);
         }
         emit(fx, Some(turn_id), AgentMessage::System(event));
     }
@@ -942,6 +949,14 @@ enum Admitted {
 /// Check `call` against the mode and the rules; a call that must ask
 /// emits its `approval_request` (and its timer, when requests time out).
 fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Effect>) -> Admitted {
+    if call.name == crate::model::READ_IMAGE {
+        // The session's own tool for `@` mentions: never offered, so a
+        // model calling it called a tool that does not exist for it.
+        return Admitted::Denied(ToolOutcome::error(format!(
+            "unknown tool `{}`; use the tools offered",
+            call.name
+        )));
+    }
     if call.name == super::agents::TASK_TOOL && state.config.task_tool {
         // The child session asks for what it does itself (its approvals
         // reach this session's front ends); starting it asks nothing.

@@ -12,7 +12,9 @@
 //! refusals they share (devices, FIFOs and sockets; plan mode); `walk`
 //! walks directories the way `glob` and `grep` need; `listing` words the
 //! capped output of `list_dir` and `glob`; `held` reads and writes through
-//! a front end that holds the files (`tools/files.rs`).
+//! a front end that holds the files (`tools/files.rs`). `read_image` is
+//! the one tool a session runs for its user alone ([`session_tool`]): it
+//! reads an `@pic.png` mention and is never offered to a model.
 
 pub mod bash;
 pub mod edit_file;
@@ -20,6 +22,7 @@ pub mod glob;
 pub mod grep;
 pub mod list_dir;
 pub mod read_file;
+pub mod read_image;
 pub mod write_file;
 
 mod blocking;
@@ -46,6 +49,13 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::Glob),
         Arc::new(grep::Grep),
     ]
+}
+
+/// The tools a session runs for its user, never offered to a model: found
+/// by name when a session asks (see `read_image`), refused when a model
+/// does.
+pub fn session_tool(name: &str) -> Option<Arc<dyn Tool>> {
+    (name == read_image::ReadImage::NAME).then(|| Arc::new(read_image::ReadImage) as Arc<dyn Tool>)
 }
 
 #[cfg(test)]

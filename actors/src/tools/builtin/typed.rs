@@ -14,6 +14,9 @@ use std::future::Future;
 pub trait BuiltinTool: Clone + Send + Sync + 'static {
     const NAME: &'static str;
     const DESCRIPTION: &'static str;
+    /// Its output is kept whole, never cut to the output limit (see
+    /// [`Tool::whole_output`]).
+    const WHOLE_OUTPUT: bool = false;
     type Params: DeserializeOwned + JsonSchema + Send + 'static;
 
     fn run(
@@ -31,6 +34,10 @@ impl<T: BuiltinTool> Tool for T {
             input_schema: schema_of::<T::Params>(),
             origin: ToolOrigin::Builtin,
         }
+    }
+
+    fn whole_output(&self) -> bool {
+        T::WHOLE_OUTPUT
     }
 
     fn call(
