@@ -367,7 +367,7 @@ async fn follow(
                     break Some(end);
                 }
                 if let Some(request) = asking.observe(&event, event.turn_id == Some(id)) {
-                    renderer.line(&approval::keys(request));
+                    renderer.line(&crate::frontend::output::wrap::to_terminal(&approval::keys(request)));
                 }
                 answering.store(asking.is_open(), Ordering::Relaxed);
                 if !asking.is_open() && let Some(waiting) = waiting_after(&event.message) {

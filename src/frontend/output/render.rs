@@ -151,7 +151,7 @@ impl<W: Write> Renderer<W> {
                 | SystemSubtype::McpServerStatus
                 | SystemSubtype::McpWaiting
                 | SystemSubtype::Attached => {
-                    let text = self.dim(&format!("● {}", s.message));
+                    let text = self.dim(&super::wrap::to_terminal(&format!("● {}", s.message)));
                     self.line(&text);
                 }
                 SystemSubtype::Compacted => {
@@ -268,7 +268,7 @@ impl<W: Write> Renderer<W> {
             }
             AgentMessage::ApprovalRequest(a) => {
                 let text = format!("? {} needs approval: {}", a.name, a.reason);
-                self.line(&self.yellow(&text));
+                self.line(&self.yellow(&super::wrap::to_terminal(&text)));
                 for line in crate::frontend::approval::describe(a) {
                     let line = if line.starts_with("  -") {
                         self.red(&line)
@@ -465,7 +465,7 @@ impl<W: Write> Renderer<W> {
 
     /// A whole line of its own, dimmed.
     pub fn dim_line(&mut self, text: &str) {
-        let text = self.dim(text);
+        let text = self.dim(&super::wrap::to_terminal(text));
         self.line(&text);
     }
 
