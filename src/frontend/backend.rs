@@ -357,13 +357,22 @@ impl Backend {
         }
     }
 
-    /// Delete a session (one this front end made and left empty).
-    pub async fn delete(&self, id: &SessionId) -> anyhow::Result<()> {
-        match self {
-            Backend::Local(runtime) => runtime.delete_session(id).await?,
-            Backend::Remote { client, .. } => client.delete_session(id).await?,
+    /// Delete a session this front end made and left without a turn (a
+    /// command-only `run`, a chat opened and left), so that it is not
+    /// kept as an untitled session; logged if that fails.
+    pub async fn forget(&self, id: &SessionId) {
+        let deleted = match self {
+            Backend::Local(runtime) => runtime
+                .delete_session(id)
+                .await
+                .map_err(anyhow::Error::from),
+            Backend::Remote { client, .. } => {
+                client.delete_session(id).await.map_err(anyhow::Error::from)
+            }
+        };
+        if let Err(e) = deleted {
+            tracing::warn!(session = %id, "could not delete the unused session this front end made: {e:#}");
         }
-        Ok(())
     }
 
     /// Attach to a stored session by id, loading it if need be, with

@@ -148,7 +148,7 @@ async fn run_turn(
     } = prompt;
     if calls_model(&prompt) && backend.say_model_problem(&attached).await {
         if made_here {
-            forget(backend, attached.id()).await;
+            backend.forget(attached.id()).await;
         }
         return Ok(ExitCode::from(NO_MODEL));
     }
@@ -198,11 +198,11 @@ async fn run_turn(
     // A command answered in a session this run made: nothing to keep (a
     // `/new` session it switched to is as empty).
     if made_here && let InputEnd::Reply(reply) = &end {
-        forget(backend, attached.id()).await;
+        backend.forget(attached.id()).await;
         if reply.subtype == SystemSubtype::NewConversation
             && let Some(new) = reply.switch_to()
         {
-            forget(backend, &new).await;
+            backend.forget(&new).await;
         }
     }
     if let Some(reason) = end.failure_reason() {
@@ -212,13 +212,6 @@ async fn run_turn(
         return Ok(ExitCode::FAILURE);
     }
     Ok(end.to_exit_code())
-}
-
-/// Delete a session this run made and did not use (logged if that fails).
-async fn forget(backend: &Backend, id: &agentbus_actors::protocol::SessionId) {
-    if let Err(e) = backend.delete(id).await {
-        tracing::warn!(session = %id, "could not delete the session this run made: {e:#}");
-    }
 }
 
 #[cfg(test)]

@@ -477,6 +477,42 @@ async fn a_command_only_run_leaves_no_session_behind() {
     assert_eq!(records[0]["id"], id.as_str());
 }
 
+/// A chat whose input leaves its session without a turn keeps nothing:
+/// the session it made, and one it switched to with `/new`; a chat with a
+/// turn keeps its session, and one that resumed a session keeps it.
+#[tokio::test]
+async fn a_chat_left_without_a_turn_leaves_no_session_behind() {
+    let fx = Fixture::new("plain_reply").await;
+    for input in ["", "/usage
+", "/usage
+/new
+/models
+"] {
+        let mut chat = fx.spawn_with_stdin(&["chat"]);
+        chat.send(input).await;
+        let out = chat.finish().await;
+        assert_eq!(out.code(), Some(0), "{input:?}: {}", out.stderr);
+    }
+    let list = fx.run(&["sessions", "list", "--all", "--json"]).await;
+    assert_eq!(list.stdout_text().trim(), "[]");
+
+    let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
+    chat.send("hello
+/new
+").await;
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let id = session_id(&out.events());
+    let mut chat = fx.spawn_with_stdin(&["chat", "--continue"]);
+    chat.send("/usage
+").await;
+    assert_eq!(chat.finish().await.code(), Some(0));
+    let list = fx.run(&["sessions", "list", "--all", "--json"]).await;
+    let records: Value = serde_json::from_str(&list.stdout_text()).unwrap();
+    assert_eq!(records.as_array().unwrap().len(), 1, "{records:#}");
+    assert_eq!(records[0]["id"], id.as_str());
+}
+
 /// `--continue` on a session a running `agentbus serve` holds says how to
 /// join it there, and that way works.
 #[tokio::test]

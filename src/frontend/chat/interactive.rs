@@ -53,11 +53,15 @@ pub const KEYS: [&str; 3] = [
     "Esc or Ctrl-C interrupts a reply, Ctrl-N starts a new session, Ctrl-D quits; what you type during a reply is sent after it.",
 ];
 
+/// `made_here`: the chat made `session` (it did not resume one), so the
+/// session is deleted if the chat leaves it without a turn.
 pub async fn run(
     backend: &Backend,
     session: Attached,
     history: Option<PathBuf>,
+    made_here: bool,
 ) -> anyhow::Result<ExitCode> {
+    let mut made_here = made_here;
     let color = std::env::var_os("NO_COLOR").is_none();
     let screen = Screen::new();
     let watch = Watch::start(backend).await;
@@ -156,6 +160,8 @@ pub async fn run(
                     }
                 }
                 if let Some(target) = switch_target(end) {
+                    forget_if_unused(backend, &watch, attached.id(), made_here).await;
+                    made_here = matches!(end, InputEnd::Reply(r) if r.subtype == SystemSubtype::NewConversation);
                     watch.switched();
                     let session = backend.open(&target, Start::Beginning).await?;
                     attached = show(session, &mut renderer, &watch).await?;
@@ -166,6 +172,7 @@ pub async fn run(
     }
     println!();
     let conversation = watch.status.lock().is_ok_and(|s| s.has_turns());
+    forget_if_unused(backend, &watch, attached.id(), made_here).await;
     if conversation {
         let attach = backend
             .server()
@@ -177,6 +184,22 @@ pub async fn run(
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Delete session `id` when this chat made it and it has no turn: a chat
+/// opened and left (or left for another session) leaves nothing in
+/// `sessions list`, as a command-only `run` leaves nothing.
+async fn forget_if_unused(
+    backend: &Backend,
+    watch: &Watch,
+    id: &agentbus_actors::protocol::SessionId,
+    made_here: bool,
+) {
+    let used = watch.status.lock().map_or(true, |s| s.has_turns());
+    if !made_here || used {
+        return;
+    }
+    backend.forget(id).await;
 }
 
 /// The session `/resume` without an id picks among this workspace's

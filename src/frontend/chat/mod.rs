@@ -83,9 +83,9 @@ pub async fn run(
             // the chat still opens (`/model` may switch to one that can).
             backend.say_model_problem(&session).await;
             if interactive {
-                interactive::run(&backend, session, history).await
+                interactive::run(&backend, session, history, !resume.stored()).await
             } else {
-                piped::run(&backend, session, json).await
+                piped::run(&backend, session, json, !resume.stored()).await
             }
         }
         Err(e) => Err(e),

@@ -19,14 +19,14 @@
 //! the session uses); the line is still sent as typed, and the session
 //! parses and runs it.
 
-use crate::frontend::InputEnds;
 use crate::frontend::approval;
 use crate::frontend::attached::{Attached, Start, switch_target};
 use crate::frontend::backend::Backend;
 use crate::frontend::output::Output;
 use crate::frontend::output::json::JsonLines;
 use crate::frontend::output::render::{RenderOptions, Renderer};
-use agentbus_actors::protocol::{ControlCommand, InputId};
+use crate::frontend::{InputEnd, InputEnds};
+use agentbus_actors::protocol::{AgentMessage, ControlCommand, InputId, SystemSubtype};
 use agentbus_actors::runtime::parse_command;
 use anyhow::Context as _;
 use std::collections::BTreeSet;
@@ -50,11 +50,17 @@ fn kind(text: &str) -> LineKind {
     }
 }
 
+/// `made_here`: the chat made the session (it resumed none), so it is
+/// deleted if the input leaves it without a turn (`echo /usage | agentbus
+/// chat`).
 pub async fn run(
     backend: &Backend,
     mut attached: Attached,
     json_output: bool,
+    made_here: bool,
 ) -> anyhow::Result<ExitCode> {
+    let mut made_here = made_here;
+    let mut used = false;
     let mut interrupts = crate::frontend::interrupt_signals()?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut output: Box<dyn Output> = if json_output {
@@ -105,6 +111,7 @@ pub async fn run(
             event = attached.events.recv() => {
                 let Some(event) = event else { anyhow::bail!("the session stopped unexpectedly") };
                 output.event(&event).context("writing to stdout")?;
+                used |= matches!(event.message, AgentMessage::User(_));
                 ends.observe(&event);
                 let ours = event.turn_id.is_some_and(|id| pending.contains(&id));
                 if let Some(request) = asking.observe(&event, ours) {
@@ -117,6 +124,11 @@ pub async fn run(
                     if barrier == Some(id) {
                         barrier = None;
                         if let Some(target) = switch_target(&end) {
+                            if made_here && !used {
+                                backend.forget(attached.id()).await;
+                            }
+                            made_here = matches!(&end, InputEnd::Reply(r) if r.subtype == SystemSubtype::NewConversation);
+                            used = false;
                             attached = backend.open(&target, Start::ThisLoad).await?;
                             ends = InputEnds::default(); // input ids are the session's own
                         }
@@ -130,6 +142,9 @@ pub async fn run(
                 attached.interrupt().await?;
             }
         }
+    }
+    if made_here && !used {
+        backend.forget(attached.id()).await;
     }
     Ok(if failed {
         ExitCode::FAILURE
