@@ -38,7 +38,14 @@ impl ToolSpec {
     /// The first sentence (or line) of the description, for listings.
     pub fn summary(&self) -> &str {
         let line = self.description.lines().next().unwrap_or_default();
-        match line.find(". ") {
+        // A sentence ends at ". ", but not after an abbreviation.
+        let end = line.match_indices(". ").map(|(i, _)| i).find(|&i| {
+            let before = &line[..=i];
+            !["e.g.", "i.e.", "etc.", "vs."]
+                .iter()
+                .any(|abbreviation| before.ends_with(abbreviation))
+        });
+        match end {
             Some(end) => &line[..=end],
             None => line,
         }

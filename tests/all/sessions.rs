@@ -483,11 +483,15 @@ async fn a_command_only_run_leaves_no_session_behind() {
 #[tokio::test]
 async fn a_chat_left_without_a_turn_leaves_no_session_behind() {
     let fx = Fixture::new("plain_reply").await;
-    for input in ["", "/usage
-", "/usage
+    for input in [
+        "",
+        "/usage
+",
+        "/usage
 /new
 /models
-"] {
+",
+    ] {
         let mut chat = fx.spawn_with_stdin(&["chat"]);
         chat.send(input).await;
         let out = chat.finish().await;
@@ -497,15 +501,21 @@ async fn a_chat_left_without_a_turn_leaves_no_session_behind() {
     assert_eq!(list.stdout_text().trim(), "[]");
 
     let mut chat = fx.spawn_with_stdin(&["chat", "--json"]);
-    chat.send("hello
+    chat.send(
+        "hello
 /new
-").await;
+",
+    )
+    .await;
     let out = chat.finish().await;
     assert_eq!(out.code(), Some(0), "{}", out.stderr);
     let id = session_id(&out.events());
     let mut chat = fx.spawn_with_stdin(&["chat", "--continue"]);
-    chat.send("/usage
-").await;
+    chat.send(
+        "/usage
+",
+    )
+    .await;
     assert_eq!(chat.finish().await.code(), Some(0));
     let list = fx.run(&["sessions", "list", "--all", "--json"]).await;
     let records: Value = serde_json::from_str(&list.stdout_text()).unwrap();

@@ -18,13 +18,13 @@ pub fn apply(state: &SessionState) -> SystemEvent {
         ToolOrigin::Builtin => "built-in".to_string(),
         ToolOrigin::Mcp { server } => format!("mcp:{server}"),
     };
-    let lines: Vec<String> = state
-        .tools
+    // What the model is offered: the agent's limits, and `task`.
+    let tools = state.offered_tools();
+    let lines: Vec<String> = tools
         .iter()
         .map(|t| format!("  {} [{}] — {}", t.name, origin(&t.origin), t.summary()))
         .collect();
-    let entries = state
-        .tools
+    let entries = tools
         .iter()
         .map(|t| ToolEntry {
             name: t.name.clone(),
@@ -35,7 +35,7 @@ pub fn apply(state: &SessionState) -> SystemEvent {
     SystemEvent::new(
         format!(
             "{}:\n{}",
-            crate::text::count(state.tools.len() as u64, "tool"),
+            crate::text::count(tools.len() as u64, "tool"),
             lines.join("\n")
         ),
         &ToolListing(entries),
@@ -59,5 +59,9 @@ mod tests {
             "Edit a file."
         );
         assert_eq!(spec("One line").summary(), "One line");
+        assert_eq!(
+            spec("Find files, e.g. `*.rs`. Then more.").summary(),
+            "Find files, e.g. `*.rs`."
+        );
     }
 }
