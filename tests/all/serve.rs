@@ -330,6 +330,34 @@ async fn inputs_from_two_clients_are_answered_in_queue_order() {
     );
 }
 
+/// An image near the 5 MB cap is far over the 1 MiB other bodies may
+/// have: an input takes it (what the web page sends for a screenshot),
+/// and the model receives it.
+#[tokio::test]
+async fn an_input_carries_an_image_larger_than_other_bodies_may_be() {
+    let script = "[[response]]\nmatch = \"[image: image/png]\"\ntext = \"I see a PNG.\"\n";
+    let f = Fixture::with_script(Script::from_toml_str(script).expect("script")).await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
+    png.resize(4 * 1024 * 1024, 0);
+    let image = agentbus_actors::images::from_bytes("big.png", &png).expect("a PNG");
+    let response = server
+        .post(&format!("/v1/sessions/{id}/input"))
+        .json(&json!({"text": "what is this?", "images": [{"media_type": "image/png", "data": image.data}]}))
+        .send()
+        .await
+        .expect("POST input");
+    assert_eq!(response.status(), 202);
+    let accepted: Value = response.json().await.expect("JSON");
+    let result = sse
+        .result_of(accepted["input_id"].as_u64().expect("an input id"))
+        .await;
+    assert_eq!(result["text"], "I see a PNG.");
+    f.assert_requests_valid();
+}
+
 #[tokio::test]
 async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     let f = fixture().await;
@@ -366,14 +394,21 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     assert!(error.contains("switch_model"), "{error}");
     // A client of its own: the server answers before reading the whole
     // body and closes that connection, which a shared pool could reuse.
-    let too_big = reqwest::Client::new()
-        .post(format!("{url}{input_path}"))
-        .bearer_auth(&server.token)
-        .json(&json!({"text": "x".repeat(2 * 1024 * 1024)}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(too_big.status(), 413);
+    // Bodies are at most 1 MiB, an input's 32 MiB (its images are base64).
+    let too_big = |path: &str, body: Value| {
+        reqwest::Client::new()
+            .post(format!("{url}{path}"))
+            .bearer_auth(&server.token)
+            .json(&body)
+            .send()
+    };
+    let big_title = json!({"title": "x".repeat(2 * 1024 * 1024)});
+    assert_eq!(
+        too_big("/v1/sessions", big_title).await.unwrap().status(),
+        413
+    );
+    let big_input = json!({"text": "x".repeat(33 * 1024 * 1024)});
+    assert_eq!(too_big(&input_path, big_input).await.unwrap().status(), 413);
     let bad_model = server
         .post("/v1/sessions")
         .json(&json!({"model": "no-such-profile"}));
