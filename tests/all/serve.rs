@@ -1061,7 +1061,8 @@ async fn run_attached_takes_the_servers_model_profiles() {
 
 /// The page's files need no token; each has its content type, the page a
 /// Content-Security-Policy that allows only its own scripts (no inline
-/// ones), and the scripts it takes from npm are served with their licences.
+/// ones), and the scripts it takes from npm are served with their licences;
+/// `/commands.json` lists the built-in slash commands it suggests.
 /// `GET /v1/models` gives the prices the page's cost figure uses.
 #[tokio::test]
 async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_policy() {
@@ -1123,6 +1124,12 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
             "/vendor/LICENSE-dompurify-MPL",
             "text/plain; charset=utf-8",
             "Mozilla Public License",
+        ),
+        // The built-in slash commands the page suggests, in `/help`'s order.
+        (
+            "/commands.json",
+            "application/json",
+            r#"[{"command":"/help","description":"list the commands","name":"help"},"#,
         ),
     ] {
         let answer = fetch(path).await.unwrap();
