@@ -1172,11 +1172,14 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
 /// (`tests/browser/run.sh` installs both when missing), against
 /// `tests/fixtures/scripts/web_page.toml`. After the reply and the
 /// interrupt: Markdown, raw HTML that must not run, tool arguments in the
-/// model's order, diffs of an edit and a new file, the status line through
-/// `/model web` (a profile with a context window and prices), `/usage` and
-/// `/mode plan`, Esc; then, in `default` mode, two approval requests (a
-/// command rejected, an edit allowed once after a reload shows it pending
-/// again), and the page at phone width.
+/// model's order, diffs of an edit and a new file, images pasted, dropped
+/// and picked (sent with a query, shown again after a reload), the slash
+/// command suggestions and the workspace's `/review` with `/help`, the
+/// status line through `/model web` (a profile with a context window and
+/// prices, and no images: its notice), `/usage` and `/mode plan`, Esc;
+/// then, in `default` mode, two approval requests (a command rejected, an
+/// edit allowed once after a reload shows it pending again), and the page
+/// at phone width.
 #[tokio::test]
 async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_one() {
     let f = Fixture::new("web_page").await;
@@ -1186,6 +1189,13 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         f.server.openai_base_url()
     ));
     std::fs::write(f.workspace().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let commands = f.workspace().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::copy(
+        agentbus_testkit::fixtures_dir().join("commands/review.md"),
+        commands.join("review.md"),
+    )
+    .unwrap();
     let server = f.serve().await;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
     let screenshot = f.home.path().join("page.png");
@@ -1212,7 +1222,37 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("29 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("37 passed, 0 failed"), "{stdout}");
+    // What the model received from the page: the query with both its
+    // images, the custom command's body with its argument, and on the
+    // profile without images the text alone.
+    let asked: Vec<String> = f
+        .server
+        .model_calls()
+        .iter()
+        .map(|call| agentbus_testkit::last_user_text(&call.body).unwrap_or_default())
+        .collect();
+    let pictures = asked
+        .iter()
+        .find(|text| text.starts_with("describe these pictures"))
+        .unwrap_or_else(|| panic!("no request with the pictures: {asked:#?}"));
+    assert_eq!(
+        pictures.as_str(),
+        "describe these pictures\n[image: image/png]\n[image: image/png]"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|text| text.starts_with("Review the code in src/main.rs.\n\nLook for:")),
+        "{asked:#?}"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|text| text == "a picture the profile leaves out"),
+        "{asked:#?}"
+    );
+    f.assert_requests_valid();
     // The page's answers reached the session: the rejected command did not
     // run, the edits (the second allowed once) and the write did.
     assert!(!f.workspace().join("rejected.txt").exists());
