@@ -35,14 +35,19 @@ use std::sync::Arc;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use utoipa::OpenApi;
-use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::router::{OpenApiRouter, UtoipaMethodRouterExt as _};
 use utoipa_axum::routes;
 
 /// Where `serve` listens when neither `--listen` nor `[server] listen` says.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 
-/// Largest request body accepted (inputs are text; 1 MiB is plenty).
+/// Largest request body accepted (bodies are text; 1 MiB is plenty).
 const BODY_LIMIT: usize = 1024 * 1024;
+
+/// Largest body of `POST /v1/sessions/{id}/input`, whose `images` are
+/// base64: the text and four images of the largest size taken (5 MB each,
+/// 6.7 MB as base64) fit.
+const INPUT_BODY_LIMIT: usize = 32 * 1024 * 1024;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -65,7 +70,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(sessions::open_session))
         .routes(routes!(sessions::fork))
         .routes(routes!(sessions::export))
-        .routes(routes!(sessions::input))
+        .routes(routes!(sessions::input).layer(DefaultBodyLimit::max(INPUT_BODY_LIMIT)))
         .routes(routes!(sessions::interrupt))
         .routes(routes!(approvals::decide))
         .routes(routes!(sessions::messages))
@@ -78,7 +83,11 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(meta::tools))
         .split_for_parts();
     let (router, mut document) = parts;
-    openapi::complete(&mut document);
+    let limits = openapi::BodyLimits {
+        input: INPUT_BODY_LIMIT,
+        other: BODY_LIMIT,
+    };
+    openapi::complete(&mut document, &limits);
     (router, document)
 }
 

@@ -31,10 +31,17 @@ impl utoipa::Modify for BearerToken {
     }
 }
 
+/// The largest bodies the server reads, in bytes: `input`'s for
+/// `POST .../input`, `other` for every other route.
+pub struct BodyLimits {
+    pub input: usize,
+    pub other: usize,
+}
+
 /// Adds the shared error answers to every operation and describes
 /// `GET /v1/openapi.json`. Run on the finished document (after the routes
 /// are in).
-pub fn complete(openapi: &mut OpenApi) {
+pub fn complete(openapi: &mut OpenApi, limits: &BodyLimits) {
     for (path, item) in openapi.paths.paths.iter_mut() {
         let sessions = path.starts_with("/v1/sessions");
         let names_a_session = path.contains("{id}");
@@ -58,7 +65,18 @@ pub fn complete(openapi: &mut OpenApi) {
                 );
             }
             if operation.request_body.is_some() {
-                add_error(operation, "413", "The body is over the 1 MiB limit");
+                let limit = if path.ends_with("/input") {
+                    format!(
+                        "The body is over the {} MiB limit of an input (its images included)",
+                        limits.input / (1024 * 1024)
+                    )
+                } else {
+                    format!(
+                        "The body is over the {} MiB limit",
+                        limits.other / (1024 * 1024)
+                    )
+                };
+                add_error(operation, "413", &limit);
                 add_error(
                     operation,
                     "415",

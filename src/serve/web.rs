@@ -1,9 +1,12 @@
 //! The web page at `/`: static files compiled into the binary (no build
 //! step), and the two third-party scripts it uses (`/vendor/`: marked and
 //! DOMPurify, copied unchanged from npm, with their licences; see
-//! `src/web/vendor/README.md`). The page itself needs no token; it reads
-//! `?token=` from its own address and sends it with every API call.
+//! `src/web/vendor/README.md`), and `/commands.json`, the built-in slash
+//! commands its suggestions offer. The page itself needs no token; it
+//! reads `?token=` from its own address and sends it with every API call.
 
+use agentbus_actors::protocol::system::CommandEntry;
+use agentbus_actors::runtime::COMMANDS;
 use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -12,6 +15,8 @@ use axum::routing::get;
 /// What the page may load and run: its own files only. No inline script or
 /// style, no `eval`, no images from elsewhere (a reply's Markdown cannot
 /// make the browser fetch an address of the model's choosing), no frames.
+/// `data:` images are the thumbnails of the images a query carries (read
+/// from the user's files or from its `user` event, never from a reply).
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
@@ -67,7 +72,9 @@ const ASSETS: &[Asset] = &[
 
 /// The page's routes (no token needed).
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    let mut router = Router::new().route("/", get(index));
+    let mut router = Router::new()
+        .route("/", get(index))
+        .route("/commands.json", get(commands));
     for asset in ASSETS {
         let (content_type, body) = (asset.content_type, asset.body);
         router = router.route(
@@ -99,5 +106,28 @@ async fn index() -> impl IntoResponse {
             (header::REFERRER_POLICY, "no-referrer"),
         ],
         include_str!("../web/index.html"),
+    )
+}
+
+/// The built-in slash commands, in `/help`'s order, as `/help` and a
+/// session's `session_started` list commands (`command`, `description`,
+/// `name`): the page offers them as the user types `/`, followed by the
+/// session's custom commands from its `session_started` event.
+async fn commands() -> impl IntoResponse {
+    let entries: Vec<CommandEntry> = COMMANDS
+        .iter()
+        .map(|c| CommandEntry {
+            command: c.usage.to_string(),
+            description: c.summary.to_string(),
+            name: c.name.to_string(),
+            source: None,
+        })
+        .collect();
+    (
+        [
+            (header::CACHE_CONTROL, "no-cache"),
+            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        ],
+        axum::Json(entries),
     )
 }

@@ -6,7 +6,8 @@
 //   POST .../input, POST .../interrupt, POST .../approvals/{request_id},
 //   GET /v1/health, GET /v1/models (the profiles' prices, for the cost),
 //   SSE GET /v1/events (session lifecycle) and GET /v1/sessions/{id}/events
-//   (one session's events: stored ones replayed, then live ones).
+//   (one session's events: stored ones replayed, then live ones); and the
+//   page's own /commands.json (the built-in slash commands, for suggestions).
 // Shows the same information as the terminal chat (src/frontend/output/render.rs).
 //
 // Every piece of text that comes from the server or the user is put into the
@@ -14,7 +15,9 @@
 // Markdown (replies, compaction summaries): marked (window.marked) turns it
 // into HTML with any raw HTML in it escaped, and DOMPurify
 // (window.DOMPurify) cleans that before it is parsed into the page
-// (renderMarkdown). Both are copied from npm into src/web/vendor/.
+// (renderMarkdown). Both are copied from npm into src/web/vendor/. Images
+// (a query's, pasted or dropped, and those its `user` event carries) are
+// shown as <img> elements with `data:` URLs made here from their bytes.
 'use strict';
 
 (function () {
@@ -40,6 +43,9 @@
     lifecycle: null, // EventSource of /v1/events
     refreshTimer: null,
     prices: new Map(), // model profile name -> its prices (GET /v1/models), for the cost
+    pendingImages: [], // images to go with the next query: see readImage()
+    builtInCommands: [], // the built-in slash commands (/commands.json), as `/help` lists them
+    suggestions: null, // the slash commands offered for what is typed: { items, index }
   };
 
   /** What the right pane knows about the selected session's events. */
@@ -63,6 +69,7 @@
       approvals: new Map(), // request_id -> approval card, see renderApprovalRequest()
       sent: [], // inputs this page sent that have not started or been answered, see sendInput()
       unclaimed: new Map(), // turn_id -> first event of an input whose POST has not answered yet
+      commands: [], // the session's custom commands, from its latest session_started
     };
   }
 
@@ -640,6 +647,7 @@
         if (data.permission_mode) view.mode = String(data.permission_mode);
         if (data.model) view.model = String(data.model);
         view.agent = data.agent ? String(data.agent) : 'build';
+        view.commands = Array.isArray(data.commands) ? data.commands : [];
         renderStatusOf(view);
         text = '\u25cf session ' + event.session_id + ' \u00b7 model ' + (data.model || '?') + ' \u00b7 ' + tools + ' tools' +
           (data.agent && data.agent !== 'build' ? ' \u00b7 agent ' + data.agent : '') +
@@ -718,9 +726,48 @@
     append(node);
   }
 
+  /**
+   * `user`: what was typed, the images it carries as thumbnails, and for a
+   * command that runs as a query (`/init`, a custom command such as
+   * `/review src/main.rs`) what the model received instead, on demand.
+   */
   function renderUser(view, event) {
     finishLive(view);
-    append(line('msg user', 'message-user', event.text, event));
+    const node = line('msg user', 'message-user', event.text, event);
+    const images = Array.isArray(event.images) ? event.images : [];
+    if (images.length) node.append(messageImages(images));
+    if (typeof event.prompt === 'string' && event.prompt) {
+      node.append(
+        el('details', { class: 'user-prompt', 'data-testid': 'message-prompt' },
+          el('summary', { text: 'What the model received' }),
+          el('pre', { text: event.prompt })),
+      );
+    }
+    append(node);
+  }
+
+  /** A `user` event's images, each a thumbnail that a click shows larger. */
+  function messageImages(images) {
+    const row = el('div', { class: 'message-images', 'data-testid': 'message-images' });
+    images.forEach((image, i) => {
+      const label = (image && image.source) || 'image ' + (i + 1);
+      const url = image ? imageUrl(image.media_type, image.data) : null;
+      if (!url) {
+        row.append(el('span', { class: 'thumb-missing dim', text: '[' + label + ']' }));
+        return;
+      }
+      const thumb = el('img', {
+        class: 'thumb',
+        'data-testid': 'message-image',
+        'data-media-type': image.media_type,
+        alt: label,
+        title: label + ' \u00b7 ' + image.media_type + ' \u00b7 ' + byteSize(base64Bytes(image.data)) + ' (click to enlarge)',
+        src: url,
+      });
+      thumb.addEventListener('click', () => thumb.classList.toggle('enlarged'));
+      row.append(thumb);
+    });
+    return row;
   }
 
   // ---------------------------------------------------------------------
@@ -1524,29 +1571,339 @@
   }
 
   // ---------------------------------------------------------------------
+  // Images with a query: pasted, dropped or attached; sent with the next query
+  // ---------------------------------------------------------------------
+
+  /** The kinds an image may be (README "Images"), told by its first bytes as the server tells them. */
+  const IMAGE_KINDS = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+  /** The largest image the server takes (actors/src/images.rs, MAX_IMAGE_BYTES). */
+  const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+  /**
+   * The most base64 the images of one query may add up to: the server
+   * takes an input of at most 32 MiB (src/serve/mod.rs, INPUT_BODY_LIMIT),
+   * 1 MiB of which is left to the text.
+   */
+  const MAX_IMAGES_BASE64 = 31 * 1024 * 1024;
+
+  /** The media type of an image's first bytes, or null when it is none of IMAGE_KINDS. */
+  function imageKind(bytes) {
+    const at = (offset, ...sig) => sig.every((b, i) => bytes[offset + i] === b);
+    if (at(0, 0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return 'image/png';
+    if (at(0, 0xff, 0xd8, 0xff)) return 'image/jpeg';
+    if (at(0, 0x47, 0x49, 0x46, 0x38) && (bytes[4] === 0x37 || bytes[4] === 0x39) && bytes[5] === 0x61) return 'image/gif';
+    if (at(0, 0x52, 0x49, 0x46, 0x46) && at(8, 0x57, 0x45, 0x42, 0x50)) return 'image/webp';
+    return null;
+  }
+
+  /** Bytes as base64 (standard alphabet, padded), in slices so a large image fits the call stack. */
+  function toBase64(bytes) {
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(binary);
+  }
+
+  /** How many bytes a base64 string holds. */
+  function base64Bytes(data) {
+    const text = String(data || '').replace(/\s+/g, '');
+    return Math.floor((text.replace(/=+$/, '').length * 3) / 4);
+  }
+
+  /** 1536 as `1.5 KB`, 5242880 as `5.0 MB` (1024-based, as the server counts). */
+  function byteSize(n) {
+    if (n < 1024) return n + ' bytes';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KB';
+    return (n / (1024 * 1024)).toFixed(1) + ' MB';
+  }
+
+  /** A `data:` URL showing an image, or null unless it is one of IMAGE_KINDS in clean base64. */
+  function imageUrl(mediaType, data) {
+    if (!IMAGE_KINDS.includes(mediaType) || typeof data !== 'string' || !/^[A-Za-z0-9+/]+={0,2}$/.test(data.replace(/\s+/g, ''))) return null;
+    return 'data:' + mediaType + ';base64,' + data.replace(/\s+/g, '');
+  }
+
+  /**
+   * A file the user gave, checked as the server will check it: `{name,
+   * mediaType, data, size}` (`data` base64), or an Error saying what is wrong.
+   */
+  async function readImage(file) {
+    const name = file.name || 'pasted image';
+    if (file.size > MAX_IMAGE_BYTES) {
+      return new Error(name + ' is ' + thousands(file.size) + ' bytes; an image may be at most 5 MB (' + thousands(MAX_IMAGE_BYTES) + ' bytes), so it was not added.');
+    }
+    let bytes;
+    try {
+      bytes = new Uint8Array(await file.arrayBuffer());
+    } catch (e) {
+      return new Error(name + ' could not be read (' + e.message + ').');
+    }
+    const mediaType = imageKind(bytes);
+    if (!mediaType) return new Error(name + ' is not a PNG, JPEG, GIF or WebP image, so it was not added.');
+    return { name, mediaType, data: toBase64(bytes), size: bytes.length };
+  }
+
+  /** Add files to the images waiting for the next query; say which could not be. */
+  async function addImages(files) {
+    const problems = [];
+    for (const file of files) {
+      const image = await readImage(file);
+      if (image instanceof Error) {
+        problems.push(image.message);
+        continue;
+      }
+      const total = state.pendingImages.reduce((sum, i) => sum + i.data.length, 0) + image.data.length;
+      if (total > MAX_IMAGES_BASE64) {
+        problems.push(image.name + ' was not added: with the images already here the message would be larger than the server takes (32 MB in all). Send these first.');
+        continue;
+      }
+      state.pendingImages.push(image);
+    }
+    renderAttachments(problems.join(' '));
+  }
+
+  /** The chips of the waiting images above the input, each with its × button; `problem`: what could not be added. */
+  function renderAttachments(problem) {
+    const box = $('attachments');
+    box.replaceChildren(...state.pendingImages.map(attachmentChip));
+    box.hidden = state.pendingImages.length === 0;
+    showAttachProblem(problem || '');
+  }
+
+  function showAttachProblem(text) {
+    $('attach-error').textContent = text;
+    $('attach-error').hidden = !text;
+  }
+
+  function attachmentChip(image) {
+    const remove = () => {
+      state.pendingImages = state.pendingImages.filter((i) => i !== image);
+      renderAttachments('');
+      $('input').focus();
+    };
+    return el(
+      'span',
+      { class: 'attachment', 'data-testid': 'attachment', 'data-media-type': image.mediaType, title: image.name + ' \u00b7 ' + byteSize(image.size) },
+      el('img', { class: 'attachment-thumb', alt: image.name, src: imageUrl(image.mediaType, image.data) }),
+      el('span', { class: 'attachment-name', text: image.name }),
+      el('button', { type: 'button', class: 'attachment-remove', 'data-testid': 'attachment-remove', 'aria-label': 'Remove ' + image.name, title: 'Remove', text: '\u00d7', onclick: remove }),
+    );
+  }
+
+  /** The files a paste or a drop carries (an image copied from a page or a screenshot tool is one). */
+  function filesOf(transfer) {
+    if (!transfer) return [];
+    if (transfer.files && transfer.files.length) return [...transfer.files];
+    return [...(transfer.items || [])].filter((item) => item.kind === 'file').map((item) => item.getAsFile()).filter(Boolean);
+  }
+
+  /** Ctrl+V of an image (a screenshot): it waits for the next query; text pastes as usual. */
+  function onPaste(event) {
+    const files = filesOf(event.clipboardData);
+    if (files.length === 0 || !state.view) return;
+    event.preventDefault(); // an image copied from a page brings its address as text too
+    addImages(files);
+  }
+
+  /** Whether a drag carries files (not text being moved). */
+  const dragsFiles = (event) => !!event.dataTransfer && [...event.dataTransfer.types].includes('Files');
+
+  /** Image files dropped on the session's side of the page wait for the next query. */
+  function watchDrops() {
+    const target = $('main');
+    const leave = () => target.classList.remove('dropping');
+    target.addEventListener('dragover', (event) => {
+      if (!dragsFiles(event) || !state.view) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = 'copy';
+      target.classList.add('dropping');
+    });
+    target.addEventListener('dragleave', (event) => {
+      if (!target.contains(event.relatedTarget)) leave();
+    });
+    target.addEventListener('drop', (event) => {
+      leave();
+      if (!dragsFiles(event) || !state.view) return;
+      event.preventDefault();
+      addImages(filesOf(event.dataTransfer));
+      $('input').focus();
+    });
+    // A file dropped anywhere else must not replace the page with itself.
+    for (const type of ['dragover', 'drop']) {
+      document.addEventListener(type, (event) => {
+        if (dragsFiles(event)) event.preventDefault();
+      });
+    }
+  }
+
+  /** The Image button: pick files, which wait for the next query. */
+  function watchAttachButton() {
+    const picker = $('attach-input');
+    $('attach').addEventListener('click', () => picker.click());
+    picker.addEventListener('change', () => {
+      const files = [...picker.files];
+      picker.value = '';
+      addImages(files).then(() => $('input').focus());
+    });
+  }
+
+  // ---------------------------------------------------------------------
+  // Slash command suggestions: the built-in commands, then the session's own
+  // ---------------------------------------------------------------------
+
+  /** The built-in commands (`/commands.json`, the server's own table), for the suggestions. */
+  async function loadBuiltInCommands() {
+    try {
+      const response = await fetch('/commands.json');
+      const list = response.ok ? await response.json() : [];
+      state.builtInCommands = Array.isArray(list) ? list : [];
+    } catch (_) {
+      /* only the session's custom commands are suggested */
+    }
+  }
+
+  /**
+   * Every command the selected session takes, in `/help`'s order: the
+   * built-in ones, then its custom ones (`{name, command, description,
+   * source?}`, as `/help` and `session_started` list them).
+   */
+  function sessionCommands() {
+    const custom = state.view ? state.view.commands : [];
+    return state.builtInCommands.concat(custom).filter((c) => c && typeof c.name === 'string' && c.name);
+  }
+
+  /** The commands whose name starts with what follows `/`, while the name is typed. */
+  function matchingCommands(text) {
+    const match = /^\/(\S*)$/.exec(text);
+    if (!match) return [];
+    const typed = match[1].toLowerCase();
+    return sessionCommands().filter((c) => c.name.toLowerCase().startsWith(typed));
+  }
+
+  /** Show the commands that fit what the input box holds (with the caret at its end), or none. */
+  function updateSuggestions() {
+    const box = $('input');
+    const items = state.view && box.selectionStart === box.value.length ? matchingCommands(box.value) : [];
+    if (items.length === 0) {
+      hideSuggestions();
+      return;
+    }
+    state.suggestions = { items, index: 0 };
+    renderSuggestions();
+  }
+
+  function renderSuggestions() {
+    const { items, index } = state.suggestions;
+    const list = $('command-suggestions');
+    list.replaceChildren(...items.map((command, i) => suggestionItem(command, i === index, i)));
+    list.hidden = false;
+    $('input').setAttribute('aria-activedescendant', 'suggestion-' + index);
+    const selected = list.children[index];
+    if (selected) selected.scrollIntoView({ block: 'nearest' });
+  }
+
+  /** One command offered: how it is typed, what it does, and whether it is one of the workspace's own. */
+  function suggestionItem(command, selected, i) {
+    return el(
+      'li',
+      {
+        id: 'suggestion-' + i,
+        role: 'option',
+        class: 'suggestion',
+        'data-testid': 'command-suggestion',
+        'data-name': command.name,
+        'data-custom': command.source ? 'true' : 'false',
+        'aria-selected': selected ? 'true' : 'false',
+        title: command.source ? 'From ' + command.source : '',
+        // Before the input box loses focus.
+        onmousedown: (event) => {
+          event.preventDefault();
+          completeCommand(command);
+        },
+      },
+      el('span', { class: 'suggestion-command', text: command.command || '/' + command.name }),
+      el('span', { class: 'suggestion-description', text: command.description || '' }),
+      command.source ? el('span', { class: 'suggestion-custom', text: 'custom' }) : null,
+    );
+  }
+
+  function hideSuggestions() {
+    state.suggestions = null;
+    $('command-suggestions').hidden = true;
+    $('command-suggestions').replaceChildren();
+    $('input').removeAttribute('aria-activedescendant');
+  }
+
+  /** `/name ` in the input box, ready for the arguments. */
+  function completeCommand(command) {
+    const box = $('input');
+    box.value = '/' + command.name + ' ';
+    hideSuggestions();
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  }
+
+  /**
+   * A key while commands are offered: ↑/↓ choose, Tab completes, Enter
+   * completes a name not typed in full (a whole name is sent), Esc closes
+   * the list. True when the key was used here.
+   */
+  function onSuggestionKey(event) {
+    const offered = state.suggestions;
+    if (!offered || event.isComposing) return false;
+    const move = { ArrowDown: 1, ArrowUp: -1 }[event.key];
+    if (move) {
+      offered.index = (offered.index + move + offered.items.length) % offered.items.length;
+      renderSuggestions();
+    } else if (event.key === 'Tab' && !event.shiftKey) {
+      completeCommand(offered.items[offered.index]);
+    } else if (event.key === 'Enter' && !event.shiftKey) {
+      const typed = $('input').value.slice(1).toLowerCase();
+      if (offered.items.some((c) => c.name.toLowerCase() === typed)) {
+        hideSuggestions();
+        return false; // sent as typed
+      }
+      completeCommand(offered.items[offered.index]);
+    } else if (event.key === 'Escape') {
+      hideSuggestions();
+    } else {
+      return false;
+    }
+    event.preventDefault();
+    return true;
+  }
+
+  // ---------------------------------------------------------------------
   // Input box and buttons
   // ---------------------------------------------------------------------
 
   /**
-   * Post the input box's text (queries and slash commands alike). Until
-   * its first event comes, the input is listed as sent (shown while a turn
-   * runs, behind which it waits); a command's line then goes above its
-   * answer, as the terminal shows what was typed. A query shows as its
-   * `user` event when its turn starts.
+   * Post the input box's text (queries and slash commands alike), a query
+   * with the images waiting above the box. Until its first event comes,
+   * the input is listed as sent (shown while a turn runs, behind which it
+   * waits); a command's line then goes above its answer, as the terminal
+   * shows what was typed. A query shows as its `user` event when its turn
+   * starts.
    */
   async function sendInput() {
     const box = $('input');
     const text = box.value;
     const sessionId = state.selectedId;
     const view = state.view;
-    if (!sessionId || !view || text.trim() === '') return;
+    if (!sessionId || !view) return;
+    if (text.trim() === '') {
+      if (state.pendingImages.length) showAttachProblem('Type a message to go with the images, then send.');
+      return;
+    }
+    hideSuggestions();
+    const images = takeImages(view, text);
     box.value = '';
-    const sent = { text, inputId: null };
+    const sent = { text, images: images.length, inputId: null };
     view.sent.push(sent);
     renderQueued();
     state.postsInFlight += 1;
+    const body = { text };
+    if (images.length) body.images = images.map((image) => ({ media_type: image.mediaType, data: image.data }));
     try {
-      const answer = await api('POST', sessionPath(sessionId) + '/input', { text });
+      const answer = await api('POST', sessionPath(sessionId) + '/input', body);
       hideBanner();
       if (answer && answer.input_id !== undefined) {
         sent.inputId = answer.input_id;
@@ -1559,12 +1916,43 @@
       if (e.status === 401) return;
       showBanner(e.message);
       if (box.value === '' && state.selectedId === sessionId) box.value = text; // give the text back
+      if (images.length && state.pendingImages.length === 0) {
+        state.pendingImages = images; // and the images
+        renderAttachments('');
+      }
     } finally {
       state.postsInFlight -= 1;
       if (state.postsInFlight === 0) state.earlySwitches.clear();
       if (!view.sent.some((s) => s.inputId === null)) view.unclaimed.clear();
       renderQueued();
     }
+  }
+
+  /**
+   * The images waiting for a query, taken to go with `text`: none when it
+   * is a slash command, which takes no images (they stay for the next query).
+   */
+  function takeImages(view, text) {
+    if (state.pendingImages.length === 0) return [];
+    if (isSlashCommand(view, text)) {
+      showAttachProblem('A slash command takes no images: they stay here for your next message.');
+      return [];
+    }
+    const images = state.pendingImages;
+    state.pendingImages = [];
+    renderAttachments('');
+    return images;
+  }
+
+  /**
+   * Whether the session reads `text` as a slash command, as it parses it
+   * (actors/src/session/core/commands/mod.rs): `/` and a word of letters
+   * and dashes, or the name of one of its custom commands.
+   */
+  function isSlashCommand(view, text) {
+    const match = /^\/(\S+)/.exec(text.trimStart());
+    if (!match) return false;
+    return /^[A-Za-z-]+$/.test(match[1]) || view.commands.some((c) => c.name === match[1]);
   }
 
   /**
@@ -1604,7 +1992,8 @@
     const waiting = view && view.openTurns.size > 0 ? view.sent : [];
     const box = $('queued');
     box.hidden = waiting.length === 0;
-    box.replaceChildren(...waiting.map((s) => el('div', { class: 'queued-item', 'data-testid': 'queued-input', title: 'Sent; runs when the turn before it ends', text: s.text })));
+    const label = (s) => s.text + (s.images ? ' (+' + s.images + ' image' + (s.images === 1 ? '' : 's') + ')' : '');
+    box.replaceChildren(...waiting.map((s) => el('div', { class: 'queued-item', 'data-testid': 'queued-input', title: 'Sent; runs when the turn before it ends', text: label(s) })));
   }
 
   /** Cancel the running turn of the selected session. */
@@ -1627,6 +2016,7 @@
     const view = state.view;
     $('input').disabled = !view;
     $('send').disabled = !view;
+    $('attach').disabled = !view;
     const running = !!view && view.openTurns.size > 0;
     $('interrupt').disabled = !running || view.interrupting;
     $('app').classList.toggle('running', running);
@@ -1635,8 +2025,9 @@
     renderQueued();
   }
 
-  /** Enter sends, Shift+Enter is a new line (not while an IME composes). */
+  /** Enter sends, Shift+Enter is a new line (not while an IME composes); keys for the command suggestions first. */
   function onInputKey(event) {
+    if (onSuggestionKey(event)) return;
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
       sendInput();
@@ -1705,6 +2096,11 @@
       sendInput();
     });
     $('input').addEventListener('keydown', onInputKey);
+    $('input').addEventListener('input', updateSuggestions);
+    $('input').addEventListener('blur', hideSuggestions);
+    $('input').addEventListener('paste', onPaste);
+    watchDrops();
+    watchAttachButton();
     $('interrupt').addEventListener('click', interrupt);
     document.addEventListener('keydown', onPageKey);
     $('toggle-sessions').addEventListener('click', () => showSessionList(!$('app').classList.contains('sessions-open')));
@@ -1724,6 +2120,7 @@
       })
       .catch(() => {});
     loadPrices();
+    loadBuiltInCommands();
     await loadSessions();
     if ($('app').hidden) return; // the token was refused
     const fromHash = decodeURIComponent(location.hash.slice(1));

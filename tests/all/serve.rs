@@ -330,6 +330,34 @@ async fn inputs_from_two_clients_are_answered_in_queue_order() {
     );
 }
 
+/// An image near the 5 MB cap is far over the 1 MiB other bodies may
+/// have: an input takes it (what the web page sends for a screenshot),
+/// and the model receives it.
+#[tokio::test]
+async fn an_input_carries_an_image_larger_than_other_bodies_may_be() {
+    let script = "[[response]]\nmatch = \"[image: image/png]\"\ntext = \"I see a PNG.\"\n";
+    let f = Fixture::with_script(Script::from_toml_str(script).expect("script")).await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
+    png.resize(4 * 1024 * 1024, 0);
+    let image = agentbus_actors::images::from_bytes("big.png", &png).expect("a PNG");
+    let response = server
+        .post(&format!("/v1/sessions/{id}/input"))
+        .json(&json!({"text": "what is this?", "images": [{"media_type": "image/png", "data": image.data}]}))
+        .send()
+        .await
+        .expect("POST input");
+    assert_eq!(response.status(), 202);
+    let accepted: Value = response.json().await.expect("JSON");
+    let result = sse
+        .result_of(accepted["input_id"].as_u64().expect("an input id"))
+        .await;
+    assert_eq!(result["text"], "I see a PNG.");
+    f.assert_requests_valid();
+}
+
 #[tokio::test]
 async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     let f = fixture().await;
@@ -366,14 +394,21 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
     assert!(error.contains("switch_model"), "{error}");
     // A client of its own: the server answers before reading the whole
     // body and closes that connection, which a shared pool could reuse.
-    let too_big = reqwest::Client::new()
-        .post(format!("{url}{input_path}"))
-        .bearer_auth(&server.token)
-        .json(&json!({"text": "x".repeat(2 * 1024 * 1024)}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(too_big.status(), 413);
+    // Bodies are at most 1 MiB, an input's 32 MiB (its images are base64).
+    let too_big = |path: &str, body: Value| {
+        reqwest::Client::new()
+            .post(format!("{url}{path}"))
+            .bearer_auth(&server.token)
+            .json(&body)
+            .send()
+    };
+    let big_title = json!({"title": "x".repeat(2 * 1024 * 1024)});
+    assert_eq!(
+        too_big("/v1/sessions", big_title).await.unwrap().status(),
+        413
+    );
+    let big_input = json!({"text": "x".repeat(33 * 1024 * 1024)});
+    assert_eq!(too_big(&input_path, big_input).await.unwrap().status(), 413);
     let bad_model = server
         .post("/v1/sessions")
         .json(&json!({"model": "no-such-profile"}));
@@ -1026,7 +1061,8 @@ async fn run_attached_takes_the_servers_model_profiles() {
 
 /// The page's files need no token; each has its content type, the page a
 /// Content-Security-Policy that allows only its own scripts (no inline
-/// ones), and the scripts it takes from npm are served with their licences.
+/// ones), and the scripts it takes from npm are served with their licences;
+/// `/commands.json` lists the built-in slash commands it suggests.
 /// `GET /v1/models` gives the prices the page's cost figure uses.
 #[tokio::test]
 async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_policy() {
@@ -1089,6 +1125,12 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
             "text/plain; charset=utf-8",
             "Mozilla Public License",
         ),
+        // The built-in slash commands the page suggests, in `/help`'s order.
+        (
+            "/commands.json",
+            "application/json",
+            r#"[{"command":"/help","description":"list the commands","name":"help"},"#,
+        ),
     ] {
         let answer = fetch(path).await.unwrap();
         assert_eq!(answer.status(), 200, "{path}");
@@ -1130,11 +1172,14 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
 /// (`tests/browser/run.sh` installs both when missing), against
 /// `tests/fixtures/scripts/web_page.toml`. After the reply and the
 /// interrupt: Markdown, raw HTML that must not run, tool arguments in the
-/// model's order, diffs of an edit and a new file, the status line through
-/// `/model web` (a profile with a context window and prices), `/usage` and
-/// `/mode plan`, Esc; then, in `default` mode, two approval requests (a
-/// command rejected, an edit allowed once after a reload shows it pending
-/// again), and the page at phone width.
+/// model's order, diffs of an edit and a new file, images pasted, dropped
+/// and picked (sent with a query, shown again after a reload), the slash
+/// command suggestions and the workspace's `/review` with `/help`, the
+/// status line through `/model web` (a profile with a context window and
+/// prices, and no images: its notice), `/usage` and `/mode plan`, Esc;
+/// then, in `default` mode, two approval requests (a command rejected, an
+/// edit allowed once after a reload shows it pending again), and the page
+/// at phone width.
 #[tokio::test]
 async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_one() {
     let f = Fixture::new("web_page").await;
@@ -1144,6 +1189,13 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         f.server.openai_base_url()
     ));
     std::fs::write(f.workspace().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let commands = f.workspace().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::copy(
+        agentbus_testkit::fixtures_dir().join("commands/review.md"),
+        commands.join("review.md"),
+    )
+    .unwrap();
     let server = f.serve().await;
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
     let screenshot = f.home.path().join("page.png");
@@ -1170,7 +1222,37 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("29 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("37 passed, 0 failed"), "{stdout}");
+    // What the model received from the page: the query with both its
+    // images, the custom command's body with its argument, and on the
+    // profile without images the text alone.
+    let asked: Vec<String> = f
+        .server
+        .model_calls()
+        .iter()
+        .map(|call| agentbus_testkit::last_user_text(&call.body).unwrap_or_default())
+        .collect();
+    let pictures = asked
+        .iter()
+        .find(|text| text.starts_with("describe these pictures"))
+        .unwrap_or_else(|| panic!("no request with the pictures: {asked:#?}"));
+    assert_eq!(
+        pictures.as_str(),
+        "describe these pictures\n[image: image/png]\n[image: image/png]"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|text| text.starts_with("Review the code in src/main.rs.\n\nLook for:")),
+        "{asked:#?}"
+    );
+    assert!(
+        asked
+            .iter()
+            .any(|text| text == "a picture the profile leaves out"),
+        "{asked:#?}"
+    );
+    f.assert_requests_valid();
     // The page's answers reached the session: the rejected command did not
     // run, the edits (the second allowed once) and the write did.
     assert!(!f.workspace().join("rejected.txt").exists());

@@ -16,12 +16,18 @@
 // EDIT_OLD with EDIT_NEW in an existing file).
 //
 // The rest follows tests/fixtures/scripts/web_page.toml (the workspace has
-// notes.txt, "alpha\nbeta\n", and a profile `web` with a context window and
-// prices): a Markdown reply, raw HTML that must not run, a tool call's
-// argument order, an edit's and a new file's diffs, the status line through
-// /model, /usage and /mode, Esc, and the page at phone width. Screenshots
-// go to SHOTS + NAME.png (default /tmp/agentbus-web-NAME.png): markdown,
-// diff, approval, phone, phone-sessions.
+// notes.txt, "alpha\nbeta\n", and .claude/commands/review.md; the default
+// profile takes images, and a profile `web` with a context window and
+// prices does not): a Markdown reply, raw HTML that must not run, a tool
+// call's argument order, an edit's and a new file's diffs, images pasted,
+// dropped and picked with the Image button (refused when no image or over
+// 5 MB, sent with a query, shown as thumbnails, again after a reload), the
+// slash command suggestions, `/review src/main.rs` and `/help`, the status
+// line through /model, the notice of a profile without images, /usage and
+// /mode, Esc, and the page at phone width. Screenshots go to SHOTS +
+// NAME.png (default /tmp/agentbus-web-NAME.png): markdown, diff,
+// attachments, images, commands, image-notice, approval, phone,
+// phone-sessions.
 //
 // Every wait is Playwright's own (locator.waitFor / waitForFunction): no
 // fixed sleeps. Exits 1 at the first failed check, with a screenshot.
@@ -122,6 +128,69 @@ async function pageText(page) {
 /** Fail unless `cond`, saying what was found. */
 function expect(cond, message) {
   if (!cond) throw new Error(message);
+}
+
+/**
+ * A PNG drawn on a canvas in the page, as base64: a small picture with a
+ * label, or (`noise`) random opaque pixels, which do not compress.
+ */
+async function drawPng(page, { width, height, label, noise }) {
+  return page.evaluate(async ({ width, height, label, noise }) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = width;
+    canvas.height = height;
+    const ctx = canvas.getContext('2d');
+    if (noise) {
+      const pixels = ctx.createImageData(width, height);
+      for (let at = 0; at < pixels.data.length; at += 65536) crypto.getRandomValues(pixels.data.subarray(at, at + 65536));
+      for (let at = 3; at < pixels.data.length; at += 4) pixels.data[at] = 255;
+      ctx.putImageData(pixels, 0, 0);
+    } else {
+      ctx.fillStyle = '#2f6fde';
+      ctx.fillRect(0, 0, width, height);
+      ctx.fillStyle = '#ffd54f';
+      ctx.beginPath();
+      ctx.arc(width * 0.25, height * 0.5, height * 0.3, 0, 2 * Math.PI);
+      ctx.fill();
+      ctx.fillStyle = '#ffffff';
+      ctx.font = `bold ${Math.round(height / 7)}px sans-serif`;
+      ctx.fillText(label || 'agentbus', width * 0.5, height * 0.56, width * 0.46);
+    }
+    const blob = await new Promise((resolve) => canvas.toBlob(resolve, 'image/png'));
+    const bytes = new Uint8Array(await blob.arrayBuffer());
+    let binary = '';
+    for (let i = 0; i < bytes.length; i += 0x8000) binary += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+    return btoa(binary);
+  }, { width, height, label, noise });
+}
+
+/**
+ * Dispatch a `type` event ('paste' or 'drop') carrying `files` (`{name,
+ * type, base64}`, or `{name, type, size}` for a file of zero bytes of
+ * that size) on the input box, as a browser does for Ctrl+V or a drop;
+ * `text` is put on the clipboard too. Whether the page cancelled it.
+ */
+async function dispatchFiles(page, type, files, text) {
+  return byId(page, 'input').evaluate((box, { type, files, text }) => {
+    const transfer = new DataTransfer();
+    for (const f of files) {
+      const bytes = f.base64 ? Uint8Array.from(atob(f.base64), (c) => c.charCodeAt(0)) : new Uint8Array(f.size);
+      transfer.items.add(new File([bytes], f.name, { type: f.type }));
+    }
+    if (text) transfer.setData('text/plain', text);
+    box.focus();
+    const init = { bubbles: true, cancelable: true };
+    const event = type === 'paste'
+      ? new ClipboardEvent('paste', { ...init, clipboardData: transfer })
+      : new DragEvent('drop', { ...init, dataTransfer: transfer });
+    if (type === 'drop') box.dispatchEvent(new DragEvent('dragover', { ...init, dataTransfer: transfer }));
+    return !box.dispatchEvent(event);
+  }, { type, files, text });
+}
+
+/** Whether every image under `locator` has been decoded (the CSP let its data: URL load). */
+async function imagesLoaded(locator) {
+  return locator.evaluateAll((imgs) => imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0));
 }
 
 async function main() {
@@ -385,6 +454,126 @@ async function main() {
       return echo.evaluate((node) => node.nextElementSibling.textContent);
     }
 
+    // ---- Images with a query (the profile `scripted` takes them) ----
+
+    const chips = byId(page, 'attachment');
+    const screenshotPng = await drawPng(page, { width: 320, height: 200, label: 'screenshot' });
+    await check('a pasted screenshot waits above the input as a chip; what is no image or over 5 MB is refused, saying why; × removes it', page, async () => {
+      const cancelled = await dispatchFiles(page, 'paste', [{ name: 'screenshot.png', type: 'image/png', base64: screenshotPng }]);
+      expect(cancelled, 'the paste of an image was left to the text box');
+      await chips.first().waitFor();
+      expect((await chips.getAttribute('data-media-type')) === 'image/png', 'the chip is not a PNG');
+      expect(await imagesLoaded(chips.locator('img')), 'the chip shows no picture');
+      // A text file calling itself a PNG, and a file over 5 MB: refused here, before anything is sent.
+      await dispatchFiles(page, 'paste', [{ name: 'notes.png', type: 'image/png', base64: Buffer.from('not a picture').toString('base64') }]);
+      await byId(page, 'attach-error').filter({ hasText: 'notes.png is not a PNG, JPEG, GIF or WebP image' }).waitFor();
+      await dispatchFiles(page, 'drop', [{ name: 'huge.png', type: 'image/png', size: 5 * 1024 * 1024 + 1 }]);
+      await byId(page, 'attach-error').filter({ hasText: 'huge.png is 5,242,881 bytes; an image may be at most 5 MB (5,242,880 bytes)' }).waitFor();
+      expect((await chips.count()) === 1, `${await chips.count()} chips, expected 1`);
+      // Text on the clipboard is pasted as text, as ever.
+      const textCancelled = await dispatchFiles(page, 'paste', [], 'just words');
+      expect(!textCancelled, 'a paste of text was taken by the page');
+      await chips.first().locator('[data-testid="attachment-remove"]').click();
+      await byId(page, 'attachments').waitFor({ state: 'hidden' });
+      expect((await chips.count()) === 0, 'the removed chip is still there');
+    });
+
+    await check('a dropped image and one picked with the Image button (a 3 MB photo, larger than other bodies may be) wait together', page, async () => {
+      await dispatchFiles(page, 'drop', [{ name: 'screenshot.png', type: 'image/png', base64: screenshotPng }]);
+      await chips.first().waitFor();
+      expect(await byId(page, 'attach-error').isHidden(), 'an error shows after a good drop');
+      const photo = Buffer.from(await drawPng(page, { width: 1000, height: 1000, noise: true }), 'base64');
+      expect(photo.length > 1024 * 1024 && photo.length < 5 * 1024 * 1024, `the photo is ${photo.length} bytes`);
+      const [chooser] = await Promise.all([page.waitForEvent('filechooser'), byId(page, 'attach').click()]);
+      expect(chooser.isMultiple(), 'the picker takes one file only');
+      await chooser.setFiles({ name: 'photo.png', mimeType: 'image/png', buffer: photo });
+      await chips.nth(1).waitFor();
+      expect(await imagesLoaded(chips.locator('img')), 'a chip shows no picture');
+      await shot(page, 'attachments');
+    });
+
+    const pictures = byId(page, 'message-user').filter({ hasText: 'describe these pictures' });
+    await check('the images go with the query: the model receives both, the transcript shows their thumbnails, the chips are gone', page, async () => {
+      await byId(page, 'input').fill('describe these pictures');
+      await byId(page, 'input').press('Enter');
+      await pictures.waitFor();
+      await byId(page, 'attachments').waitFor({ state: 'hidden' });
+      const thumbs = pictures.locator('[data-testid="message-image"]');
+      await thumbs.nth(1).waitFor();
+      expect((await thumbs.count()) === 2, `${await thumbs.count()} thumbnails`);
+      await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="message-image"]')].every((img) => img.complete));
+      expect(await imagesLoaded(thumbs), 'a thumbnail did not load (the CSP, or the data)');
+      // The scripted model answers so only to a PNG it received, and echoes what it got.
+      const reply = byId(page, 'message-assistant').filter({ hasText: 'I see it:' });
+      await reply.waitFor();
+      const text = await reply.textContent();
+      expect(text.includes('describe these pictures') && text.split('[image: image/png]').length === 3, `the model got ${JSON.stringify(text)}`);
+      await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+      await page.locator('#conversation').evaluate((conv) => { conv.scrollTop = conv.scrollHeight; });
+      await shot(page, 'images');
+      await thumbs.first().click();
+      expect(await thumbs.first().evaluate((img) => img.classList.contains('enlarged')), 'a click does not enlarge the thumbnail');
+      await thumbs.first().click();
+    });
+
+    await check('after a reload the message shows its thumbnails again, from the stored event', page, async () => {
+      await page.reload();
+      const thumbs = pictures.locator('[data-testid="message-image"]');
+      await thumbs.nth(1).waitFor();
+      await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="message-image"]')].every((img) => img.complete));
+      expect((await thumbs.count()) === 2 && (await imagesLoaded(thumbs)), 'the thumbnails are not shown after the reload');
+      await page.locator('[data-testid="input"]:enabled').waitFor();
+      await byId(page, 'message-assistant').filter({ hasText: 'I see it:' }).waitFor();
+      // The replay ends at the bottom, below the thumbnails.
+      const gap = await page.locator('#conversation').evaluate((conv) => conv.scrollHeight - conv.scrollTop - conv.clientHeight);
+      expect(gap < 48, `after the reload the conversation is ${gap} px above its end`);
+    });
+
+    // ---- The workspace's custom command (.claude/commands/review.md) ----
+
+    const suggestions = byId(page, 'command-suggestions');
+    await check('typing / offers the commands, the built-in ones then the custom /review; Tab completes', page, async () => {
+      await byId(page, 'input').fill('');
+      await byId(page, 'input').pressSequentially('/');
+      await suggestions.waitFor();
+      const names = await byId(page, 'command-suggestion').evaluateAll((items) => items.map((i) => [i.dataset.name, i.dataset.custom]));
+      expect(names.length > 10 && names[0][0] === 'help' && names[0][1] === 'false', `the list begins ${JSON.stringify(names.slice(0, 2))}`);
+      expect(JSON.stringify(names[names.length - 1]) === '["review","true"]', `the list ends ${JSON.stringify(names.slice(-2))}`);
+      await byId(page, 'input').pressSequentially('re');
+      await shot(page, 'commands');
+      await byId(page, 'input').pressSequentially('v');
+      const offered = await byId(page, 'command-suggestion').allTextContents();
+      expect(offered.length === 1 && offered[0].includes('/review [file]') && offered[0].includes('Review a file for bugs'), `for /rev: ${JSON.stringify(offered)}`);
+      await byId(page, 'input').press('Tab');
+      await suggestions.waitFor({ state: 'hidden' });
+      const value = await byId(page, 'input').inputValue();
+      expect(value === '/review ', `Tab made ${JSON.stringify(value)}`);
+    });
+
+    await check('/review src/main.rs runs the command: the model receives its body with the argument', page, async () => {
+      await byId(page, 'input').pressSequentially('src/main.rs');
+      await byId(page, 'input').press('Enter');
+      const typed = byId(page, 'message-user').filter({ hasText: '/review src/main.rs' });
+      await typed.waitFor();
+      // Served only for a request whose message holds the body with src/main.rs in place.
+      await byId(page, 'message-assistant').filter({ hasText: 'Reviewed src/main.rs.' }).waitFor();
+      const prompt = await typed.locator('[data-testid="message-prompt"] pre').textContent();
+      expect(prompt.startsWith('Review the code in src/main.rs.\n\nLook for:'), `the model received ${JSON.stringify(prompt)}`);
+      await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+    });
+
+    await check('/help lists /review with its file; images waiting stay for the next message', page, async () => {
+      await dispatchFiles(page, 'paste', [{ name: 'screenshot.png', type: 'image/png', base64: screenshotPng }]);
+      await chips.first().waitFor();
+      const answer = await command('/help', 'help');
+      expect(/\/review \[file\]\s+Review a file for bugs, security issues and style \(\S*\.claude\/commands\/review\.md\)/.test(answer),
+        `/help answered ${JSON.stringify(answer)}`);
+      await byId(page, 'attach-error').filter({ hasText: 'A slash command takes no images' }).waitFor();
+      expect((await chips.count()) === 1, 'the image did not stay');
+      await chips.first().locator('[data-testid="attachment-remove"]').click();
+      await byId(page, 'attachments').waitFor({ state: 'hidden' });
+    });
+
     await check('a slash command is echoed above its answer; the status line follows /model, context and cost', page, async () => {
       const answer = await command('/model web', 'model_switched');
       expect(answer.includes('web'), `/model answered ${JSON.stringify(answer)}`);
@@ -402,6 +591,24 @@ async function main() {
       await byId(page, 'status-cost').filter({ hasText: '$0.0081' }).waitFor();
       const usage = await command('/usage', 'usage');
       expect(usage.includes('Cost: $0.0081'), `/usage answered ${JSON.stringify(usage)}`);
+    });
+
+    await check('a profile without images (`web`) says so in a notice; the text still goes', page, async () => {
+      await dispatchFiles(page, 'paste', [{ name: 'screenshot.png', type: 'image/png', base64: screenshotPng }]);
+      await chips.first().waitFor();
+      await byId(page, 'input').fill('a picture the profile leaves out');
+      await byId(page, 'input').press('Enter');
+      const typed = byId(page, 'message-user').filter({ hasText: 'a picture the profile leaves out' });
+      await typed.waitFor();
+      const notice = page.locator('[data-testid="notice"][data-subtype="notice"]').filter({ hasText: 'does not take images' });
+      await notice.waitFor({ state: 'visible' });
+      const text = await notice.textContent();
+      expect(text.includes('`web`') && text.includes('images = true'), `the notice says ${JSON.stringify(text)}`);
+      expect((await typed.locator('[data-testid="message-image"]').count()) === 0, 'the message shows an image the model did not get');
+      await byId(page, 'message-assistant').filter({ hasText: 'Only your words reached me.' }).waitFor();
+      await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+      await notice.scrollIntoViewIfNeeded();
+      await shot(page, 'image-notice');
     });
 
     await check('a command answered before its POST returns is still echoed above its answer', page, async () => {
