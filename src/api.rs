@@ -183,8 +183,7 @@ pub enum Input {
 /// each a PNG, JPEG, GIF or WebP image of at most 5 MB whose bytes match
 /// its media type.
 fn images_of(value: &serde_json::Value) -> Result<Vec<agentbus_actors::protocol::Image>, String> {
-    const EXPECTED: &str =
-        r#"expected `images` as [{"media_type": "image/png", "data": "<base64>"}]"#;
+    const EXPECTED: &str = r#"expected `images` as [{"media_type": "image/png", "data": "<base64>", "source": "shot.png"}] (`source` optional)"#;
     let Some(items) = value.as_array() else {
         return Err(format!("`images` is not an array; {EXPECTED}"));
     };
@@ -198,20 +197,29 @@ fn images_of(value: &serde_json::Value) -> Result<Vec<agentbus_actors::protocol:
                 .and_then(|d| d.as_str())
                 .ok_or_else(|| format!("{name} has no string `data`; {EXPECTED}"))?;
             let media_type = item.get("media_type").and_then(|m| m.as_str());
-            if item
-                .as_object()
-                .is_some_and(|o| o.keys().any(|k| k != "data" && k != "media_type"))
-            {
+            if item.as_object().is_some_and(|o| {
+                o.keys()
+                    .any(|k| !["data", "media_type", "source"].contains(&k.as_str()))
+            }) {
                 return Err(format!("{name} has an unknown field; {EXPECTED}"));
             }
+            let source = match item.get("source") {
+                None => String::new(),
+                Some(source) => image_source(source)
+                    .ok_or_else(|| format!("{name}.source is not a file name (a string of at most 255 characters, no control characters)"))?,
+            };
             agentbus_actors::images::from_base64(&name, media_type, data)
-                .map(|image| agentbus_actors::protocol::Image {
-                    source: String::new(),
-                    ..image
-                })
+                .map(|image| agentbus_actors::protocol::Image { source, ..image })
                 .map_err(|e| e.to_string())
         })
         .collect()
+}
+
+/// An image's optional `source`: the name it is shown and stored under.
+fn image_source(value: &serde_json::Value) -> Option<String> {
+    let source = value.as_str()?;
+    (source.chars().count() <= 255 && !source.chars().any(char::is_control))
+        .then(|| source.to_string())
 }
 
 impl TryFrom<serde_json::Value> for Input {
@@ -510,12 +518,28 @@ mod tests {
         assert_eq!(text, "what is this?");
         assert_eq!(images[0].media_type, "image/png");
         assert_eq!(images[0].data, png);
+        assert_eq!(images[0].source, "", "no name given");
+        let Ok(Input::Text(_, named)) = Input::try_from(serde_json::json!({
+            "text": "x",
+            "images": [{"data": png, "source": "shot.png"}],
+        })) else {
+            panic!("a query");
+        };
+        assert_eq!(named[0].source, "shot.png");
         let refused = |images: serde_json::Value| {
             Input::try_from(serde_json::json!({"text": "x", "images": images})).unwrap_err()
         };
         assert!(
             refused(serde_json::json!([{"media_type": "image/jpeg", "data": png}]))
                 .contains("does not match")
+        );
+        assert!(
+            refused(serde_json::json!([{"data": png, "source": "a\nb"}]))
+                .contains("images[0].source is not a file name")
+        );
+        assert!(
+            refused(serde_json::json!([{"data": png, "source": "x".repeat(256)}]))
+                .contains("at most 255 characters")
         );
         assert!(
             refused(serde_json::json!([{"data": "bm90IGFuIGltYWdl"}]))

@@ -338,6 +338,16 @@ pub fn input() -> RefOr<Schema> {
                                     "The image's bytes, base64 (at most 5 MB decoded)",
                                 )),
                         )
+                        .property(
+                            "source",
+                            ObjectBuilder::new()
+                                .schema_type(Type::String)
+                                .max_length(Some(255))
+                                .pattern(Some("^[^\\x00-\\x1f\\x7f-\\x9f]*$"))
+                                .description(Some(
+                                    "The image's file name, shown with it and kept (optional)",
+                                )),
+                        )
                         .required("data")
                         .additional_properties(closed()),
                 )

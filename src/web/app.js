@@ -1901,7 +1901,14 @@
     renderQueued();
     state.postsInFlight += 1;
     const body = { text };
-    if (images.length) body.images = images.map((image) => ({ media_type: image.mediaType, data: image.data }));
+    if (images.length) {
+      body.images = images.map((image) => ({
+        media_type: image.mediaType,
+        data: image.data,
+        // Its file name, kept with it (the server takes at most 255 characters, no control ones).
+        source: Array.from(String(image.name || '').replace(/[\u0000-\u001f\u007f-\u009f]/g, '')).slice(0, 255).join(''),
+      }));
+    }
     try {
       const answer = await api('POST', sessionPath(sessionId) + '/input', body);
       hideBanner();

@@ -93,3 +93,22 @@ fn images_count_at_the_documented_estimate() {
         2 * crate::images::IMAGE_TOKENS
     );
 }
+
+#[test]
+fn images_sent_with_a_command_are_left_out_with_a_notice() {
+    let mut h = Harness::new();
+    query_with_image(&mut h, "/usage");
+    let notices: Vec<String> = h
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentMessage::System(s) if s.subtype == SystemSubtype::Notice => Some(s.message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        notices,
+        ["Not sent: 1 image — `/usage` is a command, and images go with a query."]
+    );
+    assert!(model_calls(&h.effects).is_empty());
+}

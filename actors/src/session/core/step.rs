@@ -230,7 +230,20 @@ fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mu
         UserInput::Query { text, images } => {
             match commands::parse_with(&text, &state.config.commands) {
                 None => UserInput::Query { text, images },
-                Some(Ok(command)) => UserInput::Control { command },
+                Some(Ok(command)) => {
+                    if !images.is_empty() {
+                        emit(
+                            fx,
+                            Some(input_id),
+                            self::notice(format!(
+                                "Not sent: {} — `{}` is a command, and images go with a query.",
+                                crate::text::count(images.len() as u64, "image"),
+                                text.split_whitespace().next().unwrap_or_default()
+                            )),
+                        );
+                    }
+                    UserInput::Control { command }
+                }
                 Some(Err(notice)) => {
                     emit(fx, Some(input_id), self::notice(notice));
                     return;
