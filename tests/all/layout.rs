@@ -577,7 +577,7 @@ fn the_binary_has_no_import_cycle() {
 
 /// What makes the modules under `prefix` impure: dependencies outside the
 /// session core, `protocol`, `model`, `text`, `tokens` (counting is a
-/// pure computation) and `permissions` (the rule matcher), and names of I/O, clock,
+/// pure computation) `permissions` (the rule matcher) and `images` (told by their bytes), and names of I/O, clock,
 /// randomness or actor crates.
 fn impurities(
     krate: &Crate,
@@ -588,7 +588,15 @@ fn impurities(
     let allowed = |m: &ModPath| {
         m.starts_with(&core)
             || m.first().is_some_and(|f| {
-                ["protocol", "model", "text", "tokens", "permissions"].contains(&f.as_str())
+                [
+                    "protocol",
+                    "model",
+                    "text",
+                    "tokens",
+                    "permissions",
+                    "images",
+                ]
+                .contains(&f.as_str())
             })
     };
     // Other crates the core may name: plain data and pure helpers (the
@@ -606,6 +614,8 @@ fn impurities(
         "ast",
         "stacker",
         "globset",
+        // `images` encodes what it reads as base64.
+        "base64",
     ];
     let impure_std = [
         "std::fs",
@@ -667,6 +677,13 @@ fn the_session_core_is_pure() {
     assert!(
         problems.is_empty(),
         "the permission rules must do no I/O: {problems:#?}"
+    );
+    // So is what tells an image by its bytes.
+    let images: ModPath = vec!["images".into()];
+    let problems = impurities(&krate, &edges, &images);
+    assert!(
+        problems.is_empty(),
+        "the image checks must do no I/O: {problems:#?}"
     );
     // The check sees what it must refuse: the AgentLoop, beside the core,
     // names tokio and kameo and uses the store.
