@@ -92,10 +92,18 @@ pub async fn commit(
         last = event.seq;
     }
 
-    if !new.is_empty() {
-        statements::insert_events(&tx, failures, id, epoch, new.iter().copied()).await?;
-    }
-    if !new.is_empty() || commit.reserve_seq.is_some() {
+    // The writes are sent together (pipelined on the connection) and run
+    // in order; the first that fails fails the transaction.
+    let insert = async {
+        if new.is_empty() {
+            return Ok(());
+        }
+        statements::insert_events(&tx, failures, id, epoch, new.iter().copied()).await
+    };
+    let update = async {
+        if new.is_empty() && commit.reserve_seq.is_none() {
+            return Ok(());
+        }
         let title = if has_title {
             None
         } else {
@@ -106,10 +114,10 @@ pub async fn commit(
         let statement = tx
             .prepare_cached(
                 "UPDATE sessions SET \
-                     updated_at = CASE WHEN $3 > 0 THEN $2 ELSE updated_at END, \
-                     last_seq = $4, event_count = event_count + $3, \
-                     title = COALESCE(title, $5), turns = turns + $6, \
-                     seq_reserved = GREATEST(seq_reserved, COALESCE($7, 0)) \
+                     updated_at = CASE WHEN $3::bigint > 0 THEN $2::timestamptz ELSE updated_at END, \
+                     last_seq = $4::bigint, event_count = event_count + $3::bigint, \
+                     title = COALESCE(title, $5::text), turns = turns + $6::bigint, \
+                     seq_reserved = GREATEST(seq_reserved, COALESCE($7::bigint, 0)) \
                  WHERE id = $1",
             )
             .await
@@ -127,9 +135,13 @@ pub async fn commit(
             ],
         )
         .await
-        .map_err(|e| failures.statement("reserve seqs", Some(id), e))?;
-    }
-    if let Some(waiting) = &commit.waiting {
+        .map_err(|e| failures.statement(operation, Some(id), e))
+        .map(drop)
+    };
+    let forget = async {
+        let Some(waiting) = &commit.waiting else {
+            return Ok(());
+        };
         let waiting: Vec<i64> = waiting.iter().copied().map(int).collect();
         let statement = tx
             .prepare_cached(
@@ -139,8 +151,10 @@ pub async fn commit(
             .map_err(|e| failures.statement("forget started inputs", Some(id), e))?;
         tx.execute(&statement, &[&id.0, &waiting])
             .await
-            .map_err(|e| failures.statement("forget started inputs", Some(id), e))?;
-    }
+            .map_err(|e| failures.statement("forget started inputs", Some(id), e))
+            .map(drop)
+    };
+    futures::try_join!(insert, update, forget)?;
     tx.commit()
         .await
         .map_err(|e| failures.statement(operation, Some(id), e))
