@@ -239,7 +239,7 @@ async fn text_with_nul_characters_is_stored_and_read_back(backend: Backend) {
     // An id with a NUL names no session.
     let e = store.resolve("s\0").await.expect_err("none");
     assert!(matches!(e, StoreError::NotFound { .. }), "{e:?}");
-    assert_eq!(get(&store, "s\01").await, None);
+    assert_eq!(get(&store, "s\u{0}1").await, None);
 }
 
 async fn everything_survives_reopening_the_database(backend: Backend) {
