@@ -692,6 +692,62 @@ mod tests {
     }
 
     #[test]
+    fn the_store_is_the_data_dirs_sqlite_file_unless_the_flag_or_the_file_says() {
+        let s = resolve_text(&[], LoadOptions::default()).unwrap();
+        assert_eq!(
+            s.store_location(),
+            StoreLocation::Sqlite(s.data_dir.join("agentbus.db"))
+        );
+
+        // A path in a file is relative to that file's folder.
+        let s = resolve_text(
+            &["[sessions]\nstore = \"db/sessions.db\""],
+            LoadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.store_location(),
+            StoreLocation::Sqlite(PathBuf::from("/cfg/db/sessions.db"))
+        );
+
+        // A URL is kept whole for connecting, shown without its password;
+        // the flag wins over the file.
+        let s = resolve_text(
+            &["[sessions]\nstore = \"postgres://a:file-pw@h/db\""],
+            LoadOptions {
+                store: Some("postgres://agentbus:flag-pw@db:5432/sessions".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let location = s.store_location();
+        assert!(
+            matches!(location, StoreLocation::Postgres(_)),
+            "{location:?}"
+        );
+        assert_eq!(
+            location.to_string(),
+            "postgres://agentbus:***@db:5432/sessions"
+        );
+        assert!(
+            !format!("{s:?}").contains("flag-pw"),
+            "Debug of the settings"
+        );
+
+        let e = resolve_text(
+            &[],
+            LoadOptions {
+                store: Some(String::new()),
+                ..Default::default()
+            },
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("--store") && e.contains("empty"), "{e}");
+    }
+
+    #[test]
     fn later_files_and_flags_override_earlier_ones() {
         let s = resolve_text(
             &[
