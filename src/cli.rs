@@ -55,6 +55,11 @@ pub struct GlobalArgs {
     /// $AGENTBUS_DATA_DIR, else ~/.local/share/agentbus.
     #[arg(long, global = true, value_name = "DIR", env = "AGENTBUS_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Where sessions are stored: a Postgres URL
+    /// (postgres://USER[:PASSWORD]@HOST:PORT/DATABASE) or a SQLite file's
+    /// path. Default: `[sessions] store`, else agentbus.db in the data dir.
+    #[arg(long, global = true, value_name = "URL|FILE")]
+    pub store: Option<String>,
     /// The directory the agent works in (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

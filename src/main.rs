@@ -208,6 +208,7 @@ fn configure(
         model: session.model.clone(),
         max_steps: session.max_steps,
         data_dir: global.data_dir.clone(),
+        store: global.store.clone(),
         permission_mode: session.permission_mode,
         allow: session.allow.clone(),
     };

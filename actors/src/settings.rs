@@ -6,6 +6,7 @@
 //! comes from and [`ModelProfile::api_key`] reads it when a request is made.
 
 use crate::protocol::{ContextConfig, ModelInfo, Pricing};
+pub use crate::store::location::{LocationError, PostgresUrl, StoreLocation};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -107,6 +108,12 @@ pub struct SessionSettings {
     /// database before it fails.
     #[serde(default = "default_busy_timeout_ms")]
     pub busy_timeout_ms: u64,
+    /// Where sessions are stored: a SQLite file's path, or a Postgres URL
+    /// (`postgres://USER[:PASSWORD]@HOST:PORT/DATABASE`). Default: the
+    /// SQLite file `agentbus.db` in the data dir. Shown and serialised
+    /// without its password.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store: Option<StoreLocation>,
 }
 
 fn default_idle_unload_secs() -> u64 {
@@ -121,14 +128,24 @@ impl Default for SessionSettings {
         SessionSettings {
             idle_unload_secs: default_idle_unload_secs(),
             busy_timeout_ms: default_busy_timeout_ms(),
+            store: None,
         }
     }
 }
 
 impl Settings {
-    /// The session database.
+    /// The session database of the data dir (the default store).
     pub fn database_path(&self) -> PathBuf {
         self.data_dir.join("agentbus.db")
+    }
+
+    /// Where sessions are stored: `[sessions] store` (or `--store`), else
+    /// the SQLite file of the data dir.
+    pub fn store_location(&self) -> StoreLocation {
+        self.sessions
+            .store
+            .clone()
+            .unwrap_or_else(|| StoreLocation::Sqlite(self.database_path()))
     }
 }
 

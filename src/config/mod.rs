@@ -19,7 +19,9 @@ mod mcp_json;
 pub use error::ConfigError;
 
 use agentbus_actors::permissions::Rules;
-use agentbus_actors::settings::{McpServerConfig, ModelProfile, PermissionSettings, Settings};
+use agentbus_actors::settings::{
+    McpServerConfig, ModelProfile, PermissionSettings, Settings, StoreLocation,
+};
 use check::{check, check_entry, check_value_entry};
 use file::ConfigFile;
 use std::collections::{BTreeMap, HashMap};
@@ -43,6 +45,9 @@ pub struct LoadOptions {
     pub max_steps: Option<u32>,
     /// `--data-dir DIR` or `$AGENTBUS_DATA_DIR` (default: the XDG data dir).
     pub data_dir: Option<PathBuf>,
+    /// `--store URL|FILE`: where sessions are stored (wins over
+    /// `[sessions] store`).
+    pub store: Option<String>,
     /// `--permission-mode MODE`.
     pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
     /// `--allow RULE`, repeatable: allow rules before the files' own.
@@ -228,6 +233,14 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
     {
         let anchored = anchor_path(file, dir).display().to_string();
         log.insert("file".into(), toml::Value::String(anchored));
+    }
+    if let Some(toml::Value::Table(sessions)) = table.get_mut("sessions")
+        && let Some(toml::Value::String(store)) = sessions.get("store")
+        && !store.is_empty()
+        && matches!(store.parse(), Ok(StoreLocation::Sqlite(_)))
+    {
+        let anchored = anchor_path(store, dir).display().to_string();
+        sessions.insert("store".into(), toml::Value::String(anchored));
     }
     let file: ConfigFile = check(&table, &origin)?;
     // Each value is checked where it is written, so the error names this
@@ -551,7 +564,7 @@ fn resolve(
         mcp,
         data_dir: data_dir(options.data_dir.as_deref()),
         config_dir: user_config_dir(),
-        sessions: file.sessions.unwrap_or_default(),
+        sessions: sessions_settings(file.sessions.unwrap_or_default(), options)?,
         server: file.server.unwrap_or_default(),
         context,
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.to_string(),
@@ -572,6 +585,26 @@ fn resolve(
         // Set by the binary for a profile on this machine (`model_check`).
         unreachable_hint: None,
     })
+}
+
+/// `[sessions]`, with `--store` over its `store`.
+fn sessions_settings(
+    mut sessions: agentbus_actors::settings::SessionSettings,
+    options: &LoadOptions,
+) -> Result<agentbus_actors::settings::SessionSettings, ConfigError> {
+    if let Some(store) = &options.store {
+        let location = store
+            .parse()
+            .map_err(
+                |e: agentbus_actors::settings::LocationError| ConfigError::Invalid {
+                    origin: "the command line".into(),
+                    key: "--store".into(),
+                    message: e.to_string(),
+                },
+            )?;
+        sessions.store = Some(location);
+    }
+    Ok(sessions)
 }
 
 /// A `[context]` table whose values mean something.
@@ -656,6 +689,62 @@ mod tests {
         assert!(s.system_prompt.contains("/ws"));
         assert_eq!(s.max_steps, 50);
         assert!(s.include_partial_messages);
+    }
+
+    #[test]
+    fn the_store_is_the_data_dirs_sqlite_file_unless_the_flag_or_the_file_says() {
+        let s = resolve_text(&[], LoadOptions::default()).unwrap();
+        assert_eq!(
+            s.store_location(),
+            StoreLocation::Sqlite(s.data_dir.join("agentbus.db"))
+        );
+
+        // A path in a file is relative to that file's folder.
+        let s = resolve_text(
+            &["[sessions]\nstore = \"db/sessions.db\""],
+            LoadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.store_location(),
+            StoreLocation::Sqlite(PathBuf::from("/cfg/db/sessions.db"))
+        );
+
+        // A URL is kept whole for connecting, shown without its password;
+        // the flag wins over the file.
+        let s = resolve_text(
+            &["[sessions]\nstore = \"postgres://a:file-pw@h/db\""],
+            LoadOptions {
+                store: Some("postgres://agentbus:flag-pw@db:5432/sessions".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let location = s.store_location();
+        assert!(
+            matches!(location, StoreLocation::Postgres(_)),
+            "{location:?}"
+        );
+        assert_eq!(
+            location.to_string(),
+            "postgres://agentbus:***@db:5432/sessions"
+        );
+        assert!(
+            !format!("{s:?}").contains("flag-pw"),
+            "Debug of the settings"
+        );
+
+        let e = resolve_text(
+            &[],
+            LoadOptions {
+                store: Some(String::new()),
+                ..Default::default()
+            },
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("--store") && e.contains("empty"), "{e}");
     }
 
     #[test]

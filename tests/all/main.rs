@@ -28,6 +28,7 @@ mod local_model;
 mod many_sessions;
 mod mcp;
 mod permissions;
+mod postgres_store;
 mod retries;
 mod run;
 mod serve;

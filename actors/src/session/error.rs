@@ -65,8 +65,8 @@ pub enum Failure {
     /// a fork point is past the end of the log (so far).
     Conflict,
     /// agentbus is shutting down, another process keeps the store locked,
-    /// or the store cannot keep what was asked (full or failing): worth
-    /// trying again later.
+    /// the store's server cannot be reached, or the store cannot keep what
+    /// was asked (full or failing): worth trying again later.
     Unavailable,
     /// Anything else: a store failure, a bug.
     Internal,
@@ -89,7 +89,11 @@ impl SessionError {
                 StoreError::Busy { .. }
                 | StoreError::Ambiguous { .. }
                 | StoreError::SeqOutOfRange { .. } => Failure::Conflict,
-                StoreError::Locked { .. } => Failure::Unavailable,
+                // Worth trying again once the other process lets go, or
+                // once Postgres answers.
+                StoreError::Locked { .. }
+                | StoreError::Connect { .. }
+                | StoreError::ConnectionLost { .. } => Failure::Unavailable,
                 _ => Failure::Internal,
             },
             SessionError::NotAccepted(_) => Failure::Unavailable,

@@ -33,7 +33,7 @@ impl StoredSessions {
     /// alone (no model, no MCP server).
     pub async fn open(settings: &Settings) -> Result<StoredSessions, SessionError> {
         let store = store::open(
-            &settings.database_path(),
+            &settings.store_location(),
             Duration::from_millis(settings.sessions.busy_timeout_ms),
         )
         .await?;

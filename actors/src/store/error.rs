@@ -7,7 +7,10 @@
 //! Never holds secrets and never panics: data the store cannot read comes out
 //! as [`Corrupt`](StoreError::Corrupt), a file that is not a store as
 //! [`Unusable`](StoreError::Unusable), a file another process keeps locked as
-//! [`Locked`](StoreError::Locked).
+//! [`Locked`](StoreError::Locked), a Postgres server that cannot be reached
+//! as [`Connect`](StoreError::Connect) or
+//! [`ConnectionLost`](StoreError::ConnectionLost) (naming the URL without its
+//! password).
 
 use super::document::DocumentError;
 use crate::protocol::SessionId;
@@ -80,12 +83,12 @@ pub enum StoreError {
     /// The database was written by a newer agentbus whose schema this one
     /// does not know; nothing was changed.
     #[error(
-        "the session store {} has schema version {found}, but this agentbus knows only up to \
-         version {supported}; upgrade agentbus (the file was left untouched)",
-        path.display()
+        "the session store {store} has schema version {found}, but this agentbus knows only up to \
+         version {supported}; upgrade agentbus (the store was left untouched)"
     )]
     NewerSchema {
-        path: PathBuf,
+        /// The file's path, or the Postgres URL without its password.
+        store: String,
         found: i64,
         supported: i64,
     },
@@ -170,6 +173,69 @@ pub enum StoreError {
         /// The session (empty when the row could not be told apart).
         id: String,
         seq: Option<u64>,
+        detail: String,
+    },
+
+    /// No connection to the Postgres server could be made (at open, or
+    /// later when the pool needed a new one); nothing was done. `url` is
+    /// shown without its password.
+    #[error("cannot connect to the session store {url}: {detail}; {hint}")]
+    Connect {
+        url: String,
+        detail: String,
+        /// What to check, for this failure.
+        hint: String,
+    },
+
+    /// The connection to Postgres broke during an operation: it was not
+    /// done (or, for a commit, may have been: a repeated commit is
+    /// recognised).
+    #[error(
+        "session store {url}: {operation}{}: the connection to Postgres was lost ({detail}); \
+         it works again once Postgres answers",
+        id.as_ref().map(|id| format!(" (session {id})")).unwrap_or_default()
+    )]
+    ConnectionLost {
+        url: String,
+        operation: &'static str,
+        id: Option<String>,
+        detail: String,
+    },
+
+    /// Postgres refused a statement (a permission, a constraint, a
+    /// resource); the transaction around it was rolled back.
+    #[error(
+        "session store {url}: {operation}{}: {detail}",
+        id.as_ref().map(|id| format!(" (session {id})")).unwrap_or_default()
+    )]
+    Postgres {
+        url: String,
+        operation: &'static str,
+        id: Option<String>,
+        /// Postgres's message, with its SQLSTATE code.
+        detail: String,
+    },
+
+    /// The Postgres database holds another program's tables and no
+    /// agentbus schema; nothing was written to it.
+    #[error(
+        "the session store {url} cannot be used: its schema `{schema}` holds another program's \
+         tables ({}), and no agentbus schema; agentbus left the database untouched \
+         (give agentbus a database of its own, e.g. `createdb agentbus`)",
+        tables.join(", ")
+    )]
+    ForeignDatabase {
+        url: String,
+        schema: String,
+        tables: Vec<String>,
+    },
+
+    /// Bringing the Postgres schema up to date failed; the migration was
+    /// rolled back.
+    #[error("cannot migrate the session store {url} to schema version {version}: {detail}")]
+    MigratePostgres {
+        url: String,
+        version: i64,
         detail: String,
     },
 

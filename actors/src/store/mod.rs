@@ -4,9 +4,12 @@
 //! Exists so that sessions outlive the process: every persisted event (all
 //! but `stream_event`) is appended as it is published, and a session can be
 //! listed, resumed (its log folded back into a state), forked, deleted,
-//! exported and imported. The trait is the seam a backend plugs into; the
-//! embedded one is SQLite ([`sqlite`]); [`open`] chooses. Everything above
-//! this folder holds an `Arc<dyn SessionStore>` and never sees a backend.
+//! exported and imported. The trait is the seam a backend plugs into: the
+//! embedded one is SQLite ([`sqlite`], the default, no server needed), the
+//! other Postgres ([`postgres`], one database for several processes);
+//! [`open`] chooses from a [`StoreLocation`] (a path, or a `postgres://`
+//! URL). Everything above this folder holds an `Arc<dyn SessionStore>` and
+//! never sees a backend.
 //!
 //! Rules every backend keeps:
 //! - never rewrites history: an appended event is never updated or replaced
@@ -27,12 +30,16 @@
 //! - [`lease`]: which process owns a session ([`Owner`]).
 //! - [`document`]: the export format ([`SessionDocument`]), pure.
 //! - [`error`]: the one error type, [`StoreError`].
+//! - [`location`]: where the store is ([`StoreLocation`]), a URL's password
+//!   never shown.
 
 mod backend;
 pub mod commit;
 pub mod document;
 pub mod error;
 pub mod lease;
+pub mod location;
+pub mod postgres;
 pub mod record;
 pub mod sqlite;
 
@@ -44,21 +51,27 @@ pub use commit::{AcceptedInput, Commit};
 pub use document::SessionDocument;
 pub use error::StoreError;
 pub use lease::Owner;
+pub use location::StoreLocation;
 pub use record::{ListCursor, ListPage, NewSession, SessionRecord};
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The store at `path` (the embedded SQLite backend), opened and migrated;
-/// a write waits up to `busy_timeout` for another process holding the file.
+/// The store at `location`, opened (made or migrated as needed). A SQLite
+/// write waits up to `busy_timeout` for another process holding the file;
+/// Postgres arbitrates its writers itself.
 pub async fn open(
-    path: &Path,
+    location: &StoreLocation,
     busy_timeout: Duration,
 ) -> Result<Arc<dyn SessionStore>, StoreError> {
-    let options = sqlite::StoreOptions {
-        path: path.to_path_buf(),
-        busy_timeout,
-    };
-    Ok(Arc::new(sqlite::SqliteStore::open(options).await?))
+    match location {
+        StoreLocation::Sqlite(path) => {
+            let options = sqlite::StoreOptions {
+                path: path.clone(),
+                busy_timeout,
+            };
+            Ok(Arc::new(sqlite::SqliteStore::open(options).await?))
+        }
+        StoreLocation::Postgres(url) => Ok(Arc::new(postgres::PostgresStore::open(url).await?)),
+    }
 }

@@ -1,7 +1,8 @@
-//! What the store keeps about a session besides its log, and how the list
-//! of sessions is paged. Plain data, the same for every backend.
+//! What the store keeps about a session besides its log, how the list of
+//! sessions is paged, and what a log tells its record (title, queries).
+//! Plain data and pure rules, the same for every backend.
 
-use crate::protocol::SessionId;
+use crate::protocol::{AgentMessage, EventEnvelope, SessionId};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -87,6 +88,35 @@ pub fn title_from(text: &str) -> Option<String> {
     }
     let cut: String = line.chars().take(TITLE_MAX_CHARS - 1).collect();
     Some(format!("{}…", cut.trim_end()))
+}
+
+/// Whether `event` is a query's (`SessionRecord::turns` counts them).
+pub fn is_query(event: &EventEnvelope) -> bool {
+    matches!(event.message, AgentMessage::User(_))
+}
+
+/// How many queries `events` hold.
+pub fn queries_in(events: &[EventEnvelope]) -> u64 {
+    events.iter().filter(|event| is_query(event)).count() as u64
+}
+
+/// The title a log gives a session that has none: its first query's.
+pub fn title_of_events<'a>(events: impl IntoIterator<Item = &'a EventEnvelope>) -> Option<String> {
+    events.into_iter().find_map(|event| match &event.message {
+        AgentMessage::User(user) => title_from(&user.text),
+        _ => None,
+    })
+}
+
+/// `events` stamped as session `id`'s (a fork's or an import's copy).
+pub fn restamp(events: Vec<EventEnvelope>, id: &SessionId) -> Vec<EventEnvelope> {
+    events
+        .into_iter()
+        .map(|mut event| {
+            event.session_id = id.clone();
+            event
+        })
+        .collect()
 }
 
 /// Which page of the list of sessions (most recently updated first).

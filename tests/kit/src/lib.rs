@@ -31,11 +31,17 @@
 //! # Ok(()) }
 //! ```
 //!
+//! It also starts a throwaway PostgreSQL server for the store's tests
+//! ([`postgres`]: one server per test binary, a fresh database per test),
+//! and a TCP proxy a test can cut ([`tcp_proxy`]).
+//!
 //! The crate deliberately does not depend on any agentbus crate: it is an
 //! independent implementation of the providers' side of the protocol, so a
 //! misunderstanding of the protocol in agentbus cannot be mirrored here.
 
+pub mod postgres;
 pub mod script;
+pub mod tcp_proxy;
 
 mod playback;
 mod record;

@@ -14,10 +14,12 @@
 //! beyond the lease rule: whether a session may be taken is [`Owner`]'s
 //! liveness, nothing else.
 
-use crate::protocol::{AgentMessage, EventEnvelope, SessionId};
+use crate::protocol::{EventEnvelope, SessionId};
 use crate::store::document::{DocumentSession, SessionDocument};
 use crate::store::lease::Owner;
-use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, title_from};
+use crate::store::record::{
+    STATUS_ACTIVE, STATUS_IDLE, is_query, queries_in, restamp, title_of_events,
+};
 use crate::store::{AcceptedInput, Commit, NewSession, SessionRecord, StoreError};
 use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
@@ -32,24 +34,6 @@ const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, model, workspa
 /// A timestamp as stored: RFC 3339, UTC, microseconds, fixed width.
 pub fn timestamp(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
-
-/// Whether `event` is a query's (`sessions.turns` counts them).
-fn is_query(event: &EventEnvelope) -> bool {
-    matches!(event.message, AgentMessage::User(_))
-}
-
-/// How many queries `events` hold.
-fn queries_in(events: &[EventEnvelope]) -> u64 {
-    events.iter().filter(|event| is_query(event)).count() as u64
-}
-
-/// The title a log gives a session that has none.
-fn title_of_events<'a>(events: impl IntoIterator<Item = &'a EventEnvelope>) -> Option<String> {
-    events.into_iter().find_map(|event| match &event.message {
-        AgentMessage::User(user) => title_from(&user.text),
-        _ => None,
-    })
 }
 
 /// A SQLite failure of `operation`, except values of the wrong type or
@@ -321,17 +305,6 @@ fn load(
         events.push(event);
     }
     Ok(events)
-}
-
-/// `events` stamped as session `id`'s.
-fn restamp(events: Vec<EventEnvelope>, id: &SessionId) -> Vec<EventEnvelope> {
-    events
-        .into_iter()
-        .map(|mut event| {
-            event.session_id = id.clone();
-            event
-        })
-        .collect()
 }
 
 /// Insert a new session and its (already stamped, ordered) log at once.

@@ -120,7 +120,7 @@ pub fn tables(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 pub fn recognise(path: &Path, version: i64, tables: &[String]) -> Result<(), StoreError> {
     if !(0..=SCHEMA_VERSION).contains(&version) {
         return Err(StoreError::NewerSchema {
-            path: path.to_path_buf(),
+            store: path.display().to_string(),
             found: version,
             supported: SCHEMA_VERSION,
         });
@@ -158,7 +158,7 @@ pub fn migrate(conn: &mut Connection, path: &Path) -> Result<(), StoreError> {
         source,
     };
     let newer = |found| StoreError::NewerSchema {
-        path: path.to_path_buf(),
+        store: path.display().to_string(),
         found,
         supported: SCHEMA_VERSION,
     };

@@ -1,248 +1,56 @@
-//! The store's rules as tests: append-only logs, titles, leases across
-//! processes, fork, delete, export/import, id prefixes, schema versions and
-//! two stores sharing one file. Each test uses its own temporary database
-//! and synchronises on replies, never on sleeps.
+//! The store's rules as tests, through the trait, on every backend:
+//! append-only logs, titles, leases across processes, fork, delete,
+//! export/import, id prefixes, waiting inputs, seq reservations and two
+//! stores sharing one database. Each test gets its own empty store (a
+//! temporary SQLite file, a fresh Postgres database) and synchronises on
+//! replies, never on sleeps. What only one backend has is tested in
+//! `only_sqlite.rs` and `only_postgres.rs`; `kit.rs` is what they share.
+
+mod kit;
+mod only_postgres;
+mod only_sqlite;
 
 use super::*;
-use crate::protocol::{
-    AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, ResultEvent, SessionId, StopReason,
-    StreamDelta, StreamEvent, ToolResultEvent, Usage, UserEvent,
-};
+use crate::protocol::{AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, Usage};
 use crate::store::document::{DOCUMENT_FORMAT, DOCUMENT_VERSION, DocumentError, DocumentSession};
 use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, TITLE_MAX_CHARS};
-use crate::store::sqlite::schema::{self, SCHEMA_VERSION};
-use crate::store::sqlite::{SqliteStore, StoreOptions};
-use chrono::TimeZone;
-use chrono::{DateTime, Utc};
-use rusqlite::Connection;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use kit::*;
 use std::time::Instant;
-use tempfile::TempDir;
 
-// ---------------------------------------------------------------- helpers
-
-/// A store in a fresh temporary folder (kept alive by the returned guard).
-async fn temp_store() -> (TempDir, PathBuf, SqliteStore) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("nested").join("sessions.db");
-    let store = spawn(&path).await;
-    (dir, path, store)
-}
-
-async fn spawn(path: &Path) -> SqliteStore {
-    SqliteStore::open(StoreOptions::new(path))
-        .await
-        .expect("store opens")
-}
-
-async fn stop(store: SqliteStore) {
-    store.close().await;
-}
-
-/// A second connection to the file, to look behind the store's back.
-fn raw(path: &Path) -> Connection {
-    Connection::open(path).expect("raw connection")
-}
-
-/// A `SELECT count(*) ...` on a raw connection.
-fn count_rows(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
-    conn.query_row(sql, params, |row| row.get(0))
-        .expect("count")
-}
-
-fn me() -> Owner {
-    Owner::current()
-}
-
-fn sid(s: &str) -> SessionId {
-    SessionId::from(s)
-}
-
-fn new_session(id: &str) -> NewSession {
-    NewSession {
-        id: sid(id),
-        model: "default".to_string(),
-        workspace: "/work/project".to_string(),
-        parent: None,
-        parent_call: None,
-    }
-}
-
-async fn create(store: &SqliteStore, id: &str) -> SessionRecord {
-    store
-        .create(new_session(id), me())
-        .await
-        .expect("session created")
-}
-
-async fn append(
-    store: &SqliteStore,
-    id: &str,
-    events: Vec<Arc<EventEnvelope>>,
-) -> Result<(), StoreError> {
-    store.append(&sid(id), events).await
-}
-
-async fn load_all(store: &SqliteStore, id: &str) -> Result<Vec<EventEnvelope>, StoreError> {
-    store.load_events(&sid(id), 0, None).await
-}
-
-async fn get(store: &SqliteStore, id: &str) -> Option<SessionRecord> {
-    store.get(&sid(id)).await.expect("get session")
-}
-
-/// Event times with nanoseconds, to show bodies keep full precision.
-fn time(seq: u64) -> DateTime<Utc> {
-    Utc.timestamp_opt(1_800_000_000 + seq as i64, 123_456_789)
-        .single()
-        .expect("valid time")
-}
-
-fn event(id: &str, seq: u64, message: AgentMessage) -> Arc<EventEnvelope> {
-    Arc::new(EventEnvelope {
-        session_id: sid(id),
-        seq,
-        turn_id: Some(seq / 4 + 1),
-        at: time(seq),
-        message,
-    })
-}
-
-fn user(id: &str, seq: u64, text: &str) -> Arc<EventEnvelope> {
-    event(
-        id,
-        seq,
-        AgentMessage::User(UserEvent::new(text.to_string())),
-    )
-}
-
-fn assistant(id: &str, seq: u64, text: &str) -> Arc<EventEnvelope> {
-    event(
-        id,
-        seq,
-        AgentMessage::Assistant(AssistantEvent {
-            content: vec![
-                ContentBlock::Text {
-                    text: text.to_string(),
-                },
-                ContentBlock::ToolUse {
-                    id: format!("call_{seq}"),
-                    name: "read_file".to_string(),
-                    input: serde_json::json!({"path": "a.txt"}),
-                },
-            ],
-            model: "default".to_string(),
-            usage: Usage {
-                input_tokens: 10,
-                output_tokens: 5,
-                ..Usage::default()
-            },
-            finish_reason: "tool_use".to_string(),
-            interrupted: false,
-            context: None,
-        }),
-    )
-}
-
-fn tool_result(id: &str, seq: u64) -> Arc<EventEnvelope> {
-    event(
-        id,
-        seq,
-        AgentMessage::ToolResult(ToolResultEvent {
-            call_id: format!("call_{}", seq - 1),
-            name: "read_file".to_string(),
-            is_error: false,
-            output: "hello\n".to_string(),
-            duration_ms: 3,
-            cancelled: false,
-        }),
-    )
-}
-
-fn result(id: &str, seq: u64) -> Arc<EventEnvelope> {
-    event(
-        id,
-        seq,
-        AgentMessage::Result(ResultEvent {
-            stop_reason: StopReason::EndTurn,
-            text: "done".to_string(),
-            usage: Usage::default(),
-            steps: 1,
-            duration_ms: 40,
-            error: None,
-            context: None,
-        }),
-    )
-}
-
-fn stream(id: &str, seq: u64) -> Arc<EventEnvelope> {
-    event(
-        id,
-        seq,
-        AgentMessage::StreamEvent(StreamEvent {
-            event: StreamDelta::TextDelta {
-                index: 0,
-                text: "partial".to_string(),
-            },
-        }),
-    )
-}
-
-/// One turn of four persisted events starting at `first`.
-fn turn(id: &str, first: u64, text: &str) -> Vec<Arc<EventEnvelope>> {
-    vec![
-        user(id, first, text),
-        assistant(id, first + 1, "let me look"),
-        tool_result(id, first + 2),
-        result(id, first + 3),
-    ]
-}
-
-fn unwrapped(events: &[Arc<EventEnvelope>]) -> Vec<EventEnvelope> {
-    events.iter().map(|e| e.as_ref().clone()).collect()
-}
-
-fn seqs(events: &[EventEnvelope]) -> Vec<u64> {
-    events.iter().map(|e| e.seq).collect()
-}
-
-/// A process that is alive until killed: a live owner that is not us.
-struct OtherProcess {
-    child: Child,
-}
-
-impl OtherProcess {
-    fn start() -> Self {
-        let child = Command::new("sleep")
-            .arg("60")
-            .spawn()
-            .expect("spawn sleep");
-        OtherProcess { child }
-    }
-
-    fn owner(&self) -> Owner {
-        Owner::of_pid(self.child.id()).expect("the child runs")
-    }
-
-    fn kill(&mut self) {
-        self.child.kill().expect("kill child");
-        self.child.wait().expect("reap child");
-    }
-}
-
-impl Drop for OtherProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+kit::on_every_backend! {
+    appended_batches_come_back_in_seq_order_with_the_same_bodies,
+    the_title_is_the_first_line_of_the_first_user_message,
+    appending_an_existing_seq_fails_and_changes_nothing,
+    stream_events_are_never_stored,
+    appending_another_sessions_event_is_refused,
+    text_with_nul_characters_is_stored_and_read_back,
+    everything_survives_reopening_the_database,
+    unknown_sessions_are_not_found,
+    creating_a_taken_id_is_refused,
+    a_corrupt_row_is_reported_not_panicked_on,
+    an_assistant_row_from_before_thinking_loads_and_thinking_round_trips,
+    a_failed_operation_leaves_the_store_serving,
+    a_session_leased_by_a_live_process_is_busy_until_that_process_dies,
+    a_released_session_is_idle_and_can_be_acquired_again,
+    fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched,
+    fork_defaults_to_the_whole_log_and_needs_no_owner,
+    forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs,
+    deleting_a_session_deletes_its_events,
+    export_then_import_round_trips_the_session,
+    import_refuses_an_invalid_document_and_stores_nothing,
+    resolve_id_takes_an_exact_id_or_a_unique_prefix,
+    ids_are_compared_byte_by_byte_whatever_the_databases_collation,
+    list_orders_sessions_by_their_last_update,
+    pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile,
+    accepted_inputs_wait_until_a_commit_no_longer_lists_them,
+    a_seq_reservation_only_grows_and_a_reload_continues_above_it,
+    two_stores_on_one_database_both_write_their_own_sessions,
 }
 
 // ---------------------------------------------------------------- logs
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
-    let (_dir, _path, store) = temp_store().await;
+async fn appended_batches_come_back_in_seq_order_with_the_same_bodies(backend: Backend) {
+    let store = backend.open().await;
     let created = create(&store, "s1").await;
     assert_eq!(created.status, STATUS_ACTIVE);
     assert_eq!(created.owner, Some(me()));
@@ -267,14 +75,10 @@ async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
     assert!(record.updated_at >= created.updated_at);
     assert_eq!(get(&store, "s1").await, Some(record));
 
-    // The body column is exactly the envelope's JSON.
-    let body: String = raw(_path.as_path())
-        .query_row(
-            "SELECT body FROM events WHERE session_id = 's1' AND seq = 2",
-            [],
-            |row| row.get(0),
-        )
-        .expect("row");
+    // The body column is exactly the envelope's JSON, as written.
+    let body = backend
+        .text("SELECT CAST(body AS TEXT) FROM events WHERE session_id = 's1' AND seq = 2")
+        .await;
     assert_eq!(body, serde_json::to_string(&*first[1]).expect("json"));
 
     let replay = store
@@ -284,9 +88,8 @@ async fn appended_batches_come_back_in_seq_order_with_the_same_bodies() {
     assert_eq!(seqs(&replay), vec![4, 5, 6]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_title_is_the_first_line_of_the_first_user_message() {
-    let (_dir, _path, store) = temp_store().await;
+async fn the_title_is_the_first_line_of_the_first_user_message(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     assert_eq!(get(&store, "s1").await.and_then(|r| r.title), None);
 
@@ -327,9 +130,8 @@ async fn the_title_is_the_first_line_of_the_first_user_message() {
     assert!(title.ends_with('…'));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn appending_an_existing_seq_fails_and_changes_nothing() {
-    let (_dir, _path, store) = temp_store().await;
+async fn appending_an_existing_seq_fails_and_changes_nothing(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     append(&store, "s1", turn("s1", 1, "hi"))
         .await
@@ -367,9 +169,8 @@ async fn appending_an_existing_seq_fails_and_changes_nothing() {
     assert_eq!(events, unwrapped(&turn("s1", 1, "hi")));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stream_events_are_never_stored() {
-    let (_dir, path, store) = temp_store().await;
+async fn stream_events_are_never_stored(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     append(
         &store,
@@ -394,17 +195,14 @@ async fn stream_events_are_never_stored() {
     assert_eq!(seqs(&events), vec![1, 4]);
     let record = before.expect("record");
     assert_eq!((record.last_seq, record.event_count), (4, 2));
-    let streamed = count_rows(
-        &raw(&path),
-        "SELECT count(*) FROM events WHERE type = 'stream_event'",
-        [],
-    );
+    let streamed = backend
+        .count("SELECT count(*) FROM events WHERE type = 'stream_event'")
+        .await;
     assert_eq!(streamed, 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn appending_another_sessions_event_is_refused() {
-    let (_dir, _path, store) = temp_store().await;
+async fn appending_another_sessions_event_is_refused(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     create(&store, "s2").await;
     let e = append(&store, "s1", vec![user("s2", 1, "hi")])
@@ -415,9 +213,37 @@ async fn appending_another_sessions_event_is_refused() {
     assert_eq!(load_all(&store, "s1").await.expect("load"), vec![]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn everything_survives_reopening_the_database() {
-    let (_dir, path, store) = temp_store().await;
+async fn text_with_nul_characters_is_stored_and_read_back(backend: Backend) {
+    let store = backend.open().await;
+    create(&store, "s1").await;
+    // A command's output may hold NUL bytes; a query too.
+    let events = vec![
+        user("s1", 1, "look\0here"),
+        assistant("s1", 2, "reading"),
+        tool_result_with("s1", 3, "bin\0ary\0"),
+    ];
+    append(&store, "s1", events.clone()).await.expect("stored");
+    assert_eq!(
+        load_all(&store, "s1").await.expect("load"),
+        unwrapped(&events)
+    );
+    let title = get(&store, "s1").await.and_then(|r| r.title);
+    assert!(
+        title.as_deref().is_some_and(|t| t.starts_with("look")),
+        "{title:?}"
+    );
+    store
+        .set_title(&sid("s1"), "a\0title")
+        .await
+        .expect("titled");
+    // An id with a NUL names no session.
+    let e = store.resolve("s\0").await.expect_err("none");
+    assert!(matches!(e, StoreError::NotFound { .. }), "{e:?}");
+    assert_eq!(get(&store, "s\u{0}1").await, None);
+}
+
+async fn everything_survives_reopening_the_database(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     append(&store, "s1", turn("s1", 1, "remember me"))
         .await
@@ -425,7 +251,7 @@ async fn everything_survives_reopening_the_database() {
     let record = get(&store, "s1").await;
     stop(store).await;
 
-    let store = spawn(&path).await;
+    let store = backend.open().await;
     assert_eq!(get(&store, "s1").await, record);
     assert_eq!(
         load_all(&store, "s1").await.expect("load"),
@@ -437,9 +263,8 @@ async fn everything_survives_reopening_the_database() {
     assert_eq!(get(&store, "s1").await.map(|r| r.last_seq), Some(8));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_sessions_are_not_found() {
-    let (_dir, _path, store) = temp_store().await;
+async fn unknown_sessions_are_not_found(backend: Backend) {
+    let store = backend.open().await;
     let not_found = |r: Result<_, StoreError>| matches!(r, Err(StoreError::NotFound { .. }));
     let owner = me();
     let id = || sid("nope");
@@ -459,9 +284,8 @@ async fn unknown_sessions_are_not_found() {
     assert_eq!(e.to_string(), "no stored session matches \"nope\"");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn creating_a_taken_id_is_refused() {
-    let (_dir, _path, store) = temp_store().await;
+async fn creating_a_taken_id_is_refused(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     let e = store
         .create(new_session("s1"), me())
@@ -470,74 +294,79 @@ async fn creating_a_taken_id_is_refused() {
     assert!(matches!(e, StoreError::Exists { .. }), "{e:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_corrupt_row_is_reported_not_panicked_on() {
-    let (_dir, path, store) = temp_store().await;
+async fn a_corrupt_row_is_reported_not_panicked_on(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     append(&store, "s1", turn("s1", 1, "hi"))
         .await
         .expect("append");
-    raw(&path)
+    backend
         .execute(
-            "UPDATE events SET body = '{not json' WHERE session_id = 's1' AND seq = 3",
-            [],
+            "UPDATE events SET body = '{\"not\": \"an event\"}' WHERE session_id = 's1' AND seq = 3",
         )
-        .expect("tamper");
+        .await;
     let e = load_all(&store, "s1").await.expect_err("corrupt");
     assert!(
         matches!(&e, StoreError::Corrupt { seq: Some(3), .. }),
         "{e:?}"
     );
     assert!(e.to_string().contains("session s1, event seq 3"), "{e}");
+    let e = store.export(&sid("s1")).await.expect_err("corrupt");
+    assert!(matches!(&e, StoreError::Corrupt { .. }), "{e:?}");
 
-    raw(&path)
-        .execute(
-            "UPDATE sessions SET updated_at = 'last tuesday' WHERE id = 's1'",
-            [],
-        )
-        .expect("tamper");
+    // The body of another event of the session (or of another session).
+    backend
+        .execute(&format!(
+            "UPDATE events SET body = '{}' WHERE session_id = 's1' AND seq = 3",
+            serde_json::to_string(&*user("s1", 2, "moved")).expect("json")
+        ))
+        .await;
+    let e = load_all(&store, "s1").await.expect_err("corrupt");
+    assert!(
+        e.to_string().contains("is event seq 2 of session s1"),
+        "{e}"
+    );
+
+    backend
+        .execute("UPDATE sessions SET event_count = -1 WHERE id = 's1'")
+        .await;
     let e = store.get(&sid("s1")).await.expect_err("corrupt");
-    assert!(e.to_string().contains("updated_at"), "{e}");
+    assert!(e.to_string().contains("event_count is negative"), "{e}");
     let e = store.list(ListPage::default()).await.expect_err("corrupt");
     assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
 
-    raw(&path)
-        .execute("UPDATE sessions SET last_seq = 'many' WHERE id = 's1'", [])
-        .expect("tamper");
+    backend
+        .execute("UPDATE sessions SET last_seq = -3 WHERE id = 's1'")
+        .await;
     let e = append(&store, "s1", vec![user("s1", 9, "x")])
         .await
         .expect_err("corrupt");
     assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
 
-    raw(&path)
-        .execute(
-            "UPDATE sessions SET owner = 'who knows' WHERE id = 's1'",
-            [],
-        )
-        .expect("tamper");
+    backend
+        .execute("UPDATE sessions SET event_count = 4, last_seq = 4, owner = 'who knows' WHERE id = 's1'")
+        .await;
     let e = store.acquire(&sid("s1"), me()).await.expect_err("corrupt");
-    assert!(matches!(e, StoreError::Corrupt { .. }), "{e:?}");
+    assert!(e.to_string().contains("\"who knows\""), "{e}");
 
     // Deleting is the way out, and it works.
     store.delete(&sid("s1"), me()).await.expect("delete");
     assert_eq!(store.list(ListPage::default()).await.expect("list"), vec![]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_assistant_row_from_before_thinking_loads_and_thinking_round_trips() {
-    let (_dir, path, store) = temp_store().await;
+async fn an_assistant_row_from_before_thinking_loads_and_thinking_round_trips(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     append(&store, "s1", turn("s1", 1, "hi"))
         .await
         .expect("append");
     // The body exactly as an agentbus without thinking blocks wrote it.
     let old = r#"{"session_id":"s1","seq":2,"turn_id":1,"at":"2027-01-15T08:00:02.123456Z","type":"assistant","content":[{"type":"text","text":"let me look"},{"type":"tool_use","id":"call_2","name":"read_file","input":{"path":"a.txt"}}],"model":"default","usage":{"input_tokens":10,"output_tokens":5},"finish_reason":"tool_use"}"#;
-    raw(&path)
-        .execute(
-            "UPDATE events SET body = ?1 WHERE session_id = 's1' AND seq = 2",
-            [old],
-        )
-        .expect("write the old row");
+    backend
+        .execute(&format!(
+            "UPDATE events SET body = '{old}' WHERE session_id = 's1' AND seq = 2"
+        ))
+        .await;
     let thinking = AgentMessage::Assistant(AssistantEvent {
         content: vec![
             ContentBlock::Thinking {
@@ -583,13 +412,9 @@ async fn an_assistant_row_from_before_thinking_loads_and_thinking_round_trips() 
         ]
     );
     assert_eq!(events[4], *new, "thinking comes back as it went in");
-    let stored: String = raw(&path)
-        .query_row(
-            "SELECT body FROM events WHERE session_id = 's1' AND seq = 5",
-            [],
-            |row| row.get(0),
-        )
-        .expect("read the row");
+    let stored = backend
+        .text("SELECT CAST(body AS TEXT) FROM events WHERE session_id = 's1' AND seq = 5")
+        .await;
     assert!(
         stored.contains(r#"{"type":"thinking","thinking":"unsigned"}"#),
         "no signature, no field: {stored}"
@@ -597,9 +422,8 @@ async fn an_assistant_row_from_before_thinking_loads_and_thinking_round_trips() 
     stop(store).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_operation_leaves_the_store_serving() {
-    let (_dir, _path, store) = temp_store().await;
+async fn a_failed_operation_leaves_the_store_serving(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     let e = append(&store, "unknown", vec![user("unknown", 1, "x")])
         .await
@@ -611,9 +435,8 @@ async fn a_failed_operation_leaves_the_store_serving() {
 
 // ---------------------------------------------------------------- leases
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_leased_by_a_live_process_is_busy_until_that_process_dies() {
-    let (_dir, _path, store) = temp_store().await;
+async fn a_session_leased_by_a_live_process_is_busy_until_that_process_dies(backend: Backend) {
+    let store = backend.open().await;
     let mut other = OtherProcess::start();
     let holder = other.owner();
     store
@@ -658,9 +481,8 @@ async fn a_session_leased_by_a_live_process_is_busy_until_that_process_dies() {
     assert_eq!(events.len(), 4);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_released_session_is_idle_and_can_be_acquired_again() {
-    let (_dir, _path, store) = temp_store().await;
+async fn a_released_session_is_idle_and_can_be_acquired_again(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     // The holder itself may acquire again (e.g. after a front end reconnects).
     store
@@ -681,9 +503,8 @@ async fn a_released_session_is_idle_and_can_be_acquired_again() {
 
 // ---------------------------------------------------------------- fork, delete
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched() {
-    let (_dir, _path, store) = temp_store().await;
+async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "parent").await;
     append(&store, "parent", turn("parent", 1, "first question"))
         .await
@@ -738,9 +559,8 @@ async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fork_defaults_to_the_whole_log_and_needs_no_owner() {
-    let (_dir, _path, store) = temp_store().await;
+async fn fork_defaults_to_the_whole_log_and_needs_no_owner(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "parent").await;
     append(&store, "parent", turn("parent", 1, "q"))
         .await
@@ -763,9 +583,8 @@ async fn fork_defaults_to_the_whole_log_and_needs_no_owner() {
     assert!(matches!(e, StoreError::Exists { .. }), "{e:?}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs() {
-    let (_dir, _path, store) = temp_store().await;
+async fn forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "parent").await;
     append(&store, "parent", turn("parent", 1, "q"))
         .await
@@ -792,9 +611,8 @@ async fn forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs() {
     assert_eq!(get(&store, "child").await, None);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deleting_a_session_deletes_its_events() {
-    let (_dir, path, store) = temp_store().await;
+async fn deleting_a_session_deletes_its_events(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "s1").await;
     create(&store, "s2").await;
     append(&store, "s1", turn("s1", 1, "q"))
@@ -805,22 +623,15 @@ async fn deleting_a_session_deletes_its_events() {
         .expect("append");
     store.delete(&sid("s1"), me()).await.expect("delete");
     assert_eq!(get(&store, "s1").await, None);
-    let count = |id: &str| {
-        count_rows(
-            &raw(&path),
-            "SELECT count(*) FROM events WHERE session_id = ?1",
-            [id],
-        )
-    };
-    assert_eq!(count("s1"), 0);
-    assert_eq!(count("s2"), 4);
+    let count = |id: &str| format!("SELECT count(*) FROM events WHERE session_id = '{id}'");
+    assert_eq!(backend.count(&count("s1")).await, 0);
+    assert_eq!(backend.count(&count("s2")).await, 4);
 }
 
 // ---------------------------------------------------------------- export, import
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn export_then_import_round_trips_the_session() {
-    let (_dir, _path, store) = temp_store().await;
+async fn export_then_import_round_trips_the_session(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "orig").await;
     append(&store, "orig", turn("orig", 1, "export me"))
         .await
@@ -884,9 +695,8 @@ async fn export_then_import_round_trips_the_session() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn import_refuses_an_invalid_document_and_stores_nothing() {
-    let (_dir, _path, store) = temp_store().await;
+async fn import_refuses_an_invalid_document_and_stores_nothing(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "orig").await;
     append(&store, "orig", turn("orig", 1, "q"))
         .await
@@ -906,9 +716,8 @@ async fn import_refuses_an_invalid_document_and_stores_nothing() {
 
 // ---------------------------------------------------------------- ids, listing
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resolve_id_takes_an_exact_id_or_a_unique_prefix() {
-    let (_dir, _path, store) = temp_store().await;
+async fn resolve_id_takes_an_exact_id_or_a_unique_prefix(backend: Backend) {
+    let store = backend.open().await;
     for id in ["0193a-1", "0193a-2", "0193b-1", "x1", "x10"] {
         create(&store, id).await;
     }
@@ -937,9 +746,27 @@ async fn resolve_id_takes_an_exact_id_or_a_unique_prefix() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn list_orders_sessions_by_their_last_update() {
-    let (_dir, _path, store) = temp_store().await;
+/// A database with a linguistic collation (the Postgres test databases
+/// use ICU's `en-US`) sorts `Ab` between `ab` and `ac`: ids must still be
+/// compared byte by byte, or the ids starting with `a` are not together.
+async fn ids_are_compared_byte_by_byte_whatever_the_databases_collation(backend: Backend) {
+    let store = backend.open().await;
+    for id in ["ab", "Ab", "ac", "a-1", "b"] {
+        create(&store, id).await;
+    }
+    let e = store.resolve("a").await.expect_err("ambiguous");
+    match &e {
+        StoreError::Ambiguous { candidates, .. } => {
+            assert_eq!(candidates, &["a-1", "ab", "ac"]);
+        }
+        other => panic!("expected Ambiguous, got {other:?}"),
+    }
+    assert_eq!(store.resolve("A").await.expect("unique"), sid("Ab"));
+    assert_eq!(store.resolve("ac").await.expect("exact"), sid("ac"));
+}
+
+async fn list_orders_sessions_by_their_last_update(backend: Backend) {
+    let store = backend.open().await;
     for id in ["a", "b", "c"] {
         create(&store, id).await;
     }
@@ -962,9 +789,8 @@ async fn list_orders_sessions_by_their_last_update() {
     assert_eq!(ids(two), ["a", "c"]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile() {
-    let (_dir, _path, store) = temp_store().await;
+async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile(backend: Backend) {
+    let store = backend.open().await;
     for id in ["a", "b", "c", "d", "e"] {
         create(&store, id).await;
     }
@@ -1002,30 +828,10 @@ async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile
     }
 }
 
-// ---------------------------------------------------------------- the file
+// ---------------------------------------------------------------- inputs, reservations, two stores
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn opening_creates_the_folder_and_migrates_to_the_current_schema() {
-    let (_dir, path, store) = temp_store().await;
-    stop(store).await;
-    let conn = raw(&path);
-    assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
-    let mode: String = conn
-        .pragma_query_value(None, "journal_mode", |row| row.get(0))
-        .expect("journal mode");
-    assert_eq!(mode, "wal");
-    // Opening again is a no-op migration.
-    SqliteStore::open(StoreOptions::new(&path))
-        .await
-        .expect("reopen")
-        .close()
-        .await;
-    assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them() {
-    let (_dir, path, store) = temp_store().await;
+async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "a").await;
     create(&store, "b").await;
     let query = |text: &str| crate::protocol::UserInput::Query {
@@ -1114,13 +920,12 @@ async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them() {
             .is_empty()
     );
     stop(store).await;
-    let rows = count_rows(&raw(&path), "SELECT count(*) FROM inputs", []);
+    let rows = backend.count("SELECT count(*) FROM inputs").await;
     assert_eq!(rows, 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_seq_reservation_only_grows_and_a_reload_continues_above_it() {
-    let (_dir, path, store) = temp_store().await;
+async fn a_seq_reservation_only_grows_and_a_reload_continues_above_it(backend: Backend) {
+    let store = backend.open().await;
     create(&store, "a").await;
     let commit = Commit {
         events: vec![user("a", 1, "hi")],
@@ -1150,178 +955,19 @@ async fn a_seq_reservation_only_grows_and_a_reload_continues_above_it() {
         .await
         .expect("commit");
     stop(store).await;
-    let store = spawn(&path).await;
+    let store = backend.open().await;
     let (record, _) = store.acquire(&sid("a"), me()).await.expect("acquire");
     assert_eq!(record.resume_after(), 2000);
     stop(store).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_version_1_database_is_migrated_keeping_its_sessions() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("sessions.db");
-    {
-        let store = spawn(&path).await;
-        create(&store, "old").await;
-        append(&store, "old", turn("old", 1, "from before"))
-            .await
-            .expect("append");
-        stop(store).await;
-    }
-    // Take the file back to version 1, as the previous agentbus left it.
-    let conn = raw(&path);
-    conn.execute_batch(
-        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; ALTER TABLE sessions DROP COLUMN turns; PRAGMA user_version = 1;",
-    )
-    .expect("downgrade");
-    drop(conn);
-    let store = spawn(&path).await;
-    assert_eq!(
-        schema::version(&raw(&path)).expect("version"),
-        SCHEMA_VERSION
-    );
-    let record = get(&store, "old").await.expect("kept");
-    assert_eq!((record.last_seq, record.reserved_seq), (4, 0));
-    assert_eq!(record.turns, 1, "counted from the log by the migration");
-    assert_eq!(
-        seqs(&load_all(&store, "old").await.expect("log")),
-        [1, 2, 3, 4]
-    );
-    stop(store).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_database_from_a_newer_agentbus_is_refused_untouched() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("sessions.db");
-    let conn = raw(&path);
-    conn.pragma_update(None, "user_version", 99)
-        .expect("set version");
-    let e = match SqliteStore::open(StoreOptions::new(&path)).await {
-        Ok(_) => panic!("opened a newer schema"),
-        Err(e) => e,
-    };
-    assert!(
-        matches!(
-            e,
-            StoreError::NewerSchema {
-                found: 99,
-                supported: SCHEMA_VERSION,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    let message = e.to_string();
-    assert!(message.contains("schema version 99"), "{message}");
-    assert!(message.contains("upgrade agentbus"), "{message}");
-    let tables = count_rows(&conn, "SELECT count(*) FROM sqlite_master", []);
-    assert_eq!(tables, 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_file_that_is_not_a_database_is_refused_naming_it() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("notes.txt");
-    std::fs::write(&path, "x".repeat(4096)).expect("write");
-    let e = match SqliteStore::open(StoreOptions::new(&path)).await {
-        Ok(_) => panic!("opened a text file"),
-        Err(e) => e,
-    };
-    assert!(
-        matches!(
-            e,
-            StoreError::Unusable {
-                problem: crate::store::error::Unusable::NotSqlite,
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    assert!(e.to_string().contains("notes.txt"), "{e}");
-    assert_eq!(
-        std::fs::read(&path).expect("read"),
-        "x".repeat(4096).as_bytes()
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stores_opening_a_missing_file_at_once_share_one_whole_database() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("sessions.db");
-    let opened =
-        futures::future::join_all((0..4).map(|_| SqliteStore::open(StoreOptions::new(&path))))
-            .await;
-    let stores: Vec<SqliteStore> = opened
-        .into_iter()
-        .map(|store| store.expect("every one opens: none sees a half-made file"))
-        .collect();
-    for (n, store) in stores.iter().enumerate() {
-        create(store, &format!("s{n}")).await;
-    }
-    let listed = stores[0].list(ListPage::default()).await.expect("list");
-    assert_eq!(listed.len(), 4, "one database holds them all");
-    for store in stores {
-        stop(store).await;
-    }
-    let leftovers: Vec<String> = std::fs::read_dir(dir.path())
-        .expect("read dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| !name.starts_with("sessions.db"))
-        .collect();
-    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lock_held_past_the_busy_timeout_is_locked_naming_the_file_then_passes() {
-    let (_dir, path, store) = temp_store().await;
-    create(&store, "s1").await;
-    let mut holder = raw(&path);
-    let lock = holder
-        .transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)
-        .expect("another connection takes the write lock");
-    let mut options = StoreOptions::new(&path);
-    options.busy_timeout = std::time::Duration::from_millis(50);
-    let impatient = SqliteStore::open(options)
-        .await
-        .expect("reading is not locked");
-
-    let e = append(&impatient, "s1", turn("s1", 1, "q"))
-        .await
-        .expect_err("the write lock is held");
-    assert!(
-        matches!(
-            &e,
-            StoreError::Locked {
-                operation: "append events",
-                ..
-            }
-        ),
-        "{e:?}"
-    );
-    let message = e.to_string();
-    assert!(message.contains(&path.display().to_string()), "{message}");
-    assert!(message.contains("locked by another process"), "{message}");
-    assert!(message.contains("50 ms"), "{message}");
-
-    lock.rollback().expect("let go");
-    append(&impatient, "s1", turn("s1", 1, "q"))
-        .await
-        .expect("works again once the lock is gone");
-    assert_eq!(load_all(&impatient, "s1").await.expect("load").len(), 4);
-    stop(impatient).await;
-    stop(store).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_stores_on_one_file_both_write_their_own_sessions() {
-    let (_dir, path, first) = temp_store().await;
-    let second = spawn(&path).await;
+async fn two_stores_on_one_database_both_write_their_own_sessions(backend: Backend) {
+    let first = backend.open().await;
+    let second = backend.open().await;
     create(&first, "one").await;
     create(&second, "two").await;
 
-    let writer = |store: SqliteStore, id: &'static str| async move {
+    let writer = |store: Store, id: &'static str| async move {
         for turn_no in 0..50u64 {
             append(&store, id, turn(id, turn_no * 4 + 1, "q"))
                 .await
@@ -1343,9 +989,22 @@ async fn two_stores_on_one_file_both_write_their_own_sessions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "benchmark: run with --ignored --nocapture"]
-async fn append_throughput_report() {
+async fn append_throughput_report_sqlite() {
+    append_throughput_report("SQLite", Backend::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: run with --ignored --nocapture"]
+async fn append_throughput_report_postgres() {
+    if let Some(backend) = Backend::postgres().await {
+        append_throughput_report("Postgres", backend).await;
+    }
+}
+
+/// Appends one event per commit, as a session's steps do, then loads them.
+async fn append_throughput_report(name: &str, backend: Backend) {
     const EVENTS: u64 = 10_000;
-    let (_dir, _path, store) = temp_store().await;
+    let store = backend.open().await;
     create(&store, "bench").await;
     let events: Vec<Arc<EventEnvelope>> = (1..=EVENTS)
         .map(|seq| match seq % 4 {
@@ -1364,14 +1023,14 @@ async fn append_throughput_report() {
     }
     let elapsed = started.elapsed();
     println!(
-        "appended {EVENTS} events one per batch in {elapsed:.2?}: {:.0} events/s",
+        "{name}: appended {EVENTS} events one per commit in {elapsed:.2?}: {:.0} commits/s",
         EVENTS as f64 / elapsed.as_secs_f64()
     );
 
     let started = Instant::now();
     let loaded = load_all(&store, "bench").await.expect("load");
     println!(
-        "loaded {} events in {:.2?}",
+        "{name}: loaded {} events in {:.2?}",
         loaded.len(),
         started.elapsed()
     );

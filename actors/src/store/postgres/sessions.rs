@@ -1,0 +1,277 @@
+//! The operations on the `sessions` table itself: create, take and give
+//! up the lease, delete, name, and find sessions (get, list, resolve a
+//! prefix).
+//!
+//! Exists to keep the lease rule in one place: a session may be taken when
+//! it is free, already the caller's, or held by a process that is gone
+//! ([`Owner::is_alive`]) — decided under the row's lock (`FOR UPDATE`), so
+//! two processes taking one session at once are served one after the
+//! other. Never reads the clock (`now` is an argument) and never decides
+//! anything else.
+
+use super::failure::Failures;
+use super::rows::{MAX_CANDIDATES, SESSION_COLUMNS, decode_session, int, storable_id, text};
+use super::statements::{self, Lock};
+use crate::protocol::{EventEnvelope, SessionId};
+use crate::store::lease::Owner;
+use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE};
+use crate::store::{ListCursor, NewSession, SessionRecord, StoreError};
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Client;
+
+fn not_found(id: &SessionId) -> StoreError {
+    StoreError::NotFound { id: id.0.clone() }
+}
+
+pub async fn create(
+    client: &Client,
+    failures: &Failures,
+    new: NewSession,
+    owner: Owner,
+    now: DateTime<Utc>,
+) -> Result<SessionRecord, StoreError> {
+    let record = SessionRecord {
+        id: new.id,
+        title: None,
+        created_at: now,
+        updated_at: now,
+        model: new.model,
+        workspace: new.workspace,
+        parent: new.parent,
+        parent_call: new.parent_call,
+        status: STATUS_ACTIVE.to_string(),
+        owner: Some(owner),
+        last_seq: 0,
+        event_count: 0,
+        reserved_seq: 0,
+        turns: 0,
+    };
+    statements::insert_session(client, failures, &record).await?;
+    Ok(record)
+}
+
+pub async fn acquire(
+    client: &mut Client,
+    failures: &Failures,
+    id: &SessionId,
+    owner: Owner,
+) -> Result<(SessionRecord, Vec<EventEnvelope>), StoreError> {
+    let operation = "acquire session";
+    if !storable_id(&id.0) {
+        return Err(not_found(id));
+    }
+    let fail = |e| failures.statement(operation, Some(id), e);
+    let tx = client.transaction().await.map_err(fail)?;
+    let mut record =
+        statements::existing_session(&tx, failures, operation, id, Lock::Update).await?;
+    if let Some(holder) = record.owner
+        && holder != owner
+    {
+        if holder.is_alive() {
+            return Err(StoreError::Busy {
+                id: id.clone(),
+                pid: holder.pid,
+            });
+        }
+        tracing::info!(session = %id, pid = holder.pid, "taking over the lease of a process that is gone");
+    }
+    let statement = tx
+        .prepare_cached("UPDATE sessions SET status = $1, owner = $2 WHERE id = $3")
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    tx.execute(&statement, &[&STATUS_ACTIVE, &owner.to_string(), &id.0])
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    record.status = STATUS_ACTIVE.to_string();
+    record.owner = Some(owner);
+    let events = statements::events(&tx, failures, operation, id, 0, None).await?;
+    tx.commit()
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    Ok((record, events))
+}
+
+pub async fn release(
+    client: &Client,
+    failures: &Failures,
+    id: &SessionId,
+    owner: Owner,
+) -> Result<(), StoreError> {
+    let operation = "release session";
+    if !storable_id(&id.0) {
+        return Err(not_found(id));
+    }
+    let fail = |e| failures.statement(operation, Some(id), e);
+    let statement = client
+        .prepare_cached(
+            "UPDATE sessions SET status = $1, owner = NULL WHERE id = $2 AND owner = $3",
+        )
+        .await
+        .map_err(fail)?;
+    let changed = client
+        .execute(&statement, &[&STATUS_IDLE, &id.0, &owner.to_string()])
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    if changed == 0 {
+        // Not ours (any more): nothing to release, but the id must exist.
+        let exists = client
+            .query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&id.0])
+            .await
+            .map_err(|e| failures.statement(operation, Some(id), e))?;
+        if exists.is_none() {
+            return Err(not_found(id));
+        }
+    }
+    Ok(())
+}
+
+pub async fn set_title(
+    client: &Client,
+    failures: &Failures,
+    id: &SessionId,
+    title: &str,
+) -> Result<(), StoreError> {
+    let operation = "set session title";
+    if !storable_id(&id.0) {
+        return Err(not_found(id));
+    }
+    let changed = client
+        .execute(
+            "UPDATE sessions SET title = $1 WHERE id = $2",
+            &[&text(title).as_ref(), &id.0],
+        )
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    if changed == 0 {
+        return Err(not_found(id));
+    }
+    Ok(())
+}
+
+pub async fn delete(
+    client: &mut Client,
+    failures: &Failures,
+    id: &SessionId,
+    owner: Owner,
+) -> Result<(), StoreError> {
+    let operation = "delete session";
+    if !storable_id(&id.0) {
+        return Err(not_found(id));
+    }
+    let fail = |e| failures.statement(operation, Some(id), e);
+    let tx = client.transaction().await.map_err(fail)?;
+    // Only the lease is read: deleting is the way out of a corrupt session,
+    // so nothing else in the row may stand in the way, and a lease that
+    // does not parse protects nothing.
+    let row = tx
+        .query_opt(
+            "SELECT owner FROM sessions WHERE id = $1 FOR UPDATE",
+            &[&id.0],
+        )
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?
+        .ok_or_else(|| not_found(id))?;
+    let holder = row
+        .try_get::<_, Option<String>>(0)
+        .ok()
+        .flatten()
+        .and_then(|text| text.parse::<Owner>().ok());
+    if let Some(holder) = holder
+        && holder != owner
+        && holder.is_alive()
+    {
+        return Err(StoreError::Busy {
+            id: id.clone(),
+            pid: holder.pid,
+        });
+    }
+    tx.execute("DELETE FROM sessions WHERE id = $1", &[&id.0])
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    tx.commit()
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))
+}
+
+pub async fn get(
+    client: &Client,
+    failures: &Failures,
+    id: &SessionId,
+) -> Result<Option<SessionRecord>, StoreError> {
+    if !storable_id(&id.0) {
+        return Ok(None);
+    }
+    statements::session(client, failures, "get session", id, Lock::None).await
+}
+
+pub async fn list(
+    client: &Client,
+    failures: &Failures,
+    limit: Option<usize>,
+    after: Option<&ListCursor>,
+) -> Result<Vec<SessionRecord>, StoreError> {
+    let operation = "list sessions";
+    let fail = |e| failures.statement(operation, None, e);
+    let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+    let after_time = after.map(|cursor| cursor.updated_at);
+    // An id with a NUL sorts where it would, but cannot be sent as text:
+    // a cursor holding one is past every id that has the same start.
+    let after_id = after.map(|cursor| text(&cursor.id.0).into_owned());
+    let statement = client
+        .prepare_cached(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions \
+             WHERE $2::timestamptz IS NULL OR (updated_at, id) < ($2, $3::text) \
+             ORDER BY updated_at DESC, id DESC LIMIT $1"
+        ))
+        .await
+        .map_err(fail)?;
+    let rows = client
+        .query(&statement, &[&limit, &after_time, &after_id])
+        .await
+        .map_err(|e| failures.statement(operation, None, e))?;
+    rows.iter().map(decode_session).collect()
+}
+
+pub async fn resolve(
+    client: &Client,
+    failures: &Failures,
+    prefix: &str,
+) -> Result<SessionId, StoreError> {
+    let operation = "resolve session id";
+    let not_found = || StoreError::NotFound {
+        id: prefix.to_string(),
+    };
+    if prefix.is_empty() || !storable_id(prefix) {
+        return Err(not_found());
+    }
+    // Ids that start with `prefix` sort together, right from `prefix` on
+    // (ids are compared byte by byte: `COLLATE "C"`).
+    let fail = |e| failures.statement(operation, None, e);
+    let statement = client
+        .prepare_cached("SELECT id FROM sessions WHERE id >= $1 ORDER BY id LIMIT $2")
+        .await
+        .map_err(fail)?;
+    let rows = client
+        .query(&statement, &[&prefix, &int(MAX_CANDIDATES as u64 + 1)])
+        .await
+        .map_err(|e| failures.statement(operation, None, e))?;
+    let mut matches = Vec::new();
+    for row in &rows {
+        let id: String = row
+            .try_get(0)
+            .map_err(|e| super::rows::corrupt("", None, format!("a session id: {e}")))?;
+        if !id.starts_with(prefix) {
+            break;
+        }
+        matches.push(id);
+    }
+    match matches.as_slice() {
+        [] => Err(not_found()),
+        [only] => Ok(SessionId(only.clone())),
+        [first, ..] if first == prefix => Ok(SessionId(first.clone())),
+        _ => Err(StoreError::Ambiguous {
+            prefix: prefix.to_string(),
+            candidates: matches.into_iter().take(MAX_CANDIDATES).collect(),
+        }),
+    }
+}
