@@ -248,6 +248,13 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
     if let Some(context) = &file.context {
         check_context(context, &origin, "context")?;
     }
+    if let Some(mcp) = &file.mcp {
+        mcp.check().map_err(|message| ConfigError::Invalid {
+            origin: origin.clone(),
+            key: "mcp.first_turn_wait_secs".into(),
+            message,
+        })?;
+    }
     let rules = match file.permissions {
         Some(p) => Rules::parse(&p.allow, &p.ask, &p.deny).map_err(|e| ConfigError::Invalid {
             origin: origin.clone(),
@@ -892,9 +899,10 @@ mod tests {
         assert_eq!(s.mcp.first_turn_wait_secs, 10, "the default");
         let s = resolve_text(&["[mcp]\nfirst_turn_wait_secs = 0"], LoadOptions::default()).unwrap();
         assert_eq!(s.mcp.first_turn_wait_secs, 0, "0 turns the wait off");
-        let err = resolve_text(
-            &["[mcp]\nfirst_turn_wait_secs = 100000"],
-            LoadOptions::default(),
+        let err = parse_layer(
+            "my.toml".into(),
+            None,
+            "[mcp]\nfirst_turn_wait_secs = 100000",
         )
         .err()
         .unwrap()
@@ -903,6 +911,14 @@ mod tests {
             err.contains("mcp.first_turn_wait_secs")
                 && err.contains("expected 0 (never wait) to 600"),
             "{err}"
+        );
+        let err = parse_layer("my.toml".into(), None, "[mcp]\nfirst_turn_wait_secs = 601")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("my.toml") && err.contains("expected 0 (never wait) to 600"),
+            "the file that says it is named: {err}"
         );
         let err = parse_layer("my.toml".into(), None, "[mcp]\nfirst_turn_wait_secs = -1")
             .err()
