@@ -124,7 +124,7 @@ enum Reading {
     /// Deliver `then` once the store filled `(last_delivered, before)`.
     Refill {
         before: u64,
-        then: LiveEvent,
+        then: Box<LiveEvent>,
     },
 }
 
@@ -295,7 +295,7 @@ impl Follow {
             // The hole below `then` is filled: deliver it unless it became
             // stale meanwhile (the store knows a newer owner).
             match self.decide(&then) {
-                Decision::Deliver | Decision::Refill { .. } => self.deliver(then, &mut step),
+                Decision::Deliver | Decision::Refill { .. } => self.deliver(*then, &mut step),
                 Decision::Duplicate { last_delivered } => {
                     drop_event(&then, DropReason::Duplicate { last_delivered }, &mut step)
                 }
@@ -354,7 +354,7 @@ impl Follow {
                 });
                 self.reading = Some(Reading::Refill {
                     before,
-                    then: event,
+                    then: Box::new(event),
                 });
             }
         }

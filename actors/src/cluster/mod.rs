@@ -8,6 +8,13 @@
 //!   headers.
 //! - `follow.rs`: a follower's reconciliation of the store's replay with
 //!   the owner's live messages, as a pure state machine.
+//! - `live.rs`: a node's connection (async-nats, core only): publish a
+//!   session's events with their owner, follow one session, the
+//!   lifecycle; `inputs.rs`: inputs as request/reply to the owner, and the
+//!   owner's side serving them; `link.rs`: the connection's state to
+//!   watch (a node cut off from NATS must release its sessions);
+//!   `nats_url.rs`: the server's address, never shown with its
+//!   credentials; `error.rs`: what fails, naming subject and server.
 //!
 //! Nothing here owns a session, claims one or writes to the store: it
 //! moves messages and says what the connection is doing; the session
@@ -21,9 +28,16 @@
     )
 )]
 
+mod error;
 mod follow;
+mod inputs;
+mod link;
+mod live;
+mod nats_url;
 mod owner;
 mod subjects;
 
 #[cfg(test)]
 mod follow_tests;
+#[cfg(test)]
+mod live_tests;

@@ -31,10 +31,14 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`NatsServer`] runs a real `nats-server` for the cluster tests (see the
+//! [`nats`] module).
+//!
 //! The crate deliberately does not depend on any agentbus crate: it is an
 //! independent implementation of the providers' side of the protocol, so a
 //! misunderstanding of the protocol in agentbus cannot be mirrored here.
 
+pub mod nats;
 pub mod script;
 
 mod playback;
@@ -51,6 +55,7 @@ mod wire;
 
 use std::path::{Path, PathBuf};
 
+pub use nats::NatsServer;
 pub use record::RecordedRequest;
 pub use script::Script;
 pub use server::ScriptedModel;
