@@ -274,6 +274,7 @@ impl Follow {
             } else if event.seq() <= self.last_delivered
                 || merged.binary_search_by_key(&event.seq(), |e| e.seq).is_ok()
             {
+                self.adopt(event.owner.epoch);
                 repeats.push(event);
             } else {
                 self.adopt(event.owner.epoch);

@@ -224,8 +224,8 @@ impl LivePlane {
         }
     }
 
-    /// Sends what is queued and closes the connection: subscriptions end,
-    /// the link reads closed.
+    /// Sends what is queued and closes the connection — every clone's, it
+    /// is one: subscriptions end, the link reads closed.
     pub async fn close(self) {
         if let Err(e) = self.client.drain().await {
             tracing::debug!(url = %self.url, error = %e, "closing the NATS connection");
