@@ -195,33 +195,35 @@ impl LivePlane {
     /// message to itself comes back. (The client's own `flush` only writes
     /// to the socket.)
     pub async fn sync(&self, timeout: Duration) -> Result<(), LiveError> {
-        let failed = |reason: String| LiveError::Sync {
+        let round_trip = async {
+            let inbox = self.client.new_inbox();
+            let mut echo = self
+                .client
+                .subscribe(inbox.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            self.client
+                .publish(inbox, Bytes::new())
+                .await
+                .map_err(|e| e.to_string())?;
+            self.client.flush().await.map_err(|e| e.to_string())?;
+            let came_back = echo.next().await;
+            if let Err(e) = echo.unsubscribe().await {
+                tracing::debug!(url = %self.url, error = %e, "ending a sync's subscription");
+            }
+            came_back
+                .map(drop)
+                .ok_or_else(|| "the connection closed".to_string())
+        };
+        let reason = match tokio::time::timeout(timeout, round_trip).await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(reason)) => reason,
+            Err(_) => format!("no answer within {timeout:?}"),
+        };
+        Err(LiveError::Sync {
             url: self.url.to_string(),
             reason,
-        };
-        let inbox = self.client.new_inbox();
-        let mut echo = self
-            .client
-            .subscribe(inbox.clone())
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        self.client
-            .publish(inbox, Bytes::new())
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        self.client
-            .flush()
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        let came_back = tokio::time::timeout(timeout, echo.next()).await;
-        if let Err(e) = echo.unsubscribe().await {
-            tracing::debug!(url = %self.url, error = %e, "ending a sync's subscription");
-        }
-        match came_back {
-            Ok(Some(_)) => Ok(()),
-            Ok(None) => Err(failed("the connection closed".to_string())),
-            Err(_) => Err(failed(format!("no answer within {timeout:?}"))),
-        }
+        })
     }
 
     /// Sends what is queued and closes the connection — every clone's, it

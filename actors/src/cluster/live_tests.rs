@@ -431,6 +431,9 @@ async fn a_killed_server_is_seen_on_the_link_and_following_resumes_after_it_retu
         assert!(matches!(state, LinkState::Disconnected { .. }), "{state:?}");
         assert!(link.lost_for(tokio::time::Instant::now()).is_some());
     }
+    // No round trip while cut off.
+    let sync = follower.sync(Duration::from_millis(100)).await;
+    assert!(matches!(sync, Err(LiveError::Sync { .. })), "{sync:?}");
     // Publishing while cut off fails at once instead of queueing.
     let refused = owner_node
         .publish_event(&stored_event(&session, 2), owner)
