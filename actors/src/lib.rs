@@ -39,6 +39,7 @@ pub mod text;
 pub mod tokens;
 
 mod bus;
+mod cluster;
 mod mcp;
 mod model;
 mod provider;

@@ -33,12 +33,14 @@
 //!
 //! It also starts a throwaway PostgreSQL server for the store's tests
 //! ([`postgres`]: one server per test binary, a fresh database per test),
-//! and a TCP proxy a test can cut ([`tcp_proxy`]).
+//! and a TCP proxy a test can cut ([`tcp_proxy`]). [`NatsServer`] runs a
+//! real `nats-server` for the cluster tests (see the [`nats`] module).
 //!
 //! The crate deliberately does not depend on any agentbus crate: it is an
 //! independent implementation of the providers' side of the protocol, so a
 //! misunderstanding of the protocol in agentbus cannot be mirrored here.
 
+pub mod nats;
 pub mod postgres;
 pub mod script;
 pub mod tcp_proxy;
@@ -57,6 +59,7 @@ mod wire;
 
 use std::path::{Path, PathBuf};
 
+pub use nats::NatsServer;
 pub use record::RecordedRequest;
 pub use script::Script;
 pub use server::ScriptedModel;

@@ -1,0 +1,43 @@
+//! The cluster's live plane (issue 16, DESIGN-cluster.md §6): what nodes of
+//! one agentbus cluster say to each other over NATS core — never what they
+//! keep (Postgres holds that, in `store/`).
+//!
+//! - `subjects.rs`: the subject layout, `ab.<cluster>.…`, checked token by
+//!   token.
+//! - `owner.rs`: the owner (epoch, node) every live event carries in its
+//!   headers.
+//! - `follow.rs`: a follower's reconciliation of the store's replay with
+//!   the owner's live messages, as a pure state machine.
+//! - `live.rs`: a node's connection (async-nats, core only): publish a
+//!   session's events with their owner, follow one session, the
+//!   lifecycle; `inputs.rs`: inputs as request/reply to the owner, and the
+//!   owner's side serving them; `link.rs`: the connection's state to
+//!   watch (a node cut off from NATS must release its sessions);
+//!   `nats_url.rs`: the server's address, never shown with its
+//!   credentials; `error.rs`: what fails, naming subject and server.
+//!
+//! Nothing here owns a session, claims one or writes to the store: it
+//! moves messages and says what the connection is doing; the session
+//! manager decides what to do about it.
+
+#![cfg_attr(
+    not(test),
+    expect(
+        dead_code,
+        reason = "the session manager and the HTTP server take the live plane up in a later step of issue 16"
+    )
+)]
+
+mod error;
+mod follow;
+mod inputs;
+mod link;
+mod live;
+mod nats_url;
+mod owner;
+mod subjects;
+
+#[cfg(test)]
+mod follow_tests;
+#[cfg(test)]
+mod live_tests;
