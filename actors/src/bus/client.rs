@@ -267,6 +267,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_client_of_a_mirror_reads_across_a_new_owners_jump() {
+        let source = Source::new(8, 8);
+        let source = Source {
+            topic: Arc::new(SessionTopic::mirror(0)),
+            ..source
+        };
+        source.publish(2);
+        let mut events = ClientEvents::new(source.clone(), 0);
+        assert_eq!(take(&mut events, 2).await, [1, 2]);
+        // A new owner continues above its predecessor's reservation.
+        let jumped = EventEnvelope {
+            seq: 4098,
+            ..(*source.topic.recent(1)[0]).clone()
+        };
+        source.stored.lock().unwrap().push(jumped.clone());
+        source.topic.publish(Arc::new(jumped)).unwrap();
+        source.publish(1);
+        assert_eq!(take(&mut events, 2).await, [4098, 4099], "not cut off");
+        // A client resuming from before the jump replays across it.
+        let mut resumed = ClientEvents::new(source.clone(), 1);
+        assert_eq!(take(&mut resumed, 3).await, [2, 4098, 4099]);
+    }
+
+    #[tokio::test]
     async fn a_client_ends_when_the_session_closes() {
         let source = Source::new(8, 8);
         let mut events = ClientEvents::new(source.clone(), 0);

@@ -10,9 +10,18 @@
 //! capacity gets [`RecvError::Lagged`] with the last seq it saw and rejoins
 //! with [`Topic::subscribe`] (from the ring, or — when the ring no longer
 //! reaches back — from the store). Never hold the lock across an await.
+//!
+//! A *mirror* ([`Topic::mirror`]) is the topic of a session another node
+//! drives (`cluster/remote_session.rs`): its seqs only go up, with gaps —
+//! deltas lost on the network, a new owner starting above the previous
+//! one's seq reservation — but never a persisted event missing (the
+//! follower fills those from the store before it publishes past them). So
+//! a mirror takes any higher seq, and its subscribers take a jump as it
+//! comes instead of reporting it as a lag.
 
 use crate::protocol::EventEnvelope;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -93,6 +102,11 @@ struct Inner<E> {
     channel_capacity: usize,
     /// Its publisher is gone: subscriptions end once they have everything.
     closed: bool,
+    /// A mirror: seqs only go up, gaps hold no persisted event.
+    gaps: bool,
+    /// Subscriptions that do not count as watchers (see
+    /// [`Topic::subscribe_unwatched`]), still open.
+    unwatched: Arc<AtomicUsize>,
 }
 
 impl<E: Sequenced> Inner<E> {
@@ -133,8 +147,20 @@ impl<E: Sequenced> Topic<E> {
                 sender: None,
                 channel_capacity: channel_capacity.max(1),
                 closed: false,
+                gaps: false,
+                unwatched: Arc::default(),
             }),
         }
+    }
+
+    /// A mirror of a session driven elsewhere, whose next event will have a
+    /// seq above `last_seq`: it takes any higher seq ([`publish`](Self::publish)),
+    /// and its subscribers take the jumps (see the module's doc). Only for a
+    /// publisher that never skips a persisted event.
+    pub fn mirror(last_seq: u64) -> Self {
+        let topic = Self::new(last_seq);
+        topic.lock().gaps = true;
+        topic
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner<E>> {
@@ -148,11 +174,17 @@ impl<E: Sequenced> Topic<E> {
         self.lock().last_seq
     }
 
-    /// Publish the next event. Its seq must be exactly `last_seq + 1`; an
-    /// out-of-order event is refused (returned) so no subscriber sees a gap.
+    /// Publish the next event. Its seq must be exactly `last_seq + 1` (on a
+    /// [`mirror`](Self::mirror): above `last_seq`); an out-of-order event is
+    /// refused (returned) so no subscriber sees a gap.
     pub fn publish(&self, event: Arc<E>) -> Result<(), Arc<E>> {
         let mut inner = self.lock();
-        if event.seq() != inner.last_seq + 1 {
+        let next = if inner.gaps {
+            event.seq() > inner.last_seq
+        } else {
+            event.seq() == inner.last_seq + 1
+        };
+        if !next {
             return Err(event);
         }
         inner.push(event);
@@ -169,6 +201,22 @@ impl<E: Sequenced> Topic<E> {
 
     /// Every event after `after_seq` (replayed from the ring), then live ones.
     pub fn subscribe(&self, after_seq: u64) -> Result<Subscription<E>, SubscribeError> {
+        self.subscribe_counted(after_seq, false)
+    }
+
+    /// As [`subscribe`](Self::subscribe), but not counted in
+    /// [`subscriber_count`](Self::subscriber_count): for a session's own
+    /// services (the cluster's relay), which must not keep a session nobody
+    /// watches from being unloaded.
+    pub fn subscribe_unwatched(&self, after_seq: u64) -> Result<Subscription<E>, SubscribeError> {
+        self.subscribe_counted(after_seq, true)
+    }
+
+    fn subscribe_counted(
+        &self,
+        after_seq: u64,
+        unwatched: bool,
+    ) -> Result<Subscription<E>, SubscribeError> {
         let mut inner = self.lock();
         let capacity = inner.channel_capacity;
         let receiver = if inner.closed {
@@ -194,10 +242,13 @@ impl<E: Sequenced> Topic<E> {
             .filter(|e| e.seq() > after_seq)
             .cloned()
             .collect();
+        let unwatched = unwatched.then(|| Unwatched::new(&inner.unwatched));
         Ok(Subscription {
             backlog,
             receiver,
             last_seq: after_seq,
+            gaps: inner.gaps,
+            _unwatched: unwatched,
         })
     }
 
@@ -210,12 +261,12 @@ impl<E: Sequenced> Topic<E> {
         inner.sender = None;
     }
 
-    /// How many subscribers are listening now.
+    /// How many subscribers are listening now (those of
+    /// [`subscribe_unwatched`](Self::subscribe_unwatched) left out).
     pub fn subscriber_count(&self) -> usize {
-        self.lock()
-            .sender
-            .as_ref()
-            .map_or(0, |s| s.receiver_count())
+        let inner = self.lock();
+        let all = inner.sender.as_ref().map_or(0, |s| s.receiver_count());
+        all.saturating_sub(inner.unwatched.load(Ordering::SeqCst))
     }
 
     /// Events after `after_seq` that the ring still holds (oldest first).
@@ -235,6 +286,25 @@ pub struct Subscription<E> {
     backlog: VecDeque<Arc<E>>,
     receiver: broadcast::Receiver<Arc<E>>,
     last_seq: u64,
+    /// Of a mirror: a jump is not a lag.
+    gaps: bool,
+    _unwatched: Option<Unwatched>,
+}
+
+/// One open subscription left out of a topic's watchers, until dropped.
+struct Unwatched(Arc<AtomicUsize>);
+
+impl Unwatched {
+    fn new(count: &Arc<AtomicUsize>) -> Unwatched {
+        count.fetch_add(1, Ordering::SeqCst);
+        Unwatched(count.clone())
+    }
+}
+
+impl Drop for Unwatched {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl<E: Sequenced> Subscription<E> {
@@ -248,7 +318,7 @@ impl<E: Sequenced> Subscription<E> {
             match self.receiver.recv().await {
                 Ok(event) if event.seq() <= self.last_seq => continue, // already replayed
                 Ok(event) => {
-                    if event.seq() != self.last_seq + 1 {
+                    if event.seq() != self.last_seq + 1 && !self.gaps {
                         return Err(RecvError::Lagged {
                             last_seq: self.last_seq,
                         });
@@ -278,7 +348,7 @@ impl<E: Sequenced> Subscription<E> {
         loop {
             match self.receiver.try_recv() {
                 Ok(event) if event.seq() <= self.last_seq => continue, // already replayed
-                Ok(event) if event.seq() == self.last_seq + 1 => {
+                Ok(event) if event.seq() == self.last_seq + 1 || self.gaps => {
                     self.last_seq = event.seq();
                     return Some(event);
                 }
@@ -457,6 +527,65 @@ mod tests {
         assert_eq!(late.recv().await.unwrap().seq(), 2);
         assert_eq!(late.recv().await.unwrap().seq(), 3);
         assert_eq!(late.recv().await.unwrap_err(), RecvError::Closed);
+    }
+
+    #[tokio::test]
+    async fn a_mirror_takes_higher_seqs_and_its_subscribers_take_the_jumps() {
+        let t = Topic::mirror(10);
+        let mut early = t.subscribe(10).unwrap();
+        for seq in [11, 12, 4100, 4101] {
+            t.publish(Arc::new(Ev(seq))).unwrap();
+        }
+        assert!(t.publish(Arc::new(Ev(4101))).is_err(), "not above the last");
+        assert!(t.publish(Arc::new(Ev(50))).is_err(), "never back");
+        assert_eq!(take(&mut early, 4).await, [11, 12, 4100, 4101]);
+        // A subscriber from within the ring replays across the jump.
+        let mut late = t.subscribe(12).unwrap();
+        assert_eq!(late.try_recv().map(|e| e.0), Some(4100));
+        t.publish(Arc::new(Ev(9000))).unwrap();
+        assert_eq!(late.try_recv().map(|e| e.0), Some(4101));
+        assert_eq!(
+            late.try_recv().map(|e| e.0),
+            Some(9000),
+            "live, across a jump"
+        );
+        // One from before the ring is sent to the store, as on any topic.
+        assert_eq!(
+            t.subscribe(3).err(),
+            Some(SubscribeError::NotInRing {
+                after_seq: 3,
+                oldest: 11
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_mirror_still_reports_a_subscriber_falling_behind_the_channel() {
+        let t = Topic::with_capacity(0, 100, 4);
+        t.lock().gaps = true;
+        let mut sub = t.subscribe(0).unwrap();
+        for seq in (1..=40).step_by(2) {
+            t.publish(Arc::new(Ev(seq))).unwrap();
+        }
+        assert_eq!(
+            sub.recv().await.unwrap_err(),
+            RecvError::Lagged { last_seq: 0 }
+        );
+    }
+
+    #[tokio::test]
+    async fn unwatched_subscriptions_are_not_counted_as_watchers() {
+        let t = Topic::<Ev>::new(0);
+        let service = t.subscribe_unwatched(0).unwrap();
+        assert_eq!(t.subscriber_count(), 0);
+        let watcher = t.subscribe(0).unwrap();
+        assert_eq!(t.subscriber_count(), 1);
+        drop(watcher);
+        assert_eq!(t.subscriber_count(), 0);
+        drop(service);
+        assert_eq!(t.subscriber_count(), 0);
+        let _watcher = t.subscribe(0).unwrap();
+        assert_eq!(t.subscriber_count(), 1);
     }
 
     #[tokio::test]
