@@ -13,6 +13,7 @@
 use crate::cluster::error::{InputError, LiveError};
 use crate::cluster::live::{LivePlane, encode};
 use crate::protocol::{InputId, SessionId, SessionInput};
+use crate::session::Failure;
 use async_nats::client::RequestErrorKind;
 use futures::{FutureExt, StreamExt};
 use serde::{Deserialize, Serialize};
@@ -41,8 +42,58 @@ pub enum InputReply {
         input_id: Option<InputId>,
     },
     /// Not taken, and why (the session refused it, or the request could not
-    /// be read).
-    Refused { message: String },
+    /// be read); `kind` says what kind of failure it is, for a front end
+    /// that answers with a status (absent: internal).
+    Refused {
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        kind: Option<RefusalKind>,
+    },
+}
+
+/// What kind of failure a refusal is: a [`Failure`] on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalKind {
+    NotFound,
+    Invalid,
+    Conflict,
+    Unavailable,
+    Internal,
+}
+
+impl From<Failure> for RefusalKind {
+    fn from(failure: Failure) -> Self {
+        match failure {
+            Failure::NotFound => RefusalKind::NotFound,
+            Failure::Invalid => RefusalKind::Invalid,
+            Failure::Conflict => RefusalKind::Conflict,
+            Failure::Unavailable => RefusalKind::Unavailable,
+            Failure::Internal => RefusalKind::Internal,
+        }
+    }
+}
+
+impl From<RefusalKind> for Failure {
+    fn from(kind: RefusalKind) -> Self {
+        match kind {
+            RefusalKind::NotFound => Failure::NotFound,
+            RefusalKind::Invalid => Failure::Invalid,
+            RefusalKind::Conflict => Failure::Conflict,
+            RefusalKind::Unavailable => Failure::Unavailable,
+            RefusalKind::Internal => Failure::Internal,
+        }
+    }
+}
+
+impl InputReply {
+    /// A refusal saying `message`, of kind `kind`.
+    pub fn refused(message: impl Into<String>, kind: RefusalKind) -> Self {
+        InputReply::Refused {
+            message: message.into(),
+            kind: Some(kind),
+        }
+    }
 }
 
 impl LivePlane {
@@ -126,12 +177,16 @@ impl LivePlane {
                     Ok(input) => AssertUnwindSafe(handler(input))
                         .catch_unwind()
                         .await
-                        .unwrap_or_else(|_| InputReply::Refused {
-                            message: "the session failed while taking the input".to_string(),
+                        .unwrap_or_else(|_| {
+                            InputReply::refused(
+                                "the session failed while taking the input",
+                                RefusalKind::Internal,
+                            )
                         }),
-                    Err(e) => InputReply::Refused {
-                        message: format!("the input cannot be read: {e}"),
-                    },
+                    Err(e) => InputReply::refused(
+                        format!("the input cannot be read: {e}"),
+                        RefusalKind::Invalid,
+                    ),
                 };
                 let sent = match encode("an input reply", &served, &reply) {
                     Ok(body) => plane

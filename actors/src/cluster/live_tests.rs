@@ -356,7 +356,7 @@ async fn an_unreadable_input_or_a_failing_handler_is_refused_saying_why() {
     .unwrap();
     let reply: InputReply = serde_json::from_slice(&reply.payload).unwrap();
     assert!(
-        matches!(&reply, InputReply::Refused { message } if message.contains("cannot be read")),
+        matches!(&reply, InputReply::Refused { message, .. } if message.contains("cannot be read")),
         "{reply:?}"
     );
 

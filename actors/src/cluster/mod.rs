@@ -15,10 +15,19 @@
 //!   watch (a node cut off from NATS must release its sessions);
 //!   `nats_url.rs`: the server's address, never shown with its
 //!   credentials; `error.rs`: what fails, naming subject and server.
+//! - `relay.rs`: the owner's side — a session's local topic published on
+//!   its `.ev` subject, as its owner.
+//! - `remote_session.rs`: the follower's side — a session another node
+//!   owns, mirrored into a local topic by the follow protocol, its inputs
+//!   sent to the owner.
+//! - `route.rs`: inputs across nodes — the owner serving `.in` with its
+//!   local session (each `input_uuid` taken once), a non-owner sending
+//!   there and telling *no responders* apart.
 //!
 //! Nothing here owns a session, claims one or writes to the store: it
-//! moves messages and says what the connection is doing; the session
-//! manager decides what to do about it.
+//! moves messages, reads the store to fill what the network lost, and says
+//! what the connection is doing; the session manager decides what to do
+//! about it.
 
 #![cfg_attr(
     not(test),
@@ -35,9 +44,18 @@ mod link;
 mod live;
 mod nats_url;
 mod owner;
+mod relay;
+mod remote_session;
+mod route;
 mod subjects;
 
 #[cfg(test)]
 mod follow_tests;
 #[cfg(test)]
 mod live_tests;
+#[cfg(test)]
+mod relay_tests;
+#[cfg(test)]
+mod route_tests;
+#[cfg(test)]
+mod test_nodes;

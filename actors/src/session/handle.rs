@@ -56,6 +56,22 @@ impl SessionHandle {
         Arc::strong_count(&self.users) > 1
     }
 
+    /// A handle on the same session that does not count as a user (see
+    /// `in_use`): for the session's own services — the cluster's input
+    /// route — which must not keep an idle session loaded.
+    pub(crate) fn detached(&self) -> SessionHandle {
+        SessionHandle {
+            users: Arc::new(()),
+            ..self.clone()
+        }
+    }
+
+    /// The session's topic (for the cluster's relay, which reads it without
+    /// counting as a watcher).
+    pub(crate) fn topic(&self) -> &Arc<SessionTopic> {
+        &self.topic
+    }
+
     pub fn id(&self) -> &SessionId {
         &self.id
     }
