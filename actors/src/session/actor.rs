@@ -698,7 +698,10 @@ impl Message<Submit> for AgentLoop {
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
         if self.fenced {
-            return Err(SessionError::Gone(self.session_id.clone()));
+            return Err(SessionError::Store(StoreError::Fenced {
+                id: self.session_id.clone(),
+                reason: "this node stopped driving it".to_string(),
+            }));
         }
         let input_id = self.state.next_input_id();
         let accepted = AcceptedInput {
