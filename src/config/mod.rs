@@ -798,6 +798,70 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_section_is_checked_naming_file_and_key_and_its_database_is_the_store() {
+        let cluster = "[cluster]\npostgres_url = \"postgres://ab:pg-secret@db:5432/ab\"\n\
+                       nats_url = \"nats://me:nats-secret@nats:4222\"\nname = \"node-1\"\n";
+        let s = resolve_text(&[cluster], LoadOptions::default()).unwrap();
+        let node = s.cluster.as_ref().expect("a node of a cluster");
+        assert_eq!(node.node_ttl_secs, 10, "the default TTL");
+        assert_eq!(node.node_name(), "node-1");
+        assert_eq!(
+            s.store_location().to_string(),
+            "postgres://ab:***@db:5432/ab"
+        );
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("pg-secret") && !shown.contains("nats-secret"),
+            "{shown}"
+        );
+        // The same database named again is fine; another one is not.
+        let same = LoadOptions {
+            store: Some("postgres://ab:pg-secret@db:5432/ab".into()),
+            ..Default::default()
+        };
+        assert!(resolve_text(&[cluster], same).is_ok());
+        let other = LoadOptions {
+            store: Some("sessions.db".into()),
+            ..Default::default()
+        };
+        let e = resolve_text(&[cluster], other).err().unwrap().to_string();
+        assert!(e.contains("--store") && e.contains("[cluster]"), "{e}");
+
+        for (text, key) in [
+            (
+                "[cluster]\npostgres_url = \"sessions.db\"",
+                "cluster.postgres_url",
+            ),
+            (
+                "[cluster]\npostgres_url = \"postgres://h/db\"\nnode_ttl_secs = 1",
+                "cluster.node_ttl_secs",
+            ),
+            (
+                "[cluster]\npostgres_url = \"postgres://h/db\"\nheartbeat_ms = 9000",
+                "cluster.heartbeat_ms",
+            ),
+            (
+                "[cluster]\npostgres_url = \"postgres://h/db\"\nttl = 3",
+                "cluster.ttl",
+            ),
+            ("[cluster]\nname = \"n\"", "cluster"),
+        ] {
+            let e = parse_layer("my.toml".into(), None, text)
+                .err()
+                .unwrap_or_else(|| panic!("{text} is refused"))
+                .to_string();
+            assert!(e.contains("my.toml") && e.contains(key), "{text}: {e}");
+        }
+        // Without [cluster], nothing changes.
+        assert!(
+            resolve_text(&[], LoadOptions::default())
+                .unwrap()
+                .cluster
+                .is_none()
+        );
+    }
+
+    #[test]
     fn later_files_and_flags_override_earlier_ones() {
         let s = resolve_text(
             &[

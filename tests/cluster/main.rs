@@ -108,7 +108,11 @@ async fn concurrent_opens_from_every_node_leave_exactly_one_owner_per_session() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost() {
     let _one = serial().await;
-    let script = format!("{SLOW}{}", answers("next", "The next answer.", 1));
+    let script = format!(
+        "{SLOW}{}{}",
+        answers("second", "The second answer.", 1),
+        answers("next", "The next answer.", 1)
+    );
     let Some((fx, database)) = cluster(&script).await else {
         return;
     };
@@ -120,6 +124,9 @@ async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost
     let mut client = a.server.sse(&id, None).await;
     assert_eq!(a.server.input(&id, "slow").await, 1);
     let last_seen = until_streaming(&mut client).await;
+    // Accepted while turn 1 runs: it waits, stored, for whoever drives the
+    // session next.
+    assert_eq!(a.server.input(&id, "second").await, 2);
 
     let killed = Instant::now();
     a.server.kill9();
@@ -164,6 +171,11 @@ async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost
     resumed.until(|e| e["subtype"] == "owner_changed").await;
     let result = resumed.result_of(1).await;
     assert_eq!(result["stop_reason"], "error");
+    assert_eq!(
+        resumed.result_of(2).await["text"],
+        "The second answer.",
+        "the input that waited runs on the new owner"
+    );
     let input = adopter.server.input(&id, "next").await;
     assert_eq!(resumed.result_of(input).await["text"], "The next answer.");
     assert!(
@@ -175,6 +187,32 @@ async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost
     assert_log_consistent(&log);
     assert_stored(&resumed.events, &log);
     assert_stored(&client.events, &log);
+
+    // The operators' view: the dead node is listed as gone, the adopter
+    // drives the session.
+    let health = adopter.server.get_json("/v1/health").await;
+    let nodes = health["cluster"]["nodes"].as_array().expect("nodes");
+    let dead = nodes
+        .iter()
+        .find(|n| n["node_id"] == a.id.as_str())
+        .expect("node-a is still listed");
+    assert_eq!(
+        (dead["name"].as_str(), dead["alive"].as_bool()),
+        (Some("node-a"), Some(false))
+    );
+    let alive = nodes
+        .iter()
+        .find(|n| n["node_id"] == adopter.id.as_str())
+        .expect("the adopter");
+    assert_eq!(alive["alive"], true);
+    assert_eq!(alive["sessions"], 1, "{health}");
+    let document = adopter.server.get_json("/v1/openapi.json").await;
+    for schema in ["Health", "ClusterHealth", "ClusterNode"] {
+        assert!(
+            document["components"]["schemas"][schema].is_object(),
+            "the OpenAPI document describes {schema}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
