@@ -202,6 +202,8 @@ pub struct AgentLoop {
     /// Inputs a crash left waiting that are not submitted to the core yet
     /// (while starting): still waiting, as far as the store is concerned.
     unsubmitted: Vec<InputId>,
+    /// Cancelled when the actor stops: ends its watcher of the fence.
+    stopped: CancellationToken,
 }
 
 impl Actor for AgentLoop {
@@ -235,13 +237,17 @@ impl Actor for AgentLoop {
             fence: args.fence.clone(),
             fenced: false,
             unsubmitted: args.waiting.iter().map(|w| w.input_id).collect(),
+            stopped: CancellationToken::new(),
         };
         // The node fencing itself stops the session even while it waits
         // for nothing (running calls stop with their tokens at once).
         let fenced = me.downgrade();
-        let fence = args.fence;
+        let (fence, stopped) = (args.fence, this.stopped.clone());
         tokio::spawn(async move {
-            fence.cancelled().await;
+            tokio::select! {
+                () = fence.cancelled() => {}
+                () = stopped.cancelled() => return,
+            }
             if let Some(me) = fenced.upgrade() {
                 let _ = me.tell(NodeFenced).await;
             }
@@ -289,6 +295,7 @@ impl Actor for AgentLoop {
         for token in self.model_calls.values().chain(self.tool_batches.values()) {
             token.cancel();
         }
+        self.stopped.cancel();
         // Watchers get what was said, then the end of the stream.
         self.topic.close();
         Ok(())
