@@ -362,6 +362,40 @@ pub struct Health {
     pub status: String,
     pub version: String,
     pub sessions_loaded: usize,
+    /// With `[cluster]`: this node and the cluster's nodes (absent for a
+    /// server of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterHealth>,
+}
+
+/// `GET /v1/health` of a node of a cluster.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterHealth {
+    /// This node's id (a new one after it fenced itself and rejoined).
+    pub node_id: String,
+    /// This node's name (`[cluster] name`, default the host name).
+    pub name: String,
+    /// Every node the database knows, oldest first: live ones, and for a
+    /// while those whose lease expired.
+    pub nodes: Vec<ClusterNode>,
+    /// Why `nodes` could not be read (the database did not answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One node of a cluster.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterNode {
+    pub node_id: String,
+    pub name: String,
+    pub started_at: DateTime<Utc>,
+    /// When its lease expires (the database's clock); it counts as gone
+    /// from then on.
+    pub expires_at: DateTime<Utc>,
+    /// Its lease had not expired when the list was read.
+    pub alive: bool,
+    /// How many sessions it drives.
+    pub sessions: u64,
 }
 
 /// One model profile.

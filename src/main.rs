@@ -116,7 +116,7 @@ async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCo
             admin::sessions::run(settings, command).await
         }
         Command::Serve(args) => {
-            let settings = configure(&global, &SessionArgs::default())?;
+            let settings = configure_node(&global)?;
             say_model_problem(&settings).await;
             serve::run(settings, args.listen).await
         }
@@ -198,7 +198,24 @@ fn local_part(session: &SessionArgs, attach: &Option<frontend::backend::Attach>)
 }
 
 /// Load the configuration and start logging as it (and the flags) say.
+/// Only `serve` runs as a node of a `[cluster]`: every other command
+/// uses the cluster's database as a plain store (sessions a live node
+/// drives are refused, naming the node).
 fn configure(
+    global: &GlobalArgs,
+    session: &SessionArgs,
+) -> anyhow::Result<agentbus_actors::Settings> {
+    let mut settings = configure_with(global, session)?;
+    settings.cluster = None;
+    Ok(settings)
+}
+
+/// [`configure`], keeping `[cluster]` (for `serve`).
+fn configure_node(global: &GlobalArgs) -> anyhow::Result<agentbus_actors::Settings> {
+    configure_with(global, &SessionArgs::default())
+}
+
+fn configure_with(
     global: &GlobalArgs,
     session: &SessionArgs,
 ) -> anyhow::Result<agentbus_actors::Settings> {

@@ -71,6 +71,7 @@ fn settings(dir: &std::path::Path) -> Settings {
         subagents: Default::default(),
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
         unreachable_hint: None,
+        cluster: None,
     }
 }
 

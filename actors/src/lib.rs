@@ -28,6 +28,8 @@
 //! - `tools`: the registry, the ToolExecutor, the built-in tools.
 //! - `mcp`: MCP servers, one actor each.
 //! - `store`: sessions and their event logs, behind one trait.
+//! - `ownership`: `agentbus serve` as a node of a cluster — its lease, and
+//!   the sweeps that hand a gone node's sessions to the living.
 
 pub mod agent;
 pub mod images;
@@ -42,6 +44,7 @@ mod bus;
 mod cluster;
 mod mcp;
 mod model;
+mod ownership;
 mod provider;
 mod session;
 mod sessions;

@@ -5,8 +5,11 @@
 //! code. API keys are never stored resolved: a profile names where its key
 //! comes from and [`ModelProfile::api_key`] reads it when a request is made.
 
+mod cluster;
+
 use crate::protocol::{ContextConfig, ModelInfo, Pricing};
 pub use crate::store::location::{LocationError, PostgresUrl, StoreLocation};
+pub use cluster::{ClusterSettings, NatsAddress};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -58,6 +61,11 @@ pub struct Settings {
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unreachable_hint: Option<String>,
+    /// `[cluster]`: this process is one node of several sharing one
+    /// Postgres database (`agentbus serve` only; other commands use the
+    /// cluster's database as a plain store). `None`: a process of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterSettings>,
 }
 
 /// `[subagents]`: how the `task` tool runs named agents in child sessions.

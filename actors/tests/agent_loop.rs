@@ -145,6 +145,7 @@ impl Harness {
             context: Default::default(),
             compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,
+            cluster: None,
         };
         Harness {
             runtime: Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx }))

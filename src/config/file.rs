@@ -7,7 +7,8 @@
 use agentbus_actors::protocol::ContextConfig;
 use agentbus_actors::protocol::PermissionMode;
 use agentbus_actors::settings::{
-    McpSettings, SandboxSettings, ServerSettings, SessionSettings, SubagentSettings, ToolSettings,
+    ClusterSettings, McpSettings, SandboxSettings, ServerSettings, SessionSettings,
+    SubagentSettings, ToolSettings,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -48,6 +49,9 @@ pub struct ConfigFile {
     pub agents: Option<BTreeMap<String, toml::Table>>,
     /// `[subagents]`: the `task` tool's limits.
     pub subagents: Option<SubagentSettings>,
+    /// `[cluster]`: `agentbus serve` as one node of several on one
+    /// Postgres database.
+    pub cluster: Option<ClusterSettings>,
     /// `[log]`: where the logs go and how they are written (the binary's
     /// own; `--log-file` and `--log-format` win).
     pub log: Option<crate::logging::LogSettings>,

@@ -20,7 +20,7 @@ pub use error::ConfigError;
 
 use agentbus_actors::permissions::Rules;
 use agentbus_actors::settings::{
-    McpServerConfig, ModelProfile, PermissionSettings, Settings, StoreLocation,
+    ClusterSettings, McpServerConfig, ModelProfile, PermissionSettings, Settings, StoreLocation,
 };
 use check::{check, check_entry, check_value_entry};
 use file::ConfigFile;
@@ -254,6 +254,9 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
             key: "mcp.first_turn_wait_secs".into(),
             message,
         })?;
+    }
+    if let Some(cluster) = &file.cluster {
+        check_cluster(cluster, &origin)?;
     }
     let rules = match file.permissions {
         Some(p) => Rules::parse(&p.allow, &p.ask, &p.deny).map_err(|e| ConfigError::Invalid {
@@ -518,6 +521,11 @@ fn resolve(
         check_compact_model(compact, &models, "the merged configuration", "context")?;
     }
 
+    let cluster = file.cluster.clone();
+    if let Some(cluster) = &cluster {
+        check_cluster(cluster, "the merged configuration")?;
+    }
+
     let (requested, origin) = match &options.model {
         Some(m) => (m.clone(), "--model".to_string()),
         None => (file.model.unwrap_or_else(|| "auto".into()), model_origin),
@@ -571,7 +579,7 @@ fn resolve(
         mcp,
         data_dir: data_dir(options.data_dir.as_deref()),
         config_dir: user_config_dir(),
-        sessions: sessions_settings(file.sessions.unwrap_or_default(), options)?,
+        sessions: sessions_settings(file.sessions.unwrap_or_default(), options, cluster.as_ref())?,
         server: file.server.unwrap_or_default(),
         context,
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.to_string(),
@@ -591,13 +599,27 @@ fn resolve(
         subagents: file.subagents.unwrap_or_default(),
         // Set by the binary for a profile on this machine (`model_check`).
         unreachable_hint: None,
+        cluster,
     })
 }
 
-/// `[sessions]`, with `--store` over its `store`.
+/// `[cluster]`'s values mean something (the error names the key).
+fn check_cluster(cluster: &ClusterSettings, origin: &str) -> Result<(), ConfigError> {
+    cluster
+        .check()
+        .map_err(|(key, message)| ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: format!("cluster.{key}"),
+            message,
+        })
+}
+
+/// `[sessions]`, with `--store` over its `store`; with `[cluster]`, the
+/// store is the cluster's database (and naming another is an error).
 fn sessions_settings(
     mut sessions: agentbus_actors::settings::SessionSettings,
     options: &LoadOptions,
+    cluster: Option<&ClusterSettings>,
 ) -> Result<agentbus_actors::settings::SessionSettings, ConfigError> {
     if let Some(store) = &options.store {
         let location = store
@@ -610,6 +632,27 @@ fn sessions_settings(
                 },
             )?;
         sessions.store = Some(location);
+    }
+    if let Some(cluster) = cluster {
+        let shared = cluster.store();
+        if let Some(other) = sessions.store.as_ref().filter(|store| **store != shared) {
+            let key = match options.store {
+                Some(_) => "--store",
+                None => "sessions.store",
+            };
+            return Err(ConfigError::Invalid {
+                origin: match options.store {
+                    Some(_) => "the command line".into(),
+                    None => "the merged configuration".into(),
+                },
+                key: key.into(),
+                message: format!(
+                    "it names the store {other}, but with [cluster] sessions are kept in the \
+                     cluster's database ({shared}); leave `{key}` out"
+                ),
+            });
+        }
+        sessions.store = Some(shared);
     }
     Ok(sessions)
 }
@@ -752,6 +795,70 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(e.contains("--store") && e.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn a_cluster_section_is_checked_naming_file_and_key_and_its_database_is_the_store() {
+        let cluster = "[cluster]\npostgres_url = \"postgres://ab:pg-secret@db:5432/ab\"\n\
+                       nats_url = \"nats://me:nats-secret@nats:4222\"\nname = \"node-1\"\n";
+        let s = resolve_text(&[cluster], LoadOptions::default()).unwrap();
+        let node = s.cluster.as_ref().expect("a node of a cluster");
+        assert_eq!(node.node_ttl_secs, 10, "the default TTL");
+        assert_eq!(node.node_name(), "node-1");
+        assert_eq!(
+            s.store_location().to_string(),
+            "postgres://ab:***@db:5432/ab"
+        );
+        let shown = format!("{s:?}");
+        assert!(
+            !shown.contains("pg-secret") && !shown.contains("nats-secret"),
+            "{shown}"
+        );
+        // The same database named again is fine; another one is not.
+        let same = LoadOptions {
+            store: Some("postgres://ab:pg-secret@db:5432/ab".into()),
+            ..Default::default()
+        };
+        assert!(resolve_text(&[cluster], same).is_ok());
+        let other = LoadOptions {
+            store: Some("sessions.db".into()),
+            ..Default::default()
+        };
+        let e = resolve_text(&[cluster], other).err().unwrap().to_string();
+        assert!(e.contains("--store") && e.contains("[cluster]"), "{e}");
+
+        for (text, key) in [
+            (
+                "[cluster]\npostgres_url = \"sessions.db\"",
+                "cluster.postgres_url",
+            ),
+            (
+                "[cluster]\npostgres_url = \"postgres://h/db\"\nnode_ttl_secs = 1",
+                "cluster.node_ttl_secs",
+            ),
+            (
+                "[cluster]\npostgres_url = \"postgres://h/db\"\nheartbeat_ms = 9000",
+                "cluster.heartbeat_ms",
+            ),
+            (
+                "[cluster]\npostgres_url = \"postgres://h/db\"\nttl = 3",
+                "cluster.ttl",
+            ),
+            ("[cluster]\nname = \"n\"", "cluster"),
+        ] {
+            let e = parse_layer("my.toml".into(), None, text)
+                .err()
+                .unwrap_or_else(|| panic!("{text} is refused"))
+                .to_string();
+            assert!(e.contains("my.toml") && e.contains(key), "{text}: {e}");
+        }
+        // Without [cluster], nothing changes.
+        assert!(
+            resolve_text(&[], LoadOptions::default())
+                .unwrap()
+                .cluster
+                .is_none()
+        );
     }
 
     #[test]

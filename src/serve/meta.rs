@@ -1,10 +1,12 @@
-//! What the server offers: health, model profiles, named agents, tools and
-//! MCP servers.
+//! What the server offers: health (on a node of a cluster, the cluster's
+//! nodes too), model profiles, named agents, tools and MCP servers.
 //! Read-only; never shows a key or a token.
 
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::state::AppState;
-use crate::api::{Agent, Agents, AgentsQuery, Health, Model, Models, Prices, Tools};
+use crate::api::{
+    Agent, Agents, AgentsQuery, ClusterHealth, ClusterNode, Health, Model, Models, Prices, Tools,
+};
 use axum::Json;
 use axum::extract::State;
 
@@ -14,6 +16,33 @@ pub async fn health(State(state): State<AppState>) -> Json<Health> {
         status: "ok".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         sessions_loaded: state.runtime.loaded_sessions().await.len(),
+        cluster: cluster_health(&state).await,
+    })
+}
+
+/// This node and the cluster's nodes, on a node of a cluster.
+async fn cluster_health(state: &AppState) -> Option<ClusterHealth> {
+    let (node_id, name) = state.runtime.node()?;
+    let (nodes, error) = match state.runtime.cluster_nodes().await? {
+        Ok(nodes) => (nodes, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let nodes = nodes
+        .into_iter()
+        .map(|node| ClusterNode {
+            node_id: node.node_id.to_string(),
+            name: node.name,
+            started_at: node.started_at,
+            expires_at: node.expires_at,
+            alive: node.alive,
+            sessions: node.sessions,
+        })
+        .collect();
+    Some(ClusterHealth {
+        node_id: node_id.to_string(),
+        name,
+        nodes,
+        error,
     })
 }
 

@@ -155,6 +155,16 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
     let runtime = Arc::new(Runtime::start(settings).await?);
     let shutdown = CancellationToken::new();
     announce(&addr, &token, &source);
+    if let Some((node, name)) = runtime.node() {
+        let cluster = runtime.settings().cluster.as_ref();
+        let store = cluster
+            .map(|c| c.postgres_url.to_string())
+            .unwrap_or_default();
+        eprintln!("agentbus: cluster node `{name}` ({node}), sessions in {store}");
+        if let Some(nats) = cluster.and_then(|c| c.nats_url.as_ref()) {
+            tracing::info!(%nats, "[cluster] nats_url is read but not used yet: following sessions across nodes comes next");
+        }
+    }
     // Front ends that find a session held by this daemon point at it.
     let owner = agentbus_actors::runtime::Owner::current().to_string();
     let _announced = crate::daemons::announce(&data_dir, &owner, &format!("http://{addr}"))

@@ -174,7 +174,7 @@ pub async fn get(
     request_body(content = Option<OpenSession>, description = "Optional: without a body (or without `mcp_servers`) the session keeps the MCP servers it has"),
     params(("id" = String, Path, description = "Session id or a unique prefix")),
     responses((status = 200, description = "The session, loaded", body = Session), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
-              (status = 409, description = "The session is in use by another agentbus process", body = ErrorBody)))]
+              (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster)", body = ErrorBody)))]
 /// Load a session (if it is not loaded) and, with `mcp_servers`, give it
 /// exactly those MCP servers of its own, replacing any it had.
 pub async fn open_session(
@@ -197,7 +197,7 @@ pub async fn open_session(
 
 #[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 204, description = "Deleted"), (status = 404, description = "No such session", body = ErrorBody), (status = 409, description = "The session is in use by another agentbus process", body = ErrorBody)))]
+    responses((status = 204, description = "Deleted"), (status = 404, description = "No such session", body = ErrorBody), (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster)", body = ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -237,7 +237,7 @@ pub async fn export(
 #[utoipa::path(post, path = "/v1/sessions/{id}/input", tag = "sessions", request_body = Input,
     params(("id" = String, Path, description = "Session id or a unique prefix")),
     responses((status = 202, description = "Queued", body = Accepted), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
-              (status = 409, description = "The session is in use by another agentbus process", body = ErrorBody)))]
+              (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster)", body = ErrorBody)))]
 pub async fn input(
     State(state): State<AppState>,
     Path(id): Path<String>,

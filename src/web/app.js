@@ -684,6 +684,7 @@
       case 'notice':
       case 'mcp_server_status':
       case 'mcp_waiting':
+      case 'owner_changed':
         text = '\u25cf ' + text;
         break;
       default:

@@ -635,6 +635,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         context: Default::default(),
         compact_prompt: String::new(),
         unreachable_hint: None,
+        cluster: None,
     }
 }
 

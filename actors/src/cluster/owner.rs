@@ -28,30 +28,10 @@ impl fmt::Display for Epoch {
     }
 }
 
-/// One incarnation of an agentbus process in a cluster (a new one at every
-/// start: `nodes.node_id`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct NodeId(pub uuid::Uuid);
-
-impl NodeId {
-    /// A fresh node id.
-    pub fn new() -> Self {
-        NodeId(uuid::Uuid::now_v7())
-    }
-}
-
-impl Default for NodeId {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl fmt::Display for NodeId {
-    /// Hyphenated and lower-case: one NATS subject token.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0.hyphenated())
-    }
-}
+/// One incarnation of an agentbus process in a cluster: the store's
+/// (`nodes.node_id`), whose hyphenated lower-case form is one NATS subject
+/// token.
+pub use crate::store::cluster::NodeId;
 
 /// The owner that published a message: which claim (epoch) on which node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -211,6 +211,7 @@ impl Nodes {
             context: Default::default(),
             compact_prompt: crate::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,
+            cluster: None,
         };
         let runtime = Runtime::with_model_client(settings, Arc::new(FakeModel { calls: tx }))
             .await

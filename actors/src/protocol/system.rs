@@ -100,6 +100,12 @@ pub enum SystemSubtype {
     /// text as typed); the model reads both as one message. Persisted and
     /// folded on load. `data`: [`Attachments`].
     Attached,
+    /// A node of a cluster took the session over (claimed it with a new
+    /// epoch, e.g. adopting it from a node that died): the first event of
+    /// the new owner, whose seqs continue above every seq the old owner may
+    /// have shown (a jump, not a loss: deltas are never stored). Persisted.
+    /// `data`: [`OwnerChanged`].
+    OwnerChanged,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -202,6 +208,20 @@ payload_of! {
     super::SubagentStarted => SubagentStarted,
     super::SubagentFinished => SubagentFinished,
     Attachments => Attached,
+    OwnerChanged => OwnerChanged,
+}
+
+/// A node of a cluster took the session over.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnerChanged {
+    /// The new owner's epoch (its fencing token: +1 at every claim).
+    pub epoch: u64,
+    /// The new owner's node id.
+    pub node: String,
+    /// The seq the session continues after: every stored seq and every
+    /// seq the previous owner reserved (and may have shown) are at or
+    /// below it.
+    pub resumed_after: u64,
 }
 
 /// The session started, or was loaded again. (Each field may be missing

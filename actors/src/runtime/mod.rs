@@ -2,7 +2,8 @@
 //! facade front ends (and library users) use.
 //!
 //! `Runtime::start(settings)` opens the session store (SQLite, on a thread
-//! of its own), spawns the ToolExecutor, one McpServer per enabled MCP
+//! of its own, or Postgres; with `[cluster]` as a node of a cluster, whose
+//! lease task and sweeper start with the SessionManager), spawns the ToolExecutor, one McpServer per enabled MCP
 //! server (they start in parallel; only a session's first model call waits
 //! for their handshake, see `session::core::mcp_wait`) and the
 //! SessionManager, and connects them to the model providers. MCP servers
@@ -32,6 +33,7 @@ pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_
 pub use crate::session::{Failure, SessionError, SessionHandle};
 pub use crate::sessions::SessionOptions;
 pub use crate::sessions::stored::StoredSessions;
+pub use crate::store::cluster::{NodeId, NodeInfo};
 pub use crate::store::{ListCursor, ListPage, Owner, SessionDocument, SessionRecord};
 pub use crate::tools::registry::{ToolCatalog, ToolView};
 /// Whether `bash` commands can be sandboxed here (Landlock), found once.
@@ -77,6 +79,8 @@ pub struct Runtime {
     /// The settings, the stored sessions and the tool catalog; also reads
     /// stored conversations without loading them.
     loader: SessionLoader,
+    /// This process as a node of a cluster (`[cluster]`), if it is one.
+    node: Option<crate::ownership::Node>,
 }
 
 impl Runtime {
@@ -97,7 +101,14 @@ impl Runtime {
         settings: Settings,
         model: Arc<dyn ModelClient>,
     ) -> Result<Runtime, RuntimeError> {
-        let stored = StoredSessions::open(&settings).await?;
+        let registered = std::time::Instant::now();
+        let (stored, cluster) = match &settings.cluster {
+            Some(cluster) => {
+                let (stored, node) = StoredSessions::open_node(cluster).await?;
+                (stored, Some(node))
+            }
+            None => (StoredSessions::open(&settings).await?, None),
+        };
         let mut settings = settings;
         // Commands and MCP servers never see agentbus's own secrets.
         settings.tools.environment.secrets = settings.secret_variables();
@@ -149,13 +160,37 @@ impl Runtime {
             loader: loader.clone(),
             given: given.clone(),
         });
+        let node = match (cluster, &loader.settings().cluster) {
+            (Some(cluster), Some(settings)) => Some(crate::ownership::Node::start(
+                cluster,
+                manager.clone(),
+                settings,
+                registered,
+            )),
+            _ => None,
+        };
         Ok(Runtime {
             loader,
             manager,
             tools,
             mcp_servers,
             given,
+            node,
         })
+    }
+
+    /// This process as a node of a cluster: its id and name, if it is one.
+    pub fn node(&self) -> Option<(NodeId, String)> {
+        self.node
+            .as_ref()
+            .map(|node| (node.id(), node.name().to_string()))
+    }
+
+    /// The nodes of the cluster, oldest first, with how many sessions each
+    /// drives; `None` when this process is not a node of one.
+    pub async fn cluster_nodes(&self) -> Option<Result<Vec<NodeInfo>, SessionError>> {
+        let node = self.node.as_ref()?;
+        Some(node.nodes().await.map_err(SessionError::from))
     }
 
     pub fn settings(&self) -> &Settings {
@@ -225,6 +260,11 @@ impl Runtime {
     /// session another live process drives is left to it. Returns the ids
     /// loaded.
     pub async fn resume_waiting_sessions(&self) -> Vec<SessionId> {
+        // A node's sweeps adopt such sessions (busy, their owner gone)
+        // instead: loading each here would claim sessions live nodes drive.
+        if self.node.is_some() {
+            return Vec::new();
+        }
         let ids = match self.stored().store().sessions_with_waiting_inputs().await {
             Ok(ids) => ids,
             Err(e) => {
@@ -331,6 +371,10 @@ impl Runtime {
     /// result, queued inputs are answered without running; then each is
     /// released (it stays stored). No session is created or loaded after it.
     pub async fn stop_sessions(&self) {
+        // A node draining adopts nothing more.
+        if let Some(node) = &self.node {
+            node.stop_sweeping();
+        }
         let _ = self.manager.ask(StopAll).await;
     }
 
@@ -340,6 +384,7 @@ impl Runtime {
     pub async fn shutdown(&self) {
         shutdown::stop(
             &self.manager,
+            self.node.as_ref(),
             &self.mcp_servers,
             &self.given,
             &self.tools,

@@ -20,6 +20,16 @@
 //! are still shown, followed by an `error` event of kind `store`, and kept
 //! for the next commit, so the log is whole once the store works again.
 //! Never acknowledges an input before it is stored.
+//!
+//! On a node of a cluster, the session may be taken from this node: a
+//! commit refused as [`StoreError::Fenced`] (another node claimed it, or
+//! this node's lease lapsed), or the node fencing itself (its `fence`
+//! token cancelled). Then it stops at once: the refused events are never
+//! published, model calls and tools are cancelled (their tokens are
+//! children of the fence token), nothing more is committed, and watchers
+//! get one unstored `error` event (kind `store`) — only when its seq lies
+//! inside this owner's stored reservation, so it can never collide with
+//! the new owner's seqs — before the stream ends.
 
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
 use super::journal::{Journal, Outcome};
@@ -33,7 +43,7 @@ use crate::protocol::{
 };
 use crate::provider::ModelClient;
 use crate::session::SessionError;
-use crate::store::{AcceptedInput, SessionStore};
+use crate::store::{AcceptedInput, SessionStore, StoreError};
 use crate::tools::Files;
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
@@ -81,6 +91,9 @@ pub struct AgentLoopArgs {
     /// grandchildren).
     pub subagents: Option<Arc<dyn Subagents>>,
     pub workspace: PathBuf,
+    /// Cancelled when this node fences itself: the session stops at once
+    /// (never cancelled for a process of its own).
+    pub fence: CancellationToken,
 }
 
 /// Runs a `task` call: a named agent in a child session, to the end of its
@@ -182,6 +195,15 @@ pub struct AgentLoop {
     catalog: watch::Receiver<Arc<ToolCatalog>>,
     last_activity: Instant,
     me: WeakActorRef<AgentLoop>,
+    /// The node's fence: every running call's token is a child of it.
+    fence: CancellationToken,
+    /// This node may no longer drive the session: nothing more is done.
+    fenced: bool,
+    /// Inputs a crash left waiting that are not submitted to the core yet
+    /// (while starting): still waiting, as far as the store is concerned.
+    unsubmitted: Vec<InputId>,
+    /// Cancelled when the actor stops: ends its watcher of the fence.
+    stopped: CancellationToken,
 }
 
 impl Actor for AgentLoop {
@@ -212,7 +234,24 @@ impl Actor for AgentLoop {
             catalog: args.catalog.clone(),
             last_activity: Instant::now(),
             me: me.downgrade(),
+            fence: args.fence.clone(),
+            fenced: false,
+            unsubmitted: args.waiting.iter().map(|w| w.input_id).collect(),
+            stopped: CancellationToken::new(),
         };
+        // The node fencing itself stops the session even while it waits
+        // for nothing (running calls stop with their tokens at once).
+        let fenced = me.downgrade();
+        let (fence, stopped) = (args.fence, this.stopped.clone());
+        tokio::spawn(async move {
+            tokio::select! {
+                () = fence.cancelled() => {}
+                () = stopped.cancelled() => return,
+            }
+            if let Some(me) = fenced.upgrade() {
+                let _ = me.tell(NodeFenced).await;
+            }
+        });
         this.perform_all(args.startup).await;
         this.apply(Input::Started {
             resumed: args.resumed,
@@ -228,6 +267,7 @@ impl Actor for AgentLoop {
         }
         // What a crash left waiting runs now, in the order it was accepted.
         for AcceptedInput { input_id, input } in args.waiting {
+            this.unsubmitted.retain(|id| *id != input_id);
             this.apply(Input::Submit { input_id, input }).await;
         }
         let weak = me.downgrade();
@@ -255,6 +295,7 @@ impl Actor for AgentLoop {
         for token in self.model_calls.values().chain(self.tool_batches.values()) {
             token.cancel();
         }
+        self.stopped.cancel();
         // Watchers get what was said, then the end of the stream.
         self.topic.close();
         Ok(())
@@ -264,6 +305,9 @@ impl Actor for AgentLoop {
 impl AgentLoop {
     /// Feed one input through the core and perform what it asks.
     async fn apply(&mut self, input: Input) {
+        if self.fenced {
+            return;
+        }
         // A tool-list change is not use of the session (idle unloading).
         if !matches!(input, Input::CatalogChanged { .. }) {
             self.last_activity = Instant::now();
@@ -321,11 +365,32 @@ impl AgentLoop {
     }
 
     async fn commit_and_publish(&mut self, mut batch: Vec<Arc<EventEnvelope>>) {
-        let queued = self.state.queue.iter().map(|q| q.input_id).collect();
-        let commit = self.journal.commit_for(&batch, queued);
+        if self.fenced {
+            return;
+        }
+        let queued: Vec<InputId> = self
+            .unsubmitted
+            .iter()
+            .copied()
+            .chain(self.state.queue.iter().map(|q| q.input_id))
+            .collect();
+        let busy = !self.state.is_idle() || !queued.is_empty();
+        let commit = self.journal.commit_for(&batch, queued, busy);
         if !commit.is_empty() {
-            let outcome = match self.store.commit(&self.session_id, commit.clone()).await {
+            let committed = tokio::select! {
+                biased;
+                () = self.fence.cancelled() => Err(StoreError::Fenced {
+                    id: self.session_id.clone(),
+                    reason: "this node fenced itself: it could not renew its lease in time".into(),
+                }),
+                committed = self.store.commit(&self.session_id, commit.clone()) => committed,
+            };
+            let outcome = match committed {
                 Ok(()) => self.journal.saved(commit),
+                Err(StoreError::Fenced { reason, .. }) => {
+                    self.stop_fenced(&reason);
+                    return;
+                }
                 Err(failure) => {
                     tracing::error!(session = %self.session_id, "could not save events: {failure}");
                     self.journal.failed(commit, failure.to_string())
@@ -345,6 +410,44 @@ impl AgentLoop {
                 // Only this actor publishes on its topic, so this is a bug.
                 tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
             }
+        }
+    }
+
+    /// This node may no longer drive the session (`reason`): stop at once.
+    /// Running calls are cancelled, nothing more is committed or
+    /// published but one `error` event for watchers — unstored, and only
+    /// when its seq is inside this owner's stored reservation (the next
+    /// owner starts above it); then the actor stops and the stream ends.
+    fn stop_fenced(&mut self, reason: &str) {
+        if self.fenced {
+            return;
+        }
+        self.fenced = true;
+        tracing::warn!(session = %self.session_id, "stopping the session on this node: {reason}");
+        for token in self.model_calls.values().chain(self.tool_batches.values()) {
+            token.cancel();
+        }
+        let seq = self.topic.last_seq() + 1;
+        if seq <= self.journal.reserved_seq() {
+            let event = EventEnvelope {
+                session_id: self.session_id.clone(),
+                seq,
+                turn_id: None,
+                at: chrono::Utc::now(),
+                message: AgentMessage::Error(ErrorEvent {
+                    kind: ErrorKind::Store,
+                    message: format!(
+                        "this node stopped driving the session ({reason}); nothing after the last \
+                         stored event was kept here — reconnect to follow it where it runs now"
+                    ),
+                }),
+            };
+            let _ = self.topic.publish(Arc::new(event));
+        }
+        if let Some(me) = self.me.upgrade() {
+            tokio::spawn(async move {
+                let _ = me.stop_gracefully().await;
+            });
         }
     }
 
@@ -377,6 +480,9 @@ impl AgentLoop {
     }
 
     async fn perform(&mut self, effect: Effect) {
+        if self.fenced {
+            return;
+        }
         match effect {
             Effect::Emit { turn_id, message } => {
                 let event = self.stamp(turn_id, message);
@@ -454,7 +560,7 @@ impl AgentLoop {
 
     fn start_model_call(&mut self, request_id: u64, request: ModelRequest) {
         let Some(me) = self.me.upgrade() else { return };
-        let token = CancellationToken::new();
+        let token = self.fence.child_token();
         self.model_calls.insert(request_id, token.clone());
         let mut stream = self.model.stream(request);
         tokio::spawn(async move {
@@ -515,7 +621,12 @@ impl AgentLoop {
     /// a call that waited for approval joins its batch later).
     fn start_tools(&mut self, batch_id: u64, calls: Vec<GrantedCall>) {
         let Some(me) = self.me.upgrade() else { return };
-        let token = self.tool_batches.entry(batch_id).or_default().clone();
+        let fence = &self.fence;
+        let token = self
+            .tool_batches
+            .entry(batch_id)
+            .or_insert_with(|| fence.child_token())
+            .clone();
         for call in calls {
             let me = me.clone();
             if let Some(subagents) = self
@@ -593,18 +704,41 @@ impl Message<Submit> for AgentLoop {
         Submit(input): Submit,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
+        if self.fenced {
+            return Err(SessionError::Store(StoreError::Fenced {
+                id: self.session_id.clone(),
+                reason: "this node stopped driving it".to_string(),
+            }));
+        }
         let input_id = self.state.next_input_id();
         let accepted = AcceptedInput {
             input_id,
             input: input.clone(),
         };
         if let Err(failure) = self.store.accept_input(&self.session_id, accepted).await {
+            if let StoreError::Fenced { reason, .. } = &failure {
+                self.stop_fenced(reason);
+                return Err(SessionError::Store(failure));
+            }
             tracing::error!(session = %self.session_id, "could not store an input: {failure}");
             return Err(SessionError::NotAccepted(failure));
         }
         self.journal.accepted(input_id);
         self.apply(Input::Submit { input_id, input }).await;
         Ok(input_id)
+    }
+}
+
+/// The node fenced itself: stop the session here at once (sent by the
+/// actor's own watcher of its fence token).
+#[derive(Debug)]
+struct NodeFenced;
+
+impl Message<NodeFenced> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(&mut self, _: NodeFenced, _: &mut Context<Self, Self::Reply>) {
+        self.stop_fenced("this node fenced itself: it could not renew its lease in time");
     }
 }
 

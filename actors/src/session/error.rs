@@ -61,7 +61,7 @@ pub enum Failure {
     /// The request itself was wrong: an unknown profile or agent.
     Invalid,
     /// The sessions' state stands in the way: another agentbus process
-    /// drives the session, an id prefix matches more than one session, or
+    /// (or node of the cluster) drives the session, an id prefix matches more than one session, or
     /// a fork point is past the end of the log (so far).
     Conflict,
     /// agentbus is shutting down, another process keeps the store locked,
@@ -87,6 +87,8 @@ impl SessionError {
                 // prefix that was unique becomes ambiguous as sessions are
                 // added; a fork point the log has not reached yet.
                 StoreError::Busy { .. }
+                | StoreError::HeldByNode { .. }
+                | StoreError::Fenced { .. }
                 | StoreError::Ambiguous { .. }
                 | StoreError::SeqOutOfRange { .. } => Failure::Conflict,
                 // Worth trying again once the other process lets go, or

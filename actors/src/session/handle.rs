@@ -211,6 +211,17 @@ impl SessionHandle {
         self.agent_loop.is_alive()
     }
 
+    /// Wait until the session's AgentLoop has stopped (of its own accord).
+    pub(crate) async fn wait_stopped(&self) {
+        self.agent_loop.wait_for_shutdown().await;
+    }
+
+    /// Stop the session's AgentLoop now, even mid-handler (a fenced node:
+    /// nothing it does may count any more).
+    pub(crate) fn kill(&self) {
+        self.agent_loop.kill();
+    }
+
     /// Stop the session's AgentLoop (running work is cancelled).
     pub(crate) async fn stop(&self) {
         let _ = self.agent_loop.stop_gracefully().await;

@@ -14,7 +14,8 @@
 //! on the blocking pool. Cloned into each
 //! load; never starts an actor.
 
-use crate::protocol::{EventEnvelope, Message, SessionId};
+use crate::protocol::system::OwnerChanged;
+use crate::protocol::{AgentMessage, EventEnvelope, Message, SessionId, SystemEvent};
 use crate::session::SessionError;
 use crate::session::agent_files::{self, AgentSources};
 use crate::session::command_files;
@@ -200,9 +201,28 @@ impl SessionLoader {
         let (record, events) = store.acquire(&id, self.stored.owner()).await?;
         let waiting = store.waiting_inputs(&id).await?;
         let files = self.workspace_files(&self.workspace_of(&record)).await;
+        let mut restored = self.fold(&record, &events, files);
+        // A node's claim opens a new epoch: its first event says so, before
+        // whatever closes a turn the previous owner left open.
+        if let Some(claim) = &record.claim {
+            let changed = OwnerChanged {
+                epoch: claim.epoch,
+                node: claim.node.clone(),
+                resumed_after: restored.last_seq,
+            };
+            let message = format!(
+                "Node {} now drives this session (epoch {}); it goes on after seq {}.",
+                claim.node, claim.epoch, restored.last_seq
+            );
+            let owner_changed = Effect::Emit {
+                turn_id: None,
+                message: AgentMessage::System(SystemEvent::new(message, &changed)),
+            };
+            restored.startup.insert(0, owner_changed);
+        }
         Ok(Restored {
             waiting,
-            ..self.fold(&record, &events, files)
+            ..restored
         })
     }
 

@@ -19,6 +19,12 @@
 //! Never touches a conversation: everything a session does goes through its
 //! AgentLoop. Holds a session's lease exactly while it is loaded here, so
 //! another agentbus process on the same data dir is told it is in use.
+//!
+//! On a node of a cluster, [`FenceAll`] stops every session at once when
+//! the node fences itself: their fence token (the parent of every running
+//! call's) is cancelled, and an AgentLoop not stopped shortly after is
+//! killed. No lease is released then: the store refuses this node's
+//! writes already, and the sessions belong to whoever claims them next.
 
 use super::loader::{Restored, SessionLoader};
 use super::options::SessionOptions;
@@ -42,6 +48,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
 /// Create a session.
 pub struct CreateSession(pub SessionOptions);
@@ -79,6 +86,16 @@ pub struct StopAll;
 /// Delete a session: unload it if loaded, then remove it from the store.
 pub struct DeleteSession(pub SessionId);
 
+/// The node fenced itself: stop every session now, without committing or
+/// releasing anything; loads in flight are called off. Sessions may be
+/// created and loaded again afterwards (once the node has rejoined, the
+/// store lets it claim them). Replies with how many were stopped.
+pub struct FenceAll;
+
+/// How long a fenced AgentLoop may take to stop on its own (publishing
+/// its last `error` event) before it is killed.
+const FENCED_STOP: Duration = Duration::from_millis(500);
+
 /// A load started by [`OpenSession`] has ended (sent by the loading task).
 struct LoadEnded {
     id: SessionId,
@@ -110,6 +127,9 @@ pub struct SessionManager {
     next_ticket: u64,
     /// [`StopAll`] has run.
     stopped: bool,
+    /// The fence of this node's current incarnation: each session's is a
+    /// child of it.
+    fence: CancellationToken,
     /// Itself, for the sub-agent runners of the sessions it starts.
     me: WeakActorRef<SessionManager>,
 }
@@ -150,6 +170,7 @@ impl Actor for SessionManager {
             loading: HashMap::new(),
             next_ticket: 0,
             stopped: false,
+            fence: CancellationToken::new(),
             me: me.downgrade(),
         })
     }
@@ -189,6 +210,7 @@ impl SessionManager {
             commands: Arc::new(self.loader.stored().clone()),
             subagents,
             workspace: workspace.clone(),
+            fence: self.fence.child_token(),
         });
         let handle = SessionHandle::new(
             id.clone(),
@@ -497,6 +519,32 @@ impl Message<StopAll> for SessionManager {
         self.loading.clear();
         let handles: Vec<_> = self.sessions.drain().map(|(_, h)| h).collect();
         join_all(handles.iter().map(|h| self.shut_down(h))).await;
+    }
+}
+
+impl Message<FenceAll> for SessionManager {
+    type Reply = usize;
+
+    async fn handle(&mut self, _: FenceAll, _: &mut Context<Self, Self::Reply>) -> usize {
+        let fence = std::mem::take(&mut self.fence);
+        fence.cancel();
+        self.loading.clear();
+        let handles: Vec<SessionHandle> = self.sessions.drain().map(|(_, h)| h).collect();
+        let stopped = join_all(handles.iter().map(|handle| async move {
+            if tokio::time::timeout(FENCED_STOP, handle.wait_stopped())
+                .await
+                .is_err()
+            {
+                tracing::warn!(session = %handle.id(), "killing a fenced session that did not stop");
+                handle.kill();
+            }
+        }));
+        stopped.await;
+        for handle in &handles {
+            drop(self.given.release(handle.id()).await);
+            self.announce(handle.id(), LifecycleKind::Closed);
+        }
+        handles.len()
     }
 }
 

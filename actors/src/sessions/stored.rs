@@ -13,7 +13,7 @@ use crate::protocol::{EventEnvelope, LifecycleKind, SessionId};
 use crate::session::SessionError;
 use crate::settings::Settings;
 use crate::store::{
-    self, ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore,
+    self, ClusterStore, ListPage, NewSession, Owner, SessionDocument, SessionRecord, SessionStore,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +42,29 @@ impl StoredSessions {
             lifecycle: Arc::new(LifecycleTopic::starting_now()),
             owner: Owner::current(),
         })
+    }
+
+    /// The cluster's database, opened as a node of it (a new node row,
+    /// its lease running): the stored sessions as this node sees them
+    /// (claimed by the node, every write fenced), and the cluster's side of
+    /// the same store.
+    pub(crate) async fn open_node(
+        cluster: &crate::settings::ClusterSettings,
+    ) -> Result<(StoredSessions, Arc<dyn ClusterStore>), SessionError> {
+        let (store, node) = store::open_node(
+            &cluster.postgres_url,
+            cluster.node_name(),
+            cluster.node_ttl(),
+        )
+        .await?;
+        Ok((
+            StoredSessions {
+                store,
+                lifecycle: Arc::new(LifecycleTopic::starting_now()),
+                owner: Owner::current(),
+            },
+            node,
+        ))
     }
 
     /// Close the store (what [`open`](Self::open) opened).

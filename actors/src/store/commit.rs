@@ -23,10 +23,16 @@ pub struct Commit {
     /// other accepted input of the session is forgotten. `None` leaves the
     /// list as it is.
     pub waiting: Option<Vec<InputId>>,
+    /// Whether the session is busy after this step (a turn open, or inputs
+    /// waiting): a node that dies leaves its busy sessions to be adopted
+    /// and its idle ones to be released. Kept only by a store shared by a
+    /// cluster; never makes a commit of its own (see [`is_empty`](Self::is_empty)).
+    pub busy: Option<bool>,
 }
 
 impl Commit {
-    /// Nothing to write.
+    /// Nothing to write (`busy` alone is not worth a write: it changes
+    /// with events).
     pub fn is_empty(&self) -> bool {
         self.events.is_empty() && self.reserve_seq.is_none() && self.waiting.is_none()
     }

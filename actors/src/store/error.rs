@@ -127,6 +127,26 @@ pub enum StoreError {
     )]
     Busy { id: SessionId, pid: u32 },
 
+    /// A live node of the cluster drives the session (its lease has not
+    /// expired).
+    #[error(
+        "session {id} is being driven by agentbus node `{node}` ({node_id}) of this cluster; use \
+         it through that node (following a session from any node comes with the cluster's live \
+         plane)"
+    )]
+    HeldByNode {
+        id: SessionId,
+        /// The node's name.
+        node: String,
+        node_id: String,
+    },
+
+    /// This node may no longer write to the session: another node claimed
+    /// it (a higher epoch), or this node's lease lapsed. Nothing of the
+    /// operation was stored; the session stops on this node.
+    #[error("session {id}: this node no longer drives it ({reason}); nothing was stored")]
+    Fenced { id: SessionId, reason: String },
+
     /// An appended event does not come after the session's stored log: its
     /// seq already exists, or is not greater than the last one. The log is
     /// append-only; nothing of the batch was stored.

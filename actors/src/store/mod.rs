@@ -19,11 +19,14 @@
 //!   none);
 //! - never panics on what it reads: undecodable data is
 //!   [`StoreError::Corrupt`];
-//! - leases ([`lease`]) make sure only one process drives a given session;
+//! - leases ([`lease`]) make sure only one process drives a given session,
+//!   and on a cluster claims fenced by an epoch only one node ([`cluster`]);
 //! - an accepted input is stored before it is acknowledged and forgotten
 //!   only with the events of its turn; a seq reservation is never lowered.
 //!
 //! - `backend`: the [`SessionStore`] trait.
+//! - [`cluster`]: what a store shared by a cluster's nodes adds (node
+//!   leases, claims fenced by an epoch, sweeps): [`ClusterStore`].
 //! - [`commit`]: what one step of a running session writes (events, the
 //!   seq reservation, the inputs still waiting).
 //! - [`record`]: what is kept about a session besides its log, and paging.
@@ -34,6 +37,7 @@
 //!   never shown.
 
 mod backend;
+pub mod cluster;
 pub mod commit;
 pub mod document;
 pub mod error;
@@ -47,12 +51,13 @@ pub mod sqlite;
 mod tests;
 
 pub use backend::SessionStore;
+pub use cluster::ClusterStore;
 pub use commit::{AcceptedInput, Commit};
 pub use document::SessionDocument;
 pub use error::StoreError;
 pub use lease::Owner;
 pub use location::StoreLocation;
-pub use record::{ListCursor, ListPage, NewSession, SessionRecord};
+pub use record::{ListCursor, ListPage, NewSession, NodeClaim, SessionRecord};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -74,4 +79,16 @@ pub async fn open(
         }
         StoreLocation::Postgres(url) => Ok(Arc::new(postgres::PostgresStore::open(url).await?)),
     }
+}
+
+/// The Postgres database at `url`, opened as a node of a cluster named
+/// `name` whose lease lasts `ttl`: the same store, seen as sessions and as
+/// the cluster's.
+pub async fn open_node(
+    url: &location::PostgresUrl,
+    name: String,
+    ttl: Duration,
+) -> Result<(Arc<dyn SessionStore>, Arc<dyn ClusterStore>), StoreError> {
+    let store = Arc::new(postgres::PostgresStore::open_node(url, name, ttl).await?);
+    Ok((store.clone(), store))
 }

@@ -50,6 +50,19 @@ pub struct SessionRecord {
     /// continues above it and above `last_seq`.
     #[serde(skip)]
     pub reserved_seq: u64,
+    /// The claim this node took when it acquired the session (a node of a
+    /// cluster only; `None` when read otherwise).
+    #[serde(skip)]
+    pub claim: Option<NodeClaim>,
+}
+
+/// A node's claim of a session: which node, at which epoch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeClaim {
+    /// The node id.
+    pub node: String,
+    /// The session's epoch (its fencing token) since this claim.
+    pub epoch: u64,
 }
 
 impl SessionRecord {

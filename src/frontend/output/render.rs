@@ -150,6 +150,7 @@ impl<W: Write> Renderer<W> {
                 | SystemSubtype::Compacting
                 | SystemSubtype::McpServerStatus
                 | SystemSubtype::McpWaiting
+                | SystemSubtype::OwnerChanged
                 | SystemSubtype::Attached => {
                     let text = self.dim(&super::wrap::to_terminal(&format!("● {}", s.message)));
                     self.line(&text);

@@ -66,6 +66,7 @@ pub async fn fork(
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
         reserved_seq: 0,
+        claim: None,
         turns: queries_in(&events),
         id: new_id,
     };
@@ -144,6 +145,7 @@ pub async fn import(
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
         reserved_seq: 0,
+        claim: None,
         turns: queries_in(&events),
         id: new_id,
     };

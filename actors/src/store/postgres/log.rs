@@ -8,6 +8,11 @@
 //! stored log, raises the seq reservation (never lowers it) and forgets
 //! the inputs no longer waiting — all or nothing.
 //!
+//! On a node of a cluster every commit and accepted input is also fenced
+//! (`claims`): under the row lock, the session must still be this node's
+//! at the epoch it claimed, or nothing is written
+//! ([`StoreError::Fenced`]); a commit also keeps the session's `busy`.
+//!
 //! A networked store can lose the answer to a commit that did happen (the
 //! connection breaks after `COMMIT` is sent); the AgentLoop then sends its
 //! events again with the next commit. So a commit whose first events are
@@ -15,19 +20,24 @@
 //! repeat, and those events are not stored twice; an event at a stored seq
 //! that differs is refused, as always. History is never rewritten.
 
+use super::claims;
 use super::failure::Failures;
+use super::ownership::{Claim, Ownership};
 use super::rows::{column, corrupt, count, encode_event, int, storable_id, text};
 use super::statements;
 use crate::protocol::{EventEnvelope, SessionId};
 use crate::store::record::{is_query, title_of_events};
 use crate::store::{AcceptedInput, Commit, StoreError};
 use chrono::{DateTime, Utc};
-use deadpool_postgres::Client;
+use deadpool_postgres::{Client, GenericClient};
 use std::collections::HashMap;
 
 fn not_found(id: &SessionId) -> StoreError {
     StoreError::NotFound { id: id.0.clone() }
 }
+
+/// A node's claim a write must still hold (cluster mode).
+pub type Fence<'a> = Option<(&'a Ownership, Claim)>;
 
 pub async fn commit(
     client: &mut Client,
@@ -35,6 +45,7 @@ pub async fn commit(
     id: &SessionId,
     commit: &Commit,
     now: DateTime<Utc>,
+    fence: Fence<'_>,
 ) -> Result<(), StoreError> {
     let operation = "append events";
     if !storable_id(&id.0) {
@@ -56,6 +67,13 @@ pub async fn commit(
     let stored_last = count(&id.0, "last_seq", column(&row, 0, &id.0)?)?;
     let has_title: bool = column(&row, 1, &id.0)?;
     let epoch: i64 = column(&row, 2, &id.0)?;
+    // The row is locked: a claim by another node waits for this
+    // transaction, so the fence holds until it commits.
+    if let Some((ownership, claim)) = fence {
+        claims::check_fence(&tx, failures, ownership, id, &claim, operation).await?;
+    }
+    // Only a node keeps `busy` (it tells the sweeps what to adopt).
+    let busy = fence.and(commit.busy);
 
     let persisted: Vec<&EventEnvelope> = commit
         .events
@@ -101,7 +119,7 @@ pub async fn commit(
         statements::insert_events(&tx, failures, id, epoch, new.iter().copied()).await
     };
     let update = async {
-        if new.is_empty() && commit.reserve_seq.is_none() {
+        if new.is_empty() && commit.reserve_seq.is_none() && busy.is_none() {
             return Ok(());
         }
         let title = if has_title {
@@ -117,7 +135,8 @@ pub async fn commit(
                      updated_at = CASE WHEN $3::bigint > 0 THEN $2::timestamptz ELSE updated_at END, \
                      last_seq = $4::bigint, event_count = event_count + $3::bigint, \
                      title = COALESCE(title, $5::text), turns = turns + $6::bigint, \
-                     seq_reserved = GREATEST(seq_reserved, COALESCE($7::bigint, 0)) \
+                     seq_reserved = GREATEST(seq_reserved, COALESCE($7::bigint, 0)), \
+                     busy = COALESCE($8::boolean, busy) \
                  WHERE id = $1",
             )
             .await
@@ -132,6 +151,7 @@ pub async fn commit(
                 &title,
                 &int(queries),
                 &reserve,
+                &busy,
             ],
         )
         .await
@@ -203,11 +223,12 @@ async fn check_repeat(
 }
 
 pub async fn accept_input(
-    client: &Client,
+    client: &mut Client,
     failures: &Failures,
     id: &SessionId,
     input: &AcceptedInput,
     now: DateTime<Utc>,
+    fence: Fence<'_>,
 ) -> Result<(), StoreError> {
     let operation = "store an accepted input";
     if !storable_id(&id.0) {
@@ -219,6 +240,38 @@ pub async fn accept_input(
         source,
     })?;
     let fail = |e| failures.statement(operation, Some(id), e);
+    let Some((ownership, claim)) = fence else {
+        return insert_input(&*client, failures, id, input.input_id, &body, now).await;
+    };
+    // A node keeps an input only while it owns the session (the new owner
+    // would never run it), and marks the session busy with it: a node
+    // that dies now leaves it to be adopted.
+    let tx = client.transaction().await.map_err(fail)?;
+    tx.query_opt("SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE", &[&id.0])
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?
+        .ok_or_else(|| not_found(id))?;
+    claims::check_fence(&tx, failures, ownership, id, &claim, operation).await?;
+    tx.execute("UPDATE sessions SET busy = true WHERE id = $1", &[&id.0])
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    insert_input(&tx, failures, id, input.input_id, &body, now).await?;
+    tx.commit()
+        .await
+        .map_err(|e| failures.statement(operation, Some(id), e))
+}
+
+/// Insert input `input_id` (its JSON `body`) as waiting.
+async fn insert_input(
+    client: &impl GenericClient,
+    failures: &Failures,
+    id: &SessionId,
+    input_id: u64,
+    body: &str,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let operation = "store an accepted input";
+    let fail = |e| failures.statement(operation, Some(id), e);
     let statement = client
         .prepare_cached(
             "INSERT INTO inputs (session_id, input_id, accepted_at, body) \
@@ -227,7 +280,7 @@ pub async fn accept_input(
         .await
         .map_err(fail)?;
     match client
-        .execute(&statement, &[&id.0, &int(input.input_id), &now, &body])
+        .execute(&statement, &[&id.0, &int(input_id), &now, &body])
         .await
     {
         Ok(_) => Ok(()),

@@ -34,6 +34,16 @@ const TCP_USER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The pool on `url`, its first connection made and the schema migrated.
 pub async fn open(url: &PostgresUrl) -> Result<(Pool, Failures), StoreError> {
+    let (pool, failures) = pool(url, MAX_CONNECTIONS)?;
+    let mut client = pool.get().await.map_err(|e| failures.pool(e))?;
+    schema::migrate(&mut client, &failures).await?;
+    drop(client);
+    tracing::info!(store = %failures.url(), "session store opened (Postgres)");
+    Ok((pool, failures))
+}
+
+/// A pool of at most `max` connections on `url` (none made yet).
+pub fn pool(url: &PostgresUrl, max: usize) -> Result<(Pool, Failures), StoreError> {
     let shown = url.to_string();
     let mut config =
         tokio_postgres::Config::from_str(url.secret_text()).map_err(|e| StoreError::Connect {
@@ -59,7 +69,7 @@ pub async fn open(url: &PostgresUrl) -> Result<(Pool, Failures), StoreError> {
         },
     );
     let pool = Pool::builder(manager)
-        .max_size(MAX_CONNECTIONS)
+        .max_size(max)
         .runtime(Runtime::Tokio1)
         .create_timeout(Some(CONNECT_TIMEOUT))
         .build()
@@ -68,9 +78,5 @@ pub async fn open(url: &PostgresUrl) -> Result<(Pool, Failures), StoreError> {
             detail: e.to_string(),
             hint: "the connection pool could not be made".into(),
         })?;
-    let mut client = pool.get().await.map_err(|e| failures.pool(e))?;
-    schema::migrate(&mut client, &failures).await?;
-    drop(client);
-    tracing::info!(store = %shown, "session store opened (Postgres)");
     Ok((pool, failures))
 }

@@ -109,6 +109,7 @@ pub fn decode_session(row: &Row) -> Result<SessionRecord, StoreError> {
         owner,
         last_seq: count(id_ref, "last_seq", column(row, 11, id_ref)?)?,
         reserved_seq: count(id_ref, "seq_reserved", column(row, 12, id_ref)?)?,
+        claim: None,
         event_count: count(id_ref, "event_count", column(row, 13, id_ref)?)?,
         turns: count(id_ref, "turns", column(row, 14, id_ref)?)?,
         id: SessionId(id),

@@ -6,16 +6,20 @@
 //! it is free, already the caller's, or held by a process that is gone
 //! ([`Owner::is_alive`]) — decided under the row's lock (`FOR UPDATE`), so
 //! two processes taking one session at once are served one after the
-//! other. Never reads the clock (`now` is an argument) and never decides
-//! anything else.
+//! other. A node of a cluster (`ownership` given) claims instead (see
+//! `claims`): a new epoch, unless its sweep adopted the session already;
+//! and nobody takes a session a live node drives. Never reads the clock
+//! (`now` is an argument) and never decides anything else.
 
+use super::claims;
 use super::failure::Failures;
+use super::ownership::{Claim, Ownership};
 use super::rows::{MAX_CANDIDATES, SESSION_COLUMNS, decode_session, int, storable_id, text};
 use super::statements::{self, Lock};
 use crate::protocol::{EventEnvelope, SessionId};
 use crate::store::lease::Owner;
 use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE};
-use crate::store::{ListCursor, NewSession, SessionRecord, StoreError};
+use crate::store::{ListCursor, NewSession, NodeClaim, SessionRecord, StoreError};
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 
@@ -24,8 +28,9 @@ fn not_found(id: &SessionId) -> StoreError {
 }
 
 pub async fn create(
-    client: &Client,
+    client: &mut Client,
     failures: &Failures,
+    ownership: Option<&Ownership>,
     new: NewSession,
     owner: Owner,
     now: DateTime<Utc>,
@@ -40,19 +45,33 @@ pub async fn create(
         parent: new.parent,
         parent_call: new.parent_call,
         status: STATUS_ACTIVE.to_string(),
-        owner: Some(owner),
+        // A node's sessions are held by the node, not the process.
+        owner: ownership.is_none().then_some(owner),
         last_seq: 0,
         event_count: 0,
         reserved_seq: 0,
+        claim: None,
         turns: 0,
     };
-    statements::insert_session(client, failures, &record).await?;
+    let Some(ownership) = ownership else {
+        statements::insert_session(&*client, failures, &record).await?;
+        return Ok(record);
+    };
+    let id = &record.id;
+    let me = ownership.claimant(id)?;
+    let fail = |e| failures.statement("create session", Some(id), e);
+    let tx = client.transaction().await.map_err(fail)?;
+    statements::insert_session(&tx, failures, &record).await?;
+    let claim = claims::claim_new(&tx, failures, id, me).await?;
+    tx.commit().await.map_err(fail)?;
+    ownership.record(id, claim);
     Ok(record)
 }
 
 pub async fn acquire(
     client: &mut Client,
     failures: &Failures,
+    ownership: Option<&Ownership>,
     id: &SessionId,
     owner: Owner,
 ) -> Result<(SessionRecord, Vec<EventEnvelope>), StoreError> {
@@ -60,10 +79,17 @@ pub async fn acquire(
     if !storable_id(&id.0) {
         return Err(not_found(id));
     }
+    let me = ownership.map(|o| o.claimant(id)).transpose()?;
     let fail = |e| failures.statement(operation, Some(id), e);
     let tx = client.transaction().await.map_err(fail)?;
     let mut record =
         statements::existing_session(&tx, failures, operation, id, Lock::Update).await?;
+    // A live node of a cluster drives it: neither a node nor a process of
+    // its own may take it.
+    let holder = claims::holder(&tx, failures, operation, id)
+        .await?
+        .ok_or_else(|| not_found(id))?;
+    holder.held_by_other(id, me)?;
     if let Some(holder) = record.owner
         && holder != owner
     {
@@ -75,31 +101,69 @@ pub async fn acquire(
         }
         tracing::info!(session = %id, pid = holder.pid, "taking over the lease of a process that is gone");
     }
-    let statement = tx
-        .prepare_cached("UPDATE sessions SET status = $1, owner = $2 WHERE id = $3")
-        .await
-        .map_err(|e| failures.statement(operation, Some(id), e))?;
-    tx.execute(&statement, &[&STATUS_ACTIVE, &owner.to_string(), &id.0])
-        .await
-        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    let claim = match (ownership, me) {
+        (Some(ownership), Some(me)) => Some(match ownership.current(id) {
+            // Adopted by this node's sweep and not loaded since: that
+            // claim is this load's.
+            Some(adopted)
+                if adopted.node == me
+                    && holder.node == Some(me)
+                    && holder.epoch == adopted.epoch
+                    && adopted.adopted.is_some() =>
+            {
+                record.reserved_seq = adopted.adopted.unwrap_or(record.reserved_seq);
+                Claim {
+                    adopted: None,
+                    ..adopted
+                }
+            }
+            _ => claims::claim(&tx, failures, id, me).await?,
+        }),
+        _ => {
+            let statement = tx
+                .prepare_cached("UPDATE sessions SET status = $1, owner = $2 WHERE id = $3")
+                .await
+                .map_err(|e| failures.statement(operation, Some(id), e))?;
+            tx.execute(&statement, &[&STATUS_ACTIVE, &owner.to_string(), &id.0])
+                .await
+                .map_err(|e| failures.statement(operation, Some(id), e))?;
+            None
+        }
+    };
     record.status = STATUS_ACTIVE.to_string();
-    record.owner = Some(owner);
+    record.owner = claim.is_none().then_some(owner);
+    record.claim = claim.map(|claim| NodeClaim {
+        node: claim.node.to_string(),
+        epoch: u64::try_from(claim.epoch).unwrap_or_default(),
+    });
     let events = statements::events(&tx, failures, operation, id, 0, None).await?;
     tx.commit()
         .await
         .map_err(|e| failures.statement(operation, Some(id), e))?;
+    if let (Some(ownership), Some(claim)) = (ownership, claim) {
+        ownership.record(id, claim);
+    }
     Ok((record, events))
 }
 
 pub async fn release(
     client: &Client,
     failures: &Failures,
+    ownership: Option<&Ownership>,
     id: &SessionId,
     owner: Owner,
 ) -> Result<(), StoreError> {
     let operation = "release session";
     if !storable_id(&id.0) {
         return Err(not_found(id));
+    }
+    if let Some(ownership) = ownership {
+        // Only this node's claim is given up: a session another node took
+        // meanwhile stays its.
+        return match ownership.forget(id) {
+            Some(claim) => claims::release(client, failures, id, &claim).await,
+            None => Ok(()),
+        };
     }
     let fail = |e| failures.statement(operation, Some(id), e);
     let statement = client
@@ -151,6 +215,7 @@ pub async fn set_title(
 pub async fn delete(
     client: &mut Client,
     failures: &Failures,
+    ownership: Option<&Ownership>,
     id: &SessionId,
     owner: Owner,
 ) -> Result<(), StoreError> {
@@ -185,12 +250,19 @@ pub async fn delete(
             pid: holder.pid,
         });
     }
+    if let Some(node) = claims::holder(&tx, failures, operation, id).await? {
+        node.held_by_other(id, ownership.map(Ownership::node))?;
+    }
     tx.execute("DELETE FROM sessions WHERE id = $1", &[&id.0])
         .await
         .map_err(|e| failures.statement(operation, Some(id), e))?;
     tx.commit()
         .await
-        .map_err(|e| failures.statement(operation, Some(id), e))
+        .map_err(|e| failures.statement(operation, Some(id), e))?;
+    if let Some(ownership) = ownership {
+        ownership.forget(id);
+    }
+    Ok(())
 }
 
 pub async fn get(

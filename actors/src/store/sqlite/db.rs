@@ -162,6 +162,7 @@ impl RawSession {
             last_seq: count("last_seq", self.last_seq)?,
             event_count: count("event_count", self.event_count)?,
             reserved_seq: count("reserved_seq", self.reserved_seq)?,
+            claim: None,
             turns: count("turns", self.turns)?,
             parent,
             parent_call: self.parent_call_id,
@@ -343,6 +344,7 @@ pub fn create(
         last_seq: 0,
         event_count: 0,
         reserved_seq: 0,
+        claim: None,
         turns: 0,
     };
     insert_with_log(conn, "create session", &record, &[])?;
@@ -679,6 +681,7 @@ pub fn fork(
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
         reserved_seq: 0,
+        claim: None,
         turns: queries_in(&events),
         id: new_id,
     };
@@ -782,6 +785,7 @@ pub fn import(
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
         reserved_seq: 0,
+        claim: None,
         turns: queries_in(&events),
         id: new_id,
     };

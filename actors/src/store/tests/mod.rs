@@ -6,6 +6,7 @@
 //! replies, never on sleeps. What only one backend has is tested in
 //! `only_sqlite.rs` and `only_postgres.rs`; `kit.rs` is what they share.
 
+mod cluster;
 mod kit;
 mod only_postgres;
 mod only_sqlite;
@@ -862,6 +863,7 @@ async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them(backend: Backe
         events: vec![user("a", 1, "first")],
         reserve_seq: None,
         waiting: Some(vec![2, 3]),
+        busy: None,
     };
     store.commit(&sid("a"), commit).await.expect("commit");
     let ids: Vec<_> = store
@@ -931,6 +933,7 @@ async fn a_seq_reservation_only_grows_and_a_reload_continues_above_it(backend: B
         events: vec![user("a", 1, "hi")],
         reserve_seq: Some(1025),
         waiting: None,
+        busy: None,
     };
     store.commit(&sid("a"), commit).await.expect("commit");
     let record = get(&store, "a").await.expect("record");

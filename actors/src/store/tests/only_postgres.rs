@@ -289,6 +289,7 @@ async fn a_commit_sent_again_after_its_answer_was_lost_is_stored_once() {
         events: turn("s1", 1, "first"),
         reserve_seq: Some(1025),
         waiting: Some(Vec::new()),
+        busy: None,
     };
     store
         .commit(&sid("s1"), first.clone())
