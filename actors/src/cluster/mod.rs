@@ -49,8 +49,6 @@ mod remote_session;
 mod route;
 mod subjects;
 
-pub(crate) use nats_url::{NatsUrl, NatsUrlError};
-
 #[cfg(test)]
 mod follow_tests;
 #[cfg(test)]
