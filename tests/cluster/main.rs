@@ -262,7 +262,11 @@ async fn a_paused_node_is_fenced_when_it_wakes_and_rejoins_as_a_new_node() {
         "SIGCONT: node-a rejoined as {rejoined} {} after waking",
         ms(resumed.elapsed())
     );
-    assert_eq!(a.current_id().await, rejoined);
+    // Its row is written before it answers with the new id.
+    eventually("node-a's health names its new id", || async {
+        (a.current_id().await == rejoined).then_some(())
+    })
+    .await;
     let log_a = a.server.stderr();
     assert!(
         log_a.contains("stopping the session on this node") && log_a.contains(&id),
