@@ -4,9 +4,10 @@
 //! settles it on the session's stream.
 
 use super::error::{ApiError, ApiJson, ErrorBody};
-use super::sessions::open;
+use super::sessions::send;
 use super::state::AppState;
 use crate::api::{Decision, Settled};
+use agentbus_actors::protocol::SessionInput;
 use axum::Json;
 use axum::extract::{Path, State};
 
@@ -31,8 +32,11 @@ pub async fn decide(
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Json<Settled>, ApiError> {
     let decision = parse_decision(body)?;
-    let session = open(&state, &id).await?;
-    session.decide(request_id.clone(), decision.into()).await?;
+    let input = SessionInput::Approval {
+        request_id: request_id.clone(),
+        decision: decision.into(),
+    };
+    send(&state, &id, input).await?;
     Ok(Json(Settled {
         settled: true,
         request_id,

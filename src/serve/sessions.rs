@@ -10,20 +10,33 @@ use crate::api::{
     Accepted, CreateSession, Created, Fork, Input, ListQuery, McpServers, Messages, OpenSession,
     Session, Sessions,
 };
-use agentbus_actors::protocol::{SessionId, UserInput};
-use agentbus_actors::runtime::{ListCursor, ListPage};
+use agentbus_actors::protocol::{InputId, SessionId, SessionInput};
+use agentbus_actors::runtime::{ListCursor, ListPage, ReachedSession};
 use agentbus_actors::settings::McpServerConfig;
-use agentbus_actors::{SessionHandle, SessionOptions};
+use agentbus_actors::SessionOptions;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use std::collections::BTreeMap;
 
-/// The session `id` names (an id or a unique prefix), loaded.
-pub async fn open(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+/// The session `id` names (an id or a unique prefix), its events from
+/// after `after_seq`: loaded here, or followed from the node of the
+/// cluster that drives it.
+pub async fn reach(state: &AppState, id: &str, after_seq: u64) -> Result<ReachedSession, ApiError> {
     let id = state.runtime.resolve(id).await?;
-    Ok(state.runtime.open_session(&id).await?)
+    Ok(state.runtime.reach_session(&id, after_seq).await?)
+}
+
+/// Gives `input` to the session `id` names, wherever it runs (this node,
+/// or the node of the cluster that drives it).
+pub async fn send(
+    state: &AppState,
+    id: &str,
+    input: SessionInput,
+) -> Result<Option<InputId>, ApiError> {
+    let id = state.runtime.resolve(id).await?;
+    Ok(state.runtime.send_input(&id, input).await?)
 }
 
 async fn view(state: &AppState, id: &SessionId) -> Result<Session, ApiError> {
@@ -243,12 +256,16 @@ pub async fn input(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<Input>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let session = open(&state, &id).await?;
     let input = match input {
-        Input::Text(text, images) => UserInput::Query { text, images },
-        Input::Command(command) => UserInput::Control { command },
+        Input::Text(text, images) => SessionInput::Query { text, images },
+        Input::Command(command) => SessionInput::Control(command),
     };
-    let input_id = session.submit(input).await?;
+    let input_id = send(&state, &id, input).await?.ok_or_else(|| {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the session took the input but gave no input id",
+        )
+    })?;
     Ok((StatusCode::ACCEPTED, Json(Accepted { input_id })))
 }
 
@@ -259,8 +276,7 @@ pub async fn interrupt(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let session = open(&state, &id).await?;
-    session.interrupt().await?;
+    send(&state, &id, SessionInput::Interrupt).await?;
     Ok((StatusCode::ACCEPTED, Json(serde_json::json!({}))))
 }
 

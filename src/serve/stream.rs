@@ -13,12 +13,11 @@
 //! every event already there goes out in the same write.
 
 use super::error::{ApiError, ApiQuery, ErrorBody};
-use super::sessions::open;
+use super::sessions::reach;
 use super::state::AppState;
 use crate::api::{After, checked_seq};
-use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::runtime::ClientEvents;
+use agentbus_actors::runtime::{ClientEvents, ReachedSession};
 use agentbus_actors::runtime::{RecvError, SubscribeError};
 use axum::body::Body;
 use axum::extract::{Path, State};
@@ -68,7 +67,7 @@ pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError>
 /// A session's events after a seq, for one network client, read on the
 /// connection's own task ([`ClientEvents`]).
 pub struct ClientFeed {
-    events: ClientEvents<SessionHandle>,
+    events: ClientEvents<ReachedSession>,
     /// The server's shutdown, as this client's own child token: waiting on
     /// it touches no lock the other clients share.
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
@@ -78,7 +77,7 @@ pub struct ClientFeed {
 }
 
 impl ClientFeed {
-    pub fn attach(session: &SessionHandle, after_seq: u64, shutdown: &CancellationToken) -> Self {
+    pub fn attach(session: &ReachedSession, after_seq: u64, shutdown: &CancellationToken) -> Self {
         ClientFeed {
             events: ClientEvents::new(session.clone(), after_seq),
             shutdown: Box::pin(shutdown.child_token().cancelled_owned()),
@@ -164,7 +163,7 @@ pub async fn session_events(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let after = resume_after(&headers, &query)?;
-    let session = open(&state, &id).await?;
+    let session = reach(&state, &id, after).await?;
     let mut feed = ClientFeed::attach(&session, after, &state.shutdown);
     let frames = async_stream::stream! {
         // A comment when a whole period passed without an event.

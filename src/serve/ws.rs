@@ -13,13 +13,13 @@
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 
 use super::error::{ApiError, ApiQuery, ErrorBody};
-use super::sessions::open;
+use super::sessions::reach;
 use super::state::AppState;
 use super::stream::ClientFeed;
 use crate::api::{After, Input};
-use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::EventEnvelope;
 use agentbus_actors::protocol::{SessionInput, UserInput};
+use agentbus_actors::runtime::ReachedSession;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Path, State};
@@ -56,14 +56,14 @@ pub async fn session_socket(
             format!("not a WebSocket upgrade: {}", rejection.body_text()),
         )
     })?;
-    let session = open(&state, &id).await?;
+    let session = reach(&state, &id, after).await?;
     let shutdown = state.shutdown.clone();
     Ok(upgrade.on_upgrade(move |socket| serve_socket(socket, session, after, shutdown)))
 }
 
 async fn serve_socket(
     mut socket: WebSocket,
-    session: SessionHandle,
+    session: ReachedSession,
     after: u64,
     shutdown: CancellationToken,
 ) {
@@ -122,7 +122,7 @@ fn event_text(event: &EventEnvelope) -> String {
     })
 }
 
-async fn handle_input(session: &SessionHandle, text: &str) -> serde_json::Value {
+async fn handle_input(session: &ReachedSession, text: &str) -> serde_json::Value {
     let input = match parse_input(text) {
         Ok(input) => input,
         Err(e) => return json!({"error": format!("not an input: {e}")}),

@@ -37,17 +37,24 @@
     )
 )]
 
+mod driven;
 mod error;
 mod follow;
 mod inputs;
 mod link;
 mod live;
 mod nats_url;
+mod node_plane;
 mod owner;
 mod relay;
 mod remote_session;
 mod route;
 mod subjects;
+
+pub use error::LiveError;
+pub use node_plane::NodePlane;
+pub use remote_session::RemoteSession;
+pub use route::RouteError;
 
 #[cfg(test)]
 mod follow_tests;

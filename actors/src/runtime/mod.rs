@@ -18,7 +18,10 @@
 //! Everything a front end may use is re-exported here; the rest of the
 //! crate is private to it.
 
+mod reach;
 mod shutdown;
+
+pub use reach::ReachedSession;
 
 pub use crate::bus::client::ClientEvents;
 pub use crate::bus::feed::{
@@ -43,7 +46,9 @@ pub use crate::tools::{FileAccess, FileAccessError, Files};
 
 use crate::mcp::given::GivenServers;
 use crate::mcp::server::{McpServer, McpServerArgs};
-use crate::protocol::{AgentInfo, EventEnvelope, McpServerStatus, Message, SessionId};
+use crate::protocol::{
+    AgentInfo, EventEnvelope, InputId, McpServerStatus, Message, SessionId, SessionInput,
+};
 use crate::provider::Providers;
 use crate::sessions::loader::SessionLoader;
 use crate::sessions::manager::{
@@ -66,6 +71,9 @@ pub enum RuntimeError {
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The live plane (`[cluster] nats_url`) could not be reached.
+    #[error(transparent)]
+    Live(#[from] crate::cluster::LiveError),
 }
 
 /// The running actors.
@@ -81,6 +89,8 @@ pub struct Runtime {
     loader: SessionLoader,
     /// This process as a node of a cluster (`[cluster]`), if it is one.
     node: Option<crate::ownership::Node>,
+    /// The node's live plane (`[cluster] nats_url`), if it has one.
+    live: Option<crate::cluster::NodePlane>,
 }
 
 impl Runtime {
@@ -153,12 +163,27 @@ impl Runtime {
         // an ask queued behind those reports returns once the catalog
         // holds them all.
         let _ = tools.ask(ListTools).await;
+        let live = match (&cluster, &settings.cluster) {
+            (Some(cluster), Some(cluster_settings)) => {
+                crate::cluster::NodePlane::connect(
+                    cluster_settings,
+                    cluster.clone(),
+                    stored.store().clone(),
+                )
+                .await?
+            }
+            _ => None,
+        };
+        let driven = live.as_ref().map(|live| {
+            live.driven() as Arc<dyn crate::sessions::driven::DrivenSessions>
+        });
         let loader = SessionLoader::new(settings, catalog, stored);
         let manager = SessionManager::spawn(SessionManagerArgs {
             model,
             tools: tools.clone(),
             loader: loader.clone(),
             given: given.clone(),
+            driven,
         });
         let node = match (cluster, &loader.settings().cluster) {
             (Some(cluster), Some(settings)) => Some(crate::ownership::Node::start(
@@ -176,6 +201,7 @@ impl Runtime {
             mcp_servers,
             given,
             node,
+            live,
         })
     }
 
@@ -253,6 +279,61 @@ impl Runtime {
             mcp_servers: Some(mcp_servers),
         };
         Ok(self.manager.ask(open).await?)
+    }
+
+    /// Session `id` as a front end reaches it, its events from after
+    /// `after_seq`: loaded here (claimed, if nobody drives it), or — on a
+    /// node with a live plane, when another live node drives it — followed
+    /// from that node.
+    pub async fn reach_session(
+        &self,
+        id: &SessionId,
+        after_seq: u64,
+    ) -> Result<ReachedSession, SessionError> {
+        match self.open_session(id).await {
+            Ok(handle) => Ok(ReachedSession::local(handle)),
+            Err(e) if reach::held_elsewhere(&e) => {
+                let Some(live) = &self.live else {
+                    return Err(e);
+                };
+                tracing::debug!(session = %id, "following a session another node drives: {e}");
+                let followed = live
+                    .follow(id, after_seq)
+                    .await
+                    .map_err(|e| SessionError::Internal(e.to_string()))?;
+                Ok(ReachedSession::remote(followed))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Gives `input` to session `id` wherever it runs: here (loaded, and
+    /// claimed if nobody drives it), or on the live node that drives it.
+    /// When that node does not answer for it any more (*no responders*),
+    /// the session is claimed here if its lease allows, as any session is.
+    /// Returns the input id of a query or control command.
+    pub async fn send_input(
+        &self,
+        id: &SessionId,
+        input: SessionInput,
+    ) -> Result<Option<InputId>, SessionError> {
+        let elsewhere = match self.open_session(id).await {
+            Ok(handle) => return reach::take_locally(&handle, input).await,
+            Err(e) if reach::held_elsewhere(&e) && self.live.is_some() => e,
+            Err(e) => return Err(e),
+        };
+        let Some(live) = &self.live else {
+            return Err(elsewhere);
+        };
+        match live.send(id, input.clone()).await {
+            Ok(input_id) => Ok(input_id),
+            Err(e) if e.is_no_owner() => {
+                tracing::info!(session = %id, "no node answers for the session: claiming it here");
+                let handle = self.open_session(id).await?;
+                reach::take_locally(&handle, input).await
+            }
+            Err(e) => Err(reach::remote_error(e)),
+        }
     }
 
     /// Load every stored session that has inputs waiting (accepted before a

@@ -29,6 +29,10 @@ pub enum SessionError {
     },
     #[error("approval request `{request_id}` was already settled (the first answer wins)")]
     ApprovalSettled { request_id: String },
+    /// The node that drives the session (on a cluster) refused or did not
+    /// take the input, saying why.
+    #[error("{message}")]
+    Remote { message: String, failure: Failure },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -101,6 +105,7 @@ impl SessionError {
             SessionError::NotAccepted(_) => Failure::Unavailable,
             SessionError::UnknownApproval { .. } => Failure::NotFound,
             SessionError::ApprovalSettled { .. } => Failure::Conflict,
+            SessionError::Remote { failure, .. } => *failure,
             SessionError::Internal(_) => Failure::Internal,
         }
     }

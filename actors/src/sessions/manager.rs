@@ -28,6 +28,7 @@
 
 use super::loader::{Restored, SessionLoader};
 use super::options::SessionOptions;
+use super::driven::DrivenSessions;
 use super::subagents::{ChildSessions, SubagentRunner};
 use crate::bus::SessionTopic;
 use crate::mcp::given::GivenServers;
@@ -132,6 +133,8 @@ pub struct SessionManager {
     fence: CancellationToken,
     /// Itself, for the sub-agent runners of the sessions it starts.
     me: WeakActorRef<SessionManager>,
+    /// Told when a session starts or stops here (a node's live plane).
+    driven: Option<Arc<dyn DrivenSessions>>,
 }
 
 /// What a SessionManager starts from.
@@ -140,6 +143,8 @@ pub struct SessionManagerArgs {
     pub tools: ActorRef<ToolExecutor>,
     pub loader: SessionLoader,
     pub given: Arc<GivenServers>,
+    /// Told when a session starts or stops here (a node's live plane).
+    pub driven: Option<Arc<dyn DrivenSessions>>,
 }
 
 impl Actor for SessionManager {
@@ -172,6 +177,7 @@ impl Actor for SessionManager {
             stopped: false,
             fence: CancellationToken::new(),
             me: me.downgrade(),
+            driven: args.driven,
         })
     }
 }
@@ -221,7 +227,17 @@ impl SessionManager {
             workspace,
         );
         self.sessions.insert(id, handle.clone());
+        if let Some(driven) = &self.driven {
+            driven.started(&handle);
+        }
         handle
+    }
+
+    /// Tell whoever listens that session `id` stopped here.
+    async fn stopped(&self, id: &SessionId) {
+        if let Some(driven) = &self.driven {
+            driven.stopped(id).await;
+        }
     }
 
     fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
@@ -232,6 +248,7 @@ impl SessionManager {
     /// servers and give its lease back.
     async fn release(&self, handle: &SessionHandle) {
         handle.stop().await;
+        self.stopped(handle.id()).await;
         // The servers no session has now stop on a task of their own.
         drop(self.given.release(handle.id()).await);
         self.announce(handle.id(), LifecycleKind::Closed);
@@ -541,6 +558,7 @@ impl Message<FenceAll> for SessionManager {
         }));
         stopped.await;
         for handle in &handles {
+            self.stopped(handle.id()).await;
             drop(self.given.release(handle.id()).await);
             self.announce(handle.id(), LifecycleKind::Closed);
         }

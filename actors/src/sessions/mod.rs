@@ -17,6 +17,7 @@
 //!
 //! One session's own life is [`crate::session`].
 
+pub mod driven;
 pub mod loader;
 pub mod manager;
 pub mod options;

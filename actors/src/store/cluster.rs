@@ -116,4 +116,8 @@ pub trait ClusterStore: Send + Sync + 'static {
 
     /// The nodes of the cluster, oldest first.
     async fn nodes(&self) -> Result<Vec<NodeInfo>, StoreError>;
+
+    /// The epoch of this node's current claim of session `id`, if it holds
+    /// one (what its live events carry as their owner).
+    fn claim_epoch(&self, id: &SessionId) -> Option<u64>;
 }

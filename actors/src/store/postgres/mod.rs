@@ -378,4 +378,9 @@ impl ClusterStore for PostgresStore {
         let client = self.lease_client(ownership).await?;
         nodes::list(&client, &self.failures).await
     }
+
+    fn claim_epoch(&self, id: &SessionId) -> Option<u64> {
+        let claim = self.ownership.as_deref()?.current(id)?;
+        u64::try_from(claim.epoch).ok()
+    }
 }
