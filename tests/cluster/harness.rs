@@ -12,6 +12,7 @@
 use crate::support::server::Server;
 use crate::support::{Fixture, GUARD};
 use agentbus_testkit::Script;
+use agentbus_testkit::nats::NatsServer;
 use agentbus_testkit::postgres::{TestDatabase, fresh_database};
 use serde_json::Value;
 use std::future::Future;
@@ -30,18 +31,21 @@ pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
 }
 
 /// A fixture answering `script` (TOML `[[response]]` tables), configured
-/// as a cluster, and a fresh database for it. `None` when Postgres is
-/// missing and the tests may skip.
-pub async fn cluster(script: &str) -> Option<(Fixture, TestDatabase)> {
+/// as a cluster, a fresh database for it and a NATS server of its own (the
+/// live plane: kept running while the test holds it). `None` when Postgres
+/// or NATS is missing and the tests may skip.
+pub async fn cluster(script: &str) -> Option<(Fixture, TestDatabase, NatsServer)> {
     let database = fresh_database().await?;
+    let nats = NatsServer::start().await.expect("nats-server starts")?;
     let script = Script::from_toml_str(script).expect("the script parses");
     let fx = Fixture::with_script(script).await;
     fx.add_config(&format!(
         "[cluster]\npostgres_url = \"${{AB_PG_URL}}\"\nname = \"${{AB_NODE_NAME}}\"\n\
-         nats_url = \"nats://127.0.0.1:4222\"\nnode_ttl_secs = {TTL_SECS}\n\
-         heartbeat_ms = 500\nsweep_ms = 300\n"
+         nats_url = \"{}\"\nnode_ttl_secs = {TTL_SECS}\n\
+         heartbeat_ms = 500\nsweep_ms = 300\n",
+        nats.url()
     ));
-    Some((fx, database))
+    Some((fx, database, nats))
 }
 
 /// One running node.

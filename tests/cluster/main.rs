@@ -17,6 +17,7 @@
 #[path = "../all/support/mod.rs"]
 mod support;
 
+mod follow;
 mod harness;
 
 use harness::*;
@@ -33,7 +34,7 @@ async fn concurrent_opens_from_every_node_leave_exactly_one_owner_per_session() 
         answers("quick", "A quick answer.", SESSIONS),
         answers("next", "The next answer.", SESSIONS)
     );
-    let Some((fx, database)) = cluster(&script).await else {
+    let Some((fx, database, _nats)) = cluster(&script).await else {
         return;
     };
     let url = database.url();
@@ -113,7 +114,7 @@ async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost
         answers("second", "The second answer.", 1),
         answers("next", "The next answer.", 1)
     );
-    let Some((fx, database)) = cluster(&script).await else {
+    let Some((fx, database, _nats)) = cluster(&script).await else {
         return;
     };
     let url = database.url();
@@ -219,7 +220,7 @@ async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost
 async fn a_paused_node_is_fenced_when_it_wakes_and_rejoins_as_a_new_node() {
     let _one = serial().await;
     let script = format!("{SLOW}{}", answers("next", "The next answer.", 1));
-    let Some((fx, database)) = cluster(&script).await else {
+    let Some((fx, database, _nats)) = cluster(&script).await else {
         return;
     };
     let url = database.url();
@@ -294,7 +295,7 @@ async fn a_paused_node_is_fenced_when_it_wakes_and_rejoins_as_a_new_node() {
 async fn a_node_cut_off_from_postgres_fences_itself_and_its_session_is_adopted() {
     let _one = serial().await;
     let script = format!("{SLOW}{}", answers("next", "The next answer.", 1));
-    let Some((fx, database)) = cluster(&script).await else {
+    let Some((fx, database, _nats)) = cluster(&script).await else {
         return;
     };
     let address = database.address().parse().expect("an address");
@@ -374,7 +375,7 @@ async fn a_node_asked_to_stop_hands_its_sessions_back_without_errors() {
         answers("quick", "A quick answer.", 1),
         answers("next", "The next answer.", 2)
     );
-    let Some((fx, database)) = cluster(&script).await else {
+    let Some((fx, database, _nats)) = cluster(&script).await else {
         return;
     };
     let url = database.url();

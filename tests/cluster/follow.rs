@@ -1,0 +1,85 @@
+//! The live plane (issue 16, build items 4 and 5): a client of any node
+//! follows a session another node drives — the same events, deltas
+//! included, as a client of the owner — and its inputs run on the owner;
+//! when the owner is killed mid-turn, the client stays on its node and sees
+//! the adopter close the turn and answer the next query.
+
+use crate::harness::*;
+use serde_json::Value;
+
+/// The events up to and including the `result` of turn `input_id`.
+fn through_result(events: &[Value], input_id: u64) -> Vec<Value> {
+    let end = events
+        .iter()
+        .position(|e| e["type"] == "result" && e["turn_id"] == input_id)
+        .expect("the result is there");
+    events[..=end].to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_of_another_node_follows_the_session_and_its_input_runs_on_the_owner() {
+    let _one = serial().await;
+    let script = "[[response]]\nmatch = \"first\"\ntext = \"A first answer, streamed in small pieces.\"\n\
+                  chunk_size = 4\n";
+    let Some((fx, database, _nats)) = cluster(script).await else {
+        return;
+    };
+    let url = database.url();
+    let a = start_node(&fx, "node-a", &url).await;
+    let b = start_node(&fx, "node-b", &url).await;
+    let id = a.server.create_session().await;
+    let mut on_a = a.server.sse(&id, None).await;
+    let mut on_b = b.server.sse(&id, None).await;
+
+    // Sent through B, run by A.
+    let input = b.server.input(&id, "first").await;
+    assert_eq!(input, 1);
+    let result_a = on_a.result_of(input).await;
+    let result_b = on_b.result_of(input).await;
+    assert_eq!(result_b["text"], "A first answer, streamed in small pieces.");
+    assert_eq!(result_a, result_b);
+    assert_eq!(owner_of(&database, &id).await.as_deref(), Some(a.id.as_str()));
+
+    let seen_on_a = through_result(&on_a.events, input);
+    let seen_on_b = through_result(&on_b.events, input);
+    assert!(
+        seen_on_b.iter().any(|e| e["type"] == "stream_event"),
+        "the deltas reach the other node: {seen_on_b:#?}"
+    );
+    assert_eq!(seen_on_b, seen_on_a, "B's client sees what A's does, in order");
+    let log = stored_log(&database, &id).await;
+    assert_stored(&on_b.events, &log);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_of_a_surviving_node_sees_the_owner_killed_mid_turn_replaced() {
+    let _one = serial().await;
+    let script = format!("{SLOW}{}", answers("next", "The next answer.", 1));
+    let Some((fx, database, _nats)) = cluster(&script).await else {
+        return;
+    };
+    let url = database.url();
+    let a = start_node(&fx, "node-a", &url).await;
+    let b = start_node(&fx, "node-b", &url).await;
+    let id = a.server.create_session().await;
+    let mut client = b.server.sse(&id, None).await;
+    assert_eq!(b.server.input(&id, "slow").await, 1);
+    let last_seen = until_streaming(&mut client).await;
+    assert_eq!(owner_of(&database, &id).await.as_deref(), Some(a.id.as_str()));
+
+    a.server.kill9();
+    // The same connection to B, never reconnected.
+    let changed = client.until(|e| e["subtype"] == "owner_changed").await;
+    assert_eq!(changed["data"]["node"], b.id.as_str(), "{changed}");
+    assert!(changed["seq"].as_u64().expect("a seq") > last_seen);
+    let closed = client.result_of(1).await;
+    assert_eq!(closed["stop_reason"], "error", "{closed}");
+
+    let input = b.server.input(&id, "next").await;
+    assert_eq!(client.result_of(input).await["text"], "The next answer.");
+    let seqs = client.seqs();
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let log = stored_log(&database, &id).await;
+    assert_log_consistent(&log);
+    assert_stored(&client.events, &log);
+}
