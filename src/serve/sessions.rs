@@ -10,10 +10,10 @@ use crate::api::{
     Accepted, CreateSession, Created, Fork, Input, ListQuery, McpServers, Messages, OpenSession,
     Session, Sessions,
 };
+use agentbus_actors::SessionOptions;
 use agentbus_actors::protocol::{InputId, SessionId, SessionInput};
 use agentbus_actors::runtime::{ListCursor, ListPage, ReachedSession};
 use agentbus_actors::settings::McpServerConfig;
-use agentbus_actors::SessionOptions;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

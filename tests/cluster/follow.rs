@@ -36,9 +36,15 @@ async fn a_client_of_another_node_follows_the_session_and_its_input_runs_on_the_
     assert_eq!(input, 1);
     let result_a = on_a.result_of(input).await;
     let result_b = on_b.result_of(input).await;
-    assert_eq!(result_b["text"], "A first answer, streamed in small pieces.");
+    assert_eq!(
+        result_b["text"],
+        "A first answer, streamed in small pieces."
+    );
     assert_eq!(result_a, result_b);
-    assert_eq!(owner_of(&database, &id).await.as_deref(), Some(a.id.as_str()));
+    assert_eq!(
+        owner_of(&database, &id).await.as_deref(),
+        Some(a.id.as_str())
+    );
 
     let seen_on_a = through_result(&on_a.events, input);
     let seen_on_b = through_result(&on_b.events, input);
@@ -46,7 +52,10 @@ async fn a_client_of_another_node_follows_the_session_and_its_input_runs_on_the_
         seen_on_b.iter().any(|e| e["type"] == "stream_event"),
         "the deltas reach the other node: {seen_on_b:#?}"
     );
-    assert_eq!(seen_on_b, seen_on_a, "B's client sees what A's does, in order");
+    assert_eq!(
+        seen_on_b, seen_on_a,
+        "B's client sees what A's does, in order"
+    );
     let log = stored_log(&database, &id).await;
     assert_stored(&on_b.events, &log);
 }
@@ -65,7 +74,10 @@ async fn a_client_of_a_surviving_node_sees_the_owner_killed_mid_turn_replaced() 
     let mut client = b.server.sse(&id, None).await;
     assert_eq!(b.server.input(&id, "slow").await, 1);
     let last_seen = until_streaming(&mut client).await;
-    assert_eq!(owner_of(&database, &id).await.as_deref(), Some(a.id.as_str()));
+    assert_eq!(
+        owner_of(&database, &id).await.as_deref(),
+        Some(a.id.as_str())
+    );
 
     a.server.kill9();
     // The same connection to B, never reconnected.

@@ -56,11 +56,6 @@ impl LiveSessions {
         }
     }
 
-    /// The sessions served now.
-    pub fn count(&self) -> usize {
-        self.lock().len()
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Served>> {
         self.served.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -90,7 +90,7 @@ pub struct Runtime {
     /// This process as a node of a cluster (`[cluster]`), if it is one.
     node: Option<crate::ownership::Node>,
     /// The node's live plane (`[cluster] nats_url`), if it has one.
-    live: Option<crate::cluster::NodePlane>,
+    live: Option<Arc<crate::cluster::NodePlane>>,
 }
 
 impl Runtime {
@@ -171,12 +171,13 @@ impl Runtime {
                     stored.store().clone(),
                 )
                 .await?
+                .map(Arc::new)
             }
             _ => None,
         };
-        let driven = live.as_ref().map(|live| {
-            live.driven() as Arc<dyn crate::sessions::driven::DrivenSessions>
-        });
+        let driven = live
+            .as_ref()
+            .map(|live| live.driven() as Arc<dyn crate::sessions::driven::DrivenSessions>);
         let loader = SessionLoader::new(settings, catalog, stored);
         let manager = SessionManager::spawn(SessionManagerArgs {
             model,

@@ -26,9 +26,9 @@
 //! killed. No lease is released then: the store refuses this node's
 //! writes already, and the sessions belong to whoever claims them next.
 
+use super::driven::DrivenSessions;
 use super::loader::{Restored, SessionLoader};
 use super::options::SessionOptions;
-use super::driven::DrivenSessions;
 use super::subagents::{ChildSessions, SubagentRunner};
 use crate::bus::SessionTopic;
 use crate::mcp::given::GivenServers;
