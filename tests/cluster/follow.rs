@@ -95,3 +95,53 @@ async fn a_client_of_a_surviving_node_sees_the_owner_killed_mid_turn_replaced() 
     assert_log_consistent(&log);
     assert_stored(&client.events, &log);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_cut_off_from_nats_releases_its_sessions_and_another_node_adopts_them() {
+    let _one = serial().await;
+    let script = format!("{SLOW}{}", answers("next", "The next answer.", 1));
+    let Some((fx, database, nats)) = cluster(&script).await else {
+        return;
+    };
+    let target = format!("127.0.0.1:{}", nats.port())
+        .parse()
+        .expect("an address");
+    let proxy = agentbus_testkit::tcp_proxy::TcpProxy::start(target)
+        .await
+        .expect("a proxy");
+    let url = database.url();
+    let a = start_node_on(&fx, "node-a", &url, &format!("nats://{}", proxy.address())).await;
+    let b = start_node(&fx, "node-b", &url).await;
+    let id = a.server.create_session().await;
+    let mut client = b.server.sse(&id, None).await;
+    assert_eq!(b.server.input(&id, "slow").await, 1);
+    let last_seen = until_streaming(&mut client).await;
+
+    proxy.cut();
+    // A stops driving it once cut off for TTL/2; B adopts it once A's
+    // lease has expired, and its client (on B all along) sees that.
+    let changed = client.until(|e| e["subtype"] == "owner_changed").await;
+    assert_eq!(changed["data"]["node"], b.id.as_str(), "{changed}");
+    assert!(changed["seq"].as_u64().expect("a seq") > last_seen);
+    assert_eq!(client.result_of(1).await["stop_reason"], "error");
+    assert!(
+        a.server
+            .stderr()
+            .contains("connection to NATS has been lost"),
+        "{}",
+        a.server.stderr()
+    );
+    let input = b.server.input(&id, "next").await;
+    assert_eq!(client.result_of(input).await["text"], "The next answer.");
+    let log = stored_log(&database, &id).await;
+    assert_log_consistent(&log);
+    assert_stored(&client.events, &log);
+
+    // Connected again, A rejoins as a new node.
+    proxy.restore();
+    eventually("node-a rejoins under a new id", || async {
+        let ids = live_nodes_named(&database, "node-a").await;
+        ids.iter().any(|n| *n != a.id).then_some(())
+    })
+    .await;
+}

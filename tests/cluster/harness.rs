@@ -41,10 +41,10 @@ pub async fn cluster(script: &str) -> Option<(Fixture, TestDatabase, NatsServer)
     let fx = Fixture::with_script(script).await;
     fx.add_config(&format!(
         "[cluster]\npostgres_url = \"${{AB_PG_URL}}\"\nname = \"${{AB_NODE_NAME}}\"\n\
-         nats_url = \"{}\"\nnode_ttl_secs = {TTL_SECS}\n\
-         heartbeat_ms = 500\nsweep_ms = 300\n",
-        nats.url()
+         nats_url = \"${{AB_NATS_URL}}\"\nnode_ttl_secs = {TTL_SECS}\n\
+         heartbeat_ms = 500\nsweep_ms = 300\n"
     ));
+    *lock_nats_url() = nats.url();
     Some((fx, database, nats))
 }
 
@@ -82,10 +82,33 @@ fn signal(pid: u32, signal: nix::sys::signal::Signal) {
         .unwrap_or_else(|e| panic!("send {signal} to {pid}: {e}"));
 }
 
+/// The NATS server of the cluster [`cluster`] made last (tests run one at
+/// a time).
+fn lock_nats_url() -> std::sync::MutexGuard<'static, String> {
+    static NATS_URL: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+    NATS_URL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Start node `name` of `fx`'s cluster, its store at `url`.
 pub async fn start_node(fx: &Fixture, name: &str, url: &str) -> Node {
+    let nats = lock_nats_url().clone();
+    start_node_on(fx, name, url, &nats).await
+}
+
+/// Start node `name` of `fx`'s cluster, its store at `url`, its live plane
+/// at `nats` (a proxy, for a test that cuts it).
+pub async fn start_node_on(fx: &Fixture, name: &str, url: &str, nats: &str) -> Node {
     let server = fx
-        .serve_with_env(&[], &[("AB_NODE_NAME", name), ("AB_PG_URL", url)])
+        .serve_with_env(
+            &[],
+            &[
+                ("AB_NODE_NAME", name),
+                ("AB_PG_URL", url),
+                ("AB_NATS_URL", nats),
+            ],
+        )
         .await;
     let health = server.get_json("/v1/health").await;
     let id = health["cluster"]["node_id"]

@@ -52,6 +52,7 @@ mod route;
 mod subjects;
 
 pub use error::LiveError;
+pub use link::{Link, LinkState};
 pub use node_plane::NodePlane;
 pub use remote_session::RemoteSession;
 pub use route::RouteError;

@@ -9,6 +9,7 @@
 
 use crate::cluster::driven::LiveSessions;
 use crate::cluster::error::LiveError;
+use crate::cluster::link::Link;
 use crate::cluster::live::{LiveOptions, LivePlane};
 use crate::cluster::nats_url::NatsUrl;
 use crate::cluster::remote_session::{FollowOptions, RemoteSession};
@@ -62,6 +63,11 @@ impl NodePlane {
             store,
             follow,
         }))
+    }
+
+    /// The connection's state, to watch.
+    pub fn link(&self) -> Link {
+        self.plane.link()
     }
 
     /// What the SessionManager tells about the sessions it drives.

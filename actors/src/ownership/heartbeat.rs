@@ -15,6 +15,7 @@
 //! monotonic clock decides when to stop trusting).
 
 use super::lease_clock::LeaseClock;
+use crate::cluster::{Link, LinkState};
 use crate::sessions::manager::{FenceAll, SessionManager};
 use crate::store::cluster::{ClusterStore, Renewal};
 use kameo::actor::ActorRef;
@@ -33,6 +34,10 @@ pub struct LeaseTask {
     pub registered: std::time::Instant,
     /// Ends the task (the node leaves).
     pub stop: CancellationToken,
+    /// The node's connection to the live plane, if it has one: cut off for
+    /// longer than TTL/2, the node releases its sessions as when its lease
+    /// lapses, and rejoins once it is connected again (DESIGN §6.3).
+    pub live: Option<Link>,
 }
 
 impl LeaseTask {
@@ -42,6 +47,18 @@ impl LeaseTask {
         let mut clock = LeaseClock::new(self.ttl, self.registered);
         let mut failures = 0u32;
         loop {
+            if let Some(lost) = self.live_lost() {
+                let reason = format!(
+                    "its connection to NATS has been lost for {lost:?} (more than half its \
+                     lease, {:?}): no other node can reach its sessions",
+                    self.ttl
+                );
+                match self.fence_and_rejoin(&reason).await {
+                    Some(new) => clock = new,
+                    None => return,
+                }
+                continue;
+            }
             if clock.lapsed(std::time::Instant::now()) {
                 let reason = format!(
                     "no renewal of its lease was confirmed in time (a lease lasts {:?}; a node \
@@ -98,6 +115,13 @@ impl LeaseTask {
 
     /// Fence this node (its sessions stop at once), then register again
     /// as a new node, retrying every interval. `None` when stopped meanwhile.
+    /// How long the live plane has been lost, once that is more than
+    /// TTL/2.
+    fn live_lost(&self) -> Option<Duration> {
+        let lost = self.live.as_ref()?.lost_for(Instant::now())?;
+        (lost > self.ttl / 2).then_some(lost)
+    }
+
     async fn fence_and_rejoin(&self, reason: &str) -> Option<LeaseClock> {
         let old = self.cluster.node();
         tracing::error!(node = %old, name = self.cluster.node_name(), "fencing this node: {reason}; stopping every session it drives");
@@ -107,6 +131,16 @@ impl LeaseTask {
                 tracing::warn!(node = %old, stopped, "sessions stopped: the node is fenced")
             }
             Err(e) => tracing::error!(node = %old, "could not stop the sessions: {e}"),
+        }
+        if let Some(live) = &self.live {
+            // A node nobody can reach takes no session: it rejoins once
+            // connected again.
+            let mut live = live.clone();
+            tokio::select! {
+                biased;
+                () = self.stop.cancelled() => return None,
+                _ = live.wait_for(|s| *s == LinkState::Connected) => {}
+            }
         }
         loop {
             let sent = std::time::Instant::now();

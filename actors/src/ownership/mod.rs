@@ -52,6 +52,7 @@ impl Node {
         manager: ActorRef<SessionManager>,
         settings: &ClusterSettings,
         registered: std::time::Instant,
+        live: Option<crate::cluster::Link>,
     ) -> Node {
         let sweeping = CancellationToken::new();
         let leasing = CancellationToken::new();
@@ -62,6 +63,7 @@ impl Node {
             interval: settings.heartbeat(),
             registered,
             stop: leasing.clone(),
+            live,
         };
         let sweeper = Sweeper {
             cluster: cluster.clone(),

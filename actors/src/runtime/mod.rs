@@ -164,15 +164,13 @@ impl Runtime {
         // holds them all.
         let _ = tools.ask(ListTools).await;
         let live = match (&cluster, &settings.cluster) {
-            (Some(cluster), Some(cluster_settings)) => {
-                crate::cluster::NodePlane::connect(
-                    cluster_settings,
-                    cluster.clone(),
-                    stored.store().clone(),
-                )
-                .await?
-                .map(Arc::new)
-            }
+            (Some(cluster), Some(cluster_settings)) => crate::cluster::NodePlane::connect(
+                cluster_settings,
+                cluster.clone(),
+                stored.store().clone(),
+            )
+            .await?
+            .map(Arc::new),
             _ => None,
         };
         let driven = live
@@ -192,6 +190,7 @@ impl Runtime {
                 manager.clone(),
                 settings,
                 registered,
+                live.as_ref().map(|live| live.link()),
             )),
             _ => None,
         };

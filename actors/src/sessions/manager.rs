@@ -557,8 +557,8 @@ impl Message<FenceAll> for SessionManager {
             }
         }));
         stopped.await;
+        join_all(handles.iter().map(|handle| self.stopped(handle.id()))).await;
         for handle in &handles {
-            self.stopped(handle.id()).await;
             drop(self.given.release(handle.id()).await);
             self.announce(handle.id(), LifecycleKind::Closed);
         }
