@@ -23,6 +23,11 @@
 //! - `route.rs`: inputs across nodes — the owner serving `.in` with its
 //!   local session (each `input_uuid` taken once), a non-owner sending
 //!   there and telling *no responders* apart.
+//! - `driven.rs`: the sessions this node drives, each served (relay and
+//!   route) from its start here to its stop — the SessionManager's
+//!   `DrivenSessions`; `node_plane.rs`: `NodePlane`, the live plane as
+//!   `agentbus serve` runs it (connected from `[cluster] nats_url`; follow
+//!   a session, send an input to its owner).
 //!
 //! Nothing here owns a session, claims one or writes to the store: it
 //! moves messages, reads the store to fill what the network lost, and says
@@ -33,7 +38,7 @@
     not(test),
     expect(
         dead_code,
-        reason = "the session manager and the HTTP server take the live plane up in a later step of issue 16"
+        reason = "the lifecycle merge across nodes, the node control subject and the relays' and followers' statistics are not used by `agentbus serve` yet (issue 16)"
     )
 )]
 

@@ -3,8 +3,8 @@
 //!
 //! Exists so that cluster mode is one section of plain data, checked where
 //! it is written: the database every node keeps its sessions in
-//! (`postgres_url`), the NATS server of the live plane (`nats_url`, kept
-//! for the next step and not used yet), the node's name as operators see
+//! (`postgres_url`), the NATS server of the live plane (`nats_url`), the
+//! node's name as operators see
 //! it, and how long a node's lease lasts (`node_ttl_secs`) — from which
 //! the heartbeat and sweep intervals follow unless a test sets them.
 //!
@@ -35,9 +35,8 @@ pub struct ClusterSettings {
         serialize_with = "shown_postgres_url"
     )]
     pub postgres_url: PostgresUrl,
-    /// The NATS server of the live plane (`nats://HOST:PORT`). Read and
-    /// kept; not used yet: following a session driven by another node and
-    /// routing inputs to it come next.
+    /// The NATS server of the live plane (`nats://HOST:PORT`): sessions
+    /// followed from any node, inputs routed to the node that drives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nats_url: Option<NatsAddress>,
     /// How operators see this node (`GET /v1/health`, messages naming the
