@@ -162,7 +162,7 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
             .unwrap_or_default();
         eprintln!("agentbus: cluster node `{name}` ({node}), sessions in {store}");
         if let Some(nats) = cluster.and_then(|c| c.nats_url.as_ref()) {
-            tracing::info!(%nats, "[cluster] nats_url is read but not used yet: following sessions across nodes comes next");
+            eprintln!("agentbus: live plane on {nats}: any session can be followed from this node");
         }
     }
     // Front ends that find a session held by this daemon point at it.

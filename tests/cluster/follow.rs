@@ -145,3 +145,35 @@ async fn a_node_cut_off_from_nats_releases_its_sessions_and_another_node_adopts_
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_whose_nats_server_does_not_answer_says_so_without_its_credentials() {
+    let _one = serial().await;
+    let Some((fx, database, _nats)) = cluster("").await else {
+        return;
+    };
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let output = fx
+        .command(&["serve", "--listen", "127.0.0.1:0"])
+        .env("AB_NODE_NAME", "node-a")
+        .env("AB_PG_URL", database.url())
+        .env(
+            "AB_NATS_URL",
+            format!("nats://agent:s3cret@127.0.0.1:{closed}"),
+        )
+        .output()
+        .await
+        .expect("agentbus runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot connect to NATS at nats://***@127.0.0.1:{closed}"
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+}

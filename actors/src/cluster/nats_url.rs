@@ -83,7 +83,7 @@ impl NatsUrl {
                 }
                 credentials = Some(these);
             }
-            servers.push(server);
+            servers.push(without_credentials(server, part)?);
         }
         Ok(NatsUrl {
             servers,
@@ -116,6 +116,27 @@ impl fmt::Debug for NatsUrl {
 }
 
 /// A user and password, or a token (a user alone), percent-decoded.
+/// `server` without its user, password or token: the connection is given
+/// them apart, and the client logs the addresses it connects to.
+fn without_credentials(server: ServerAddr, text: &str) -> Result<ServerAddr, NatsUrlError> {
+    if server.username().is_none() && server.password().is_none() {
+        return Ok(server);
+    }
+    let mut url = server.into_inner();
+    let stripped = url.set_username("").and_then(|()| url.set_password(None));
+    stripped
+        .map_err(|()| NatsUrlError::Invalid {
+            url: redact(text),
+            reason: "its credentials cannot be taken apart from the address".to_string(),
+        })
+        .and_then(|()| {
+            ServerAddr::from_url(url).map_err(|e| NatsUrlError::Invalid {
+                url: redact(text),
+                reason: e.to_string(),
+            })
+        })
+}
+
 fn credentials_of(server: &ServerAddr) -> Option<Credentials> {
     let user = percent_decoded(server.username()?);
     Some(match server.password() {
