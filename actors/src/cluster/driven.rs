@@ -115,10 +115,13 @@ async fn serve(plane: LivePlane, session: SessionHandle, relay: Relay, stop: Can
             }
         },
     };
+    // A session that stopped (released, drained, fenced: it stops before
+    // it is said to) has its last events relayed; a session still running
+    // when it is said to stop is cut off at once.
     let stopped_by_itself = tokio::select! {
         biased;
-        () = stop.cancelled() => false,
         () = session.wait_stopped() => true,
+        () = stop.cancelled() => false,
     };
     // Inputs first: from now on another node gets *no responders*.
     if let Some(route) = route
