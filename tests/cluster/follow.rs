@@ -83,6 +83,11 @@ async fn a_client_of_a_surviving_node_sees_the_owner_killed_mid_turn_replaced() 
     // The same connection to B, never reconnected.
     let changed = client.until(|e| e["subtype"] == "owner_changed").await;
     assert_eq!(changed["data"]["node"], b.id.as_str(), "{changed}");
+    let said = changed["message"].as_str().unwrap_or_default();
+    assert!(
+        said.starts_with(&format!("Node node-b ({}) now drives this session", b.id)),
+        "the adopter is named as operators know it: {said}"
+    );
     assert!(changed["seq"].as_u64().expect("a seq") > last_seen);
     let closed = client.result_of(1).await;
     assert_eq!(closed["stop_reason"], "error", "{closed}");

@@ -210,9 +210,16 @@ impl SessionLoader {
                 node: claim.node.clone(),
                 resumed_after: restored.last_seq,
             };
+            // The claim is this node's: its name is ours.
+            let name = self
+                .settings
+                .cluster
+                .as_ref()
+                .map(|cluster| format!("{} ({})", cluster.node_name(), claim.node))
+                .unwrap_or_else(|| claim.node.to_string());
             let message = format!(
-                "Node {} now drives this session (epoch {}); it goes on after seq {}.",
-                claim.node, claim.epoch, restored.last_seq
+                "Node {name} now drives this session (epoch {}); it goes on after seq {}.",
+                claim.epoch, restored.last_seq
             );
             let owner_changed = Effect::Emit {
                 turn_id: None,
