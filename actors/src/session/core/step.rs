@@ -962,14 +962,6 @@ enum Admitted {
 /// Check `call` against the mode and the rules; a call that must ask
 /// emits its `approval_request` (and its timer, when requests time out).
 fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Effect>) -> Admitted {
-    if call.name == crate::model::READ_IMAGE {
-        // The session's own tool for `@` mentions: never offered, so a
-        // model calling it called a tool that does not exist for it.
-        return Admitted::Denied(ToolOutcome::error(format!(
-            "unknown tool `{}`; use the tools offered",
-            call.name
-        )));
-    }
     if call.name == super::agents::TASK_TOOL && state.config.task_tool {
         // The child session asks for what it does itself (its approvals
         // reach this session's front ends); starting it asks nothing.
@@ -984,6 +976,17 @@ fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Ef
         return Admitted::Denied(ToolOutcome::error(format!(
             "Not run: the agent `{}` is not given the tool {}. Use the tools offered.",
             state.agent, call.name
+        )));
+    }
+    // A model calls only what it was offered: a made-up name, or a tool
+    // the session keeps for itself (`read_image`), is never run.
+    let offered = state.offered_tools();
+    if !offered.iter().any(|tool| tool.name == call.name) {
+        let names: Vec<&str> = offered.iter().map(|tool| tool.name.as_str()).collect();
+        return Admitted::Denied(ToolOutcome::error(format!(
+            "unknown tool `{}`; the available tools are: {}",
+            call.name,
+            names.join(", ")
         )));
     }
     let verdict = policy::decide(

@@ -27,6 +27,13 @@ fn session(mode: PermissionMode, rules: Rules) -> Harness {
         approval_timeout_ms: None,
     };
     h.state.permissions.mode = mode;
+    // The model is offered the built-in tools, as a real session's is.
+    h.state.tools = std::sync::Arc::new(
+        crate::tools::builtin::builtin_tools()
+            .iter()
+            .map(|tool| tool.spec())
+            .collect(),
+    );
     h
 }
 
