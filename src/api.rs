@@ -204,22 +204,39 @@ fn images_of(value: &serde_json::Value) -> Result<Vec<agentbus_actors::protocol:
                 return Err(format!("{name} has an unknown field; {EXPECTED}"));
             }
             let source = match item.get("source") {
-                None => String::new(),
-                Some(source) => image_source(source)
-                    .ok_or_else(|| format!("{name}.source is not a file name (a string of at most 255 characters, no control characters)"))?,
+                None => None,
+                Some(source) => Some(source.as_str().ok_or_else(|| not_a_name(&name))?),
             };
-            agentbus_actors::images::from_base64(&name, media_type, data)
-                .map(|image| agentbus_actors::protocol::Image { source, ..image })
-                .map_err(|e| e.to_string())
+            checked_image(&name, media_type, data, source)
         })
         .collect()
 }
 
-/// An image's optional `source`: the name it is shown and stored under.
-fn image_source(value: &serde_json::Value) -> Option<String> {
-    let source = value.as_str()?;
-    (source.chars().count() <= 255 && !source.chars().any(char::is_control))
-        .then(|| source.to_string())
+/// One image of an input (`images[N]`, named `name`), checked as the
+/// providers check it, with its optional `source` (the file name it is
+/// shown and stored under): what HTTP and the WebSocket both accept.
+pub fn checked_image(
+    name: &str,
+    media_type: Option<&str>,
+    data: &str,
+    source: Option<&str>,
+) -> Result<agentbus_actors::protocol::Image, String> {
+    let source = source.unwrap_or_default();
+    if source.chars().count() > 255 || source.chars().any(char::is_control) {
+        return Err(not_a_name(name));
+    }
+    agentbus_actors::images::from_base64(name, media_type, data)
+        .map(|image| agentbus_actors::protocol::Image {
+            source: source.to_string(),
+            ..image
+        })
+        .map_err(|e| e.to_string())
+}
+
+fn not_a_name(name: &str) -> String {
+    format!(
+        "{name}.source is not a file name (a string of at most 255 characters, no control characters)"
+    )
 }
 
 impl TryFrom<serde_json::Value> for Input {

@@ -134,20 +134,17 @@ async fn handle_input(session: &ReachedSession, text: &str) -> serde_json::Value
                 .iter()
                 .enumerate()
                 .map(|(i, image)| {
-                    agentbus_actors::images::from_base64(
+                    crate::api::checked_image(
                         &format!("images[{i}]"),
                         Some(&image.media_type),
                         &image.data,
+                        Some(&image.source),
                     )
-                    .map(|checked| agentbus_actors::protocol::Image {
-                        source: image.source.clone(),
-                        ..checked
-                    })
                 })
                 .collect();
             match checked {
                 Ok(images) => session.submit(UserInput::Query { text, images }).await,
-                Err(e) => return json!({"error": e.to_string()}),
+                Err(e) => return json!({"error": e}),
             }
         }
         SessionInput::Control(command) => session.submit(UserInput::Control { command }).await,
