@@ -395,6 +395,11 @@ pub struct ClusterHealth {
     /// Every node the database knows, oldest first: live ones, and for a
     /// while those whose lease expired.
     pub nodes: Vec<ClusterNode>,
+    /// How many sessions other nodes drive that this node follows for its
+    /// clients — one subscription to the live plane each, however many
+    /// clients follow it here (absent without `nats_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub followed: Option<usize>,
     /// Why `nodes` could not be read (the database did not answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

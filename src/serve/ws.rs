@@ -8,8 +8,10 @@
 //! `POST .../input` (`{"text"}`, `{"command", ...}`) or a tagged
 //! [`SessionInput`] — `{"type": "query", "text"}`, `{"type": "control",
 //! "command", ...}`, `{"type": "interrupt"}` or `{"type": "approval",
-//! "request_id", "decision", "message"?, "save"?}`. A bad
-//! frame never closes the socket; a client too slow to read its events is
+//! "request_id", "decision", "message"?, "save"?}`. Inputs go where `POST
+//! .../input` sends them: to the session wherever it runs — on a node of a
+//! cluster, to its owner, or claimed here when no node answers for it any
+//! more (the socket's events go on). A bad frame never closes the socket; a client too slow to read its events is
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 
 use super::error::{ApiError, ApiQuery, ErrorBody};
@@ -18,7 +20,7 @@ use super::state::AppState;
 use super::stream::ClientFeed;
 use crate::api::{After, Input};
 use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::protocol::{SessionInput, UserInput};
+use agentbus_actors::protocol::{SessionId, SessionInput};
 use agentbus_actors::runtime::ReachedSession;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
@@ -58,11 +60,12 @@ pub async fn session_socket(
     })?;
     let session = reach(&state, &id, after).await?;
     let shutdown = state.shutdown.clone();
-    Ok(upgrade.on_upgrade(move |socket| serve_socket(socket, session, after, shutdown)))
+    Ok(upgrade.on_upgrade(move |socket| serve_socket(socket, state, session, after, shutdown)))
 }
 
 async fn serve_socket(
     mut socket: WebSocket,
+    state: AppState,
     session: ReachedSession,
     after: u64,
     shutdown: CancellationToken,
@@ -106,7 +109,7 @@ async fn serve_socket(
                     Some(Ok(_)) => continue,
                     Some(Err(_)) | None => return,
                 };
-                let reply = handle_input(&session, text.as_str()).await;
+                let reply = handle_input(&state, session.id(), text.as_str()).await;
                 if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
                     return;
                 }
@@ -122,12 +125,15 @@ fn event_text(event: &EventEnvelope) -> String {
     })
 }
 
-async fn handle_input(session: &ReachedSession, text: &str) -> serde_json::Value {
+/// One frame's input, given to the session wherever it runs — as `POST
+/// .../input` gives it: on a node of a cluster whose owner no longer answers
+/// for the session, this node claims it.
+async fn handle_input(state: &AppState, id: &SessionId, text: &str) -> serde_json::Value {
     let input = match parse_input(text) {
         Ok(input) => input,
         Err(e) => return json!({"error": format!("not an input: {e}")}),
     };
-    let submitted = match input {
+    let input = match input {
         SessionInput::Query { text, images } => {
             // Checked as the HTTP input checks them.
             let checked: Result<Vec<_>, _> = images
@@ -143,29 +149,21 @@ async fn handle_input(session: &ReachedSession, text: &str) -> serde_json::Value
                 })
                 .collect();
             match checked {
-                Ok(images) => session.submit(UserInput::Query { text, images }).await,
+                Ok(images) => SessionInput::Query { text, images },
                 Err(e) => return json!({"error": e}),
             }
         }
-        SessionInput::Control(command) => session.submit(UserInput::Control { command }).await,
-        SessionInput::Interrupt => {
-            return match session.interrupt().await {
-                Ok(()) => json!({"interrupted": true}),
-                Err(e) => json!({"error": e.to_string()}),
-            };
-        }
-        SessionInput::Approval {
-            request_id,
-            decision,
-        } => {
-            return match session.decide(request_id.clone(), decision).await {
-                Ok(()) => json!({"settled": {"request_id": request_id}}),
-                Err(e) => json!({"error": e.to_string()}),
-            };
-        }
+        other => other,
     };
-    match submitted {
-        Ok(input_id) => json!({"accepted": {"input_id": input_id}}),
+    let settled = match &input {
+        SessionInput::Approval { request_id, .. } => Some(request_id.clone()),
+        _ => None,
+    };
+    let interrupt = matches!(input, SessionInput::Interrupt);
+    match state.runtime.send_input(id, input).await {
+        Ok(Some(input_id)) => json!({"accepted": {"input_id": input_id}}),
+        Ok(None) if interrupt => json!({"interrupted": true}),
+        Ok(None) => json!({"settled": {"request_id": settled.unwrap_or_default()}}),
         Err(e) => json!({"error": e.to_string()}),
     }
 }

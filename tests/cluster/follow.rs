@@ -182,3 +182,104 @@ async fn a_node_whose_nats_server_does_not_answer_says_so_without_its_credential
     );
     assert!(!stderr.contains("s3cret"), "{stderr}");
 }
+
+/// The frames of `socket` up to the first that `pred` accepts (a reply or
+/// an event).
+async fn ws_until(
+    socket: &mut crate::support::server::Socket,
+    mut pred: impl FnMut(&Value) -> bool,
+) -> Value {
+    loop {
+        let frame = socket.next().await.expect("the socket stays open");
+        if pred(&frame) {
+            return frame;
+        }
+    }
+}
+
+/// This node's count of sessions it follows for its clients.
+async fn followed_on(node: &Node) -> u64 {
+    let health = node.server.get_json("/v1/health").await;
+    health["cluster"]["followed"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a node with a live plane says what it follows: {health}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_of_one_node_share_one_follower_and_a_websocket_outlives_the_owner() {
+    let _one = serial().await;
+    let script = format!(
+        "{}{}",
+        answers("first", "The first answer.", 1),
+        answers("second", "The second answer.", 1)
+    );
+    let Some((fx, database, _nats)) = cluster(&script).await else {
+        return;
+    };
+    let url = database.url();
+    let a = start_node(&fx, "node-a", &url).await;
+    let b = start_node(&fx, "node-b", &url).await;
+    let id = a.server.create_session().await;
+    let mut sse_1 = b.server.sse(&id, None).await;
+    let mut sse_2 = b.server.sse(&id, None).await;
+    let mut socket = b.server.ws(&id).await;
+    assert_eq!(
+        followed_on(&b).await,
+        1,
+        "three clients on B, one follower of the session"
+    );
+    assert_eq!(followed_on(&a).await, 0, "A drives it, follows nothing");
+
+    socket.send(serde_json::json!({"text": "first"})).await;
+    let accepted = ws_until(&mut socket, |f| {
+        f.get("accepted").is_some() || f.get("error").is_some()
+    })
+    .await;
+    let first = accepted["accepted"]["input_id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("accepted: {accepted}"));
+    let result = ws_until(&mut socket, |f| {
+        f["type"] == "result" && f["turn_id"] == first
+    })
+    .await;
+    assert_eq!(result["text"], "The first answer.");
+    assert_eq!(sse_1.result_of(first).await, result);
+    assert_eq!(sse_2.result_of(first).await, result);
+
+    // The owner dies with the session idle: once its lease has expired the
+    // session is released, and the same socket's next input is taken by B
+    // (no node answers for it any more).
+    a.server.kill9();
+    eventually("the idle session of the dead node is released", || async {
+        owner_of(&database, &id).await.is_none().then_some(())
+    })
+    .await;
+    socket.send(serde_json::json!({"text": "second"})).await;
+    let accepted = ws_until(&mut socket, |f| {
+        f.get("accepted").is_some() || f.get("error").is_some()
+    })
+    .await;
+    let second = accepted["accepted"]["input_id"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the input is taken on B: {accepted}"));
+    let result = ws_until(&mut socket, |f| {
+        f["type"] == "result" && f["turn_id"] == second
+    })
+    .await;
+    assert_eq!(result["text"], "The second answer.");
+    assert_eq!(
+        owner_of(&database, &id).await.as_deref(),
+        Some(b.id.as_str())
+    );
+    assert_eq!(sse_1.result_of(second).await, result);
+    let log = stored_log(&database, &id).await;
+    assert_log_consistent(&log);
+    assert_stored(&sse_1.events, &log);
+
+    // The last client gone, nothing is followed.
+    drop((sse_1, sse_2, socket));
+    eventually("the follower stops with its last client", || async {
+        (followed_on(&b).await == 0).then_some(())
+    })
+    .await;
+}

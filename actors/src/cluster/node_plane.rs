@@ -3,7 +3,11 @@
 //! and the sessions other nodes drive followed and reached through it.
 //!
 //! Exists so that the runtime has one thing to start and to ask: "follow
-//! this session", "send this input to its owner". Never claims a session:
+//! this session", "send this input to its owner". A session is followed
+//! once per node, however many of its clients are attached here (one NATS
+//! subscription, one mirror; each client subscribes to the mirror from its
+//! own seq), and no longer once the last of them has left. Never claims a
+//! session:
 //! when nobody answers for one, the caller claims it through the
 //! SessionManager as for any session.
 
@@ -12,14 +16,15 @@ use crate::cluster::error::LiveError;
 use crate::cluster::link::Link;
 use crate::cluster::live::{LiveOptions, LivePlane};
 use crate::cluster::nats_url::NatsUrl;
-use crate::cluster::remote_session::{FollowOptions, RemoteSession};
+use crate::cluster::remote_session::{FollowOptions, RemoteSession, WeakRemoteSession};
 use crate::cluster::route::{InputSender, RouteError, SendOptions};
 use crate::cluster::subjects::{ClusterName, Subjects};
 use crate::protocol::{InputId, SessionId, SessionInput};
 use crate::settings::ClusterSettings;
 use crate::store::SessionStore;
 use crate::store::cluster::ClusterStore;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The cluster name in every subject (`ab.agentbus.…`): one deployment per
 /// NATS server (or account).
@@ -31,6 +36,8 @@ pub struct NodePlane {
     store: Arc<dyn SessionStore>,
     driven: Arc<LiveSessions>,
     follow: FollowOptions,
+    /// The sessions followed from this node, while a client follows them.
+    followed: Mutex<HashMap<SessionId, WeakRemoteSession>>,
 }
 
 impl NodePlane {
@@ -62,6 +69,7 @@ impl NodePlane {
             plane,
             store,
             follow,
+            followed: Mutex::new(HashMap::new()),
         }))
     }
 
@@ -75,17 +83,48 @@ impl NodePlane {
         self.driven.clone()
     }
 
-    /// Follows session `id`, driven by another node, from after
-    /// `after_seq`.
+    /// Follows session `id`, driven by another node, for a client that has
+    /// seen its events up to `after_seq`: the follower this node already
+    /// runs for it, or a new one starting there. (A client behind where a
+    /// follower started gets the older events from the store, as from a
+    /// local session's ring.)
     pub async fn follow(&self, id: &SessionId, after_seq: u64) -> Result<RemoteSession, LiveError> {
-        RemoteSession::start(
+        if let Some(session) = self.followed(id) {
+            return Ok(session);
+        }
+        let started = RemoteSession::start(
             &self.plane,
             self.store.clone(),
             id.clone(),
             after_seq,
             self.follow,
         )
-        .await
+        .await?;
+        // Another client may have started one meanwhile: keep the first.
+        let mut followed = self.table();
+        if let Some(session) = followed.get(id).and_then(WeakRemoteSession::upgrade) {
+            return Ok(session);
+        }
+        followed.retain(|_, session| session.upgrade().is_some());
+        followed.insert(id.clone(), started.downgrade());
+        Ok(started)
+    }
+
+    /// The follower this node runs for session `id`, if a client uses it.
+    fn followed(&self, id: &SessionId) -> Option<RemoteSession> {
+        self.table().get(id).and_then(WeakRemoteSession::upgrade)
+    }
+
+    /// How many sessions this node follows now.
+    pub fn followed_count(&self) -> usize {
+        self.table()
+            .values()
+            .filter(|session| session.upgrade().is_some())
+            .count()
+    }
+
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, WeakRemoteSession>> {
+        self.followed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Sends `input` to the node that drives session `id`.
@@ -95,6 +134,10 @@ impl NodePlane {
         input: SessionInput,
     ) -> Result<Option<InputId>, RouteError> {
         let sender = InputSender::new(self.plane.clone(), id.clone(), SendOptions::default());
-        sender.input(input).await
+        let input_id = sender.input(input).await?;
+        if let (Some(input_id), Some(session)) = (input_id, self.followed(id)) {
+            session.expect_turn(input_id);
+        }
+        Ok(input_id)
     }
 }

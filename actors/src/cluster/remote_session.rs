@@ -123,6 +123,23 @@ pub struct RemoteSession {
     inner: Arc<Inner>,
 }
 
+/// A followed session that does not keep it followed: the node's table of
+/// what it follows holds these, so the last client leaving ends the
+/// subscription.
+#[derive(Clone)]
+pub(crate) struct WeakRemoteSession(std::sync::Weak<Inner>);
+
+impl WeakRemoteSession {
+    /// The session, while some client still follows it and its follower
+    /// runs.
+    pub(crate) fn upgrade(&self) -> Option<RemoteSession> {
+        let session = RemoteSession {
+            inner: self.0.upgrade()?,
+        };
+        session.is_following().then_some(session)
+    }
+}
+
 struct Inner {
     id: SessionId,
     topic: Arc<SessionTopic>,
@@ -207,6 +224,20 @@ impl RemoteSession {
         &self.inner.id
     }
 
+    /// A reference that does not keep the session followed.
+    pub(crate) fn downgrade(&self) -> WeakRemoteSession {
+        WeakRemoteSession(Arc::downgrade(&self.inner))
+    }
+
+    /// Notes that the owner took input `input_id` for this session (sent
+    /// by anyone on this node): until an event of that turn comes, a quiet
+    /// owner is a reason to read the store.
+    pub(crate) fn expect_turn(&self, input_id: InputId) {
+        self.inner
+            .expected_turn
+            .fetch_max(input_id, Ordering::Relaxed);
+    }
+
     /// The seq following started after: subscribe after it for everything
     /// the mirror hands on, or after an older seq (the store answers first).
     pub fn loaded_after(&self) -> u64 {
@@ -234,9 +265,7 @@ impl RemoteSession {
     /// Queues a query or control command on the owner; its input id.
     pub async fn submit(&self, input: UserInput) -> Result<InputId, RouteError> {
         let input_id = self.inner.sender.submit(input).await?;
-        self.inner
-            .expected_turn
-            .fetch_max(input_id, Ordering::Relaxed);
+        self.expect_turn(input_id);
         Ok(input_id)
     }
 

@@ -219,6 +219,13 @@ impl Runtime {
         Some(node.nodes().await.map_err(SessionError::from))
     }
 
+    /// How many sessions other nodes drive that this node follows for its
+    /// clients (one subscription each, however many clients); `None`
+    /// without a live plane.
+    pub fn followed_sessions(&self) -> Option<usize> {
+        self.live.as_ref().map(|live| live.followed_count())
+    }
+
     pub fn settings(&self) -> &Settings {
         self.loader.settings()
     }
