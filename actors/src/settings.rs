@@ -9,7 +9,7 @@ mod cluster;
 
 use crate::protocol::{ContextConfig, ModelInfo, Pricing};
 pub use crate::store::location::{LocationError, PostgresUrl, StoreLocation};
-pub use cluster::{ClusterSettings, NatsAddress};
+pub use cluster::{ClusterName, ClusterNameError, ClusterSettings, NatsAddress};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;

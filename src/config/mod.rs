@@ -841,6 +841,10 @@ mod tests {
                 "cluster.heartbeat_ms",
             ),
             (
+                "[cluster]\npostgres_url = \"postgres://h/db\"\nnats_namespace = \"prod.eu\"",
+                "cluster.nats_namespace",
+            ),
+            (
                 "[cluster]\npostgres_url = \"postgres://h/db\"\nttl = 3",
                 "cluster.ttl",
             ),

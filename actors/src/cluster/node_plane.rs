@@ -18,17 +18,13 @@ use crate::cluster::live::{LiveOptions, LivePlane};
 use crate::cluster::nats_url::NatsUrl;
 use crate::cluster::remote_session::{FollowOptions, RemoteSession, WeakRemoteSession};
 use crate::cluster::route::{InputSender, RouteError, SendOptions};
-use crate::cluster::subjects::{ClusterName, Subjects};
+use crate::cluster::subjects::Subjects;
 use crate::protocol::{InputId, SessionId, SessionInput};
 use crate::settings::ClusterSettings;
 use crate::store::SessionStore;
 use crate::store::cluster::ClusterStore;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-
-/// The cluster name in every subject (`ab.agentbus.…`): one deployment per
-/// NATS server (or account).
-pub const CLUSTER_NAME: &str = "agentbus";
 
 /// A node's live plane.
 pub struct NodePlane {
@@ -53,7 +49,7 @@ impl NodePlane {
             return Ok(None);
         };
         let url = NatsUrl::parse(address.secret_text())?;
-        let subjects = Subjects::new(&ClusterName::new(CLUSTER_NAME)?);
+        let subjects = Subjects::new(&settings.namespace());
         let options = LiveOptions {
             name: format!("agentbus {}", settings.node_name()),
             ..LiveOptions::default()

@@ -8,7 +8,9 @@
 //! | `ab.<cluster>.lifecycle`         | sessions created, busy, idle, closed, ...    |
 //! | `ab.<cluster>.node.<node_id>.ctl`| control of one node (drain, release-all)     |
 //!
-//! `<cluster>` keeps deployments (and tests) sharing one broker apart. Every
+//! `<cluster>` (`[cluster] nats_namespace`, checked to be one token where it
+//! is configured: [`ClusterName`]) keeps deployments (and tests) sharing one
+//! broker apart. Every
 //! part put into a subject is checked to be one token: a name with a `.`,
 //! `*`, `>` or a space would address other subjects, or many at once, and is
 //! refused here rather than published. Never builds a subject from text it
@@ -17,58 +19,16 @@
 
 use crate::cluster::owner::NodeId;
 use crate::protocol::SessionId;
-use std::fmt;
+pub use crate::settings::ClusterName;
 
 /// Why a subject could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SubjectError {
     #[error(
-        "cluster name {name:?} cannot be used: it must be 1 to {max} ASCII letters, digits, \
-         '-' or '_' (it becomes one token of the NATS subjects ab.NAME.…, where '.', '*', '>' \
-         and spaces have meanings of their own)",
-        max = ClusterName::MAX_LEN
-    )]
-    ClusterName { name: String },
-    #[error(
         "session id {id:?} is not a UUID in its hyphenated form (8-4-4-4-12 hex digits), so it \
          cannot name the session's NATS subjects"
     )]
     SessionId { id: String },
-}
-
-/// A cluster's name, checked to be one NATS subject token.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ClusterName(String);
-
-impl ClusterName {
-    /// The longest name accepted: room to spare under NATS's subject limits.
-    pub const MAX_LEN: usize = 64;
-
-    /// `name` if it is 1 to [`MAX_LEN`](Self::MAX_LEN) ASCII letters,
-    /// digits, `-` or `_`.
-    pub fn new(name: impl Into<String>) -> Result<Self, SubjectError> {
-        let name = name.into();
-        let fits = !name.is_empty()
-            && name.len() <= Self::MAX_LEN
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        if fits {
-            Ok(ClusterName(name))
-        } else {
-            Err(SubjectError::ClusterName { name })
-        }
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ClusterName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
 }
 
 /// The subjects of one cluster.
@@ -158,22 +118,6 @@ mod tests {
             let subject = s.session_events(&sid).unwrap();
             assert_eq!(subject.split('.').count(), 5, "{subject}");
         }
-    }
-
-    #[test]
-    fn cluster_names_that_are_not_one_token_are_refused_saying_what_is_allowed() {
-        for bad in [
-            "", "a.b", "*", ">", "a b", "a\tb", "ab\n", "é", "a*", "a>", "a/b",
-        ] {
-            let err = ClusterName::new(bad).unwrap_err();
-            assert_eq!(err, SubjectError::ClusterName { name: bad.into() });
-            let text = err.to_string();
-            assert!(text.contains("ASCII letters, digits, '-' or '_'"), "{text}");
-        }
-        assert_eq!(ClusterName::new("A-z_09").unwrap().as_str(), "A-z_09");
-        let long = "a".repeat(ClusterName::MAX_LEN + 1);
-        assert!(ClusterName::new(long).is_err());
-        assert!(ClusterName::new("a".repeat(ClusterName::MAX_LEN)).is_ok());
     }
 
     #[test]

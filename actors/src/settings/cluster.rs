@@ -39,6 +39,11 @@ pub struct ClusterSettings {
     /// followed from any node, inputs routed to the node that drives them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nats_url: Option<NatsAddress>,
+    /// The cluster's name in its NATS subjects (`ab.<nats_namespace>.…`;
+    /// default `agentbus`): clusters sharing one NATS server (or account)
+    /// need different ones, or they would hear each other's sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nats_namespace: Option<ClusterName>,
     /// How operators see this node (`GET /v1/health`, messages naming the
     /// node that drives a session). Default: the host name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -68,6 +73,7 @@ impl ClusterSettings {
         ClusterSettings {
             postgres_url,
             nats_url: None,
+            nats_namespace: None,
             name: None,
             node_ttl_secs: default_node_ttl_secs(),
             heartbeat_ms: None,
@@ -144,6 +150,12 @@ impl ClusterSettings {
             .unwrap_or_else(|| Duration::from_secs(1).min(self.node_ttl() / 3))
     }
 
+    /// The cluster's name in its NATS subjects: as configured, else
+    /// `agentbus`.
+    pub fn namespace(&self) -> ClusterName {
+        self.nats_namespace.clone().unwrap_or_default()
+    }
+
     /// The node's name: as configured, else the host name, else `agentbus`.
     pub fn node_name(&self) -> String {
         if let Some(name) = &self.name {
@@ -169,6 +181,69 @@ fn postgres_url<'de, D: Deserializer<'de>>(deserializer: D) -> Result<PostgresUr
 
 fn shown_postgres_url<S: Serializer>(url: &PostgresUrl, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(&url.to_string())
+}
+
+/// A cluster's name as its NATS subjects carry it (`ab.<name>.…`),
+/// checked to be one subject token: a name with a `.`, `*`, `>` or a space
+/// would address other subjects, or many at once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ClusterName(String);
+
+/// A cluster name that cannot be one NATS subject token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "cluster name {name:?} cannot be used: it must be 1 to {max} ASCII letters, digits, '-' or \
+     '_' (it becomes one token of the NATS subjects ab.NAME.…, where '.', '*', '>' and spaces \
+     have meanings of their own)",
+    max = ClusterName::MAX_LEN
+)]
+pub struct ClusterNameError {
+    pub name: String,
+}
+
+impl ClusterName {
+    /// The longest name accepted: room to spare under NATS's subject limits.
+    pub const MAX_LEN: usize = 64;
+
+    /// `name` if it is 1 to [`MAX_LEN`](Self::MAX_LEN) ASCII letters,
+    /// digits, `-` or `_`.
+    pub fn new(name: impl Into<String>) -> Result<Self, ClusterNameError> {
+        let name = name.into();
+        let fits = !name.is_empty()
+            && name.len() <= Self::MAX_LEN
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if fits {
+            Ok(ClusterName(name))
+        } else {
+            Err(ClusterNameError { name })
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for ClusterName {
+    /// `agentbus`: one cluster per NATS server (or account).
+    fn default() -> Self {
+        ClusterName("agentbus".to_string())
+    }
+}
+
+impl fmt::Display for ClusterName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ClusterName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        ClusterName::new(String::deserialize(deserializer)?).map_err(serde::de::Error::custom)
+    }
 }
 
 /// A NATS server address as configured (`nats://[USER:PASSWORD@]HOST:PORT`,
@@ -245,6 +320,34 @@ mod tests {
             .collect();
         serde_json::from_str::<ClusterSettings>(&format!("{{{}}}", fields.join(",")))
             .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn cluster_names_that_are_not_one_token_are_refused_saying_what_is_allowed() {
+        for bad in [
+            "", "a.b", "*", ">", "a b", "a\tb", "ab\n", "é", "a*", "a>", "a/b",
+        ] {
+            let err = ClusterName::new(bad).unwrap_err();
+            assert_eq!(err, ClusterNameError { name: bad.into() });
+            let text = err.to_string();
+            assert!(text.contains("ASCII letters, digits, '-' or '_'"), "{text}");
+        }
+        assert_eq!(ClusterName::new("A-z_09").unwrap().as_str(), "A-z_09");
+        let long = "a".repeat(ClusterName::MAX_LEN + 1);
+        assert!(ClusterName::new(long).is_err());
+        assert!(ClusterName::new("a".repeat(ClusterName::MAX_LEN)).is_ok());
+    }
+
+    #[test]
+    fn the_nats_namespace_is_agentbus_unless_set_and_checked_where_it_is_read() {
+        let s = settings("postgres_url = \"postgres://u@h/db\"").expect("reads");
+        assert_eq!(s.namespace().as_str(), "agentbus");
+        let s = settings("postgres_url = \"postgres://u@h/db\"\nnats_namespace = \"prod-eu\"")
+            .expect("reads");
+        assert_eq!(s.namespace().as_str(), "prod-eu");
+        let err =
+            settings("postgres_url = \"postgres://u@h/db\"\nnats_namespace = \"a.b\"").unwrap_err();
+        assert!(err.contains("cluster name \"a.b\" cannot be used"), "{err}");
     }
 
     #[test]
