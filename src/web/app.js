@@ -976,13 +976,30 @@
     }
   }
 
-  /** Leave whatever streamed on the page as it is (no `assistant` came). */
-  function finishLive(view) {
+  /**
+   * Leave whatever streamed on the page as it is (no `assistant` came). At
+   * the turn's end (`stopReason`) it is marked as not kept: without its
+   * `assistant` event the reply is in no history (interrupted, or its node
+   * died mid-reply), and a reload will not show it.
+   */
+  function finishLive(view, stopReason) {
     if (!view.live) return;
     stopLive(view);
+    let streamed = false;
     for (const block of view.live.blocks.values()) {
-      if (block.kind === 'text') block.node.replaceChildren(renderMarkdown(block.text));
+      if (block.kind === 'text') {
+        block.node.replaceChildren(renderMarkdown(block.text));
+        streamed = streamed || block.text.trim() !== '';
+      }
       block.node.setAttribute('data-streaming', 'false');
+    }
+    if (stopReason && streamed) {
+      view.live.root.classList.add('not-kept');
+      view.live.root.append(el('div', {
+        class: 'notice dim',
+        'data-testid': 'not-kept',
+        text: '\u25cf this partial reply was not kept: the turn ended (' + stopReason + ') before the model finished it',
+      }));
     }
     view.live = null;
   }
@@ -1184,7 +1201,7 @@
 
   /** `result`: stop reason, steps, tokens, duration; adds to the usage totals. */
   function renderResult(view, event) {
-    finishLive(view);
+    finishLive(view, event.stop_reason || 'ended');
     endApprovals(view, event.turn_id);
     const usage = event.usage || {};
     view.usage.input += usage.input_tokens || 0;

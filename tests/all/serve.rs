@@ -1222,7 +1222,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("37 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("38 passed, 0 failed"), "{stdout}");
     // What the model received from the page: the query with both its
     // images, the custom command's body with its argument, and on the
     // profile without images the text alone.

@@ -297,6 +297,15 @@ async function main() {
       await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
     });
 
+    await check('the interrupted partial reply is kept, so it is not marked as lost', page, async () => {
+      // An interrupt stores what streamed (an `assistant` event marked
+      // interrupted); only a reply that no `assistant` event completes
+      // (its node died mid-reply) is marked as not kept.
+      await page.locator('[data-testid="message-assistant"]').filter({ hasText: 'This reply starts' }).first().waitFor();
+      const marks = await byId(page, 'not-kept').count();
+      expect(marks === 0, `${marks} replies are marked as not kept after an interrupt`);
+    });
+
     await check('the session usage counts both turns', page, async () => {
       await page.locator('[data-testid="usage"][data-turns="2"]').waitFor();
       const title = await byId(page, 'usage').getAttribute('title');
