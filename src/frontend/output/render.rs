@@ -284,6 +284,14 @@ impl<W: Write> Renderer<W> {
             AgentMessage::Result(r) => {
                 self.end_reply();
                 self.end_line();
+                // Text that streamed without its `assistant` event is in no
+                // history: the node driving the turn died mid-reply.
+                if !self.streamed.trim().is_empty() {
+                    self.line(&self.dim(
+                        "(the partial reply above was not kept: the turn ended before the model finished it)",
+                    ));
+                }
+                self.streamed.clear();
                 let seconds = r.duration_ms as f64 / 1000.0;
                 // A `!command` calls no model.
                 let mut usage = if r.steps == 0 && r.usage.input_tokens == 0 {
@@ -1231,6 +1239,24 @@ mod tests {
             error: None,
             context,
         })
+    }
+
+    #[test]
+    fn a_partial_reply_that_no_message_completes_is_said_not_kept() {
+        let delta = AgentMessage::StreamEvent(StreamEvent {
+            event: StreamDelta::TextDelta {
+                index: 0,
+                text: "tha".into(),
+            },
+        });
+        let out = render(vec![delta, result(None)]);
+        assert!(
+            out.starts_with("tha\n(the partial reply above was not kept"),
+            "{out}"
+        );
+        // A completed reply is not marked.
+        let out = render(vec![result(None)]);
+        assert!(!out.contains("not kept"), "{out}");
     }
 
     #[test]
