@@ -191,8 +191,14 @@ impl SessionManager {
             last_seq,
             workspace,
             waiting,
+            claimed,
         } = session;
         let id = state.session_id.clone();
+        if claimed {
+            // Before the AgentLoop starts: its `busy` (inputs waiting)
+            // comes after.
+            self.announce(&id, LifecycleKind::OwnerChanged);
+        }
         let subagents = state.config.task_tool.then(|| {
             Arc::new(SubagentRunner::new(
                 Arc::new(ManagerSessions(self.me.clone())),
