@@ -19,6 +19,7 @@ mod support;
 
 mod follow;
 mod harness;
+mod lifecycle;
 
 use harness::*;
 use serde_json::Value;
