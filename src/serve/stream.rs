@@ -199,7 +199,7 @@ pub async fn session_events(
 
 #[utoipa::path(get, path = "/v1/events", tag = "events",
     params(("Last-Event-ID" = Option<i64>, Header, nullable = false, minimum = 0, description = "Resume after this seq"), After),
-    responses((status = 200, description = "`text/event-stream` of lifecycle events: `{seq, session_id, kind}`", content_type = "text/event-stream"),
+    responses((status = 200, description = "`text/event-stream` of lifecycle events: `{seq, session_id, kind}`, and on a node of a cluster `node` (the name of the node that drives the session; with a live plane, every node's sessions)", content_type = "text/event-stream"),
               (status = 400, description = "`Last-Event-ID` or `after` is not a seq; the error says why", body = ErrorBody)))]
 pub async fn lifecycle_events(
     State(state): State<AppState>,

@@ -1,11 +1,12 @@
 //! `agentbus serve` as several nodes of a cluster on one Postgres database
 //! (issue 16: ownership with fencing, failover by adoption; the live plane
-//! over NATS is not here yet): one owner per session whatever nodes ask at
-//! once; a node killed, paused past its lease or cut off from Postgres has
-//! its busy sessions adopted by another node, which closes the interrupted
-//! turn, says `owner_changed` and answers the next query, while nothing
-//! stored is lost or duplicated; a paused node that wakes up is refused
-//! and stops; a node asked to stop hands its sessions back.
+//! over NATS in `follow.rs` and `lifecycle.rs`): one owner per session
+//! whatever nodes ask at once; a node killed, paused past its lease or cut
+//! off from Postgres has its busy sessions adopted by another node, which
+//! closes the interrupted turn, says `owner_changed` and answers the next
+//! query, while nothing stored is lost or duplicated; a paused node that
+//! wakes up is refused and stops; a node asked to stop hands its sessions
+//! back.
 //!
 //! A test binary of its own (not a module of `tests/all`): its nodes run
 //! with a 3-second lease, and run after the other tests, one test at a
@@ -19,6 +20,7 @@ mod support;
 
 mod follow;
 mod harness;
+mod lifecycle;
 
 use harness::*;
 use serde_json::Value;

@@ -3,7 +3,8 @@
 //!
 //! - [`topic`]: [`Topic`], a seq-checked broadcast with a replay ring;
 //!   subscribe "after seq N" with no gap and no duplicate.
-//! - [`lifecycle`]: the runtime's topic of session lifecycle events.
+//! - [`lifecycle`]: the runtime's topic of session lifecycle events (on a
+//!   node of a cluster, the other nodes' too, and an outbox of its own).
 //! - [`feed`]: the UiSink actor, which pumps a session's events into a
 //!   front end, replaying from the store when the ring no longer reaches
 //!   back, and cutting off a front end that falls behind.

@@ -391,6 +391,7 @@ async fn lifecycle_events_reach_every_node_with_the_node_that_said_them() {
         seq: 4,
         session_id: SessionId::new(),
         kind: LifecycleKind::Busy,
+        node: Some("node-a".into()),
     };
     a.publish_lifecycle(&event, node_a).await.unwrap();
     for heard in [&mut heard_by_a, &mut heard_by_b] {

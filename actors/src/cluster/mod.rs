@@ -28,6 +28,9 @@
 //!   `DrivenSessions`; `node_plane.rs`: `NodePlane`, the live plane as
 //!   `agentbus serve` runs it (connected from `[cluster] nats_url`; follow
 //!   a session, send an input to its owner).
+//! - `lifecycle.rs`: lifecycle events across nodes — this node's published
+//!   on `ab.<cluster>.lifecycle`, the others' merged into the local
+//!   lifecycle topic (`GET /v1/events`), none twice, none sent round.
 //!
 //! Nothing here owns a session, claims one or writes to the store: it
 //! moves messages, reads the store to fill what the network lost, and says
@@ -38,7 +41,7 @@
     not(test),
     expect(
         dead_code,
-        reason = "the lifecycle merge across nodes, the node control subject and the relays' and followers' statistics are not used by `agentbus serve` yet (issue 16)"
+        reason = "the node control subject and the statistics of the relays, the followers and the lifecycle bridge are not used by `agentbus serve` yet (issue 16)"
     )
 )]
 
@@ -46,6 +49,7 @@ mod driven;
 mod error;
 mod follow;
 mod inputs;
+mod lifecycle;
 mod link;
 mod live;
 mod nats_url;
@@ -64,6 +68,8 @@ pub use route::RouteError;
 
 #[cfg(test)]
 mod follow_tests;
+#[cfg(test)]
+mod lifecycle_tests;
 #[cfg(test)]
 mod live_tests;
 #[cfg(test)]

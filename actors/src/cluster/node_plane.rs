@@ -1,6 +1,7 @@
 //! A node's live plane as `agentbus serve` runs it: the connection made
 //! from `[cluster] nats_url`, the sessions this node drives served on it,
-//! and the sessions other nodes drive followed and reached through it.
+//! the sessions other nodes drive followed and reached through it, and the
+//! lifecycle events of every node merged (`lifecycle.rs`).
 //!
 //! Exists so that the runtime has one thing to start and to ask: "follow
 //! this session", "send this input to its owner". A session is followed
@@ -11,8 +12,10 @@
 //! when nobody answers for one, the caller claims it through the
 //! SessionManager as for any session.
 
+use crate::bus::LifecycleTopic;
 use crate::cluster::driven::LiveSessions;
 use crate::cluster::error::LiveError;
+use crate::cluster::lifecycle::LifecycleBridge;
 use crate::cluster::link::Link;
 use crate::cluster::live::{LiveOptions, LivePlane};
 use crate::cluster::nats_url::NatsUrl;
@@ -34,16 +37,20 @@ pub struct NodePlane {
     follow: FollowOptions,
     /// The sessions followed from this node, while a client follows them.
     followed: Mutex<HashMap<SessionId, WeakRemoteSession>>,
+    /// This node's lifecycle events published, the others' merged.
+    _lifecycle: LifecycleBridge,
 }
 
 impl NodePlane {
     /// Connects to `settings.nats_url` (`None` without one); an address
     /// that does not parse, or a server that does not answer, is an error
-    /// naming the address (without its credentials).
+    /// naming the address (without its credentials). `lifecycle`, the
+    /// runtime's, is merged with the other nodes'.
     pub async fn connect(
         settings: &ClusterSettings,
         cluster: Arc<dyn ClusterStore>,
         store: Arc<dyn SessionStore>,
+        lifecycle: Arc<LifecycleTopic>,
     ) -> Result<Option<NodePlane>, LiveError> {
         let Some(address) = &settings.nats_url else {
             return Ok(None);
@@ -60,12 +67,16 @@ impl NodePlane {
             quiet: settings.node_ttl(),
             ..FollowOptions::default()
         };
+        let current = cluster.clone();
+        let lifecycle =
+            LifecycleBridge::start(&plane, lifecycle, Arc::new(move || current.node())).await?;
         Ok(Some(NodePlane {
             driven: Arc::new(LiveSessions::new(plane.clone(), cluster)),
             plane,
             store,
             follow,
             followed: Mutex::new(HashMap::new()),
+            _lifecycle: lifecycle,
         }))
     }
 

@@ -1,5 +1,9 @@
 //! What happens to sessions as a whole, on the runtime's lifecycle topic
 //! (`GET /v1/events`): one event per change, with its own gap-free `seq`.
+//!
+//! On a node of a cluster the topic also carries the other nodes' events
+//! (merged from the live plane, `cluster/lifecycle.rs`), each naming the
+//! node that drives the session; seqs are the receiving node's own.
 
 use super::SessionId;
 use serde::{Deserialize, Serialize};
@@ -7,9 +11,17 @@ use serde::{Deserialize, Serialize};
 /// One change of one session.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LifecycleEvent {
+    /// This node's seq: gap-free on one node, and each node has its own
+    /// (the same change has another seq on another node's stream).
     pub seq: u64,
     pub session_id: SessionId,
     pub kind: LifecycleKind,
+    /// On a node of a cluster: the name (`[cluster] name`) of the node that
+    /// said it — the one that drives the session (for `created` and
+    /// `deleted`: the one that made or deleted it). Absent without a
+    /// cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,4 +37,52 @@ pub enum LifecycleKind {
     Closed,
     /// Deleted from the store.
     Deleted,
+    /// On a node of a cluster: the node named took the session over —
+    /// claimed it (opened, or sent an input, while no live node drove it)
+    /// or adopted it from a gone node — and drives it from now on. Nothing
+    /// runs then (a turn the previous owner left open was closed by the
+    /// load): a `busy` follows if inputs were waiting. The session's log
+    /// opens the same epoch with its `system` `owner_changed` event.
+    OwnerChanged,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_node_the_json_is_what_it_always_was() {
+        let id = SessionId::new();
+        let event = LifecycleEvent {
+            seq: 7,
+            session_id: id.clone(),
+            kind: LifecycleKind::Busy,
+            node: None,
+        };
+        let json = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            json,
+            format!(r#"{{"seq":7,"session_id":"{id}","kind":"busy"}}"#)
+        );
+        let back: LifecycleEvent = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn on_a_cluster_the_node_is_named() {
+        let id = SessionId::new();
+        let event = LifecycleEvent {
+            seq: 8,
+            session_id: id.clone(),
+            kind: LifecycleKind::OwnerChanged,
+            node: Some("node-b".into()),
+        };
+        let json = serde_json::to_value(&event).unwrap();
+        assert_eq!(json["kind"], "owner_changed");
+        assert_eq!(json["node"], "node-b");
+        assert_eq!(
+            serde_json::from_value::<LifecycleEvent>(json).unwrap(),
+            event
+        );
+    }
 }

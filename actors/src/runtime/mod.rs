@@ -168,6 +168,7 @@ impl Runtime {
                 cluster_settings,
                 cluster.clone(),
                 stored.store().clone(),
+                stored.lifecycle().clone(),
             )
             .await?
             .map(Arc::new),
@@ -392,7 +393,8 @@ impl Runtime {
         self.manager.ask(LoadedSessions).await.unwrap_or_default()
     }
 
-    /// Sessions created, busy, idle, closed and deleted, as they happen.
+    /// Sessions created, busy, idle, closed and deleted, as they happen
+    /// (on a node with a live plane, every node's, each naming its node).
     pub fn lifecycle(&self) -> &Arc<LifecycleTopic> {
         self.loader.stored().lifecycle()
     }

@@ -65,6 +65,9 @@ pub struct Restored {
     /// Inputs accepted and not started when the session last ran; they run
     /// first, in order.
     pub waiting: Vec<AcceptedInput>,
+    /// Loaded under a claim of this node (a new epoch, which its
+    /// `owner_changed` event opens): on a node of a cluster, every load.
+    pub claimed: bool,
 }
 
 impl Restored {
@@ -76,6 +79,7 @@ impl Restored {
             last_seq: 0,
             workspace,
             waiting: Vec::new(),
+            claimed: false,
         }
     }
 }
@@ -226,6 +230,7 @@ impl SessionLoader {
                 message: AgentMessage::System(SystemEvent::new(message, &changed)),
             };
             restored.startup.insert(0, owner_changed);
+            restored.claimed = true;
         }
         Ok(Restored {
             waiting,
@@ -287,6 +292,7 @@ impl SessionLoader {
             last_seq,
             workspace,
             waiting: Vec::new(),
+            claimed: false,
         }
     }
 }

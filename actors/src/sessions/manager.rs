@@ -20,6 +20,10 @@
 //! AgentLoop. Holds a session's lease exactly while it is loaded here, so
 //! another agentbus process on the same data dir is told it is in use.
 //!
+//! On a node of a cluster, a session loaded under a claim (every load
+//! there: a new epoch) is announced `owner_changed` on the lifecycle topic
+//! before its AgentLoop starts, so its `busy` comes after.
+//!
 //! On a node of a cluster, [`FenceAll`] stops every session at once when
 //! the node fences itself: their fence token (the parent of every running
 //! call's) is cancelled, and an AgentLoop not stopped shortly after is
@@ -191,8 +195,14 @@ impl SessionManager {
             last_seq,
             workspace,
             waiting,
+            claimed,
         } = session;
         let id = state.session_id.clone();
+        if claimed {
+            // Before the AgentLoop starts: its `busy` (inputs waiting)
+            // comes after.
+            self.announce(&id, LifecycleKind::OwnerChanged);
+        }
         let subagents = state.config.task_tool.then(|| {
             Arc::new(SubagentRunner::new(
                 Arc::new(ManagerSessions(self.me.clone())),

@@ -57,10 +57,12 @@ impl StoredSessions {
             cluster.node_ttl(),
         )
         .await?;
+        // Each event says which node said it, as operators know it.
+        let lifecycle = LifecycleTopic::starting_now_on(node.node_name());
         Ok((
             StoredSessions {
                 store,
-                lifecycle: Arc::new(LifecycleTopic::starting_now()),
+                lifecycle: Arc::new(lifecycle),
                 owner: Owner::current(),
             },
             node,
@@ -77,7 +79,8 @@ impl StoredSessions {
     }
 
     /// Where sessions created, busy, idle, closed and deleted are
-    /// announced (the runtime's lifecycle topic).
+    /// announced (the runtime's lifecycle topic; on a node of a cluster,
+    /// each event names the node).
     pub(crate) fn lifecycle(&self) -> &Arc<LifecycleTopic> {
         &self.lifecycle
     }
