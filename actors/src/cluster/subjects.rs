@@ -6,7 +6,6 @@
 //! | `ab.<cluster>.s.<sid>.ev`        | the owner's events of session `sid`          |
 //! | `ab.<cluster>.s.<sid>.in`        | inputs for `sid`, request/reply to its owner |
 //! | `ab.<cluster>.lifecycle`         | sessions created, busy, idle, closed, ...    |
-//! | `ab.<cluster>.node.<node_id>.ctl`| control of one node (drain, release-all)     |
 //!
 //! `<cluster>` (`[cluster] nats_namespace`, checked to be one token where it
 //! is configured: [`ClusterName`]) keeps deployments (and tests) sharing one
@@ -17,7 +16,6 @@
 //! has not checked, and never wildcards: nothing here subscribes to more
 //! than one session.
 
-use crate::cluster::owner::NodeId;
 use crate::protocol::SessionId;
 pub use crate::settings::ClusterName;
 
@@ -59,11 +57,6 @@ impl Subjects {
     pub fn lifecycle(&self) -> String {
         format!("{}.lifecycle", self.prefix)
     }
-
-    /// `ab.<cluster>.node.<node_id>.ctl`: control messages for one node.
-    pub fn node_control(&self, node: NodeId) -> String {
-        format!("{}.node.{}.ctl", self.prefix, node)
-    }
 }
 
 /// The session id as it goes into a subject: verbatim, once it is checked to
@@ -103,11 +96,9 @@ mod tests {
     }
 
     #[test]
-    fn lifecycle_and_node_control_subjects() {
+    fn the_lifecycle_subject() {
         let s = subjects("t");
         assert_eq!(s.lifecycle(), "ab.t.lifecycle");
-        let node = NodeId(uuid::Uuid::parse_str(SID).unwrap());
-        assert_eq!(s.node_control(node), format!("ab.t.node.{SID}.ctl"));
     }
 
     #[test]
