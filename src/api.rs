@@ -395,14 +395,96 @@ pub struct ClusterHealth {
     /// Every node the database knows, oldest first: live ones, and for a
     /// while those whose lease expired.
     pub nodes: Vec<ClusterNode>,
-    /// How many sessions other nodes drive that this node follows for its
-    /// clients — one subscription to the live plane each, however many
-    /// clients follow it here (absent without `nats_url`).
+    /// This node's live plane (absent without `nats_url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub followed: Option<usize>,
+    pub live: Option<LiveHealth>,
     /// Why `nodes` could not be read (the database did not answer).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A node's live plane: what it follows, and what it did since it started.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LiveHealth {
+    /// Sessions other nodes drive that this node follows for its clients:
+    /// one subscription each, however many clients follow it here.
+    pub followed: usize,
+    /// The events of the sessions this node drives, sent to other nodes.
+    pub relays: RelayCounts,
+    /// The sessions this node followed for its clients.
+    pub followers: FollowerCounts,
+    /// Lifecycle events across the cluster (`GET /v1/events`).
+    pub lifecycle: LifecycleCounts,
+}
+
+/// What the relays of a node did.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RelayCounts {
+    /// Events published to other nodes.
+    pub published: u64,
+    /// Events not published (NATS unreachable): followers read the stored
+    /// ones from the database instead.
+    pub dropped: u64,
+    /// Times a relay fell behind its session and caught up.
+    pub lagged: u64,
+    /// Dropped events sent again once NATS was back.
+    pub resent: u64,
+}
+
+/// What the followers of a node did.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct FollowerCounts {
+    /// Events handed to this node's clients (from the database or live).
+    pub delivered: u64,
+    /// Live events dropped as repeats.
+    pub duplicates: u64,
+    /// Live events dropped as a former owner's.
+    pub stale: u64,
+    /// Database reads over a gap or at a new owner.
+    pub refills: u64,
+    /// Database reads after NATS came back, or a busy owner went quiet.
+    pub rechecks: u64,
+    /// Database reads that failed (and were tried again).
+    pub store_errors: u64,
+}
+
+/// What a node's lifecycle bridge did.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct LifecycleCounts {
+    /// This node's lifecycle events published to the others.
+    pub published: u64,
+    /// This node's events that could not be published (NATS unreachable).
+    pub unsent: u64,
+    /// Other nodes' events merged into this node's `GET /v1/events`.
+    pub merged: u64,
+}
+
+impl From<agentbus_actors::runtime::LiveStats> for LiveHealth {
+    fn from(stats: agentbus_actors::runtime::LiveStats) -> Self {
+        let (r, f, l) = (stats.relays, stats.followers, stats.lifecycle);
+        LiveHealth {
+            followed: stats.followed,
+            relays: RelayCounts {
+                published: r.published,
+                dropped: r.dropped,
+                lagged: r.lagged,
+                resent: r.resent,
+            },
+            followers: FollowerCounts {
+                delivered: f.delivered,
+                duplicates: f.duplicates,
+                stale: f.stale,
+                refills: f.refills,
+                rechecks: f.rechecks,
+                store_errors: f.store_errors,
+            },
+            lifecycle: LifecycleCounts {
+                published: l.published,
+                unsent: l.unsent,
+                merged: l.merged,
+            },
+        }
+    }
 }
 
 /// One node of a cluster.

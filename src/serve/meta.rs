@@ -42,7 +42,7 @@ async fn cluster_health(state: &AppState) -> Option<ClusterHealth> {
         node_id: node_id.to_string(),
         name,
         nodes,
-        followed: state.runtime.followed_sessions(),
+        live: state.runtime.live_stats().map(Into::into),
         error,
     })
 }

@@ -200,7 +200,7 @@ async fn ws_until(
 /// This node's count of sessions it follows for its clients.
 async fn followed_on(node: &Node) -> u64 {
     let health = node.server.get_json("/v1/health").await;
-    health["cluster"]["followed"]
+    health["cluster"]["live"]["followed"]
         .as_u64()
         .unwrap_or_else(|| panic!("a node with a live plane says what it follows: {health}"))
 }
@@ -245,6 +245,33 @@ async fn clients_of_one_node_share_one_follower_and_a_websocket_outlives_the_own
     assert_eq!(result["text"], "The first answer.");
     assert_eq!(sse_1.result_of(first).await, result);
     assert_eq!(sse_2.result_of(first).await, result);
+    // What the live planes say they did: A published the turn's events,
+    // B's one follower handed them on, and B heard A's lifecycle.
+    let (on_a, on_b) = (
+        a.server.get_json("/v1/health").await,
+        b.server.get_json("/v1/health").await,
+    );
+    let (live_a, live_b) = (&on_a["cluster"]["live"], &on_b["cluster"]["live"]);
+    let turn_events = sse_1
+        .events
+        .iter()
+        .filter(|e| e["turn_id"] == first)
+        .count() as u64;
+    assert!(
+        live_a["relays"]["published"].as_u64() >= Some(turn_events),
+        "A published at least the {turn_events} events of the turn: {live_a}"
+    );
+    assert_eq!(live_a["relays"]["dropped"], 0, "{live_a}");
+    assert!(
+        live_b["followers"]["delivered"].as_u64() >= Some(turn_events),
+        "B's follower handed on the turn: {live_b}"
+    );
+    // A's `idle` may still be on its way when the result is.
+    eventually("B merges A's created, busy and idle", || async {
+        let health = b.server.get_json("/v1/health").await;
+        (health["cluster"]["live"]["lifecycle"]["merged"].as_u64() >= Some(3)).then_some(())
+    })
+    .await;
 
     // The owner dies with the session idle: once its lease has expired the
     // session is released, and the same socket's next input is taken by B

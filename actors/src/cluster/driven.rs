@@ -14,7 +14,7 @@
 
 use crate::cluster::live::LivePlane;
 use crate::cluster::owner::{Epoch, Owner};
-use crate::cluster::relay::Relay;
+use crate::cluster::relay::{Relay, RelayMeter, RelayStats};
 use crate::cluster::route::InputRoute;
 use crate::protocol::SessionId;
 use crate::session::SessionHandle;
@@ -38,6 +38,7 @@ const RELAY_DRAIN: Duration = Duration::from_secs(2);
 struct Served {
     stop: CancellationToken,
     task: JoinHandle<()>,
+    meter: RelayMeter,
 }
 
 /// The live plane's side of the sessions this node drives.
@@ -45,6 +46,8 @@ pub struct LiveSessions {
     plane: LivePlane,
     cluster: Arc<dyn ClusterStore>,
     served: Mutex<HashMap<SessionId, Served>>,
+    /// What the relays of sessions no longer served here did.
+    ended: Mutex<RelayStats>,
 }
 
 impl LiveSessions {
@@ -53,7 +56,25 @@ impl LiveSessions {
             plane,
             cluster,
             served: Mutex::new(HashMap::new()),
+            ended: Mutex::new(RelayStats::default()),
         }
+    }
+
+    /// What every relay of this node did so far: the sessions served now
+    /// and those served before.
+    pub fn relay_totals(&self) -> RelayStats {
+        let mut totals = *self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        for served in self.lock().values() {
+            totals.add(served.meter.stats());
+        }
+        totals
+    }
+
+    fn ended(&self, meter: &RelayMeter) {
+        self.ended
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(meter.stats());
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Served>> {
@@ -76,6 +97,7 @@ impl DrivenSessions for LiveSessions {
         // Subscribed to the topic here, before the handler returns: every
         // event the session publishes from now on is relayed.
         let relay = Relay::for_session(&self.plane, handle, owner);
+        let meter = relay.meter();
         let stop = CancellationToken::new();
         let task = tokio::spawn(serve(
             self.plane.clone(),
@@ -84,9 +106,11 @@ impl DrivenSessions for LiveSessions {
             stop.clone(),
         ));
         tracing::debug!(session = %id, %epoch, "serving the session to other nodes");
-        if let Some(old) = self.lock().insert(id, Served { stop, task }) {
+        let old = self.lock().insert(id, Served { stop, task, meter });
+        if let Some(old) = old {
             // A load that took the place of a dead AgentLoop.
             old.stop.cancel();
+            self.ended(&old.meter);
         }
     }
 
@@ -98,6 +122,7 @@ impl DrivenSessions for LiveSessions {
         if let Err(e) = served.task.await {
             tracing::warn!(session = %id, error = %e, "serving a session to other nodes failed");
         }
+        self.ended(&served.meter);
     }
 }
 

@@ -165,16 +165,19 @@ impl Follow {
     }
 
     /// The seq of the last event delivered.
+    #[cfg(test)]
     pub fn last_delivered(&self) -> u64 {
         self.last_delivered
     }
 
     /// The newest owner epoch known.
+    #[cfg(test)]
     pub fn epoch(&self) -> Option<Epoch> {
         self.epoch
     }
 
     /// The store read outstanding (to make again after it failed).
+    #[cfg(test)]
     pub fn pending_read(&self) -> Option<StoreRead> {
         let read = match self.reading.as_ref()? {
             Reading::Replay => StoreRead {

@@ -224,6 +224,7 @@ pub struct InputServer {
 }
 
 impl InputServer {
+    #[cfg(test)]
     pub fn subject(&self) -> &str {
         &self.subject
     }

@@ -128,11 +128,13 @@ impl LivePlane {
         self.link.clone()
     }
 
+    #[cfg(test)]
     pub fn subjects(&self) -> &Subjects {
         &self.subjects
     }
 
     /// The server's address, credentials redacted.
+    #[cfg(test)]
     pub fn url(&self) -> &NatsUrl {
         &self.url
     }
@@ -228,6 +230,7 @@ impl LivePlane {
 
     /// Sends what is queued and closes the connection — every clone's, it
     /// is one: subscriptions end, the link reads closed.
+    #[cfg(test)]
     pub async fn close(self) {
         if let Err(e) = self.client.drain().await {
             tracing::debug!(url = %self.url, error = %e, "closing the NATS connection");
@@ -371,6 +374,7 @@ impl fmt::Debug for SessionEvents {
 }
 
 impl SessionEvents {
+    #[cfg(test)]
     pub fn subject(&self) -> &str {
         &self.subject
     }

@@ -37,14 +37,6 @@
 //! what the connection is doing; the session manager decides what to do
 //! about it.
 
-#![cfg_attr(
-    not(test),
-    expect(
-        dead_code,
-        reason = "the statistics of the relays, the followers and the lifecycle bridge are read by tests, not yet shown by `agentbus serve` (issue 16)"
-    )
-)]
-
 mod driven;
 mod error;
 mod follow;
@@ -61,9 +53,11 @@ mod route;
 mod subjects;
 
 pub use error::LiveError;
+pub use lifecycle::LifecycleStats;
 pub use link::{Link, LinkState};
-pub use node_plane::NodePlane;
-pub use remote_session::RemoteSession;
+pub use node_plane::{LiveStats, NodePlane};
+pub use relay::RelayStats;
+pub use remote_session::{FollowStats, RemoteSession};
 pub use route::RouteError;
 
 #[cfg(test)]

@@ -16,10 +16,14 @@ use crate::bus::LifecycleTopic;
 use crate::cluster::driven::LiveSessions;
 use crate::cluster::error::LiveError;
 use crate::cluster::lifecycle::LifecycleBridge;
+use crate::cluster::lifecycle::LifecycleStats;
 use crate::cluster::link::Link;
 use crate::cluster::live::{LiveOptions, LivePlane};
 use crate::cluster::nats_url::NatsUrl;
-use crate::cluster::remote_session::{FollowOptions, RemoteSession, WeakRemoteSession};
+use crate::cluster::relay::RelayStats;
+use crate::cluster::remote_session::{
+    FollowMeter, FollowOptions, FollowStats, RemoteSession, WeakRemoteSession,
+};
 use crate::cluster::route::{InputSender, RouteError, SendOptions};
 use crate::cluster::subjects::Subjects;
 use crate::protocol::{InputId, SessionId, SessionInput};
@@ -36,9 +40,47 @@ pub struct NodePlane {
     driven: Arc<LiveSessions>,
     follow: FollowOptions,
     /// The sessions followed from this node, while a client follows them.
-    followed: Mutex<HashMap<SessionId, WeakRemoteSession>>,
+    followed: Mutex<Followed>,
     /// This node's lifecycle events published, the others' merged.
-    _lifecycle: LifecycleBridge,
+    lifecycle: LifecycleBridge,
+}
+
+/// The followers of a node: those in use, and what the ended ones did.
+#[derive(Default)]
+struct Followed {
+    now: HashMap<SessionId, (WeakRemoteSession, FollowMeter)>,
+    ended: FollowStats,
+}
+
+impl Followed {
+    /// The follower of session `id`, while a client uses it.
+    fn get(&self, id: &SessionId) -> Option<RemoteSession> {
+        self.now.get(id).and_then(|(session, _)| session.upgrade())
+    }
+
+    /// Forgets the followers nobody uses any more, keeping their counts.
+    fn prune(&mut self) {
+        let ended = &mut self.ended;
+        self.now.retain(|_, (session, meter)| {
+            let alive = session.upgrade().is_some();
+            if !alive {
+                ended.add(meter.stats());
+            }
+            alive
+        });
+    }
+}
+
+/// What a node's live plane did so far: its relays (the sessions it
+/// drives, published), its followers (sessions other nodes drive, for its
+/// clients) and its lifecycle bridge.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveStats {
+    /// Sessions followed now.
+    pub followed: usize,
+    pub relays: RelayStats,
+    pub followers: FollowStats,
+    pub lifecycle: LifecycleStats,
 }
 
 impl NodePlane {
@@ -75,8 +117,8 @@ impl NodePlane {
             plane,
             store,
             follow,
-            followed: Mutex::new(HashMap::new()),
-            _lifecycle: lifecycle,
+            followed: Mutex::new(Followed::default()),
+            lifecycle,
         }))
     }
 
@@ -109,28 +151,41 @@ impl NodePlane {
         .await?;
         // Another client may have started one meanwhile: keep the first.
         let mut followed = self.table();
-        if let Some(session) = followed.get(id).and_then(WeakRemoteSession::upgrade) {
+        if let Some(session) = followed.get(id) {
             return Ok(session);
         }
-        followed.retain(|_, session| session.upgrade().is_some());
-        followed.insert(id.clone(), started.downgrade());
+        followed.prune();
+        followed
+            .now
+            .insert(id.clone(), (started.downgrade(), started.meter()));
         Ok(started)
     }
 
     /// The follower this node runs for session `id`, if a client uses it.
     fn followed(&self, id: &SessionId) -> Option<RemoteSession> {
-        self.table().get(id).and_then(WeakRemoteSession::upgrade)
+        self.table().get(id)
     }
 
-    /// How many sessions this node follows now.
-    pub fn followed_count(&self) -> usize {
-        self.table()
-            .values()
-            .filter(|session| session.upgrade().is_some())
-            .count()
+    /// What the live plane did so far.
+    pub fn stats(&self) -> LiveStats {
+        let (followed, followers) = {
+            let mut table = self.table();
+            table.prune();
+            let mut followers = table.ended;
+            for (_, meter) in table.now.values() {
+                followers.add(meter.stats());
+            }
+            (table.now.len(), followers)
+        };
+        LiveStats {
+            followed,
+            relays: self.driven.relay_totals(),
+            followers,
+            lifecycle: *self.lifecycle.stats().borrow(),
+        }
     }
 
-    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, WeakRemoteSession>> {
+    fn table(&self) -> std::sync::MutexGuard<'_, Followed> {
         self.followed.lock().unwrap_or_else(PoisonError::into_inner)
     }
 

@@ -51,6 +51,27 @@ pub struct RelayStats {
     pub resent: u64,
 }
 
+impl RelayStats {
+    /// `other`'s counts added to these.
+    pub fn add(&mut self, other: RelayStats) {
+        self.published += other.published;
+        self.dropped += other.dropped;
+        self.lagged += other.lagged;
+        self.resent += other.resent;
+    }
+}
+
+/// A relay's counters, readable after the relay moved to its task or
+/// ended.
+#[derive(Clone, Debug)]
+pub struct RelayMeter(Arc<Counters>);
+
+impl RelayMeter {
+    pub fn stats(&self) -> RelayStats {
+        self.0.stats()
+    }
+}
+
 /// Why a relay ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RelayEnd {
@@ -86,10 +107,12 @@ impl Counters {
 #[derive(Debug)]
 pub struct Relay {
     session: SessionId,
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by tests only"))]
     owner: Owner,
     stop: CancellationToken,
     task: Option<JoinHandle<RelayEnd>>,
     counters: Arc<Counters>,
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by tests only"))]
     handled: watch::Receiver<u64>,
 }
 
@@ -143,26 +166,36 @@ impl Relay {
         }
     }
 
+    #[cfg(test)]
     pub fn session(&self) -> &SessionId {
         &self.session
     }
 
     /// The owner it publishes as.
+    #[cfg(test)]
     pub fn owner(&self) -> Owner {
         self.owner
     }
 
+    #[cfg(test)]
     pub fn stats(&self) -> RelayStats {
         self.counters.stats()
     }
 
+    /// Its counters, to read while it runs on elsewhere.
+    pub fn meter(&self) -> RelayMeter {
+        RelayMeter(self.counters.clone())
+    }
+
     /// A watch on the seq of the last event handed to the connection (sent
     /// or not: dropped events count as handled).
+    #[cfg(test)]
     pub fn handled(&self) -> watch::Receiver<u64> {
         self.handled.clone()
     }
 
     /// Whether the relay still runs.
+    #[cfg(test)]
     pub fn is_running(&self) -> bool {
         self.task.as_ref().is_some_and(|t| !t.is_finished())
     }

@@ -88,6 +88,28 @@ pub struct FollowStats {
     pub store_errors: u64,
 }
 
+impl FollowStats {
+    /// `other`'s counts added to these.
+    pub fn add(&mut self, other: FollowStats) {
+        self.delivered += other.delivered;
+        self.duplicates += other.duplicates;
+        self.stale += other.stale;
+        self.refills += other.refills;
+        self.rechecks += other.rechecks;
+        self.store_errors += other.store_errors;
+    }
+}
+
+/// A follower's counters, readable after it stopped.
+#[derive(Clone, Debug)]
+pub struct FollowMeter(Arc<Counters>);
+
+impl FollowMeter {
+    pub fn stats(&self) -> FollowStats {
+        self.0.stats()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Counters {
     delivered: AtomicU64,
@@ -240,6 +262,7 @@ impl RemoteSession {
 
     /// The seq following started after: subscribe after it for everything
     /// the mirror hands on, or after an older seq (the store answers first).
+    #[cfg(test)]
     pub fn loaded_after(&self) -> u64 {
         self.inner.started_after
     }
@@ -270,6 +293,7 @@ impl RemoteSession {
     }
 
     /// Queues text typed by a user (slash commands are parsed by the owner).
+    #[cfg(test)]
     pub async fn submit_text(&self, text: impl Into<String>) -> Result<InputId, RouteError> {
         self.submit(UserInput::Query {
             text: text.into(),
@@ -293,17 +317,25 @@ impl RemoteSession {
     }
 
     /// The way to the owner, for a caller that retries one input itself.
+    #[cfg(test)]
     pub fn sender(&self) -> &InputSender {
         &self.inner.sender
     }
 
     /// How many subscribers watch the mirror now.
+    #[cfg(test)]
     pub fn watchers(&self) -> usize {
         self.inner.topic.subscriber_count()
     }
 
+    #[cfg(test)]
     pub fn stats(&self) -> FollowStats {
         self.inner.counters.stats()
+    }
+
+    /// Its counters, to read after it stopped too.
+    pub fn meter(&self) -> FollowMeter {
+        FollowMeter(self.inner.counters.clone())
     }
 
     /// Whether the session is still followed.
@@ -315,6 +347,7 @@ impl RemoteSession {
 
     /// Stops following (the session is now driven here, or nobody needs
     /// it): the mirror's subscriptions end after what was handed on.
+    #[cfg(test)]
     pub async fn stop(&self) {
         self.inner.stop.cancel();
         let task = self.task_slot().take();

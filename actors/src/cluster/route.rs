@@ -71,6 +71,7 @@ impl InputRoute {
     }
 
     /// The subject served.
+    #[cfg(test)]
     pub fn subject(&self) -> &str {
         self.server.subject()
     }

@@ -28,6 +28,7 @@ pub use crate::bus::feed::{
     ChannelFrontEnd, DropWhenFull, EventSource, FrontEnd, UiSink, attach_channel, attach_until_full,
 };
 pub use crate::bus::{LifecycleTopic, RecvError, SubscribeError, Subscription};
+pub use crate::cluster::{FollowStats, LifecycleStats, LiveStats, RelayStats};
 pub use crate::model::{ModelEvent, ModelRequest, ToolOrigin, ToolSpec};
 pub use crate::provider::http::describe as describe_http_error;
 pub use crate::provider::{ModelClient, ModelStream, ProviderError, install_crypto_provider};
@@ -220,11 +221,12 @@ impl Runtime {
         Some(node.nodes().await.map_err(SessionError::from))
     }
 
-    /// How many sessions other nodes drive that this node follows for its
-    /// clients (one subscription each, however many clients); `None`
-    /// without a live plane.
-    pub fn followed_sessions(&self) -> Option<usize> {
-        self.live.as_ref().map(|live| live.followed_count())
+    /// What this node's live plane did so far — the sessions it follows
+    /// for its clients (one subscription each, however many clients), its
+    /// relays', followers' and lifecycle bridge's counts; `None` without a
+    /// live plane.
+    pub fn live_stats(&self) -> Option<LiveStats> {
+        self.live.as_ref().map(|live| live.stats())
     }
 
     pub fn settings(&self) -> &Settings {
