@@ -126,7 +126,8 @@ pub struct Session {
     pub last_seq: u64,
     /// Loaded in this server's memory.
     pub loaded: bool,
-    /// A turn or command is running or queued.
+    /// A turn or command is running or queued (on a node of a cluster, for
+    /// a session another node drives: as that node last said).
     pub busy: bool,
 }
 

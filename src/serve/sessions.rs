@@ -12,7 +12,7 @@ use crate::api::{
 };
 use agentbus_actors::SessionOptions;
 use agentbus_actors::protocol::{InputId, SessionId, SessionInput};
-use agentbus_actors::runtime::{ListCursor, ListPage, ReachedSession};
+use agentbus_actors::runtime::{ListCursor, ListPage, ReachedSession, SessionHandle};
 use agentbus_actors::settings::McpServerConfig;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -47,11 +47,18 @@ async fn view(state: &AppState, id: &SessionId) -> Result<Session, ApiError> {
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
     let loaded = state.runtime.session(id).await;
-    let busy = match &loaded {
-        Some(handle) => !handle.is_idle().await,
-        None => false,
-    };
+    let busy = busy(state, id, loaded.as_ref()).await;
     Ok(Session::new(record, loaded.is_some(), busy))
+}
+
+/// Whether session `id` runs a turn or command: as its handle says when
+/// this server drives it, else as the node of the cluster that drives it
+/// last said.
+async fn busy(state: &AppState, id: &SessionId, loaded: Option<&SessionHandle>) -> bool {
+    match loaded {
+        Some(handle) => !handle.is_idle().await,
+        None => state.runtime.lifecycle().busy_elsewhere(id),
+    }
 }
 
 #[utoipa::path(get, path = "/v1/sessions", tag = "sessions", params(ListQuery),
@@ -74,10 +81,7 @@ pub async fn list(
     let mut sessions = Vec::with_capacity(records.len());
     for record in records {
         let loaded = state.runtime.session(&record.id).await;
-        let busy = match &loaded {
-            Some(handle) => !handle.is_idle().await,
-            None => false,
-        };
+        let busy = busy(&state, &record.id, loaded.as_ref()).await;
         sessions.push(Session::new(record, loaded.is_some(), busy));
     }
     Ok(Json(Sessions { sessions, next }))

@@ -41,9 +41,6 @@
     earlySwitches: new Map(), // "sessionId:turnId" -> target or null: a reply seen before its POST answered
     postsInFlight: 0,
     lifecycle: null, // EventSource of /v1/events
-    // Busy or not, as the lifecycle last said, for sessions another node of
-    // a cluster drives (this server's list knows only its own).
-    busyElsewhere: new Map(), // session id -> boolean
     refreshTimer: null,
     prices: new Map(), // model profile name -> its prices (GET /v1/models), for the cost
     pendingImages: [], // images to go with the next query: see readImage()
@@ -239,9 +236,6 @@
     try {
       const answer = await api('GET', '/v1/sessions?limit=' + state.listLimit);
       state.sessions = (answer && answer.sessions) || [];
-      for (const session of state.sessions) {
-        if (!session.loaded && state.busyElsewhere.has(session.id)) session.busy = state.busyElsewhere.get(session.id);
-      }
       state.moreSessions = Boolean(answer && answer.next);
       renderSessionList();
       renderSessionHeader();
@@ -380,17 +374,12 @@
     switch (event.kind) {
       case 'busy':
       case 'idle':
-        if (event.node) state.busyElsewhere.set(event.session_id, event.kind === 'busy');
         if (session) {
           session.busy = event.kind === 'busy';
           renderSessionList();
         }
         break;
-      case 'closed':
-        state.busyElsewhere.delete(event.session_id);
-        break;
       case 'deleted':
-        state.busyElsewhere.delete(event.session_id);
         state.sessions = state.sessions.filter((s) => s.id !== event.session_id);
         renderSessionList();
         if (event.session_id === state.selectedId) {

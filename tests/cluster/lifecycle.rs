@@ -58,6 +58,8 @@ async fn every_nodes_events_show_the_whole_cluster_once_each_naming_the_node() {
     let input = a.server.input(&id, "quick").await;
     assert_eq!(events.result_of(input).await["text"], "A quick answer.");
     until_kind(&mut on_b, &id, "idle").await;
+    let shown = b.server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(shown["busy"], false, "A said idle: {shown}");
 
     // Each node then says one thing more. A node's events reach another in
     // the order it published them, so once both streams have both, each
@@ -93,6 +95,21 @@ async fn every_nodes_events_show_the_whole_cluster_once_each_naming_the_node() {
     let input = a.server.input(&id, "slow").await;
     until_streaming(&mut followed).await;
     until_kind(&mut on_b, &id, "busy").await;
+    // B, which does not drive it, shows it busy as A said.
+    let shown = b.server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(shown["loaded"], false, "{shown}");
+    assert_eq!(
+        shown["busy"], true,
+        "B shows A's running session busy: {shown}"
+    );
+    let listed = b.server.get_json("/v1/sessions").await;
+    let listed: Vec<&Value> = listed["sessions"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .filter(|s| s["id"] == id.as_str())
+        .collect();
+    assert_eq!(listed[0]["busy"], true, "{listed:?}");
     a.server.kill9();
     let adopted = until_kind(&mut on_b, &id, "owner_changed").await;
     assert_eq!(adopted["node"], "node-b", "{adopted}");

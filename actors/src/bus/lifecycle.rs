@@ -16,6 +16,7 @@
 
 use super::topic::{Sequenced, SubscribeError, Subscription, Topic};
 use crate::protocol::{LifecycleEvent, LifecycleKind, SessionId};
+use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc;
 
@@ -37,6 +38,9 @@ pub struct LifecycleTopic {
     /// Where this node's own events go besides the topic (the live plane
     /// publishes them), once something reads them.
     outbox: Mutex<Option<mpsc::Sender<LifecycleEvent>>>,
+    /// Sessions another node drives that it last said were busy: what
+    /// this node's session list shows for the sessions it does not drive.
+    busy_elsewhere: Mutex<HashSet<SessionId>>,
 }
 
 impl LifecycleTopic {
@@ -66,6 +70,7 @@ impl LifecycleTopic {
             topic: Topic::new(last_seq),
             node,
             outbox: Mutex::new(None),
+            busy_elsewhere: Mutex::new(HashSet::new()),
         }
     }
 
@@ -81,6 +86,8 @@ impl LifecycleTopic {
     /// Publish that `session_id` went through `kind` on this node; with an
     /// outbox, it goes there too (without waiting).
     pub fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
+        // This node drives it now: its handle says whether it is busy.
+        self.lock_busy().remove(session_id);
         // Held while publishing: the outbox gets this node's events in
         // their seq order.
         let mut outbox = self.lock_outbox();
@@ -116,6 +123,14 @@ impl LifecycleTopic {
     /// another node of the cluster (as this topic's next seq). Never goes
     /// to the outbox.
     pub fn merge(&self, session_id: SessionId, kind: LifecycleKind, node: String) {
+        {
+            let mut busy = self.lock_busy();
+            if kind == LifecycleKind::Busy {
+                busy.insert(session_id.clone());
+            } else {
+                busy.remove(&session_id);
+            }
+        }
         self.topic.publish_next(|seq| LifecycleEvent {
             seq,
             session_id,
@@ -131,6 +146,19 @@ impl LifecycleTopic {
         let (sender, receiver) = mpsc::channel(OUTBOX_CAPACITY);
         *self.lock_outbox() = Some(sender);
         receiver
+    }
+
+    /// Whether another node of the cluster said last that it runs a turn
+    /// or command of `session_id` (as far as this node has heard since it
+    /// started).
+    pub fn busy_elsewhere(&self, session_id: &SessionId) -> bool {
+        self.lock_busy().contains(session_id)
+    }
+
+    fn lock_busy(&self) -> MutexGuard<'_, HashSet<SessionId>> {
+        self.busy_elsewhere
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The seq of the last event (the start's before any).
