@@ -9,7 +9,9 @@ mod cluster;
 
 use crate::protocol::{ContextConfig, ModelInfo, Pricing};
 pub use crate::store::location::{LocationError, PostgresUrl, StoreLocation};
-pub use cluster::{ClusterName, ClusterNameError, ClusterSettings, NatsAddress};
+pub use cluster::{
+    ClusterName, ClusterNameError, ClusterSettings, NatsAddress, redact_nats_address,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;

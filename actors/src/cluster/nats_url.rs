@@ -10,6 +10,7 @@
 //! naming the server, show `***` in their place. Never keeps the text as
 //! given; never shows a password, even of an address it could not parse.
 
+use crate::settings::redact_nats_address as redact;
 use async_nats::ServerAddr;
 use std::fmt;
 use std::str::FromStr;
@@ -170,21 +171,6 @@ fn percent_decoded(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// One address with whatever comes before the `@` of its authority (a user
-/// and password, or a token) replaced by `***`.
-fn redact(address: &str) -> String {
-    let (scheme, rest) = match address.find("://") {
-        Some(at) => address.split_at(at + 3),
-        None => ("", address),
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rfind('@') {
-        Some(at) => format!("{scheme}***{}{tail}", &authority[at..]),
-        None => address.to_string(),
-    }
 }
 
 #[cfg(test)]

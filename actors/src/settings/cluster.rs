@@ -261,19 +261,24 @@ impl NatsAddress {
     fn redacted(&self) -> String {
         self.0
             .split(',')
-            .map(|part| {
-                let part = part.trim();
-                let (scheme, rest) = match part.split_once("://") {
-                    Some((scheme, rest)) => (format!("{scheme}://"), rest),
-                    None => (String::new(), part),
-                };
-                match rest.rsplit_once('@') {
-                    Some((_, host)) => format!("{scheme}***@{host}"),
-                    None => format!("{scheme}{rest}"),
-                }
-            })
+            .map(|part| redact_nats_address(part.trim()))
             .collect::<Vec<_>>()
             .join(",")
+    }
+}
+
+/// One NATS server address with whatever precedes an `@` in its authority
+/// (a user and password, or a token) shown as `***`; the rest as given.
+pub fn redact_nats_address(address: &str) -> String {
+    let (scheme, rest) = match address.find("://") {
+        Some(at) => address.split_at(at + 3),
+        None => ("", address),
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rfind('@') {
+        Some(at) => format!("{scheme}***{}{tail}", &authority[at..]),
+        None => address.to_string(),
     }
 }
 
