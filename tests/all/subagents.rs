@@ -153,6 +153,15 @@ async fn a_childs_approval_request_reaches_the_parents_client() {
         "{request}"
     );
     chat.send("y\n").await;
+    // Settled on the child, and re-told on the parent's stream, so every
+    // front end of the parent closes the request.
+    let resolved = chat
+        .wait_for_event(|e| e["subtype"] == "approval_resolved")
+        .await;
+    assert_eq!(resolved["session_id"], started["session_id"], "{resolved}");
+    assert_eq!(resolved["data"]["request_id"], request["request_id"]);
+    assert_eq!(resolved["data"]["child_session"], child.as_str());
+    assert_eq!(resolved["data"]["outcome"], "allowed_once", "{resolved}");
     let result = chat.wait_for_event(|e| e["type"] == "result").await;
     assert_eq!(result["stop_reason"], "end_turn");
     assert!(

@@ -193,6 +193,11 @@ pub struct ApprovalResolved {
     /// The rule is also being saved to the workspace's `.agentbus.toml`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub save: bool,
+    /// On a parent's stream: the sub-agent's session whose request this
+    /// settles (`request_id` is then `CHILD/REQUEST`, as its request was
+    /// told there). Its `rule` is the child's, not the parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_session: Option<super::SessionId>,
 }
 
 /// The `data` of a `mode` system event: the permission mode now in force

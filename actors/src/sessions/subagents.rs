@@ -199,6 +199,15 @@ async fn run_child(
                 })
                 .await;
             }
+            AgentMessage::System(system)
+                if system.subtype == crate::protocol::SystemSubtype::ApprovalResolved =>
+            {
+                report(SubagentUpdate::Resolved {
+                    child: child_id.clone(),
+                    event: system.clone(),
+                })
+                .await;
+            }
             AgentMessage::Result(result) if event.turn_id == Some(input_id) => {
                 break ChildEnd {
                     stop_reason: result.stop_reason,

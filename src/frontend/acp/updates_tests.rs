@@ -146,6 +146,7 @@ fn resolved(request: &str, call: &str, outcome: ApprovalOutcome) -> AgentMessage
             message: None,
             rule: None,
             save: false,
+            child_session: None,
         },
     ))
 }

@@ -94,4 +94,12 @@ pub enum SubagentUpdate {
         agent: String,
         request: crate::protocol::ApprovalRequestEvent,
     },
+    /// A request of the child's was settled (by whichever front end, or
+    /// its timeout): re-told on the parent's stream, so every front end of
+    /// the parent closes it.
+    Resolved {
+        child: crate::protocol::SessionId,
+        /// The child's `approval_resolved` event.
+        event: crate::protocol::SystemEvent,
+    },
 }

@@ -95,7 +95,12 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                 }
                 SystemSubtype::ApprovalResolved => {
                     if let Some(resolved) = s.payload::<ApprovalResolved>() {
-                        if let Some(rule) = resolved.rule.and_then(|r| Rule::parse(&r).ok()) {
+                        let own = resolved.child_session.is_none();
+                        if let Some(rule) = resolved
+                            .rule
+                            .filter(|_| own)
+                            .and_then(|r| Rule::parse(&r).ok())
+                        {
                             state.permissions.add(rule);
                         }
                         if let Some(turn) = open.as_mut() {
@@ -207,6 +212,7 @@ fn close_unfinished(state: &mut SessionState, turn: OpenTurn, fx: &mut Vec<Effec
             message: None,
             rule: None,
             save: false,
+            child_session: None,
         };
         fx.push(Effect::Emit {
             turn_id: Some(turn.id),

@@ -1123,6 +1123,14 @@ fn on_subagent(
             emit(fx, turn_id, AgentMessage::ApprovalRequest(request));
             return;
         }
+        super::input::SubagentUpdate::Resolved { child, event } => {
+            let Some(mut resolved) = event.payload::<crate::protocol::ApprovalResolved>() else {
+                return;
+            };
+            resolved.request_id = format!("{child}/{}", resolved.request_id);
+            resolved.child_session = Some(child);
+            SystemEvent::new(event.message, &resolved)
+        }
         super::input::SubagentUpdate::Started(started) => SystemEvent::new(
             format!(
                 "Agent {} started on \"{}\" in session {} (task call {}).",

@@ -146,6 +146,7 @@ pub fn settle(state: &mut SessionState, request_id: &str, how: Settle) -> Option
         message,
         rule: rule.as_ref().map(|r| r.to_string()),
         save,
+        child_session: None,
     };
     if let Some(rule) = &rule {
         state.permissions.add(rule.clone());

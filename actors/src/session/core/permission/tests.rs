@@ -488,3 +488,76 @@ fn a_request_left_open_by_a_dead_process_is_closed_on_load() {
     assert_eq!(closed[0].outcome, ApprovalOutcome::Cancelled);
     assert_history_valid(&loaded.history);
 }
+
+#[test]
+fn a_childs_settled_request_is_retold_on_the_parent_and_its_rule_stays_the_childs() {
+    use crate::session::core::input::SubagentUpdate;
+    let mut h = session(PermissionMode::Default, Rules::default());
+    turn_with_calls(&mut h, "go", &[("c1", "read_file", r#"{"path":"a.txt"}"#)]);
+    let batch_id = started(&h.effects)[0].0;
+    let child = crate::protocol::SessionId("child-1".into());
+    // What the child's own stream said: its request, then its settling.
+    let asked = ApprovalRequestEvent {
+        request_id: "r1".into(),
+        call_id: "k1".into(),
+        name: "bash".into(),
+        input: serde_json::json!({"command": "rm -rf build"}),
+        reason: "default mode asks".into(),
+        options: vec![ApprovalChoice::AllowAlways],
+        suggested_rule: Some("bash(rm:*)".into()),
+        suggested_mode: None,
+        child_session: None,
+    };
+    let settled = crate::protocol::SystemEvent::new(
+        "Always allowed bash(rm:*).",
+        &ApprovalResolved {
+            request_id: "r1".into(),
+            call_id: "k1".into(),
+            outcome: ApprovalOutcome::AllowedAlways,
+            message: None,
+            rule: Some("bash(rm:*)".into()),
+            save: false,
+            child_session: None,
+        },
+    );
+    for update in [
+        SubagentUpdate::Approval {
+            child: child.clone(),
+            agent: "general".into(),
+            request: asked,
+        },
+        SubagentUpdate::Resolved {
+            child: child.clone(),
+            event: settled,
+        },
+    ] {
+        h.feed(Input::Subagent { batch_id, update });
+    }
+    let retold = resolutions(&h);
+    assert_eq!(retold.len(), 1);
+    assert_eq!(
+        retold[0].request_id, "child-1/r1",
+        "as the request was told"
+    );
+    assert_eq!(retold[0].child_session, Some(child));
+    assert_eq!(retold[0].outcome, ApprovalOutcome::AllowedAlways);
+    assert!(
+        h.state.permissions.added.is_empty(),
+        "the rule is the child's"
+    );
+
+    // Loaded again (the turn still open): the child's rule stays the
+    // child's, and its settled request is not cancelled a second time.
+    let mut loaded = fresh_like(&h.state);
+    let closing = restore(&mut loaded, &persisted(&h));
+    assert!(
+        loaded.permissions.added.is_empty(),
+        "{:?}",
+        loaded.permissions
+    );
+    let cancelled = closing.iter().any(|e| {
+        matches!(e, Effect::Emit { message: AgentMessage::System(s), .. }
+            if s.subtype == SystemSubtype::ApprovalResolved)
+    });
+    assert!(!cancelled, "{closing:?}");
+}
