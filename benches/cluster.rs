@@ -16,7 +16,8 @@
 //!    every session of every kill. TTL 3 s with the tests' heartbeat and
 //!    sweep (`AGENTBUS_BENCH_HEARTBEAT_MS`, `AGENTBUS_BENCH_SWEEP_MS`, 0 for
 //!    what a node derives from the TTL), then `AGENTBUS_BENCH_KILLS_TTL10`
-//!    (default 3) kills at the default TTL of 10 s.
+//!    (default 6; 0 leaves them out) kills at the default TTL of 10 s. Each
+//!    kill comes at a random moment between two of the owner's heartbeats.
 //! 2. Events lost and duplicated: every client of (1) against the `events`
 //!    table — clients of surviving nodes, and clients of the killed node
 //!    that reconnect to another one with `Last-Event-ID`.
@@ -24,7 +25,7 @@
 //!    against a client of another node; one session alone, then
 //!    `AGENTBUS_BENCH_PACED_SESSIONS` (default 100) at once.
 //! 4. Throughput: `AGENTBUS_BENCH_SESSIONS` (default 300) sessions
-//!    answering a burst at once, `AGENTBUS_BENCH_BURSTS` (default 2)
+//!    answering a burst at once, `AGENTBUS_BENCH_BURSTS` (default 5)
 //!    times, on three nodes (clients on the owners, then on other nodes),
 //!    then on one node in cluster mode with a database of its own.
 //!
@@ -88,11 +89,11 @@ impl Config {
             failover_sessions: env_number("AGENTBUS_BENCH_FAILOVER_SESSIONS", 8).max(1),
             heartbeat_ms: optional("AGENTBUS_BENCH_HEARTBEAT_MS", 500),
             sweep_ms: optional("AGENTBUS_BENCH_SWEEP_MS", 300),
-            kills_ttl10: env_number("AGENTBUS_BENCH_KILLS_TTL10", 3),
+            kills_ttl10: env_number("AGENTBUS_BENCH_KILLS_TTL10", 6),
             paced_sessions: env_number("AGENTBUS_BENCH_PACED_SESSIONS", 100).max(1),
-            alone_turns: 5,
+            alone_turns: 10,
             sessions: env_number("AGENTBUS_BENCH_SESSIONS", 300).max(1),
-            bursts: env_number("AGENTBUS_BENCH_BURSTS", 2).max(1),
+            bursts: env_number("AGENTBUS_BENCH_BURSTS", 5).max(1),
             node_log: std::env::var("AGENTBUS_BENCH_NODE_LOG").unwrap_or_else(|_| "info".into()),
         }
     }
@@ -168,6 +169,7 @@ async fn bench() -> ExitCode {
         fx: &fx,
         database: &database,
         nats: nats.url(),
+        heartbeat: heartbeat(&lease),
         node_env: &env,
     };
     summary
@@ -240,6 +242,11 @@ fn lease_label(lease: &Lease, what: &str) -> String {
         interval(lease.heartbeat_ms, "TTL/3"),
         interval(lease.sweep_ms, "~1 s (at most TTL/3)")
     )
+}
+
+/// How often a node with `lease` renews it.
+fn heartbeat(lease: &Lease) -> std::time::Duration {
+    std::time::Duration::from_millis(lease.heartbeat_ms.unwrap_or(lease.ttl_secs * 1000 / 3))
 }
 
 /// Stops `nodes` as an operator would (SIGTERM: they drain and leave);
@@ -323,6 +330,7 @@ async fn default_ttl(config: &Config, env: &[(&str, &str)], summary: &mut summar
         fx: &fx,
         database: &database,
         nats: nats.url(),
+        heartbeat: heartbeat(&lease),
         node_env: env,
     };
     summary

@@ -51,6 +51,9 @@ pub struct Plan<'a> {
     pub fx: &'a Fixture,
     pub database: &'a TestDatabase,
     pub nats: String,
+    /// How often the nodes renew their lease: each kill comes at a random
+    /// moment within such an interval.
+    pub heartbeat: Duration,
     /// Extra environment for the nodes started again.
     pub node_env: &'a [(&'a str, &'a str)],
 }
@@ -131,6 +134,10 @@ async fn one_round(
 ) -> Result<(), String> {
     let mut round = mid_reply(plan, nodes, round).await?;
     let killed_name = nodes[round.owner].name.clone();
+    // Not a wait for anything: the kill falls anywhere between two of the
+    // owner's heartbeats, so that the failover times are not all measured
+    // from the same point of its lease.
+    tokio::time::sleep(random_below(plan.heartbeat)).await;
     let t0 = Instant::now();
     let t0_us = unix_micros();
     nodes[round.owner].server.kill9();
@@ -422,6 +429,16 @@ async fn audit_round(
     figures.audit.add(&audit);
     figures.sessions += round.ids.len();
     audit
+}
+
+/// A duration picked at random below `bound`.
+fn random_below(bound: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let bound = bound.as_micros().max(1) as u64;
+    Duration::from_micros(random % bound)
 }
 
 /// The lines of the nodes' logs that name `session`, each prefixed with
