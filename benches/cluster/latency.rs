@@ -20,6 +20,8 @@ pub const PACED: &str = "paced please";
 /// bench's).
 pub const CHUNKS: usize = 50;
 pub const PACE_MS: u64 = 20;
+/// The first chunks of a turn, reported apart when many turns start at once.
+const STARTING_CHUNKS: usize = 5;
 
 /// `turns` paced replies.
 pub fn script(turns: usize) -> String {
@@ -119,6 +121,7 @@ pub async fn run(
             .into_iter()
             .collect::<Result<_, _>>()?;
         let mut all = Vec::new();
+        let (mut starts, mut rest) = (Vec::new(), Vec::new());
         for ((client, input), last) in clients.iter_mut().zip(&inputs).zip(&mut last_seqs) {
             if !client.until(|seen| seen.result_of(*input).is_some()).await {
                 return Err(format!(
@@ -131,6 +134,11 @@ pub async fn run(
         for (client, input) in clients.into_iter().zip(&inputs) {
             let (turn_delays, missing) = delays(&client.finish(), &[*input]);
             figures.chunks_missing += missing;
+            // In the order the model sent them: the turn's start (the
+            // inputs stored, the models called, all at once) apart.
+            let start = turn_delays.len().min(STARTING_CHUNKS);
+            starts.extend_from_slice(&turn_delays[..start]);
+            rest.extend_from_slice(&turn_delays[start..]);
             all.extend(turn_delays);
         }
         let spread = Spread::of_micros(&all);
@@ -138,6 +146,12 @@ pub async fn run(
             "{sessions} sessions at once over {} nodes, {what}: {}",
             nodes.len(),
             spread.millis()
+        );
+        println!(
+            "  of which chunks 1-{STARTING_CHUNKS}: {}; chunks {}-{CHUNKS}: {}",
+            Spread::of_micros(&starts).millis(),
+            STARTING_CHUNKS + 1,
+            Spread::of_micros(&rest).millis()
         );
         cpu.report(&format!("{sessions} sessions paced, {what}"));
         if shift == 1 {
