@@ -99,6 +99,8 @@ static LOADS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 pub struct Metered {
     pub name: String,
     pub pid: u32,
+    /// An `agentbus serve` node (summed as "the daemons").
+    pub node: bool,
 }
 
 /// The processes of a cluster that every phase meters, besides its nodes.
@@ -117,17 +119,20 @@ impl Meter {
             .map(|node| Metered {
                 name: node.name.clone(),
                 pid: node.server.pid(),
+                node: true,
             })
             .collect();
         if let Some(pid) = self.nats_pid {
             processes.push(Metered {
                 name: "nats-server".to_string(),
                 pid,
+                node: false,
             });
         }
         processes.push(Metered {
             name: "bench (model, clients)".to_string(),
             pid: std::process::id(),
+            node: false,
         });
         CpuMeters::start(processes, self.postgres_port)
     }
@@ -158,30 +163,60 @@ impl CpuMeters {
     }
 
     /// Prints each process's CPU seconds since the start, and how many of
-    /// the machine's cores all of them kept busy on average; returns what
-    /// it printed after `what`.
-    pub fn report(&self, what: &str) -> String {
+    /// the machine's cores all of them kept busy on average; with `events`
+    /// delivered meanwhile, also the nodes' (summed) and Postgres's CPU
+    /// time per event.
+    pub fn report(&self, what: &str, events: u64) -> Spent {
         let elapsed = self.started.elapsed().as_secs_f64();
         let mut parts = Vec::new();
+        let mut spent = Spent::default();
         let mut total = 0.0;
         for (process, start) in self.processes.iter().zip(&self.at_start) {
-            let spent = (cpu_seconds(process.pid) - start).max(0.0);
-            total += spent;
-            parts.push(format!("{} {spent:.2} s", process.name));
+            let seconds = (cpu_seconds(process.pid) - start).max(0.0);
+            total += seconds;
+            if process.node {
+                spent.nodes += seconds;
+            }
+            parts.push(format!("{} {seconds:.2} s", process.name));
         }
         if let Some(port) = self.postgres_port {
-            let spent = (postgres_cpu_seconds(port) - self.postgres_at_start).max(0.0);
-            total += spent;
-            parts.push(format!("postgres {spent:.2} s"));
+            spent.postgres = (postgres_cpu_seconds(port) - self.postgres_at_start).max(0.0);
+            total += spent.postgres;
+            parts.push(format!("postgres {:.2} s", spent.postgres));
         }
-        let said = format!(
-            "{} over {elapsed:.2} s ({:.2} cores busy on average)",
+        spent.cores = total / elapsed.max(1e-9);
+        println!(
+            "CPU, {what}: {} over {elapsed:.2} s ({:.2} cores busy on average)",
             parts.join(", "),
-            total / elapsed.max(1e-9)
+            spent.cores
         );
-        println!("CPU, {what}: {said}");
-        said
+        if events > 0 {
+            spent.per_event = Some((
+                spent.nodes * 1e6 / events as f64,
+                spent.postgres * 1e6 / events as f64,
+            ));
+            println!(
+                "CPU per event delivered ({events}), {what}: nodes {:.1} us (summed), postgres \
+                 {:.1} us",
+                spent.nodes * 1e6 / events as f64,
+                spent.postgres * 1e6 / events as f64
+            );
+        }
+        spent
     }
+}
+
+/// The CPU time a phase took, as [`CpuMeters::report`] says it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Spent {
+    /// Seconds, all nodes together.
+    pub nodes: f64,
+    /// Seconds, Postgres (its postmaster and live backends).
+    pub postgres: f64,
+    /// Cores kept busy on average by every metered process.
+    pub cores: f64,
+    /// Microseconds per event delivered: the nodes', Postgres's.
+    pub per_event: Option<(f64, f64)>,
 }
 
 /// CPU seconds of the Postgres server listening on `port`: its postmaster

@@ -98,7 +98,7 @@ pub async fn run(
         nodes[1].name,
         figures.alone_elsewhere.millis()
     );
-    cpu.report("one session, paced");
+    cpu.report("one session, paced", 0);
 
     // Many at once, spread over the nodes.
     let mut ids = Vec::with_capacity(sessions);
@@ -153,7 +153,7 @@ pub async fn run(
             STARTING_CHUNKS + 1,
             Spread::of_micros(&rest).millis()
         );
-        cpu.report(&format!("{sessions} sessions paced, {what}"));
+        cpu.report(&format!("{sessions} sessions paced, {what}"), 0);
         if shift == 1 {
             figures.many_elsewhere = spread;
         } else {

@@ -152,11 +152,13 @@ impl Summary {
                 ),
                 &format!(
                     "{} events/s (one figure per burst); chunk → client {} (p50 / p99); streams \
-                     reopened {}; CPU in the last burst: {}",
+                     reopened {}; CPU per event, nodes summed {} µs, Postgres {} µs; cores busy {}",
                     rates.join(" / "),
                     p50_p99(&run.delays),
                     run.reconnects,
-                    run.cpu
+                    range(run.cpu.iter().filter_map(|c| c.per_event).map(|p| p.0), 1),
+                    range(run.cpu.iter().filter_map(|c| c.per_event).map(|p| p.1), 1),
+                    range(run.cpu.iter().map(|c| c.cores), 2),
                 ),
             );
         }
@@ -197,6 +199,18 @@ impl Summary {
 
 fn row(what: &str, figure: &str) {
     println!("| {what} | {figure} |");
+}
+
+/// `min – max` of `values`, with `decimals`.
+fn range(values: impl Iterator<Item = f64>, decimals: usize) -> String {
+    let values: Vec<f64> = values.collect();
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if values.is_empty() {
+        "-".to_string()
+    } else {
+        format!("{min:.decimals$} – {max:.decimals$}")
+    }
 }
 
 fn spread(values: &[u64]) -> Spread {

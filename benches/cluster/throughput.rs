@@ -9,7 +9,7 @@
 //! model, the clients, Postgres and NATS.
 
 use crate::client::{Client, Endpoint};
-use crate::figures::{Meter, Spread, mark_load};
+use crate::figures::{Meter, Spent, Spread, mark_load};
 use crate::harness::Node;
 use std::time::Instant;
 
@@ -35,8 +35,8 @@ pub struct Run {
     pub reconnects: u64,
     pub chunks_missing: u64,
     pub out_of_order: u64,
-    /// Each process's CPU time in the last burst.
-    pub cpu: String,
+    /// Each burst's CPU time.
+    pub cpu: Vec<Spent>,
 }
 
 /// Creates `count` sessions, session `i` on node `i % nodes.len()`.
@@ -130,7 +130,9 @@ pub async fn run(plan: Bursts<'_>) -> Result<Run, String> {
              = {rate:.0} events/s",
             sessions.len()
         );
-        result.cpu = cpu.report(&format!("{label}, burst {burst}"));
+        result
+            .cpu
+            .push(cpu.report(&format!("{label}, burst {burst}"), events));
     }
     for (client, last) in clients.into_iter().zip(after.iter_mut()) {
         let seen = client.finish();
