@@ -99,6 +99,13 @@ impl CpuMeter {
     }
 }
 
+/// The CPU time (user + system) process `pid` has spent so far, in
+/// seconds; 0 when it cannot be read (it exited).
+#[allow(dead_code)] // the cluster bench's: it meters several processes at once
+pub fn cpu_seconds(pid: u32) -> f64 {
+    cpu_time(pid).total().as_secs_f64()
+}
+
 /// A process's user and system CPU time so far, from `/proc/PID/stat`.
 fn cpu_time(pid: u32) -> CpuTime {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {

@@ -3,7 +3,9 @@
 //! `[cluster]` and a short lease (TTL 3 s, heartbeat 0.5 s, sweep 0.3 s),
 //! each named by `AB_NODE_NAME` and pointed at the database (or a proxy in
 //! front of it) by `AB_PG_URL`; they share the fixture's workspace and data
-//! dir (one API token).
+//! dir (one API token). The cluster benchmark (`benches/cluster.rs`) uses it
+//! too, with a lease of its choosing ([`cluster_with`]) and quieter nodes
+//! ([`start_node_with`]).
 //!
 //! Waits poll the database or the nodes' logs until a deadline that is a
 //! hang guard, never a pass criterion; tests run one at a time
@@ -30,19 +32,58 @@ pub async fn serial() -> tokio::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().await
 }
 
+/// A node's lease as a cluster's configuration sets it: `node_ttl_secs`,
+/// and the heartbeat and sweep intervals (`None`: what the node derives
+/// from the TTL, as in production).
+#[derive(Clone, Copy, Debug)]
+pub struct Lease {
+    pub ttl_secs: u64,
+    pub heartbeat_ms: Option<u64>,
+    pub sweep_ms: Option<u64>,
+}
+
+/// The lease of the nodes under test: TTL 3 s, heartbeat 0.5 s, sweep 0.3 s.
+pub const TEST_LEASE: Lease = Lease {
+    ttl_secs: TTL_SECS,
+    heartbeat_ms: Some(500),
+    sweep_ms: Some(300),
+};
+
+impl Lease {
+    /// The `[cluster]` lines that set it.
+    fn config(&self) -> String {
+        let mut toml = format!("node_ttl_secs = {}\n", self.ttl_secs);
+        if let Some(ms) = self.heartbeat_ms {
+            toml.push_str(&format!("heartbeat_ms = {ms}\n"));
+        }
+        if let Some(ms) = self.sweep_ms {
+            toml.push_str(&format!("sweep_ms = {ms}\n"));
+        }
+        toml
+    }
+}
+
 /// A fixture answering `script` (TOML `[[response]]` tables), configured
 /// as a cluster, a fresh database for it and a NATS server of its own (the
 /// live plane: kept running while the test holds it). `None` when Postgres
 /// or NATS is missing and the tests may skip.
 pub async fn cluster(script: &str) -> Option<(Fixture, TestDatabase, NatsServer)> {
+    cluster_with(script, TEST_LEASE).await
+}
+
+/// [`cluster`] with the nodes' lease set to `lease`.
+pub async fn cluster_with(
+    script: &str,
+    lease: Lease,
+) -> Option<(Fixture, TestDatabase, NatsServer)> {
     let database = fresh_database().await?;
     let nats = NatsServer::start().await.expect("nats-server starts")?;
     let script = Script::from_toml_str(script).expect("the script parses");
     let fx = Fixture::with_script(script).await;
     fx.add_config(&format!(
         "[cluster]\npostgres_url = \"${{AB_PG_URL}}\"\nname = \"${{AB_NODE_NAME}}\"\n\
-         nats_url = \"${{AB_NATS_URL}}\"\nnode_ttl_secs = {TTL_SECS}\n\
-         heartbeat_ms = 500\nsweep_ms = 300\n"
+         nats_url = \"${{AB_NATS_URL}}\"\n{}",
+        lease.config()
     ));
     *lock_nats_url() = nats.url();
     Some((fx, database, nats))
@@ -100,16 +141,25 @@ pub async fn start_node(fx: &Fixture, name: &str, url: &str) -> Node {
 /// Start node `name` of `fx`'s cluster, its store at `url`, its live plane
 /// at `nats` (a proxy, for a test that cuts it).
 pub async fn start_node_on(fx: &Fixture, name: &str, url: &str, nats: &str) -> Node {
-    let server = fx
-        .serve_with_env(
-            &[],
-            &[
-                ("AB_NODE_NAME", name),
-                ("AB_PG_URL", url),
-                ("AB_NATS_URL", nats),
-            ],
-        )
-        .await;
+    start_node_with(fx, name, url, nats, &[]).await
+}
+
+/// [`start_node_on`] with more environment variables for the node (a
+/// benchmark's quieter `RUST_LOG`; the fixture's is `debug`).
+pub async fn start_node_with(
+    fx: &Fixture,
+    name: &str,
+    url: &str,
+    nats: &str,
+    env: &[(&str, &str)],
+) -> Node {
+    let mut vars = vec![
+        ("AB_NODE_NAME", name),
+        ("AB_PG_URL", url),
+        ("AB_NATS_URL", nats),
+    ];
+    vars.extend_from_slice(env);
+    let server = fx.serve_with_env(&[], &vars).await;
     let health = server.get_json("/v1/health").await;
     let id = health["cluster"]["node_id"]
         .as_str()
