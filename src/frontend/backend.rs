@@ -391,7 +391,11 @@ impl Backend {
             }
             Backend::Remote { client, .. } => {
                 let servers = McpServers::new(&mcp_servers);
-                let record = client.open_session(&id.0, servers).await?;
+                let mut record = client.open_session(&id.0, servers).await?;
+                // Opened: the server runs it — loaded there, or followed
+                // from the node of its cluster that drives it — so no load
+                // will announce itself.
+                record.loaded = true;
                 Ok(remote_attach(client, record, start))
             }
         }

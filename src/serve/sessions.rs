@@ -190,10 +190,13 @@ pub async fn get(
 #[utoipa::path(post, path = "/v1/sessions/{id}/open", tag = "sessions", operation_id = "open_session",
     request_body(content = Option<OpenSession>, description = "Optional: without a body (or without `mcp_servers`) the session keeps the MCP servers it has"),
     params(("id" = String, Path, description = "Session id or a unique prefix")),
-    responses((status = 200, description = "The session, loaded", body = Session), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
-              (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster)", body = ErrorBody)))]
+    responses((status = 200, description = "The session, loaded (on a node of a cluster with a live plane: or followed from here, when another node drives it)", body = Session), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
+              (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster; with a live plane, only when `mcp_servers` are given)", body = ErrorBody)))]
 /// Load a session (if it is not loaded) and, with `mcp_servers`, give it
-/// exactly those MCP servers of its own, replacing any it had.
+/// exactly those MCP servers of its own, replacing any it had. On a node of
+/// a cluster, a session another node drives is answered as it is (this
+/// node follows it, and its inputs go there); giving it servers there is
+/// a 409.
 pub async fn open_session(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -202,13 +205,33 @@ pub async fn open_session(
     let body = body.map(|ApiJson(b)| b).unwrap_or_default();
     let servers = given_servers(body.mcp_servers)?;
     let id = state.runtime.resolve(&id).await?;
-    let session = match servers {
-        Some(servers) => state.runtime.open_session_with(&id, servers).await?,
-        None => state.runtime.open_session(&id).await?,
+    let giving = servers.as_ref().is_some_and(|s| !s.is_empty());
+    let opened = match servers {
+        Some(servers) => state.runtime.open_session_with(&id, servers).await,
+        None => state.runtime.open_session(&id).await,
     };
-    // Asked after its start: the stored record includes what the load
-    // wrote (its `session_started`).
-    session.is_idle().await;
+    match opened {
+        // Asked after its start: the stored record includes what the load
+        // wrote (its `session_started`).
+        Ok(session) => {
+            session.is_idle().await;
+        }
+        // Driven by another node, which this one follows and sends inputs
+        // to: nothing to load here (an empty `mcp_servers` leaves the
+        // owner's as they are). Servers of its own would have to start
+        // there, which only its node can do.
+        Err(e) if !giving && state.runtime.followed_from_here(&e) => {}
+        Err(e) if giving && state.runtime.followed_from_here(&e) => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!(
+                    "{e}. `mcp_servers` can only be given to a session on the node that drives it; \
+                     open it without them here (its events and inputs reach it from any node)"
+                ),
+            ));
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(Json(view(&state, &id).await?))
 }
 

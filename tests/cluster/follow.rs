@@ -220,6 +220,32 @@ async fn clients_of_one_node_share_one_follower_and_a_websocket_outlives_the_own
     let a = start_node(&fx, "node-a", &url).await;
     let b = start_node(&fx, "node-b", &url).await;
     let id = a.server.create_session().await;
+    // Opened through B, as `acp --attach` loads a session: answered as it
+    // is, since B follows it; servers of its own can only start on A.
+    let open = format!("/v1/sessions/{id}/open");
+    for body in [
+        serde_json::json!({}),
+        serde_json::json!({"mcp_servers": {}}),
+    ] {
+        let opened = b
+            .server
+            .post(&open)
+            .json(&body)
+            .send()
+            .await
+            .expect("B answers");
+        assert_eq!(opened.status(), 200, "{body}");
+        let opened: Value = opened.json().await.expect("a session");
+        assert_eq!(opened["id"], id.as_str());
+        assert_eq!(opened["loaded"], false, "B loads nothing: {opened}");
+    }
+    let with_servers = serde_json::json!({"mcp_servers": {"echo": {"command": "true"}}});
+    let refused =
+        crate::support::server::error_of(b.server.post(&open).json(&with_servers), 409).await;
+    assert!(
+        refused.contains("node-a") && refused.contains("mcp_servers"),
+        "{refused}"
+    );
     let mut sse_1 = b.server.sse(&id, None).await;
     let mut sse_2 = b.server.sse(&id, None).await;
     let mut socket = b.server.ws(&id).await;
@@ -309,4 +335,116 @@ async fn clients_of_one_node_share_one_follower_and_a_websocket_outlives_the_own
         (followed_on(&b).await == 0).then_some(())
     })
     .await;
+}
+
+/// One JSON-RPC exchange of an editor with `agentbus acp`: the answer to
+/// request `id`, and the agent's text chunks before it.
+async fn acp_call(
+    stdin: &mut tokio::process::ChildStdin,
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> (Value, String) {
+    use tokio::io::AsyncWriteExt;
+    let request =
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    stdin
+        .write_all(format!("{request}\n").as_bytes())
+        .await
+        .expect("the agent reads");
+    let mut said = String::new();
+    loop {
+        let line = tokio::time::timeout(crate::support::GUARD, lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("no answer to {method} in time"))
+            .expect("the agent's stdout")
+            .unwrap_or_else(|| panic!("the agent ended before answering {method}"));
+        let message: Value = serde_json::from_str(&line).expect("JSON-RPC on stdout");
+        let update = &message["params"]["update"];
+        if update["sessionUpdate"] == "agent_message_chunk" {
+            said.push_str(update["content"]["text"].as_str().unwrap_or_default());
+        }
+        if message["id"] == id && message.get("method").is_none() {
+            return (message, said);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_attached_to_another_node_loads_the_session_and_its_prompt_runs_on_the_owner() {
+    use tokio::io::AsyncBufReadExt;
+    let _one = serial().await;
+    let script = format!(
+        "{}{}",
+        answers("first", "The first answer.", 1),
+        answers("editor", "Answered for the editor.", 1)
+    );
+    let Some((fx, database, nats)) = cluster(&script).await else {
+        return;
+    };
+    let url = database.url();
+    let a = start_node(&fx, "node-a", &url).await;
+    let b = start_node(&fx, "node-b", &url).await;
+    let id = a.server.create_session().await;
+    let mut on_a = a.server.sse(&id, None).await;
+    let first = a.server.input(&id, "first").await;
+    on_a.result_of(first).await;
+
+    // `agentbus acp --attach` to B, as an editor configured with node B
+    // (the fixture's configuration names its cluster through variables).
+    let mut agent = fx
+        .command(&["acp", "--attach", &b.server.url])
+        .env("AB_PG_URL", &url)
+        .env("AB_NODE_NAME", "editor")
+        .env("AB_NATS_URL", nats.url())
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("agentbus acp starts");
+    let mut stdin = agent.stdin.take().expect("stdin");
+    let mut lines = tokio::io::BufReader::new(agent.stdout.take().expect("stdout")).lines();
+    let (init, _) = acp_call(
+        &mut stdin,
+        &mut lines,
+        1,
+        "initialize",
+        serde_json::json!({"protocolVersion": 1, "clientCapabilities": {}}),
+    )
+    .await;
+    assert!(init.get("result").is_some(), "{init}");
+    let cwd = fx.workspace().display().to_string();
+    let (loaded, replayed) = acp_call(
+        &mut stdin,
+        &mut lines,
+        2,
+        "session/load",
+        serde_json::json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
+    )
+    .await;
+    assert!(loaded.get("result").is_some(), "{loaded}");
+    assert!(
+        replayed.contains("The first answer."),
+        "the load replays: {replayed:?}"
+    );
+    let (answered, said) = acp_call(
+        &mut stdin,
+        &mut lines,
+        3,
+        "session/prompt",
+        serde_json::json!({"sessionId": id, "prompt": [{"type": "text", "text": "editor please"}]}),
+    )
+    .await;
+    assert_eq!(answered["result"]["stopReason"], "end_turn", "{answered}");
+    assert_eq!(said, "Answered for the editor.");
+    // Run by A, which still drives it; A's client saw the editor's turn.
+    assert_eq!(
+        owner_of(&database, &id).await.as_deref(),
+        Some(a.id.as_str())
+    );
+    let turn = on_a
+        .until(|e| e["type"] == "result" && e["text"] == "Answered for the editor.")
+        .await;
+    assert_eq!(turn["stop_reason"], "end_turn");
+    drop(stdin);
+    let _ = agent.wait().await;
 }

@@ -317,6 +317,13 @@ impl Runtime {
         }
     }
 
+    /// Whether `e` (from opening a session) says another live node of this
+    /// cluster drives it, so that this node serves it by following it
+    /// (with a live plane) rather than loading it.
+    pub fn followed_from_here(&self, e: &SessionError) -> bool {
+        self.live.is_some() && reach::held_elsewhere(e)
+    }
+
     /// Gives `input` to session `id` wherever it runs: here (loaded, and
     /// claimed if nobody drives it), or on the live node that drives it.
     /// When that node does not answer for it any more (*no responders*),
