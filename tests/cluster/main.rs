@@ -27,6 +27,17 @@ use serde_json::Value;
 use std::time::Instant;
 use support::server::error_of;
 
+/// `POST .../open` giving the session an MCP server of its own: only the
+/// node that drives it (or claims it) can.
+fn open_with_a_server(
+    server: &crate::support::server::Server,
+    id: &str,
+) -> reqwest::RequestBuilder {
+    server
+        .post(&format!("/v1/sessions/{id}/open"))
+        .json(&serde_json::json!({"mcp_servers": {"echo": {"command": "true"}}}))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_opens_from_every_node_leave_exactly_one_owner_per_session() {
     let _one = serial().await;
@@ -69,27 +80,29 @@ async fn concurrent_opens_from_every_node_leave_exactly_one_owner_per_session() 
                 .map(|node| node.server.post(&format!("/v1/sessions/{id}/open")).send()),
         )
         .await;
-        let statuses: Vec<u16> = opens
-            .iter()
-            .map(|r| r.as_ref().expect("an answer").status().as_u16())
-            .collect();
+        // Every node answers (the others follow it through the live
+        // plane); exactly one has loaded it.
+        let mut loaded = Vec::new();
+        for open in opens {
+            let open = open.expect("an answer");
+            assert_eq!(open.status(), 200);
+            let session: Value = open.json().await.expect("a session");
+            loaded.push(session["loaded"] == true);
+        }
         assert_eq!(
-            statuses.iter().filter(|s| **s == 200).count(),
+            loaded.iter().filter(|l| **l).count(),
             1,
-            "exactly one claim wins: {statuses:?}"
+            "exactly one claim wins: {loaded:?}"
         );
-        assert_eq!(
-            statuses.iter().filter(|s| **s == 409).count(),
-            nodes.len() - 1,
-            "the others are told the session is driven elsewhere: {statuses:?}"
-        );
-        let winner = &nodes[statuses.iter().position(|s| *s == 200).expect("a winner")];
+        let winner = &nodes[loaded.iter().position(|l| *l).expect("a winner")];
         assert_eq!(
             owner_of(&database, id).await.as_deref(),
             Some(winner.id.as_str())
         );
+        // Loading it elsewhere (with servers of its own) is refused, naming
+        // the node that drives it.
         let loser = nodes.iter().find(|n| n.id != winner.id).expect("a loser");
-        let refusal = error_of(loser.server.post(&format!("/v1/sessions/{id}/open")), 409).await;
+        let refusal = error_of(open_with_a_server(&loser.server, id), 409).await;
         assert!(
             refusal.contains(&winner.name) && refusal.contains(&winner.id),
             "the refusal names the node that drives it: {refusal}"
@@ -286,7 +299,7 @@ async fn a_paused_node_is_fenced_when_it_wakes_and_rejoins_as_a_new_node() {
         "{log:#?}"
     );
     // node-a refuses the session now, naming its owner; node-b goes on.
-    let refusal = error_of(a.server.post(&format!("/v1/sessions/{id}/open")), 409).await;
+    let refusal = error_of(open_with_a_server(&a.server, &id), 409).await;
     assert!(refusal.contains("node-b"), "{refusal}");
     let mut events = b.server.sse(&id, Some(last_seen)).await;
     let input = b.server.input(&id, "next").await;
