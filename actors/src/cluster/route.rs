@@ -89,21 +89,7 @@ fn lock(taken: &Mutex<Taken>) -> std::sync::MutexGuard<'_, Taken> {
 
 /// One input given to the local session.
 async fn take(session: &SessionHandle, input: SessionInput) -> InputReply {
-    let done = match input {
-        SessionInput::Query { text, images } => session
-            .submit(UserInput::Query { text, images })
-            .await
-            .map(Some),
-        SessionInput::Control(command) => session
-            .submit(UserInput::Control { command })
-            .await
-            .map(Some),
-        SessionInput::Interrupt => session.interrupt().await.map(|()| None),
-        SessionInput::Approval {
-            request_id,
-            decision,
-        } => session.decide(request_id, decision).await.map(|()| None),
-    };
+    let done = session.take(input).await;
     match done {
         Ok(input_id) => InputReply::Accepted { input_id },
         Err(e) => InputReply::refused(e.to_string(), e.failure().into()),

@@ -335,7 +335,7 @@ impl Runtime {
         input: SessionInput,
     ) -> Result<Option<InputId>, SessionError> {
         let elsewhere = match self.open_session(id).await {
-            Ok(handle) => return reach::take_locally(&handle, input).await,
+            Ok(handle) => return handle.take(input).await,
             Err(e) if reach::held_elsewhere(&e) && self.live.is_some() => e,
             Err(e) => return Err(e),
         };
@@ -347,7 +347,7 @@ impl Runtime {
             Err(e) if e.is_no_owner() => {
                 tracing::info!(session = %id, "no node answers for the session: claiming it here");
                 let handle = self.open_session(id).await?;
-                reach::take_locally(&handle, input).await
+                handle.take(input).await
             }
             Err(e) => Err(reach::remote_error(e)),
         }

@@ -11,9 +11,7 @@
 use crate::bus::feed::EventSource;
 use crate::bus::{SubscribeError, Subscription};
 use crate::cluster::{RemoteSession, RouteError};
-use crate::protocol::{
-    ApprovalDecision, EventEnvelope, InputId, SessionId, SessionInput, UserInput,
-};
+use crate::protocol::{ApprovalDecision, EventEnvelope, InputId, SessionId, UserInput};
 use crate::session::{SessionError, SessionHandle};
 use crate::store::StoreError;
 
@@ -119,26 +117,4 @@ pub(super) fn remote_error(e: RouteError) -> SessionError {
 /// Whether `e` says another node drives the session.
 pub(super) fn held_elsewhere(e: &SessionError) -> bool {
     matches!(e, SessionError::Store(StoreError::HeldByNode { .. }))
-}
-
-/// `input` given to a session this process drives.
-pub(super) async fn take_locally(
-    handle: &SessionHandle,
-    input: SessionInput,
-) -> Result<Option<InputId>, SessionError> {
-    match input {
-        SessionInput::Query { text, images } => handle
-            .submit(UserInput::Query { text, images })
-            .await
-            .map(Some),
-        SessionInput::Control(command) => handle
-            .submit(UserInput::Control { command })
-            .await
-            .map(Some),
-        SessionInput::Interrupt => handle.interrupt().await.map(|()| None),
-        SessionInput::Approval {
-            request_id,
-            decision,
-        } => handle.decide(request_id, decision).await.map(|()| None),
-    }
 }

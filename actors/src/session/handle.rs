@@ -10,7 +10,7 @@ use super::actor::{AgentLoop, Feed, IdleFor, ServersGiven, Snapshot, Submit, Use
 use super::core::{Input, SessionState};
 use crate::bus::feed::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
-use crate::protocol::{EventEnvelope, InputId, SessionId, UserInput};
+use crate::protocol::{EventEnvelope, InputId, SessionId, SessionInput, UserInput};
 use crate::store::{SessionStore, StoreError};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
@@ -131,6 +131,26 @@ impl SessionHandle {
                 kameo::error::SendError::HandlerError(e) => e,
                 _ => SessionError::Gone(self.id.clone()),
             })
+    }
+
+    /// Give the session one input as the API names them: a query or
+    /// control command (queued: its input id), an interrupt or an approval
+    /// decision (applied at once: no id).
+    pub async fn take(&self, input: SessionInput) -> Result<Option<InputId>, SessionError> {
+        match input {
+            SessionInput::Query { text, images } => self
+                .submit(UserInput::Query { text, images })
+                .await
+                .map(Some),
+            SessionInput::Control(command) => {
+                self.submit(UserInput::Control { command }).await.map(Some)
+            }
+            SessionInput::Interrupt => self.interrupt().await.map(|()| None),
+            SessionInput::Approval {
+                request_id,
+                decision,
+            } => self.decide(request_id, decision).await.map(|()| None),
+        }
     }
 
     /// Make the session's file tools (`read_file`, `write_file`,
