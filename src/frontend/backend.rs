@@ -162,7 +162,7 @@ impl Backend {
                 permission_mode,
             } => {
                 if let Some(prefix) = resume.id()? {
-                    let record = client.session(prefix).await?;
+                    let record = client.open_session(prefix, None).await?;
                     return Ok(remote_attach(client, record, start));
                 }
                 if resume.continue_ {
@@ -174,7 +174,8 @@ impl Backend {
                         .context(
                             "no earlier session on the server; start one without --continue",
                         )?;
-                    return Ok(remote_attach(client, recent, start));
+                    let record = client.open_session(&recent.id, None).await?;
+                    return Ok(remote_attach(client, record, start));
                 }
                 let id = client
                     .create_session(
@@ -331,7 +332,7 @@ impl Backend {
         match self {
             Backend::Local(runtime) => Ok(Attached::local(open_stored(runtime, id).await?, start)),
             Backend::Remote { client, .. } => {
-                let record = client.session(&id.0).await?;
+                let record = client.open_session(&id.0, None).await?;
                 Ok(remote_attach(client, record, start))
             }
         }
@@ -391,11 +392,7 @@ impl Backend {
             }
             Backend::Remote { client, .. } => {
                 let servers = McpServers::new(&mcp_servers);
-                let mut record = client.open_session(&id.0, servers).await?;
-                // Opened: the server runs it — loaded there, or followed
-                // from the node of its cluster that drives it — so no load
-                // will announce itself.
-                record.loaded = true;
+                let record = client.open_session(&id.0, Some(servers)).await?;
                 Ok(remote_attach(client, record, start))
             }
         }
@@ -489,16 +486,17 @@ fn held_elsewhere(id: &SessionId, holder: &Holder) -> String {
 }
 
 fn remote_attach(client: &RemoteClient, record: Session, start: Start) -> Attached {
-    // A session the server has not loaded is loaded by following it, and
-    // the load announces itself after the stored events.
-    let catchup = if record.loaded {
-        Catchup::Through(record.last_seq)
-    } else {
-        Catchup::StartedAfter(record.last_seq)
-    };
+    // Opened on the server first (loaded there, or followed from the node
+    // of its cluster that drives it): what it held ends at its last seq,
+    // its load's announcement included.
     let after = match start {
         Start::Beginning => 0,
         Start::ThisLoad => record.last_seq,
     };
-    Attached::remote(client, SessionId(record.id), after, catchup)
+    Attached::remote(
+        client,
+        SessionId(record.id),
+        after,
+        Catchup::Through(record.last_seq),
+    )
 }

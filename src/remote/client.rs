@@ -231,25 +231,17 @@ impl RemoteClient {
             .await
     }
 
-    /// A stored session, by id or a unique prefix of one.
-    pub async fn session(&self, id: &str) -> Result<Session, RemoteError> {
-        let url = self.url(&["sessions", id]);
-        self.send("a session lookup", self.request(reqwest::Method::GET, url))
-            .await
-    }
-
     /// Load a stored session (by id or a unique prefix of one) on the
-    /// server, giving it exactly `mcp_servers` of its own; answers the
-    /// session as it is then (loaded).
+    /// server — with `mcp_servers`, giving it exactly those of its own;
+    /// answers the session as it is then: running there, or (on a node of
+    /// a cluster) followed there from the node that drives it.
     pub async fn open_session(
         &self,
         id: &str,
-        mcp_servers: McpServers,
+        mcp_servers: Option<McpServers>,
     ) -> Result<Session, RemoteError> {
         let url = self.url(&["sessions", id, "open"]);
-        let body = OpenSession {
-            mcp_servers: Some(mcp_servers),
-        };
+        let body = OpenSession { mcp_servers };
         self.send(
             "opening a session",
             self.request(reqwest::Method::POST, url).json(&body),

@@ -220,8 +220,8 @@ pub async fn open_session(
         // to: nothing to load here (an empty `mcp_servers` leaves the
         // owner's as they are). Servers of its own would have to start
         // there, which only its node can do.
-        Err(e) if !giving && state.runtime.followed_from_here(&e) => {}
-        Err(e) if giving && state.runtime.followed_from_here(&e) => {
+        Err(e) if state.runtime.followed_from_here(&e) && !giving => {}
+        Err(e) if state.runtime.followed_from_here(&e) => {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
                 format!(
