@@ -21,12 +21,10 @@ async fn a_client_of_another_node_follows_the_session_and_its_input_runs_on_the_
     let _one = serial().await;
     let script = "[[response]]\nmatch = \"first\"\ntext = \"A first answer, streamed in small pieces.\"\n\
                   chunk_size = 4\n";
-    let Some((fx, database, _nats)) = cluster(script).await else {
+    let Some((_fx, database, _nats, [a, b])) = cluster_of(script, ["node-a", "node-b"]).await
+    else {
         return;
     };
-    let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
     let id = a.server.create_session().await;
     let mut on_a = a.server.sse(&id, None).await;
     let mut on_b = b.server.sse(&id, None).await;
@@ -64,12 +62,10 @@ async fn a_client_of_another_node_follows_the_session_and_its_input_runs_on_the_
 async fn a_client_of_a_surviving_node_sees_the_owner_killed_mid_turn_replaced() {
     let _one = serial().await;
     let script = format!("{SLOW}{}", answers("next", "The next answer.", 1));
-    let Some((fx, database, _nats)) = cluster(&script).await else {
+    let Some((_fx, database, _nats, [a, b])) = cluster_of(&script, ["node-a", "node-b"]).await
+    else {
         return;
     };
-    let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
     let id = a.server.create_session().await;
     let mut client = b.server.sse(&id, None).await;
     assert_eq!(b.server.input(&id, "slow").await, 1);
@@ -213,12 +209,10 @@ async fn clients_of_one_node_share_one_follower_and_a_websocket_outlives_the_own
         answers("first", "The first answer.", 1),
         answers("second", "The second answer.", 1)
     );
-    let Some((fx, database, _nats)) = cluster(&script).await else {
+    let Some((_fx, database, _nats, [a, b])) = cluster_of(&script, ["node-a", "node-b"]).await
+    else {
         return;
     };
-    let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
     let id = a.server.create_session().await;
     // Opened through B, as `acp --attach` loads a session: answered as it
     // is, since B follows it; servers of its own can only start on A.
@@ -380,12 +374,10 @@ async fn an_editor_attached_to_another_node_loads_the_session_and_its_prompt_run
         answers("first", "The first answer.", 1),
         answers("editor", "Answered for the editor.", 1)
     );
-    let Some((fx, database, nats)) = cluster(&script).await else {
+    let Some((fx, database, nats, [a, b])) = cluster_of(&script, ["node-a", "node-b"]).await else {
         return;
     };
     let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
     let id = a.server.create_session().await;
     let mut on_a = a.server.sse(&id, None).await;
     let first = a.server.input(&id, "first").await;

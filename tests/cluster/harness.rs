@@ -89,6 +89,22 @@ pub async fn cluster_with(
     Some((fx, database, nats))
 }
 
+/// [`cluster`], and its nodes `names` started in that order (on the
+/// cluster's own NATS server).
+pub async fn cluster_of<const N: usize>(
+    script: &str,
+    names: [&str; N],
+) -> Option<(Fixture, TestDatabase, NatsServer, [Node; N])> {
+    let (fx, database, nats) = cluster(script).await?;
+    let url = database.url();
+    let mut nodes = Vec::with_capacity(N);
+    for name in names {
+        nodes.push(start_node(&fx, name, &url).await);
+    }
+    let nodes = nodes.try_into().ok()?;
+    Some((fx, database, nats, nodes))
+}
+
 /// One running node.
 pub struct Node {
     pub name: String,

@@ -43,12 +43,10 @@ async fn every_nodes_events_show_the_whole_cluster_once_each_naming_the_node() {
         answers("quick", "A quick answer.", 1),
         answers("next", "The next answer.", 1)
     );
-    let Some((fx, database, _nats)) = cluster(&script).await else {
+    let Some((_fx, database, _nats, [a, b])) = cluster_of(&script, ["node-a", "node-b"]).await
+    else {
         return;
     };
-    let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
     let mut on_a = EventStream::open(a.server.get("/v1/events")).await;
     let mut on_b = EventStream::open(b.server.get("/v1/events")).await;
 

@@ -129,13 +129,11 @@ async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost
         answers("second", "The second answer.", 1),
         answers("next", "The next answer.", 1)
     );
-    let Some((fx, database, _nats)) = cluster(&script).await else {
+    let Some((_fx, database, _nats, [a, b, c])) =
+        cluster_of(&script, ["node-a", "node-b", "node-c"]).await
+    else {
         return;
     };
-    let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
-    let c = start_node(&fx, "node-c", &url).await;
     let id = a.server.create_session().await;
     let mut client = a.server.sse(&id, None).await;
     assert_eq!(a.server.input(&id, "slow").await, 1);
@@ -235,12 +233,10 @@ async fn a_node_killed_mid_turn_has_its_session_adopted_with_nothing_stored_lost
 async fn a_paused_node_is_fenced_when_it_wakes_and_rejoins_as_a_new_node() {
     let _one = serial().await;
     let script = format!("{SLOW}{}", answers("next", "The next answer.", 1));
-    let Some((fx, database, _nats)) = cluster(&script).await else {
+    let Some((_fx, database, _nats, [a, b])) = cluster_of(&script, ["node-a", "node-b"]).await
+    else {
         return;
     };
-    let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
     let id = a.server.create_session().await;
     let mut client = a.server.sse(&id, None).await;
     a.server.input(&id, "slow").await;
@@ -390,12 +386,10 @@ async fn a_node_asked_to_stop_hands_its_sessions_back_without_errors() {
         answers("quick", "A quick answer.", 1),
         answers("next", "The next answer.", 2)
     );
-    let Some((fx, database, _nats)) = cluster(&script).await else {
+    let Some((_fx, database, _nats, [a, b])) = cluster_of(&script, ["node-a", "node-b"]).await
+    else {
         return;
     };
-    let url = database.url();
-    let a = start_node(&fx, "node-a", &url).await;
-    let b = start_node(&fx, "node-b", &url).await;
     let idle = a.server.create_session().await;
     let mut events = a.server.sse(&idle, None).await;
     let input = a.server.input(&idle, "quick").await;
