@@ -19,6 +19,7 @@ use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, SessionId, StopReason, StreamDelta,
     StreamEvent,
 };
+use crate::session::SessionHandle;
 use crate::store::{NewSession, SessionStore, StoreLocation};
 use agentbus_testkit::NatsServer;
 use futures::StreamExt;
@@ -31,12 +32,8 @@ async fn a_follower_on_another_node_sees_what_a_local_subscriber_sees_deltas_inc
         return;
     };
     std::fs::write(nodes.workspace().join("notes.txt"), "remember the milk\n").unwrap();
-    let session = nodes.session().await;
-    let after = session.loaded_after();
-    let relay = Relay::for_session(&nodes.owner_plane, &session, owner_at(1));
-    let remote = nodes.follow(session.id(), after).await;
-    let mut local = Events(session.subscribe(after).unwrap());
-    let mut mirrored = Events(remote.subscribe(after).unwrap());
+    let (session, _, relay, remote, mut local, mut mirrored) =
+        relayed(&nodes, FollowOptions::default()).await;
 
     let input = session.submit_text("what do my notes say?").await.unwrap();
     let call = nodes.next_call().await;
@@ -125,12 +122,8 @@ async fn nats_dying_mid_turn_loses_no_persisted_event_at_the_follower() {
         return;
     };
     std::fs::write(nodes.workspace().join("a.txt"), "a\n").unwrap();
-    let session = nodes.session().await;
-    let after = session.loaded_after();
-    let relay = Relay::for_session(&nodes.owner_plane, &session, owner_at(1));
-    let remote = nodes.follow(session.id(), after).await;
-    let mut local = Events(session.subscribe(after).unwrap());
-    let mut mirrored = Events(remote.subscribe(after).unwrap());
+    let (session, after, relay, _remote, mut local, mut mirrored) =
+        relayed(&nodes, FollowOptions::default()).await;
 
     session.submit_text("read a.txt").await.unwrap();
     let call = nodes.next_call().await;
@@ -184,12 +177,8 @@ async fn a_turn_that_ends_while_nats_is_gone_still_ends_at_the_follower() {
     let Some(mut nodes) = Nodes::start().await else {
         return;
     };
-    let session = nodes.session().await;
-    let after = session.loaded_after();
-    let relay = Relay::for_session(&nodes.owner_plane, &session, owner_at(1));
-    let remote = nodes.follow(session.id(), after).await;
-    let mut local = Events(session.subscribe(after).unwrap());
-    let mut mirrored = Events(remote.subscribe(after).unwrap());
+    let (session, after, relay, _remote, mut local, mut mirrored) =
+        relayed(&nodes, FollowOptions::default()).await;
 
     session.submit_text("hi").await.unwrap();
     let call = nodes.next_call().await;
@@ -223,6 +212,23 @@ async fn a_turn_that_ends_while_nats_is_gone_still_ends_at_the_follower() {
     assert_persisted_exactly_once(&nodes.store(), session.id(), after, &there).await;
 }
 
+/// A session of `nodes`' owner, relayed as its owner at epoch 1 and
+/// followed from the other node under `options`, with a subscriber on
+/// each side from its load on: the session, the seq it was loaded after,
+/// the relay, the follower, the local events and the mirrored ones.
+async fn relayed(
+    nodes: &Nodes,
+    options: FollowOptions,
+) -> (SessionHandle, u64, Relay, RemoteSession, Events, Events) {
+    let session = nodes.session().await;
+    let after = session.loaded_after();
+    let relay = Relay::for_session(&nodes.owner_plane, &session, owner_at(1));
+    let remote = nodes.follow_with(session.id(), after, options).await;
+    let local = Events(session.subscribe(after).unwrap());
+    let mirrored = Events(remote.subscribe(after).unwrap());
+    (session, after, relay, remote, local, mirrored)
+}
+
 /// Following options under which the watchdog never fires within a test:
 /// what catches the follower up must be something else.
 fn no_watchdog() -> FollowOptions {
@@ -237,12 +243,8 @@ async fn an_owner_cut_off_from_nats_as_its_turn_ends_sends_its_last_event_again_
     let Some(nodes) = Nodes::start_with(Behind::Owner).await else {
         return;
     };
-    let session = nodes.session().await;
-    let after = session.loaded_after();
-    let relay = Relay::for_session(&nodes.owner_plane, &session, owner_at(1));
-    let remote = nodes.follow_with(session.id(), after, no_watchdog()).await;
-    let mut local = Events(session.subscribe(after).unwrap());
-    let mut mirrored = Events(remote.subscribe(after).unwrap());
+    let (session, after, relay, remote, mut local, mut mirrored) =
+        relayed(&nodes, no_watchdog()).await;
     session.submit_text("hi").await.unwrap();
     let call = nodes.next_call().await;
     call.delta("Hel");
@@ -273,12 +275,8 @@ async fn a_follower_cut_off_from_nats_reads_the_store_once_it_is_back() {
     let Some(nodes) = Nodes::start_with(Behind::Follower).await else {
         return;
     };
-    let session = nodes.session().await;
-    let after = session.loaded_after();
-    let relay = Relay::for_session(&nodes.owner_plane, &session, owner_at(1));
-    let remote = nodes.follow_with(session.id(), after, no_watchdog()).await;
-    let mut local = Events(session.subscribe(after).unwrap());
-    let mut mirrored = Events(remote.subscribe(after).unwrap());
+    let (session, after, relay, remote, mut local, mut mirrored) =
+        relayed(&nodes, no_watchdog()).await;
     session.submit_text("hi").await.unwrap();
     let call = nodes.next_call().await;
     call.delta("Hel");
@@ -513,12 +511,8 @@ async fn cross_node_delta_latency_is_measured() {
     let Some(nodes) = Nodes::start().await else {
         return;
     };
-    let session = nodes.session().await;
-    let after = session.loaded_after();
-    let _relay = Relay::for_session(&nodes.owner_plane, &session, owner_at(1));
-    let remote = nodes.follow(session.id(), after).await;
-    let mut local = Events(session.subscribe(after).unwrap());
-    let mut mirrored = Events(remote.subscribe(after).unwrap());
+    let (session, _, _relay, _remote, mut local, mut mirrored) =
+        relayed(&nodes, FollowOptions::default()).await;
     session.submit_text("count").await.unwrap();
     let call = nodes.next_call().await;
     for events in [&mut local, &mut mirrored] {
