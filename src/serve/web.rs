@@ -6,7 +6,7 @@
 //! reads `?token=` from its own address and sends it with every API call.
 
 use agentbus_actors::protocol::system::CommandEntry;
-use agentbus_actors::runtime::COMMANDS;
+use agentbus_actors::runtime::{COMMANDS, SlashCommand};
 use axum::Router;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -114,15 +114,7 @@ async fn index() -> impl IntoResponse {
 /// `name`): the page offers them as the user types `/`, followed by the
 /// session's custom commands from its `session_started` event.
 async fn commands() -> impl IntoResponse {
-    let entries: Vec<CommandEntry> = COMMANDS
-        .iter()
-        .map(|c| CommandEntry {
-            command: c.usage.to_string(),
-            description: c.summary.to_string(),
-            name: c.name.to_string(),
-            source: None,
-        })
-        .collect();
+    let entries: Vec<CommandEntry> = COMMANDS.iter().map(SlashCommand::entry).collect();
     (
         [
             (header::CACHE_CONTROL, "no-cache"),

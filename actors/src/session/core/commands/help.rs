@@ -17,15 +17,7 @@ pub const COMMAND: SlashCommand = SlashCommand {
 /// The user sees one line per command of `table`: usage, then what it does;
 /// then one per custom command, with its file.
 pub fn apply(table: &[SlashCommand], custom: &CustomCommands) -> SystemEvent {
-    let mut entries: Vec<CommandEntry> = table
-        .iter()
-        .map(|c| CommandEntry {
-            command: c.usage.to_string(),
-            description: c.summary.to_string(),
-            name: c.name.to_string(),
-            source: None,
-        })
-        .collect();
+    let mut entries: Vec<CommandEntry> = table.iter().map(SlashCommand::entry).collect();
     entries.extend(custom.entries());
     let width = entries.iter().map(|c| c.command.len()).max().unwrap_or(0);
     let line = |c: &CommandEntry| {

@@ -4,6 +4,7 @@
 
 use crate::permissions::Rule;
 use crate::protocol::ControlCommand;
+use crate::protocol::system::CommandEntry;
 
 /// A command that runs as a query (`/init`, a custom command): an
 /// ordinary turn whose `user` event shows `typed` while the model
@@ -33,6 +34,18 @@ pub struct SlashCommand {
     pub summary: &'static str,
     /// Turn the text after the name into a command, or explain the mistake.
     pub parse: fn(args: &str) -> Result<ControlCommand, String>,
+}
+
+impl SlashCommand {
+    /// How `/help`, `session_started` and the web page list it.
+    pub fn entry(&self) -> CommandEntry {
+        CommandEntry {
+            command: self.usage.to_string(),
+            description: self.summary.to_string(),
+            name: self.name.to_string(),
+            source: None,
+        }
+    }
 }
 
 /// A one-argument parser: the whole rest of the line, required.
