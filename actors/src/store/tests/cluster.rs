@@ -77,6 +77,20 @@ async fn epochs(database: &TestDatabase, id: &str) -> Vec<(i64, i64)> {
         .collect()
 }
 
+/// Nodes `node-a` and `node-b` on `database`, and session `s`, created
+/// (and so driven) by node-a.
+async fn a_drives_s(database: &TestDatabase) -> (Node, Node) {
+    let (a, b) = (
+        node(database, "node-a").await,
+        node(database, "node-b").await,
+    );
+    a.store
+        .create(new_session("s"), me())
+        .await
+        .expect("create");
+    (a, b)
+}
+
 fn commit_of(events: Vec<Arc<crate::protocol::EventEnvelope>>, busy: bool) -> Commit {
     Commit {
         events,
@@ -90,14 +104,7 @@ async fn a_session_a_live_node_drives_is_nobody_elses() {
     let Some(database) = fresh_database().await else {
         return;
     };
-    let (a, b) = (
-        node(&database, "node-a").await,
-        node(&database, "node-b").await,
-    );
-    a.store
-        .create(new_session("s"), me())
-        .await
-        .expect("create");
+    let (_a, b) = a_drives_s(&database).await;
     let e = b
         .store
         .acquire(&sid("s"), me())
@@ -133,14 +140,7 @@ async fn a_node_whose_lease_lapsed_is_fenced_once_another_claims_its_session() {
     let Some(database) = fresh_database().await else {
         return;
     };
-    let (a, b) = (
-        node(&database, "node-a").await,
-        node(&database, "node-b").await,
-    );
-    a.store
-        .create(new_session("s"), me())
-        .await
-        .expect("create");
+    let (a, b) = a_drives_s(&database).await;
     a.store
         .commit(&sid("s"), commit_of(vec![user("s", 1, "hi")], true))
         .await
@@ -343,14 +343,7 @@ async fn a_node_leaving_releases_its_sessions_and_its_lease() {
     let Some(database) = fresh_database().await else {
         return;
     };
-    let (a, b) = (
-        node(&database, "node-a").await,
-        node(&database, "node-b").await,
-    );
-    a.store
-        .create(new_session("s"), me())
-        .await
-        .expect("create");
+    let (a, b) = a_drives_s(&database).await;
     a.cluster.leave().await.expect("leave");
     assert_eq!(owner(&database, "s").await, (1, None));
     let nodes = b.cluster.nodes().await.expect("nodes");
