@@ -39,6 +39,7 @@
 mod backend;
 pub mod cluster;
 pub mod commit;
+pub mod copies;
 pub mod document;
 pub mod error;
 pub mod lease;

@@ -15,13 +15,12 @@
 //! liveness, nothing else.
 
 use crate::protocol::{EventEnvelope, SessionId};
-use crate::store::document::{DocumentSession, SessionDocument};
+use crate::store::copies;
+use crate::store::document::SessionDocument;
 use crate::store::lease::Owner;
-use crate::store::record::{
-    STATUS_ACTIVE, STATUS_IDLE, is_query, queries_in, restamp, title_of_events,
-};
+use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, is_query, title_of_events};
 use crate::store::{AcceptedInput, Commit, NewSession, SessionRecord, StoreError};
-use chrono::{DateTime, SecondsFormat, SubsecRound, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
 
 /// How many candidates an [`StoreError::Ambiguous`] lists.
@@ -659,32 +658,9 @@ pub fn fork(
     let operation = "fork session";
     let tx = write_tx(conn, operation, id)?;
     let parent = require_raw(&tx, operation, id)?.decode()?;
-    let at = at_seq.unwrap_or(parent.last_seq);
-    if at > parent.last_seq {
-        return Err(StoreError::SeqOutOfRange {
-            id: id.clone(),
-            at_seq: at,
-            last_seq: parent.last_seq,
-        });
-    }
-    let events = restamp(load(&tx, id, 0, Some(at))?, &new_id);
-    let record = SessionRecord {
-        title: parent.title.map(|title| format!("{title} (fork)")),
-        created_at: now,
-        updated_at: now,
-        model: parent.model,
-        workspace: parent.workspace,
-        parent: Some((id.clone(), at)),
-        parent_call: None,
-        status: status_of(owner).to_string(),
-        owner,
-        last_seq: events.last().map_or(0, |event| event.seq),
-        event_count: events.len() as u64,
-        reserved_seq: 0,
-        claim: None,
-        turns: queries_in(&events),
-        id: new_id,
-    };
+    let at = copies::fork_point(&parent, at_seq)?;
+    let events = load(&tx, id, 0, Some(at))?;
+    let (record, events) = copies::forked(parent, at, events, new_id, owner, now);
     insert_session(&tx, &record)?;
     for event in &events {
         insert_event(&tx, &record.id, event)?;
@@ -692,14 +668,6 @@ pub fn fork(
     tx.commit()
         .map_err(|e| sqlite(operation, Some(&record.id), e))?;
     Ok(record)
-}
-
-fn status_of(owner: Option<Owner>) -> &'static str {
-    if owner.is_some() {
-        STATUS_ACTIVE
-    } else {
-        STATUS_IDLE
-    }
 }
 
 pub fn delete(conn: &mut Connection, id: &SessionId, owner: Owner) -> Result<(), StoreError> {
@@ -744,20 +712,7 @@ pub fn export(
         .map_err(|e| sqlite(operation, Some(id), e))?;
     let record = require_raw(&tx, operation, id)?.decode()?;
     let events = load(&tx, id, 0, None)?;
-    let (parent, fork_seq) = record.parent.unzip();
-    Ok(SessionDocument::new(
-        DocumentSession {
-            id: record.id,
-            title: record.title,
-            created_at: record.created_at,
-            model: record.model,
-            workspace: record.workspace,
-            parent,
-            fork_seq,
-        },
-        events,
-        now,
-    ))
+    Ok(copies::exported(record, events, now))
 }
 
 pub fn import(
@@ -767,28 +722,7 @@ pub fn import(
     owner: Option<Owner>,
     now: DateTime<Utc>,
 ) -> Result<SessionRecord, StoreError> {
-    document.validate()?;
-    let session = document.session;
-    // `validate` made sure parent and fork_seq come together.
-    let parent = session.parent.zip(session.fork_seq);
-    let events = restamp(document.events, &new_id);
-    let record = SessionRecord {
-        title: session.title.or_else(|| title_of_events(&events)),
-        created_at: session.created_at.trunc_subsecs(6),
-        updated_at: now,
-        model: session.model,
-        workspace: session.workspace,
-        parent,
-        parent_call: None,
-        status: status_of(owner).to_string(),
-        owner,
-        last_seq: events.last().map_or(0, |event| event.seq),
-        event_count: events.len() as u64,
-        reserved_seq: 0,
-        claim: None,
-        turns: queries_in(&events),
-        id: new_id,
-    };
+    let (record, events) = copies::imported(document, new_id, owner, now)?;
     insert_with_log(conn, "import session", &record, &events)?;
     Ok(record)
 }
