@@ -92,6 +92,30 @@ pub struct NewSession {
     pub parent_call: Option<String>,
 }
 
+impl NewSession {
+    /// Its record as created at `now`, held by `owner` (none for a node's
+    /// session, which the node's claim holds): nothing stored yet.
+    pub fn record(self, owner: Option<super::Owner>, now: DateTime<Utc>) -> SessionRecord {
+        SessionRecord {
+            id: self.id,
+            title: None,
+            created_at: now,
+            updated_at: now,
+            model: self.model,
+            workspace: self.workspace,
+            parent: self.parent,
+            parent_call: self.parent_call,
+            status: STATUS_ACTIVE.to_string(),
+            owner,
+            last_seq: 0,
+            event_count: 0,
+            reserved_seq: 0,
+            claim: None,
+            turns: 0,
+        }
+    }
+}
+
 /// A session's title, from the text of its first user message: the first
 /// non-blank line, cut to [`TITLE_MAX_CHARS`] characters (with an ellipsis).
 pub fn title_from(text: &str) -> Option<String> {

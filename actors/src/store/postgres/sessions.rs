@@ -35,24 +35,8 @@ pub async fn create(
     owner: Owner,
     now: DateTime<Utc>,
 ) -> Result<SessionRecord, StoreError> {
-    let record = SessionRecord {
-        id: new.id,
-        title: None,
-        created_at: now,
-        updated_at: now,
-        model: new.model,
-        workspace: new.workspace,
-        parent: new.parent,
-        parent_call: new.parent_call,
-        status: STATUS_ACTIVE.to_string(),
-        // A node's sessions are held by the node, not the process.
-        owner: ownership.is_none().then_some(owner),
-        last_seq: 0,
-        event_count: 0,
-        reserved_seq: 0,
-        claim: None,
-        turns: 0,
-    };
+    // A node's sessions are held by the node, not the process.
+    let record = new.record(ownership.is_none().then_some(owner), now);
     let Some(ownership) = ownership else {
         statements::insert_session(&*client, failures, &record).await?;
         return Ok(record);

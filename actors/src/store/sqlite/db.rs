@@ -329,23 +329,7 @@ pub fn create(
     owner: Owner,
     now: DateTime<Utc>,
 ) -> Result<SessionRecord, StoreError> {
-    let record = SessionRecord {
-        id: new.id,
-        title: None,
-        created_at: now,
-        updated_at: now,
-        model: new.model,
-        workspace: new.workspace,
-        parent: new.parent,
-        parent_call: new.parent_call,
-        status: STATUS_ACTIVE.to_string(),
-        owner: Some(owner),
-        last_seq: 0,
-        event_count: 0,
-        reserved_seq: 0,
-        claim: None,
-        turns: 0,
-    };
+    let record = new.record(Some(owner), now);
     insert_with_log(conn, "create session", &record, &[])?;
     Ok(record)
 }
