@@ -64,6 +64,26 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     /// The tools offered.
     pub tools: ToolList,
+    /// What ties this request to the requests before it for the provider's
+    /// prompt cache (the session's id; OpenAI's `prompt_cache_key`). Empty:
+    /// none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub cache_key: String,
+    /// A lower output cap than the profile's for this request alone (a
+    /// compaction's summary is kept short); `None`: the profile's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u32>,
+}
+
+impl ModelRequest {
+    /// The output cap of this request: the lower of its own and `profile`'s
+    /// (`None` when neither sets one).
+    pub fn output_cap(&self, profile: Option<u32>) -> Option<u32> {
+        match (self.max_output_tokens, profile) {
+            (Some(own), Some(profile)) => Some(own.min(profile)),
+            (own, profile) => own.or(profile),
+        }
+    }
 }
 
 /// One item of a model's streamed answer, normalised across providers.

@@ -508,6 +508,43 @@ impl fmt::Display for ProviderKind {
     }
 }
 
+/// How much reasoning a profile asks of the model (`effort = "..."`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+    /// The most the model offers (Anthropic's `max`; OpenAI's highest
+    /// reasoning effort).
+    Max,
+}
+
+impl fmt::Display for Effort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Max => "max",
+        })
+    }
+}
+
+/// A profile's prompt caching (`cache = "..."`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CacheSetting {
+    /// Cached prefixes live five minutes (Anthropic's default).
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// Cached prefixes live an hour (Anthropic's `"ttl": "1h"`).
+    #[serde(rename = "1h")]
+    OneHour,
+    /// Nothing is marked for caching and no cache key is sent.
+    #[serde(rename = "off")]
+    Off,
+}
+
 /// A named model profile (`[models.NAME]`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -545,6 +582,16 @@ pub struct ModelProfile {
     /// what they stream as reasoning is shown as thinking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget: Option<u32>,
+    /// How hard the model should think: Anthropic's `output_config.effort`
+    /// (adaptive thinking), OpenAI's `reasoning.effort` on reasoning
+    /// models. Unset: the provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effort: Option<Effort>,
+    /// Prompt caching (`cache = "5m" | "1h" | "off"`): how long Anthropic
+    /// keeps the cached prefix; `off` asks no provider to cache. Unset:
+    /// on, for five minutes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheSetting>,
     /// Whether the model takes images with a query (`run --image`, an
     /// `@pic.png` mention). Unset: yes for the hosted APIs
     /// (`api.openai.com`, `api.anthropic.com`), no elsewhere (a local
@@ -628,6 +675,8 @@ impl ModelProfile {
             max_tokens_field: None,
             context_window: None,
             thinking_budget: None,
+            effort: None,
+            cache: None,
             images: None,
             context: None,
             headers: BTreeMap::new(),

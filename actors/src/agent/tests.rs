@@ -433,6 +433,8 @@ async fn an_oversize_request_is_refused_as_a_context_overflow() {
     provider.push(ScriptedReply::text("never"));
     let request = ModelRequest {
         profile: "default".into(),
+        cache_key: String::new(),
+        max_output_tokens: None,
         system_prompt: String::new(),
         messages: vec![Message::user(
             "a request much longer than ten tokens, counted as a provider counts it",

@@ -34,7 +34,16 @@ pub use crate::settings::ANTHROPIC_DEFAULT_MAX_TOKENS as DEFAULT_MAX_TOKENS;
 
 /// The JSON body of a streaming `/v1/messages` request.
 pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
-    let mut thinking = profile.thinking_budget;
+    let max_tokens = request
+        .output_cap(Some(
+            profile.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        ))
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    // A request capped below the thinking budget (a short summary) goes
+    // without thinking: Anthropic wants `max_tokens` above the budget.
+    let mut thinking = profile
+        .thinking_budget
+        .filter(|budget| *budget < max_tokens);
     let history = super::images_for(profile, &request.messages);
     let mut messages = wire_messages(&history, thinking.is_some());
     if thinking.is_some() && !tool_round_has_its_thinking(&messages) {
@@ -50,7 +59,7 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
     }
     let mut body = json!({
         "model": profile.model,
-        "max_tokens": profile.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": max_tokens,
         "messages": messages,
         "stream": true,
     });
@@ -624,6 +633,8 @@ mod tests {
     fn tool_round(signature: Option<&str>) -> ModelRequest {
         ModelRequest {
             profile: "p".into(),
+            cache_key: String::new(),
+            max_output_tokens: None,
             system_prompt: String::new(),
             messages: vec![
                 Message::user("list it"),
@@ -733,6 +744,8 @@ mod tests {
         profile.images = Some(true);
         let request = ModelRequest {
             profile: "p".into(),
+            cache_key: String::new(),
+            max_output_tokens: None,
             system_prompt: String::new(),
             messages: vec![Message::User {
                 text: "what is this?".into(),
@@ -772,6 +785,8 @@ mod tests {
         profile.max_output_tokens = Some(1000);
         let request = ModelRequest {
             profile: "p".into(),
+            cache_key: String::new(),
+            max_output_tokens: None,
             system_prompt: "sys".into(),
             messages: vec![
                 Message::user("hi"),

@@ -50,7 +50,7 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
             })
             .collect();
     }
-    if let Some(max) = profile.max_output_tokens {
+    if let Some(max) = request.output_cap(profile.max_output_tokens) {
         let field = profile.max_tokens_field.as_deref().unwrap_or("max_tokens");
         body[field] = json!(max);
     }
@@ -564,6 +564,8 @@ mod tests {
         profile.images = Some(true);
         let request = ModelRequest {
             profile: "p".into(),
+            cache_key: String::new(),
+            max_output_tokens: None,
             system_prompt: String::new(),
             messages: vec![Message::User {
                 text: "what is this?".into(),
@@ -591,6 +593,8 @@ mod tests {
         profile.images = Some(false);
         let request = ModelRequest {
             profile: "p".into(),
+            cache_key: String::new(),
+            max_output_tokens: None,
             system_prompt: String::new(),
             messages: vec![Message::User {
                 text: "see".into(),
@@ -618,6 +622,8 @@ mod tests {
         };
         let request = ModelRequest {
             profile: "p".into(),
+            cache_key: String::new(),
+            max_output_tokens: None,
             system_prompt: String::new(),
             messages: vec![
                 Message::user("hi"),
@@ -676,6 +682,8 @@ mod tests {
         profile.max_output_tokens = Some(100);
         let request = ModelRequest {
             profile: "p".into(),
+            cache_key: String::new(),
+            max_output_tokens: None,
             system_prompt: "sys".into(),
             messages: vec![
                 Message::user("hi"),

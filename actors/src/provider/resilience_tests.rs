@@ -73,6 +73,8 @@ async fn call(
     let providers = Providers::new(BTreeMap::from([("p".to_string(), profile)])).unwrap();
     let request = ModelRequest {
         profile: "p".into(),
+        cache_key: String::new(),
+        max_output_tokens: None,
         system_prompt: "sys".into(),
         messages: vec![Message::user("hi")],
         tools: Default::default(),

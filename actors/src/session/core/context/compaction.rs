@@ -118,6 +118,8 @@ pub fn request(
     text.push_str("\nWrite the summary now, following the instructions.");
     let request = ModelRequest {
         profile,
+        cache_key: String::new(),
+        max_output_tokens: None,
         system_prompt: prompt.to_string(),
         messages: vec![Message::user(text)],
         tools: ToolList::default(),

@@ -245,6 +245,8 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
     let Some((costs, plan)) = &assessment.weighed else {
         let request = ModelRequest {
             profile: state.model.clone(),
+            cache_key: state.session_id.to_string(),
+            max_output_tokens: None,
             system_prompt: assessment.system_prompt,
             messages: state.history[assessment.start..].to_vec(),
             tools: state.offered_tools(),
@@ -327,6 +329,8 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
     Next::Call(Prepared {
         request: ModelRequest {
             profile: state.model.clone(),
+            cache_key: state.session_id.to_string(),
+            max_output_tokens: None,
             system_prompt,
             messages,
             tools: state.offered_tools(),
@@ -387,7 +391,7 @@ fn compaction_plan(
     let budget = ((limit as f64 * 0.9) as u64)
         .saturating_sub(prompt_tokens)
         .min(quote_at_most.unwrap_or(u64::MAX));
-    let (request, quoted_tokens) = compaction::request(
+    let (mut request, quoted_tokens) = compaction::request(
         profile,
         prompt,
         state.context.summary.as_ref().map(|s| s.text.as_str()),
@@ -397,6 +401,7 @@ fn compaction_plan(
         budget,
         focus,
     );
+    request.cache_key = state.session_id.to_string();
     CompactionPlan {
         request,
         first_kept: end,
