@@ -95,7 +95,7 @@ impl PartialSchema for ContextOptions {
                     Type::Integer,
                     0,
                     u64::MAX,
-                    "The most recent turns are always sent whole",
+                    "The most recent turns kept whole when they fit",
                 ),
             )
             .property(
@@ -131,6 +131,16 @@ impl PartialSchema for ContextOptions {
                     u64::MAX,
                     "Tool outputs kept whole, newest first, up to this many tokens",
                 ),
+            )
+            .property(
+                "safety_margin",
+                ObjectBuilder::new()
+                    .schema_type(nullable(Type::Number))
+                    .minimum(Some(0))
+                    .maximum(Some(0.5))
+                    .description(Some(
+                        "The share of the budget held back because tokenizers differ",
+                    )),
             )
             .additional_properties(closed())
             .into()

@@ -121,6 +121,39 @@ pub enum ModelEvent {
     Finished { finish_reason: String },
 }
 
+/// The provider refused a request as longer than the model's context
+/// window, with the sizes its message stated (each `None` when it did not
+/// say): what the session learns so that the next request fits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextRefusal {
+    /// The provider's own count of the request's input tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// The model's context window (input and output together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u64>,
+    /// The output tokens the provider counted into the window (the
+    /// request's output cap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// The most input tokens the provider takes, when it states that
+    /// rather than the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_limit: Option<u64>,
+}
+
+impl ContextRefusal {
+    /// The most input tokens a request may carry by what the provider
+    /// said, given the output cap `output` of the profile (used when the
+    /// provider did not say what it counted for the output).
+    pub fn input_budget(&self, output: u64) -> Option<u64> {
+        self.input_limit.or_else(|| {
+            self.window
+                .map(|window| window.saturating_sub(self.output_tokens.unwrap_or(output)))
+        })
+    }
+}
+
 /// A tool call the model asked for, with arguments parsed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {

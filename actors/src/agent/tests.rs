@@ -446,11 +446,14 @@ async fn an_oversize_request_is_refused_as_a_context_overflow() {
     assert!(error.is_context_overflow(), "{error}");
     assert_eq!(provider.remaining(), 1, "nothing consumed");
 
-    // The agent does not know the window: the core retries once, then fails.
+    // The agent does not know the window: the provider's refusal says it,
+    // and the retry would not fit it, so it is not sent; the turn fails
+    // saying why.
     let agent = builder(&provider).build().unwrap();
     let error = agent.run("Hello, how long is too long?").await.unwrap_err();
     assert!(
-        error.to_string().contains("maximum context length"),
+        error.to_string().contains("This message does not fit")
+            && error.to_string().contains("10-token budget"),
         "{error}"
     );
     let state = error.into_state().unwrap();
@@ -459,7 +462,11 @@ async fn an_oversize_request_is_refused_as_a_context_overflow() {
             .iter()
             .any(|n| n.contains("refused the request as too long"))
     );
-    assert_eq!(provider.requests().len(), 3);
+    assert_eq!(
+        provider.requests().len(),
+        2,
+        "the direct one, the refused one"
+    );
 }
 
 #[tokio::test]

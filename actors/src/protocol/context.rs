@@ -25,8 +25,9 @@ pub struct ContextConfig {
     /// Keep the system prompt in every request (default true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preserve_system: Option<bool>,
-    /// The most recent turns are always sent whole (default 3), even when
-    /// they alone exceed the budget (a notice says so).
+    /// The most recent turns kept whole when older ones are dropped or
+    /// summarised (default 3) — when they fit: fewer are sent when they do
+    /// not, down to the current turn alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_recent_turns: Option<usize>,
     /// What to do when the conversation does not fit (default `summarize`).
@@ -44,6 +45,11 @@ pub struct ContextConfig {
     /// else is dropped or summarised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub keep_tool_output_tokens: Option<u64>,
+    /// The share of the budget held back because tokenizers differ: the
+    /// provider's count of a request may be higher than agentbus's
+    /// estimate (default 0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_margin: Option<f64>,
 }
 
 /// `auto_compact_at` when not configured.
@@ -52,6 +58,8 @@ pub const DEFAULT_AUTO_COMPACT_AT: f64 = 0.8;
 pub const DEFAULT_MIN_RECENT_TURNS: usize = 3;
 /// `keep_tool_output_tokens` when not configured.
 pub const DEFAULT_KEEP_TOOL_OUTPUT_TOKENS: u64 = 8_000;
+/// `safety_margin` when not configured.
+pub const DEFAULT_SAFETY_MARGIN: f64 = 0.1;
 
 impl ContextConfig {
     /// `self` with every key `other` sets replaced by `other`'s.
@@ -70,6 +78,7 @@ impl ContextConfig {
             keep_tool_output_tokens: other
                 .keep_tool_output_tokens
                 .or(self.keep_tool_output_tokens),
+            safety_margin: other.safety_margin.or(self.safety_margin),
         }
     }
 
@@ -104,9 +113,24 @@ impl ContextConfig {
             .unwrap_or(DEFAULT_KEEP_TOOL_OUTPUT_TOKENS)
     }
 
+    /// `safety_margin`, default 0.1, kept within [0, 0.5].
+    pub fn safety_margin(&self) -> f64 {
+        match self.safety_margin {
+            Some(margin) if (0.0..=0.5).contains(&margin) => margin,
+            _ => DEFAULT_SAFETY_MARGIN,
+        }
+    }
+
     /// What is wrong with the values, if anything (ranges the types allow
     /// but that mean nothing).
     pub fn check(&self) -> Result<(), String> {
+        if let Some(margin) = self.safety_margin
+            && !(0.0..=0.5).contains(&margin)
+        {
+            return Err(format!(
+                "`safety_margin` is {margin}; expected a share of the budget from 0 to 0.5, e.g. 0.1"
+            ));
+        }
         if let Some(at) = self.auto_compact_at
             && !(at > 0.0 && at <= 1.0)
         {
@@ -236,6 +260,18 @@ pub struct ContextReport {
     /// The provider's count over agentbus's estimate, learnt from the last
     /// counted request (1.0 until then).
     pub calibration: f64,
+    /// Tokens of the limit held back (`safety_margin`): requests are
+    /// planned to fit `limit - safety_margin`.
+    #[serde(default)]
+    pub safety_margin: u64,
+    /// Where the limit comes from when the provider said it (a refusal
+    /// stated a smaller window than the profile's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub learnt_limit: Option<u64>,
+    /// What crowds the window, said with the ways out (e.g. the tool
+    /// definitions take more than half of it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 fn no_thinking(tokens: &u64) -> bool {

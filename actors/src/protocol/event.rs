@@ -261,6 +261,9 @@ pub enum ErrorKind {
     Config,
     /// The session could not be saved (the database refused a write).
     Store,
+    /// A message too long for the model's context window: nothing was
+    /// sent; the message says the sizes and the ways out.
+    Context,
     /// The session itself failed (a bug, or an actor died).
     Internal,
 }

@@ -1,5 +1,6 @@
 //! Why a model call failed, and whether trying again could help.
 
+use crate::model::ContextRefusal;
 use crate::settings::ApiKeyError;
 use std::time::Duration;
 
@@ -40,6 +41,25 @@ pub enum ProviderError {
     },
     #[error("{url} sent nothing for {secs} s (stream_idle_timeout_secs)")]
     IdleTimeout { url: String, secs: u64 },
+}
+
+/// The number right after `needle` in `text` (spaces, `=` and `(`
+/// skipped).
+fn number_after(text: &str, needle: &str) -> Option<u64> {
+    let at = text.find(needle)? + needle.len();
+    let rest = text[at..].trim_start_matches([' ', '(', '=', ':']);
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// The number right before `needle` in `text` (spaces skipped).
+fn number_before(text: &str, needle: &str) -> Option<u64> {
+    let at = text.find(needle)?;
+    let before = text[..at].trim_end();
+    let start = before
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    before[start..].parse().ok()
 }
 
 fn suffix(hint: &Option<String>) -> String {
@@ -98,9 +118,53 @@ impl ProviderError {
             "exceed_context_size",
             "too many tokens",
             "context length",
+            "exceed context limit",
+            "input tokens exceed",
         ]
         .iter()
         .any(|needle| message.contains(needle))
+    }
+
+    /// The refusal as too long, with the sizes the provider's message
+    /// states (OpenAI's "maximum context length is W tokens … (C in the
+    /// messages, M in the completion)", "resulted in C tokens", "the
+    /// configured limit of L tokens"; Anthropic's "prompt is too long: C
+    /// tokens > W maximum" and "exceed context limit: C + M > W";
+    /// llama.cpp's "request (C tokens) exceeds the available context size
+    /// (W tokens)" or its `n_prompt_tokens`/`n_ctx`); `None` when the call
+    /// failed for another reason.
+    pub fn context_refusal(&self) -> Option<ContextRefusal> {
+        if !self.is_context_overflow() {
+            return None;
+        }
+        let message = match self {
+            ProviderError::Status { message, .. } | ProviderError::Remote { message, .. } => {
+                message.to_ascii_lowercase()
+            }
+            _ => String::new(),
+        };
+        let m = message.as_str();
+        let mut refusal = ContextRefusal::default();
+        if let Some(at) = m.find("exceed context limit:") {
+            // Anthropic: "C + M > W".
+            let rest = &m[at..];
+            refusal.input_tokens = number_after(rest, ":");
+            refusal.output_tokens = number_after(rest, "+");
+            refusal.window = number_after(rest, ">");
+            return Some(refusal);
+        }
+        refusal.window = number_after(m, "maximum context length is")
+            .or_else(|| number_before(m, " maximum"))
+            .or_else(|| number_after(m, "context size ("))
+            .or_else(|| number_after(m, "n_ctx"));
+        refusal.input_tokens = number_before(m, " in the messages")
+            .or_else(|| number_after(m, "resulted in"))
+            .or_else(|| number_after(m, "prompt is too long:"))
+            .or_else(|| number_after(m, "request ("))
+            .or_else(|| number_after(m, "n_prompt_tokens"));
+        refusal.output_tokens = number_before(m, " in the completion");
+        refusal.input_limit = number_after(m, "configured limit of");
+        Some(refusal)
     }
 
     /// The delay the server asked for, if any.
@@ -161,6 +225,107 @@ mod tests {
         for code in [400, 401, 403, 404, 422] {
             assert!(!status(code).is_retryable(), "{code}");
         }
+    }
+
+    fn refused(status_code: u16, message: &str) -> Option<ContextRefusal> {
+        ProviderError::Status {
+            url: "u".into(),
+            status: status_code,
+            message: message.into(),
+            hint: None,
+            retry_after: None,
+        }
+        .context_refusal()
+    }
+
+    #[test]
+    fn a_refusal_for_length_tells_the_sizes_it_states() {
+        let openai = refused(
+            400,
+            "This model's maximum context length is 4000 tokens. However, you requested 4303 tokens (3903 in the messages, 400 in the completion). Please reduce the length of the messages or completion.",
+        );
+        assert_eq!(
+            openai,
+            Some(ContextRefusal {
+                input_tokens: Some(3903),
+                window: Some(4000),
+                output_tokens: Some(400),
+                input_limit: None,
+            })
+        );
+        assert_eq!(openai.and_then(|r| r.input_budget(1000)), Some(3600));
+        let functions = refused(
+            400,
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens (including 230 in the functions). Please reduce the length of the messages or functions.",
+        )
+        .expect("a refusal");
+        assert_eq!(
+            (functions.input_tokens, functions.window),
+            (Some(130512), Some(128000))
+        );
+        assert_eq!(functions.input_budget(1000), Some(127000));
+        let configured = refused(
+            400,
+            "Input tokens exceed the configured limit of 272000 tokens. Your messages resulted in 290000 tokens. Please reduce the length of the messages.",
+        )
+        .expect("a refusal");
+        assert_eq!(configured.input_budget(128000), Some(272000));
+        assert_eq!(configured.input_tokens, Some(290000));
+        let anthropic =
+            refused(400, "prompt is too long: 210344 tokens > 200000 maximum").expect("a refusal");
+        assert_eq!(
+            (
+                anthropic.input_tokens,
+                anthropic.window,
+                anthropic.output_tokens
+            ),
+            (Some(210344), Some(200000), None)
+        );
+        let with_output = refused(
+            400,
+            "input length and `max_tokens` exceed context limit: 178959 + 64000 > 200000, decrease input length or `max_tokens` and try again",
+        )
+        .expect("a refusal");
+        assert_eq!(
+            (
+                with_output.input_tokens,
+                with_output.output_tokens,
+                with_output.window
+            ),
+            (Some(178959), Some(64000), Some(200000))
+        );
+        assert_eq!(with_output.input_budget(8192), Some(136000));
+        let llama = refused(
+            400,
+            "request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it",
+        )
+        .expect("a refusal");
+        assert_eq!(
+            (llama.input_tokens, llama.window),
+            (Some(13392), Some(8192))
+        );
+        let older_llama = refused(
+            400,
+            "the request exceeds the available context size, try increasing it (n_prompt_tokens 5012, n_ctx 4096)",
+        )
+        .expect("a refusal");
+        assert_eq!(
+            (older_llama.input_tokens, older_llama.window),
+            (Some(5012), Some(4096))
+        );
+        // A refusal that states nothing is still one.
+        assert_eq!(
+            refused(
+                400,
+                "Your input exceeds the context window of this model. Please adjust your input and try again."
+            ),
+            Some(ContextRefusal::default())
+        );
+        assert_eq!(refused(400, "invalid tool schema"), None);
+        assert_eq!(
+            refused(500, "prompt is too long: 5 tokens > 4 maximum"),
+            None
+        );
     }
 
     #[test]

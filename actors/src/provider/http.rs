@@ -201,7 +201,20 @@ pub fn error_message(body: &str) -> String {
             .and_then(|m| m.as_str())
             .map(String::from)
     });
-    let text = from_json.unwrap_or_else(|| body.trim().to_string());
+    // llama.cpp states the sizes of a refusal for length beside its
+    // message: keep them, so the session can learn from them.
+    let sizes = parsed.as_ref().and_then(|v| {
+        let field = |name: &str| v.pointer(&format!("/error/{name}"))?.as_u64();
+        Some(format!(
+            " (n_prompt_tokens {}, n_ctx {})",
+            field("n_prompt_tokens")?,
+            field("n_ctx")?
+        ))
+    });
+    let text = from_json.map_or_else(
+        || body.trim().to_string(),
+        |message| message + sizes.as_deref().unwrap_or_default(),
+    );
     if text.is_empty() {
         "(empty body)".into()
     } else {
@@ -343,6 +356,12 @@ mod tests {
             "Overloaded"
         );
         assert_eq!(error_message("plain text"), "plain text");
+        assert_eq!(
+            error_message(
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}"#
+            ),
+            "the request exceeds the available context size, try increasing it (n_prompt_tokens 5012, n_ctx 4096)"
+        );
         assert_eq!(error_message(""), "(empty body)");
     }
 }

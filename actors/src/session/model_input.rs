@@ -19,7 +19,7 @@ pub fn model_input(
         Some(Err(e)) => (
             Input::ModelFailed {
                 request_id,
-                too_long: e.is_context_overflow(),
+                too_long: e.context_refusal(),
                 error: e.to_string(),
             },
             true,
@@ -28,7 +28,7 @@ pub fn model_input(
             Input::ModelFailed {
                 request_id,
                 error: "the model stream ended without finishing".to_string(),
-                too_long: false,
+                too_long: None,
             },
             true,
         ),

@@ -108,8 +108,10 @@
 //!   completion). Please reduce the length of the messages or
 //!   completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`
 //!   with C the count, M the maximum output tokens and T = C + M;
-//! * Anthropic: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt
-//!   is too long: C tokens > L maximum"}}` with L = N − M, the input budget.
+//! * Anthropic, when C alone exceeds N: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt
+//!   is too long: C tokens > N maximum"}}`; otherwise `... "message":"input length and
+//!   `max_tokens` exceed context limit: C + M > N, decrease input length or `max_tokens`
+//!   and try again"` — both as the real API words them.
 //!
 //! Without `context_window` nothing is counted or refused.
 

@@ -451,11 +451,17 @@ fn too_long_reply(wire: Wire, window: u64, prompt: u64, completion: u64) -> Resp
             "param": "messages",
             "code": "context_length_exceeded",
         }}),
+        // Anthropic says which of the two overflowed: the prompt alone, or
+        // the prompt with the requested output.
+        Wire::Anthropic if prompt > window => json!({"type": "error", "error": {
+            "type": "invalid_request_error",
+            "message": format!("prompt is too long: {prompt} tokens > {window} maximum"),
+        }}),
         Wire::Anthropic => json!({"type": "error", "error": {
             "type": "invalid_request_error",
             "message": format!(
-                "prompt is too long: {prompt} tokens > {} maximum",
-                window.saturating_sub(completion),
+                "input length and `max_tokens` exceed context limit: {prompt} + {completion} > {window}, \
+                 decrease input length or `max_tokens` and try again"
             ),
         }}),
     };

@@ -2,8 +2,13 @@
 //! script's `context_window` is checked against, and what a streamed reply
 //! reports as its usage when the script does not say.
 //!
-//! The convention is documented on [`count_request`]; agentbus's own
-//! estimator follows the same one, so keep it exactly as documented there.
+//! The convention is documented on [`count_request`]. It is deliberately
+//! NOT agentbus's own estimator: a real provider counts with its own
+//! tokenizer (Anthropic's counts more than `cl100k_base` for the same text,
+//! a llama.cpp model uses its model's vocabulary), and a double that
+//! counted the way agentbus estimates would hide every estimate that is too
+//! low. Only OpenAI's model families are counted with the tokenizer OpenAI
+//! really uses (`o200k_base`).
 
 use serde_json::Value;
 use tiktoken_rs::CoreBPE;
@@ -18,38 +23,53 @@ const MESSAGE_OVERHEAD: u64 = 4;
 /// Model id prefixes (lowercase) that use `o200k_base`.
 const O200K_PREFIXES: [&str; 7] = ["gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt"];
 
-/// The encoding the convention uses for `model`.
-fn encoding(model: &str) -> &'static CoreBPE {
+/// Characters per token of every other model: about what Claude's and
+/// Gemma's tokenizers give for English prose, more tokens than
+/// `cl100k_base` there and fewer on JSON and code.
+const CHARS_PER_TOKEN: f64 = 3.5;
+
+/// How the convention counts for one model.
+#[derive(Clone, Copy)]
+enum Tokenizer {
+    /// OpenAI's model families: their real tokenizer.
+    Bpe(&'static CoreBPE),
+    /// Everything else: one token per [`CHARS_PER_TOKEN`] characters,
+    /// rounded up, for each text.
+    Chars,
+}
+
+/// The tokenizer the convention uses for `model`.
+fn tokenizer(model: &str) -> Tokenizer {
     let model = model.to_lowercase();
     if O200K_PREFIXES
         .iter()
         .any(|prefix| model.starts_with(prefix))
     {
-        tiktoken_rs::o200k_base_singleton()
+        Tokenizer::Bpe(tiktoken_rs::o200k_base_singleton())
     } else {
-        tiktoken_rs::cl100k_base_singleton()
+        Tokenizer::Chars
     }
 }
 
-/// Tokens of `text` in the encoding the convention uses for `model`
-/// (`o200k_base` for OpenAI model families, else `cl100k_base`).
+/// Tokens of `text` as the convention counts them for `model`
+/// (`o200k_base` for OpenAI model families, else characters / 3.5).
 pub fn count_text(model: &str, text: &str) -> u64 {
     Counter {
-        bpe: encoding(model),
+        tokenizer: tokenizer(model),
     }
     .text(text)
 }
 
 /// The input tokens of a model call's JSON body in the given wire format.
 ///
-/// The convention (agentbus's own estimator follows the same one, so keep it
-/// exactly this):
+/// The convention (not agentbus's: see the module doc):
 ///
-/// * Encoding by the request's `model`: `o200k_base` for OpenAI model
+/// * Tokenizer by the request's `model`: `o200k_base` for OpenAI model
 ///   families (the model id, lowercased, starts with `gpt-4o`, `gpt-4.1`,
-///   `gpt-5`, `o1`, `o3`, `o4` or `chatgpt`), `cl100k_base` for everything
-///   else (including a missing model). Text is encoded as ordinary text:
-///   special-token spellings count like any other characters.
+///   `gpt-5`, `o1`, `o3`, `o4` or `chatgpt`), encoding text as ordinary
+///   text (special-token spellings count like any other characters); for
+///   everything else (including a missing model) each text is
+///   `ceil(characters / 3.5)` tokens.
 /// * A request's input tokens are 3, plus
 ///   * the tokens of the JSON text of the `tools` array
 ///     (`serde_json::to_string` of the array as parsed), when it is present
@@ -70,7 +90,7 @@ pub fn count_text(model: &str, text: &str) -> u64 {
 pub fn count_request(wire: Wire, body: &Value) -> u64 {
     let model = body.get("model").and_then(Value::as_str).unwrap_or("");
     let counter = Counter {
-        bpe: encoding(model),
+        tokenizer: tokenizer(model),
     };
     let mut total = REQUEST_OVERHEAD;
     if let Some(tools) = body.get("tools")
@@ -98,6 +118,28 @@ pub fn count_request(wire: Wire, body: &Value) -> u64 {
     total
 }
 
+/// `text` cut to its longest start of at most `max` tokens (as the
+/// convention counts them for `model`), or `None` when it fits whole.
+pub(crate) fn cut_to(model: &str, text: &str, max: u64) -> Option<String> {
+    if count_text(model, text) <= max {
+        return None;
+    }
+    // The first `k` characters end where character `k` starts.
+    let starts: Vec<usize> = text.char_indices().map(|(at, _)| at).collect();
+    let prefix = |k: usize| &text[..starts.get(k).copied().unwrap_or(text.len())];
+    // The longest prefix that fits: count(prefix(low)) <= max always.
+    let (mut low, mut high) = (0, starts.len());
+    while low < high {
+        let mid = (low + high).div_ceil(2);
+        if count_text(model, prefix(mid)) <= max {
+            low = mid;
+        } else {
+            high = mid - 1;
+        }
+    }
+    Some(prefix(low).to_owned())
+}
+
 /// The most output tokens the request allows: `max_tokens`, or for OpenAI
 /// `max_completion_tokens` (which wins when both are given); 0 when absent or
 /// not a non-negative integer.
@@ -110,9 +152,9 @@ pub(crate) fn max_output_tokens(wire: Wire, body: &Value) -> u64 {
     .unwrap_or(0)
 }
 
-/// Counts with one encoding.
+/// Counts with one tokenizer.
 struct Counter {
-    bpe: &'static CoreBPE,
+    tokenizer: Tokenizer,
 }
 
 impl Counter {
@@ -120,7 +162,12 @@ impl Counter {
         if text.is_empty() {
             return 0;
         }
-        u64::try_from(self.bpe.encode_ordinary(text).len()).unwrap_or(u64::MAX)
+        match self.tokenizer {
+            Tokenizer::Bpe(bpe) => {
+                u64::try_from(bpe.encode_ordinary(text).len()).unwrap_or(u64::MAX)
+            }
+            Tokenizer::Chars => (text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as u64,
+        }
     }
 
     /// Tokens of a value's compact JSON text.
@@ -205,9 +252,8 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn encoding_follows_the_model_family() {
+    fn the_tokenizer_follows_the_model_family() {
         let o200k = tiktoken_rs::o200k_base_singleton();
-        let cl100k = tiktoken_rs::cl100k_base_singleton();
         for model in [
             "gpt-4o",
             "GPT-4o-mini",
@@ -218,31 +264,45 @@ mod tests {
             "o4-mini",
             "chatgpt-4o-latest",
         ] {
-            assert!(std::ptr::eq(encoding(model), o200k), "{model}");
+            assert!(
+                matches!(tokenizer(model), Tokenizer::Bpe(bpe) if std::ptr::eq(bpe, o200k)),
+                "{model}"
+            );
         }
         for model in ["gpt-4", "gpt-3.5-turbo", "claude-sonnet-4", "", "scripted"] {
-            assert!(std::ptr::eq(encoding(model), cl100k), "{model}");
+            assert!(matches!(tokenizer(model), Tokenizer::Chars), "{model}");
         }
-        // A text the two encodings split differently, so the choice shows.
+        // 39 characters (not bytes: the umlauts are one each).
         let text = "Übermäßig lange Wörter, 12345 — indeed!";
-        assert_ne!(
-            o200k.encode_ordinary(text).len(),
-            cl100k.encode_ordinary(text).len()
-        );
+        assert_eq!(text.chars().count(), 39);
         assert_eq!(
             count_text("gpt-4o", text),
             o200k.encode_ordinary(text).len() as u64
         );
-        assert_eq!(
-            count_text("claude", text),
-            cl100k.encode_ordinary(text).len() as u64
-        );
+        assert_eq!(count_text("claude", text), 12);
         assert_eq!(count_text("gpt-4o", ""), 0);
+        assert_eq!(count_text("claude", ""), 0);
+    }
+
+    #[test]
+    fn prose_counts_more_than_cl100k_and_code_less() {
+        // What makes the double honest: agentbus estimates with cl100k, and
+        // a real provider's count is sometimes higher, sometimes lower.
+        let cl100k = tiktoken_rs::cl100k_base_singleton();
+        let prose = "The quick brown fox jumps over the lazy dog, and then it rests by the river for a while.";
+        let code = "x[i]=y[j]+z[k]*2; 3.14159 != 2.71828 && 0x1F << 4;";
+        assert!(count_text("scripted", prose) > raw(cl100k, prose));
+        assert!(count_text("scripted", code) < raw(cl100k, code));
     }
 
     /// Tokens by the raw tokenizer, a route independent of [`Counter`].
     fn raw(bpe: &CoreBPE, text: &str) -> u64 {
         bpe.encode_ordinary(text).len() as u64
+    }
+
+    /// Characters / 3.5 rounded up, a route independent of [`Counter`].
+    fn chars(text: &str) -> u64 {
+        (text.chars().count() as u64 * 2).div_ceil(7)
     }
 
     #[test]
@@ -289,7 +349,6 @@ mod tests {
 
     #[test]
     fn anthropic_request_counts_every_piece() {
-        let bpe = tiktoken_rs::cl100k_base_singleton();
         let body = json!({
             "model": "claude-test",
             "max_tokens": 1024,
@@ -311,20 +370,19 @@ mod tests {
             ],
         });
         let expected = 3
-            + (4 + raw(bpe, "be brief") + raw(bpe, "and kind"))
-            + (4 + raw(bpe, "read a"))
-            + (4 + raw(bpe, "hmm")
-                + raw(bpe, "Reading.")
-                + raw(bpe, "read_file")
-                + raw(bpe, r#"{"max":3,"path":"a"}"#))
-            + (4 + raw(bpe, "alpha") + raw(bpe, "beta") + raw(bpe, "thanks"));
+            + (4 + chars("be brief") + chars("and kind"))
+            + (4 + chars("read a"))
+            + (4 + chars("hmm")
+                + chars("Reading.")
+                + chars("read_file")
+                + chars(r#"{"max":3,"path":"a"}"#))
+            + (4 + chars("alpha") + chars("beta") + chars("thanks"));
         assert_eq!(count_request(Wire::Anthropic, &body), expected);
         assert_eq!(max_output_tokens(Wire::Anthropic, &body), 1024);
     }
 
     #[test]
     fn string_system_and_empty_tools() {
-        let bpe = tiktoken_rs::cl100k_base_singleton();
         let body = json!({
             "model": "claude-test",
             "system": "be brief",
@@ -333,11 +391,24 @@ mod tests {
         });
         assert_eq!(
             count_request(Wire::Anthropic, &body),
-            3 + 4 + raw(bpe, "be brief") + 4 + raw(bpe, "hi")
+            3 + 4 + chars("be brief") + 4 + chars("hi")
         );
         // `system` is not a top-level key of OpenAI requests.
-        assert_eq!(count_request(Wire::OpenAi, &body), 3 + 4 + raw(bpe, "hi"));
+        assert_eq!(count_request(Wire::OpenAi, &body), 3 + 4 + chars("hi"));
         assert_eq!(max_output_tokens(Wire::OpenAi, &body), 0);
+    }
+
+    #[test]
+    fn a_text_over_the_output_cap_is_cut_where_it_fits() {
+        let text = "Grüße aus Köln, twelve words of text that go on and on.";
+        assert_eq!(cut_to("claude", text, 100), None);
+        let cut = cut_to("claude", text, 5).expect("cut");
+        assert!(text.starts_with(&cut));
+        assert_eq!(count_text("claude", &cut), 5);
+        assert_eq!(cut.chars().count(), 17, "5 tokens of 3.5 characters");
+        let cut = cut_to("gpt-4o", text, 3).expect("cut");
+        assert!(count_text("gpt-4o", &cut) <= 3 && text.starts_with(&cut));
+        assert_eq!(cut_to("claude", text, 0).as_deref(), Some(""));
     }
 
     #[test]

@@ -91,6 +91,21 @@ impl Turn {
             _ => fill(&spec.thinking, &mut value_of),
         };
         let model = wire::model(body);
+        // A real model stops at the request's output cap: with a
+        // `context_window` (the kit counting tokens) the text is cut there
+        // and the answer ends for its length, without its tool calls.
+        let mut text = text;
+        let mut tool_calls = spec.tool_calls.clone();
+        let mut finish_reason = spec.finish_reason.clone();
+        let cap = tokens::max_output_tokens(wire, body);
+        if counted.is_some()
+            && cap > 0
+            && let Some(cut) = tokens::cut_to(&model, &text, cap)
+        {
+            text = cut;
+            tool_calls.clear();
+            finish_reason = Some("length".to_owned());
+        }
         let usage = match counted {
             None => Usage {
                 input_tokens: spec
@@ -105,7 +120,7 @@ impl Turn {
             Some(input_tokens) => Usage {
                 input_tokens: spec.usage.input_tokens.unwrap_or(input_tokens),
                 output_tokens: spec.usage.output_tokens.unwrap_or_else(|| {
-                    spec.tool_calls
+                    tool_calls
                         .iter()
                         .map(|call| tokens::count_text(&model, &call.arguments))
                         .fold(
@@ -122,10 +137,10 @@ impl Turn {
             model,
             text,
             thinking,
-            tool_calls: spec.tool_calls.clone(),
+            tool_calls,
             chunk_size: spec.chunk_size,
             usage,
-            finish_reason: spec.finish_reason.clone(),
+            finish_reason,
         };
         (turn, problems)
     }

@@ -20,11 +20,12 @@ pub enum Input {
     /// The model call `request_id` streamed an event.
     Model { request_id: u64, event: ModelEvent },
     /// The model call `request_id` failed for good. `too_long`: the
-    /// provider refused the request as longer than its context window.
+    /// provider refused the request as longer than its context window,
+    /// with the sizes it stated.
     ModelFailed {
         request_id: u64,
         error: String,
-        too_long: bool,
+        too_long: Option<crate::model::ContextRefusal>,
     },
     /// One call of tool batch `batch_id` finished.
     ToolFinished {

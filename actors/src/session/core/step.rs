@@ -11,6 +11,7 @@ use super::permission::approval::{self, Settle};
 use super::permission::policy::{self, Verdict};
 use super::state::{QueuedInput, SessionState};
 use super::turn::{CallAttempt, PendingCall, Phase, Turn, Waiting};
+use crate::model::ContextRefusal;
 use crate::model::{GrantedCall, ModelEvent, ToolCall, ToolOutcome};
 use crate::protocol::context::{Compacted, CompactionTrigger};
 use crate::protocol::system::{McpServerChanged, Retrying, SessionStarted};
@@ -56,7 +57,7 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
             state.server_prompts = prompts;
             apply_catalog(state, tools, servers, &mut fx);
             if mcp_wait::observe(state, first_start) {
-                call_model(state, &mut fx);
+                call_model(state, now_ms, &mut fx);
             }
         }
         Input::ServersGiven { notices } => {
@@ -67,7 +68,7 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
         }
         Input::McpWaitTimedOut { turn_id } => {
             if mcp_wait::timed_out(state, turn_id, &mut fx) {
-                call_model(state, &mut fx);
+                call_model(state, now_ms, &mut fx);
             }
         }
         Input::Approval {
@@ -363,7 +364,7 @@ fn start_turn(
 ) {
     open_turn(state, id, user, run_as, now_ms, fx);
     if !mcp_wait::holds(state, id, fx) {
-        call_model(state, fx);
+        call_model(state, now_ms, fx);
     }
 }
 
@@ -545,24 +546,49 @@ fn finish_attaching(
     } else if command {
         end_turn(state, StopReason::EndTurn, None, now_ms, fx);
     } else if !mcp_wait::holds(state, turn_id, fx) {
-        call_model(state, fx);
+        call_model(state, now_ms, fx);
     }
 }
 
 /// Make the turn's next model call with the model's view of the
 /// conversation — or, when the view passed `auto_compact_at`, compact first
-/// (at most once per call).
-fn call_model(state: &mut SessionState, fx: &mut Vec<Effect>) {
+/// (at most once per call); or, when even the current turn alone cannot
+/// fit, end the turn saying so, having sent nothing.
+fn call_model(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
+    call_model_after(state, CompactionTrigger::Auto, now_ms, fx);
+}
+
+/// [`call_model`], saying `trigger` should a compaction run first.
+fn call_model_after(
+    state: &mut SessionState,
+    trigger: CompactionTrigger,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
     let Some(turn) = state.turn.as_ref() else {
         return;
     };
     let turn_id = turn.id;
-    let (allow_compaction, squeeze) = (!turn.call.compacted, turn.call.retried_overflow);
-    match context::prepare(state, allow_compaction, squeeze) {
+    let allow_compaction = !turn.call.compacted;
+    match context::prepare(state, allow_compaction) {
         Next::Compact(plan) => {
-            start_compaction(state, turn_id, CompactionTrigger::Auto, plan, false, fx);
+            start_compaction(state, turn_id, trigger, plan, false, fx);
+        }
+        Next::TooLong(why) => {
+            emit(
+                fx,
+                Some(turn_id),
+                AgentMessage::Error(ErrorEvent {
+                    kind: ErrorKind::Context,
+                    message: why.clone(),
+                }),
+            );
+            end_turn(state, StopReason::Error, Some(why), now_ms, fx);
         }
         Next::Call(prepared) => {
+            if let Some(text) = prepared.warning {
+                emit(fx, Some(turn_id), notice(text));
+            }
             let warned = state.turn.as_ref().is_some_and(|t| t.warned_over_budget);
             if !warned && !prepared.notices.is_empty() {
                 for text in prepared.notices {
@@ -628,6 +654,7 @@ fn start_compaction(
     );
     state.compacting = Some(CompactionCall {
         request_id,
+        profile: plan.request.profile.clone(),
         input_id,
         trigger,
         first_kept: plan.first_kept,
@@ -651,7 +678,12 @@ fn start_compaction(
 
 /// One event of the summarising call: only its text and usage matter (its
 /// thinking, if the model thinks, is not the summary).
-fn on_compaction_event(state: &mut SessionState, event: ModelEvent, fx: &mut Vec<Effect>) {
+fn on_compaction_event(
+    state: &mut SessionState,
+    event: ModelEvent,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
     let Some(call) = state.compacting.as_mut() else {
         return;
     };
@@ -677,7 +709,7 @@ fn on_compaction_event(state: &mut SessionState, event: ModelEvent, fx: &mut Vec
                 AgentMessage::System(SystemEvent::new(message, &retrying)),
             );
         }
-        ModelEvent::Finished { .. } => finish_compaction(state, fx),
+        ModelEvent::Finished { .. } => finish_compaction(state, now_ms, fx),
         ModelEvent::BlockStart { .. }
         | ModelEvent::ThinkingDelta { .. }
         | ModelEvent::ThinkingSignature { .. }
@@ -688,22 +720,34 @@ fn on_compaction_event(state: &mut SessionState, event: ModelEvent, fx: &mut Vec
 }
 
 /// The summary is written: it stands for the older turns from now on.
-fn finish_compaction(state: &mut SessionState, fx: &mut Vec<Effect>) {
+fn finish_compaction(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
     let Some(call) = state.compacting.take() else {
         return;
     };
     let summary = call.text.trim().to_string();
     if summary.is_empty() {
-        compaction_failed(state, call, "the model wrote an empty summary", fx);
+        compaction_failed(state, call, "the model wrote an empty summary", now_ms, fx);
         return;
     }
     state.count_call(call.usage);
-    state.context.summary = Some(Summary {
+    let previous = state.context.summary.replace(Summary {
         first_kept: call.first_kept,
         text: summary.clone(),
     });
-    state.context.compactions += 1;
     let tokens_after = context::tokens_after(state);
+    if tokens_after >= call.tokens_before {
+        // A summary that does not shorten the request is worse than none:
+        // the oldest turns are left out instead.
+        state.context.summary = previous;
+        let text = format!(
+            "The summary would not have made the request smaller (about {} → {} tokens), so it was not kept; the oldest turns are left out of the model's view instead.",
+            call.tokens_before, tokens_after
+        );
+        emit(fx, Some(call.input_id), notice(text));
+        resume_after_compaction(state, call.input_id, now_ms, fx);
+        return;
+    }
+    state.context.compactions += 1;
     let (first_seq, last_seq) = state.context.seqs.span(call.first_new, call.first_kept);
     let compacted = Compacted {
         trigger: call.trigger,
@@ -726,7 +770,7 @@ fn finish_compaction(state: &mut SessionState, fx: &mut Vec<Effect>) {
         Some(call.input_id),
         AgentMessage::System(SystemEvent::new(message, &compacted)),
     );
-    resume_after_compaction(state, call.input_id, fx);
+    resume_after_compaction(state, call.input_id, now_ms, fx);
 }
 
 /// The summary could not be had: the turn goes on with the oldest turns
@@ -735,6 +779,7 @@ fn compaction_failed(
     state: &mut SessionState,
     call: CompactionCall,
     reason: &str,
+    now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
     let text = if state.turn.as_ref().is_some_and(|t| t.id == call.input_id) {
@@ -745,12 +790,17 @@ fn compaction_failed(
         format!("Compaction failed ({reason}); the conversation is unchanged.")
     };
     emit(fx, Some(call.input_id), notice(text));
-    resume_after_compaction(state, call.input_id, fx);
+    resume_after_compaction(state, call.input_id, now_ms, fx);
 }
 
-fn resume_after_compaction(state: &mut SessionState, input_id: InputId, fx: &mut Vec<Effect>) {
+fn resume_after_compaction(
+    state: &mut SessionState,
+    input_id: InputId,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
     if state.turn.as_ref().is_some_and(|t| t.id == input_id) {
-        call_model(state, fx);
+        call_model(state, now_ms, fx);
     } else if state.pending_command == Some(input_id) {
         state.pending_command = None;
     }
@@ -768,7 +818,7 @@ fn on_model_event(
         .as_ref()
         .is_some_and(|c| c.request_id == request_id)
     {
-        on_compaction_event(state, event, fx);
+        on_compaction_event(state, event, now_ms, fx);
         return;
     }
     let include_partial = state.config.include_partial_messages;
@@ -1269,7 +1319,7 @@ fn continue_after_tools(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effe
     if turn.steps >= state.max_steps() {
         end_turn(state, StopReason::MaxSteps, None, now_ms, fx);
     } else {
-        call_model(state, fx);
+        call_model(state, now_ms, fx);
     }
 }
 
@@ -1399,23 +1449,31 @@ fn on_model_failed(
     state: &mut SessionState,
     request_id: u64,
     error: String,
-    too_long: bool,
+    too_long: Option<ContextRefusal>,
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
     if let Some(call) = state.compacting.take_if(|c| c.request_id == request_id) {
-        // Too long itself: quote less of the conversation, once.
-        let shorter = (too_long && !call.shortened)
-            .then(|| {
-                let cap = call.quoted_tokens * 6 / 10;
-                context::plan_compaction(state, call.focus.as_deref(), Some(cap))
-            })
-            .flatten();
+        // Too long itself: learn the window, and quote less, once.
+        let shorter = too_long.filter(|_| !call.shortened).and_then(|refusal| {
+            let window_only = ContextRefusal {
+                input_tokens: None,
+                ..refusal
+            };
+            context::learn_refusal(state, &call.profile, &window_only, None);
+            let cap = match (refusal.input_tokens, refusal.input_budget(0)) {
+                (Some(counted), Some(budget)) if counted > 0 => {
+                    call.quoted_tokens.saturating_mul(budget) / counted * 8 / 10
+                }
+                _ => call.quoted_tokens * 6 / 10,
+            };
+            context::plan_compaction(state, call.focus.as_deref(), Some(cap))
+        });
         match shorter {
             Some(plan) => {
                 start_compaction(state, call.input_id, call.trigger, plan, true, fx);
             }
-            None => compaction_failed(state, call, &error, fx),
+            None => compaction_failed(state, call, &error, now_ms, fx),
         }
         return;
     }
@@ -1445,9 +1503,15 @@ fn on_model_failed(
             }),
         );
     }
-    if too_long && !turn.call.retried_overflow {
-        retry_shorter(state, &error, fx);
-        return;
+    if let Some(refusal) = too_long {
+        if !turn.call.retried_overflow {
+            retry_shorter(state, &error, &refusal, now_ms, fx);
+            return;
+        }
+        // The retry was refused too: what it said still counts for the
+        // next turn.
+        let (model, counted) = (state.model.clone(), turn.call.counted);
+        context::learn_refusal(state, &model, &refusal, counted);
     }
     emit(
         fx,
@@ -1460,17 +1524,28 @@ fn on_model_failed(
     end_turn(state, StopReason::Error, Some(error), now_ms, fx);
 }
 
-/// The provider refused the request as too long: compact (when the
-/// strategy summarises and no compaction ran for this call) or prune
-/// harder, then try exactly once more.
-fn retry_shorter(state: &mut SessionState, error: &str, fx: &mut Vec<Effect>) {
+/// The provider refused the request as too long: learn what it said (its
+/// count and its window win over our estimates), then plan the call again —
+/// compacting first when the older turns are worth it and no compaction ran
+/// for this call — and try exactly once more. A refusal that says nothing
+/// makes every estimate count higher, and the window smaller than our count
+/// of the refused request.
+fn retry_shorter(
+    state: &mut SessionState,
+    error: &str,
+    refusal: &ContextRefusal,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
     let Some(turn) = state.turn.as_mut() else {
         return;
     };
     turn.call.retried_overflow = true;
-    let (turn_id, compacted) = (turn.id, turn.call.compacted);
-    // Our estimate said it fitted: count higher from now on.
-    state.context.ledger.distrust();
+    let (turn_id, counted) = (turn.id, turn.call.counted);
+    let model = state.model.clone();
+    if !context::learn_refusal(state, &model, refusal, counted) {
+        state.context.ledger.distrust();
+    }
     emit(
         fx,
         Some(turn_id),
@@ -1478,16 +1553,7 @@ fn retry_shorter(state: &mut SessionState, error: &str, fx: &mut Vec<Effect>) {
             "The provider refused the request as too long ({error}); shortening the model's view and trying once more."
         )),
     );
-    let summarize = context::config(state).strategy() == crate::protocol::Strategy::Summarize
-        && state.context.custom.is_none();
-    if summarize
-        && !compacted
-        && let Some(plan) = context::plan_compaction(state, None, None)
-    {
-        start_compaction(state, turn_id, CompactionTrigger::Overflow, plan, false, fx);
-        return;
-    }
-    call_model(state, fx);
+    call_model_after(state, CompactionTrigger::Overflow, now_ms, fx);
 }
 
 fn end_turn(

@@ -592,7 +592,7 @@ fn every_accepted_query_gets_exactly_one_result() {
     let r3 = model_calls(&h.effects).last().unwrap().0;
     h.feed(Input::ModelFailed {
         request_id: r3,
-        too_long: false,
+        too_long: None,
         error: "provider down".into(),
     });
     let mut result_turns: Vec<InputId> = h
@@ -633,7 +633,7 @@ fn provider_failure_emits_error_then_result_and_discards_partial_text() {
     );
     let fx = h.feed(Input::ModelFailed {
         request_id: req,
-        too_long: false,
+        too_long: None,
         error: "HTTP 401".into(),
     });
     let events = messages(&fx);
@@ -1082,7 +1082,7 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
             1 => {
                 h.feed(Input::ModelFailed {
                     request_id,
-                    too_long: false,
+                    too_long: None,
                     error: "down".into(),
                 });
             }
@@ -1113,7 +1113,7 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
                 1 => {
                     h.feed(Input::ModelFailed {
                         request_id,
-                        too_long: false,
+                        too_long: None,
                         error: "down".into(),
                     });
                 }
@@ -1260,14 +1260,19 @@ fn last_user_text(request: &crate::model::ModelRequest) -> String {
 
 #[test]
 fn passing_auto_compact_at_compacts_once_then_calls_with_the_summary() {
-    let mut h = limited(400);
-    h.query(&words("first", 200));
+    let mut h = limited(800);
+    h.query(&words("first", 300));
     let first = model_calls(&h.effects)[0].0;
     h.answer(first, "noted", &[]);
     let calls_before = model_calls(&h.effects).len();
     h.query(&format!("second {}", words("late", 10)));
     let calls = model_calls(&h.effects)[calls_before..].to_vec();
-    assert_eq!(calls.len(), 1, "one call: the compaction");
+    assert_eq!(
+        calls.len(),
+        1,
+        "one call: the compaction: {:#?}",
+        h.events()
+    );
     let (compaction_id, compaction) = &calls[0];
     assert!(
         compaction.tools.is_empty(),
@@ -1315,7 +1320,7 @@ fn passing_auto_compact_at_compacts_once_then_calls_with_the_summary() {
     h.answer(next_id, "done", &[]);
     let result = h.results().pop().expect("result");
     assert_eq!(result.stop_reason, StopReason::EndTurn);
-    assert!(result.context.is_some_and(|c| c.limit == Some(400)));
+    assert!(result.context.is_some_and(|c| c.limit == Some(800)));
     assert_eq!(h.state().history.len(), 4, "the history keeps everything");
     assert_history_valid(&h.state().history);
 }
@@ -1324,7 +1329,7 @@ fn passing_auto_compact_at_compacts_once_then_calls_with_the_summary() {
 fn a_context_length_refusal_compacts_and_retries_exactly_once() {
     let mut h = Harness::new(); // no limit known: only the provider can tell
     for n in 0..3 {
-        h.query(&format!("turn {n}"));
+        h.query(&format!("turn {n}: {}", words("w", 300)));
         let id = model_calls(&h.effects).last().expect("call").0;
         h.answer(id, "ok", &[]);
     }
@@ -1333,8 +1338,12 @@ fn a_context_length_refusal_compacts_and_retries_exactly_once() {
     let (first, _) = model_calls(&h.effects).last().cloned().expect("call");
     h.feed(Input::ModelFailed {
         request_id: first,
-        error: "prompt is too long: 9000 tokens > 8000 maximum".into(),
-        too_long: true,
+        error: "prompt is too long: 3000 tokens > 2000 maximum".into(),
+        too_long: Some(crate::model::ContextRefusal {
+            input_tokens: Some(3000),
+            window: Some(2000),
+            ..Default::default()
+        }),
     });
     let (compaction, request) = model_calls(&h.effects).last().cloned().expect("compaction");
     assert!(request.tools.is_empty());
@@ -1353,7 +1362,7 @@ fn a_context_length_refusal_compacts_and_retries_exactly_once() {
     h.feed(Input::ModelFailed {
         request_id: retry,
         error: "prompt is too long".into(),
-        too_long: true,
+        too_long: Some(Default::default()),
     });
     assert_eq!(
         model_calls(&h.effects).len() - before,
@@ -1366,9 +1375,192 @@ fn a_context_length_refusal_compacts_and_retries_exactly_once() {
 }
 
 #[test]
-fn a_failed_compaction_falls_back_to_dropping_old_turns_and_says_so() {
+fn a_refusal_that_states_the_window_bounds_the_retry_and_every_later_turn() {
+    let mut h = Harness::new(); // the profile says no window
+    h.report_usage = false;
+    for n in 0..4 {
+        h.query(&format!("turn {n}: {}", words("w", 150)));
+        let id = model_calls(&h.effects).last().expect("call").0;
+        h.answer(id, "ok", &[]);
+    }
+    let estimate = crate::session::core::context::report(&mut h.state).used;
+    h.query("turn 4");
+    let (first, _) = model_calls(&h.effects).last().cloned().expect("call");
+    // The provider counts a third more than we do, in a window of 1,200.
+    let counted = estimate * 4 / 3;
+    h.feed(Input::ModelFailed {
+        request_id: first,
+        error: format!("prompt is too long: {counted} tokens > 1200 maximum"),
+        too_long: Some(crate::model::ContextRefusal {
+            input_tokens: Some(counted),
+            window: Some(1200),
+            ..Default::default()
+        }),
+    });
+    assert_eq!(crate::session::core::context::limit(h.state()), Some(1200));
+    // However the retry is made (a compaction first, or fewer turns), the
+    // provider's count of it fits now.
+    let mut calls = model_calls(&h.effects).len();
+    loop {
+        let (id, request) = model_calls(&h.effects).last().cloned().expect("call");
+        let report = crate::session::core::context::report(&mut h.state);
+        assert!(report.used <= 1200, "{report:?}");
+        if request.tools.is_empty() {
+            h.answer(id, "SUMMARY: four turns of words", &[]);
+        } else {
+            assert_eq!(last_user_text(&request), "turn 4");
+            h.answer(id, "done", &[]);
+            break;
+        }
+        assert!(model_calls(&h.effects).len() > calls, "a call follows");
+        calls = model_calls(&h.effects).len();
+    }
+    assert_eq!(
+        h.results().pop().map(|r| r.stop_reason),
+        Some(StopReason::EndTurn)
+    );
+    // The next turn is planned inside the learnt window at once.
+    h.query(&format!("turn 5: {}", words("v", 150)));
+    let (_, request) = model_calls(&h.effects).last().cloned().expect("call");
+    assert!(!request.tools.is_empty());
+    assert!(crate::session::core::context::report(&mut h.state).used <= 1200);
+}
+
+#[test]
+fn a_message_too_long_for_the_window_is_refused_before_anything_is_sent() {
+    let mut h = limited(300);
+    h.query("hello");
+    let id = model_calls(&h.effects).last().expect("call").0;
+    h.answer(id, "hi", &[]);
+    let calls = model_calls(&h.effects).len();
+    h.query(&words("huge", 400));
+    assert_eq!(model_calls(&h.effects).len(), calls, "nothing was sent");
+    let error = h
+        .events()
+        .into_iter()
+        .rev()
+        .find_map(|m| match m {
+            AgentMessage::Error(e) => Some(e),
+            _ => None,
+        })
+        .expect("an error event");
+    assert_eq!(error.kind, crate::protocol::ErrorKind::Context);
+    assert!(
+        error.message.contains("This message does not fit")
+            && error.message.contains("tool definitions")
+            && error
+                .message
+                .contains("Ways out: a profile with a larger window"),
+        "{}",
+        error.message
+    );
+    let result = h.results().pop().expect("result");
+    assert_eq!(result.stop_reason, StopReason::Error);
+    assert!(!h.state().is_busy());
+    // The session lives on: a message that fits is answered (the one that
+    // did not is summarised with the older turns, or left out).
+    h.query("short again");
+    let (mut id, mut request) = model_calls(&h.effects).last().cloned().expect("call");
+    if request.tools.is_empty() {
+        h.answer(
+            id,
+            "SUMMARY: a greeting, then a message too long to send",
+            &[],
+        );
+        (id, request) = model_calls(&h.effects).last().cloned().expect("call");
+    }
+    assert!(
+        !request
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::User { text, .. } if text.starts_with("huge0"))),
+        "{:?}",
+        request.messages
+    );
+    assert_eq!(last_user_text(&request), "short again");
+    h.answer(id, "fine", &[]);
+    assert_eq!(
+        h.results().pop().map(|r| r.stop_reason),
+        Some(StopReason::EndTurn),
+        "{:#?}",
+        h.events()
+    );
+    assert_history_valid(&h.state().history);
+}
+
+#[test]
+fn tool_definitions_over_half_the_window_are_said_once() {
     let mut h = limited(400);
-    h.query(&words("first", 200));
+    let tools = vec![ToolSpec {
+        name: "bash".into(),
+        description: words("describe", 120),
+        input_schema: json!({"type": "object"}),
+        origin: ToolOrigin::Builtin,
+    }];
+    h.state.tools = std::sync::Arc::new(tools);
+    for n in 0..2 {
+        h.query(&format!("q{n}"));
+        let id = model_calls(&h.effects).last().expect("call").0;
+        h.answer(id, "ok", &[]);
+    }
+    let said: Vec<_> = system_events(&h, SystemSubtype::Notice)
+        .into_iter()
+        .filter(|n| n.message.contains("tool definitions take about"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].message.contains("`tools = [...]`"),
+        "{}",
+        said[0].message
+    );
+    let report = crate::session::core::context::report(&mut h.state);
+    assert_eq!(report.warnings.len(), 1, "{report:?}");
+    assert!(
+        report.safety_margin > 0 && report.safety_margin < 40,
+        "a tenth of what only we counted: {report:?}"
+    );
+}
+
+#[test]
+fn a_summary_that_would_not_shorten_the_request_is_not_kept() {
+    let mut h = limited(800);
+    h.query(&words("first", 300));
+    let first = model_calls(&h.effects)[0].0;
+    h.answer(first, "noted", &[]);
+    h.query("second");
+    let (compaction, request) = model_calls(&h.effects).last().cloned().expect("compaction");
+    assert!(request.tools.is_empty());
+    assert!(
+        request.max_output_tokens.is_some_and(|cap| cap <= 128),
+        "the summary is capped: {:?}",
+        request.max_output_tokens
+    );
+    // A model that ignores the cap (a real one would stop at it).
+    h.answer(compaction, &words("summary", 400), &[]);
+    assert!(system_events(&h, SystemSubtype::Compacted).is_empty());
+    assert!(h.state().context.summary.is_none());
+    assert!(
+        system_events(&h, SystemSubtype::Notice).iter().any(|n| n
+            .message
+            .contains("would not have made the request smaller")),
+        "{:?}",
+        system_events(&h, SystemSubtype::Notice)
+    );
+    let (next, request) = model_calls(&h.effects).last().cloned().expect("the call");
+    assert!(!request.tools.is_empty());
+    assert!(!request.system_prompt.contains("summary0"));
+    assert_eq!(last_user_text(&request), "second");
+    h.answer(next, "done", &[]);
+    assert_eq!(
+        h.results().pop().map(|r| r.stop_reason),
+        Some(StopReason::EndTurn)
+    );
+}
+
+#[test]
+fn a_failed_compaction_falls_back_to_dropping_old_turns_and_says_so() {
+    let mut h = limited(800);
+    h.query(&words("first", 300));
     let first = model_calls(&h.effects)[0].0;
     h.answer(first, "noted", &[]);
     h.query("second");
@@ -1376,7 +1568,7 @@ fn a_failed_compaction_falls_back_to_dropping_old_turns_and_says_so() {
     h.feed(Input::ModelFailed {
         request_id: compaction,
         error: "prompt is too long".into(),
-        too_long: true,
+        too_long: Some(Default::default()),
     });
     // Too long itself: retried once, quoting less.
     let (shortened, request) = model_calls(&h.effects).last().cloned().expect("shortened");
@@ -1392,7 +1584,7 @@ fn a_failed_compaction_falls_back_to_dropping_old_turns_and_says_so() {
     h.feed(Input::ModelFailed {
         request_id: shortened,
         error: "prompt is too long".into(),
-        too_long: true,
+        too_long: Some(Default::default()),
     });
     let compaction = shortened;
     let notices = system_events(&h, SystemSubtype::Notice);
@@ -1421,7 +1613,7 @@ fn a_failed_compaction_falls_back_to_dropping_old_turns_and_says_so() {
 fn compact_command_summarises_with_its_focus_and_answers_the_command() {
     let mut h = Harness::new();
     for n in 0..2 {
-        h.query(&format!("turn {n}"));
+        h.query(&format!("turn {n}: {}", words("w", 60)));
         let id = model_calls(&h.effects).last().expect("call").0;
         h.answer(id, "ok", &[]);
     }
@@ -1451,6 +1643,13 @@ fn compact_command_summarises_with_its_focus_and_answers_the_command() {
     let (_, next) = model_calls(&h.effects).last().cloned().expect("after");
     assert_eq!(last_user_text(&next), "after");
     assert!(next.system_prompt.contains("SUMMARY"));
+    assert!(
+        !next
+            .messages
+            .iter()
+            .any(|m| matches!(m, Message::User { text, .. } if text.starts_with("turn 0"))),
+        "turn 0 is summarised"
+    );
     assert_eq!(
         next.messages.len(),
         3,
@@ -1690,8 +1889,8 @@ fn shutdown_cancels_the_turn_and_answers_every_queued_input() {
 
 #[test]
 fn a_fork_before_the_compaction_folds_to_the_uncompacted_conversation() {
-    let mut h = limited(400);
-    h.query(&words("first", 200));
+    let mut h = limited(800);
+    h.query(&words("first", 300));
     let first = model_calls(&h.effects)[0].0;
     h.answer(first, "noted", &[]);
     h.query("second");

@@ -278,15 +278,34 @@ async fn anthropic_oversize_request_gets_prompt_too_long() {
     )
     .await;
     assert_eq!(reply.status, 400);
-    let budget = window - max_tokens;
     assert_eq!(
         reply.json(),
         json!({"type": "error", "error": {
             "type": "invalid_request_error",
-            "message": format!("prompt is too long: {prompt} tokens > {budget} maximum"),
+            "message": format!(
+                "input length and `max_tokens` exceed context limit: {prompt} + {max_tokens} > {window}, \
+                 decrease input length or `max_tokens` and try again"
+            ),
         }})
     );
     assert_eq!(server.remaining_responses(), 1, "nothing was consumed");
+
+    // The prompt alone over the window is "prompt is too long".
+    let small = ScriptedModel::start(script(&format!(
+        "context_window = {}\n[[response]]\ntext = 'fits'\n",
+        prompt - 1
+    )))
+    .await
+    .unwrap();
+    let reply = post(small.addr(), "/v1/messages", &anthropic_request(&user, 1)).await;
+    assert_eq!(reply.status, 400);
+    assert_eq!(
+        reply.json()["error"]["message"],
+        format!(
+            "prompt is too long: {prompt} tokens > {} maximum",
+            prompt - 1
+        )
+    );
 
     let reply = post(
         server.addr(),

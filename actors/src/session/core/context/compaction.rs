@@ -24,6 +24,8 @@ pub struct Summary {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CompactionCall {
     pub request_id: u64,
+    /// The profile that writes the summary.
+    pub profile: String,
     /// The turn or the `/compact` command it belongs to.
     pub input_id: InputId,
     pub trigger: CompactionTrigger,

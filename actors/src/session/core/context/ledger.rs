@@ -201,6 +201,12 @@ impl Ledger {
         }
     }
 
+    /// Whether the provider's count of a request with `fingerprint` is
+    /// known (its system prompt and tools are then counted as it counts).
+    pub fn knows_overhead(&self, fingerprint: u64) -> bool {
+        matches!(self.overhead, Some((key, _)) if key == fingerprint)
+    }
+
     /// The provider refused a request our estimate said would fit: count
     /// higher from now on.
     pub fn distrust(&mut self) {

@@ -10,12 +10,20 @@
 //!    sent whole — decided on a free byte bound, so short sessions never
 //!    load the tokenizer;
 //! 3. otherwise old tool outputs become one-line markers (the cheap tier),
-//!    then the `summarize` strategy asks for a compaction, and every
-//!    strategy drops whole turns until the request fits ([`view`]); the
-//!    recent turns are always sent.
+//!    then the `summarize` strategy asks for a compaction (when the older
+//!    turns are worth a model call), and every strategy drops whole turns
+//!    until the request fits — the recent turns too when they do not fit,
+//!    and at last the current turn's own tool outputs are shortened
+//!    ([`view`]);
+//! 4. a request that cannot fit even so (the newest message alone is too
+//!    long) is never sent: the turn ends saying so, with the sizes.
 //!
 //! Token figures are the [`Ledger`]'s: each message counted once, scaled by
-//! the calibration learnt from the provider's own counts.
+//! the calibration learnt from the provider's own counts; a `safety_margin`
+//! of the budget is held back for what calibration cannot know. When a
+//! provider refuses a request as too long and states its figures, they win
+//! ([`learn_refusal`]): its count calibrates the ledger and its window
+//! bounds every later request.
 //!
 //! Pure like the rest of the core: it never does I/O and never awaits.
 
@@ -27,7 +35,7 @@ pub mod state;
 pub mod view;
 
 use super::state::SessionState;
-use crate::model::ModelRequest;
+use crate::model::{ContextRefusal, ModelRequest};
 use crate::protocol::context::{ContextReport, InstructionSource};
 use crate::protocol::{ContentBlock, ContextConfig, Message, PermissionMode, Strategy};
 use crate::tokens::{self, Encoding};
@@ -51,14 +59,19 @@ pub fn config(state: &SessionState) -> ContextConfig {
 }
 
 /// The token budget of a request to `profile`: `[context] max_tokens`, else
-/// its context window minus its output cap; `None` when neither is known.
+/// its context window minus its output cap — and never more than its
+/// provider said it takes; `None` when none of these is known.
 pub fn limit_for(state: &SessionState, profile: &str, config: &ContextConfig) -> Option<u64> {
-    if let Some(max) = config.max_tokens {
-        return Some(max);
+    let configured = config.max_tokens.or_else(|| {
+        let info = state.config.models.iter().find(|m| m.name == profile)?;
+        let window = info.context_window?;
+        Some(window.saturating_sub(u64::from(info.max_output_tokens.unwrap_or(0))))
+    });
+    let learnt = state.context.learnt.input_budgets.get(profile).copied();
+    match (configured, learnt) {
+        (Some(configured), Some(learnt)) => Some(configured.min(learnt)),
+        (configured, learnt) => configured.or(learnt),
     }
-    let info = state.config.models.iter().find(|m| m.name == profile)?;
-    let window = info.context_window?;
-    Some(window.saturating_sub(u64::from(info.max_output_tokens.unwrap_or(0))))
 }
 
 /// The budget of the session's requests.
@@ -66,11 +79,81 @@ pub fn limit(state: &SessionState) -> Option<u64> {
     limit_for(state, &state.model, &config(state))
 }
 
-/// The next request, or the compaction to run before it.
+/// The output cap of `profile` (0 when it sets none).
+fn output_cap(state: &SessionState, profile: &str) -> u64 {
+    state
+        .config
+        .models
+        .iter()
+        .find(|m| m.name == profile)
+        .and_then(|m| m.max_output_tokens)
+        .map_or(0, u64::from)
+}
+
+/// The most a summary may take: a tenth of the budget (at least 128
+/// tokens), and never more than the profile's output cap.
+pub fn summary_cap(limit: u64, profile_cap: u64) -> u64 {
+    let cap = (limit / 10).max(128);
+    if profile_cap > 0 {
+        cap.min(profile_cap)
+    } else {
+        cap
+    }
+}
+
+/// The provider refused the last request to `profile` as too long: what it
+/// said wins over our estimates. Its window bounds every later request to
+/// the profile, and its count of the request calibrates the ledger
+/// (`counted`: what that request's count calibrates; `None` when it was not
+/// counted, and then the history — unchanged since — is counted now).
+/// Whether it said anything to learn from.
+pub fn learn_refusal(
+    state: &mut SessionState,
+    profile: &str,
+    refusal: &ContextRefusal,
+    counted: Option<(u64, u64)>,
+) -> bool {
+    let stated = refusal.input_budget(output_cap(state, profile));
+    let said = refusal.input_tokens.is_some() || stated.is_some();
+    // What the refused request was by our count (the history is as it was
+    // when the request was made).
+    let assessment = assess(state, true);
+    let estimate = assessment.fixed() + assessment.weighed.as_ref().map_or(0, |(_, p)| p.tokens);
+    if let Some(tokens) = refusal.input_tokens {
+        let (fingerprint, messages) = counted.unwrap_or_else(|| {
+            let messages = assessment.weighed.as_ref().map_or(0, |(_, p)| p.tokens);
+            (
+                assessment.fingerprint,
+                raw_messages(state, &assessment, messages),
+            )
+        });
+        state.context.ledger.observe(fingerprint, messages, tokens);
+    }
+    // Said or not, the window is smaller than that request: without a
+    // figure, assume a tenth smaller than our count of it.
+    let budget = stated.unwrap_or(estimate - estimate / 10);
+    let budgets = &mut state.context.learnt.input_budgets;
+    let known = budgets.entry(profile.to_string()).or_insert(budget);
+    *known = (*known).min(budget);
+    said
+}
+
+/// Our uncalibrated count of a request's messages and summary, from its
+/// calibrated estimate: what the provider's count of it calibrates.
+fn raw_messages(state: &SessionState, assessment: &Assessment, tokens: u64) -> u64 {
+    let correction = state.context.ledger.correction;
+    (tokens as f64 / correction).round() as u64 + assessment.summary_raw
+}
+
+/// The next request, the compaction to run before it, or why nothing can
+/// be sent.
 #[derive(Debug)]
 pub enum Next {
     Call(Prepared),
     Compact(CompactionPlan),
+    /// The current turn cannot fit even alone, its tool outputs
+    /// shortened: what to tell the user (the sizes, and the ways out).
+    TooLong(String),
 }
 
 /// A request ready to send.
@@ -80,8 +163,11 @@ pub struct Prepared {
     /// What the provider's count of the request calibrates, when it was
     /// counted: its fingerprint and our count of its messages.
     pub counted: Option<(u64, u64)>,
-    /// What the user should be told about it.
+    /// What the user should be told about it, once per turn.
     pub notices: Vec<String>,
+    /// What the user should be told about the session, once (the tool
+    /// definitions crowd the window).
+    pub warning: Option<String>,
 }
 
 /// A compaction to run: the summarising request and what it will cover.
@@ -112,6 +198,10 @@ struct Assessment {
     /// count of the summary.
     fingerprint: u64,
     summary_raw: u64,
+    /// The budget before the fixed part and the margin came off.
+    limit: Option<u64>,
+    /// Tokens held back (`safety_margin` of what only we counted).
+    margin: u64,
     limits: Limits,
     /// `None`: the byte bound fits, nothing was counted.
     weighed: Option<(Vec<u64>, Plan)>,
@@ -123,9 +213,9 @@ impl Assessment {
     }
 }
 
-/// Weigh the next request. `squeeze` shrinks the budget (after the
-/// provider refused a request our estimate said would fit).
-fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessment {
+/// Weigh the next request (`force_count`: count even when the free byte
+/// bound fits).
+fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
     let config = config(state);
     let encoding = Encoding::for_model(
         state
@@ -161,7 +251,8 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         planning.unwrap_or_default(),
         summary_block.as_deref().unwrap_or_default()
     );
-    let limit = limit(state).map(|l| if squeeze { l * 7 / 10 } else { l });
+    let full = limit(state);
+    let limit = full;
     let budget = limit.unwrap_or(u64::MAX);
     let trim_at = (budget as f64 * config.auto_compact_at()) as u64;
     let mut limits = Limits {
@@ -197,6 +288,8 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
             summary_tokens: 0,
             fingerprint: 0,
             summary_raw: 0,
+            limit: full,
+            margin: 0,
             limits,
             weighed: None,
         };
@@ -216,9 +309,22 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         .as_deref()
         .map_or(0, |block| ledger.raw_text_tokens(block));
     let summary_tokens = ledger.calibrated(summary_raw);
-    let fixed = base_fixed + summary_tokens;
-    limits.budget = budget.saturating_sub(fixed);
-    limits.trim_at = trim_at.saturating_sub(fixed);
+    // The safety margin covers what only we counted: the messages, the
+    // summary, and the system prompt and tools until the provider has
+    // counted them.
+    let share = config.safety_margin();
+    let ours = |tokens: u64| tokens + (tokens as f64 * share).ceil() as u64;
+    let fixed = if ledger.knows_overhead(fingerprint) {
+        base_fixed + ours(summary_tokens)
+    } else {
+        ours(base_fixed + summary_tokens)
+    };
+    let room = |total: u64| (total.saturating_sub(fixed) as f64 / (1.0 + share)) as u64;
+    limits.budget = room(budget);
+    limits.trim_at = room(trim_at);
+    let margin = limit.map_or(0, |l| {
+        l.saturating_sub(base_fixed + summary_tokens + limits.budget)
+    });
     let costs = ledger.estimates(&state.history, start);
     let plan = view::plan(&state.history, start, &costs, &limits);
     Assessment {
@@ -231,6 +337,8 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
         summary_tokens,
         fingerprint,
         summary_raw,
+        limit: full,
+        margin,
         limits,
         weighed: Some((costs, plan)),
     }
@@ -238,9 +346,12 @@ fn assess(state: &mut SessionState, squeeze: bool, force_count: bool) -> Assessm
 
 /// The next model request: the model's view of the conversation, or a
 /// compaction first when the strategy is `summarize`, compaction is
-/// allowed for this call and the view passed `auto_compact_at`.
-pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) -> Next {
-    let assessment = assess(state, squeeze, false);
+/// allowed for this call, the view passed `auto_compact_at` and the older
+/// turns are worth summarising — or, when even the current turn alone
+/// cannot fit, why nothing is sent.
+pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
+    let assessment = assess(state, false);
+    let warning = tools_warning(state, &assessment);
     let fixed = assessment.fixed();
     let Some((costs, plan)) = &assessment.weighed else {
         let request = ModelRequest {
@@ -255,25 +366,19 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
             request,
             counted: None,
             notices: Vec::new(),
+            warning,
         });
     };
     let summarize =
         assessment.config.strategy() == Strategy::Summarize && state.context.custom.is_none();
     if summarize && allow_compaction && plan.trimmed_tokens > assessment.limits.trim_at {
-        let keep_turns = assessment.config.min_recent_turns();
-        // Only when the older turns are worth a model call: a tenth of the
-        // budget at least (else leaving them out does as well).
-        let worth = |end: usize| {
-            let older: u64 = (assessment.start..end)
-                .map(|i| match plan.elided.binary_search(&i) {
-                    Ok(_) => view::MARKER_TOKENS,
-                    Err(_) => costs[i - assessment.start],
-                })
-                .sum();
-            older >= assessment.limits.budget / 10
-        };
-        if let Some(end) = compaction::span_end(&state.history, assessment.start, keep_turns)
-            .filter(|end| worth(*end))
+        let wanted = assessment.config.min_recent_turns();
+        let end = recent_span_end(state, &assessment, costs, plan, wanted);
+        let cap = summary_cap(
+            assessment.limit.unwrap_or(u64::MAX),
+            output_cap(state, &state.model),
+        );
+        if let Some(end) = end.filter(|end| worth_summarising(&assessment, costs, plan, *end, cap))
         {
             return Next::Compact(compaction_plan(
                 state,
@@ -284,6 +389,9 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
                 fixed + plan.trimmed_tokens,
             ));
         }
+    }
+    if plan.over_budget && state.context.custom.is_none() {
+        return Next::TooLong(too_long(state, &assessment, plan));
     }
     let mut notices = Vec::new();
     let mut system_prompt = assessment.system_prompt.clone();
@@ -299,11 +407,11 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
                         "The custom context strategy `{}` returned a view that breaks the tool-call pairing ({breach}); sent the oldest-first view instead.",
                         custom.0.name()
                     ));
-                    view::materialize(&state.history, plan)
+                    view::materialize(&state.history, plan, assessment.start, costs)
                 }
             }
         }
-        None => view::materialize(&state.history, plan),
+        None => view::materialize(&state.history, plan, assessment.start, costs),
     };
     let tokens = if state.context.custom.is_some() {
         let ledger = &state.context.ledger;
@@ -314,18 +422,21 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
     } else {
         plan.tokens
     };
-    if plan.over_budget && state.context.custom.is_none() {
-        let recent = assessment.config.min_recent_turns().max(1);
-        if !assessment.config.preserve_system() {
-            system_prompt.clear();
-        }
+    if plan.over_budget && !assessment.config.preserve_system() {
+        system_prompt.clear();
+    }
+    if !plan.shortened.is_empty() {
         notices.push(format!(
-            "The {recent} most recent turns alone take about {} tokens, more than the {} left for messages in this request; they are sent whole (`min_recent_turns`), and the provider may refuse the request.",
-            plan.tokens, assessment.limits.budget
+            "The current turn alone is longer than the context window allows: {} shortened to {} (head and tail kept) for this request; the whole output stays stored.",
+            crate::text::count(plan.shortened.len() as u64, "tool output"),
+            if plan.shortened.len() == 1 {
+                "fit"
+            } else {
+                "fit, each"
+            }
         ));
     }
-    let correction = state.context.ledger.correction;
-    let messages_raw = (tokens as f64 / correction).round() as u64 + assessment.summary_raw;
+    let messages_raw = raw_messages(state, &assessment, tokens);
     Next::Call(Prepared {
         request: ModelRequest {
             profile: state.model.clone(),
@@ -337,6 +448,123 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool, squeeze: bool) 
         },
         counted: Some((assessment.fingerprint, messages_raw)),
         notices,
+        warning,
+    })
+}
+
+/// Where a summary should end: before the `min_recent_turns` most recent
+/// turns when they take at most half of the budget (room for the summary
+/// and for the conversation to grow), else before fewer of them, down to
+/// the current turn alone; `None` when nothing is older.
+fn recent_span_end(
+    state: &SessionState,
+    assessment: &Assessment,
+    costs: &[u64],
+    plan: &view::Plan,
+    wanted: usize,
+) -> Option<usize> {
+    let turns = view::turns(&state.history, assessment.start);
+    let cost = |i: usize| match plan.elided.binary_search(&i) {
+        Ok(_) => view::MARKER_TOKENS,
+        Err(_) => costs[i - assessment.start],
+    };
+    let wanted = wanted.max(1);
+    let mut keep = 1;
+    let mut recent: u64 = turns.last()?.clone().map(cost).sum();
+    for turn in turns.iter().rev().skip(1).take(wanted - 1) {
+        let more: u64 = turn.clone().map(cost).sum();
+        if recent + more > assessment.limits.budget / 2 {
+            break;
+        }
+        recent += more;
+        keep += 1;
+    }
+    compaction::span_end(&state.history, assessment.start, keep)
+}
+
+/// Whether the turns before `end` are worth a model call: they must cost
+/// three summaries at least, and half the budget for messages — so that a
+/// compaction is followed by many calls without one (leaving them out, as
+/// pruning does, is free) — and a summary must leave room: at most a third
+/// of the budget for messages (in a window the tool definitions nearly
+/// fill, the turns are left out instead).
+fn worth_summarising(
+    assessment: &Assessment,
+    costs: &[u64],
+    plan: &view::Plan,
+    end: usize,
+    cap: u64,
+) -> bool {
+    let older: u64 = (assessment.start..end)
+        .map(|i| match plan.elided.binary_search(&i) {
+            Ok(_) => view::MARKER_TOKENS,
+            Err(_) => costs[i - assessment.start],
+        })
+        .sum();
+    3 * cap <= assessment.limits.budget && older >= (3 * cap).max(assessment.limits.budget / 2)
+}
+
+/// What the user is told when the current turn cannot fit: the sizes and
+/// the ways out.
+fn too_long(state: &SessionState, assessment: &Assessment, plan: &view::Plan) -> String {
+    let limit = assessment.limit.unwrap_or(0);
+    let first_call = state.turn.as_ref().is_none_or(|t| t.steps == 0);
+    let what = if first_call {
+        "This message does not fit the model's context window"
+    } else {
+        "This turn has grown too long for the model's context window"
+    };
+    let tokens = if first_call {
+        "the message"
+    } else {
+        "the turn so far (tool outputs shortened)"
+    };
+    format!(
+        "{what}, so nothing was sent: the system prompt takes about {} tokens, the tool definitions {}, {tokens} {} — about {} in all, and with a safety margin of {} (tokenizers differ) that is more than the {limit}-token budget of profile `{}`. Ways out: a profile with a larger window (`/model NAME`), fewer tools (an agent with `tools = [...]`, or `disallowed_tools`), or a shorter message.",
+        assessment.system_tokens + assessment.overhead + assessment.summary_tokens,
+        assessment.tool_tokens,
+        plan.tokens,
+        assessment.fixed() + plan.tokens,
+        format_args!("{:.0} %", assessment.config.safety_margin() * 100.0),
+        state.model,
+    )
+}
+
+/// Said once a session: the tool definitions take more than half of the
+/// window, with the ways out.
+fn tools_warning(state: &mut SessionState, assessment: &Assessment) -> Option<String> {
+    if state.context.learnt.tools_warned {
+        return None;
+    }
+    let text = tools_crowd(state, assessment)?;
+    state.context.learnt.tools_warned = true;
+    Some(text)
+}
+
+/// Whether the tool definitions take more than half of the budget, and
+/// then what to say about it.
+fn tools_crowd(state: &mut SessionState, assessment: &Assessment) -> Option<String> {
+    let limit = assessment.limit?;
+    let offered = state.offered_tools();
+    // The byte bound is free; the count only when the bound is over half.
+    if tokens::tools_byte_bound(&offered) <= limit / 2 {
+        return None;
+    }
+    // The provider's count when it has counted these tools, else ours.
+    let tools = match assessment.tool_tokens {
+        0 => {
+            let ledger = &mut state.context.ledger;
+            let raw = ledger.tool_tokens(&offered);
+            ledger.calibrated(raw)
+        }
+        counted => counted,
+    };
+    (tools > limit / 2).then(|| {
+        format!(
+            "The {} tool definitions take about {tools} tokens, more than half of the {limit}-token budget of profile `{}`: little is left for the conversation, which will be summarised or cut often. Ways out: a profile with a larger window (`/model NAME`), or fewer tools (an agent with `tools = [...]`, `disallowed_tools`, or fewer MCP servers).",
+            offered.len(),
+            state.model
+        )
     })
 }
 
@@ -350,16 +578,17 @@ pub fn plan_compaction(
     focus: Option<&str>,
     quote_at_most: Option<u64>,
 ) -> Option<CompactionPlan> {
-    let assessment = assess(state, false, true);
+    let assessment = assess(state, true);
     let (costs, plan) = assessment.weighed.as_ref()?;
     let turns = view::turns(&state.history, assessment.start).len();
-    // Keep the configured recent turns when there is anything older;
-    // otherwise all but the latest turn.
-    let keep = assessment
-        .config
-        .min_recent_turns()
-        .min(turns.saturating_sub(1));
-    let end = compaction::span_end(&state.history, assessment.start, keep)?;
+    // The recent turns that fit when there is anything older; otherwise
+    // all but the latest turn.
+    let end = if turns > 1 {
+        let wanted = assessment.config.min_recent_turns().min(turns - 1);
+        recent_span_end(state, &assessment, costs, plan, wanted)?
+    } else {
+        return None;
+    };
     let before = assessment.fixed() + plan.trimmed_tokens;
     Some(compaction_plan(
         state,
@@ -387,8 +616,9 @@ fn compaction_plan(
         .unwrap_or_else(|| state.model.clone());
     let prompt = &state.config.compact_prompt;
     let limit = limit_for(state, &profile, &assessment.config).unwrap_or(u64::MAX);
+    let cap = summary_cap(limit, output_cap(state, &profile));
     let prompt_tokens = state.context.ledger.text_tokens(prompt) + 200;
-    let budget = ((limit as f64 * 0.9) as u64)
+    let budget = ((limit as f64 * (1.0 - assessment.config.safety_margin())) as u64)
         .saturating_sub(prompt_tokens)
         .min(quote_at_most.unwrap_or(u64::MAX));
     let (mut request, quoted_tokens) = compaction::request(
@@ -402,6 +632,7 @@ fn compaction_plan(
         focus,
     );
     request.cache_key = state.session_id.to_string();
+    request.max_output_tokens = Some(u32::try_from(cap).unwrap_or(u32::MAX));
     CompactionPlan {
         request,
         first_kept: end,
@@ -415,14 +646,14 @@ fn compaction_plan(
 /// Estimated tokens of the next request once `summary` stands for
 /// `history[..first_kept]`.
 pub fn tokens_after(state: &mut SessionState) -> u64 {
-    let assessment = assess(state, false, true);
+    let assessment = assess(state, true);
     let plan_tokens = assessment.weighed.as_ref().map_or(0, |(_, p)| p.tokens);
     assessment.fixed() + plan_tokens
 }
 
 /// `/context`: where the budget of the next request goes.
 pub fn report(state: &mut SessionState) -> ContextReport {
-    let assessment = assess(state, false, true);
+    let assessment = assess(state, true);
     let instruction_files: Vec<InstructionSource> = state
         .config
         .instructions
@@ -453,17 +684,26 @@ pub fn report(state: &mut SessionState) -> ContextReport {
         history_messages: state.history.len(),
         compactions: state.context.compactions,
         calibration: state.context.ledger.correction,
-        limit: limit(state),
+        limit: assessment.limit,
+        safety_margin: assessment.margin,
+        learnt_limit: state
+            .context
+            .learnt
+            .input_budgets
+            .get(&state.model)
+            .copied(),
+        warnings: tools_crowd(state, &assessment).into_iter().collect(),
         ..Default::default()
     };
     if let Some((costs, plan)) = &assessment.weighed {
         for range in &plan.keep {
             for i in range.clone() {
                 let elided = plan.elided.binary_search(&i).is_ok();
-                let cost = if elided {
-                    view::MARKER_TOKENS
-                } else {
-                    costs[i - assessment.start]
+                let shortened = plan.shortened.iter().find(|(at, _)| *at == i);
+                let cost = match (elided, shortened) {
+                    (true, _) => view::MARKER_TOKENS,
+                    (false, Some((_, keep))) => *keep,
+                    (false, None) => costs[i - assessment.start],
                 };
                 match &state.history[i] {
                     Message::ToolResult { .. } => report.tool_outputs += cost,

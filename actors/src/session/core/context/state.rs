@@ -7,6 +7,7 @@ use super::ledger::Ledger;
 use super::seqs::HistorySeqs;
 use crate::protocol::{ContextConfig, ContextUsage};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// What the session knows about its context beyond the history.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -28,6 +29,26 @@ pub struct ContextState {
     /// A library user's strategy, replacing `strategy`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub custom: Option<CustomStrategy>,
+    /// What the provider taught the session while it ran.
+    pub learnt: Learnt,
+}
+
+/// What a session learnt from its providers while it ran. Not conversation
+/// state: a session folded from its log starts without it (and equals the
+/// live one), learning it again from the next refusal.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Learnt {
+    /// The most input tokens a profile's provider takes, by profile name,
+    /// as stated in a refusal for length (smaller than the profile says).
+    pub input_budgets: BTreeMap<String, u64>,
+    /// The user was told the tool definitions crowd the window.
+    pub tools_warned: bool,
+}
+
+impl PartialEq for Learnt {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl ContextState {

@@ -1,7 +1,7 @@
 //! Pruning as a pure function: for any history, budget and strategy the
-//! view fits the budget (or only the protected recent turns exceed it),
-//! keeps every tool call with its result, and keeps the latest turn; each
-//! strategy on a fixture keeps the expected messages.
+//! view fits the budget (or only the current turn alone, its tool outputs
+//! shortened, exceeds it), keeps every tool call with its result, and keeps
+//! the latest turn; each strategy on a fixture keeps the expected messages.
 
 use super::compaction;
 use super::view::{self, Limits, MARKER_TOKENS, Plan};
@@ -112,7 +112,7 @@ fn old_tool_outputs_become_markers_before_any_turn_is_dropped() {
     assert_eq!(plan.elided, vec![4], "the old big output is the marker");
     assert_eq!(plan.dropped_turns, 0);
     assert_eq!(plan.tokens, 110 + MARKER_TOKENS);
-    let sent = view::materialize(&history, &plan);
+    let sent = view::materialize(&history, &plan, 0, &fixture_costs());
     let Message::ToolResult { output, .. } = &sent[4] else {
         panic!("not a result: {:?}", sent[4]);
     };
@@ -131,16 +131,44 @@ fn outputs_within_the_allowance_become_markers_too_when_still_over_budget() {
 }
 
 #[test]
-fn the_newest_tool_batch_is_kept_whole_whatever_it_costs() {
-    let history = vec![user("q"), calls(&["a"]), result("a", "big")];
+fn the_newest_tool_batch_is_never_a_marker_but_is_shortened_to_fit() {
+    let output: String = (0..300).map(|n| format!("line {n} of the log\n")).collect();
+    let history = vec![user("q"), calls(&["a"]), result("a", &output)];
     let costs = [10, 10, 900];
-    let plan = view::plan(&history, 0, &costs, &limits(100, Pruning::OldestFirst));
+    let plan = view::plan(&history, 0, &costs, &limits(300, Pruning::OldestFirst));
     assert!(plan.elided.is_empty());
-    assert!(
-        plan.over_budget,
-        "only the protected turn is left and it is too big"
-    );
+    assert!(!plan.over_budget, "{plan:?}");
     assert_eq!(kept(&history, &plan), vec![0, 1, 2]);
+    assert_eq!(plan.shortened, vec![(2, 280)], "what is left of the 300");
+    assert_eq!(plan.tokens, 300);
+    let sent = view::materialize(&history, &plan, 0, &costs);
+    let Message::ToolResult { output: short, .. } = &sent[2] else {
+        panic!("not a result: {:?}", sent[2]);
+    };
+    assert!(short.starts_with("line 0 of the log"), "the head: {short}");
+    assert!(
+        short.ends_with("line 299 of the log\n"),
+        "the tail: {short}"
+    );
+    assert!(
+        short.contains("left out here to fit the context window; run the tool again"),
+        "{short}"
+    );
+    assert!(short.len() < output.len() / 2, "{} bytes", short.len());
+    view::check_pairs(&sent).expect("pairs intact");
+}
+
+#[test]
+fn a_turn_that_cannot_fit_even_shortened_is_over_budget() {
+    let history = vec![
+        user("a very long question"),
+        calls(&["a"]),
+        result("a", "big"),
+    ];
+    let costs = [400, 10, 900];
+    let plan = view::plan(&history, 0, &costs, &limits(300, Pruning::OldestFirst));
+    assert!(plan.over_budget);
+    assert_eq!(plan.shortened, vec![(2, view::SHORTENED_MIN_TOKENS)]);
 }
 
 #[test]
@@ -192,13 +220,21 @@ fn max_messages_drops_whole_turns() {
 }
 
 #[test]
-fn protected_recent_turns_are_sent_even_over_budget() {
+fn recent_turns_that_do_not_fit_go_too_down_to_the_current_turn() {
     let history = fixture();
     let mut limits = limits(30, Pruning::OldestFirst);
     limits.min_recent_turns = 3;
     let plan = view::plan(&history, 0, &fixture_costs(), &limits);
+    assert_eq!(kept(&history, &plan), (10..12).collect::<Vec<_>>());
+    assert_eq!(plan.dropped_recent, 2, "two of the three recent turns");
+    assert!(!plan.over_budget);
+    // When they fit, all three stay.
+    let mut roomy = limits.clone();
+    roomy.budget = 60;
+    roomy.trim_at = 60;
+    let plan = view::plan(&history, 0, &fixture_costs(), &roomy);
     assert_eq!(kept(&history, &plan), (6..12).collect::<Vec<_>>());
-    assert!(plan.over_budget);
+    assert_eq!(plan.dropped_recent, 0);
 }
 
 #[test]
@@ -276,24 +312,36 @@ proptest! {
             strategy,
         };
         let plan = view::plan(&history, 0, &costs, &limits);
-        let sent = view::materialize(&history, &plan);
+        let sent = view::materialize(&history, &plan, 0, &costs);
         prop_assert!(view::check_pairs(&sent).is_ok(), "{:?}", view::check_pairs(&sent));
         // The estimate is what is sent.
         let cost: u64 = plan.keep.iter().flat_map(|r| r.clone())
-            .map(|i| if plan.elided.contains(&i) { MARKER_TOKENS } else { costs[i] })
+            .map(|i| match plan.shortened.iter().find(|(at, _)| *at == i) {
+                _ if plan.elided.contains(&i) => MARKER_TOKENS,
+                Some((_, keep)) => *keep,
+                None => costs[i],
+            })
             .sum();
         prop_assert_eq!(cost, plan.tokens);
         // The latest turn is always there, whole.
         let turns = view::turns(&history, 0);
         let last = turns.last().cloned().unwrap_or(0..0);
         prop_assert!(plan.keep.iter().any(|r| r.start <= last.start && r.end == last.end));
-        // Over budget only when nothing droppable is left.
+        // Only the current turn's outputs are ever shortened.
+        for (i, _) in &plan.shortened {
+            prop_assert!(last.contains(i));
+        }
+        // Over the budget (or the message count) only with the current
+        // turn alone left.
+        let kept_turns = turns.iter().filter(|t| plan.keep.iter().any(|r| r.contains(&t.start))).count();
         if plan.over_budget || max_messages.is_some_and(|m| plan.len() > m) {
-            let protected = min_recent.max(1).min(turns.len());
-            let kept_turns = turns.iter().filter(|t| plan.keep.iter().any(|r| r.contains(&t.start))).count();
-            prop_assert_eq!(kept_turns, protected);
+            prop_assert_eq!(kept_turns, 1.min(turns.len()));
         } else {
             prop_assert!(plan.tokens <= budget);
+        }
+        // The recent turns go only when they did not fit.
+        if plan.dropped_recent > 0 {
+            prop_assert!(kept_turns < min_recent.max(1));
         }
         // Markers only ever stand for tool results.
         for i in &plan.elided {
@@ -401,7 +449,7 @@ fn context_benchmark_report() {
         (0..51)
             .map(|_| {
                 let start = Instant::now();
-                let next = super::prepare(&mut state, false, false);
+                let next = super::prepare(&mut state, false);
                 std::hint::black_box(&next);
                 start.elapsed().as_secs_f64() * 1000.0
             })

@@ -3,18 +3,38 @@
 //! [`plan`] is a pure function of the history, the cost of each message and
 //! the limits. It works in whole turns (a turn starts at a user message), so
 //! it never separates a tool call from its result and never cuts inside a
-//! turn; the one exception is the cheap tier, which shows an old tool
-//! output as a one-line marker (its call stays, so the pair stays intact).
-//! The most recent turns are protected and sent even when they alone exceed
-//! the budget — the plan says so, and the session tells the user. An
-//! assistant message is never changed: its thinking blocks go with it as
-//! they came (a signed one must reach Anthropic unaltered).
+//! turn; the exceptions touch tool outputs only, never their calls, so the
+//! pairs stay intact: the cheap tier shows an old tool output as a
+//! one-line marker, and the last resort shortens the current turn's own
+//! outputs, head and tail kept. In that order, until the request fits:
+//!
+//! 1. old tool outputs become markers (the newest kept whole up to an
+//!    allowance);
+//! 2. whole turns are dropped by the strategy, the `min_recent_turns` most
+//!    recent kept;
+//! 3. those recent turns go too, oldest first, down to the current turn
+//!    alone (`min_recent_turns` is what is kept when it fits, not a floor);
+//! 4. the current turn's tool outputs are shortened to their head and
+//!    tail, with a note saying how much was cut.
+//!
+//! Only when the current turn cannot fit even so (its own message, or its
+//! assistant messages, are too long) is the plan over budget: the session
+//! then sends nothing. An assistant message is never changed: its thinking
+//! blocks go with it as they came (a signed one must reach Anthropic
+//! unaltered).
 
 use crate::protocol::{Message, Strategy};
 use std::ops::Range;
 
 /// A one-line marker costs about this many tokens.
 pub const MARKER_TOKENS: u64 = 30;
+
+/// A shortened tool output keeps at least this many tokens (its note
+/// included); below that a marker says as much.
+pub const SHORTENED_MIN_TOKENS: u64 = 96;
+
+/// What the note in a shortened tool output costs, about.
+const SHORTENED_NOTE_TOKENS: u64 = 45;
 
 /// What [`plan`] works from.
 #[derive(Clone, Debug)]
@@ -38,13 +58,20 @@ pub struct Plan {
     pub keep: Vec<Range<usize>>,
     /// Tool results shown as a marker, ascending.
     pub elided: Vec<usize>,
+    /// Tool results of the current turn shortened to their head and tail,
+    /// ascending: the index and the tokens kept (note included).
+    pub shortened: Vec<(usize, u64)>,
     /// Estimated tokens of what is sent.
     pub tokens: u64,
     /// Estimated tokens after the cheap tier, before any turn was dropped.
     pub trimmed_tokens: u64,
     /// Turns left out.
     pub dropped_turns: usize,
-    /// The protected recent turns alone exceed the budget.
+    /// Of those, turns among the `min_recent_turns` most recent (they did
+    /// not fit).
+    pub dropped_recent: usize,
+    /// The current turn alone exceeds the budget, even with its tool
+    /// outputs shortened: nothing should be sent.
     pub over_budget: bool,
 }
 
@@ -80,9 +107,11 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
             vec![]
         },
         elided: Vec::new(),
+        shortened: Vec::new(),
         tokens: total,
         trimmed_tokens: total,
         dropped_turns: 0,
+        dropped_recent: 0,
         over_budget: false,
     };
     let too_many = |n: usize| limits.max_messages.is_some_and(|max| n > max);
@@ -166,6 +195,38 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
             dropped += 1;
         }
     }
+    // The recent turns are kept when they fit, not at any price: oldest
+    // first, down to the current turn alone.
+    let mut dropped_recent = 0;
+    for t in droppable..turns.len().saturating_sub(1) {
+        if total <= limits.budget && !too_many(messages) {
+            break;
+        }
+        drop(t, &mut keep, &mut total, &mut messages);
+        dropped += 1;
+        dropped_recent += 1;
+    }
+    // The current turn alone is too long: its own tool outputs are
+    // shortened, the longest first, to what fits.
+    let mut shortened = Vec::new();
+    if total > limits.budget
+        && let Some(current) = turns.last()
+    {
+        let outputs: Vec<(usize, u64)> = current
+            .clone()
+            .filter(|i| matches!(history[*i], Message::ToolResult { .. }) && !is_elided(*i))
+            .map(|i| (i, cost(i)))
+            .filter(|(_, cost)| *cost > SHORTENED_MIN_TOKENS)
+            .collect();
+        let excess = total - limits.budget;
+        let cap = shortening_cap(&outputs, excess);
+        for (i, cost) in outputs {
+            if cost > cap {
+                shortened.push((i, cap));
+                total -= cost - cap;
+            }
+        }
+    }
     let mut ranges: Vec<Range<usize>> = Vec::new();
     for (t, range) in turns.iter().enumerate().filter(|(t, _)| keep[*t]) {
         match ranges.last_mut() {
@@ -180,36 +241,118 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
     Plan {
         keep: ranges,
         elided,
+        shortened,
         tokens: total,
         trimmed_tokens,
         dropped_turns: dropped,
+        dropped_recent,
         over_budget: total > limits.budget,
     }
 }
 
-/// The messages a plan sends, elided tool outputs replaced by a marker.
-pub fn materialize(history: &[Message], plan: &Plan) -> Vec<Message> {
+/// The most tokens each of `outputs` (index, cost) may keep so that
+/// together they shed `excess`: the highest cap that does, at least
+/// [`SHORTENED_MIN_TOKENS`] (which may not shed enough).
+fn shortening_cap(outputs: &[(usize, u64)], excess: u64) -> u64 {
+    let shed = |cap: u64| -> u64 { outputs.iter().map(|(_, c)| c.saturating_sub(cap)).sum() };
+    let (mut low, mut high) = (
+        SHORTENED_MIN_TOKENS,
+        outputs.iter().map(|(_, c)| *c).max().unwrap_or(0),
+    );
+    if high <= low || shed(low) <= excess {
+        return low;
+    }
+    // shed(low) > excess >= shed(high): find the highest cap shedding enough.
+    while low + 1 < high {
+        let mid = low + (high - low) / 2;
+        if shed(mid) >= excess {
+            low = mid;
+        } else {
+            high = mid;
+        }
+    }
+    low
+}
+
+/// The messages a plan sends, elided tool outputs replaced by a marker,
+/// shortened ones by their head and tail. `costs[i]` is the estimate of
+/// `history[start + i]` (how many bytes a kept token stands for).
+pub fn materialize(history: &[Message], plan: &Plan, start: usize, costs: &[u64]) -> Vec<Message> {
     let mut messages = Vec::with_capacity(plan.len());
     for range in &plan.keep {
         for i in range.clone() {
             let message = &history[i];
+            let shortened = plan
+                .shortened
+                .binary_search_by_key(&i, |(at, _)| *at)
+                .ok()
+                .map(|at| plan.shortened[at].1);
             match message {
                 Message::ToolResult {
                     call_id,
                     name,
                     output,
                     is_error,
-                } if plan.elided.binary_search(&i).is_ok() => messages.push(Message::ToolResult {
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    output: marker(name, output),
-                    is_error: *is_error,
-                }),
+                } if plan.elided.binary_search(&i).is_ok() || shortened.is_some() => {
+                    let output = match shortened {
+                        Some(keep) => {
+                            let cost = costs.get(i - start).copied().unwrap_or(keep).max(1);
+                            shorten(output, keep, cost)
+                        }
+                        None => marker(name, output),
+                    };
+                    messages.push(Message::ToolResult {
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        output,
+                        is_error: *is_error,
+                    })
+                }
                 other => messages.push(other.clone()),
             }
         }
     }
     messages
+}
+
+/// A tool output of about `cost` tokens cut to about `keep`: its head and
+/// its tail, and between them a note saying what was left out and how to
+/// see it.
+pub fn shorten(output: &str, keep: u64, cost: u64) -> String {
+    let room = keep.saturating_sub(SHORTENED_NOTE_TOKENS);
+    // Bytes per token of this very output, with a tenth to spare.
+    let bytes = (output.len() as u128 * u128::from(room) * 9 / (u128::from(cost) * 10)) as usize;
+    if bytes >= output.len() {
+        return output.to_string();
+    }
+    let head_end = floor_char_boundary(output, bytes * 2 / 3);
+    let tail_start = ceil_char_boundary(output, output.len() - (bytes - bytes * 2 / 3));
+    let (head, cut, tail) = (
+        &output[..head_end],
+        &output[head_end..tail_start.max(head_end)],
+        &output[tail_start.max(head_end)..],
+    );
+    format!(
+        "{head}\n[… {}, {} of this output left out here to fit the context window; run the tool again, on a narrower range, to see them …]\n{tail}",
+        crate::text::count(cut.lines().count().max(1) as u64, "line"),
+        crate::text::count(cut.len() as u64, "byte"),
+    )
+}
+
+fn floor_char_boundary(s: &str, mut at: usize) -> usize {
+    at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char_boundary(s: &str, mut at: usize) -> usize {
+    at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at += 1;
+    }
+    at
 }
 
 /// What the model reads in place of an old tool output.
