@@ -17,6 +17,7 @@ mod chat_terminal;
 mod commands;
 mod config;
 mod context;
+mod context_matrix;
 mod durability;
 mod faults;
 mod first_run;

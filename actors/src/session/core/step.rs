@@ -748,6 +748,7 @@ fn finish_compaction(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>
         return;
     }
     state.context.compactions += 1;
+    state.context.learnt.compacted_at_call = Some(state.usage.model_calls);
     let (first_seq, last_seq) = state.context.seqs.span(call.first_new, call.first_kept);
     let compacted = Compacted {
         trigger: call.trigger,
@@ -916,11 +917,8 @@ fn finish_model_call(
     let counted = state.turn.as_ref().and_then(|t| t.call.counted);
     let reported =
         usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
-    if let Some((fingerprint, messages)) = counted.filter(|_| reported > 0) {
-        state
-            .context
-            .ledger
-            .observe(fingerprint, messages, reported);
+    if let Some(counted) = counted.filter(|_| reported > 0) {
+        state.context.ledger.observe(counted, reported);
     }
     let used = if reported > 0 {
         reported + usage.output_tokens

@@ -40,8 +40,8 @@ pub struct CallAttempt {
     /// The provider refused it as too long; this is the one retry.
     pub retried_overflow: bool,
     /// What the provider's count of the request calibrates, when it was
-    /// counted: the request's fingerprint and our count of its messages.
-    pub counted: Option<(u64, u64)>,
+    /// counted.
+    pub counted: Option<super::context::ledger::Counted>,
 }
 
 /// What the turn is waiting for.

@@ -5,9 +5,13 @@
 //! Calibration learns two figures from the provider's counts: what it
 //! charges for everything but the messages (system prompt, tool
 //! definitions, its chat template — some servers leave the tools out
-//! altogether), and how many of its tokens one of ours is worth, from the
-//! growth between two requests. A request is then estimated as that
-//! overhead plus the messages' counts scaled by that ratio.
+//! altogether), from the first request counted with that system prompt and
+//! those tools (when the messages are fewest), and how many of its tokens
+//! one of ours is worth, from each later request: the highest ratio of the
+//! last few, so that a turn whose text counts higher than the one before
+//! (prose after code, say) is not underestimated. A request is then
+//! estimated as that overhead plus the messages' counts scaled by that
+//! ratio.
 //!
 //! Counting is deferred behind a free upper bound (a token is at least one
 //! byte): while the bound of a request fits, nothing is counted and the
@@ -42,9 +46,22 @@ pub struct Ledger {
     /// counted request, for the system prompt and tools it had (their
     /// fingerprint).
     overhead: Option<(u64, u64)>,
-    /// The last counted request: its fingerprint, our count of its
-    /// messages, the provider's count.
-    last: Option<(u64, u64, u64)>,
+    /// The ratios of the last few counted requests (provider's tokens of
+    /// the messages per token of ours), newest last.
+    ratios: Vec<f64>,
+}
+
+/// How many requests' ratios the correction is the highest of.
+const RATIOS_KEPT: usize = 3;
+
+/// What a counted request's count by the provider calibrates: its
+/// fingerprint (system prompt and tools), and our uncalibrated counts of
+/// its fixed part and of its messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Counted {
+    pub fingerprint: u64,
+    pub fixed: u64,
+    pub messages: u64,
 }
 
 /// Calibration never moves the estimate further than this either way.
@@ -75,7 +92,7 @@ impl Ledger {
             tools: None,
             correction: 1.0,
             overhead: None,
-            last: None,
+            ratios: Vec::new(),
         }
     }
 
@@ -169,26 +186,50 @@ impl Ledger {
         scale(self.encoding.count(text), self.correction)
     }
 
-    /// Calibrate: a request with `fingerprint` (see [`Ledger::fingerprint`])
-    /// whose messages we count `messages` tokens (uncalibrated) was counted
-    /// `reported` by the provider.
-    pub fn observe(&mut self, fingerprint: u64, messages: u64, reported: u64) {
+    /// Calibrate: a request (see [`Counted`]) was counted `reported` by the
+    /// provider.
+    ///
+    /// The overhead is read from a request whose messages are few (at most
+    /// half the fixed part): nearly all of its count is the overhead. The
+    /// first request with a system prompt and tools, when its messages are
+    /// many, is shared out in proportion to our counts until such a request
+    /// comes. Every other request gives a ratio.
+    pub fn observe(&mut self, counted: Counted, reported: u64) {
+        let Counted {
+            fingerprint,
+            fixed,
+            messages,
+        } = counted;
         if reported == 0 {
             return;
         }
-        if let Some((key, before, before_reported)) = self.last
-            && key == fingerprint
-            && messages.abs_diff(before) >= 32
-        {
-            let ratio =
-                (reported as f64 - before_reported as f64) / (messages as f64 - before as f64);
-            if ratio.is_finite() {
-                self.correction = ratio.clamp(CORRECTION_RANGE.0, CORRECTION_RANGE.1);
-            }
+        let known = matches!(self.overhead, Some((key, _)) if key == fingerprint);
+        if messages <= fixed / 2 || (!known && messages <= fixed) {
+            let overhead = reported as f64 - messages as f64 * self.correction;
+            self.overhead = Some((fingerprint, overhead.max(0.0).round() as u64));
+            return;
         }
-        let overhead = reported as f64 - messages as f64 * self.correction;
-        self.overhead = Some((fingerprint, overhead.max(0.0).round() as u64));
-        self.last = Some((fingerprint, messages, reported));
+        if !known {
+            let ratio = reported as f64 / (fixed + messages) as f64;
+            self.overhead = Some((fingerprint, (fixed as f64 * ratio).round() as u64));
+            self.push_ratio(ratio);
+            return;
+        }
+        let overhead = self.overhead.map_or(0, |(_, overhead)| overhead);
+        self.push_ratio((reported as f64 - overhead as f64) / messages as f64);
+    }
+
+    /// One request's ratio: the correction is the highest of the last few.
+    fn push_ratio(&mut self, ratio: f64) {
+        if !ratio.is_finite() {
+            return;
+        }
+        if self.ratios.len() == RATIOS_KEPT {
+            self.ratios.remove(0);
+        }
+        self.ratios
+            .push(ratio.clamp(CORRECTION_RANGE.0, CORRECTION_RANGE.1));
+        self.correction = self.ratios.iter().copied().fold(f64::MIN, f64::max);
     }
 
     /// What a request with `fingerprint` costs besides its messages: the

@@ -39,7 +39,7 @@ use crate::model::{ContextRefusal, ModelRequest};
 use crate::protocol::context::{ContextReport, InstructionSource};
 use crate::protocol::{ContentBlock, ContextConfig, Message, PermissionMode, Strategy};
 use crate::tokens::{self, Encoding};
-use ledger::Ledger;
+use ledger::{Counted, Ledger};
 use view::{Limits, Plan};
 
 /// What the model is told while the session is in plan mode.
@@ -111,7 +111,7 @@ pub fn learn_refusal(
     state: &mut SessionState,
     profile: &str,
     refusal: &ContextRefusal,
-    counted: Option<(u64, u64)>,
+    counted: Option<Counted>,
 ) -> bool {
     let stated = refusal.input_budget(output_cap(state, profile));
     let said = refusal.input_tokens.is_some() || stated.is_some();
@@ -120,14 +120,11 @@ pub fn learn_refusal(
     let assessment = assess(state, true);
     let estimate = assessment.fixed() + assessment.weighed.as_ref().map_or(0, |(_, p)| p.tokens);
     if let Some(tokens) = refusal.input_tokens {
-        let (fingerprint, messages) = counted.unwrap_or_else(|| {
+        let counted = counted.unwrap_or_else(|| {
             let messages = assessment.weighed.as_ref().map_or(0, |(_, p)| p.tokens);
-            (
-                assessment.fingerprint,
-                raw_messages(state, &assessment, messages),
-            )
+            assessment.counted(raw_messages(state, &assessment, messages))
         });
-        state.context.ledger.observe(fingerprint, messages, tokens);
+        state.context.ledger.observe(counted, tokens);
     }
     // Said or not, the window is smaller than that request: without a
     // figure, assume a tenth smaller than our count of it.
@@ -161,8 +158,8 @@ pub enum Next {
 pub struct Prepared {
     pub request: ModelRequest,
     /// What the provider's count of the request calibrates, when it was
-    /// counted: its fingerprint and our count of its messages.
-    pub counted: Option<(u64, u64)>,
+    /// counted.
+    pub counted: Option<Counted>,
     /// What the user should be told about it, once per turn.
     pub notices: Vec<String>,
     /// What the user should be told about the session, once (the tool
@@ -182,6 +179,11 @@ pub struct CompactionPlan {
     pub quoted_tokens: u64,
 }
 
+/// Model calls between two automatic compactions, at least: summaries add
+/// a tenth to a session's calls at most (in between, older turns are left
+/// out of the view, which is free, and the next summary covers them).
+pub const CALLS_PER_COMPACTION: u64 = 10;
+
 /// How one request was weighed.
 struct Assessment {
     config: ContextConfig,
@@ -197,6 +199,9 @@ struct Assessment {
     /// What calibration keys on (system prompt and tools), and our own
     /// count of the summary.
     fingerprint: u64,
+    /// Our uncalibrated count of the system prompt, tools and request
+    /// overhead.
+    fixed_raw: u64,
     summary_raw: u64,
     /// The budget before the fixed part and the margin came off.
     limit: Option<u64>,
@@ -208,6 +213,16 @@ struct Assessment {
 }
 
 impl Assessment {
+    /// What the provider's count of this request calibrates, `messages`
+    /// being our uncalibrated count of its messages and summary.
+    fn counted(&self, messages: u64) -> Counted {
+        Counted {
+            fingerprint: self.fingerprint,
+            fixed: self.fixed_raw,
+            messages,
+        }
+    }
+
     fn fixed(&self) -> u64 {
         self.system_tokens + self.tool_tokens + self.overhead + self.summary_tokens
     }
@@ -287,6 +302,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
             overhead: tokens::REQUEST_OVERHEAD,
             summary_tokens: 0,
             fingerprint: 0,
+            fixed_raw: 0,
             summary_raw: 0,
             limit: full,
             margin: 0,
@@ -336,6 +352,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
         overhead,
         summary_tokens,
         fingerprint,
+        fixed_raw: counted,
         summary_raw,
         limit: full,
         margin,
@@ -371,7 +388,12 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
     };
     let summarize =
         assessment.config.strategy() == Strategy::Summarize && state.context.custom.is_none();
-    if summarize && allow_compaction && plan.trimmed_tokens > assessment.limits.trim_at {
+    let due = state
+        .context
+        .learnt
+        .compacted_at_call
+        .is_none_or(|at| state.usage.model_calls >= at + CALLS_PER_COMPACTION);
+    if summarize && allow_compaction && due && plan.trimmed_tokens > assessment.limits.trim_at {
         let wanted = assessment.config.min_recent_turns();
         let end = recent_span_end(state, &assessment, costs, plan, wanted);
         let cap = summary_cap(
@@ -411,9 +433,16 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
                 }
             }
         }
-        None => view::materialize(&state.history, plan, assessment.start, costs),
+        None => fit_shortened(
+            &state.context.ledger,
+            &state.history,
+            view::materialize(&state.history, plan, assessment.start, costs),
+            plan,
+            costs,
+            assessment.start,
+        ),
     };
-    let tokens = if state.context.custom.is_some() {
+    let tokens = if state.context.custom.is_some() || !plan.shortened.is_empty() {
         let ledger = &state.context.ledger;
         messages
             .iter()
@@ -446,10 +475,44 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
             messages,
             tools: state.offered_tools(),
         },
-        counted: Some((assessment.fingerprint, messages_raw)),
+        counted: Some(assessment.counted(messages_raw)),
         notices,
         warning,
     })
+}
+
+/// The shortened tool outputs of `messages` (materialised from `plan`) as
+/// they really count: a cut made by the bytes per token of the whole output
+/// comes out long where the output is denser than its average, so such an
+/// output is cut again from the original, once, by what the first cut
+/// taught.
+fn fit_shortened(
+    ledger: &Ledger,
+    history: &[Message],
+    mut messages: Vec<Message>,
+    plan: &view::Plan,
+    costs: &[u64],
+    start: usize,
+) -> Vec<Message> {
+    let positions: Vec<usize> = plan.keep.iter().flat_map(|range| range.clone()).collect();
+    for (index, keep) in &plan.shortened {
+        let (Some(at), Some(Message::ToolResult { output, .. })) = (
+            positions.iter().position(|i| i == index),
+            history.get(*index),
+        ) else {
+            continue;
+        };
+        let actual = ledger.message_tokens(&messages[at]);
+        if actual > *keep {
+            let cost = costs[*index - start].max(1);
+            let denser =
+                (u128::from(cost) * u128::from(actual) / u128::from((*keep).max(1))) as u64;
+            if let Message::ToolResult { output: sent, .. } = &mut messages[at] {
+                *sent = view::shorten(output, *keep, denser);
+            }
+        }
+    }
+    messages
 }
 
 /// Where a summary should end: before the `min_recent_turns` most recent
@@ -482,12 +545,13 @@ fn recent_span_end(
     compaction::span_end(&state.history, assessment.start, keep)
 }
 
-/// Whether the turns before `end` are worth a model call: they must cost
-/// three summaries at least, and half the budget for messages — so that a
-/// compaction is followed by many calls without one (leaving them out, as
-/// pruning does, is free) — and a summary must leave room: at most a third
-/// of the budget for messages (in a window the tool definitions nearly
-/// fill, the turns are left out instead).
+/// Whether the turns before `end` are worth a model call: what of them the
+/// view still carries must cost three summaries at least, and half the
+/// budget for messages — so that a compaction is followed by many calls
+/// without one (turns the view already leaves out cost the request
+/// nothing, and leaving them out is free) — and a summary must leave room:
+/// at most a third of the budget for messages (in a window the tool
+/// definitions nearly fill, the turns are left out instead).
 fn worth_summarising(
     assessment: &Assessment,
     costs: &[u64],
@@ -495,7 +559,10 @@ fn worth_summarising(
     end: usize,
     cap: u64,
 ) -> bool {
-    let older: u64 = (assessment.start..end)
+    let older: u64 = plan
+        .keep
+        .iter()
+        .flat_map(|range| range.start..range.end.min(end))
         .map(|i| match plan.elided.binary_search(&i) {
             Ok(_) => view::MARKER_TOKENS,
             Err(_) => costs[i - assessment.start],

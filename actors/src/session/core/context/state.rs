@@ -43,6 +43,8 @@ pub struct Learnt {
     pub input_budgets: BTreeMap<String, u64>,
     /// The user was told the tool definitions crowd the window.
     pub tools_warned: bool,
+    /// The session's model calls when the last summary was accepted.
+    pub compacted_at_call: Option<u64>,
 }
 
 impl PartialEq for Learnt {

@@ -472,28 +472,66 @@ fn context_benchmark_report() {
 }
 
 #[test]
-fn calibration_learns_the_overhead_and_the_ratio_from_two_counts() {
-    use super::ledger::Ledger;
+fn calibration_learns_the_overhead_from_few_messages_then_the_highest_recent_ratio() {
+    use super::ledger::{Counted, Ledger};
+    let request = |fingerprint: u64, messages: u64| Counted {
+        fingerprint,
+        fixed: 2_000,
+        messages,
+    };
     let mut ledger = Ledger::default();
     // A server that ignores the tools (overhead 200, not our 2,000) and
     // counts 1.3 of its tokens per token of ours.
-    ledger.observe(7, 100, 200 + 130);
+    ledger.observe(request(7, 10), 200 + 13);
     assert_eq!(
         ledger.overhead(7, 2_000),
-        230,
+        203,
         "first: the overhead, at ratio 1"
     );
-    ledger.observe(7, 300, 200 + 390);
+    ledger.observe(request(7, 3_000), 200 + 3_900);
     assert!(
-        (ledger.correction - 1.3).abs() < 1e-9,
+        (ledger.correction - 1.3).abs() < 0.01,
         "{}",
         ledger.correction
     );
-    assert_eq!(ledger.overhead(7, 2_000), 200);
+    assert_eq!(ledger.overhead(7, 2_000), 203, "the overhead stays");
+    // Text that counts lower does not lower the estimate at once...
+    ledger.observe(request(7, 4_000), 200 + 3_200);
+    assert!(
+        (ledger.correction - 1.3).abs() < 0.01,
+        "{}",
+        ledger.correction
+    );
+    // ...only once the higher ratio is three requests old.
+    ledger.observe(request(7, 4_000), 200 + 3_200);
+    ledger.observe(request(7, 4_000), 200 + 3_200);
+    assert!(
+        (ledger.correction - 0.8).abs() < 0.01,
+        "{}",
+        ledger.correction
+    );
+    // A request with few messages reads the overhead again.
+    ledger.observe(request(7, 100), 180 + 80);
+    assert_eq!(ledger.overhead(7, 2_000), 180);
     // Another system prompt or tool list: our own count, scaled.
-    assert_eq!(ledger.overhead(8, 2_000), 2_600);
+    assert_eq!(
+        ledger.overhead(8, 2_000),
+        1_599,
+        "0.8 of ours, rounded down"
+    );
+    // First seen with many messages: shared out in proportion to our
+    // counts.
+    let mut ledger = Ledger::default();
+    ledger.observe(request(9, 6_000), 4_000);
+    assert_eq!(ledger.overhead(9, 2_000), 1_000);
+    assert!(
+        (ledger.correction - 0.5).abs() < 0.01,
+        "{}",
+        ledger.correction
+    );
     // A refusal makes every figure count higher.
+    let before = ledger.correction;
     ledger.distrust();
-    assert!(ledger.correction > 1.3);
-    assert_eq!(ledger.overhead(7, 2_000), 250);
+    assert!(ledger.correction > before);
+    assert_eq!(ledger.overhead(9, 2_000), 1_250);
 }
