@@ -94,7 +94,9 @@ fn check_well_formed(outcome: &Outcome) -> Result<(), TestCaseError> {
                 prop_assert_eq!(i, outcome.events.len() - 1, "Finished comes last");
             }
             // Whole in one event: it opens nothing.
-            ModelEvent::Usage(_) | ModelEvent::RedactedThinking { .. } => {}
+            ModelEvent::Usage(_)
+            | ModelEvent::RedactedThinking { .. }
+            | ModelEvent::ReasoningItem { .. } => {}
             ModelEvent::Retrying { .. } => prop_assert!(false, "decoders never retry"),
         }
     }

@@ -682,6 +682,7 @@ fn on_compaction_event(state: &mut SessionState, event: ModelEvent, fx: &mut Vec
         | ModelEvent::ThinkingDelta { .. }
         | ModelEvent::ThinkingSignature { .. }
         | ModelEvent::RedactedThinking { .. }
+        | ModelEvent::ReasoningItem { .. }
         | ModelEvent::ToolInputDelta { .. }
         | ModelEvent::BlockStop { .. } => {}
     }
@@ -794,7 +795,9 @@ fn on_model_event(
             Some(StreamDelta::ThinkingDelta { index, text })
         }
         // Opaque: kept in the message, never streamed to front ends.
-        ModelEvent::ThinkingSignature { .. } | ModelEvent::RedactedThinking { .. } => None,
+        ModelEvent::ThinkingSignature { .. }
+        | ModelEvent::RedactedThinking { .. }
+        | ModelEvent::ReasoningItem { .. } => None,
         ModelEvent::ToolInputDelta {
             index,
             partial_json,
