@@ -41,6 +41,7 @@
 //! misunderstanding of the protocol in agentbus cannot be mirrored here.
 
 pub mod nats;
+pub mod openapi;
 pub mod postgres;
 pub mod script;
 pub mod tcp_proxy;
@@ -60,6 +61,7 @@ mod wire;
 use std::path::{Path, PathBuf};
 
 pub use nats::NatsServer;
+pub use openapi::{OpenAiSchema, schema_violations};
 pub use record::RecordedRequest;
 pub use script::Script;
 pub use server::ScriptedModel;
