@@ -64,7 +64,7 @@ async fn call(
     tweak: impl FnOnce(&mut ModelProfile),
 ) -> Outcome {
     let base = match kind {
-        ProviderKind::Openai => server.openai_base_url(),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => server.openai_base_url(),
         ProviderKind::Anthropic => server.anthropic_base_url(),
     };
     let mut profile = ModelProfile::new(kind, "scripted", base);
