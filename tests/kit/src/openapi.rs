@@ -31,6 +31,8 @@ pub enum OpenAiSchema {
     CreateChatCompletionRequest,
     /// `POST /v1/responses`.
     CreateResponse,
+    /// One event of a Responses stream (what the scripted model sends).
+    ResponseStreamEvent,
 }
 
 impl OpenAiSchema {
@@ -39,6 +41,7 @@ impl OpenAiSchema {
         match self {
             OpenAiSchema::CreateChatCompletionRequest => "CreateChatCompletionRequest",
             OpenAiSchema::CreateResponse => "CreateResponse",
+            OpenAiSchema::ResponseStreamEvent => "ResponseStreamEvent",
         }
     }
 }
@@ -55,6 +58,7 @@ const QUOTED: usize = 240;
 struct Validators {
     chat: Result<Validator, String>,
     responses: Result<Validator, String>,
+    stream_events: Result<Validator, String>,
 }
 
 static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| {
@@ -78,6 +82,7 @@ static VALIDATORS: LazyLock<Validators> = LazyLock::new(|| {
     Validators {
         chat: build(OpenAiSchema::CreateChatCompletionRequest),
         responses: build(OpenAiSchema::CreateResponse),
+        stream_events: build(OpenAiSchema::ResponseStreamEvent),
     }
 });
 
@@ -110,6 +115,7 @@ pub fn schema_violations(schema: OpenAiSchema, body: &Value) -> Vec<String> {
     let validator = match schema {
         OpenAiSchema::CreateChatCompletionRequest => &validators.chat,
         OpenAiSchema::CreateResponse => &validators.responses,
+        OpenAiSchema::ResponseStreamEvent => &validators.stream_events,
     };
     let validator = match validator {
         Ok(validator) => validator,
