@@ -202,14 +202,14 @@ impl Counter {
             let texts = match kind {
                 "message" => item
                     .get("content")
-                    .map_or(0, |content| self.content(content)),
+                    .map_or(0, |content| self.response_content(content)),
                 "function_call" => ["name", "arguments"]
                     .iter()
                     .filter_map(|field| item.get(*field).and_then(Value::as_str))
                     .fold(0, |sum: u64, text| sum.saturating_add(self.text(text))),
-                "function_call_output" => {
-                    item.get("output").map_or(0, |output| self.content(output))
-                }
+                "function_call_output" => item
+                    .get("output")
+                    .map_or(0, |output| self.response_content(output)),
                 "reasoning" => item
                     .get("summary")
                     .and_then(Value::as_array)
@@ -224,6 +224,25 @@ impl Counter {
             total = total.saturating_add(texts);
         }
         total
+    }
+
+    /// A Responses content value: a string, or the `text` of its text
+    /// parts (`input_text`, `output_text`).
+    fn response_content(&self, content: &Value) -> u64 {
+        match content {
+            Value::String(text) => self.text(text),
+            Value::Array(parts) => parts
+                .iter()
+                .filter(|part| {
+                    matches!(
+                        part.get("type").and_then(Value::as_str),
+                        Some("input_text" | "output_text")
+                    )
+                })
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .fold(0, |sum: u64, text| sum.saturating_add(self.text(text))),
+            _ => 0,
+        }
     }
 
     /// A content value: a string, or an array of parts/blocks.
@@ -246,7 +265,7 @@ impl Counter {
                 .map_or(0, |text| self.text(text))
         };
         match block.get("type").and_then(Value::as_str) {
-            Some("text" | "input_text" | "output_text") => text_field("text"),
+            Some("text") => text_field("text"),
             Some("tool_result") => block.get("content").map_or(0, |content| {
                 // Only text blocks count inside a tool result (no nesting).
                 match content {

@@ -13,7 +13,8 @@ use crate::wire::{self, Wire};
 /// What the scripted model "generated" for one request.
 #[derive(Debug, Clone)]
 pub(crate) struct Turn {
-    /// Identifies the response (`chatcmpl-...` / `msg_...` suffix).
+    /// Identifies the response (`chatcmpl-...` / `resp_...` / `msg_...`
+    /// suffix).
     pub id: String,
     pub model: String,
     pub text: String,
