@@ -85,7 +85,8 @@ async fn main() -> Result<(), Error> {
                             println!("{:>3} assistant thinks: {thinking}", event.seq)
                         }
                         // Encrypted reasoning: kept for the model, not shown.
-                        ContentBlock::RedactedThinking { .. } => {}
+                        ContentBlock::RedactedThinking { .. }
+                        | ContentBlock::ReasoningItem { .. } => {}
                     }
                 }
             }

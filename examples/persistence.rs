@@ -105,7 +105,8 @@ fn print_turn(state: &AgentState) {
                             println!("assistant thinks: {thinking}")
                         }
                         // Encrypted reasoning: kept for the model, not shown.
-                        ContentBlock::RedactedThinking { .. } => {}
+                        ContentBlock::RedactedThinking { .. }
+                        | ContentBlock::ReasoningItem { .. } => {}
                     }
                 }
             }

@@ -103,6 +103,15 @@ pub enum ModelEvent {
     /// A whole block of encrypted reasoning (Anthropic's
     /// `redacted_thinking`): kept with the message, never shown.
     RedactedThinking { index: usize, data: String },
+    /// A whole OpenAI reasoning item (the Responses wire's, with its
+    /// `encrypted_content`): kept with the message, never shown (its
+    /// summary streams as a thinking block of its own before it).
+    ReasoningItem {
+        index: usize,
+        id: String,
+        summary: Vec<String>,
+        encrypted_content: String,
+    },
     /// More of a tool call's JSON arguments (a fragment).
     ToolInputDelta { index: usize, partial_json: String },
     /// The block is complete.

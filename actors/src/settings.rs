@@ -497,6 +497,10 @@ pub enum ProviderKind {
     Openai,
     /// Anthropic Messages (Anthropic, llama.cpp's /v1/messages, ...).
     Anthropic,
+    /// OpenAI Responses (`provider = "openai-responses"`): OpenAI's
+    /// newer API, the only one its Codex and `-pro` models answer on.
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
 }
 
 impl fmt::Display for ProviderKind {
@@ -504,6 +508,7 @@ impl fmt::Display for ProviderKind {
         f.write_str(match self {
             ProviderKind::Openai => "openai",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenaiResponses => "openai-responses",
         })
     }
 }
@@ -840,7 +845,7 @@ impl ModelProfile {
                     self.max_output_tokens
                         .unwrap_or(ANTHROPIC_DEFAULT_MAX_TOKENS),
                 ),
-                ProviderKind::Openai => self.max_output_tokens,
+                ProviderKind::Openai | ProviderKind::OpenaiResponses => self.max_output_tokens,
             },
             context: self.context.clone(),
             pricing: self.pricing(),

@@ -16,7 +16,8 @@
 //! profile enables thinking — without, the count is an estimate from
 //! above); unsigned thinking (an OpenAI-compatible server's) never goes
 //! back and counts nothing, nor does redacted thinking, which has no text
-//! to count.
+//! to count; an OpenAI reasoning item counts its summary texts (what goes
+//! back with it besides the encrypted reasoning).
 
 use crate::model::ToolSpec;
 use crate::protocol::{ContentBlock, Message};
@@ -146,6 +147,11 @@ fn texts_of(message: &Message) -> impl Iterator<Item = std::borrow::Cow<'_, str>
                     signature: None, ..
                 }
                 | ContentBlock::RedactedThinking { .. } => Vec::new(),
+                // Its summary goes back with it; the encrypted reasoning
+                // has no text to count.
+                ContentBlock::ReasoningItem { summary, .. } => {
+                    summary.iter().map(|s| Cow::Borrowed(s.as_str())).collect()
+                }
                 ContentBlock::ToolUse { name, input, .. } => vec![
                     Cow::Borrowed(name.as_str()),
                     Cow::Owned(match input {
@@ -225,5 +231,37 @@ mod tests {
         assert!(
             encoding.count_message(&thinking(Some("sig"))) <= byte_bound(&thinking(Some("sig")))
         );
+    }
+
+    #[test]
+    fn a_reasoning_item_counts_its_summary_and_not_its_encrypted_reasoning() {
+        let message = |summary: Vec<String>| Message::Assistant {
+            content: vec![
+                ContentBlock::ReasoningItem {
+                    id: "rs_1".into(),
+                    summary,
+                    encrypted_content: "gAAAAABo-encrypted-reasoning".repeat(20),
+                },
+                ContentBlock::Text {
+                    text: "Done.".into(),
+                },
+            ],
+            interrupted: false,
+        };
+        let encoding = Encoding::O200k;
+        let text = encoding.count("Done.");
+        assert_eq!(
+            encoding.count_message(&message(Vec::new())),
+            MESSAGE_OVERHEAD + text
+        );
+        let summarised = message(vec!["Read the file first.".into(), "Then answer.".into()]);
+        assert_eq!(
+            encoding.count_message(&summarised),
+            MESSAGE_OVERHEAD
+                + text
+                + encoding.count("Read the file first.")
+                + encoding.count("Then answer.")
+        );
+        assert!(encoding.count_message(&summarised) <= byte_bound(&summarised));
     }
 }

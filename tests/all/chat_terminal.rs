@@ -234,7 +234,8 @@ async fn the_resume_picker_resumes_the_chosen_session() {
 async fn the_status_line_shows_context_and_mode_and_follows_mode_switches() {
     let fx = Fixture::new("chat_terminal").await;
     fx.add_config(&format!(
-        "[models.windowed]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\ncontext_window = 2000\n",
+        // A window the tool definitions nearly fill: the message still fits.
+        "[models.windowed]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\ncontext_window = 2800\n",
         fx.server.openai_base_url()
     ));
     let mut term = chat(&fx, &["--model", "windowed"]).await;

@@ -25,6 +25,19 @@ pub enum ContentBlock {
     /// Reasoning the provider encrypted (Anthropic's `redacted_thinking`):
     /// kept opaque so that it can go back with its message, never shown.
     RedactedThinking { data: String },
+    /// An OpenAI reasoning item (the Responses wire's `reasoning` output
+    /// item), kept opaque so that it goes back in place with its message,
+    /// as OpenAI wants across a tool round — and only to the Responses
+    /// wire: the other wires skip it. `encrypted_content` is the reasoning
+    /// itself, sealed by OpenAI; `summary` the summary texts it came with
+    /// (front ends show them from the thinking block streamed before it,
+    /// never from this block).
+    ReasoningItem {
+        id: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+        encrypted_content: String,
+    },
     /// A request to run a tool. `input` is the JSON object of arguments; when
     /// the model sent arguments that are not valid JSON, `input` is the raw
     /// text as a JSON string (and the call got an error result).
@@ -42,17 +55,19 @@ impl ContentBlock {
             ContentBlock::Text { text } => Some(text),
             ContentBlock::Thinking { .. }
             | ContentBlock::RedactedThinking { .. }
+            | ContentBlock::ReasoningItem { .. }
             | ContentBlock::ToolUse { .. } => None,
         }
     }
 
-    /// The reasoning of a thinking block, or `None` (redacted thinking has
-    /// none to show).
+    /// The reasoning of a thinking block, or `None` (redacted thinking and
+    /// reasoning items have none to show).
     pub fn as_thinking(&self) -> Option<&str> {
         match self {
             ContentBlock::Thinking { thinking, .. } => Some(thinking),
             ContentBlock::Text { .. }
             | ContentBlock::RedactedThinking { .. }
+            | ContentBlock::ReasoningItem { .. }
             | ContentBlock::ToolUse { .. } => None,
         }
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct ModelInfo {
     /// Profile name, as used by `/model NAME`.
     pub name: String,
-    /// Wire format: `openai` or `anthropic`.
+    /// Wire format: `openai`, `openai-responses` or `anthropic`.
     pub provider: String,
     /// The provider's model id.
     pub model: String,

@@ -354,7 +354,7 @@ pub struct ModelList(pub Vec<ModelEntry>);
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ModelEntry {
     pub name: String,
-    /// Wire format: `openai` or `anthropic`.
+    /// Wire format: `openai`, `openai-responses` or `anthropic`.
     pub provider: String,
     /// The provider's model id.
     pub model: String,

@@ -170,7 +170,10 @@ fn wire_block(block: &ContentBlock, thinking: bool) -> Option<Value> {
         ContentBlock::RedactedThinking { data } if thinking => {
             json!({"type": "redacted_thinking", "data": data})
         }
-        ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => return None,
+        // OpenAI's reasoning items go back to the Responses wire alone.
+        ContentBlock::Thinking { .. }
+        | ContentBlock::RedactedThinking { .. }
+        | ContentBlock::ReasoningItem { .. } => return None,
         ContentBlock::ToolUse { id, name, input } => {
             // Arguments that were not an object (model garbage, or cut short
             // by an interrupt) go back as {}; the error result quotes them.

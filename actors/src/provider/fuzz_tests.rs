@@ -1,4 +1,4 @@
-//! Property tests of both stream decoders: bytes → SSE frames (the real
+//! Property tests of the stream decoders (Chat, Responses, Anthropic): bytes → SSE frames (the real
 //! `sse-stream` parser, fed in random chunks) → `ModelEvent`s → the
 //! session core's `PartialMessage`, the way [`super::http::answer`] runs
 //! them.
@@ -14,6 +14,7 @@
 use super::anthropic;
 use super::http::{FrameDecoder, FrameError, retry_after};
 use super::openai;
+use super::responses;
 use super::retry::{RetryPolicy, delay_before};
 use crate::model::ModelEvent;
 use crate::session::core::partial::PartialMessage;
@@ -94,7 +95,9 @@ fn check_well_formed(outcome: &Outcome) -> Result<(), TestCaseError> {
                 prop_assert_eq!(i, outcome.events.len() - 1, "Finished comes last");
             }
             // Whole in one event: it opens nothing.
-            ModelEvent::Usage(_) | ModelEvent::RedactedThinking { .. } => {}
+            ModelEvent::Usage(_)
+            | ModelEvent::RedactedThinking { .. }
+            | ModelEvent::ReasoningItem { .. } => {}
             ModelEvent::Retrying { .. } => prop_assert!(false, "decoders never retry"),
         }
     }
@@ -262,6 +265,66 @@ fn anthropic_frames(answer: &Answer) -> Vec<Value> {
     frames
 }
 
+/// A Responses stream of `answer`: the reasoning item (its summary deltas,
+/// sealed), the message, each function call, `response.completed`.
+fn responses_frames(answer: &Answer) -> Vec<Value> {
+    let mut frames = vec![json!({"type": "response.created", "sequence_number": 0,
+        "response": {"id": "resp", "status": "in_progress", "output": []}})];
+    let mut index = 0;
+    if !answer.thinking.is_empty() {
+        frames.push(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": {"id": "rs", "type": "reasoning", "summary": []}}),
+        );
+        for t in &answer.thinking {
+            frames.push(json!({"type": "response.reasoning_summary_text.delta",
+                "output_index": index, "summary_index": 0, "delta": t}));
+        }
+        frames.push(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": {"id": "rs", "type": "reasoning", "encrypted_content": "c2VhbGVk",
+                     "summary": [{"type": "summary_text", "text": answer.thinking.concat()}]}}),
+        );
+        index += 1;
+    }
+    if !answer.text.is_empty() {
+        frames.push(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": {"id": "msg", "type": "message", "role": "assistant", "content": []}}),
+        );
+        for t in &answer.text {
+            frames.push(
+                json!({"type": "response.output_text.delta", "output_index": index,
+                "content_index": 0, "delta": t}),
+            );
+        }
+        frames.push(
+            json!({"type": "response.output_item.done", "output_index": index,
+            "item": {"id": "msg", "type": "message", "role": "assistant", "content": []}}),
+        );
+        index += 1;
+    }
+    for (i, (name, args, sizes)) in answer.calls.iter().enumerate() {
+        let at = index + i;
+        let item = |arguments: &str| {
+            json!({"id": format!("fc_{i}"), "type": "function_call",
+            "call_id": format!("call_{i}"), "name": name, "arguments": arguments})
+        };
+        frames.push(
+            json!({"type": "response.output_item.added", "output_index": at, "item": item("")}),
+        );
+        let arguments = Value::Object(args.clone()).to_string();
+        for piece in pieces(&arguments, sizes) {
+            frames.push(json!({"type": "response.function_call_arguments.delta",
+                "output_index": at, "delta": piece}));
+        }
+        frames.push(json!({"type": "response.output_item.done", "output_index": at, "item": item(&arguments)}));
+    }
+    frames.push(json!({"type": "response.completed", "response": {"status": "completed",
+        "usage": {"input_tokens": 9, "input_tokens_details": {"cached_tokens": 2}, "output_tokens": 3}}}));
+    frames
+}
+
 /// The decoded events make up `answer` again.
 fn check_round_trip(outcome: &Outcome, answer: &Answer) -> Result<(), TestCaseError> {
     prop_assert!(outcome.error.is_none(), "{:?}", outcome.error);
@@ -361,12 +424,14 @@ proptest! {
     ) {
         check_well_formed(&decode::<openai::Decoder>(&bytes, chunk))?;
         check_well_formed(&decode::<anthropic::Decoder>(&bytes, chunk))?;
+        check_well_formed(&decode::<responses::Decoder>(&bytes, chunk))?;
     }
 
     #[test]
     fn random_sse_lines_never_panic_either_decoder(text in sse_lines(), chunk in 1usize..64) {
         check_well_formed(&decode::<openai::Decoder>(text.as_bytes(), chunk))?;
         check_well_formed(&decode::<anthropic::Decoder>(text.as_bytes(), chunk))?;
+        check_well_formed(&decode::<responses::Decoder>(text.as_bytes(), chunk))?;
     }
 
     #[test]
@@ -374,6 +439,7 @@ proptest! {
         for error in [
             openai::Decoder::default().decode(&data).err(),
             anthropic::Decoder::default().decode(&data).err(),
+            responses::Decoder::default().decode(&data).err(),
         ] {
             let Some(FrameError::Garbage(detail)) = error else {
                 return Err(TestCaseError::fail(format!("{data:?} decoded as {error:?}")));
@@ -394,6 +460,29 @@ proptest! {
         let outcome = decode::<anthropic::Decoder>(sse(&anthropic_frames(&answer)).as_bytes(), chunk);
         check_well_formed(&outcome)?;
         check_round_trip(&outcome, &answer)?;
+    }
+
+    #[test]
+    fn responses_answers_decode_to_what_was_sent(answer in answer(), chunk in 1usize..48) {
+        let outcome = decode::<responses::Decoder>(sse(&responses_frames(&answer)).as_bytes(), chunk);
+        check_well_formed(&outcome)?;
+        check_round_trip(&outcome, &answer)?;
+        let sealed = outcome.events.iter().any(|e| matches!(e, ModelEvent::ReasoningItem { .. }));
+        prop_assert_eq!(sealed, !answer.thinking.is_empty(), "the reasoning item is kept");
+    }
+
+    #[test]
+    fn responses_answers_with_one_value_changed_stay_well_formed(
+        answer in answer(),
+        frame in any::<prop::sample::Index>(),
+        path in proptest::collection::vec(any::<usize>(), 0..6),
+        replacement in json_value(),
+        chunk in 1usize..48,
+    ) {
+        let mut frames = responses_frames(&answer);
+        let at = frame.index(frames.len());
+        mutate(&mut frames[at], &path, replacement);
+        check_well_formed(&decode::<responses::Decoder>(sse(&frames).as_bytes(), chunk))?;
     }
 
     #[test]

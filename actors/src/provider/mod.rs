@@ -3,7 +3,7 @@
 //! [`ModelClient`] is what the AgentLoop needs: give it a [`ModelRequest`],
 //! get a stream of [`ModelEvent`]s. [`Providers`] is the real client: it
 //! picks the request's profile, makes one attempt with that profile's wire
-//! module ([`openai`] or [`anthropic`]) and wraps the attempts in
+//! module ([`openai`], [`responses`] or [`anthropic`]) and wraps the attempts in
 //! [`retry::with_retries`]. Each wire module translates in both directions
 //! and nothing else; [`http`] holds what they share on the way in (status
 //! errors, `Retry-After`, SSE frames with an idle timeout). Nothing outside
@@ -16,6 +16,7 @@ mod fields;
 pub mod http;
 pub mod openai;
 mod profiles;
+pub mod responses;
 pub mod retry;
 
 #[cfg(test)]
@@ -61,4 +62,14 @@ pub(crate) fn images_for<'a>(
         })
         .collect();
     std::borrow::Cow::Owned(stripped)
+}
+
+/// The prompt cache key a request carries to OpenAI (`prompt_cache_key`):
+/// the session's, unless the profile turns caching off (`cache = "off"`).
+pub(crate) fn cache_key<'a>(
+    profile: &crate::settings::ModelProfile,
+    request: &'a crate::model::ModelRequest,
+) -> Option<&'a str> {
+    let off = profile.cache == Some(crate::settings::CacheSetting::Off);
+    (!off && !request.cache_key.is_empty()).then_some(request.cache_key.as_str())
 }

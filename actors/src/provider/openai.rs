@@ -15,13 +15,24 @@
 //!
 //! Thinking is never sent back: these servers do not take it (DeepSeek
 //! refuses a request whose messages carry `reasoning_content`).
+//!
+//! The session goes as `prompt_cache_key` (OpenAI's prompt cache routes
+//! requests with the same key to the same cache) only to `api.openai.com`:
+//! servers that mimic this wire check its fields their own way, and some
+//! refuse one they do not know (NVIDIA's answers 400 "Unsupported
+//! parameter(s): prompt_cache_key"; Mistral-style validators "Extra inputs
+//! are not permitted"), while llama.cpp, vLLM and Ollama would ignore it
+//! and cache by prefix anyway. A model OpenAI serves only on the Responses
+//! API is refused here with a 404 that names `v1/responses`: the error then
+//! says to switch the profile to `provider = "openai-responses"`.
 
-use super::ModelStream;
 use super::fields;
 use super::http::{self, Decoded, FrameDecoder, FrameError, status_hint};
+use super::{ModelStream, ProviderError};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
 use crate::settings::ModelProfile;
+use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 
@@ -54,7 +65,18 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
         let field = profile.max_tokens_field.as_deref().unwrap_or("max_tokens");
         body[field] = json!(max);
     }
+    if let Some(key) = super::cache_key(profile, request).filter(|_| is_openai(profile)) {
+        body["prompt_cache_key"] = json!(key);
+    }
     body
+}
+
+/// Whether the profile talks to OpenAI itself (`https://api.openai.com`),
+/// which takes OpenAI's newer fields, rather than a server that mimics it.
+fn is_openai(profile: &ModelProfile) -> bool {
+    let url = profile.base_url.to_ascii_lowercase();
+    url.strip_prefix("https://api.openai.com")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(['/', ':']))
 }
 
 /// One history message on the wire; `None` for an assistant message with
@@ -389,9 +411,41 @@ pub fn attempt(http: reqwest::Client, profile: ModelProfile, request: ModelReque
         },
     );
     let idle = profile.idle_timeout();
-    http::answer::<Decoder>(built, url, idle, move |status| {
+    let advice = responses_only_hint(&profile, &request.profile);
+    let answer = http::answer::<Decoder>(built, url, idle, move |status| {
         status_hint(status, &profile, &request.profile)
-    })
+    });
+    Box::pin(answer.map(move |item| item.map_err(|error| with_responses_hint(error, &advice))))
+}
+
+/// What to do about a model that answers only on the Responses API.
+fn responses_only_hint(profile: &ModelProfile, profile_name: &str) -> String {
+    format!(
+        "model `{}` is served on OpenAI's Responses API only: set `provider = \"openai-responses\"` in model profile `{profile_name}`",
+        profile.model
+    )
+}
+
+/// OpenAI's refusal of a Responses-only model ("This model is only
+/// supported in v1/responses and not in v1/chat/completions.") with
+/// `advice` as its hint, in place of the 404's usual one.
+fn with_responses_hint(error: ProviderError, advice: &str) -> ProviderError {
+    match error {
+        ProviderError::Status {
+            url,
+            status,
+            message,
+            retry_after,
+            ..
+        } if message.contains("v1/responses") => ProviderError::Status {
+            url,
+            status,
+            message,
+            hint: Some(advice.to_string()),
+            retry_after,
+        },
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -400,7 +454,6 @@ mod tests {
     use crate::model::{ToolOrigin, ToolSpec};
     use crate::session::core::partial::PartialMessage;
     use crate::settings::ProviderKind;
-    use futures::StreamExt;
 
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -740,5 +793,210 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "bash");
         assert_eq!(body["max_tokens"], 100);
         assert_eq!(body["stream_options"]["include_usage"], true);
+    }
+
+    /// A request with every kind of message: a system prompt, a text and an
+    /// image query, thinking, text and tool calls (one with garbage
+    /// arguments), their results, tools, a cap and a cache key.
+    fn every_shape() -> ModelRequest {
+        ModelRequest {
+            profile: "p".into(),
+            cache_key: "0199a7e0-session".into(),
+            max_output_tokens: Some(500),
+            system_prompt: "sys".into(),
+            messages: vec![
+                Message::user("hi"),
+                Message::User {
+                    text: "what is this?".into(),
+                    images: vec![crate::protocol::Image {
+                        source: "pic.png".into(),
+                        media_type: "image/png".into(),
+                        data: "iVBORw0KGgo=".into(),
+                    }],
+                },
+                Message::Assistant {
+                    content: vec![
+                        ContentBlock::Thinking {
+                            thinking: "look".into(),
+                            signature: None,
+                        },
+                        ContentBlock::ReasoningItem {
+                            id: "rs_1".into(),
+                            summary: vec!["look".into()],
+                            encrypted_content: "sealed".into(),
+                        },
+                        ContentBlock::Text {
+                            text: "Looking.".into(),
+                        },
+                        ContentBlock::ToolUse {
+                            id: "c1".into(),
+                            name: "bash".into(),
+                            input: json!({"command": "ls"}),
+                        },
+                        ContentBlock::ToolUse {
+                            id: "c2".into(),
+                            name: "bash".into(),
+                            input: Value::String("{broken".into()),
+                        },
+                    ],
+                    interrupted: false,
+                },
+                Message::ToolResult {
+                    call_id: "c1".into(),
+                    name: "bash".into(),
+                    output: "a".into(),
+                    is_error: false,
+                },
+                Message::ToolResult {
+                    call_id: "c2".into(),
+                    name: "bash".into(),
+                    output: "bad json".into(),
+                    is_error: true,
+                },
+                Message::Assistant {
+                    content: vec![ContentBlock::ToolUse {
+                        id: "c3".into(),
+                        name: "bash".into(),
+                        input: json!({}),
+                    }],
+                    interrupted: false,
+                },
+                Message::ToolResult {
+                    call_id: "c3".into(),
+                    name: "bash".into(),
+                    output: String::new(),
+                    is_error: false,
+                },
+                Message::Assistant {
+                    content: vec![ContentBlock::Text {
+                        text: "Done.".into(),
+                    }],
+                    interrupted: false,
+                },
+                Message::user("thanks"),
+            ],
+            tools: std::sync::Arc::new(vec![ToolSpec {
+                name: "bash".into(),
+                description: "run".into(),
+                input_schema: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
+                origin: ToolOrigin::Builtin,
+            }]),
+        }
+    }
+
+    #[test]
+    fn every_body_shape_validates_against_openais_schema() {
+        use agentbus_testkit::{OpenAiSchema, schema_violations};
+        let mut hosted =
+            ModelProfile::new(ProviderKind::Openai, "gpt-4.1", "https://api.openai.com/v1");
+        hosted.max_tokens_field = Some("max_completion_tokens".into());
+        let mut local = ModelProfile::new(ProviderKind::Openai, "qwen", "http://127.0.0.1:8080/v1");
+        local.images = Some(false);
+        local.max_output_tokens = Some(300);
+        let mut bare = every_shape();
+        bare.system_prompt = String::new();
+        bare.tools = Default::default();
+        bare.max_output_tokens = None;
+        for (profile, request) in [
+            (&hosted, every_shape()),
+            (&local, every_shape()),
+            (&hosted, bare),
+        ] {
+            let body = request_body(profile, &request);
+            let violations = schema_violations(OpenAiSchema::CreateChatCompletionRequest, &body);
+            assert!(violations.is_empty(), "{violations:#?}\n{body:#}");
+        }
+        let body = request_body(&hosted, &every_shape());
+        assert_eq!(body["max_completion_tokens"], 500);
+        assert!(
+            !body.to_string().contains("sealed"),
+            "reasoning items go to the Responses wire alone: {body}"
+        );
+    }
+
+    #[test]
+    fn the_session_is_the_prompt_cache_key_toward_openai_alone() {
+        let request = every_shape();
+        let key = |url: &str, cache: Option<crate::settings::CacheSetting>| {
+            let mut profile = ModelProfile::new(ProviderKind::Openai, "gpt-4.1", url);
+            profile.cache = cache;
+            request_body(&profile, &request)
+                .get("prompt_cache_key")
+                .cloned()
+        };
+        assert_eq!(
+            key("https://api.openai.com/v1", None),
+            Some(json!("0199a7e0-session"))
+        );
+        assert_eq!(
+            key(
+                "https://API.openai.com",
+                Some(crate::settings::CacheSetting::OneHour)
+            ),
+            Some(json!("0199a7e0-session"))
+        );
+        assert_eq!(
+            key(
+                "https://api.openai.com/v1",
+                Some(crate::settings::CacheSetting::Off)
+            ),
+            None,
+            "cache = \"off\""
+        );
+        for other in [
+            "http://127.0.0.1:8080/v1",
+            "https://integrate.api.nvidia.com/v1",
+            "https://api.openai.com.evil.example/v1",
+            "https://openrouter.ai/api/v1",
+        ] {
+            assert_eq!(key(other, None), None, "{other}");
+        }
+        let mut keyless = request.clone();
+        keyless.cache_key = String::new();
+        let profile =
+            ModelProfile::new(ProviderKind::Openai, "gpt-4.1", "https://api.openai.com/v1");
+        assert!(
+            request_body(&profile, &keyless)
+                .get("prompt_cache_key")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_model_served_on_the_responses_api_alone_is_told_to_switch_wire() {
+        let profile = ModelProfile::new(
+            ProviderKind::Openai,
+            "gpt-5.1-codex",
+            "https://api.openai.com/v1",
+        );
+        let advice = responses_only_hint(&profile, "codex");
+        let refused = ProviderError::Status {
+            url: "https://api.openai.com/v1/chat/completions".into(),
+            status: 404,
+            message: "This model is only supported in v1/responses and not in v1/chat/completions."
+                .into(),
+            hint: Some("check base_url".into()),
+            retry_after: None,
+        };
+        let shown = with_responses_hint(refused, &advice).to_string();
+        assert!(
+            shown.contains("only supported in v1/responses")
+                && shown.contains(
+                    "(model `gpt-5.1-codex` is served on OpenAI's Responses API only: set `provider = \"openai-responses\"` in model profile `codex`)"
+                ),
+            "{shown}"
+        );
+        let other = ProviderError::Status {
+            url: "u".into(),
+            status: 404,
+            message: "no such model".into(),
+            hint: Some("check base_url".into()),
+            retry_after: None,
+        };
+        assert!(
+            with_responses_hint(other, &advice)
+                .to_string()
+                .contains("(check base_url)")
+        );
     }
 }

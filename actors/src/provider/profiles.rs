@@ -4,7 +4,7 @@
 
 use super::client::{ModelClient, ModelStream};
 use super::http::{self, install_crypto_provider};
-use super::{ProviderError, anthropic, openai, retry};
+use super::{ProviderError, anthropic, openai, responses, retry};
 use crate::model::ModelRequest;
 use crate::settings::{ModelProfile, ProviderKind};
 use futures::StreamExt;
@@ -102,6 +102,9 @@ impl ModelClient for Providers {
             }
             ProviderKind::Anthropic => {
                 anthropic::attempt(http.clone(), profile.settings.clone(), request.clone())
+            }
+            ProviderKind::OpenaiResponses => {
+                responses::attempt(http.clone(), profile.settings.clone(), request.clone())
             }
         };
         let stream = retry::with_retries(policy, attempt);

@@ -1,5 +1,5 @@
 //! The providers against a real HTTP server that misbehaves on purpose (the
-//! scripted model server), through both wire formats: every failure that
+//! scripted model server), through every wire format: every failure that
 //! can pass is retried, with a `Retrying` event so the session discards the
 //! failed attempt's output; the rest fail at once with a clear message.
 
@@ -15,7 +15,11 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 const GUARD: Duration = Duration::from_secs(60);
-const KINDS: [ProviderKind; 2] = [ProviderKind::Openai, ProviderKind::Anthropic];
+const KINDS: [ProviderKind; 3] = [
+    ProviderKind::Openai,
+    ProviderKind::Anthropic,
+    ProviderKind::OpenaiResponses,
+];
 
 /// What a model call produced, in order.
 #[derive(Debug)]
@@ -64,7 +68,7 @@ async fn call(
     tweak: impl FnOnce(&mut ModelProfile),
 ) -> Outcome {
     let base = match kind {
-        ProviderKind::Openai => server.openai_base_url(),
+        ProviderKind::Openai | ProviderKind::OpenaiResponses => server.openai_base_url(),
         ProviderKind::Anthropic => server.anthropic_base_url(),
     };
     let mut profile = ModelProfile::new(kind, "scripted", base);
@@ -211,10 +215,17 @@ async fn a_missing_key_fails_at_once_naming_its_variable_and_sends_nothing() {
 #[tokio::test]
 async fn a_dropped_connection_is_retried_and_the_partial_answer_discarded() {
     for kind in KINDS {
-        let s = server(
-            "[[response]]\ntext = \"first attempt text that is cut\"\nchunk_size = 5\ndrop_after_chunks = 4\n\
+        // Past the first text delta: a Responses stream opens with four
+        // events before its first text.
+        let drop = if kind == ProviderKind::OpenaiResponses {
+            6
+        } else {
+            4
+        };
+        let s = server(&format!(
+            "[[response]]\ntext = \"first attempt text that is cut\"\nchunk_size = 5\ndrop_after_chunks = {drop}\n\
              [[response]]\ntext = \"clean answer\"\n",
-        )
+        ))
         .await;
         let out = call(&s, kind, |_| {}).await;
         assert!(out.finished(), "{kind}: {out:?}");
@@ -237,6 +248,10 @@ async fn a_garbage_frame_is_retried() {
     for (kind, fixture) in [
         (ProviderKind::Openai, "openai/garbage.sse"),
         (ProviderKind::Anthropic, "anthropic/garbage.sse"),
+        (
+            ProviderKind::OpenaiResponses,
+            "openai-responses/garbage.sse",
+        ),
     ] {
         let s = server(&format!(
             "[[response]]\nfixture = \"{fixture}\"\n[[response]]\ntext = \"fine\"\n"
@@ -346,5 +361,81 @@ async fn the_anthropic_request_carries_version_key_and_system() {
     assert_eq!(r.headers["x-api-key"], "sk-ant-test");
     assert_eq!(r.headers["anthropic-version"], "2023-06-01");
     assert_eq!(r.body["system"], "sys");
+    assert!(s.violations().is_empty(), "{:?}", s.violations());
+}
+
+#[tokio::test]
+async fn a_failed_response_mid_stream_is_retried_and_a_refusal_for_length_is_not() {
+    let s = server(
+        "[[response]]\nfixture = \"openai-responses/failed_server_error.sse\"\n\
+         [[response]]\ntext = \"second try\"\n",
+    )
+    .await;
+    let out = call(&s, ProviderKind::OpenaiResponses, |_| {}).await;
+    let retries = out.retries();
+    assert_eq!(retries.len(), 1, "{out:?}");
+    assert!(
+        retries[0]
+            .2
+            .contains("server_error: The model failed to generate a response."),
+        "{}",
+        retries[0].2
+    );
+    assert_eq!(out.final_text(), "second try");
+
+    let s = server("context_window = 5\n[[response]]\ntext = \"never\"\n").await;
+    let out = call(&s, ProviderKind::OpenaiResponses, |_| {}).await;
+    assert!(out.retries().is_empty(), "{out:?}");
+    let error = out.error.expect("refused");
+    assert!(
+        error.contains("exceeds the context window") && error.contains("context_length_exceeded"),
+        "{error}"
+    );
+    assert_eq!(s.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_organisation_refused_reasoning_summaries_gets_its_answer_without_one() {
+    let s = server(
+        "[[response]]\nstatus = 400\nbody = '{\"error\":{\"message\":\"Your organization must be verified to generate reasoning summaries. Please go to: https://platform.openai.com/settings/organization/general and click on Verify Organization.\",\"type\":\"invalid_request_error\",\"param\":\"reasoning.summary\",\"code\":\"unsupported_value\"}}'\n\
+         [[response]]\nthinking = \"hidden\"\ntext = \"answered\"\n",
+    )
+    .await;
+    let out = call(&s, ProviderKind::OpenaiResponses, |p| {
+        p.model = "gpt-5.1-codex".into();
+    })
+    .await;
+    assert!(out.finished(), "{out:?}");
+    assert!(out.retries().is_empty(), "asked again at once: {out:?}");
+    assert_eq!(out.final_text(), "answered");
+    let requests = s.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].body["reasoning"],
+        serde_json::json!({"summary": "auto"})
+    );
+    assert_eq!(requests[1].body["reasoning"], serde_json::json!({}));
+    assert_eq!(
+        requests[1].body["include"],
+        serde_json::json!(["reasoning.encrypted_content"]),
+        "still reasoning, encrypted"
+    );
+    assert!(s.violations().is_empty(), "{:?}", s.violations());
+}
+
+#[tokio::test]
+async fn the_responses_request_goes_to_v1_responses_with_its_key() {
+    let s = server("[[response]]\ntext = \"hi\"\n").await;
+    let out = call(&s, ProviderKind::OpenaiResponses, |p| {
+        p.api_key = Some(crate::settings::Secret("sk-test-responses".into()));
+    })
+    .await;
+    assert!(out.finished(), "{out:?}");
+    assert_eq!(out.final_text(), "hi");
+    let r = &s.requests()[0];
+    assert_eq!(r.path, "/v1/responses");
+    assert_eq!(r.headers["authorization"], "Bearer sk-test-responses");
+    assert_eq!(r.body["instructions"], "sys");
+    assert_eq!(r.body["store"], false);
     assert!(s.violations().is_empty(), "{:?}", s.violations());
 }

@@ -335,7 +335,9 @@ impl Translator {
                 {
                     updates.push(SessionUpdate::AgentThoughtChunk(chunk(thinking)));
                 }
-                ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
+                ContentBlock::Thinking { .. }
+                | ContentBlock::RedactedThinking { .. }
+                | ContentBlock::ReasoningItem { .. } => {}
                 ContentBlock::ToolUse { id, name, input } => {
                     let shown = self.calls.contains_key(id);
                     self.calls.insert(

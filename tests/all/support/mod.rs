@@ -125,6 +125,17 @@ impl Fixture {
         ));
     }
 
+    /// A profile `name` over the OpenAI Responses wire
+    /// (`provider = "openai-responses"`) for `model`, at the scripted
+    /// model's `/v1/responses`, with the fixture's key.
+    pub fn add_responses_profile(&self, name: &str, model: &str) {
+        self.add_config(&format!(
+            "[models.{name}]\nprovider = \"openai-responses\"\nmodel = \"{model}\"\n\
+             base_url = \"{}\"\napi_key = \"{SECRET}\"\nretry_base_delay_ms = 1\n",
+            self.server.openai_base_url()
+        ));
+    }
+
     pub fn workspace(&self) -> &Path {
         self.workspace.path()
     }

@@ -6,6 +6,8 @@
 //! `127.0.0.1` that serves
 //!
 //! * `POST /v1/chat/completions` — OpenAI Chat Completions, streamed as SSE,
+//! * `POST /v1/responses` — OpenAI Responses, streamed as SSE with the real
+//!   event sequence (reasoning items included),
 //! * `POST /v1/messages` — Anthropic Messages, streamed as SSE,
 //! * `GET /v1/models` — an OpenAI-style list holding one model, `scripted`,
 //!
@@ -14,7 +16,10 @@
 //! and checks each one against the protocol's rules so that tests can assert
 //! agentbus never sent the provider something it would reject — nor got an
 //! answer a real model could not give: a scripted call to a tool the
-//! request did not offer is a violation too. With a
+//! request did not offer is a violation too. Every body sent to an OpenAI
+//! wire is also checked against OpenAI's published schema for it
+//! ([`openapi`]). A model OpenAI serves on the Responses API alone is
+//! refused on Chat Completions with OpenAI's 404. With a
 //! script-level `context_window` it also counts each request's tokens
 //! ([`count_request`]) and refuses oversize requests with the provider's own
 //! error, as a real model does.
@@ -41,14 +46,17 @@
 //! misunderstanding of the protocol in agentbus cannot be mirrored here.
 
 pub mod nats;
+pub mod openapi;
 pub mod postgres;
 pub mod script;
 pub mod tcp_proxy;
 
+mod models;
 mod playback;
 mod record;
 mod render_anthropic;
 mod render_openai;
+mod render_responses;
 mod server;
 mod stream;
 mod thinking;
@@ -60,6 +68,7 @@ mod wire;
 use std::path::{Path, PathBuf};
 
 pub use nats::NatsServer;
+pub use openapi::{OpenAiSchema, schema_violations};
 pub use record::RecordedRequest;
 pub use script::Script;
 pub use server::ScriptedModel;

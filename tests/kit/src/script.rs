@@ -4,7 +4,8 @@
 //!
 //! A script is TOML holding a list of `[[response]]` tables, consumed in order,
 //! one per model call, each rendered in whichever wire format the request used
-//! (OpenAI Chat Completions or Anthropic Messages).
+//! (OpenAI Chat Completions, OpenAI Responses or Anthropic Messages): every
+//! key below works on each of them.
 //!
 //! ```toml
 //! [[response]]
@@ -25,7 +26,14 @@
 //!   llama.cpp and DeepSeek stream it, whatever the request. Anthropic wire:
 //!   as a `thinking` block with its `signature`, and only when the request
 //!   enables thinking (`"thinking": {"type": "enabled", ...}`) — the real
-//!   API sends none otherwise. Its tokens count in the output usage.
+//!   API sends none otherwise. Responses wire: as a `reasoning` output item
+//!   before the message, as a reasoning model always has one; its summary
+//!   (the text, with `reasoning_summary_text` deltas) only when the request
+//!   asks for one (`reasoning.summary`), and its `encrypted_content` only
+//!   when the request asks for that (`include:
+//!   ["reasoning.encrypted_content"]`) — sealed, so that an item sent back
+//!   altered, or without its encrypted content under `store: false`, is a
+//!   violation. Its tokens count in the output usage.
 //! * `tool_calls` — `{ id, name, arguments }`; `id` defaults to
 //!   `call_<response>_<n>`, `arguments` is a JSON string or a TOML table
 //!   (rendered as JSON), default `{}`.
@@ -34,16 +42,23 @@
 //! * `usage` — `{ input_tokens, output_tokens }`, each defaulting to small
 //!   non-zero numbers (10 and 5); with `context_window` (below) to the
 //!   request's counted input tokens and a count of the streamed text and
-//!   arguments (at least 1).
+//!   arguments (at least 1). The Responses wire reports the input as read
+//!   from no cache yet (`input_tokens_details.cached_tokens` 0; see
+//!   `Turn::cached_input_tokens`) and the thinking's tokens as
+//!   `output_tokens_details.reasoning_tokens`.
 //! * `finish_reason` — `stop`/`end_turn`, `tool_calls`/`tool_use`,
-//!   `length`/`max_tokens` are translated to the request's format; any other
-//!   value is sent verbatim. By default: tool calls if there are any, else stop.
+//!   `length`/`max_tokens` are translated to the request's format (on the
+//!   Responses wire `length`/`max_tokens` ends the stream with
+//!   `response.incomplete`, reason `max_output_tokens`; anything else with
+//!   `response.completed`); any other value is sent verbatim. By default:
+//!   tool calls if there are any, else stop.
 //! * `stall_after_chunks = N` — send the first N frames of the stream, then
 //!   nothing until the client goes away (counted, see
 //!   [`ScriptedModel::wait_for_disconnects`](crate::ScriptedModel::wait_for_disconnects)).
 //! * `drop_after_chunks = N` — send the first N frames, then abort the
 //!   connection. Frames count every `data:` frame, including OpenAI's
-//!   `[DONE]` and Anthropic's `ping`.
+//!   `[DONE]`, Anthropic's `ping` and every event of a Responses stream
+//!   (`response.created` is frame 1).
 //! * `chunk_interval_ms = N` — pause N ms before every frame after the
 //!   first, as a model generating tokens does.
 //! * `after_requests = N` — send the first frame only once the server has
@@ -66,8 +81,8 @@
 //!   [`fixtures_dir`] (or an absolute path) served byte
 //!   for byte as `text/event-stream`. Read when the script is loaded.
 //! * `status = 429`, optional `headers = { "retry-after" = "1" }` and
-//!   `body = '...'` — a plain HTTP reply; `content-type` defaults to
-//!   `application/json`.
+//!   `body = '...'` — a plain HTTP reply, on any wire; `content-type`
+//!   defaults to `application/json`.
 //!
 //! `match`: a response with `match = "s"` only serves requests whose last user
 //! text contains `s`; among those they are consumed in order. Responses
@@ -98,9 +113,10 @@
 //! convention) before a response is chosen, and record the count
 //! ([`RecordedRequest::input_tokens`](crate::RecordedRequest::input_tokens)).
 //! When the count plus the request's maximum output tokens (`max_tokens`, or
-//! OpenAI's `max_completion_tokens`; 0 when absent) exceeds N, the request is
-//! refused as the provider refuses it, with HTTP 400 and the provider's
-//! error body, and no response is consumed
+//! OpenAI's `max_completion_tokens` or `max_output_tokens`; 0 when absent)
+//! exceeds N, the request is refused as the provider refuses it, with the
+//! provider's error (HTTP 400 and its body; in the stream on the Responses
+//! wire), and no response is consumed
 //! ([`RecordedRequest::refused_for_length`](crate::RecordedRequest::refused_for_length)):
 //!
 //! * OpenAI: `{"error":{"message":"This model's maximum context length is N
@@ -111,7 +127,13 @@
 //! * Anthropic, when C alone exceeds N: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt
 //!   is too long: C tokens > N maximum"}}`; otherwise `... "message":"input length and
 //!   `max_tokens` exceed context limit: C + M > N, decrease input length or `max_tokens`
-//!   and try again"` — both as the real API words them.
+//!   and try again"` — both as the real API words them;
+//! * OpenAI Responses (M is `max_output_tokens`): as OpenAI streams it, HTTP
+//!   200 and `response.created`, `response.in_progress`, an `error` event
+//!   `{"type":"error","error":{"type":"invalid_request_error","code":"context_length_exceeded","message":"Your
+//!   input exceeds the context window of this model. Please adjust your
+//!   input and try again.","param":"input"}}` and `response.failed` with
+//!   that code and message.
 //!
 //! Without `context_window` nothing is counted or refused.
 

@@ -1,4 +1,4 @@
-//! The HTTP server: binds 127.0.0.1, routes the three endpoints, records and
+//! The HTTP server: binds 127.0.0.1, routes the four endpoints, records and
 //! validates each request, and answers model calls from the script. This is
 //! the public face of the kit ([`ScriptedModel`]); the rules it applies live
 //! in the modules it calls.
@@ -27,7 +27,9 @@ use crate::record::{self, RecordedRequest, Recorder};
 use crate::script::{ResponseKind, Script};
 use crate::turn::Turn;
 use crate::wire::{self, Wire};
-use crate::{render_anthropic, render_openai, stream, thinking, tokens, validate};
+use crate::{
+    models, render_anthropic, render_openai, render_responses, stream, thinking, tokens, validate,
+};
 
 /// Largest request body accepted.
 const MAX_BODY: usize = 32 * 1024 * 1024;
@@ -106,7 +108,8 @@ impl ScriptedModel {
         self.addr
     }
 
-    /// Base URL for OpenAI clients: `http://127.0.0.1:PORT/v1`.
+    /// Base URL for OpenAI clients, of either OpenAI wire (Chat
+    /// Completions and Responses): `http://127.0.0.1:PORT/v1`.
     pub fn openai_base_url(&self) -> String {
         format!("http://{}/v1", self.addr)
     }
@@ -122,12 +125,16 @@ impl ScriptedModel {
         self.shared.recorder.requests()
     }
 
-    /// The requests that were model calls (to either wire format's
+    /// The requests that were model calls (to any wire format's
     /// endpoint), in order.
     pub fn model_calls(&self) -> Vec<RecordedRequest> {
         self.requests()
             .into_iter()
-            .filter(|r| r.path.ends_with("/chat/completions") || r.path.ends_with("/messages"))
+            .filter(|r| {
+                r.path.ends_with("/chat/completions")
+                    || r.path.ends_with("/messages")
+                    || r.path.ends_with("/responses")
+            })
             .collect()
     }
 
@@ -246,6 +253,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
             model_call(&shared, Wire::OpenAi, arrival, &bytes)
         }
         (&Method::POST, "/v1/messages") => model_call(&shared, Wire::Anthropic, arrival, &bytes),
+        (&Method::POST, "/v1/responses") => model_call(&shared, Wire::Responses, arrival, &bytes),
         (&Method::GET, "/v1/models") => {
             arrival.record(&shared, raw_body(&bytes), Vec::new()).save();
             axum::Json(json!({
@@ -288,13 +296,19 @@ fn model_call(shared: &Shared, wire: Wire, arrival: Arrival, bytes: &Bytes) -> R
             return error_reply(wire, StatusCode::BAD_REQUEST, &message);
         }
     };
-    let violations = validate::validate(wire, &body);
+    let violations = validate::request(wire, &body);
     let input_tokens = shared
         .context_window
         .map(|_| tokens::count_request(wire, &body));
     let unusable = if !body.is_object() {
         Some("request body must be a JSON object".to_owned())
-    } else if !body.get("messages").is_some_and(Value::is_array) {
+    } else if wire == Wire::Responses
+        && !body
+            .get("input")
+            .is_some_and(|input| input.is_array() || input.is_string())
+    {
+        Some("request body needs an `input` (a string or an array of items)".to_owned())
+    } else if wire != Wire::Responses && !body.get("messages").is_some_and(Value::is_array) {
         Some("request body needs a `messages` array".to_owned())
     } else if body.get("stream") != Some(&Value::Bool(true)) {
         Some(
@@ -314,16 +328,30 @@ fn model_call(shared: &Shared, wire: Wire, arrival: Arrival, bytes: &Bytes) -> R
 }
 
 /// Picks the scripted response for a valid model call, records the request
-/// and renders the reply. A request over the context window is refused
-/// first, without consuming a response.
+/// and renders the reply. A Responses-only model on Chat Completions, and
+/// then a request over the context window, are refused first, without
+/// consuming a response.
 fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
     let body = &recording.request.body;
+    if wire == Wire::OpenAi && models::responses_only(&wire::model(body)) {
+        // A profile's mistake, not agentbus's: refused as OpenAI refuses
+        // it, and no violation.
+        recording.save();
+        let body = json!({"error": {
+            "message": models::RESPONSES_ONLY,
+            "type": "invalid_request_error",
+            "param": "model",
+            "code": null,
+        }});
+        return (StatusCode::NOT_FOUND, axum::Json(body)).into_response();
+    }
     if let (Some(window), Some(counted)) = (shared.context_window, recording.request.input_tokens) {
         let completion = tokens::max_output_tokens(wire, body);
         if counted.saturating_add(completion) > window {
             recording.request.refused_for_length = true;
+            let model = wire::model(body);
             recording.save();
-            return too_long_reply(wire, window, counted, completion);
+            return too_long_reply(wire, window, counted, completion, &model);
         }
     }
     if wire == Wire::Anthropic
@@ -394,6 +422,7 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
             let frames = match wire {
                 Wire::OpenAi => render_openai::render(&turn, wire::include_usage(body)),
                 Wire::Anthropic => render_anthropic::render(&turn),
+                Wire::Responses => render_responses::render(&turn, body),
             };
             recording.request.problems.extend(problems);
             recording.save();
@@ -420,10 +449,11 @@ fn event_stream(body: Body) -> Response {
     reply
 }
 
-/// A JSON error in the provider's own error shape.
+/// A JSON error in the provider's own error shape (OpenAI's two wires
+/// share theirs).
 fn error_reply(wire: Wire, status: StatusCode, message: &str) -> Response {
     let body = match wire {
-        Wire::OpenAi => json!({"error": {
+        Wire::OpenAi | Wire::Responses => json!({"error": {
             "message": message,
             "type": if status.is_server_error() { "server_error" } else { "invalid_request_error" },
             "code": null,
@@ -437,9 +467,14 @@ fn error_reply(wire: Wire, status: StatusCode, message: &str) -> Response {
 }
 
 /// The provider's refusal of a request whose `prompt` input tokens plus
-/// `completion` maximum output tokens exceed the context `window`.
-fn too_long_reply(wire: Wire, window: u64, prompt: u64, completion: u64) -> Response {
+/// `completion` maximum output tokens exceed the context `window`. On the
+/// Responses wire it comes in the stream, as OpenAI sends it.
+fn too_long_reply(wire: Wire, window: u64, prompt: u64, completion: u64, model: &str) -> Response {
     let body = match wire {
+        Wire::Responses => {
+            let frames = render_responses::too_long(model);
+            return event_stream(Body::from(frames.concat()));
+        }
         Wire::OpenAi => json!({"error": {
             "message": format!(
                 "This model's maximum context length is {window} tokens. However, you requested \

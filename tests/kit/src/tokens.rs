@@ -82,9 +82,19 @@ pub fn count_text(model: &str, text: &str) -> u64 {
 ///     `tool_calls[].function.name` and `.arguments`, Anthropic `tool_use`
 ///     `name` plus the JSON text of its `input` (`serde_json::to_string`),
 ///     Anthropic `thinking` blocks the text of their `thinking`.
+/// * A Responses request (`input` instead of `messages`) counts, after its
+///   3 and its `tools`, its `instructions` (a string) as 4 plus its tokens
+///   and then its `input`: a string is one message (4 plus its tokens); a
+///   list of items counts 4 plus the texts for every user, system or
+///   developer message and every `function_call_output` (its `output`, a
+///   string or text parts), and 4 once for every run of consecutive items
+///   the model produced — reasoning items, assistant messages and
+///   `function_call`s, one answer in agentbus's history — plus their texts:
+///   message text (a string, or `input_text`/`output_text` parts),
+///   `function_call` `name` and `arguments`, reasoning `summary` texts.
 ///
 /// Anything else (images, redacted thinking, OpenAI `reasoning_content`,
-/// unknown fields) counts nothing.
+/// a reasoning item's `encrypted_content`, unknown fields) counts nothing.
 /// Malformed pieces are skipped, never a panic: the count is made of
 /// whatever a client sent.
 pub fn count_request(wire: Wire, body: &Value) -> u64 {
@@ -105,6 +115,9 @@ pub fn count_request(wire: Wire, body: &Value) -> u64 {
         total = total
             .saturating_add(MESSAGE_OVERHEAD)
             .saturating_add(counter.content(system));
+    }
+    if wire == Wire::Responses {
+        return total.saturating_add(counter.responses(body));
     }
     let messages = body
         .get("messages")
@@ -141,13 +154,15 @@ pub(crate) fn cut_to(model: &str, text: &str, max: u64) -> Option<String> {
 }
 
 /// The most output tokens the request allows: `max_tokens`, or for OpenAI
-/// `max_completion_tokens` (which wins when both are given); 0 when absent or
-/// not a non-negative integer.
+/// `max_completion_tokens` (which wins when both are given), or on the
+/// Responses wire `max_output_tokens`; 0 when absent or not a non-negative
+/// integer.
 pub(crate) fn max_output_tokens(wire: Wire, body: &Value) -> u64 {
     let field = |name: &str| body.get(name).and_then(Value::as_u64);
     match wire {
         Wire::OpenAi => field("max_completion_tokens").or_else(|| field("max_tokens")),
         Wire::Anthropic => field("max_tokens"),
+        Wire::Responses => field("max_output_tokens"),
     }
     .unwrap_or(0)
 }
@@ -198,6 +213,83 @@ impl Counter {
             }
         }
         total
+    }
+
+    /// A Responses request's `instructions` and `input`, as documented on
+    /// [`count_request`] (without the request's own 3 and its tools).
+    fn responses(&self, body: &Value) -> u64 {
+        let mut total: u64 = 0;
+        if let Some(instructions) = body.get("instructions").and_then(Value::as_str) {
+            total = total
+                .saturating_add(MESSAGE_OVERHEAD)
+                .saturating_add(self.text(instructions));
+        }
+        let items = match body.get("input") {
+            Some(Value::String(text)) => {
+                return total
+                    .saturating_add(MESSAGE_OVERHEAD)
+                    .saturating_add(self.text(text));
+            }
+            Some(Value::Array(items)) => items.as_slice(),
+            _ => &[],
+        };
+        let mut in_answer = false;
+        for item in items {
+            let kind = item
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("message");
+            let role = item.get("role").and_then(Value::as_str);
+            let from_model = matches!(kind, "reasoning" | "function_call")
+                || (kind == "message" && role == Some("assistant"));
+            if !from_model || !in_answer {
+                total = total.saturating_add(MESSAGE_OVERHEAD);
+            }
+            in_answer = from_model;
+            let texts = match kind {
+                "message" => item
+                    .get("content")
+                    .map_or(0, |content| self.response_content(content)),
+                "function_call" => ["name", "arguments"]
+                    .iter()
+                    .filter_map(|field| item.get(*field).and_then(Value::as_str))
+                    .fold(0, |sum: u64, text| sum.saturating_add(self.text(text))),
+                "function_call_output" => item
+                    .get("output")
+                    .map_or(0, |output| self.response_content(output)),
+                "reasoning" => item
+                    .get("summary")
+                    .and_then(Value::as_array)
+                    .map_or(0, |parts| {
+                        parts
+                            .iter()
+                            .filter_map(|part| part.get("text").and_then(Value::as_str))
+                            .fold(0, |sum: u64, text| sum.saturating_add(self.text(text)))
+                    }),
+                _ => 0,
+            };
+            total = total.saturating_add(texts);
+        }
+        total
+    }
+
+    /// A Responses content value: a string, or the `text` of its text
+    /// parts (`input_text`, `output_text`).
+    fn response_content(&self, content: &Value) -> u64 {
+        match content {
+            Value::String(text) => self.text(text),
+            Value::Array(parts) => parts
+                .iter()
+                .filter(|part| {
+                    matches!(
+                        part.get("type").and_then(Value::as_str),
+                        Some("input_text" | "output_text")
+                    )
+                })
+                .filter_map(|part| part.get("text").and_then(Value::as_str))
+                .fold(0, |sum: u64, text| sum.saturating_add(self.text(text))),
+            _ => 0,
+        }
     }
 
     /// A content value: a string, or an array of parts/blocks.
@@ -382,6 +474,50 @@ mod tests {
     }
 
     #[test]
+    fn responses_request_counts_every_piece_and_one_overhead_per_answer() {
+        let bpe = tiktoken_rs::o200k_base_singleton();
+        let tools = json!([{"type": "function", "name": "read_file", "parameters": {"type": "object"}, "strict": false}]);
+        let body = json!({
+            "model": "gpt-5.1-codex",
+            "stream": true,
+            "max_output_tokens": 4000,
+            "instructions": "Be brief.",
+            "tools": tools,
+            "input": [
+                {"type": "message", "role": "user", "content": [
+                    {"type": "input_text", "text": "read a"},
+                    {"type": "input_image", "image_url": "data:image/png;base64,AAAA", "detail": "auto"},
+                ]},
+                {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "read it"}],
+                 "encrypted_content": "gAAAAA-never-counted"},
+                {"type": "message", "role": "assistant", "content": "Reading."},
+                {"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": "{\"path\":\"a\"}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "alpha"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done.", "annotations": []}]},
+                {"role": "user", "content": "thanks"},
+            ],
+        });
+        let expected = 3
+            + raw(bpe, &tools.to_string())
+            + (4 + raw(bpe, "Be brief."))
+            + (4 + raw(bpe, "read a"))
+            + (4 + raw(bpe, "read it")
+                + raw(bpe, "Reading.")
+                + raw(bpe, "read_file")
+                + raw(bpe, r#"{"path":"a"}"#))
+            + (4 + raw(bpe, "alpha"))
+            + (4 + raw(bpe, "Done."))
+            + (4 + raw(bpe, "thanks"));
+        assert_eq!(count_request(Wire::Responses, &body), expected);
+        assert_eq!(max_output_tokens(Wire::Responses, &body), 4000);
+        let plain = json!({"model": "gpt-5.1-codex", "input": "hello there"});
+        assert_eq!(
+            count_request(Wire::Responses, &plain),
+            3 + 4 + raw(bpe, "hello there")
+        );
+    }
+
+    #[test]
     fn string_system_and_empty_tools() {
         let body = json!({
             "model": "claude-test",
@@ -419,10 +555,13 @@ mod tests {
             json!({"messages": 7, "tools": "x", "system": 3}),
             json!({"model": 5, "messages": [7, {"content": {"a": 1}}, {"tool_calls": [1, {"function": 2}]}]}),
             json!({"messages": [{"content": [3, {"type": "tool_result", "content": 4}, {"type": "tool_use"}]}]}),
+            json!({"input": [7, {"type": "reasoning", "summary": 3}, {"type": "function_call", "name": 2}, {"content": {"a": 1}}]}),
+            json!({"input": 5, "instructions": []}),
         ] {
             let openai = count_request(Wire::OpenAi, &body);
             let anthropic = count_request(Wire::Anthropic, &body);
-            assert!(openai >= 3 && anthropic >= 3, "{body}");
+            let responses = count_request(Wire::Responses, &body);
+            assert!(openai >= 3 && anthropic >= 3 && responses >= 3, "{body}");
         }
         assert_eq!(
             max_output_tokens(Wire::OpenAi, &json!({"max_tokens": -1})),

@@ -13,12 +13,15 @@ use crate::wire::{self, Wire};
 /// What the scripted model "generated" for one request.
 #[derive(Debug, Clone)]
 pub(crate) struct Turn {
-    /// Identifies the response (`chatcmpl-...` / `msg_...` suffix).
+    /// Identifies the response (`chatcmpl-...` / `resp_...` / `msg_...`
+    /// suffix).
     pub id: String,
     pub model: String,
     pub text: String,
     /// The reasoning streamed before the text: the script's `thinking`, on
-    /// the Anthropic wire only when the request enabled thinking.
+    /// the Anthropic wire only when the request enabled thinking (on the
+    /// Responses wire a reasoning item, its summary shown only when asked
+    /// for).
     pub thinking: String,
     pub tool_calls: Vec<ToolCall>,
     pub chunk_size: Option<usize>,
@@ -148,6 +151,26 @@ impl Turn {
     /// The text split into streamed pieces.
     pub(crate) fn pieces<'a>(&self, text: &'a str) -> Vec<&'a str> {
         pieces(text, self.chunk_size)
+    }
+
+    /// How many of the input tokens were read from a prompt cache. The one
+    /// place the scripted model decides it: none yet (a cache simulation
+    /// belongs here). The Responses wire reports it as
+    /// `input_tokens_details.cached_tokens`.
+    pub(crate) fn cached_input_tokens(&self) -> u64 {
+        0
+    }
+
+    /// The output tokens that were reasoning (the thinking's count, within
+    /// the output).
+    pub(crate) fn reasoning_tokens(&self) -> u64 {
+        tokens::count_text(&self.model, &self.thinking).min(self.usage.output_tokens)
+    }
+
+    /// Whether the answer was cut at its length (`finish_reason` `length`
+    /// or `max_tokens`).
+    pub(crate) fn cut_at_length(&self) -> bool {
+        matches!(self.finish_reason.as_deref(), Some("length" | "max_tokens"))
     }
 
     /// OpenAI `finish_reason`.

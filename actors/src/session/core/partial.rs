@@ -27,6 +27,11 @@ pub enum PartialBlock {
     RedactedThinking {
         data: String,
     },
+    ReasoningItem {
+        id: String,
+        summary: Vec<String>,
+        encrypted_content: String,
+    },
     ToolUse {
         id: String,
         name: String,
@@ -126,6 +131,21 @@ impl PartialMessage {
                     PartialBlock::RedactedThinking { data: data.clone() },
                 );
             }
+            ModelEvent::ReasoningItem {
+                index,
+                id,
+                summary,
+                encrypted_content,
+            } => {
+                self.blocks.insert(
+                    *index,
+                    PartialBlock::ReasoningItem {
+                        id: id.clone(),
+                        summary: summary.clone(),
+                        encrypted_content: encrypted_content.clone(),
+                    },
+                );
+            }
             ModelEvent::ToolInputDelta {
                 index,
                 partial_json,
@@ -146,7 +166,9 @@ impl PartialMessage {
         self.blocks.values().all(|b| match b {
             PartialBlock::Text { text } => text.is_empty(),
             PartialBlock::Thinking { text, signature } => text.is_empty() && signature.is_empty(),
-            PartialBlock::RedactedThinking { .. } | PartialBlock::ToolUse { .. } => false,
+            PartialBlock::RedactedThinking { .. }
+            | PartialBlock::ReasoningItem { .. }
+            | PartialBlock::ToolUse { .. } => false,
         })
     }
 
@@ -173,6 +195,17 @@ impl PartialMessage {
                 }
                 PartialBlock::RedactedThinking { data } => {
                     content.push(ContentBlock::RedactedThinking { data: data.clone() });
+                }
+                PartialBlock::ReasoningItem {
+                    id,
+                    summary,
+                    encrypted_content,
+                } => {
+                    content.push(ContentBlock::ReasoningItem {
+                        id: id.clone(),
+                        summary: summary.clone(),
+                        encrypted_content: encrypted_content.clone(),
+                    });
                 }
                 PartialBlock::ToolUse { id, name, json } => {
                     let id = if id.is_empty() {

@@ -714,6 +714,7 @@ fn on_compaction_event(
         | ModelEvent::ThinkingDelta { .. }
         | ModelEvent::ThinkingSignature { .. }
         | ModelEvent::RedactedThinking { .. }
+        | ModelEvent::ReasoningItem { .. }
         | ModelEvent::ToolInputDelta { .. }
         | ModelEvent::BlockStop { .. } => {}
     }
@@ -845,7 +846,9 @@ fn on_model_event(
             Some(StreamDelta::ThinkingDelta { index, text })
         }
         // Opaque: kept in the message, never streamed to front ends.
-        ModelEvent::ThinkingSignature { .. } | ModelEvent::RedactedThinking { .. } => None,
+        ModelEvent::ThinkingSignature { .. }
+        | ModelEvent::RedactedThinking { .. }
+        | ModelEvent::ReasoningItem { .. } => None,
         ModelEvent::ToolInputDelta {
             index,
             partial_json,

@@ -19,7 +19,8 @@ use agentbus_testkit::{Script, ScriptedModel};
 use anyhow::Context;
 use clap::Parser;
 
-/// Serve a scripted model (OpenAI and Anthropic streaming APIs) on 127.0.0.1.
+/// Serve a scripted model (the OpenAI Chat Completions, OpenAI Responses and
+/// Anthropic Messages streaming APIs) on 127.0.0.1.
 #[derive(Parser)]
 #[command(name = "scripted-model")]
 struct Args {

@@ -5,20 +5,44 @@
 //!
 //! Each violation is one human-readable line naming where it is (e.g.
 //! `messages[3]: ...`).
+//!
+//! Two checks, both run on every model call ([`request`]): the rules of
+//! each wire, written by hand in the providers' own words ([`validate`]),
+//! and, on the OpenAI wires, OpenAI's published schema of the request
+//! ([`crate::openapi`]), which catches a field of the wrong shape that no
+//! rule names.
 
 mod anthropic;
 mod openai;
+mod responses;
 
 use serde_json::Value;
 
+use crate::openapi::{OpenAiSchema, schema_violations};
 use crate::wire::Wire;
 
-/// All protocol violations of a request body in the given wire format.
+/// The protocol violations of a request body in the given wire format: the
+/// wire's rules, then (OpenAI's wires) its schema.
+pub(crate) fn request(wire: Wire, body: &Value) -> Vec<String> {
+    let mut violations = validate(wire, body);
+    let schema = match wire {
+        Wire::OpenAi => Some(OpenAiSchema::CreateChatCompletionRequest),
+        Wire::Responses => Some(OpenAiSchema::CreateResponse),
+        Wire::Anthropic => None,
+    };
+    if let Some(schema) = schema {
+        violations.extend(schema_violations(schema, body));
+    }
+    violations
+}
+
+/// The violations of a wire's hand-written rules alone.
 pub(crate) fn validate(wire: Wire, body: &Value) -> Vec<String> {
     let mut violations = Vec::new();
     match wire {
         Wire::OpenAi => openai::validate(body, &mut violations),
         Wire::Anthropic => anthropic::validate(body, &mut violations),
+        Wire::Responses => responses::validate(body, &mut violations),
     }
     violations
 }
@@ -184,5 +208,32 @@ mod image_tests {
             not_image[0].contains("not a PNG, JPEG, GIF or WebP"),
             "{not_image:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::{request, validate};
+    use crate::wire::Wire;
+    use serde_json::json;
+
+    #[test]
+    fn openai_bodies_are_checked_against_the_schema_too_and_anthropic_ones_are_not() {
+        // Right by the hand-written rules, wrong by OpenAI's schema.
+        let chat = json!({"model": "m", "stream": true, "stream_options": {"include_usage": "yes"},
+                          "messages": [{"role": "user", "content": "hi"}]});
+        assert!(validate(Wire::OpenAi, &chat).is_empty());
+        let found = request(Wire::OpenAi, &chat);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(
+            found[0].starts_with("/stream_options/include_usage: ")
+                && found[0].ends_with("(OpenAI's `CreateChatCompletionRequest` schema)"),
+            "{found:#?}"
+        );
+        let responses = json!({"model": "m", "input": "hi", "max_output_tokens": "lots"});
+        assert!(validate(Wire::Responses, &responses).is_empty());
+        assert_eq!(request(Wire::Responses, &responses).len(), 1);
+        let anthropic = json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}], "stream_options": 3});
+        assert!(request(Wire::Anthropic, &anthropic).is_empty());
     }
 }

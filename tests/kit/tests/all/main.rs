@@ -11,4 +11,5 @@ mod context_window;
 mod fixtures;
 mod offered_tools;
 mod openai_stream;
+mod responses_stream;
 mod test_mcp_server;

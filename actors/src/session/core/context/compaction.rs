@@ -145,7 +145,9 @@ fn transcribe(out: &mut String, message: &Message) {
                     }
                     // The model's reasoning is not the conversation: the
                     // summary is of what was said and done.
-                    ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
+                    ContentBlock::Thinking { .. }
+                    | ContentBlock::RedactedThinking { .. }
+                    | ContentBlock::ReasoningItem { .. } => {}
                 }
             }
         }
