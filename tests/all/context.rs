@@ -190,10 +190,11 @@ async fn three_hundred_turns_stay_inside_the_window_anthropic() {
 }
 
 /// No window is configured, so only the provider can say the request is
-/// too long: it does, stating its window and its count; the session learns
-/// both, shortens its view (compacting first when the older turns are
-/// worth it) and tries exactly once more — and every later turn fits at
-/// once.
+/// too long: it does, stating its window and its count (not on the
+/// Responses wire); the session learns them (or, told nothing, plans to
+/// the largest request the provider took), shortens its view (compacting
+/// first when the older turns are worth it) and tries exactly once more —
+/// and every later turn fits at once.
 async fn a_refusal_for_length_is_learnt_from_and_retried_once(profile: &str) {
     let script = Script::from_toml_str(&reading_script(3400, 12)).expect("script");
     let fx = Fixture::with_script(script).await;
@@ -201,8 +202,10 @@ async fn a_refusal_for_length_is_learnt_from_and_retried_once(profile: &str) {
     write_big_files(&fx);
     project_config(
         &fx,
-        // The window is sized for the file tools alone (no `task`).
-        "disallowed_tools = [\"task\"]\n\
+        // `read_file` alone: the refusal comes after a few turns, when the
+        // provider has taken requests (and the conversation gives the
+        // retry something to leave out).
+        "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\"]\n\
          [models.scripted]\nmax_output_tokens = 300\n\
          [models.scripted-anthropic]\nmax_output_tokens = 300\n\
          [models.scripted-responses]\nmax_output_tokens = 300\n",
@@ -263,7 +266,22 @@ async fn a_refusal_for_length_is_learnt_from_and_retried_once(profile: &str) {
             .any(|m| m.contains("refused the request as too long")),
         "{notices:#?}"
     );
-    if let Some(compacted) = stream.events.iter().find(|e| e["subtype"] == "compacted") {
+    // A compaction before the retry says the refusal was why.
+    let refusal = stream
+        .events
+        .iter()
+        .position(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("refused the request as too long"))
+        })
+        .expect("the refusal's notice");
+    let before_retry = stream.events[refusal..]
+        .iter()
+        .take_while(|e| e["type"] != "result")
+        .find(|e| e["subtype"] == "compacted");
+    assert_eq!(summaries, usize::from(before_retry.is_some()));
+    if let Some(compacted) = before_retry {
         assert_eq!(compacted["data"]["trigger"], "overflow");
     }
     // What the session learnt shows in `/context`: the provider's limit.
@@ -274,10 +292,17 @@ async fn a_refusal_for_length_is_learnt_from_and_retried_once(profile: &str) {
             break event;
         }
     };
-    let learnt = context["data"]["learnt_limit"].as_u64().expect("a learnt limit");
+    let learnt = context["data"]["learnt_limit"]
+        .as_u64()
+        .expect("a learnt limit");
     if profile == "scripted-responses" {
-        // No figure stated: a tenth under our count of the refused request.
-        assert!(learnt < 3100, "{context}");
+        // No figure stated: the largest request the provider took.
+        let largest = calls[..refused]
+            .iter()
+            .filter_map(|r| r.input_tokens)
+            .max()
+            .expect("requests before the refusal");
+        assert_eq!(learnt, largest, "{context}");
     } else {
         assert_eq!(learnt, 3100, "the window less the output cap: {context}");
     }

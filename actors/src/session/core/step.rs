@@ -917,11 +917,14 @@ fn finish_model_call(
     let assembled = partial.finish(|index| format!("call_{request_id}_{index}"));
     let model = state.model.clone();
     let usage = partial.usage;
-    let counted = state.turn.as_ref().and_then(|t| t.call.counted);
+    let counted = state.turn.as_ref().and_then(|t| t.call.counted.clone());
     let reported =
         usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
     if let Some(counted) = counted.filter(|_| reported > 0) {
         state.context.ledger.observe(counted, reported);
+    }
+    if reported > 0 {
+        context::learn_accepted(state, &model, reported);
     }
     let used = if reported > 0 {
         reported + usage.output_tokens
@@ -1511,7 +1514,7 @@ fn on_model_failed(
         }
         // The retry was refused too: what it said still counts for the
         // next turn.
-        let (model, counted) = (state.model.clone(), turn.call.counted);
+        let (model, counted) = (state.model.clone(), turn.call.counted.clone());
         context::learn_refusal(state, &model, &refusal, counted);
     }
     emit(
@@ -1542,7 +1545,7 @@ fn retry_shorter(
         return;
     };
     turn.call.retried_overflow = true;
-    let (turn_id, counted) = (turn.id, turn.call.counted);
+    let (turn_id, counted) = (turn.id, turn.call.counted.clone());
     let model = state.model.clone();
     if !context::learn_refusal(state, &model, refusal, counted) {
         state.context.ledger.distrust();

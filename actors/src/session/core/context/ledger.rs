@@ -2,16 +2,24 @@
 //! is first needed, and the estimate is calibrated against what the
 //! provider reports.
 //!
-//! Calibration learns two figures from the provider's counts: what it
-//! charges for everything but the messages (system prompt, tool
-//! definitions, its chat template — some servers leave the tools out
-//! altogether), from the first request counted with that system prompt and
-//! those tools (when the messages are fewest), and how many of its tokens
-//! one of ours is worth, from each later request: the highest ratio of the
-//! last few, so that a turn whose text counts higher than the one before
-//! (prose after code, say) is not underestimated. A request is then
-//! estimated as that overhead plus the messages' counts scaled by that
-//! ratio.
+//! Calibration learns from the provider's counts, which win over ours:
+//!
+//! - what it charges for everything but the messages (system prompt, tool
+//!   definitions, its chat template — some servers leave the tools out
+//!   altogether), read from a request whose messages are few;
+//! - what it charges for each message: what is left of a request's count
+//!   once the overhead and the messages it has counted before are taken
+//!   off is what the others cost (the usual step adds an answer and a new
+//!   question, or a tool call and its results), shared among them by our
+//!   counts, and remembered;
+//! - how many of its tokens one of ours is worth, from those remainders:
+//!   the highest of the last few, so that a message whose text counts
+//!   higher than the one before (prose after code, say) is not
+//!   underestimated.
+//!
+//! A request is then estimated as that overhead, plus the provider's counts
+//! of the messages it has counted, plus ours of the others scaled by that
+//! ratio. Another profile (another provider) starts over.
 //!
 //! Counting is deferred behind a free upper bound (a token is at least one
 //! byte): while the bound of a request fits, nothing is counted and the
@@ -46,22 +54,45 @@ pub struct Ledger {
     /// counted request, for the system prompt and tools it had (their
     /// fingerprint).
     overhead: Option<(u64, u64)>,
-    /// The ratios of the last few counted requests (provider's tokens of
-    /// the messages per token of ours), newest last.
+    /// The ratios of the last few counted differences (provider's tokens
+    /// per token of ours), newest last.
     ratios: Vec<f64>,
+    /// The provider's count of `history[i]` (whole), once learnt.
+    #[serde(skip)]
+    provider: Vec<Option<u32>>,
+    /// The profile whose provider the figures above are from.
+    profile: String,
 }
 
-/// How many requests' ratios the correction is the highest of.
+/// How many differences' ratios the correction is the highest of.
 const RATIOS_KEPT: usize = 3;
 
-/// What a counted request's count by the provider calibrates: its
-/// fingerprint (system prompt and tools), and our uncalibrated counts of
-/// its fixed part and of its messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// What a counted request's count by the provider calibrates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Counted {
+    /// Its system prompt and tools (see [`Ledger::fingerprint`]).
     pub fingerprint: u64,
+    /// Its summary (0: none): with the fingerprint, what must be the same
+    /// for two requests' messages to be compared.
+    pub summary: u64,
+    /// Our uncalibrated counts of its fixed part, of its messages and
+    /// summary, and of the summary alone.
     pub fixed: u64,
     pub messages: u64,
+    pub summary_tokens: u64,
+    /// The history messages it carried, in order, each as it went.
+    #[serde(skip)]
+    pub view: Vec<(usize, Sent)>,
+}
+
+/// How a history message went in a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    Whole,
+    /// A tool output as a one-line marker.
+    Marker,
+    /// A tool output shortened to about this many tokens.
+    Shortened(u64),
 }
 
 /// Calibration never moves the estimate further than this either way.
@@ -93,6 +124,8 @@ impl Ledger {
             correction: 1.0,
             overhead: None,
             ratios: Vec::new(),
+            provider: Vec::new(),
+            profile: String::new(),
         }
     }
 
@@ -100,6 +133,19 @@ impl Ledger {
     pub fn reset(&mut self) {
         self.counts.clear();
         self.bounds.clear();
+        self.provider.clear();
+    }
+
+    /// Estimate for `profile` from now on: another profile's provider
+    /// counts otherwise, so what was learnt from the last one is dropped.
+    pub fn use_profile(&mut self, profile: &str) {
+        if profile != self.profile {
+            self.profile = profile.to_string();
+            self.provider.clear();
+            self.overhead = None;
+            self.ratios.clear();
+            self.correction = 1.0;
+        }
     }
 
     /// Count in `encoding` from now on (the model changed).
@@ -121,6 +167,7 @@ impl Ledger {
             self.bounds.push(clamp(tokens::byte_bound(message)));
             self.counts.push(None);
         }
+        self.provider.resize(self.bounds.len(), None);
     }
 
     /// Upper bounds of `history[i]`, free to compute.
@@ -128,8 +175,9 @@ impl Ledger {
         &self.bounds
     }
 
-    /// Calibrated estimates of `history[from..]`, counting what was not
-    /// counted yet. Index `i` of the result is `history[from + i]`.
+    /// Estimates of `history[from..]`: the provider's count where it is
+    /// known, else ours (counting what was not counted yet) calibrated.
+    /// Index `i` of the result is `history[from + i]`.
     pub fn estimates(&mut self, history: &[Message], from: usize) -> Vec<u64> {
         self.sync(history);
         let encoding = self.encoding;
@@ -137,9 +185,10 @@ impl Ledger {
         history[from..]
             .iter()
             .zip(&mut self.counts[from..])
-            .map(|(message, slot)| {
+            .zip(&self.provider[from..])
+            .map(|((message, slot), provider)| {
                 let exact = *slot.get_or_insert_with(|| clamp(encoding.count_message(message)));
-                scale(u64::from(exact), correction)
+                provider.map_or_else(|| scale(u64::from(exact), correction), u64::from)
             })
             .collect()
     }
@@ -189,34 +238,87 @@ impl Ledger {
     /// Calibrate: a request (see [`Counted`]) was counted `reported` by the
     /// provider.
     ///
-    /// The overhead is read from a request whose messages are few (at most
-    /// half the fixed part): nearly all of its count is the overhead. The
-    /// first request with a system prompt and tools, when its messages are
-    /// many, is shared out in proportion to our counts until such a request
-    /// comes. Every other request gives a ratio.
+    /// The overhead is read from the first request with a system prompt
+    /// and tools: all of its count but its messages at the ratio known so
+    /// far when they are fewer than the fixed part, else its count shared
+    /// out in proportion to our counts; and again, exactly, from a request
+    /// whose messages the provider has all counted before. Then what is
+    /// left of the count teaches what the messages it has not counted yet
+    /// cost.
     pub fn observe(&mut self, counted: Counted, reported: u64) {
-        let Counted {
-            fingerprint,
-            fixed,
-            messages,
-        } = counted;
         if reported == 0 {
             return;
         }
+        let (fingerprint, fixed, messages) = (counted.fingerprint, counted.fixed, counted.messages);
         let known = matches!(self.overhead, Some((key, _)) if key == fingerprint);
-        if messages <= fixed / 2 || (!known && messages <= fixed) {
+        if !known && messages <= fixed {
             let overhead = reported as f64 - messages as f64 * self.correction;
             self.overhead = Some((fingerprint, overhead.max(0.0).round() as u64));
-            return;
-        }
-        if !known {
+        } else if !known {
             let ratio = reported as f64 / (fixed + messages) as f64;
             self.overhead = Some((fingerprint, (fixed as f64 * ratio).round() as u64));
             self.push_ratio(ratio);
+        } else if let Some(counted_before) = self.provider_total(&counted) {
+            // Every message of it counted before: the rest is the overhead.
+            self.overhead = Some((fingerprint, reported.saturating_sub(counted_before)));
+        }
+        self.learn_messages(&counted, reported);
+    }
+
+    /// The provider's count of all of `counted`'s messages, when it has
+    /// counted every one of them whole before and there is no summary.
+    fn provider_total(&self, counted: &Counted) -> Option<u64> {
+        if counted.view.is_empty() || counted.summary_tokens > 0 {
+            return None;
+        }
+        counted.view.iter().try_fold(0u64, |total, (i, sent)| {
+            let provider = self.provider.get(*i).copied().flatten()?;
+            (*sent == Sent::Whole).then_some(total + u64::from(provider))
+        })
+    }
+
+    /// What the whole messages of `counted` that the provider has not
+    /// counted before cost: what is left of `reported` once the overhead,
+    /// the messages it has counted and our estimate of the rest (markers,
+    /// shortened outputs, the summary) are taken off — when those new
+    /// messages are at least as much as that rest, so that an error in the
+    /// rest cannot swamp them.
+    fn learn_messages(&mut self, counted: &Counted, reported: u64) {
+        let Some((key, overhead)) = self.overhead else {
+            return;
+        };
+        if key != counted.fingerprint || counted.view.is_empty() {
             return;
         }
-        let overhead = self.overhead.map_or(0, |(_, overhead)| overhead);
-        self.push_ratio((reported as f64 - overhead as f64) / messages as f64);
+        let correction = self.correction;
+        let mut known = 0u64;
+        let mut rest = counted.summary_tokens as f64 * correction;
+        let mut fresh: Vec<(usize, u64)> = Vec::new();
+        for (i, sent) in &counted.view {
+            match sent {
+                Sent::Whole => match (
+                    self.provider.get(*i).copied().flatten(),
+                    self.counts.get(*i),
+                ) {
+                    (Some(provider), _) => known += u64::from(provider),
+                    (None, Some(Some(ours))) => fresh.push((*i, u64::from(*ours))),
+                    (None, _) => return,
+                },
+                Sent::Marker => rest += super::view::MARKER_TOKENS as f64,
+                Sent::Shortened(keep) => rest += *keep as f64,
+            }
+        }
+        let ours: u64 = fresh.iter().map(|(_, n)| n).sum();
+        let left = reported as f64 - overhead as f64 - known as f64 - rest;
+        if ours < 16 || left <= 0.0 || (ours as f64 * correction) < rest {
+            return;
+        }
+        self.push_ratio(left / ours as f64);
+        for (i, n) in fresh {
+            if let Some(slot) = self.provider.get_mut(i) {
+                *slot = Some(clamp((left * n as f64 / ours as f64).round() as u64));
+            }
+        }
     }
 
     /// One request's ratio: the correction is the highest of the last few.
@@ -261,6 +363,11 @@ impl Ledger {
     /// base one, without a summary) and its tool list.
     pub fn fingerprint(system_prompt: &str, tools: &ToolList) -> u64 {
         fingerprint(system_prompt) ^ tools_fingerprint(tools).rotate_left(17)
+    }
+
+    /// What tells summaries apart (0 for none).
+    pub fn summary_key(summary: Option<&str>) -> u64 {
+        summary.map_or(0, fingerprint)
     }
 
     /// Scale an uncalibrated count by the calibration.

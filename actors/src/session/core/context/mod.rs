@@ -39,7 +39,7 @@ use crate::model::{ContextRefusal, ModelRequest};
 use crate::protocol::context::{ContextReport, InstructionSource};
 use crate::protocol::{ContentBlock, ContextConfig, Message, PermissionMode, Strategy};
 use crate::tokens::{self, Encoding};
-use ledger::{Counted, Ledger};
+use ledger::{Counted, Ledger, Sent};
 use view::{Limits, Plan};
 
 /// What the model is told while the session is in plan mode.
@@ -101,6 +101,17 @@ pub fn summary_cap(limit: u64, profile_cap: u64) -> u64 {
     }
 }
 
+/// The provider took a request to `profile` that it counted `tokens` long.
+pub fn learn_accepted(state: &mut SessionState, profile: &str, tokens: u64) {
+    let largest = state
+        .context
+        .learnt
+        .accepted
+        .entry(profile.to_string())
+        .or_default();
+    *largest = (*largest).max(tokens);
+}
+
 /// The provider refused the last request to `profile` as too long: what it
 /// said wins over our estimates. Its window bounds every later request to
 /// the profile, and its count of the request calibrates the ledger
@@ -126,9 +137,11 @@ pub fn learn_refusal(
         });
         state.context.ledger.observe(counted, tokens);
     }
-    // Said or not, the window is smaller than that request: without a
-    // figure, assume a tenth smaller than our count of it.
-    let budget = stated.unwrap_or(estimate - estimate / 10);
+    // Said or not, the window is smaller than that request. Without a
+    // figure: the largest request the provider took, or a tenth less than
+    // our count of this one when it took none.
+    let accepted = state.context.learnt.accepted.get(profile).copied();
+    let budget = stated.or(accepted).unwrap_or(estimate - estimate / 10);
     let budgets = &mut state.context.learnt.input_budgets;
     let known = budgets.entry(profile.to_string()).or_insert(budget);
     *known = (*known).min(budget);
@@ -202,6 +215,8 @@ struct Assessment {
     /// Our uncalibrated count of the system prompt, tools and request
     /// overhead.
     fixed_raw: u64,
+    /// What tells the summary apart (0: none).
+    summary_key: u64,
     summary_raw: u64,
     /// The budget before the fixed part and the margin came off.
     limit: Option<u64>,
@@ -216,10 +231,28 @@ impl Assessment {
     /// What the provider's count of this request calibrates, `messages`
     /// being our uncalibrated count of its messages and summary.
     fn counted(&self, messages: u64) -> Counted {
+        let view = self.weighed.as_ref().map_or_else(Vec::new, |(_, plan)| {
+            plan.keep
+                .iter()
+                .flat_map(|range| range.clone())
+                .map(|i| {
+                    let shortened = plan.shortened.iter().find(|(at, _)| *at == i);
+                    let sent = match (plan.elided.binary_search(&i), shortened) {
+                        (Ok(_), _) => Sent::Marker,
+                        (Err(_), Some((_, keep))) => Sent::Shortened(*keep),
+                        (Err(_), None) => Sent::Whole,
+                    };
+                    (i, sent)
+                })
+                .collect()
+        });
         Counted {
             fingerprint: self.fingerprint,
+            summary: self.summary_key,
             fixed: self.fixed_raw,
             messages,
+            summary_tokens: self.summary_raw,
+            view,
         }
     }
 
@@ -239,6 +272,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
             .unwrap_or_default(),
     );
     let ledger = &mut state.context.ledger;
+    ledger.use_profile(&state.model);
     ledger.use_encoding(encoding);
     ledger.sync(&state.history);
     let start = state
@@ -303,6 +337,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
             summary_tokens: 0,
             fingerprint: 0,
             fixed_raw: 0,
+            summary_key: 0,
             summary_raw: 0,
             limit: full,
             margin: 0,
@@ -353,6 +388,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
         summary_tokens,
         fingerprint,
         fixed_raw: counted,
+        summary_key: Ledger::summary_key(state.context.summary.as_ref().map(|s| s.text.as_str())),
         summary_raw,
         limit: full,
         margin,
@@ -475,7 +511,16 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
             messages,
             tools: state.offered_tools(),
         },
-        counted: Some(assessment.counted(messages_raw)),
+        counted: Some(Counted {
+            // A custom strategy's view is not the plan's: nothing of it is
+            // learnt message by message.
+            view: if state.context.custom.is_some() {
+                Vec::new()
+            } else {
+                assessment.counted(0).view
+            },
+            ..assessment.counted(messages_raw)
+        }),
         notices,
         warning,
     })

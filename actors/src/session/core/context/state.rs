@@ -41,6 +41,9 @@ pub struct Learnt {
     /// The most input tokens a profile's provider takes, by profile name,
     /// as stated in a refusal for length (smaller than the profile says).
     pub input_budgets: BTreeMap<String, u64>,
+    /// The largest request each profile's provider took (its own count of
+    /// the input), by profile name.
+    pub accepted: BTreeMap<String, u64>,
     /// The user was told the tool definitions crowd the window.
     pub tools_warned: bool,
     /// The session's model calls when the last summary was accepted.

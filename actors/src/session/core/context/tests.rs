@@ -472,53 +472,30 @@ fn context_benchmark_report() {
 }
 
 #[test]
-fn calibration_learns_the_overhead_from_few_messages_then_the_highest_recent_ratio() {
+fn calibration_learns_the_overhead_from_the_first_request() {
     use super::ledger::{Counted, Ledger};
     let request = |fingerprint: u64, messages: u64| Counted {
         fingerprint,
+        summary: 0,
         fixed: 2_000,
         messages,
+        summary_tokens: 0,
+        view: Vec::new(),
     };
     let mut ledger = Ledger::default();
-    // A server that ignores the tools (overhead 200, not our 2,000) and
-    // counts 1.3 of its tokens per token of ours.
+    // A server that ignores the tools (overhead 200, not our 2,000).
     ledger.observe(request(7, 10), 200 + 13);
     assert_eq!(
         ledger.overhead(7, 2_000),
         203,
         "first: the overhead, at ratio 1"
     );
+    // Requests without a view (a custom strategy's) teach nothing more.
     ledger.observe(request(7, 3_000), 200 + 3_900);
-    assert!(
-        (ledger.correction - 1.3).abs() < 0.01,
-        "{}",
-        ledger.correction
-    );
-    assert_eq!(ledger.overhead(7, 2_000), 203, "the overhead stays");
-    // Text that counts lower does not lower the estimate at once...
-    ledger.observe(request(7, 4_000), 200 + 3_200);
-    assert!(
-        (ledger.correction - 1.3).abs() < 0.01,
-        "{}",
-        ledger.correction
-    );
-    // ...only once the higher ratio is three requests old.
-    ledger.observe(request(7, 4_000), 200 + 3_200);
-    ledger.observe(request(7, 4_000), 200 + 3_200);
-    assert!(
-        (ledger.correction - 0.8).abs() < 0.01,
-        "{}",
-        ledger.correction
-    );
-    // A request with few messages reads the overhead again.
-    ledger.observe(request(7, 100), 180 + 80);
-    assert_eq!(ledger.overhead(7, 2_000), 180);
+    assert_eq!(ledger.correction, 1.0);
+    assert_eq!(ledger.overhead(7, 2_000), 203);
     // Another system prompt or tool list: our own count, scaled.
-    assert_eq!(
-        ledger.overhead(8, 2_000),
-        1_599,
-        "0.8 of ours, rounded down"
-    );
+    assert_eq!(ledger.overhead(8, 2_000), 2_000, "ours, at ratio 1");
     // First seen with many messages: shared out in proportion to our
     // counts.
     let mut ledger = Ledger::default();
@@ -534,4 +511,73 @@ fn calibration_learns_the_overhead_from_few_messages_then_the_highest_recent_rat
     ledger.distrust();
     assert!(ledger.correction > before);
     assert_eq!(ledger.overhead(9, 2_000), 1_250);
+}
+
+#[test]
+fn what_is_left_of_a_count_teaches_what_the_new_messages_cost() {
+    use super::ledger::{Counted, Ledger, Sent};
+    let history = vec![
+        user("the build failed on the release branch after the last merge of the parser work"),
+        says("Looking at the log now."),
+        user("and the tests too, the whole suite, every one of them"),
+    ];
+    let mut ledger = Ledger::default();
+    let ours = ledger.estimates(&history, 0);
+    assert!(ours[0] >= 16, "{ours:?}");
+    let request = |view: Vec<(usize, Sent)>, messages: u64| Counted {
+        fingerprint: 7,
+        summary: 0,
+        fixed: 500,
+        messages,
+        summary_tokens: 0,
+        view,
+    };
+    // First the question alone: the overhead, and the question at ratio 1.
+    ledger.observe(request(vec![(0, Sent::Whole)], ours[0]), 400 + ours[0]);
+    assert_eq!(ledger.overhead(7, 500), 400);
+    // Then the answer and a second question: the provider counts those
+    // two at twice ours.
+    let appended = ours[1] + ours[2];
+    let all = vec![(0, Sent::Whole), (1, Sent::Whole), (2, Sent::Whole)];
+    ledger.observe(
+        request(all.clone(), ours[0] + appended),
+        400 + ours[0] + 2 * appended,
+    );
+    assert!(
+        (ledger.correction - 2.0).abs() < 0.01,
+        "{}",
+        ledger.correction
+    );
+    let learnt = ledger.estimates(&history, 0);
+    assert_eq!(learnt[0], ours[0], "counted at ratio 1 the first time");
+    assert!(learnt[1].abs_diff(ours[1] * 2) <= 1, "{learnt:?} {ours:?}");
+    assert!(learnt[2].abs_diff(ours[2] * 2) <= 1, "{learnt:?} {ours:?}");
+    // When what we estimate (a long shortened output) outweighs the new
+    // messages, nothing is learnt: its error would swamp them.
+    let mut other = Ledger::default();
+    other.estimates(&history, 0);
+    other.observe(request(vec![(0, Sent::Whole)], ours[0]), 400 + ours[0]);
+    let before = other.correction;
+    other.observe(
+        request(
+            vec![
+                (0, Sent::Shortened(5_000)),
+                (1, Sent::Whole),
+                (2, Sent::Whole),
+            ],
+            5_000 + appended,
+        ),
+        400 + 4_000 + 2 * appended,
+    );
+    assert_eq!(other.correction, before);
+    // A request whose messages were all counted before reads the
+    // overhead again, exactly.
+    ledger.observe(
+        request(all, ours[0] + appended),
+        380 + ours[0] + 2 * appended,
+    );
+    assert_eq!(ledger.overhead(7, 500), 380);
+    // Another profile starts over.
+    ledger.use_profile("another");
+    assert_eq!(ledger.estimates(&history, 0), ours);
 }
