@@ -11,4 +11,5 @@ mod context_window;
 mod fixtures;
 mod offered_tools;
 mod openai_stream;
+mod prompt_cache;
 mod test_mcp_server;
