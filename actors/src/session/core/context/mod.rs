@@ -28,7 +28,7 @@ pub mod view;
 
 use super::state::SessionState;
 use crate::model::ModelRequest;
-use crate::protocol::context::{ContextReport, InstructionSource};
+use crate::protocol::context::{CacheShare, ContextReport, InstructionSource};
 use crate::protocol::{ContentBlock, ContextConfig, Message, PermissionMode, Strategy};
 use crate::tokens::{self, Encoding};
 use ledger::Ledger;
@@ -454,6 +454,7 @@ pub fn report(state: &mut SessionState) -> ContextReport {
         compactions: state.context.compactions,
         calibration: state.context.ledger.correction,
         limit: limit(state),
+        cache: CacheShare::of(&state.usage.last_turn, &state.usage.total),
         ..Default::default()
     };
     if let Some((costs, plan)) = &assessment.weighed {
