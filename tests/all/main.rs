@@ -29,6 +29,7 @@ mod many_sessions;
 mod mcp;
 mod permissions;
 mod postgres_store;
+mod prompt_caching;
 mod retries;
 mod run;
 mod serve;
