@@ -125,6 +125,10 @@ async fn an_anthropic_session_reads_most_of_its_input_from_the_cache_from_the_th
     for call in &calls {
         let marks = call.body.to_string().matches("\"cache_control\"").count();
         assert!((1..=4).contains(&marks), "{marks} marks");
+        // The stable prefix: the same tools, in the same order, and the
+        // same system prompt in every call.
+        assert_eq!(call.body["tools"], calls[0].body["tools"]);
+        assert_eq!(call.body["system"], calls[0].body["system"]);
     }
 
     // `/usage`: the cache figures, and a cost at the cache's prices (reads
