@@ -682,6 +682,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn cache_reads_and_writes_come_through_from_either_usage_event() {
+        // Today's API repeats the input figures, cumulatively, in
+        // `message_delta`; either way the last word is the same.
+        let whole = replay("cache_hit.sse", 1 << 20).await.unwrap();
+        for size in [1, 5, 64] {
+            assert_eq!(replay("cache_hit.sse", size).await.unwrap(), whole);
+        }
+        let mut usage = Usage::default();
+        let mut reports = 0;
+        for e in &whole {
+            if let ModelEvent::Usage(u) = e {
+                usage.overwrite_with(*u);
+                reports += 1;
+            }
+        }
+        assert_eq!(reports, 2);
+        assert_eq!(
+            usage,
+            Usage {
+                input_tokens: 3,
+                output_tokens: 6,
+                cache_read_input_tokens: 7366,
+                cache_creation_input_tokens: 646,
+            }
+        );
+    }
+
+    #[tokio::test]
     async fn thinking_streams_before_the_text_and_keeps_its_signature() {
         let whole = replay("thinking_then_text.sse", 1 << 20).await.unwrap();
         for size in [1, 2, 16, 50] {
