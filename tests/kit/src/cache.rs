@@ -113,7 +113,13 @@ impl CacheUsage {
 #[derive(Debug, Default)]
 pub(crate) struct PromptCache {
     entries: HashMap<u64, Entry>,
+    /// The tokens of prefixes counted before, by key (a prefix's count
+    /// never changes): most requests repeat the last one's.
+    counted: HashMap<u64, u64>,
 }
+
+/// The most counts [`PromptCache::counted`] keeps before it starts over.
+const MAX_COUNTED: usize = 100_000;
 
 #[derive(Debug, Clone, Copy)]
 struct Entry {
@@ -178,26 +184,30 @@ impl PromptCache {
                     .find(|j| self.entries.contains_key(&keys[*j]))
             })
             .max();
-        // The last block's prefix is the whole request, counted already.
-        let tokens_at = |i: usize| {
-            if i + 1 == blocks.len() {
-                total
-            } else {
-                prefix_tokens(Wire::Anthropic, body, blocks[i].at)
-            }
+        let last = blocks.len() - 1;
+        let mut tokens_at = |i: usize| {
+            self.counted(
+                Wire::Anthropic,
+                keys[i],
+                i == last,
+                total,
+                body,
+                blocks[i].at,
+            )
         };
+        let hit_tokens = hit.map(&mut tokens_at);
+        let breakpoint_tokens: Vec<u64> = breakpoints.iter().map(|&b| tokens_at(b)).collect();
         let mut usage = CacheUsage::default();
         let mut covered = 0;
-        if let Some(hit) = hit {
-            covered = tokens_at(hit);
+        if let (Some(hit), Some(tokens)) = (hit, hit_tokens) {
+            covered = tokens;
             usage.read = covered;
             if let Some(entry) = self.entries.get_mut(&keys[hit]) {
                 entry.expires = now + entry.ttl;
             }
         }
-        for &b in &breakpoints {
+        for (&b, &tokens) in breakpoints.iter().zip(&breakpoint_tokens) {
             let ttl = blocks[b].breakpoint.unwrap_or(FIVE_MINUTES);
-            let tokens = tokens_at(b);
             if tokens < MIN_CACHEABLE_TOKENS {
                 continue;
             }
@@ -233,7 +243,8 @@ impl PromptCache {
             .find(|j| self.entries.contains_key(&keys[*j]));
         let mut usage = CacheUsage::default();
         if let Some(hit) = hit {
-            let common = prefix_tokens(Wire::OpenAi, body, blocks[hit].at);
+            let whole = hit + 1 == blocks.len();
+            let common = self.counted(Wire::OpenAi, keys[hit], whole, total, body, blocks[hit].at);
             if common >= MIN_CACHEABLE_TOKENS {
                 usage.read = common / OPENAI_CACHE_STEP * OPENAI_CACHE_STEP;
             }
@@ -248,6 +259,34 @@ impl PromptCache {
             );
         }
         usage
+    }
+}
+
+impl PromptCache {
+    /// The tokens of the prefix of `body` (of `wire`) through the block at
+    /// `at` (whose key is `key`): `total` when it is the whole request,
+    /// else a count made once per prefix.
+    fn counted(
+        &mut self,
+        wire: Wire,
+        key: u64,
+        whole: bool,
+        total: u64,
+        body: &Value,
+        at: Position,
+    ) -> u64 {
+        if whole {
+            return total;
+        }
+        if let Some(tokens) = self.counted.get(&key) {
+            return *tokens;
+        }
+        if self.counted.len() >= MAX_COUNTED {
+            self.counted.clear();
+        }
+        let tokens = prefix_tokens(wire, body, at);
+        self.counted.insert(key, tokens);
+        tokens
     }
 }
 
