@@ -1,5 +1,5 @@
 //! Prompt caching, as the providers do it, so that a client's cache figures
-//! can be tested: [`PromptCache::serve`] is the one entry point, called for
+//! can be tested: `PromptCache::serve` is the one entry point, called for
 //! every streamed answer of a script that counts tokens (see the script's
 //! `prompt_caching`), and says how many of the request's input tokens were
 //! read from the cache and how many written to it.
@@ -13,15 +13,16 @@
 //! prefixes that reach into the messages — the `thinking` setting) is
 //! written to the cache when it is at least [`MIN_CACHEABLE_TOKENS`] long,
 //! and kept five minutes (an hour with `"ttl": "1h"`) after it was last
-//! written or read. A later request reads the longest cached prefix that
-//! ends at one of its breakpoints or at a block up to [`LOOKBACK_BLOCKS`]
-//! blocks before one; it reports that prefix as `cache_read_input_tokens`,
-//! what it writes beyond it (up to its last breakpoint) as
-//! `cache_creation_input_tokens` (split into `ephemeral_5m_input_tokens`
-//! and `ephemeral_1h_input_tokens` by the breakpoint that ends each part),
-//! and only the rest as `input_tokens`. More than [`MAX_BREAKPOINTS`]
+//! written or read (reading a prefix also keeps the cached prefixes at the
+//! request's breakpoints within it). A later request reads the longest
+//! cached prefix that ends at one of its breakpoints or at a block up to
+//! [`LOOKBACK_BLOCKS`] blocks before one; it reports that prefix as
+//! `cache_read_input_tokens`, what it writes beyond it (up to its last
+//! breakpoint) as `cache_creation_input_tokens` (split into
+//! `ephemeral_5m_input_tokens` and `ephemeral_1h_input_tokens` by the
+//! breakpoint that ends each part), and only the rest as `input_tokens`. More than [`MAX_BREAKPOINTS`]
 //! breakpoints, or one on a thinking block, are refused with HTTP 400
-//! ([`refusal`]).
+//! (`refusal`).
 //!
 //! **OpenAI** (automatic). A request of at least [`MIN_CACHEABLE_TOKENS`]
 //! tokens is cached whole, its prefix at every block (each tool, then each
@@ -34,7 +35,7 @@
 //!
 //! Token counts are [`count_request`]'s, of the request (or of a prefix of
 //! it, cut at a block) without its `cache_control` fields: a cached prefix
-//! costs what it would cost uncached. Time is the [`Clock`]'s: real time
+//! costs what it would cost uncached. Time is the server clock's: real time
 //! since the server started plus what a test skipped with
 //! [`ScriptedModel::advance_clock`](crate::ScriptedModel::advance_clock),
 //! so that expiry is tested without sleeping.
@@ -196,38 +197,47 @@ impl PromptCache {
             )
         };
         let hit_tokens = hit.map(&mut tokens_at);
-        let breakpoint_tokens: Vec<u64> = breakpoints.iter().map(|&b| tokens_at(b)).collect();
+        // Breakpoints past what was read write to the cache (their counts
+        // are needed); those within it were used too, and are kept as long
+        // as the longer prefix when they are cached.
+        let writing: Vec<(usize, u64)> = breakpoints
+            .iter()
+            .filter(|&&b| hit.is_none_or(|hit| b > hit))
+            .map(|&b| (b, tokens_at(b)))
+            .collect();
         let mut usage = CacheUsage::default();
         let mut covered = 0;
         if let (Some(hit), Some(tokens)) = (hit, hit_tokens) {
             covered = tokens;
             usage.read = covered;
+            for &b in breakpoints.iter().filter(|&&b| b <= hit) {
+                if let Some(entry) = self.entries.get_mut(&keys[b]) {
+                    entry.expires = entry.expires.max(now + entry.ttl);
+                }
+            }
             if let Some(entry) = self.entries.get_mut(&keys[hit]) {
                 entry.expires = now + entry.ttl;
             }
         }
-        for (&b, &tokens) in breakpoints.iter().zip(&breakpoint_tokens) {
-            let ttl = blocks[b].breakpoint.unwrap_or(FIVE_MINUTES);
+        for (b, tokens) in writing {
             if tokens < MIN_CACHEABLE_TOKENS {
                 continue;
             }
-            if hit.is_none_or(|hit| b > hit) {
-                let written = tokens.saturating_sub(covered);
-                if ttl == ONE_HOUR {
-                    usage.written_1h += written;
-                } else {
-                    usage.written_5m += written;
-                }
-                covered = covered.max(tokens);
+            let ttl = blocks[b].breakpoint.unwrap_or(FIVE_MINUTES);
+            let written = tokens.saturating_sub(covered);
+            if ttl == ONE_HOUR {
+                usage.written_1h += written;
+            } else {
+                usage.written_5m += written;
             }
-            // A prefix inside what was read was used too: it is kept as
-            // long as the longer one.
-            let entry = self.entries.entry(keys[b]).or_insert(Entry {
-                expires: now + ttl,
-                ttl,
-            });
-            entry.ttl = entry.ttl.max(ttl);
-            entry.expires = entry.expires.max(now + ttl);
+            covered = covered.max(tokens);
+            self.entries.insert(
+                keys[b],
+                Entry {
+                    expires: now + ttl,
+                    ttl,
+                },
+            );
         }
         usage
     }
@@ -248,6 +258,9 @@ impl PromptCache {
             if common >= MIN_CACHEABLE_TOKENS {
                 usage.read = common / OPENAI_CACHE_STEP * OPENAI_CACHE_STEP;
             }
+        }
+        if let Some(last) = keys.last() {
+            self.remember(*last, total);
         }
         for key in keys {
             self.entries.insert(
@@ -276,17 +289,24 @@ impl PromptCache {
         at: Position,
     ) -> u64 {
         if whole {
+            self.remember(key, total);
             return total;
         }
         if let Some(tokens) = self.counted.get(&key) {
             return *tokens;
         }
+        let tokens = prefix_tokens(wire, body, at);
+        self.remember(key, tokens);
+        tokens
+    }
+
+    /// Keep the count of the prefix whose key is `key`: the next request
+    /// usually reads this request whole.
+    fn remember(&mut self, key: u64, tokens: u64) {
         if self.counted.len() >= MAX_COUNTED {
             self.counted.clear();
         }
-        let tokens = prefix_tokens(wire, body, at);
         self.counted.insert(key, tokens);
-        tokens
     }
 }
 
