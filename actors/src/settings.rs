@@ -6,6 +6,7 @@
 //! comes from and [`ModelProfile::api_key`] reads it when a request is made.
 
 mod cluster;
+pub mod thinking;
 
 use crate::protocol::{ContextConfig, ModelInfo, Pricing};
 pub use crate::store::location::{LocationError, PostgresUrl, StoreLocation};
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
+pub use thinking::{Thinking, ThinkingSupport};
 
 /// Everything the runtime needs.
 #[derive(Clone, Debug, Serialize)]
@@ -320,6 +322,15 @@ pub const ANTHROPIC_DEFAULT_MAX_TOKENS: u32 = 8192;
 /// The smallest `budget_tokens` Anthropic accepts for extended thinking.
 pub const ANTHROPIC_MIN_THINKING_BUDGET: u32 = 1024;
 
+/// Anthropic's price of a cache read, as a share of the input price.
+pub const ANTHROPIC_CACHE_READ: f64 = 0.1;
+/// Anthropic's price of a five-minute cache write, as a share of the input
+/// price.
+pub const ANTHROPIC_CACHE_WRITE_5M: f64 = 1.25;
+/// Anthropic's price of a one-hour cache write, as a share of the input
+/// price.
+pub const ANTHROPIC_CACHE_WRITE_1H: f64 = 2.0;
+
 /// The instructions summaries are written with, compiled in.
 pub const DEFAULT_COMPACT_PROMPT: &str = include_str!("../../config/prompts/compact.md");
 
@@ -580,21 +591,29 @@ pub struct ModelProfile {
     pub max_tokens_field: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
-    /// Anthropic's extended thinking: the tokens the model may think in
-    /// before it answers (at least [`ANTHROPIC_MIN_THINKING_BUDGET`], less
-    /// than the output cap; see [`ModelProfile::check`]). Unset: no
-    /// thinking is asked for. OpenAI-compatible servers need no setting:
-    /// what they stream as reasoning is shown as thinking.
+    /// Anthropic's thinking (`thinking = "adaptive" | "off" | { budget = N
+    /// }`): adaptive thinking, none, or extended thinking with a budget (at
+    /// least [`ANTHROPIC_MIN_THINKING_BUDGET`], less than the output cap).
+    /// Unset: what the model family takes ([`ModelProfile::thinking`]).
+    /// A setting the model refuses is refused by [`ModelProfile::check`].
+    /// OpenAI-compatible servers need no setting: what they stream as
+    /// reasoning is shown as thinking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Thinking>,
+    /// The older spelling of `thinking = { budget = N }` (one or the
+    /// other, not both).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_budget: Option<u32>,
     /// How hard the model should think: Anthropic's `output_config.effort`
-    /// (adaptive thinking), OpenAI's `reasoning.effort` on reasoning
-    /// models. Unset: the provider's default.
+    /// (sent whenever it is set; a model that takes only a budget refuses
+    /// it), OpenAI's `reasoning.effort` on the Responses wire (the Chat
+    /// Completions wire leaves it out). Unset: the provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effort: Option<Effort>,
     /// Prompt caching (`cache = "5m" | "1h" | "off"`): how long Anthropic
-    /// keeps the cached prefix; `off` asks no provider to cache. Unset:
-    /// on, for five minutes.
+    /// keeps the cached prefix (cache breakpoints on the tools, the system
+    /// prompt and the newest messages); `off` asks no provider to cache.
+    /// Unset: on, for five minutes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<CacheSetting>,
     /// Whether the model takes images with a query (`run --image`, an
@@ -679,6 +698,7 @@ impl ModelProfile {
             max_output_tokens: None,
             max_tokens_field: None,
             context_window: None,
+            thinking: None,
             thinking_budget: None,
             effort: None,
             cache: None,
@@ -698,27 +718,82 @@ impl ModelProfile {
     }
 
     /// The settings a provider would refuse, found before any request is
-    /// made: `Err((key, why))`, the key within `[models.NAME]`.
+    /// made: `Err((key, why))`, the key within `[models.NAME]`. Thinking:
+    /// `thinking` and `thinking_budget` not both; thinking asked of the
+    /// Anthropic wire only; a budget within Anthropic's bounds; nothing the
+    /// model's family refuses (a budget on an adaptive-only model, adaptive
+    /// thinking or `effort` on a budget-only one), the message naming the
+    /// model and what to write instead.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
-        let Some(budget) = self.thinking_budget else {
-            return Ok(());
+        let key = if self.thinking.is_some() {
+            "thinking"
+        } else {
+            "thinking_budget"
         };
-        const KEY: &str = "thinking_budget";
-        if self.provider != ProviderKind::Anthropic {
+        if let (Some(thinking), Some(budget)) = (self.thinking, self.thinking_budget) {
             return Err((
-                KEY,
+                key,
                 format!(
-                    "extended thinking is asked for with `provider = \"anthropic\"` only (this profile is `{}`); OpenAI-compatible servers stream their reasoning unasked, and it is shown as thinking",
-                    self.provider
+                    "both `thinking = {thinking}` and `thinking_budget = {budget}` are set; `thinking_budget = N` is the older spelling of `thinking = {{ budget = N }}`: keep one"
                 ),
             ));
         }
-        if budget < ANTHROPIC_MIN_THINKING_BUDGET {
+        let written = self.thinking.or(self.thinking_budget.map(Thinking::Budget));
+        let support = thinking::support(&self.model);
+        if self.provider != ProviderKind::Anthropic {
+            return match written {
+                Some(Thinking::Adaptive | Thinking::Budget(_)) => Err((
+                    key,
+                    format!(
+                        "thinking is asked for with `provider = \"anthropic\"` only (this profile is `{}`); OpenAI-compatible servers stream their reasoning unasked, and it is shown as thinking",
+                        self.provider
+                    ),
+                )),
+                _ => Ok(()),
+            };
+        }
+        let model = &self.model;
+        match written {
+            Some(Thinking::Budget(budget)) => {
+                self.check_budget(budget).map_err(|why| (key, why))?;
+                if support == ThinkingSupport::AdaptiveOnly {
+                    return Err((
+                        key,
+                        format!(
+                            "`{model}` takes adaptive thinking only (Anthropic answers a thinking budget with HTTP 400): write `thinking = \"adaptive\"` instead, and `effort = \"low\" | \"medium\" | \"high\" | \"max\"` for how hard it thinks"
+                        ),
+                    ));
+                }
+            }
+            Some(Thinking::Adaptive) if support == ThinkingSupport::BudgetOnly => {
+                return Err((
+                    key,
+                    format!(
+                        "`{model}` does not take adaptive thinking (Anthropic answers it with HTTP 400; Opus and Sonnet 4.6 and later do): write `thinking = {{ budget = N }}` instead (N at least {ANTHROPIC_MIN_THINKING_BUDGET}, less than `max_output_tokens`), or `thinking = \"off\"`"
+                    ),
+                ));
+            }
+            _ => {}
+        }
+        if let Some(effort) = self.effort
+            && support == ThinkingSupport::BudgetOnly
+        {
             return Err((
-                KEY,
+                "effort",
                 format!(
-                    "{budget} is below Anthropic's minimum thinking budget of {ANTHROPIC_MIN_THINKING_BUDGET} tokens"
+                    "`{model}` takes no `effort = \"{effort}\"`: effort goes with adaptive thinking (Opus and Sonnet 4.6 and later); this model thinks within a budget: write `thinking = {{ budget = N }}` and leave `effort` out"
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A thinking budget Anthropic accepts: at least the minimum, less than
+    /// the output cap.
+    fn check_budget(&self, budget: u32) -> Result<(), String> {
+        if budget < ANTHROPIC_MIN_THINKING_BUDGET {
+            return Err(format!(
+                "{budget} is below Anthropic's minimum thinking budget of {ANTHROPIC_MIN_THINKING_BUDGET} tokens"
             ));
         }
         let cap = self
@@ -730,14 +805,30 @@ impl ModelProfile {
             } else {
                 "the default `max_output_tokens`"
             };
-            return Err((
-                KEY,
-                format!(
-                    "{budget} must be less than {whose} ({cap}): thinking is part of the output; raise `max_output_tokens` or lower the budget"
-                ),
+            return Err(format!(
+                "{budget} must be less than {whose} ({cap}): thinking is part of the output; raise `max_output_tokens` or lower the budget"
             ));
         }
         Ok(())
+    }
+
+    /// The thinking this profile asks for: `thinking`, else
+    /// `thinking_budget` as a budget, else what the model's family takes
+    /// ([`thinking::support`]: adaptive for Opus and Sonnet 4.6 and later,
+    /// off for older models and ids that are not Claude's). Always
+    /// [`Thinking::Off`] on other wires than Anthropic's.
+    pub fn thinking(&self) -> Thinking {
+        if self.provider != ProviderKind::Anthropic {
+            return Thinking::Off;
+        }
+        self.thinking
+            .or(self.thinking_budget.map(Thinking::Budget))
+            .unwrap_or_else(|| thinking::support(&self.model).default_thinking())
+    }
+
+    /// The profile's prompt caching (unset: on, five minutes).
+    pub fn cache(&self) -> CacheSetting {
+        self.cache.unwrap_or(CacheSetting::FiveMinutes)
     }
 
     /// How long a stream may be silent.
@@ -745,13 +836,37 @@ impl ModelProfile {
         std::time::Duration::from_secs(self.stream_idle_timeout_secs.max(1))
     }
 
-    /// Prices, when both input and output prices are configured.
+    /// Prices, when both input and output prices are configured. Cache
+    /// prices left unset follow the wire: on Anthropic's, reads cost 0.1×
+    /// the input price and writes 1.25× (2× with `cache = "1h"`), as
+    /// Anthropic charges; on OpenAI's they stay unset, and
+    /// [`Pricing::cost`] charges them at the input price (OpenAI's
+    /// discount on cached input differs by model: set
+    /// `cache_read_per_mtok`).
     pub fn pricing(&self) -> Option<Pricing> {
+        let input = self.input_per_mtok?;
+        let (read, write) = match self.provider {
+            ProviderKind::Anthropic => {
+                let write = match self.cache() {
+                    CacheSetting::OneHour => ANTHROPIC_CACHE_WRITE_1H,
+                    CacheSetting::FiveMinutes | CacheSetting::Off => ANTHROPIC_CACHE_WRITE_5M,
+                };
+                (
+                    Some(
+                        self.cache_read_per_mtok
+                            .unwrap_or(input * ANTHROPIC_CACHE_READ),
+                    ),
+                    Some(self.cache_write_per_mtok.unwrap_or(input * write)),
+                )
+            }
+            // OpenAI's wires: no write premium, a discount that differs by model.
+            _ => (self.cache_read_per_mtok, self.cache_write_per_mtok),
+        };
         Some(Pricing {
-            input_per_mtok: self.input_per_mtok?,
+            input_per_mtok: input,
             output_per_mtok: self.output_per_mtok?,
-            cache_read_per_mtok: self.cache_read_per_mtok,
-            cache_write_per_mtok: self.cache_write_per_mtok,
+            cache_read_per_mtok: read,
+            cache_write_per_mtok: write,
         })
     }
 
@@ -1021,6 +1136,134 @@ mod tests {
         let (key, why) = openai.check().expect_err("refused");
         assert_eq!(key, "thinking_budget");
         assert!(why.contains("`provider = \"anthropic\"` only"), "{why}");
+    }
+
+    fn anthropic(model: &str) -> ModelProfile {
+        ModelProfile::new(ProviderKind::Anthropic, model, "https://api.anthropic.com")
+    }
+
+    #[test]
+    fn thinking_defaults_to_what_the_model_family_takes() {
+        assert_eq!(anthropic("claude-opus-4-7").thinking(), Thinking::Adaptive);
+        assert_eq!(
+            anthropic("claude-sonnet-4-6-20260101").thinking(),
+            Thinking::Adaptive
+        );
+        assert_eq!(anthropic("claude-sonnet-4-5").thinking(), Thinking::Off);
+        assert_eq!(anthropic("local").thinking(), Thinking::Off);
+        let mut old = anthropic("claude-sonnet-4-5");
+        old.thinking_budget = Some(4096);
+        assert_eq!(old.thinking(), Thinking::Budget(4096), "the older spelling");
+        let mut quiet = anthropic("claude-opus-4-7");
+        quiet.thinking = Some(Thinking::Off);
+        assert_eq!(quiet.thinking(), Thinking::Off);
+        let mut openai = profile(None, None);
+        openai.model = "claude-opus-4-7".into();
+        assert_eq!(openai.thinking(), Thinking::Off, "another wire");
+    }
+
+    #[test]
+    fn a_budget_on_an_adaptive_only_model_is_refused_naming_the_model_and_the_fix() {
+        for (thinking, budget, key) in [
+            (Some(Thinking::Budget(4096)), None, "thinking"),
+            (None, Some(4096), "thinking_budget"),
+        ] {
+            let mut p = anthropic("claude-opus-4-7");
+            p.thinking = thinking;
+            p.thinking_budget = budget;
+            let (refused, why) = p.check().expect_err("refused");
+            assert_eq!(refused, key);
+            assert!(
+                why.contains("`claude-opus-4-7` takes adaptive thinking only")
+                    && why.contains("write `thinking = \"adaptive\"`")
+                    && why.contains("`effort = "),
+                "{why}"
+            );
+        }
+        // Opus 4.6 still takes a budget (deprecated), and adaptive thinking.
+        let mut both = anthropic("claude-opus-4-6");
+        both.thinking = Some(Thinking::Budget(4096));
+        assert_eq!(both.check(), Ok(()));
+        both.thinking = Some(Thinking::Adaptive);
+        both.effort = Some(Effort::High);
+        assert_eq!(both.check(), Ok(()));
+    }
+
+    #[test]
+    fn adaptive_thinking_or_effort_on_a_budget_only_model_is_refused_naming_the_fix() {
+        let mut p = anthropic("claude-sonnet-4-5-20250929");
+        p.thinking = Some(Thinking::Adaptive);
+        let (key, why) = p.check().expect_err("refused");
+        assert_eq!(key, "thinking");
+        assert!(
+            why.contains("`claude-sonnet-4-5-20250929` does not take adaptive thinking")
+                && why.contains("write `thinking = { budget = N }`"),
+            "{why}"
+        );
+        p.thinking = Some(Thinking::Budget(2048));
+        assert_eq!(p.check(), Ok(()));
+        p.effort = Some(Effort::Low);
+        let (key, why) = p.check().expect_err("refused");
+        assert_eq!(key, "effort");
+        assert!(
+            why.contains("`claude-sonnet-4-5-20250929` takes no `effort = \"low\"`"),
+            "{why}"
+        );
+        // A model nobody knows (a local server's) may be asked anything.
+        let mut local = anthropic("local");
+        local.thinking = Some(Thinking::Adaptive);
+        local.effort = Some(Effort::Max);
+        assert_eq!(local.check(), Ok(()));
+    }
+
+    #[test]
+    fn both_spellings_of_a_budget_at_once_are_refused() {
+        let mut p = anthropic("claude-sonnet-4-5");
+        p.thinking = Some(Thinking::Budget(2048));
+        p.thinking_budget = Some(2048);
+        let (key, why) = p.check().expect_err("refused");
+        assert_eq!(key, "thinking");
+        assert!(why.contains("keep one"), "{why}");
+    }
+
+    #[test]
+    fn thinking_on_an_openai_profile_is_refused_unless_off() {
+        let mut p = profile(None, None);
+        p.thinking = Some(Thinking::Adaptive);
+        let (key, why) = p.check().expect_err("refused");
+        assert_eq!(key, "thinking");
+        assert!(why.contains("`provider = \"anthropic\"` only"), "{why}");
+        p.thinking = Some(Thinking::Off);
+        assert_eq!(p.check(), Ok(()));
+        p.effort = Some(Effort::High);
+        assert_eq!(p.check(), Ok(()), "effort is the Responses wire's to read");
+    }
+
+    #[test]
+    fn unset_cache_prices_follow_the_wire() {
+        let mut claude = anthropic("claude-sonnet-4-6");
+        claude.input_per_mtok = Some(3.0);
+        claude.output_per_mtok = Some(15.0);
+        let pricing = claude.pricing().expect("priced");
+        let near = |a: Option<f64>, b: f64| a.is_some_and(|a| (a - b).abs() < 1e-9);
+        assert!(near(pricing.cache_read_per_mtok, 0.30), "{pricing:?}");
+        assert!(near(pricing.cache_write_per_mtok, 3.75), "{pricing:?}");
+        claude.cache = Some(CacheSetting::OneHour);
+        let pricing = claude.pricing().expect("priced");
+        assert!(near(pricing.cache_write_per_mtok, 6.0), "{pricing:?}");
+        claude.cache_read_per_mtok = Some(0.5);
+        assert!(near(
+            claude.pricing().expect("priced").cache_read_per_mtok,
+            0.5
+        ));
+        let mut openai = profile(None, None);
+        openai.input_per_mtok = Some(2.0);
+        openai.output_per_mtok = Some(8.0);
+        let pricing = openai.pricing().expect("priced");
+        assert_eq!(
+            (pricing.cache_read_per_mtok, pricing.cache_write_per_mtok),
+            (None, None)
+        );
     }
 
     #[test]

@@ -946,6 +946,78 @@ mod tests {
     }
 
     #[test]
+    fn thinking_a_model_refuses_names_the_file_the_key_the_model_and_the_fix() {
+        let profile = |model: &str, keys: &str| {
+            format!(
+                "[models.opus]\nprovider = \"anthropic\"\nmodel = \"{model}\"\nbase_url = \"http://h\"\n{keys}"
+            )
+        };
+        for (text, key, says) in [
+            (
+                profile("claude-opus-4-7", "thinking = { budget = 4096 }"),
+                "`models.opus.thinking`",
+                "`claude-opus-4-7` takes adaptive thinking only",
+            ),
+            (
+                profile("claude-opus-4-7", "thinking_budget = 4096"),
+                "`models.opus.thinking_budget`",
+                "write `thinking = \"adaptive\"`",
+            ),
+            (
+                profile("claude-sonnet-4-5", "thinking = \"adaptive\""),
+                "`models.opus.thinking`",
+                "write `thinking = { budget = N }`",
+            ),
+            (
+                profile(
+                    "claude-sonnet-4-5",
+                    "thinking = { budget = 2048 }\nthinking_budget = 2048",
+                ),
+                "`models.opus.thinking`",
+                "keep one",
+            ),
+            (
+                profile("claude-opus-4-7", "thinking = \"sometimes\""),
+                "models.opus.thinking",
+                "expected \"adaptive\", \"off\" or { budget = N }",
+            ),
+            (
+                profile("claude-opus-4-7", "cache = \"2h\""),
+                "models.opus.cache",
+                "5m",
+            ),
+        ] {
+            let err = resolve_text(&[text.as_str()], LoadOptions::default())
+                .err()
+                .unwrap_or_else(|| panic!("accepted: {text}"))
+                .to_string();
+            assert!(
+                err.contains("file0.toml") && err.contains(key) && err.contains(says),
+                "{err}"
+            );
+        }
+        let settings = resolve_text(
+            &[profile(
+                "claude-opus-4-7",
+                "thinking = \"adaptive\"\neffort = \"high\"\ncache = \"1h\"",
+            )
+            .as_str()],
+            LoadOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let opus = &settings.models["opus"];
+        assert_eq!(
+            opus.thinking,
+            Some(agentbus_actors::settings::Thinking::Adaptive)
+        );
+        assert_eq!(opus.effort, Some(agentbus_actors::settings::Effort::High));
+        assert_eq!(
+            opus.cache,
+            Some(agentbus_actors::settings::CacheSetting::OneHour)
+        );
+    }
+
+    #[test]
     fn a_bad_profile_names_its_file_and_key() {
         let err = resolve_text(
             &["[models.mine]\nprovider = \"openai\"\nmodel = \"m\"\nbase_urll = \"x\""],

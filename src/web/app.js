@@ -55,7 +55,7 @@
       stream: null, // EventSource
       lastSeq: 0, // highest seq rendered; anything at or below it is dropped
       openTurns: new Set(), // turn ids with a `user` event and no `result` yet
-      usage: { input: 0, output: 0, turns: 0 },
+      usage: { input: 0, output: 0, turns: 0, cacheRead: 0, cacheWritten: 0 }, // input: all of it, cached or not
       context: null, // { used, limit? }: how full the context is, from the latest event that says
       live: null, // the assistant message being streamed, see liveMessage()
       retryDelay: 1000,
@@ -1204,8 +1204,11 @@
     finishLive(view, event.stop_reason || 'ended');
     endApprovals(view, event.turn_id);
     const usage = event.usage || {};
-    view.usage.input += usage.input_tokens || 0;
+    const input = allInput(usage);
+    view.usage.input += input;
     view.usage.output += usage.output_tokens || 0;
+    view.usage.cacheRead += usage.cache_read_input_tokens || 0;
+    view.usage.cacheWritten += usage.cache_creation_input_tokens || 0;
     view.usage.turns += 1;
     const session = findSession(view.sessionId);
     view.turnsByProfile.push([view.model || (session && session.model), usage]);
@@ -1214,7 +1217,8 @@
 
     const steps = event.steps || 0;
     const fill = event.context ? contextFill(event.context) : null;
-    const figures = steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' + (usage.input_tokens || 0) + ' in / ' +
+    const cached = usage.cache_read_input_tokens && input ? ' (' + Math.round((usage.cache_read_input_tokens * 100) / input) + '% cached)' : '';
+    const figures = steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' + input + ' in' + cached + ' / ' +
       (usage.output_tokens || 0) + ' out tokens \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s' +
       (fill ? ' \u00b7 context ' + fill.percent + '% (' + thousands(fill.used) + '/' + thousands(fill.limit) + ')' : '');
     const heads = {
@@ -1230,7 +1234,7 @@
   }
 
   // ---------------------------------------------------------------------
-  // The status line: profile, agent, mode, context, tokens, cost
+  // The status line: profile, agent, mode, context, tokens, cache, cost
   // ---------------------------------------------------------------------
 
   /** `{used, limit?}` from an `assistant` or `result` event (or a reply): the latest wins. */
@@ -1244,6 +1248,11 @@
   function contextFill(context) {
     if (!context || typeof context.used !== 'number' || !(context.limit > 0)) return null;
     return { percent: Math.round((context.used * 100) / context.limit), used: context.used, limit: context.limit };
+  }
+
+  /** All input tokens of a `usage`: uncached, read from the prompt cache and written to it. */
+  function allInput(usage) {
+    return (usage.input_tokens || 0) + (usage.cache_read_input_tokens || 0) + (usage.cache_creation_input_tokens || 0);
   }
 
   /** What `usage` costs at `prices` (US dollars per million tokens), as the session counts it. */
@@ -1321,6 +1330,18 @@
     usage.title = 'Session usage: ' + view.usage.input + ' in / ' + view.usage.output + ' out tokens over ' +
       view.usage.turns + ' turn' + (view.usage.turns === 1 ? '' : 's');
     usage.setAttribute('data-turns', String(view.usage.turns));
+
+    // The prompt cache: the share of the session's input read from it.
+    const cache = $('status-cache');
+    const cachedAny = view.usage.cacheRead + view.usage.cacheWritten > 0 && view.usage.input > 0;
+    cache.hidden = !cachedAny;
+    const percent = cachedAny ? Math.round((view.usage.cacheRead * 100) / view.usage.input) : 0;
+    cache.textContent = cachedAny ? 'cache ' + percent + '%' : '';
+    cache.setAttribute('data-percent', cachedAny ? String(percent) : '');
+    cache.title = cachedAny
+      ? 'Prompt cache: ' + thousands(view.usage.cacheRead) + ' of ' + thousands(view.usage.input) +
+        ' input tokens read from it, ' + thousands(view.usage.cacheWritten) + ' written (/usage, /context)'
+      : '';
 
     const cost = sessionCost(view);
     $('status-cost').hidden = cost === null;

@@ -50,6 +50,13 @@ fn system_of(body: &Value) -> String {
     if let Some(system) = body["system"].as_str().or(body["instructions"].as_str()) {
         return system.to_string();
     }
+    if let Some(blocks) = body["system"].as_array() {
+        return blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+    }
     body["messages"]
         .as_array()
         .and_then(|m| m.first())

@@ -30,6 +30,7 @@ mod many_sessions;
 mod mcp;
 mod permissions;
 mod postgres_store;
+mod prompt_caching;
 mod responses;
 mod retries;
 mod run;

@@ -100,7 +100,14 @@ async fn anthropic_requests_carry_tool_results_in_user_messages() {
         "both results of the parallel calls in one user message"
     );
     assert!(parallel_results.iter().all(|b| b["type"] == "tool_result"));
-    assert!(last["system"].as_str().unwrap().contains("workspace:"));
+    assert!(
+        last["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("workspace:"),
+        "the system prompt is one text block: {}",
+        last["system"]
+    );
     assert_eq!(fx.server.requests()[0].headers["x-api-key"], SECRET);
 }
 

@@ -90,13 +90,19 @@ pub struct Image {
 }
 
 /// Tokens counted by the provider. Zero where the provider does not report a
-/// figure; cache figures are omitted from JSON when zero.
+/// figure; cache figures are omitted from JSON when zero. The input is split
+/// as Anthropic splits it (OpenAI's figures are brought to the same shape):
+/// `input_tokens` is what was neither read from the prompt cache nor
+/// written to it, so the whole input is the sum of the three.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Input tokens not read from the prompt cache nor written to it.
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_read_input_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_creation_input_tokens: u64,
 }
@@ -106,6 +112,18 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Usage {
+    /// All input tokens: uncached, read from the cache and written to it.
+    pub fn all_input(&self) -> u64 {
+        self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+    }
+
+    /// The share of the input read from the prompt cache (0 to 1); `None`
+    /// when there was no input.
+    pub fn cache_read_share(&self) -> Option<f64> {
+        let all = self.all_input();
+        (all > 0).then(|| self.cache_read_input_tokens as f64 / all as f64)
+    }
+
     /// Every field of `other` that is non-zero replaces the one in `self`.
     /// Providers that report cumulative figures use this.
     pub fn overwrite_with(&mut self, other: Usage) {

@@ -272,6 +272,40 @@ pub struct ContextReport {
     /// definitions take more than half of it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// How much of the input the provider read from its prompt cache; none
+    /// until a provider reported cache reads or writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<CacheShare>,
+}
+
+/// Prompt caching in a [`ContextReport`]: the share of input tokens read
+/// from the provider's cache (reads over reads, writes and uncached input).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CacheShare {
+    /// Of the last turn's input, 0 to 1.
+    pub last_turn: f64,
+    /// Of the whole session's input, 0 to 1.
+    pub session: f64,
+    /// The session's tokens read from the cache.
+    pub read_tokens: u64,
+    /// The session's tokens written to the cache.
+    pub written_tokens: u64,
+}
+
+impl CacheShare {
+    /// The figures of a session whose last turn used `last_turn` and which
+    /// used `session` in all; `None` when nothing was read or written.
+    pub fn of(last_turn: &super::Usage, session: &super::Usage) -> Option<CacheShare> {
+        if session.cache_read_input_tokens == 0 && session.cache_creation_input_tokens == 0 {
+            return None;
+        }
+        Some(CacheShare {
+            last_turn: last_turn.cache_read_share().unwrap_or(0.0),
+            session: session.cache_read_share().unwrap_or(0.0),
+            read_tokens: session.cache_read_input_tokens,
+            written_tokens: session.cache_creation_input_tokens,
+        })
+    }
 }
 
 fn no_thinking(tokens: &u64) -> bool {

@@ -43,16 +43,21 @@ pub struct ModelInfo {
 pub struct Pricing {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,
-    /// Cached input read; defaults to the input price.
+    /// Input read from the prompt cache; unset, the input price. (A
+    /// profile on Anthropic's wire always sets it: unconfigured, 0.1× the
+    /// input price, see `ModelProfile::pricing`.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_per_mtok: Option<f64>,
-    /// Cache writes; defaults to the input price.
+    /// Input written to the prompt cache; unset, the input price (OpenAI
+    /// charges no more). (Anthropic's wire: unconfigured, 1.25× the input
+    /// price, 2× for one-hour writes.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_write_per_mtok: Option<f64>,
 }
 
 impl Pricing {
-    /// What `usage` costs, in US dollars.
+    /// What `usage` costs, in US dollars: uncached input, cache reads,
+    /// cache writes and output, each at its price.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let per = |tokens: u64, price: f64| tokens as f64 * price / 1_000_000.0;
         per(usage.input_tokens, self.input_per_mtok)
@@ -65,5 +70,35 @@ impl Pricing {
                 usage.cache_creation_input_tokens,
                 self.cache_write_per_mtok.unwrap_or(self.input_per_mtok),
             )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_reads_and_writes_cost_their_own_prices() {
+        let usage = Usage {
+            input_tokens: 1_000,
+            output_tokens: 100,
+            cache_read_input_tokens: 10_000,
+            cache_creation_input_tokens: 2_000,
+        };
+        let anthropic = Pricing {
+            input_per_mtok: 3.0,
+            output_per_mtok: 15.0,
+            cache_read_per_mtok: Some(0.3),
+            cache_write_per_mtok: Some(3.75),
+        };
+        let expected = (1_000.0 * 3.0 + 100.0 * 15.0 + 10_000.0 * 0.3 + 2_000.0 * 3.75) / 1e6;
+        assert!((anthropic.cost(&usage) - expected).abs() < 1e-12);
+        let unset = Pricing {
+            cache_read_per_mtok: None,
+            cache_write_per_mtok: None,
+            ..anthropic
+        };
+        let at_input = (13_000.0 * 3.0 + 100.0 * 15.0) / 1e6;
+        assert!((unset.cost(&usage) - at_input).abs() < 1e-12);
     }
 }

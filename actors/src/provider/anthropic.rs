@@ -3,26 +3,62 @@
 //!
 //! This module translates, in both directions, and nothing else:
 //! - [`request_body`]: our [`ModelRequest`] to a `/v1/messages` body: the
-//!   system prompt in `system`, tool results as `tool_result` blocks of a
-//!   user message, consecutive same-role messages merged as the API requires;
-//!   with the profile's `thinking_budget`, `thinking: {type: "enabled"}` and
-//!   the signed thinking blocks of earlier answers sent back in place, as a
-//!   tool round needs them (without it, no thinking of any kind is sent);
+//!   system prompt as a text block of `system`, tool results as
+//!   `tool_result` blocks of a user message, consecutive same-role messages
+//!   merged as the API requires; thinking and prompt caching as below;
 //! - [`Decoder`]: `message_start`, `content_block_start/delta/stop` by index
 //!   (`input_json_delta` pieces are joined by the session core and parsed
 //!   once the block is complete; `thinking_delta` and `signature_delta`
 //!   build a thinking block, `redacted_thinking` arrives whole),
-//!   `message_delta` (stop reason; usage is cumulative), `message_stop`;
-//!   `ping` and unknown events ignored; a mid-stream `error` event reported
-//!   so it is retried like an HTTP 529;
+//!   `message_delta` (stop reason; usage is cumulative, cache reads and
+//!   writes included), `message_stop`; `ping` and unknown events ignored; a
+//!   mid-stream `error` event reported so it is retried like an HTTP 529;
 //! - [`attempt`]: one HTTP call that feeds the decoder.
+//!
+//! **Thinking** is the profile's [`ModelProfile::thinking`] (its default
+//! follows the model family, see [`crate::settings::thinking`]): adaptive
+//! is `"thinking": {"type": "adaptive"}`, a budget is `{"type": "enabled",
+//! "budget_tokens": N}`, and the profile's `effort` goes in
+//! `"output_config": {"effort": ...}` whenever it is set. With thinking on,
+//! the signed thinking blocks of earlier answers go back in place, as a
+//! tool round needs them (off, no thinking of any kind is sent). A budget
+//! has two more rules: a request capped below it (a short summary) goes
+//! without thinking, and so does one continuing a tool round whose answer
+//! did not start with signed thinking (Anthropic refuses it); adaptive
+//! thinking has neither (the model may skip thinking, so the API does not
+//! demand it).
+//!
+//! **Prompt caching** (the profile's `cache`, on unless `"off"`): Anthropic
+//! caches a prefix of the prompt — tools, then system, then messages — up
+//! to a block marked `"cache_control": {"type": "ephemeral"}` (with `"ttl":
+//! "1h"` for `cache = "1h"`), and a later request hits it when one of its
+//! own marks, or a block up to 20 blocks before one, ends at the same
+//! prefix. At most four marks; this module places them so that every turn
+//! hits what the one before wrote:
+//! 1. the last tool definition, and 2. the system prompt — the stable
+//!    prefix, which stays cached when the conversation changes under it
+//!    (a compaction) as long as the tools and the prompt do not;
+//! 3. the last block of the newest message: the whole request is written,
+//!    so the next request — the same prefix plus an answer and a tool
+//!    result or a question — finds it within its lookback;
+//! 4. the last block of the message the previous request ended with (the
+//!    one before the newest assistant answer): a tool round that adds more
+//!    than 20 blocks (many parallel calls and their results) would leave
+//!    mark 3's lookback short of the previous write; this mark hits it
+//!    exactly. When fewer blocks were added it is redundant but free.
+//!
+//! Thinking blocks take no mark (the API refuses one there); marks fall
+//! back to the nearest earlier block that does. What keeps the prefix the
+//! same from one request to the next is the session's business: the tools
+//! in a deterministic order, a system prompt that changes only when the
+//! prompt really does (see ARCHITECTURE.md, "Prompt caching").
 
 use super::ModelStream;
 use super::fields;
 use super::http::{self, Decoded, FrameDecoder, FrameError, status_hint};
 use crate::model::{ModelEvent, ModelRequest};
 use crate::protocol::{BlockKind, ContentBlock, Message, Usage};
-use crate::settings::ModelProfile;
+use crate::settings::{CacheSetting, ModelProfile, Thinking};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
@@ -39,49 +75,80 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
             profile.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
         ))
         .unwrap_or(DEFAULT_MAX_TOKENS);
-    // A request capped below the thinking budget (a short summary) goes
-    // without thinking: Anthropic wants `max_tokens` above the budget.
-    let mut thinking = profile
-        .thinking_budget
-        .filter(|budget| *budget < max_tokens);
+    let mut thinking = match profile.thinking() {
+        // A request capped below the thinking budget (a short summary) goes
+        // without thinking: Anthropic wants `max_tokens` above the budget.
+        Thinking::Budget(budget) if budget >= max_tokens => Thinking::Off,
+        other => other,
+    };
     let history = super::images_for(profile, &request.messages);
-    let mut messages = wire_messages(&history, thinking.is_some());
-    if thinking.is_some() && !tool_round_has_its_thinking(&messages) {
-        // Anthropic refuses thinking when the answer being continued used a
+    let mut wire = wire_messages(&history, thinking != Thinking::Off);
+    if matches!(thinking, Thinking::Budget(_)) && !tool_round_has_its_thinking(&wire.messages) {
+        // Anthropic refuses a budget when the answer being continued used a
         // tool without thinking first (the profile was switched to in the
         // middle of a tool round, or its thinking was never signed): this
-        // one request goes without, the next turn thinks again.
+        // one request goes without, the next turn thinks again. Adaptive
+        // thinking has no such rule.
         tracing::debug!(
             "thinking left out of a request: the tool round it continues has no signed thinking"
         );
-        thinking = None;
-        messages = wire_messages(&history, false);
+        thinking = Thinking::Off;
+        wire = wire_messages(&history, false);
+    }
+    let cache = cache_control(profile.cache());
+    if let Some(mark) = &cache {
+        wire.mark_for_cache(mark);
     }
     let mut body = json!({
         "model": profile.model,
         "max_tokens": max_tokens,
-        "messages": messages,
+        "messages": wire.messages,
         "stream": true,
     });
-    if let Some(budget) = thinking {
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    match thinking {
+        Thinking::Adaptive => body["thinking"] = json!({"type": "adaptive"}),
+        Thinking::Budget(budget) => {
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        }
+        Thinking::Off => {}
+    }
+    if let Some(effort) = profile.effort {
+        body["output_config"] = json!({"effort": effort.to_string()});
     }
     if !request.system_prompt.is_empty() {
-        body["system"] = json!(request.system_prompt);
+        let mut block = json!({"type": "text", "text": request.system_prompt});
+        if let Some(mark) = &cache {
+            block["cache_control"] = mark.clone();
+        }
+        body["system"] = json!([block]);
     }
     if !request.tools.is_empty() {
-        body["tools"] = request
+        let mut tools: Vec<Value> = request
             .tools
             .iter()
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
             .collect();
+        if let (Some(mark), Some(last)) = (&cache, tools.last_mut()) {
+            last["cache_control"] = mark.clone();
+        }
+        body["tools"] = Value::Array(tools);
     }
     body
 }
 
+/// The `cache_control` value of a profile's caching; `None` when off.
+fn cache_control(cache: CacheSetting) -> Option<Value> {
+    match cache {
+        CacheSetting::FiveMinutes => Some(json!({"type": "ephemeral"})),
+        CacheSetting::OneHour => Some(json!({"type": "ephemeral", "ttl": "1h"})),
+        CacheSetting::Off => None,
+    }
+}
+
 /// Whether the last assistant message, when it used a tool, starts with its
 /// thinking: what Anthropic demands of a request that enables thinking
-/// ("a final `assistant` message must start with a thinking block").
+/// with a budget ("a final `assistant` message must start with a thinking
+/// block").
 fn tool_round_has_its_thinking(messages: &[Value]) -> bool {
     let Some(last) = messages.iter().rev().find(|m| m["role"] == "assistant") else {
         return true;
@@ -94,12 +161,74 @@ fn tool_round_has_its_thinking(messages: &[Value]) -> bool {
     !used_a_tool || thought_first
 }
 
+/// The messages of a request, and where the previous request ended.
+struct WireMessages {
+    messages: Vec<Value>,
+    /// How many blocks (of all messages, in order) the previous request
+    /// carried: those before the newest assistant answer. `None` before the
+    /// first answer.
+    previous_blocks: Option<usize>,
+}
+
+impl WireMessages {
+    /// Mark the last block of the newest message and the last block of the
+    /// previous request's messages (module doc, marks 3 and 4).
+    fn mark_for_cache(&mut self, mark: &Value) {
+        let total: usize = self.messages.iter().map(|m| blocks_of(m).len()).sum();
+        let mut marked = None;
+        for end in [Some(total), self.previous_blocks] {
+            let Some(at) = end.and_then(|end| self.markable_at_or_before(end)) else {
+                continue;
+            };
+            if marked == Some(at) {
+                continue;
+            }
+            if let Some(block) = self.block_mut(at) {
+                block["cache_control"] = mark.clone();
+                marked = Some(at);
+            }
+        }
+    }
+
+    /// The last block among the first `end` that may carry a mark.
+    fn markable_at_or_before(&self, end: usize) -> Option<usize> {
+        let flat: Vec<&Value> = self.messages.iter().flat_map(blocks_of).collect();
+        (0..end.min(flat.len())).rev().find(|at| {
+            let block = flat[*at];
+            match block["type"].as_str() {
+                Some("thinking" | "redacted_thinking") | None => false,
+                Some("text") => block["text"].as_str().is_some_and(|t| !t.is_empty()),
+                Some(_) => true,
+            }
+        })
+    }
+
+    /// Block `at`, counting the blocks of all messages in order.
+    fn block_mut(&mut self, mut at: usize) -> Option<&mut Value> {
+        for message in &mut self.messages {
+            let blocks = message["content"].as_array_mut()?;
+            if at < blocks.len() {
+                return blocks.get_mut(at);
+            }
+            at -= blocks.len();
+        }
+        None
+    }
+}
+
+/// The content blocks of a wire message.
+fn blocks_of(message: &Value) -> &[Value] {
+    message["content"].as_array().map_or(&[], Vec::as_slice)
+}
+
 /// History to Anthropic messages: roles alternate, tool results ride in user
 /// messages ahead of any text, and empty messages are left out. Thinking
 /// goes back only when `thinking` (the request enables it), and then only
 /// signed thinking and redacted thinking, exactly as they came.
-fn wire_messages(history: &[Message], thinking: bool) -> Vec<Value> {
+fn wire_messages(history: &[Message], thinking: bool) -> WireMessages {
     let mut out: Vec<(&'static str, Vec<Value>)> = Vec::new();
+    let mut blocks_so_far = 0;
+    let mut previous_blocks = None;
     for message in history {
         let (role, blocks) = match message {
             Message::User { text, images } => {
@@ -148,14 +277,23 @@ fn wire_messages(history: &[Message], thinking: bool) -> Vec<Value> {
         if blocks.is_empty() {
             continue;
         }
+        if role == "assistant" {
+            // The previous request ended where this answer begins.
+            previous_blocks = Some(blocks_so_far);
+        }
+        blocks_so_far += blocks.len();
         match out.last_mut() {
             Some((last_role, last_blocks)) if *last_role == role => last_blocks.extend(blocks),
             _ => out.push((role, blocks)),
         }
     }
-    out.into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect()
+    WireMessages {
+        messages: out
+            .into_iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect(),
+        previous_blocks: previous_blocks.filter(|blocks| *blocks > 0),
+    }
 }
 
 /// One block of an assistant message on the wire; `None` for thinking that
@@ -466,7 +604,7 @@ mod tests {
     use super::*;
     use crate::model::{ToolOrigin, ToolSpec};
     use crate::session::core::partial::PartialMessage;
-    use crate::settings::ProviderKind;
+    use crate::settings::{Effort, ProviderKind};
     use futures::StreamExt;
 
     fn fixture(name: &str) -> String {
@@ -544,6 +682,34 @@ mod tests {
         assert_eq!(usage.input_tokens, 472);
         assert_eq!(usage.output_tokens, 89);
         assert_eq!(usage.cache_read_input_tokens, 100);
+    }
+
+    #[tokio::test]
+    async fn cache_reads_and_writes_come_through_from_either_usage_event() {
+        // Today's API repeats the input figures, cumulatively, in
+        // `message_delta`; either way the last word is the same.
+        let whole = replay("cache_hit.sse", 1 << 20).await.unwrap();
+        for size in [1, 5, 64] {
+            assert_eq!(replay("cache_hit.sse", size).await.unwrap(), whole);
+        }
+        let mut usage = Usage::default();
+        let mut reports = 0;
+        for e in &whole {
+            if let ModelEvent::Usage(u) = e {
+                usage.overwrite_with(*u);
+                reports += 1;
+            }
+        }
+        assert_eq!(reports, 2);
+        assert_eq!(
+            usage,
+            Usage {
+                input_tokens: 3,
+                output_tokens: 6,
+                cache_read_input_tokens: 7366,
+                cache_creation_input_tokens: 646,
+            }
+        );
     }
 
     #[tokio::test]
@@ -729,6 +895,243 @@ mod tests {
         assert_eq!(body["thinking"]["budget_tokens"], 2048);
     }
 
+    /// A profile for `model` on Anthropic's API, caching as it defaults.
+    fn claude(model: &str) -> ModelProfile {
+        ModelProfile::new(ProviderKind::Anthropic, model, "https://api.anthropic.com")
+    }
+
+    #[test]
+    fn adaptive_thinking_and_effort_for_the_families_that_take_them() {
+        let mut opus = claude("claude-opus-4-7");
+        let body = request_body(&opus, &tool_round(Some("sig")));
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert!(body.get("output_config").is_none(), "no effort, none sent");
+        assert_eq!(
+            body["messages"][1]["content"][0]["signature"], "sig",
+            "signed thinking goes back with adaptive thinking too"
+        );
+        opus.effort = Some(Effort::Max);
+        let body = request_body(&opus, &tool_round(Some("sig")));
+        assert_eq!(body["output_config"], json!({"effort": "max"}));
+        for (model, default) in [
+            ("claude-opus-4-6", json!({"type": "adaptive"})),
+            ("claude-sonnet-4-6-20260101", json!({"type": "adaptive"})),
+            ("claude-opus-4-7@bedrock", json!({"type": "adaptive"})),
+            ("claude-sonnet-4-5", Value::Null),
+            ("local", Value::Null),
+        ] {
+            let body = request_body(&claude(model), &tool_round(Some("sig")));
+            assert_eq!(body["thinking"], default, "{model}");
+        }
+        let mut sonnet = claude("claude-sonnet-4-5");
+        sonnet.thinking = Some(Thinking::Budget(2048));
+        let body = request_body(&sonnet, &tool_round(Some("sig")));
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2048})
+        );
+        let mut quiet = claude("claude-opus-4-7");
+        quiet.thinking = Some(Thinking::Off);
+        quiet.effort = Some(Effort::Low);
+        let body = request_body(&quiet, &tool_round(Some("sig")));
+        assert!(body.get("thinking").is_none(), "{body}");
+        assert_eq!(
+            body["output_config"],
+            json!({"effort": "low"}),
+            "effort also governs answers without thinking"
+        );
+    }
+
+    #[test]
+    fn adaptive_thinking_continues_a_tool_round_that_did_not_think() {
+        // Unlike a budget, adaptive thinking does not demand that the answer
+        // being continued started with thinking: the model may skip it.
+        let mut request = tool_round(None);
+        if let Message::Assistant { content, .. } = &mut request.messages[1] {
+            content.remove(1);
+        }
+        let body = request_body(&claude("claude-opus-4-7"), &request);
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {}}])
+        );
+    }
+
+    /// The most blocks one request may mark with `cache_control`.
+    const MAX_CACHE_BREAKPOINTS: usize = 4;
+
+    /// Where a body carries `cache_control`: each mark's JSON pointer.
+    fn marks(body: &Value) -> Vec<String> {
+        fn walk(value: &Value, at: String, found: &mut Vec<String>) {
+            match value {
+                Value::Object(map) => {
+                    if map.contains_key("cache_control") {
+                        found.push(at.clone());
+                    }
+                    for (key, value) in map {
+                        walk(value, format!("{at}/{key}"), found);
+                    }
+                }
+                Value::Array(items) => {
+                    for (i, value) in items.iter().enumerate() {
+                        walk(value, format!("{at}/{i}"), found);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        walk(body, String::new(), &mut found);
+        found.sort();
+        found
+    }
+
+    fn tool(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: format!("the {name} tool"),
+            input_schema: json!({"type": "object"}),
+            origin: ToolOrigin::Builtin,
+        }
+    }
+
+    /// A conversation: a question, then `rounds` tool rounds of `calls`
+    /// parallel calls each, then a plain answer and a new question.
+    fn conversation(rounds: usize, calls: usize) -> ModelRequest {
+        let mut messages = vec![Message::user("look around")];
+        for round in 0..rounds {
+            messages.push(Message::Assistant {
+                content: (0..calls)
+                    .map(|call| ContentBlock::ToolUse {
+                        id: format!("toolu_{round}_{call}"),
+                        name: "list_dir".into(),
+                        input: json!({"path": format!("dir{call}")}),
+                    })
+                    .collect(),
+                interrupted: false,
+            });
+            messages.extend((0..calls).map(|call| Message::ToolResult {
+                call_id: format!("toolu_{round}_{call}"),
+                name: "list_dir".into(),
+                output: format!("files of dir{call}"),
+                is_error: false,
+            }));
+        }
+        ModelRequest {
+            profile: "p".into(),
+            cache_key: "session".into(),
+            max_output_tokens: None,
+            system_prompt: "You are agentbus.".into(),
+            messages,
+            tools: std::sync::Arc::new(vec![tool("read_file"), tool("list_dir")]),
+        }
+    }
+
+    #[test]
+    fn cache_marks_go_on_the_tools_the_system_prompt_and_the_newest_messages() {
+        let body = request_body(&claude("claude-sonnet-4-6"), &conversation(1, 2));
+        let ephemeral = json!({"type": "ephemeral"});
+        assert_eq!(
+            marks(&body),
+            [
+                // The previous request ended with the question...
+                "/messages/0/content/0",
+                // ...this one with the second tool result.
+                "/messages/2/content/1",
+                "/system/0",
+                "/tools/1",
+            ]
+        );
+        assert_eq!(body["tools"][1]["cache_control"], ephemeral);
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "You are agentbus.", "cache_control": ephemeral}])
+        );
+        assert_eq!(
+            body["messages"][2]["content"][1]["cache_control"],
+            ephemeral
+        );
+    }
+
+    #[test]
+    fn a_tool_round_longer_than_the_lookback_is_bridged_by_the_previous_requests_mark() {
+        // 12 calls and 12 results: 24 blocks since the previous request's
+        // last block, more than the 20 a mark looks back.
+        let request = conversation(2, 12);
+        let body = request_body(&claude("claude-opus-4-7"), &request);
+        let messages = body["messages"].as_array().expect("messages");
+        assert_eq!(messages.len(), 5);
+        assert_eq!(
+            marks(&body),
+            [
+                "/messages/2/content/11", // the end of the previous request
+                "/messages/4/content/11", // the newest block
+                "/system/0",
+                "/tools/1",
+            ]
+        );
+    }
+
+    #[test]
+    fn never_more_than_four_marks_and_none_with_caching_off() {
+        let shapes = [
+            conversation(0, 0),
+            conversation(1, 1),
+            conversation(3, 30),
+            ModelRequest {
+                tools: Default::default(),
+                system_prompt: String::new(),
+                ..conversation(2, 3)
+            },
+        ];
+        for request in &shapes {
+            for cache in [CacheSetting::FiveMinutes, CacheSetting::OneHour] {
+                let mut profile = claude("claude-opus-4-7");
+                profile.cache = Some(cache);
+                let body = request_body(&profile, request);
+                let found = marks(&body);
+                assert!(
+                    !found.is_empty() && found.len() <= MAX_CACHE_BREAKPOINTS,
+                    "{found:?}"
+                );
+                let text = body.to_string();
+                assert_eq!(
+                    text.matches(r#""ttl":"1h""#).count(),
+                    if cache == CacheSetting::OneHour {
+                        found.len()
+                    } else {
+                        0
+                    },
+                    "{text}"
+                );
+            }
+            let mut off = claude("claude-opus-4-7");
+            off.cache = Some(CacheSetting::Off);
+            assert_eq!(marks(&request_body(&off, request)), Vec::<String>::new());
+        }
+        // The first request: no previous request to mark.
+        let first = request_body(&claude("claude-opus-4-7"), &conversation(0, 0));
+        assert_eq!(
+            marks(&first),
+            ["/messages/0/content/0", "/system/0", "/tools/1"]
+        );
+    }
+
+    #[test]
+    fn thinking_blocks_take_no_mark() {
+        // A request ending with an assistant answer that only thought (an
+        // interrupted reply): the mark goes on the block before it.
+        let mut request = tool_round(Some("sig"));
+        request.messages.truncate(2);
+        if let Message::Assistant { content, .. } = &mut request.messages[1] {
+            content.truncate(2);
+        }
+        let body = request_body(&claude("claude-opus-4-7"), &request);
+        assert_eq!(marks(&body), ["/messages/0/content/0"]);
+    }
+
     #[tokio::test]
     async fn a_mid_stream_error_event_is_reported() {
         let err = replay("overloaded_mid_stream.sse", 9).await.unwrap_err();
@@ -745,6 +1148,7 @@ mod tests {
     fn images_go_as_base64_image_blocks_before_the_text() {
         let mut profile = ModelProfile::new(ProviderKind::Anthropic, "claude", "http://h");
         profile.images = Some(true);
+        profile.cache = Some(CacheSetting::Off);
         let request = ModelRequest {
             profile: "p".into(),
             cache_key: String::new(),
@@ -786,6 +1190,7 @@ mod tests {
             "https://api.anthropic.com",
         );
         profile.max_output_tokens = Some(1000);
+        profile.cache = Some(CacheSetting::Off);
         let request = ModelRequest {
             profile: "p".into(),
             cache_key: String::new(),
@@ -838,7 +1243,11 @@ mod tests {
             }]),
         };
         let body = request_body(&profile, &request);
-        assert_eq!(body["system"], "sys");
+        assert_eq!(
+            body["system"],
+            json!([{"type": "text", "text": "sys"}]),
+            "caching off: the prompt is one plain text block"
+        );
         assert_eq!(body["max_tokens"], 1000);
         assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
         let messages = body["messages"].as_array().unwrap();

@@ -360,7 +360,8 @@ async fn the_anthropic_request_carries_version_key_and_system() {
     assert_eq!(r.path, "/v1/messages");
     assert_eq!(r.headers["x-api-key"], "sk-ant-test");
     assert_eq!(r.headers["anthropic-version"], "2023-06-01");
-    assert_eq!(r.body["system"], "sys");
+    assert_eq!(r.body["system"][0]["text"], "sys");
+    assert_eq!(r.body["system"][0]["cache_control"]["type"], "ephemeral");
     assert!(s.violations().is_empty(), "{:?}", s.violations());
 }
 

@@ -25,7 +25,8 @@ use super::reply::{LiveReply, ScreenSize};
 use agentbus_actors::protocol::context::{Compacted, CompactionTrigger};
 use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
-    AgentMessage, ContentBlock, ContextUsage, EventEnvelope, StopReason, StreamDelta, SystemSubtype,
+    AgentMessage, ContentBlock, ContextUsage, EventEnvelope, StopReason, StreamDelta,
+    SystemSubtype, Usage,
 };
 use agentbus_actors::text::{count, ellipsize as cut};
 use crossterm::style::Stylize;
@@ -294,14 +295,15 @@ impl<W: Write> Renderer<W> {
                 self.streamed.clear();
                 let seconds = r.duration_ms as f64 / 1000.0;
                 // A `!command` calls no model.
-                let mut usage = if r.steps == 0 && r.usage.input_tokens == 0 {
+                let mut usage = if r.steps == 0 && r.usage.all_input() == 0 {
                     format!("{seconds:.1} s")
                 } else {
                     format!(
-                        "{} step{} · {} in / {} out tokens · {seconds:.1} s",
+                        "{} step{} · {} in{} / {} out tokens · {seconds:.1} s",
                         r.steps,
                         if r.steps == 1 { "" } else { "s" },
-                        r.usage.input_tokens,
+                        r.usage.all_input(),
+                        cached_share(&r.usage),
                         r.usage.output_tokens,
                     )
                 };
@@ -523,6 +525,17 @@ pub fn compaction_summary(compacted: &Compacted) -> String {
         thousands(compacted.tokens_before),
         thousands(compacted.tokens_after)
     )
+}
+
+/// ` (92% cached)`: the share of a turn's input the provider read from its
+/// prompt cache, when it read any.
+fn cached_share(usage: &Usage) -> String {
+    match usage.cache_read_share() {
+        Some(share) if usage.cache_read_input_tokens > 0 => {
+            format!(" ({:.0}% cached)", share * 100.0)
+        }
+        _ => String::new(),
+    }
 }
 
 /// `context 45% (1,800/4,000)`: how full the context is, when its limit is
@@ -1278,6 +1291,20 @@ mod tests {
             "✓ 1 step · 1790 in / 10 out tokens · 1.2 s · context 45% (1,800/4,000)\n\
              ✓ 1 step · 1790 in / 10 out tokens · 1.2 s\n\
              ✓ 1 step · 1790 in / 10 out tokens · 1.2 s\n"
+        );
+    }
+
+    #[test]
+    fn the_result_line_counts_all_input_and_says_how_much_was_cached() {
+        let mut cached = result(None);
+        if let AgentMessage::Result(r) = &mut cached {
+            r.usage.input_tokens = 100;
+            r.usage.cache_read_input_tokens = 1_700;
+            r.usage.cache_creation_input_tokens = 200;
+        }
+        assert_eq!(
+            render(vec![cached]),
+            "✓ 1 step · 2000 in (85% cached) / 10 out tokens · 1.2 s\n"
         );
     }
 

@@ -22,7 +22,15 @@
 //! refused on Chat Completions with OpenAI's 404. With a
 //! script-level `context_window` it also counts each request's tokens
 //! ([`count_request`]) and refuses oversize requests with the provider's own
-//! error, as a real model does.
+//! error, as a real model does. With prompt caching (on with a
+//! `context_window`, or `prompt_caching = true`) it caches prompts as
+//! Anthropic (up to `cache_control` breakpoints) and OpenAI (by prefix and
+//! `prompt_cache_key`) do, and reports cache reads and writes in the usage
+//! ([`cache`]); its clock moves on demand
+//! ([`ScriptedModel::advance_clock`]). It refuses what the providers refuse
+//! about thinking and caching with their own 400s: a thinking budget for an
+//! adaptive-only Claude model, adaptive thinking for an older one, more
+//! than four `cache_control` blocks.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -45,6 +53,7 @@
 //! independent implementation of the providers' side of the protocol, so a
 //! misunderstanding of the protocol in agentbus cannot be mirrored here.
 
+pub mod cache;
 pub mod nats;
 pub mod openapi;
 pub mod postgres;
@@ -67,6 +76,7 @@ mod wire;
 
 use std::path::{Path, PathBuf};
 
+pub use cache::CacheUsage;
 pub use nats::NatsServer;
 pub use openapi::{OpenAiSchema, schema_violations};
 pub use record::RecordedRequest;

@@ -41,6 +41,10 @@ pub struct RecordedRequest {
     /// with the provider's error; no response consumed). Neither a protocol
     /// violation nor a problem: a real provider refuses it the same way.
     pub refused_for_length: bool,
+    /// What the prompt cache read and wrote for this request, when the
+    /// script caches prompts and the request was answered with a stream
+    /// (see [`cache`](crate::cache)); `None` otherwise.
+    pub cache: Option<crate::CacheUsage>,
 }
 
 /// Shared, thread-safe log of requests and disconnects.

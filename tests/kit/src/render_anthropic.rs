@@ -1,7 +1,9 @@
 //! Renders a [`Turn`] as the events of an Anthropic Messages stream, shaped
 //! like Anthropic's own (`message_start`, content blocks, a `ping`,
 //! `message_delta`, `message_stop`), so that a client that works against this
-//! works against the real service.
+//! works against the real service. `message_start` carries the input usage
+//! with its cache figures (0 when nothing was cached, as the API sends
+//! them), `message_delta` the output tokens.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -26,7 +28,16 @@ pub(crate) fn render(turn: &Turn) -> Vec<Bytes> {
                 "content": [],
                 "stop_reason": null,
                 "stop_sequence": null,
-                "usage": {"input_tokens": turn.usage.input_tokens, "output_tokens": 1},
+                "usage": {
+                    "input_tokens": turn.usage.input_tokens,
+                    "cache_creation_input_tokens": turn.usage.cache_creation_input_tokens,
+                    "cache_read_input_tokens": turn.usage.cache_read_input_tokens,
+                    "cache_creation": {
+                        "ephemeral_5m_input_tokens": turn.usage.cache_creation_input_tokens.saturating_sub(turn.usage.cache_creation_1h),
+                        "ephemeral_1h_input_tokens": turn.usage.cache_creation_1h,
+                    },
+                    "output_tokens": 1,
+                },
             },
         }),
     )];

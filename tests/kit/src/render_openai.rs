@@ -13,7 +13,8 @@ use crate::turn::Turn;
 /// turn's thinking comes first as `delta.reasoning_content`. With
 /// `include_usage` every chunk carries `"usage": null` and a last chunk with
 /// no choices carries the usage, as OpenAI does for
-/// `stream_options.include_usage`.
+/// `stream_options.include_usage` (with `prompt_tokens_details.cached_tokens`
+/// when prompts are cached).
 pub(crate) fn render(turn: &Turn, include_usage: bool) -> Vec<Bytes> {
     let created = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -72,14 +73,20 @@ pub(crate) fn render(turn: &Turn, include_usage: bool) -> Vec<Bytes> {
     ));
     if include_usage {
         let usage = turn.usage;
-        frames.push(chunk(
-            json!([]),
-            Some(json!({
-                "prompt_tokens": usage.input_tokens,
-                "completion_tokens": usage.output_tokens,
-                "total_tokens": usage.input_tokens + usage.output_tokens,
-            })),
-        ));
+        // OpenAI's prompt tokens include the cached ones (and it has no
+        // cache writes of its own: a script's count of them is input too).
+        let prompt =
+            usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
+        let mut reported = json!({
+            "prompt_tokens": prompt,
+            "completion_tokens": usage.output_tokens,
+            "total_tokens": prompt + usage.output_tokens,
+        });
+        if turn.cache_reported {
+            reported["prompt_tokens_details"] =
+                json!({"cached_tokens": usage.cache_read_input_tokens, "audio_tokens": 0});
+        }
+        frames.push(chunk(json!([]), Some(reported)));
     }
     frames.push(Bytes::from_static(b"data: [DONE]\n\n"));
     frames

@@ -141,12 +141,17 @@ pub(crate) fn render(turn: &Turn, body: &Value) -> Vec<Bytes> {
         output.push(item);
     }
 
+    // As on the Chat wire, the input includes what was read from the cache
+    // (and OpenAI has no cache writes of its own: a count of them is input).
+    let input = turn.usage.input_tokens
+        + turn.usage.cache_read_input_tokens
+        + turn.usage.cache_creation_input_tokens;
     let usage = json!({
-        "input_tokens": turn.usage.input_tokens,
+        "input_tokens": input,
         "input_tokens_details": {"cached_tokens": turn.cached_input_tokens(), "cache_write_tokens": 0},
         "output_tokens": turn.usage.output_tokens,
         "output_tokens_details": {"reasoning_tokens": turn.reasoning_tokens()},
-        "total_tokens": turn.usage.input_tokens + turn.usage.output_tokens,
+        "total_tokens": input + turn.usage.output_tokens,
     });
     if turn.cut_at_length() {
         let mut finished = response("incomplete", &output);
@@ -341,7 +346,7 @@ mod tests {
             after_requests: None,
             unoffered_tools: false,
         };
-        Turn::resolve(&spec, Wire::Responses, body, 7, None).0
+        Turn::resolve(&spec, Wire::Responses, body, 7, None, None).0
     }
 
     fn asking(summary: bool, encrypted: bool) -> Value {

@@ -25,26 +25,30 @@
 //!   templates apply). OpenAI wire: as `delta.reasoning_content`, the way
 //!   llama.cpp and DeepSeek stream it, whatever the request. Anthropic wire:
 //!   as a `thinking` block with its `signature`, and only when the request
-//!   enables thinking (`"thinking": {"type": "enabled", ...}`) — the real
-//!   API sends none otherwise. Responses wire: as a `reasoning` output item
-//!   before the message, as a reasoning model always has one; its summary
-//!   (the text, with `reasoning_summary_text` deltas) only when the request
-//!   asks for one (`reasoning.summary`), and its `encrypted_content` only
-//!   when the request asks for that (`include:
-//!   ["reasoning.encrypted_content"]`) — sealed, so that an item sent back
-//!   altered, or without its encrypted content under `store: false`, is a
-//!   violation. Its tokens count in the output usage.
+//!   asks for thinking (`"thinking": {"type": "enabled", ...}` or
+//!   `{"type": "adaptive"}`) — the real API sends none otherwise. Responses
+//!   wire: as a `reasoning` output item before the message, as a reasoning
+//!   model always has one; its summary (the text, with
+//!   `reasoning_summary_text` deltas) only when the request asks for one
+//!   (`reasoning.summary`), and its `encrypted_content` only when the
+//!   request asks for that (`include: ["reasoning.encrypted_content"]`) —
+//!   sealed, so that an item sent back altered, or without its encrypted
+//!   content under `store: false`, is a violation. Its tokens count in the
+//!   output usage.
 //! * `tool_calls` — `{ id, name, arguments }`; `id` defaults to
 //!   `call_<response>_<n>`, `arguments` is a JSON string or a TOML table
 //!   (rendered as JSON), default `{}`.
 //! * `chunk_size` — pieces of N characters; by default text and arguments are
 //!   each split into 3 pieces.
-//! * `usage` — `{ input_tokens, output_tokens }`, each defaulting to small
-//!   non-zero numbers (10 and 5); with `context_window` (below) to the
-//!   request's counted input tokens and a count of the streamed text and
-//!   arguments (at least 1). The Responses wire reports the input as read
-//!   from no cache yet (`input_tokens_details.cached_tokens` 0; see
-//!   `Turn::cached_input_tokens`) and the thinking's tokens as
+//! * `usage` — `{ input_tokens, output_tokens, cache_read_input_tokens,
+//!   cache_creation_input_tokens }`, the first two defaulting to small
+//!   non-zero numbers (10 and 5), the cache figures to 0; when tokens are
+//!   counted (`context_window` or `prompt_caching`, below) to the request's
+//!   counted input tokens — less what the prompt cache read and wrote,
+//!   which are the cache figures — and a count of the streamed text and
+//!   arguments (at least 1). A script's `input_tokens` wins over the count
+//!   and the cache together (its cache figures are then its own, 0 unless
+//!   given). The Responses wire reports the thinking's tokens as
 //!   `output_tokens_details.reasoning_tokens`.
 //! * `finish_reason` — `stop`/`end_turn`, `tool_calls`/`tool_use`,
 //!   `length`/`max_tokens` are translated to the request's format (on the
@@ -135,7 +139,31 @@
 //!   input and try again.","param":"input"}}` and `response.failed` with
 //!   that code and message.
 //!
-//! Without `context_window` nothing is counted or refused.
+//! Without `context_window` nothing is counted or refused (unless
+//! `prompt_caching = true`, below).
+//!
+//! ## Prompt caching
+//!
+//! Another top-level key: `prompt_caching = true | false`, by default on
+//! exactly when `context_window` is set. On, the scripted model counts
+//! every model call's tokens (as above) and caches prompts as the providers
+//! do (the [`cache`](crate::cache) module has the rules): Anthropic the
+//! prefixes up to the request's `cache_control` breakpoints, OpenAI every
+//! prompt of at least 1,024 tokens, by `model` and `prompt_cache_key`; a
+//! later request that shares a cached prefix reports it as read
+//! (Anthropic's `cache_read_input_tokens`, with `cache_creation_input_tokens`
+//! for what it wrote and `input_tokens` for the rest; OpenAI's
+//! `prompt_tokens_details.cached_tokens`, in steps of 128, within
+//! `prompt_tokens`). Entries live five minutes (an hour for Anthropic's
+//! `"ttl": "1h"`) after their last use, on the server's clock, which tests
+//! move with [`ScriptedModel::advance_clock`](crate::ScriptedModel::advance_clock)
+//! instead of waiting. [`RecordedRequest`](crate::RecordedRequest) keeps
+//! each call's figures.
+//!
+//! Whatever this says, an Anthropic request with more than four
+//! `cache_control` blocks is refused with the API's HTTP 400 (`A maximum
+//! of 4 blocks with cache_control may be provided. Found N.`), and so is
+//! one marking a thinking block.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -156,6 +184,8 @@ pub struct Script {
     pub(crate) responses: Vec<ScriptedResponse>,
     /// `context_window`: the token limit requests are checked against.
     pub(crate) context_window: Option<u64>,
+    /// `prompt_caching`: whether prompts are cached (and so counted).
+    pub(crate) prompt_caching: bool,
 }
 
 /// One `[[response]]`, checked.
@@ -214,10 +244,17 @@ pub(crate) struct ToolCall {
     pub arguments: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a streamed answer reports as its usage. `input_tokens` is the
+/// uncached input, as Anthropic counts it (OpenAI's `prompt_tokens` adds
+/// the cache read back).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    /// The part of `cache_creation_input_tokens` written for an hour.
+    pub cache_creation_1h: u64,
 }
 
 /// A response's `usage` keys, each optional.
@@ -225,6 +262,8 @@ pub(crate) struct Usage {
 pub(crate) struct ScriptUsage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    pub cache_read_input_tokens: Option<u64>,
+    pub cache_creation_input_tokens: Option<u64>,
 }
 
 /// How a rendered stream ends.
@@ -241,6 +280,7 @@ pub(crate) enum Ending {
 #[serde(deny_unknown_fields)]
 struct RawScript {
     context_window: Option<u64>,
+    prompt_caching: Option<bool>,
     #[serde(default)]
     response: Vec<RawResponse>,
 }
@@ -266,8 +306,9 @@ struct RawResponse {
     after_requests: Option<usize>,
     stamped_chunks: Option<usize>,
     unoffered_tools: Option<bool>,
-    /// Only here to explain the mistake: it is a top-level key.
+    /// Only here to explain the mistake: they are top-level keys.
     context_window: Option<toml::Value>,
+    prompt_caching: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -290,6 +331,8 @@ enum RawArguments {
 struct RawUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
 }
 
 impl Script {
@@ -317,12 +360,25 @@ impl Script {
         Ok(Script {
             responses,
             context_window: raw.context_window,
+            prompt_caching: raw.prompt_caching.unwrap_or(raw.context_window.is_some()),
         })
     }
 
     /// The script's `context_window`, if it sets one.
     pub fn context_window(&self) -> Option<u64> {
         self.context_window
+    }
+
+    /// Whether prompts are cached (`prompt_caching`, by default whether
+    /// there is a `context_window`).
+    pub fn prompt_caching(&self) -> bool {
+        self.prompt_caching
+    }
+
+    /// Whether model calls are counted: with a `context_window` or prompt
+    /// caching.
+    pub(crate) fn counts_tokens(&self) -> bool {
+        self.context_window.is_some() || self.prompt_caching
     }
 
     /// Number of responses in the script.
@@ -337,11 +393,16 @@ impl Script {
 }
 
 fn check(index: usize, mut raw: RawResponse) -> anyhow::Result<ScriptedResponse> {
-    if raw.context_window.is_some() {
-        bail!(
-            "`context_window` is a top-level key of the script: \
-             write it before the first [[response]]"
-        );
+    for (key, misplaced) in [
+        ("context_window", raw.context_window.is_some()),
+        ("prompt_caching", raw.prompt_caching.is_some()),
+    ] {
+        if misplaced {
+            bail!(
+                "`{key}` is a top-level key of the script: \
+                 write it before the first [[response]]"
+            );
+        }
     }
     let match_text = raw.match_text.take();
     let streamed = raw.text.is_some()
@@ -451,6 +512,8 @@ fn check_stream(index: usize, raw: RawResponse) -> anyhow::Result<StreamSpec> {
         .map_or_else(ScriptUsage::default, |usage| ScriptUsage {
             input_tokens: usage.input_tokens,
             output_tokens: usage.output_tokens,
+            cache_read_input_tokens: usage.cache_read_input_tokens,
+            cache_creation_input_tokens: usage.cache_creation_input_tokens,
         });
     Ok(StreamSpec {
         text,

@@ -1,5 +1,6 @@
 //! The HTTP server: binds 127.0.0.1, routes the four endpoints, records and
-//! validates each request, and answers model calls from the script. This is
+//! validates each request, and answers model calls from the script (through
+//! the prompt cache, when the script caches prompts). This is
 //! the public face of the kit ([`ScriptedModel`]); the rules it applies live
 //! in the modules it calls.
 
@@ -22,6 +23,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::cache::{self, CacheUsage, Clock, PromptCache};
 use crate::playback::Playback;
 use crate::record::{self, RecordedRequest, Recorder};
 use crate::script::{ResponseKind, Script};
@@ -53,6 +55,12 @@ struct Shared {
     /// The script's `context_window`: when set, model calls are counted and
     /// oversize ones refused.
     context_window: Option<u64>,
+    /// Whether model calls are counted (a window, or prompt caching).
+    counts_tokens: bool,
+    /// The prompt cache, when the script caches prompts.
+    cache: Option<Mutex<PromptCache>>,
+    /// The time the cache's entries expire by.
+    clock: Clock,
 }
 
 impl ScriptedModel {
@@ -73,12 +81,19 @@ impl ScriptedModel {
         let addr = listener.local_addr()?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         let context_window = script.context_window;
+        let counts_tokens = script.counts_tokens();
+        let cache = script
+            .prompt_caching
+            .then(|| Mutex::new(PromptCache::default()));
         let shared = Arc::new(Shared {
             playback: Mutex::new(Playback::new(script)),
             recorder: Arc::new(Recorder::new()),
             shutdown: shutdown_rx.clone(),
             serial: AtomicUsize::new(0),
             context_window,
+            counts_tokens,
+            cache,
+            clock: Clock::new(),
         });
         let app = Router::new().fallback(handle).with_state(shared.clone());
         // Each frame leaves when it is written, as a model server's do
@@ -169,6 +184,14 @@ impl ScriptedModel {
         self.shared.recorder.disconnects()
     }
 
+    /// Move the server's clock `by` forward at once: what the prompt cache
+    /// holds expires as if that much time had passed (five minutes after
+    /// its last use, an hour for Anthropic's `"ttl": "1h"`), without a test
+    /// waiting for it.
+    pub fn advance_clock(&self, by: std::time::Duration) {
+        self.shared.clock.advance(by);
+    }
+
     /// Responses of the script not consumed yet.
     pub fn remaining_responses(&self) -> usize {
         self.shared
@@ -207,6 +230,7 @@ impl Arrival {
                 response: None,
                 input_tokens: None,
                 refused_for_length: false,
+                cache: None,
             },
             recorder: shared.recorder.clone(),
         }
@@ -297,9 +321,10 @@ fn model_call(shared: &Shared, wire: Wire, arrival: Arrival, bytes: &Bytes) -> R
         }
     };
     let violations = validate::request(wire, &body);
+    // Counted as the provider counts: without the cache marks.
     let input_tokens = shared
-        .context_window
-        .map(|_| tokens::count_request(wire, &body));
+        .counts_tokens
+        .then(|| tokens::count_request(wire, &cache::canonical(&body)));
     let unusable = if !body.is_object() {
         Some("request body must be a JSON object".to_owned())
     } else if wire == Wire::Responses
@@ -366,6 +391,16 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
         recording.save();
         return error_reply(wire, StatusCode::BAD_REQUEST, &message);
     }
+    if wire == Wire::Anthropic
+        && let Some(message) = cache::refusal(body)
+    {
+        recording
+            .request
+            .violations
+            .push(format!("cache_control: {message}"));
+        recording.save();
+        return error_reply(wire, StatusCode::BAD_REQUEST, &message);
+    }
     let chosen = shared
         .playback
         .lock()
@@ -417,8 +452,26 @@ fn answer(shared: &Shared, wire: Wire, mut recording: Recording) -> Response {
                 recording.request.violations.extend(unoffered);
             }
             let serial = shared.serial.fetch_add(1, Ordering::Relaxed);
-            let (turn, problems) =
-                Turn::resolve(&spec, wire, body, serial, recording.request.input_tokens);
+            let cached: Option<CacheUsage> = match (&shared.cache, recording.request.input_tokens) {
+                (Some(cache), Some(total)) => {
+                    Some(cache.lock().unwrap_or_else(PoisonError::into_inner).serve(
+                        wire,
+                        body,
+                        total,
+                        shared.clock.now(),
+                    ))
+                }
+                _ => None,
+            };
+            let (turn, problems) = Turn::resolve(
+                &spec,
+                wire,
+                body,
+                serial,
+                recording.request.input_tokens,
+                cached,
+            );
+            recording.request.cache = cached;
             let frames = match wire {
                 Wire::OpenAi => render_openai::render(&turn, wire::include_usage(body)),
                 Wire::Anthropic => render_anthropic::render(&turn),

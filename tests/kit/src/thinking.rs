@@ -1,10 +1,17 @@
-//! Anthropic's extended thinking, as the scripted model plays it: whether a
-//! request enables it, the signature a scripted thinking block carries, and
-//! the requests the real API refuses with HTTP 400 — a thinking budget out
-//! of bounds, a thinking block sent back without its signature or with one
-//! that does not seal its text, and a tool round continued with thinking
-//! enabled whose assistant message does not start with its thinking. The
-//! refusals carry the API's own messages, so that the test double is never
+//! Anthropic's thinking, as the scripted model plays it: whether a request
+//! asks for it (extended thinking with a budget, or adaptive thinking), the
+//! signature a scripted thinking block carries, and the requests the real
+//! API refuses with HTTP 400 — a thinking budget out of bounds, a kind of
+//! thinking the model's family does not take (a budget on Opus 4.7 and
+//! later or any Claude 5, adaptive thinking on Sonnet 4.5, Opus 4.5, Haiku
+//! 4.x and older models; ids that are not Claude's take anything), a
+//! thinking block sent back without its signature or with one that does
+//! not seal its text, and a tool round continued with a thinking budget
+//! whose assistant message does not start with its thinking (adaptive
+//! thinking has no such rule: the model may skip thinking). The refusals
+//! carry the API's own messages where they are known (the budget-on-an-
+//! adaptive-model and adaptive-on-an-older-model ones are quoted from
+//! users' reports of the API's answers), so that the test double is never
 //! kinder than the real thing.
 
 use serde_json::Value;
@@ -12,9 +19,65 @@ use serde_json::Value;
 /// The smallest `budget_tokens` the API accepts.
 const MIN_BUDGET: u64 = 1024;
 
-/// Whether an Anthropic request body enables extended thinking.
+/// The kind of thinking a request asks for (`thinking.type`).
+fn kind(body: &Value) -> Option<&str> {
+    body.pointer("/thinking/type").and_then(Value::as_str)
+}
+
+/// Whether an Anthropic request body asks for thinking: extended thinking
+/// (`"enabled"`, with a budget) or adaptive thinking.
 pub(crate) fn enabled(body: &Value) -> bool {
-    body.pointer("/thinking/type").and_then(Value::as_str) == Some("enabled")
+    matches!(kind(body), Some("enabled" | "adaptive"))
+}
+
+/// What thinking a model takes, as read from its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Takes {
+    AdaptiveOnly,
+    Both,
+    BudgetOnly,
+    Anything,
+}
+
+/// What thinking the model of id `model` takes: the family and version in
+/// ids such as `claude-opus-4-7`, `claude-sonnet-4-5-20250929`,
+/// `claude-3-7-sonnet-latest`, `us.anthropic.claude-opus-4-7-v1:0`.
+fn takes(model: &str) -> Takes {
+    let model = model.to_ascii_lowercase();
+    let Some(at) = model
+        .match_indices("claude")
+        .map(|(at, _)| at)
+        .find(|at| *at == 0 || matches!(model.as_bytes()[at - 1], b'.' | b'/' | b':'))
+    else {
+        return Takes::Anything;
+    };
+    let words: Vec<&str> = model[at + "claude".len()..]
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let small_number = |w: &&str| w.len() <= 2 && w.bytes().all(|b| b.is_ascii_digit());
+    let family = words
+        .iter()
+        .find(|w| w.bytes().all(|b| b.is_ascii_alphabetic()))
+        .copied();
+    let Some(start) = words.iter().position(small_number) else {
+        return Takes::Anything;
+    };
+    let major: u32 = words[start].parse().unwrap_or(0);
+    let minor: u32 = words
+        .get(start + 1)
+        .filter(|w| small_number(w))
+        .and_then(|w| w.parse().ok())
+        .unwrap_or(0);
+    match (family, major, minor) {
+        (_, 5.., _) => Takes::AdaptiveOnly,
+        (Some("opus"), 4, 7..) => Takes::AdaptiveOnly,
+        (Some("opus" | "sonnet"), 4, 6..) => Takes::Both,
+        (Some("opus" | "sonnet" | "haiku" | "instant") | None, _, _) | (_, ..=3, _) => {
+            Takes::BudgetOnly
+        }
+        (Some(_), _, _) => Takes::Both,
+    }
 }
 
 /// The signature the scripted model seals `thinking` with (FNV-1a of the
@@ -32,27 +95,45 @@ pub(crate) fn signature(thinking: &str) -> String {
 /// Why the real API would refuse this Anthropic request over thinking, in
 /// its own words; `None` when it would not.
 pub(crate) fn refusal(body: &Value) -> Option<String> {
-    if enabled(body) {
-        let budget = body
-            .pointer("/thinking/budget_tokens")
-            .and_then(Value::as_u64);
-        match budget {
-            Some(budget) if budget >= MIN_BUDGET => {
-                let max_tokens = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
-                if max_tokens <= budget {
-                    return Some(
-                        "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size"
-                            .to_owned(),
-                    );
-                }
-            }
-            Some(_) => {
-                return Some(format!(
-                    "thinking.enabled.budget_tokens: Input should be greater than or equal to {MIN_BUDGET}"
-                ));
-            }
-            None => return Some("thinking.enabled.budget_tokens: Field required".to_owned()),
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("");
+    match kind(body) {
+        Some("enabled") if takes(model) == Takes::AdaptiveOnly => {
+            return Some(
+                "\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior."
+                    .to_owned(),
+            );
         }
+        Some("enabled") => {
+            let budget = body
+                .pointer("/thinking/budget_tokens")
+                .and_then(Value::as_u64);
+            match budget {
+                Some(budget) if budget >= MIN_BUDGET => {
+                    let max_tokens = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(0);
+                    if max_tokens <= budget {
+                        return Some(
+                            "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size"
+                                .to_owned(),
+                        );
+                    }
+                }
+                Some(_) => {
+                    return Some(format!(
+                        "thinking.enabled.budget_tokens: Input should be greater than or equal to {MIN_BUDGET}"
+                    ));
+                }
+                None => return Some("thinking.enabled.budget_tokens: Field required".to_owned()),
+            }
+        }
+        Some("adaptive") if takes(model) == Takes::BudgetOnly => {
+            return Some("adaptive thinking is not supported on this model".to_owned());
+        }
+        Some("adaptive") if body.pointer("/thinking/budget_tokens").is_some() => {
+            return Some(
+                "thinking.adaptive.budget_tokens: Extra inputs are not permitted".to_owned(),
+            );
+        }
+        _ => {}
     }
     let messages = body
         .get("messages")
@@ -79,7 +160,7 @@ pub(crate) fn refusal(body: &Value) -> Option<String> {
             }
         }
     }
-    if enabled(body) {
+    if kind(body) == Some("enabled") {
         return unthought_tool_round(messages);
     }
     None
@@ -184,6 +265,70 @@ mod tests {
             refusal(&request(Value::Null, json!([unsigned, tool_use()]))).as_deref(),
             Some("messages.1.content.0.signature: Field required")
         );
+    }
+
+    #[test]
+    fn model_families_are_read_from_the_id() {
+        for (model, expected) in [
+            ("claude-opus-4-7", Takes::AdaptiveOnly),
+            ("us.anthropic.claude-opus-4-7-v1:0", Takes::AdaptiveOnly),
+            ("claude-opus-4-7@20260416", Takes::AdaptiveOnly),
+            ("claude-opus-5", Takes::AdaptiveOnly),
+            ("claude-fable-5-1", Takes::AdaptiveOnly),
+            ("claude-opus-4-6", Takes::Both),
+            ("claude-sonnet-4-6-20260101", Takes::Both),
+            ("claude-sonnet-4-5-20250929", Takes::BudgetOnly),
+            ("claude-opus-4-20250514", Takes::BudgetOnly),
+            ("claude-haiku-4-5", Takes::BudgetOnly),
+            ("claude-3-7-sonnet-latest", Takes::BudgetOnly),
+            ("scripted-main", Takes::Anything),
+            ("claude-mythos-preview", Takes::Anything),
+        ] {
+            assert_eq!(takes(model), expected, "{model}");
+        }
+    }
+
+    fn for_model(model: &str, thinking: Value) -> Value {
+        let mut body = request(thinking, json!([thought("x", &signature("x")), tool_use()]));
+        body["model"] = json!(model);
+        body
+    }
+
+    #[test]
+    fn a_budget_for_an_adaptive_only_model_is_refused_as_the_api_does() {
+        assert_eq!(
+            refusal(&for_model("claude-opus-4-7", on(2048))).as_deref(),
+            Some(
+                "\"thinking.type.enabled\" is not supported for this model. Use \"thinking.type.adaptive\" and \"output_config.effort\" to control thinking behavior."
+            )
+        );
+        let adaptive = json!({"type": "adaptive"});
+        assert_eq!(
+            refusal(&for_model("claude-opus-4-7", adaptive.clone())),
+            None
+        );
+        assert_eq!(refusal(&for_model("claude-opus-4-6", on(2048))), None);
+        assert_eq!(refusal(&for_model("claude-opus-4-6", adaptive)), None);
+    }
+
+    #[test]
+    fn adaptive_thinking_for_an_older_model_is_refused() {
+        let adaptive = json!({"type": "adaptive"});
+        assert_eq!(
+            refusal(&for_model("claude-sonnet-4-5", adaptive.clone())).as_deref(),
+            Some("adaptive thinking is not supported on this model")
+        );
+        assert_eq!(refusal(&for_model("scripted-main", adaptive)), None);
+        let with_budget = json!({"type": "adaptive", "budget_tokens": 2048});
+        assert!(refusal(&for_model("claude-opus-4-7", with_budget)).is_some());
+    }
+
+    #[test]
+    fn adaptive_thinking_continues_a_tool_round_that_did_not_think() {
+        let text = json!({"type": "text", "text": "looking"});
+        let body = request(json!({"type": "adaptive"}), json!([text, tool_use()]));
+        assert_eq!(refusal(&body), None);
+        assert!(enabled(&body));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use crate::cache::CacheUsage;
 use crate::script::{StreamSpec, ToolCall, Usage};
 use crate::thinking;
 use crate::tokens;
@@ -26,6 +27,9 @@ pub(crate) struct Turn {
     pub tool_calls: Vec<ToolCall>,
     pub chunk_size: Option<usize>,
     pub usage: Usage,
+    /// Whether the usage reports cache figures (prompts are cached, or the
+    /// script gave them): OpenAI's `prompt_tokens_details`.
+    pub cache_reported: bool,
     pub finish_reason: Option<String>,
 }
 
@@ -57,23 +61,35 @@ const DEFAULT_PIECES: usize = 3;
 const DEFAULT_USAGE: Usage = Usage {
     input_tokens: 10,
     output_tokens: 5,
+    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: 0,
+    cache_creation_1h: 0,
 };
 
 impl Turn {
     /// Fills `spec`'s templates from the request `body`. Returns the turn and
     /// the problems met (a template with nothing to fill it).
     ///
-    /// `counted` is the request's input token count when the script has a
-    /// `context_window`: then the usage the script leaves out is the count
-    /// and a count of the streamed text and arguments (at least 1) rather
-    /// than the fixed defaults.
+    /// `counted` is the request's input token count when the script counts
+    /// tokens (a `context_window`, or prompt caching): then the usage the
+    /// script leaves out is the count — less what `cache` says the prompt
+    /// cache read and wrote (`cache`, when prompts are cached), which are
+    /// its cache figures — and a count of
+    /// the streamed text and arguments (at least 1) rather than the fixed
+    /// defaults. A script's `input_tokens` replaces the count and the
+    /// cache's figures together.
     pub(crate) fn resolve(
         spec: &StreamSpec,
         wire: Wire,
         body: &Value,
         request_index: usize,
         counted: Option<u64>,
+        cache: Option<CacheUsage>,
     ) -> (Turn, Vec<String>) {
+        let cache_reported = cache.is_some()
+            || spec.usage.cache_read_input_tokens.is_some()
+            || spec.usage.cache_creation_input_tokens.is_some();
+        let cache = cache.unwrap_or_default();
         let mut problems = Vec::new();
         let mut value_of = |token: &str| -> String {
             let (value, missing) = match token {
@@ -109,20 +125,17 @@ impl Turn {
             tool_calls.clear();
             finish_reason = Some("length".to_owned());
         }
+        let given = spec.usage;
         let usage = match counted {
             None => Usage {
-                input_tokens: spec
-                    .usage
-                    .input_tokens
-                    .unwrap_or(DEFAULT_USAGE.input_tokens),
-                output_tokens: spec
-                    .usage
-                    .output_tokens
-                    .unwrap_or(DEFAULT_USAGE.output_tokens),
+                input_tokens: given.input_tokens.unwrap_or(DEFAULT_USAGE.input_tokens),
+                output_tokens: given.output_tokens.unwrap_or(DEFAULT_USAGE.output_tokens),
+                cache_read_input_tokens: given.cache_read_input_tokens.unwrap_or(0),
+                cache_creation_input_tokens: given.cache_creation_input_tokens.unwrap_or(0),
+                cache_creation_1h: 0,
             },
-            Some(input_tokens) => Usage {
-                input_tokens: spec.usage.input_tokens.unwrap_or(input_tokens),
-                output_tokens: spec.usage.output_tokens.unwrap_or_else(|| {
+            Some(input_tokens) => {
+                let output_tokens = given.output_tokens.unwrap_or_else(|| {
                     tool_calls
                         .iter()
                         .map(|call| tokens::count_text(&model, &call.arguments))
@@ -132,8 +145,30 @@ impl Turn {
                             u64::saturating_add,
                         )
                         .max(1)
-                }),
-            },
+                });
+                match given.input_tokens {
+                    Some(input_tokens) => Usage {
+                        input_tokens,
+                        output_tokens,
+                        cache_read_input_tokens: given.cache_read_input_tokens.unwrap_or(0),
+                        cache_creation_input_tokens: given.cache_creation_input_tokens.unwrap_or(0),
+                        cache_creation_1h: 0,
+                    },
+                    None => Usage {
+                        input_tokens: input_tokens
+                            .saturating_sub(cache.read)
+                            .saturating_sub(cache.written()),
+                        output_tokens,
+                        cache_read_input_tokens: given
+                            .cache_read_input_tokens
+                            .unwrap_or(cache.read),
+                        cache_creation_input_tokens: given
+                            .cache_creation_input_tokens
+                            .unwrap_or(cache.written()),
+                        cache_creation_1h: cache.written_1h,
+                    },
+                }
+            }
         };
         let turn = Turn {
             id: format!("scripted{request_index}"),
@@ -143,6 +178,7 @@ impl Turn {
             tool_calls,
             chunk_size: spec.chunk_size,
             usage,
+            cache_reported,
             finish_reason,
         };
         (turn, problems)
@@ -153,12 +189,11 @@ impl Turn {
         pieces(text, self.chunk_size)
     }
 
-    /// How many of the input tokens were read from a prompt cache. The one
-    /// place the scripted model decides it: none yet (a cache simulation
-    /// belongs here). The Responses wire reports it as
+    /// How many of the input tokens were read from a prompt cache (see
+    /// `cache`). The Responses wire reports it as
     /// `input_tokens_details.cached_tokens`.
     pub(crate) fn cached_input_tokens(&self) -> u64 {
-        0
+        self.usage.cache_read_input_tokens
     }
 
     /// The output tokens that were reasoning (the thinking's count, within
@@ -264,6 +299,7 @@ mod tests {
             &body,
             3,
             None,
+            None,
         );
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(turn.text, "question: the answer");
@@ -281,26 +317,62 @@ mod tests {
             name: "read_file".into(),
             arguments: r#"{"path":"a.txt"}"#.into(),
         });
-        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &body, 0, Some(77));
+        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &body, 0, Some(77), None);
         let expected = tokens::count_text("gpt-4o", "Hello there, q.")
             + tokens::count_text("gpt-4o", r#"{"path":"a.txt"}"#);
         assert_eq!(
             turn.usage,
             Usage {
                 input_tokens: 77,
-                output_tokens: expected
+                output_tokens: expected,
+                ..Usage::default()
             }
         );
 
         // Nothing streamed still reports one output token.
-        let (turn, _) = Turn::resolve(&self::spec(""), Wire::OpenAi, &body, 0, Some(5));
+        let (turn, _) = Turn::resolve(&self::spec(""), Wire::OpenAi, &body, 0, Some(5), None);
         assert_eq!(turn.usage.output_tokens, 1);
 
         // What the script gives wins.
         spec.usage.input_tokens = Some(3);
-        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &body, 0, Some(77));
+        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &body, 0, Some(77), None);
         assert_eq!(turn.usage.input_tokens, 3);
         assert_eq!(turn.usage.output_tokens, expected);
+    }
+
+    #[test]
+    fn cache_figures_come_out_of_the_counted_input_unless_the_script_says() {
+        let body = json!({"model": "claude-x", "messages": [{"role": "user", "content": "q"}]});
+        let cache = CacheUsage {
+            read: 2000,
+            written_5m: 300,
+            written_1h: 100,
+        };
+        let (turn, _) = Turn::resolve(
+            &spec("a"),
+            Wire::Anthropic,
+            &body,
+            0,
+            Some(2500),
+            Some(cache),
+        );
+        assert!(turn.cache_reported);
+        assert_eq!(turn.usage.input_tokens, 100, "the rest of the 2,500");
+        assert_eq!(turn.usage.cache_read_input_tokens, 2000);
+        assert_eq!(turn.usage.cache_creation_input_tokens, 400);
+        assert_eq!(turn.usage.cache_creation_1h, 100);
+        let mut given = spec("a");
+        given.usage.input_tokens = Some(12);
+        let (turn, _) = Turn::resolve(&given, Wire::Anthropic, &body, 0, Some(2500), Some(cache));
+        assert_eq!(
+            (
+                turn.usage.input_tokens,
+                turn.usage.cache_read_input_tokens,
+                turn.usage.cache_creation_input_tokens
+            ),
+            (12, 0, 0),
+            "the script's usage wins, cache figures and all"
+        );
     }
 
     #[test]
@@ -308,16 +380,16 @@ mod tests {
         let mut spec = spec("4");
         spec.thinking = "2 + 2 = {last_user}".into();
         let plain = json!({"model": "m", "messages": [{"role": "user", "content": "4"}]});
-        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &plain, 0, None);
+        let (turn, _) = Turn::resolve(&spec, Wire::OpenAi, &plain, 0, None, None);
         assert_eq!(
             turn.thinking, "2 + 2 = 4",
             "OpenAI-compatible servers think unasked"
         );
-        let (turn, _) = Turn::resolve(&spec, Wire::Anthropic, &plain, 0, None);
+        let (turn, _) = Turn::resolve(&spec, Wire::Anthropic, &plain, 0, None, None);
         assert_eq!(turn.thinking, "", "Anthropic thinks only when asked");
         let mut enabled = plain.clone();
         enabled["thinking"] = json!({"type": "enabled", "budget_tokens": 1024});
-        let (turn, _) = Turn::resolve(&spec, Wire::Anthropic, &enabled, 0, Some(9));
+        let (turn, _) = Turn::resolve(&spec, Wire::Anthropic, &enabled, 0, Some(9), None);
         assert_eq!(turn.thinking, "2 + 2 = 4");
         assert_eq!(
             turn.usage.output_tokens,
@@ -331,7 +403,8 @@ mod tests {
         let body = json!({"messages": [
             {"role": "user", "content": "say {last_tool_result}"},
         ]});
-        let (turn, problems) = Turn::resolve(&spec("[{last_user}]"), Wire::OpenAi, &body, 0, None);
+        let (turn, problems) =
+            Turn::resolve(&spec("[{last_user}]"), Wire::OpenAi, &body, 0, None, None);
         assert!(problems.is_empty());
         assert_eq!(turn.text, "[say {last_tool_result}]");
     }
@@ -339,8 +412,14 @@ mod tests {
     #[test]
     fn template_without_source_is_a_problem() {
         let body = json!({"messages": [{"role": "user", "content": "q"}]});
-        let (turn, problems) =
-            Turn::resolve(&spec("<{last_tool_result}>"), Wire::OpenAi, &body, 0, None);
+        let (turn, problems) = Turn::resolve(
+            &spec("<{last_tool_result}>"),
+            Wire::OpenAi,
+            &body,
+            0,
+            None,
+            None,
+        );
         assert_eq!(turn.text, "<>");
         assert_eq!(problems.len(), 1);
     }
@@ -348,7 +427,7 @@ mod tests {
     #[test]
     fn finish_reasons_translate() {
         let body = json!({});
-        let (mut turn, _) = Turn::resolve(&spec("x"), Wire::OpenAi, &body, 0, None);
+        let (mut turn, _) = Turn::resolve(&spec("x"), Wire::OpenAi, &body, 0, None, None);
         assert_eq!(turn.openai_finish_reason(), "stop");
         assert_eq!(turn.anthropic_stop_reason(), "end_turn");
         turn.finish_reason = Some("length".into());

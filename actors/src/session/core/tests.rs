@@ -1947,3 +1947,51 @@ fn a_prompt_is_never_read_as_a_slash_command() {
         )
     );
 }
+
+#[test]
+fn usage_and_context_show_how_much_input_the_prompt_cache_read() {
+    let mut h = Harness::new();
+    h.query("hello");
+    let req = model_calls(&h.effects).last().expect("call").0;
+    h.model(
+        req,
+        ModelEvent::Usage(Usage {
+            input_tokens: 100,
+            output_tokens: 1,
+            cache_read_input_tokens: 900,
+            cache_creation_input_tokens: 90,
+        }),
+    );
+    h.report_usage = false;
+    h.answer(req, "hi", &[]);
+    assert_eq!(h.results()[0].usage.cache_read_input_tokens, 900);
+    h.query("/usage");
+    let usage = system_events(&h, SystemSubtype::Usage)
+        .pop()
+        .expect("usage");
+    assert!(
+        usage
+            .message
+            .contains("(cache: 900 read, 90 written; 83% of the input read from the cache)"),
+        "{}",
+        usage.message
+    );
+    h.query("/context");
+    let reply = system_events(&h, SystemSubtype::Context)
+        .pop()
+        .expect("reply");
+    let cache = reply
+        .payload::<crate::protocol::context::ContextReport>()
+        .expect("report")
+        .cache
+        .expect("cache figures");
+    assert!((cache.last_turn - 900.0 / 1090.0).abs() < 1e-9, "{cache:?}");
+    assert_eq!((cache.read_tokens, cache.written_tokens), (900, 90));
+    assert!(
+        reply
+            .message
+            .contains("Prompt cache: 83% of the last turn's input read from it"),
+        "{}",
+        reply.message
+    );
+}

@@ -4,12 +4,14 @@
 //! of stdout, then serves until killed, logging each request (with its
 //! protocol violations, each line starting `  violation: `, and script
 //! problems, `  problem: `) to stderr. When the script sets
-//! `context_window`, each model call's line also gives its counted input
-//! tokens, and requests refused as too long say so:
+//! `context_window` (or `prompt_caching = true`), each model call's line
+//! also gives its counted input tokens — and, with prompt caching, what the
+//! cache read and wrote of them — and requests refused as too long say so:
 //!
 //! ```text
-//! request 0: POST /v1/messages -> response[0] (412 input tokens)
-//! request 1: POST /v1/messages -> refused for length (9120 input tokens)
+//! request 0: POST /v1/messages -> response[0] (2412 input tokens: 0 read from the cache, 2412 written)
+//! request 1: POST /v1/messages -> response[1] (3108 input tokens: 2412 read from the cache, 696 written)
+//! request 2: POST /v1/messages -> refused for length (9120 input tokens)
 //! ```
 
 use std::io::Write;
@@ -54,9 +56,15 @@ async fn main() -> anyhow::Result<()> {
                 None if request.refused_for_length => "refused for length".to_owned(),
                 None => "no response".to_owned(),
             };
-            let counted = request
-                .input_tokens
-                .map_or(String::new(), |tokens| format!(" ({tokens} input tokens)"));
+            let counted = match (request.input_tokens, request.cache) {
+                (Some(tokens), Some(cache)) => format!(
+                    " ({tokens} input tokens: {} read from the cache, {} written)",
+                    cache.read,
+                    cache.written()
+                ),
+                (Some(tokens), None) => format!(" ({tokens} input tokens)"),
+                (None, _) => String::new(),
+            };
             eprintln!(
                 "request {index}: {} {} -> {served}{counted}",
                 request.method, request.path

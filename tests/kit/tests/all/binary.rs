@@ -108,8 +108,10 @@ async fn binary_counts_and_refuses_with_a_context_window() {
                 "request 0: POST /v1/messages -> refused for length ({} input tokens)",
                 counted(&long)
             ),
+            // A window turns prompt caching on: a request without marks
+            // reads and writes nothing.
             format!(
-                "request 1: POST /v1/messages -> response[0] ({} input tokens)",
+                "request 1: POST /v1/messages -> response[0] ({} input tokens: 0 read from the cache, 0 written)",
                 counted("hi")
             ),
         ]

@@ -147,7 +147,11 @@ async fn openai_fitting_request_reports_the_count_as_usage() {
     let output = count_text(OPENAI_MODEL, reply_text);
     assert_eq!(
         openai_usage(&reply.frames()),
-        json!({"prompt_tokens": expected, "completion_tokens": output, "total_tokens": expected + output})
+        json!({
+            "prompt_tokens": expected, "completion_tokens": output, "total_tokens": expected + output,
+            // A window turns prompt caching on: nothing was cached yet.
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        })
     );
     let request = &server.requests()[0];
     assert_eq!(request.input_tokens, Some(expected));

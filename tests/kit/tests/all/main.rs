@@ -11,5 +11,6 @@ mod context_window;
 mod fixtures;
 mod offered_tools;
 mod openai_stream;
+mod prompt_cache;
 mod responses_stream;
 mod test_mcp_server;

@@ -1,7 +1,8 @@
 //! `/context` — where the context budget of the next request goes: system
 //! prompt, instructions (and the files they came from), tool definitions,
 //! messages, the model's thinking sent back (when there is any), tool
-//! outputs, and what is free.
+//! outputs, and what is free; then, once the provider reported any, how
+//! much of the input it read from its prompt cache.
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent};
@@ -72,5 +73,14 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
         text.push_str(&format!("; {} compaction(s) so far", report.compactions));
     }
     text.push('.');
+    if let Some(cache) = &report.cache {
+        text.push_str(&format!(
+            "\nPrompt cache: {:.0}% of the last turn's input read from it ({:.0}% over the session: {} tokens read, {} written).",
+            cache.last_turn * 100.0,
+            cache.session * 100.0,
+            cache.read_tokens,
+            cache.written_tokens,
+        ));
+    }
     SystemEvent::new(text, &report)
 }

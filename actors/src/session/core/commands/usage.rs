@@ -1,4 +1,7 @@
-//! `/usage` — tokens spent in this session and in the last turn.
+//! `/usage` — tokens spent in this session and in the last turn: input
+//! (uncached) and output, the prompt cache's reads and writes with the
+//! share of the input read from it, and the cost (cache reads and writes at
+//! their own prices).
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::UsageReport;
@@ -19,8 +22,10 @@ fn describe(u: &Usage) -> String {
     );
     if u.cache_read_input_tokens > 0 || u.cache_creation_input_tokens > 0 {
         s.push_str(&format!(
-            " (cache: {} read, {} written)",
-            u.cache_read_input_tokens, u.cache_creation_input_tokens
+            " (cache: {} read, {} written; {:.0}% of the input read from the cache)",
+            u.cache_read_input_tokens,
+            u.cache_creation_input_tokens,
+            u.cache_read_share().unwrap_or(0.0) * 100.0
         ));
     }
     s

@@ -36,7 +36,7 @@ pub mod view;
 
 use super::state::SessionState;
 use crate::model::{ContextRefusal, ModelRequest};
-use crate::protocol::context::{ContextReport, InstructionSource};
+use crate::protocol::context::{CacheShare, ContextReport, InstructionSource};
 use crate::protocol::{ContentBlock, ContextConfig, Message, PermissionMode, Strategy};
 use crate::tokens::{self, Encoding};
 use ledger::{Counted, Ledger, Sent};
@@ -805,6 +805,7 @@ pub fn report(state: &mut SessionState) -> ContextReport {
             .get(&state.model)
             .copied(),
         warnings: tools_crowd(state, &assessment).into_iter().collect(),
+        cache: CacheShare::of(&state.usage.last_turn, &state.usage.total),
         ..Default::default()
     };
     if let Some((costs, plan)) = &assessment.weighed {
