@@ -66,7 +66,8 @@ pub struct ModelRequest {
     pub tools: ToolList,
     /// What ties this request to the requests before it for the provider's
     /// prompt cache (the session's id; OpenAI's `prompt_cache_key`). Empty:
-    /// none.
+    /// a request nothing will read back from a cache (a compaction's
+    /// summary), which marks nothing for caching.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub cache_key: String,
     /// A lower output cap than the profile's for this request alone (a

@@ -95,7 +95,9 @@ pub fn request_body(profile: &ModelProfile, request: &ModelRequest) -> Value {
         thinking = Thinking::Off;
         wire = wire_messages(&history, false);
     }
-    let cache = cache_control(profile.cache());
+    // A request nothing will read back (a summary) writes nothing either:
+    // a cache write costs more than plain input.
+    let cache = cache_control(profile.cache()).filter(|_| !request.cache_key.is_empty());
     if let Some(mark) = &cache {
         wire.mark_for_cache(mark);
     }
@@ -1120,10 +1122,20 @@ mod tests {
     }
 
     #[test]
+    fn a_request_without_a_cache_key_marks_nothing() {
+        // A compaction's summary: nothing will read it back.
+        let mut request = conversation(2, 0);
+        request.cache_key = String::new();
+        let body = request_body(&claude("claude-opus-4-7"), &request);
+        assert!(marks(&body).is_empty(), "{:?}", marks(&body));
+    }
+
+    #[test]
     fn thinking_blocks_take_no_mark() {
         // A request ending with an assistant answer that only thought (an
         // interrupted reply): the mark goes on the block before it.
         let mut request = tool_round(Some("sig"));
+        request.cache_key = "session".into();
         request.messages.truncate(2);
         if let Message::Assistant { content, .. } = &mut request.messages[1] {
             content.truncate(2);

@@ -77,7 +77,7 @@ async fn call(
     let providers = Providers::new(BTreeMap::from([("p".to_string(), profile)])).unwrap();
     let request = ModelRequest {
         profile: "p".into(),
-        cache_key: String::new(),
+        cache_key: "session".into(),
         max_output_tokens: None,
         system_prompt: "sys".into(),
         messages: vec![Message::user("hi")],

@@ -743,7 +743,6 @@ fn compaction_plan(
         budget,
         focus,
     );
-    request.cache_key = state.session_id.to_string();
     request.max_output_tokens = Some(u32::try_from(cap).unwrap_or(u32::MAX));
     CompactionPlan {
         request,
