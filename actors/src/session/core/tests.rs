@@ -1995,3 +1995,23 @@ fn usage_and_context_show_how_much_input_the_prompt_cache_read() {
         reply.message
     );
 }
+
+#[test]
+fn pruning_moves_the_start_of_the_view_in_steps_so_prompt_caches_survive() {
+    // Oldest-first in a small budget: every turn is ~100 tokens, the
+    // budget holds about ten of them.
+    let mut h = limited(1_500);
+    h.state.config.context.strategy = Some(crate::protocol::Strategy::OldestFirst);
+    let mut firsts = Vec::new();
+    for n in 0..60 {
+        h.query(&format!("turn {n}: {}", words("w", 40)));
+        let (id, request) = model_calls(&h.effects).last().cloned().expect("call");
+        firsts.push(request.messages.first().cloned());
+        h.answer(id, &words("answer", 30), &[]);
+    }
+    let moves = firsts.windows(2).filter(|pair| pair[0] != pair[1]).count();
+    // Dropping one turn at a time would move it on nearly every call once
+    // the budget is full (about fifty times here).
+    assert!(moves > 0, "the budget was never reached");
+    assert!(moves <= 60 / 4, "the start moved on {moves} of 60 calls");
+}

@@ -314,6 +314,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
             Strategy::Summarize => Strategy::OldestFirst,
             other => other,
         },
+        anchors: state.context.learnt.anchors,
     };
     let ledger = &mut state.context.ledger;
     let bound: u64 = ledger.bounds()[start..]
@@ -502,6 +503,7 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
         ));
     }
     let messages_raw = raw_messages(state, &assessment, tokens);
+    state.context.learnt.anchors = plan.anchors;
     Next::Call(Prepared {
         request: ModelRequest {
             profile: state.model.clone(),

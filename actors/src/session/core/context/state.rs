@@ -48,6 +48,8 @@ pub struct Learnt {
     pub tools_warned: bool,
     /// The session's model calls when the last summary was accepted.
     pub compacted_at_call: Option<u64>,
+    /// What the next request keeps of the last one's view.
+    pub anchors: super::view::Anchors,
 }
 
 impl PartialEq for Learnt {
@@ -63,5 +65,6 @@ impl ContextState {
         self.compactions = 0;
         self.last = None;
         self.ledger.reset();
+        self.learnt.anchors = Default::default();
     }
 }

@@ -52,6 +52,7 @@ fn limits(budget: u64, strategy: Pruning) -> Limits {
         min_recent_turns: 1,
         keep_tool_output_tokens: 0,
         strategy,
+        anchors: Default::default(),
     }
 }
 
@@ -123,11 +124,12 @@ fn old_tool_outputs_become_markers_before_any_turn_is_dropped() {
 #[test]
 fn outputs_within_the_allowance_become_markers_too_when_still_over_budget() {
     let history = fixture();
-    let mut limits = limits(130, Pruning::OldestFirst);
+    let mut limits = limits(140, Pruning::OldestFirst);
     limits.keep_tool_output_tokens = 10_000;
     let plan = view::plan(&history, 0, &fixture_costs(), &limits);
     assert_eq!(plan.elided, vec![4]);
-    assert_eq!(plan.dropped_turns, 1, "then the first turn: 140 > 130");
+    assert_eq!(plan.dropped_turns, 0, "140 fits: no turn goes");
+    assert_eq!(plan.anchors.elided_below, 5, "the next view marks it too");
 }
 
 #[test]
@@ -172,7 +174,7 @@ fn a_turn_that_cannot_fit_even_shortened_is_over_budget() {
 }
 
 #[test]
-fn oldest_first_drops_the_oldest_turns() {
+fn oldest_first_drops_the_oldest_turns_in_a_step() {
     let history = fixture();
     let plan = view::plan(
         &history,
@@ -180,10 +182,23 @@ fn oldest_first_drops_the_oldest_turns() {
         &fixture_costs(),
         &limits(60, Pruning::OldestFirst),
     );
-    // After the marker tier: 140 tokens; dropping turns 0 (20), 1 (70) leaves 50.
-    assert_eq!(kept(&history, &plan), (6..12).collect::<Vec<_>>());
-    assert_eq!(plan.dropped_turns, 2);
+    // After the marker tier: 140 tokens; dropping turns 0 (20), 1 (70)
+    // leaves 50, which fits; one more (20) goes to make room for the next
+    // turns: 30, under 70 % of the budget.
+    assert_eq!(kept(&history, &plan), (8..12).collect::<Vec<_>>());
+    assert_eq!(plan.dropped_turns, 3);
     assert!(!plan.over_budget);
+    assert_eq!(plan.anchors.floor, 8);
+    // The next request, one turn longer, starts at the same place.
+    let mut longer = history.clone();
+    longer.extend([user("more"), says("sure")]);
+    let mut costs = fixture_costs();
+    costs.extend([10, 10]);
+    let mut next = limits(60, Pruning::OldestFirst);
+    next.anchors = plan.anchors;
+    let plan = view::plan(&longer, 0, &costs, &next);
+    assert_eq!(kept(&longer, &plan), (8..14).collect::<Vec<_>>());
+    assert_eq!(plan.anchors.floor, 8, "the start stays");
 }
 
 #[test]
@@ -302,7 +317,9 @@ proptest! {
         keep_tool in 0..800u64,
         max_messages in proptest::option::of(1..40usize),
         strategy in strategy_strategy(),
+        anchors in (0..120usize, 0..120usize),
     ) {
+        // What a last request kept (anywhere, even past this history).
         let limits = Limits {
             budget,
             trim_at: budget * trim_share / 100,
@@ -310,6 +327,7 @@ proptest! {
             min_recent_turns: min_recent,
             keep_tool_output_tokens: keep_tool,
             strategy,
+            anchors: view::Anchors { floor: anchors.0, elided_below: anchors.1 },
         };
         let plan = view::plan(&history, 0, &costs, &limits);
         let sent = view::materialize(&history, &plan, 0, &costs);
@@ -386,6 +404,7 @@ fn context_benchmark_report() {
         min_recent_turns: 3,
         keep_tool_output_tokens: 8_000,
         strategy: Pruning::OldestFirst,
+        anchors: Default::default(),
     };
     let plan_ms = median(
         (0..51)

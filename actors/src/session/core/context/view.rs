@@ -49,7 +49,27 @@ pub struct Limits {
     pub min_recent_turns: usize,
     pub keep_tool_output_tokens: u64,
     pub strategy: Strategy,
+    /// Where the last request's view started (oldest-first: turns before
+    /// it stay out) and below which its old tool outputs were markers:
+    /// what a request keeps of the one before, so that the start of the
+    /// view — what a prompt cache holds — moves in steps, not every turn.
+    pub anchors: Anchors,
 }
+
+/// What a view keeps of the one before it (see [`Limits::anchors`]); both
+/// history indices, 0 for none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Anchors {
+    /// Turns that start before it are left out (oldest-first).
+    pub floor: usize,
+    /// Old tool outputs before it are markers.
+    pub elided_below: usize,
+}
+
+/// When turns must be dropped, they are dropped until the request is back
+/// under this share of the budget, so that several turns pass before the
+/// next drop moves the start of the view again.
+const DROP_TO: f64 = 0.7;
 
 /// What a request carries: whole turns, some tool outputs as markers.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,6 +93,8 @@ pub struct Plan {
     /// The current turn alone exceeds the budget, even with its tool
     /// outputs shortened: nothing should be sent.
     pub over_budget: bool,
+    /// What the next request keeps of this one.
+    pub anchors: Anchors,
 }
 
 impl Plan {
@@ -113,6 +135,7 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
         dropped_turns: 0,
         dropped_recent: 0,
         over_budget: false,
+        anchors: limits.anchors,
     };
     let too_many = |n: usize| limits.max_messages.is_some_and(|max| n > max);
     let recent_only = matches!(limits.strategy, Strategy::RecentTurns(_));
@@ -121,28 +144,52 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
     }
     let cost = |i: usize| costs[i - start];
 
-    // The cheap tier: old tool outputs become markers, newest kept whole.
+    // The cheap tier: old tool outputs become markers, the newest kept
+    // whole up to the allowance. The markers reach as far as the last
+    // request's did, and when they must reach further, they reach until
+    // the outputs kept whole take half the allowance (a step).
     let mut elided = Vec::new();
+    let mut elided_below = limits.anchors.elided_below;
     if total > limits.trim_at {
         let newest_batch = history
             .iter()
             .rposition(|m| matches!(m, Message::Assistant { .. }))
             .unwrap_or(0);
-        let mut kept = 0;
-        let mut whole = Vec::new();
-        for i in (start..end).rev() {
-            if !matches!(history[i], Message::ToolResult { .. }) || i > newest_batch {
-                continue;
-            }
-            if cost(i) <= MARKER_TOKENS {
-                continue;
-            }
-            if kept + cost(i) <= limits.keep_tool_output_tokens {
+        // Old outputs worth a marker, newest first.
+        let outputs: Vec<usize> = (start..end)
+            .rev()
+            .filter(|&i| {
+                matches!(history[i], Message::ToolResult { .. })
+                    && i <= newest_batch
+                    && cost(i) > MARKER_TOKENS
+            })
+            .collect();
+        let whole_cost = |below: usize| -> u64 {
+            outputs
+                .iter()
+                .filter(|&&i| i >= below)
+                .map(|&i| cost(i))
+                .sum()
+        };
+        if whole_cost(elided_below) > limits.keep_tool_output_tokens {
+            let mut kept = 0;
+            elided_below = newest_batch + 1;
+            for &i in &outputs {
+                if kept + cost(i) > limits.keep_tool_output_tokens / 2 {
+                    break;
+                }
                 kept += cost(i);
-                whole.push(i);
-            } else {
+                elided_below = i;
+            }
+        }
+        // Kept whole, newest first.
+        let mut whole = Vec::new();
+        for &i in &outputs {
+            if i < elided_below {
                 elided.push(i);
                 total = total - cost(i) + MARKER_TOKENS;
+            } else {
+                whole.push(i);
             }
         }
         // Still over the budget: the outputs kept whole go too, oldest
@@ -151,6 +198,7 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
             let Some(i) = whole.pop() else { break };
             elided.push(i);
             total = total - cost(i) + MARKER_TOKENS;
+            elided_below = elided_below.max(i + 1);
         }
         elided.sort_unstable();
     }
@@ -186,13 +234,36 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
         Strategy::MiddleOut if droppable > 1 => (1..droppable).chain([0]).collect(),
         _ => (0..droppable).collect(),
     };
+    // Oldest first, the view starts where the last one did at the
+    // earliest, and when it must start later, it moves until the request
+    // is well under the budget (a step).
+    let oldest_first = limits.strategy == Strategy::OldestFirst;
+    let mut floor = limits.anchors.floor;
+    if oldest_first {
+        for t in 0..droppable {
+            if turns[t].start >= floor {
+                break;
+            }
+            if keep[t] {
+                drop(t, &mut keep, &mut total, &mut messages);
+                dropped += 1;
+            }
+        }
+    }
+    let low_water = (limits.budget as f64 * DROP_TO) as u64;
+    let mut stepping = false;
     for t in order {
-        if total <= limits.budget && !too_many(messages) {
+        let over = total > limits.budget || too_many(messages);
+        stepping |= over && oldest_first;
+        if !over && !(stepping && total > low_water) {
             break;
         }
         if keep[t] {
             drop(t, &mut keep, &mut total, &mut messages);
             dropped += 1;
+            if oldest_first {
+                floor = floor.max(turns.get(t + 1).map_or(end, |next| next.start));
+            }
         }
     }
     // The recent turns are kept when they fit, not at any price: oldest
@@ -247,6 +318,10 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
         dropped_turns: dropped,
         dropped_recent,
         over_budget: total > limits.budget,
+        anchors: Anchors {
+            floor,
+            elided_below,
+        },
     }
 }
 
