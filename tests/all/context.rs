@@ -402,3 +402,73 @@ async fn a_summarising_request_that_overflows_is_pruned_then_summarised() {
     server.terminate();
     server.wait().await;
 }
+
+/// A profile that claims a window of 200,000 tokens in front of a server
+/// whose window is 4,000 (a mis-set profile, or a provider that counts
+/// more than we do): 25 turns of ~180-word prompts, echoed, with the
+/// built-in file and command tools offered. The first refusal states the window; from then
+/// on every request fits it.
+async fn a_mis_set_window_costs_one_refusal_at_most(profile: &str) {
+    const TURNS: usize = 25;
+    let mut script = String::from("context_window = 4000\n");
+    for _ in 0..TURNS + 1 {
+        script.push_str("[[response]]\ntext = \"You said: {last_user}\"\n");
+    }
+    let fx = Fixture::with_script(Script::from_toml_str(&script).expect("script")).await;
+    project_config(
+        &fx,
+        // The eight file and command tools, as a new user's chat has them.
+        "disallowed_tools = [\"task\"]\n\
+         [models.scripted]\ncontext_window = 200000\nmax_output_tokens = 400\n\
+         [models.scripted-anthropic]\ncontext_window = 200000\nmax_output_tokens = 400\n",
+    );
+    let server = fx.serve().await;
+    let id = server
+        .create_session_with(json!({ "model": profile }))
+        .await;
+    let mut stream = server.sse(&id, None).await;
+    const WORDS: [&str; 8] = [
+        "river", "stone", "cloud", "forest", "ocean", "mountain", "delta", "kilo",
+    ];
+    for n in 0..TURNS {
+        let prompt: Vec<&str> = (0..180).map(|w| WORDS[(n * 3 + w * 5) % 8]).collect();
+        let prompt = format!("Prompt {n}: {}", prompt.join(" "));
+        let result = turn(&server, &mut stream, &id, &prompt).await;
+        assert_eq!(result["stop_reason"], "end_turn", "turn {n}: {result}");
+        assert!(
+            result["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(&format!("You said: Prompt {n}:"))),
+            "turn {n}: {result}"
+        );
+    }
+    let refused = fx
+        .server
+        .model_calls()
+        .iter()
+        .filter(|r| r.refused_for_length)
+        .count();
+    let counts: Vec<(Option<u64>, bool)> = fx
+        .server
+        .model_calls()
+        .iter()
+        .map(|r| (r.input_tokens, r.refused_for_length))
+        .collect();
+    assert!(
+        refused <= 1,
+        "{refused} refusals (count, refused): {counts:?}"
+    );
+    fx.assert_requests_valid();
+    server.terminate();
+    server.wait().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mis_set_window_costs_one_refusal_at_most_openai() {
+    a_mis_set_window_costs_one_refusal_at_most("scripted").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mis_set_window_costs_one_refusal_at_most_anthropic() {
+    a_mis_set_window_costs_one_refusal_at_most("scripted-anthropic").await;
+}

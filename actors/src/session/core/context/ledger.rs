@@ -62,7 +62,14 @@ pub struct Ledger {
     provider: Vec<Option<u32>>,
     /// The profile whose provider the figures above are from.
     profile: String,
+    /// Counts by the provider of requests nothing of which was counted
+    /// yet, oldest first (see [`Counted::uncounted`]).
+    #[serde(skip)]
+    unsettled: Vec<(Counted, u64)>,
 }
+
+/// Requests kept for counting later, at most.
+const UNSETTLED_KEPT: usize = 64;
 
 /// How many differences' ratios the correction is the highest of.
 const RATIOS_KEPT: usize = 3;
@@ -83,6 +90,10 @@ pub struct Counted {
     /// The history messages it carried, in order, each as it went.
     #[serde(skip)]
     pub view: Vec<(usize, Sent)>,
+    /// It went while the free byte bound fitted, so nothing of it was
+    /// counted (`fixed` and `messages` are 0): the ledger counts it when it
+    /// first needs counts ([`Ledger::settle`]).
+    pub uncounted: bool,
 }
 
 /// How a history message went in a request.
@@ -126,6 +137,7 @@ impl Ledger {
             ratios: Vec::new(),
             provider: Vec::new(),
             profile: String::new(),
+            unsettled: Vec::new(),
         }
     }
 
@@ -134,6 +146,7 @@ impl Ledger {
         self.counts.clear();
         self.bounds.clear();
         self.provider.clear();
+        self.unsettled.clear();
     }
 
     /// Estimate for `profile` from now on: another profile's provider
@@ -142,6 +155,7 @@ impl Ledger {
         if profile != self.profile {
             self.profile = profile.to_string();
             self.provider.clear();
+            self.unsettled.clear();
             self.overhead = None;
             self.ratios.clear();
             self.correction = 1.0;
@@ -249,6 +263,13 @@ impl Ledger {
         if reported == 0 {
             return;
         }
+        if counted.uncounted {
+            if self.unsettled.len() == UNSETTLED_KEPT {
+                self.unsettled.remove(0);
+            }
+            self.unsettled.push((counted, reported));
+            return;
+        }
         let (fingerprint, fixed, messages) = (counted.fingerprint, counted.fixed, counted.messages);
         let known = matches!(self.overhead, Some((key, _)) if key == fingerprint);
         if !known && messages <= fixed {
@@ -263,6 +284,40 @@ impl Ledger {
             self.overhead = Some((fingerprint, reported.saturating_sub(counted_before)));
         }
         self.learn_messages(&counted, reported);
+    }
+
+    /// Learn now from the requests that went uncounted (see
+    /// [`Counted::uncounted`]), in order, those made with the system prompt
+    /// and tools of `fingerprint` (our count `fixed`) and the summary of
+    /// `summary` (our count `summary_tokens`); the others are dropped.
+    pub fn settle(
+        &mut self,
+        history: &[Message],
+        (fingerprint, fixed): (u64, u64),
+        (summary, summary_tokens): (u64, u64),
+    ) {
+        if self.unsettled.is_empty() {
+            return;
+        }
+        self.sync(history);
+        for (mut counted, reported) in std::mem::take(&mut self.unsettled) {
+            if counted.fingerprint != fingerprint || counted.summary != summary {
+                continue;
+            }
+            let mut messages = summary_tokens;
+            for (i, _) in &counted.view {
+                let (Some(message), Some(slot)) = (history.get(*i), self.counts.get_mut(*i)) else {
+                    continue;
+                };
+                let n = *slot.get_or_insert_with(|| clamp(self.encoding.count_message(message)));
+                messages += u64::from(n);
+            }
+            counted.fixed = fixed;
+            counted.messages = messages;
+            counted.summary_tokens = summary_tokens;
+            counted.uncounted = false;
+            self.observe(counted, reported);
+        }
     }
 
     /// The provider's count of all of `counted`'s messages, when it has

@@ -253,6 +253,22 @@ impl Assessment {
             messages,
             summary_tokens: self.summary_raw,
             view,
+            uncounted: false,
+        }
+    }
+
+    /// What the provider's count of this request calibrates when nothing
+    /// of it was counted (the byte bound fitted): it carried
+    /// `history[start..end]` whole.
+    fn uncounted(&self, end: usize) -> Counted {
+        Counted {
+            fingerprint: self.fingerprint,
+            summary: self.summary_key,
+            fixed: 0,
+            messages: 0,
+            summary_tokens: 0,
+            view: (self.start..end).map(|i| (i, Sent::Whole)).collect(),
+            uncounted: true,
         }
     }
 
@@ -316,6 +332,8 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
         },
         anchors: state.context.learnt.anchors,
     };
+    let fingerprint = Ledger::fingerprint(&base, &offered);
+    let summary_key = Ledger::summary_key(state.context.summary.as_ref().map(|s| s.text.as_str()));
     let ledger = &mut state.context.ledger;
     let bound: u64 = ledger.bounds()[start..]
         .iter()
@@ -336,9 +354,9 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
             tool_tokens: 0,
             overhead: tokens::REQUEST_OVERHEAD,
             summary_tokens: 0,
-            fingerprint: 0,
+            fingerprint,
             fixed_raw: 0,
-            summary_key: 0,
+            summary_key,
             summary_raw: 0,
             limit: full,
             margin: 0,
@@ -349,17 +367,23 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
     // The fixed part: what the provider was seen to charge for this system
     // prompt and these tools, else our counts; shared out in proportion to
     // our counts for the breakdown.
-    let fingerprint = Ledger::fingerprint(&base, &offered);
     let system_raw = ledger.system_tokens(&base);
     let tools_raw = ledger.tool_tokens(&offered);
     let counted = system_raw + tools_raw + tokens::REQUEST_OVERHEAD;
+    let summary_raw = summary_block
+        .as_deref()
+        .map_or(0, |block| ledger.raw_text_tokens(block));
+    // What the provider counted of requests made before anything was
+    // counted is learnt now, first.
+    ledger.settle(
+        &state.history,
+        (fingerprint, counted),
+        (summary_key, summary_raw),
+    );
     let base_fixed = ledger.overhead(fingerprint, counted);
     let share = |raw: u64| (base_fixed as f64 * raw as f64 / counted as f64).round() as u64;
     let (system_tokens, tool_tokens) = (share(system_raw), share(tools_raw));
     let overhead = base_fixed.saturating_sub(system_tokens + tool_tokens);
-    let summary_raw = summary_block
-        .as_deref()
-        .map_or(0, |block| ledger.raw_text_tokens(block));
     let summary_tokens = ledger.calibrated(summary_raw);
     // The safety margin covers what only we counted: the messages, the
     // summary, and the system prompt and tools until the provider has
@@ -389,7 +413,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
         summary_tokens,
         fingerprint,
         fixed_raw: counted,
-        summary_key: Ledger::summary_key(state.context.summary.as_ref().map(|s| s.text.as_str())),
+        summary_key,
         summary_raw,
         limit: full,
         margin,
@@ -408,6 +432,7 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
     let warning = tools_warning(state, &assessment);
     let fixed = assessment.fixed();
     let Some((costs, plan)) = &assessment.weighed else {
+        let counted = assessment.uncounted(state.history.len());
         let request = ModelRequest {
             profile: state.model.clone(),
             cache_key: state.session_id.to_string(),
@@ -418,7 +443,7 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
         };
         return Next::Call(Prepared {
             request,
-            counted: None,
+            counted: Some(counted),
             notices: Vec::new(),
             warning,
         });

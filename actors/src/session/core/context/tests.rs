@@ -500,6 +500,7 @@ fn calibration_learns_the_overhead_from_the_first_request() {
         messages,
         summary_tokens: 0,
         view: Vec::new(),
+        uncounted: false,
     };
     let mut ledger = Ledger::default();
     // A server that ignores the tools (overhead 200, not our 2,000).
@@ -550,6 +551,7 @@ fn what_is_left_of_a_count_teaches_what_the_new_messages_cost() {
         messages,
         summary_tokens: 0,
         view,
+        uncounted: false,
     };
     // First the question alone: the overhead, and the question at ratio 1.
     ledger.observe(request(vec![(0, Sent::Whole)], ours[0]), 400 + ours[0]);
