@@ -123,3 +123,65 @@ async fn the_calibrated_estimate_is_close_to_the_real_count() {
         worst * 100.0
     );
 }
+
+/// A 30-turn conversation with the real model at llama.cpp's default
+/// window (4,096 tokens, `-c 4096`), every other turn reading a file into
+/// the conversation (`@notes.txt`, read by the `read_file` tool: this small
+/// model makes no tool calls of its own), through a profile that does not
+/// say the window: the server's refusal tells it (llama.cpp states its
+/// context size), and every turn is answered.
+#[tokio::test]
+#[ignore = "needs a real llama.cpp server: run scripts/local-model.sh start, set AGENTBUS_TEST_LOCAL_MODEL_URL, pass --ignored"]
+async fn a_thirty_turn_conversation_fits_the_default_window() {
+    let fx = Fixture::new("plain_reply").await; // only for the workspace and home
+    let notes: String = (0..60)
+        .map(|n| {
+            format!(
+                "- note {n}: the build of module {n} takes {} seconds\n",
+                n * 7 % 90
+            )
+        })
+        .collect();
+    std::fs::write(fx.workspace().join("notes.txt"), notes).unwrap();
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        format!(
+            "model = \"real\"\n[models.real]\nprovider = \"openai\"\nmodel = \"local\"\nbase_url = \"{}/v1\"\nmax_output_tokens = 200\n",
+            server_url()
+        ),
+    )
+    .unwrap();
+    let server = fx.serve_with(&[]).await;
+    let id = server
+        .create_session_with(serde_json::json!({"model": "real"}))
+        .await;
+    let mut stream = server.sse(&id, None).await;
+    let mut refusals = 0;
+    for n in 0..30 {
+        let query = if n % 2 == 0 {
+            format!("Turn {n}: @notes.txt which module takes longest to build?")
+        } else {
+            format!("Turn {n}: and which one is the quickest? Answer in a sentence.")
+        };
+        let input = server.input(&id, &query).await;
+        let result = stream.result_of(input).await;
+        assert_eq!(result["stop_reason"], "end_turn", "turn {n}: {result}");
+        refusals += stream
+            .events
+            .iter()
+            .filter(|e| {
+                e["turn_id"] == input
+                    && e["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("refused the request as too long"))
+            })
+            .count();
+        println!(
+            "turn {n}: {} input tokens, {refusals} refusals so far",
+            result["usage"]["input_tokens"]
+        );
+    }
+    server.terminate();
+    server.wait().await;
+    assert!(refusals <= 1, "{refusals} refusals");
+}

@@ -22,9 +22,14 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
         Some(limit) if limit > 0 => format!(" ({:.0}%)", n as f64 * 100.0 / limit as f64),
         _ => String::new(),
     };
-    let limit = match report.limit {
-        Some(limit) => format!("{limit} tokens"),
-        None => "unknown (set `context_window` on the profile or `[context] max_tokens`)".into(),
+    let limit = match (report.limit, report.learnt_limit) {
+        (Some(limit), Some(learnt)) if learnt == limit => {
+            format!("{limit} tokens (as the provider said when it refused a longer request)")
+        }
+        (Some(limit), _) => format!("{limit} tokens"),
+        (None, _) => {
+            "unknown (set `context_window` on the profile or `[context] max_tokens`)".into()
+        }
     };
     let mut text = format!(
         "Context: about {} tokens used{} of {limit}.\n  system prompt     {:>8}",
@@ -57,6 +62,12 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
     if let Some(free) = report.free {
         text.push_str(&format!("\n  free              {free:>8}"));
     }
+    if report.safety_margin > 0 {
+        text.push_str(&format!(
+            "\n  of which held back {:>7} (safety margin: tokenizers differ)",
+            report.safety_margin.min(report.free.unwrap_or(0))
+        ));
+    }
     text.push_str(&format!(
         "\nStrategy {}; the model sees {} of {}",
         report.strategy,
@@ -81,6 +92,9 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
             cache.read_tokens,
             cache.written_tokens,
         ));
+    }
+    for warning in &report.warnings {
+        text.push_str(&format!("\n{warning}"));
     }
     SystemEvent::new(text, &report)
 }

@@ -474,7 +474,12 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
             ));
         }
     }
-    if plan.over_budget && state.context.custom.is_none() {
+    // Without the system prompt (`preserve_system = false`), the room it
+    // took may be what the current turn needs.
+    let drop_system = plan.over_budget
+        && !assessment.config.preserve_system()
+        && plan.tokens <= assessment.limits.budget + assessment.system_tokens;
+    if plan.over_budget && state.context.custom.is_none() && !drop_system {
         return Next::TooLong(too_long(state, &assessment, plan));
     }
     let mut notices = Vec::new();
@@ -513,8 +518,11 @@ pub fn prepare(state: &mut SessionState, allow_compaction: bool) -> Next {
     } else {
         plan.tokens
     };
-    if plan.over_budget && !assessment.config.preserve_system() {
+    if drop_system {
         system_prompt.clear();
+        notices.push(
+            "The current turn fits only without the system prompt (`preserve_system = false`): it is left out of this request.".to_string(),
+        );
     }
     if !plan.shortened.is_empty() {
         notices.push(format!(
