@@ -363,6 +363,32 @@ fn check_run(wire: &Wire, run: &Run, caching: bool) {
             n + 1
         );
     }
+    // The model's thinking goes back with every later request: the last
+    // carries that of every answer before it (Chat Completions sends none
+    // back).
+    let last = &run.calls[2 * TURNS - 1].body;
+    let sent_back = match wire.provider {
+        "anthropic" => last["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "thinking")
+            .count(),
+        "openai-responses" => last["input"]
+            .as_array()
+            .expect("input")
+            .iter()
+            .filter(|item| item["type"] == "reasoning")
+            .count(),
+        _ => 0,
+    };
+    let expected = if wire.provider == "openai" {
+        0
+    } else {
+        2 * TURNS - 1
+    };
+    assert_eq!(sent_back, expected, "{label}: thinking sent back");
     let total = run.total();
     let expected = total.input_cost(wire) + total.output as f64 * wire.output / 1e6;
     assert!(
