@@ -12,6 +12,7 @@ mod support;
 mod acp;
 mod agents;
 mod api_contract;
+mod caching_figures;
 mod chat;
 mod chat_terminal;
 mod commands;

@@ -353,7 +353,7 @@ pub(crate) fn refusal(body: &Value) -> Option<String> {
 /// The body as the providers count and compare it: without `cache_control`
 /// fields (borrowed when it has none).
 pub(crate) fn canonical(body: &Value) -> Cow<'_, Value> {
-    if !body.to_string().contains("\"cache_control\"") {
+    if !has_marks(body) {
         return Cow::Borrowed(body);
     }
     let mut body = body.clone();
@@ -375,6 +375,20 @@ pub(crate) fn canonical(body: &Value) -> Cow<'_, Value> {
         }
     }
     Cow::Owned(body)
+}
+
+/// Whether any block `canonical` unmarks carries a mark (looked up where
+/// marks go: serialising a long body to search it was most of the kit's
+/// time in long sessions).
+fn has_marks(body: &Value) -> bool {
+    let marked = |block: &Value| block.get("cache_control").is_some();
+    let in_block = |block: &Value| marked(block) || array(block, "content").iter().any(marked);
+    ["tools", "system"]
+        .iter()
+        .any(|section| array(body, section).iter().any(marked))
+        || array(body, "messages")
+            .iter()
+            .any(|message| array(message, "content").iter().any(in_block))
 }
 
 fn unmark(block: &mut Value) {
@@ -401,6 +415,14 @@ fn breakpoint(block: &Value) -> Option<Duration> {
 
 /// A block's canonical JSON: without its mark (nor its inner blocks').
 fn canonical_json(block: &Value) -> String {
+    let inner_marked = || {
+        array(block, "content")
+            .iter()
+            .any(|inner| inner.get("cache_control").is_some())
+    };
+    if block.get("cache_control").is_none() && !inner_marked() {
+        return block.to_string();
+    }
     let mut block = block.clone();
     unmark(&mut block);
     if let Some(inner) = block.get_mut("content").and_then(Value::as_array_mut) {

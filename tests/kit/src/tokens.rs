@@ -10,6 +10,10 @@
 //! low. Only OpenAI's model families are counted with the tokenizer OpenAI
 //! really uses (`o200k_base`).
 
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{LazyLock, Mutex, PoisonError};
+
 use serde_json::Value;
 use tiktoken_rs::CoreBPE;
 
@@ -167,6 +171,44 @@ pub(crate) fn max_output_tokens(wire: Wire, body: &Value) -> u64 {
     .unwrap_or(0)
 }
 
+/// Texts at least this long are encoded once per process: a session's
+/// requests repeat their history, and encoding it again on every request
+/// made a 40-turn session's counts quadratic (most of a minute in a debug
+/// build).
+const MEMO_MIN_BYTES: usize = 256;
+/// The most counts [`BPE_COUNTS`] keeps before it starts over.
+const MEMO_MAX: usize = 100_000;
+
+/// `o200k_base` counts of long texts, by the text's hash.
+static BPE_COUNTS: LazyLock<Mutex<HashMap<u64, u64>>> = LazyLock::new(Mutex::default);
+
+/// The `o200k_base` count of `text`, encoded once per process when it is
+/// long.
+fn bpe_count(bpe: &CoreBPE, text: &str) -> u64 {
+    let encode = || u64::try_from(bpe.encode_ordinary(text).len()).unwrap_or(u64::MAX);
+    if text.len() < MEMO_MIN_BYTES {
+        return encode();
+    }
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    let key = hasher.finish();
+    let known = BPE_COUNTS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&key)
+        .copied();
+    if let Some(tokens) = known {
+        return tokens;
+    }
+    let tokens = encode();
+    let mut counts = BPE_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    if counts.len() >= MEMO_MAX {
+        counts.clear();
+    }
+    counts.insert(key, tokens);
+    tokens
+}
+
 /// Counts with one tokenizer.
 struct Counter {
     tokenizer: Tokenizer,
@@ -178,9 +220,7 @@ impl Counter {
             return 0;
         }
         match self.tokenizer {
-            Tokenizer::Bpe(bpe) => {
-                u64::try_from(bpe.encode_ordinary(text).len()).unwrap_or(u64::MAX)
-            }
+            Tokenizer::Bpe(bpe) => bpe_count(bpe, text),
             Tokenizer::Chars => (text.chars().count() as f64 / CHARS_PER_TOKEN).ceil() as u64,
         }
     }
@@ -374,6 +414,23 @@ mod tests {
         assert_eq!(count_text("claude", text), 12);
         assert_eq!(count_text("gpt-4o", ""), 0);
         assert_eq!(count_text("claude", ""), 0);
+    }
+
+    #[test]
+    fn a_long_text_counts_the_same_when_it_is_counted_again() {
+        let o200k = tiktoken_rs::o200k_base_singleton();
+        let long = "fn step(input: &Input) -> Output { Output::Value(1) }\n".repeat(20);
+        assert!(long.len() >= MEMO_MIN_BYTES);
+        let first = count_text("gpt-5.1", &long);
+        assert_eq!(first, raw(o200k, &long));
+        assert_eq!(count_text("gpt-5.1", &long), first, "remembered");
+        // Another text of the same length is counted for itself.
+        let other = long
+            .replace("Value(1)", "Value(1234567)")
+            .replace("fn step", "f");
+        assert_eq!(other.len(), long.len());
+        assert_eq!(count_text("gpt-5.1", &other), raw(o200k, &other));
+        assert_ne!(raw(o200k, &other), first);
     }
 
     #[test]
