@@ -22,6 +22,8 @@ pub mod retry;
 #[cfg(test)]
 mod fuzz_tests;
 #[cfg(test)]
+mod replay_tests;
+#[cfg(test)]
 mod resilience_tests;
 
 pub use client::{ModelClient, ModelStream};

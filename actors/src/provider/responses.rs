@@ -791,34 +791,13 @@ mod tests {
     use agentbus_testkit::{OpenAiSchema, schema_violations};
 
     fn fixture(name: &str) -> String {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/openai-responses")
-            .join(name);
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        super::super::replay_tests::fixture("openai-responses", name)
     }
 
     /// Replay a fixture through the real SSE parser in chunks of `size`
-    /// bytes, then through the decoder, as `http::answer` does.
+    /// bytes, then through the decoder.
     async fn replay(name: &str, size: usize) -> Result<Vec<ModelEvent>, FrameError> {
-        let bytes = fixture(name).into_bytes();
-        let chunks: Vec<Result<bytes::Bytes, std::io::Error>> = bytes
-            .chunks(size)
-            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
-            .collect();
-        let mut frames = sse_stream::SseStream::from_bytes_stream(futures::stream::iter(chunks));
-        let mut decoder = Decoder::default();
-        let mut events = Vec::new();
-        while let Some(frame) = frames.next().await {
-            let Some(data) = frame.expect("an SSE frame").data else {
-                continue;
-            };
-            let decoded = decoder.decode(&data)?;
-            events.extend(decoded.events);
-            if decoded.done {
-                break;
-            }
-        }
-        Ok(events)
+        super::super::replay_tests::replay::<Decoder>("openai-responses", name, size).await
     }
 
     /// The same events at every chunk size.

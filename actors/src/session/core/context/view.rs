@@ -255,7 +255,8 @@ pub fn plan(history: &[Message], start: usize, costs: &[u64], limits: &Limits) -
     for t in order {
         let over = total > limits.budget || too_many(messages);
         stepping |= over && oldest_first;
-        if !over && !(stepping && total > low_water) {
+        let step_on = stepping && total > low_water;
+        if !over && !step_on {
             break;
         }
         if keep[t] {
