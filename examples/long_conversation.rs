@@ -13,8 +13,13 @@ use agentbus_actors::agent::{Agent, AgentMessage, AgentState, ContextConfig, Pro
 
 type Error = Box<dyn std::error::Error>;
 
-/// The request budget: small, so that a few turns overflow it.
+/// The request budget for pruning: small, so that a few turns overflow it.
 const MAX_TOKENS: u64 = 300;
+
+/// The request budget for compaction: a summary is only asked for when
+/// the turns it replaces are worth a model call (three summaries' worth
+/// and half the budget at least), so the budget holds a few chapters.
+const COMPACTION_MAX_TOKENS: u64 = 700;
 
 /// The chapters of a story the user tells, one per turn.
 const CHAPTERS: [&str; 6] = [
@@ -51,11 +56,11 @@ async fn main() -> Result<(), Error> {
         "pruning the oldest turns",
     )?;
 
-    println!("\n== compaction: summarize inside {MAX_TOKENS} tokens");
+    println!("\n== compaction: summarize inside {COMPACTION_MAX_TOKENS} tokens");
     let summarizing = Agent::builder()
         .provider(Provider::openai(&base_url, &model)?)
         .context(ContextConfig {
-            max_tokens: Some(MAX_TOKENS),
+            max_tokens: Some(COMPACTION_MAX_TOKENS),
             min_recent_turns: Some(1),
             ..Default::default()
         })
