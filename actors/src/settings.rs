@@ -671,6 +671,31 @@ fn default_stream_idle_timeout_secs() -> u64 {
     300
 }
 
+/// `base_url` as a request can be sent to it: an `http://` or `https://`
+/// URL with a host, no spaces, a port that is a number. Refused when the
+/// configuration is loaded, so that a typo (`http://127.0.0.1:PORT/v1`, a
+/// missing scheme) is said with the file and the key before anything is
+/// sent, not found by the first request.
+fn check_base_url(base_url: &str) -> Result<(), String> {
+    const EXPECTED: &str = "expected an http:// or https:// URL with a host, an optional \
+         port (a number) and path, e.g. `http://127.0.0.1:8080/v1`";
+    if base_url.chars().any(char::is_whitespace) {
+        return Err(format!("`{base_url}` has a space in it; {EXPECTED}"));
+    }
+    let url = url::Url::parse(base_url)
+        .map_err(|e| format!("`{base_url}` is not a valid URL ({e}); {EXPECTED}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "`{base_url}` is not an http:// or https:// URL (its scheme is `{}`); {EXPECTED}",
+            url.scheme()
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("`{base_url}` names no host; {EXPECTED}"));
+    }
+    Ok(())
+}
+
 /// Where a profile's key could not be found.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ApiKeyError {
@@ -718,13 +743,15 @@ impl ModelProfile {
     }
 
     /// The settings a provider would refuse, found before any request is
-    /// made: `Err((key, why))`, the key within `[models.NAME]`. Thinking:
+    /// made: `Err((key, why))`, the key within `[models.NAME]`. `base_url`:
+    /// an http(s) URL with a host (see `check_base_url`). Thinking:
     /// `thinking` and `thinking_budget` not both; thinking asked of the
     /// Anthropic wire only; a budget within Anthropic's bounds; nothing the
     /// model's family refuses (a budget on an adaptive-only model, adaptive
     /// thinking or `effort` on a budget-only one), the message naming the
     /// model and what to write instead.
     pub fn check(&self) -> Result<(), (&'static str, String)> {
+        check_base_url(&self.base_url).map_err(|why| ("base_url", why))?;
         let key = if self.thinking.is_some() {
             "thinking"
         } else {
@@ -1287,6 +1314,46 @@ mod tests {
         assert_eq!(keyless.missing_key(), None);
         let set = profile(None, Some("PATH"));
         assert_eq!(set.missing_key(), None);
+    }
+
+    #[test]
+    fn a_base_url_must_be_an_http_url_with_a_host() {
+        let refused = |url: &str| {
+            ModelProfile::new(ProviderKind::Openai, "m", url)
+                .check()
+                .expect_err(url)
+        };
+        for (url, says) in [
+            ("http://127.0.0.1:PORT/v1", "invalid port number"),
+            ("http://127.0.0.1:99999/v1", "invalid port number"),
+            ("127.0.0.1:8080/v1", "not a valid URL"),
+            ("localhost:8080/v1", "its scheme is `localhost`"),
+            ("ftp://example.com/v1", "its scheme is `ftp`"),
+            ("http://127.0.0.1:8080/ v1", "has a space in it"),
+            (" http://127.0.0.1:8080/v1", "has a space in it"),
+            ("http://", "empty host"),
+            ("", "not a valid URL"),
+        ] {
+            let (key, why) = refused(url);
+            assert_eq!(key, "base_url", "{url}");
+            assert!(why.contains(says), "{url}: {why}");
+            assert!(
+                why.contains("expected an http:// or https:// URL"),
+                "{url}: {why}"
+            );
+        }
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "https://api.anthropic.com",
+            "http://[::1]:11434/v1",
+            "http://localhost/v1/",
+        ] {
+            assert_eq!(
+                ModelProfile::new(ProviderKind::Openai, "m", url).check(),
+                Ok(()),
+                "{url}"
+            );
+        }
     }
 
     #[test]

@@ -1033,6 +1033,24 @@ mod tests {
     }
 
     #[test]
+    fn a_base_url_that_is_not_a_url_names_the_file_the_key_and_what_was_expected() {
+        let err = resolve_text(
+            &[
+                "[models.mine]\nprovider = \"openai\"\nmodel = \"m\"\n\
+                 base_url = \"http://127.0.0.1:PORT/v1\"",
+            ],
+            LoadOptions::default(),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+        assert!(err.contains("file0.toml"), "{err}");
+        assert!(err.contains("key `models.mine.base_url`"), "{err}");
+        assert!(err.contains("invalid port number"), "{err}");
+        assert!(err.contains("expected an http:// or https:// URL"), "{err}");
+    }
+
+    #[test]
     fn a_given_mcp_server_is_checked_like_a_configured_one_naming_server_and_field() {
         use serde_json::json;
         let given = |value| given_mcp_server("fs", value, "the request body");

@@ -14,7 +14,7 @@ use agentbus_actors::protocol::{
 /// session's events: a request of one of the chat's own inputs opens it,
 /// its `approval_resolved` (whoever answered) or the chat's answer closes it.
 #[derive(Debug, Default)]
-pub struct Asking(Option<String>);
+pub struct Asking(Option<ApprovalRequestEvent>);
 
 impl Asking {
     /// Follow `event` (`ours`: it belongs to an input of this chat);
@@ -26,12 +26,15 @@ impl Asking {
     ) -> Option<&'e ApprovalRequestEvent> {
         match &event.message {
             AgentMessage::ApprovalRequest(request) if ours => {
-                self.0 = Some(request.request_id.clone());
+                self.0 = Some(request.clone());
                 Some(request)
             }
             AgentMessage::System(s) => {
                 if let Some(resolved) = s.payload::<ApprovalResolved>()
-                    && self.0.as_deref() == Some(resolved.request_id.as_str())
+                    && self
+                        .0
+                        .as_ref()
+                        .is_some_and(|open| open.request_id == resolved.request_id)
                 {
                     self.0 = None;
                 }
@@ -50,7 +53,7 @@ impl Asking {
     /// answer, or the session refused it). Sent, the request is closed here
     /// (its `approval_resolved` follows).
     pub async fn answer(&mut self, attached: &Attached, line: &str) -> Result<(), String> {
-        let Some(request_id) = self.0.clone() else {
+        let Some(request_id) = self.0.as_ref().map(|r| r.request_id.clone()) else {
             return Err("no approval request is waiting".into());
         };
         let decision = parse_answer(line)?;
@@ -61,6 +64,31 @@ impl Asking {
         self.0 = None;
         Ok(())
     }
+
+    /// Reject the waiting request, if any, because nobody can answer it any
+    /// more (`nobody` says why); returns what was said, which the model
+    /// reads too. Another client may have answered first: that is fine.
+    pub async fn reject_unattended(
+        &mut self,
+        attached: &Attached,
+        nobody: Unattended,
+    ) -> Option<String> {
+        let request = self.0.take()?;
+        let why = unattended_rejection(&request, nobody);
+        let _ = attached
+            .decide(&request.request_id, ApprovalDecision::reject(why.clone()))
+            .await;
+        Some(why)
+    }
+}
+
+/// Why nobody can answer an approval request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unattended {
+    /// `agentbus run` asks nobody.
+    Run,
+    /// A piped chat whose input has ended (end of file, or `/quit`).
+    InputEnded,
 }
 
 /// What the call would do, a few lines: the command, the edit as a diff,
@@ -163,9 +191,10 @@ pub fn parse_answer(line: &str) -> Result<ApprovalDecision, String> {
     Ok(choice)
 }
 
-/// Why `agentbus run` rejected a call, and what would allow it: for the
-/// model (it reads it) and the user (it is printed).
-pub fn unattended_rejection(request: &ApprovalRequestEvent) -> String {
+/// Why a call was rejected where nobody can answer (`agentbus run`, a piped
+/// chat whose input has ended), and what would allow it: for the model (it
+/// reads it) and the user (it is printed).
+pub fn unattended_rejection(request: &ApprovalRequestEvent, nobody: Unattended) -> String {
     let rule = request
         .suggested_rule
         .iter()
@@ -176,12 +205,17 @@ pub fn unattended_rejection(request: &ApprovalRequestEvent) -> String {
         .map(|m| format!("--permission-mode {m}"));
     let ways: Vec<String> = rule.chain(mode).collect();
     let how = if ways.is_empty() {
-        "it can only run where someone can approve it (agentbus chat, or the web page)".to_string()
+        "it can only run where someone can approve it (agentbus chat on a terminal, or the web page)"
+            .to_string()
     } else {
         format!("to allow it, run again with {}", ways.join(" or "))
     };
+    let nobody = match nobody {
+        Unattended::Run => "agentbus run cannot ask anyone",
+        Unattended::InputEnded => "the chat's input has ended, so nobody can answer",
+    };
     format!(
-        "{} was not run: it needs approval ({}), and agentbus run cannot ask anyone; {how}.",
+        "{} was not run: it needs approval ({}), and {nobody}; {how}.",
         request.name, request.reason
     )
 }
@@ -242,8 +276,19 @@ mod tests {
     #[test]
     fn the_unattended_rejection_names_the_flag_that_allows_it() {
         let bash = request("bash", json!({"command": "cargo test"}));
-        let text = unattended_rejection(&bash);
+        let text = unattended_rejection(&bash, Unattended::Run);
         assert!(text.contains("--allow 'bash(cargo test:*)'"), "{text}");
         assert!(text.contains("--permission-mode bypass"), "{text}");
+        assert!(text.contains("agentbus run cannot ask anyone"), "{text}");
+        let piped = unattended_rejection(&bash, Unattended::InputEnded);
+        assert!(
+            piped.contains("the chat's input has ended, so nobody can answer"),
+            "{piped}"
+        );
+        assert_eq!(
+            piped.split_once("; ").map(|(_, how)| how),
+            text.split_once("; ").map(|(_, how)| how),
+            "the same way out as run's"
+        );
     }
 }

@@ -174,7 +174,7 @@ async fn run_turn(
                 if let AgentMessage::ApprovalRequest(request) = &event.message
                     && event.turn_id == Some(id)
                 {
-                    let why = approval::unattended_rejection(request);
+                    let why = approval::unattended_rejection(request, approval::Unattended::Run);
                     if !json_output {
                         eprintln!("agentbus: {why}");
                     }

@@ -181,3 +181,58 @@ async fn the_transcript_shows_the_thinking_on_its_own_line_before_the_answer() {
         .unwrap_or_else(|| panic!("no thinking line: {lines:#?}"));
     assert_eq!(lines[thought + 1], "4", "the answer follows: {lines:#?}");
 }
+
+/// `printf 'make notes\n' | agentbus`: the calls that need approval come
+/// after the input has ended, when nobody can answer them. Each is
+/// rejected with `run`'s way out, the model reads why, the turn finishes
+/// and the chat exits by itself.
+#[tokio::test]
+async fn a_piped_chat_rejects_what_nobody_can_approve_once_its_input_has_ended() {
+    let fx = Fixture::new("file_tools").await;
+    fx.set_permission_mode("default");
+    let mut chat = fx.spawn_with_stdin(&[]);
+    chat.send("make notes\n").await;
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let text = out.stdout_text();
+    for says in [
+        "● write_file was not run: it needs approval",
+        "● edit_file was not run: it needs approval",
+        "● bash was not run: it needs approval",
+        "the chat's input has ended, so nobody can answer; to allow it, run again with",
+        "--permission-mode accept-edits",
+        "Done. The command said:",
+    ] {
+        assert!(text.contains(says), "{says}:\n{text}");
+    }
+    assert!(!fx.workspace().join("notes/todo.txt").exists());
+    let last = fx.request_messages().pop().unwrap_or_default();
+    let told = serde_json::to_string(&last).unwrap_or_default();
+    assert!(
+        told.contains("bash was not run: it needs approval"),
+        "the model reads why: {told}"
+    );
+}
+
+/// `printf 'make notes\n/quit\n' | agentbus --permission-mode accept-edits`:
+/// `/quit` ends the input as end of file does; the edits run, the command
+/// that still needs approval is rejected, and the chat exits.
+#[tokio::test]
+async fn a_piped_chat_ended_by_quit_rejects_the_command_and_exits() {
+    let fx = Fixture::new("file_tools").await;
+    fx.set_permission_mode("default");
+    let mut chat = fx.spawn_with_stdin(&["--permission-mode", "accept-edits"]);
+    chat.send("make notes\n/quit\n").await;
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
+    let text = out.stdout_text();
+    assert!(
+        text.contains("● bash was not run: it needs approval"),
+        "{text}"
+    );
+    assert!(!text.contains("write_file was not run"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(fx.workspace().join("notes/todo.txt")).ok(),
+        Some("alpha\ngamma\n".to_string())
+    );
+}

@@ -22,6 +22,33 @@ async fn a_bad_config_file_names_the_file_and_the_key() {
 }
 
 #[tokio::test]
+async fn a_base_url_that_is_not_a_url_is_refused_at_start_before_anything_is_sent() {
+    let fx = Fixture::new("plain_reply").await;
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        "[models.typo]\nprovider = \"openai\"\nmodel = \"m\"\n\
+         base_url = \"http://127.0.0.1:PORT/v1\"\n",
+    )
+    .unwrap();
+    let out = fx.run(&["run", "--model", "typo", "hi"]).await;
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    for says in [
+        ".agentbus.toml",
+        "key `models.typo.base_url`",
+        "`http://127.0.0.1:PORT/v1` is not a valid URL (invalid port number)",
+        "expected an http:// or https:// URL",
+    ] {
+        assert!(out.stderr.contains(says), "{says}: {}", out.stderr);
+    }
+    assert!(
+        !out.stderr.contains("retry") && !out.stderr.contains("start one"),
+        "refused, not retried nor blamed on a missing server: {}",
+        out.stderr
+    );
+    assert!(fx.server.requests().is_empty());
+}
+
+#[tokio::test]
 async fn an_unknown_model_profile_lists_the_configured_ones() {
     let fx = Fixture::new("plain_reply").await;
     let out = fx.run(&["run", "--model", "nope", "hi"]).await;

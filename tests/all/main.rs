@@ -32,6 +32,7 @@ mod mcp;
 mod permissions;
 mod postgres_store;
 mod prompt_caching;
+mod readme;
 mod responses;
 mod retries;
 mod run;

@@ -14,6 +14,11 @@ pub enum ProviderError {
     Key(#[from] ApiKeyError),
     #[error("could not build the HTTP client for model profile `{profile}`: {detail}")]
     Client { profile: String, detail: String },
+    /// The request could not even be made (reqwest's "builder error", e.g.
+    /// a URL that does not parse): nothing was sent, and nothing would be
+    /// on another attempt.
+    #[error("could not make a request to {url}: {detail} (nothing was sent; check the profile's `base_url`)")]
+    Request { url: String, detail: String },
     #[error("could not reach {url}: {detail}{}", suffix(hint))]
     Connect {
         url: String,
@@ -90,7 +95,8 @@ impl ProviderError {
             ),
             ProviderError::UnknownProfile { .. }
             | ProviderError::Key(_)
-            | ProviderError::Client { .. } => false,
+            | ProviderError::Client { .. }
+            | ProviderError::Request { .. } => false,
         }
     }
 

@@ -115,6 +115,12 @@ pub async fn send(
                 secs: idle.as_secs(),
             });
         }
+        Ok(Err(e)) if e.is_builder() => {
+            return Err(ProviderError::Request {
+                url: url.to_string(),
+                detail: causes(&e),
+            });
+        }
         Ok(Err(e)) => {
             return Err(ProviderError::Connect {
                 url: url.to_string(),
@@ -363,5 +369,18 @@ mod tests {
             "the request exceeds the available context size, try increasing it (n_prompt_tokens 5012, n_ctx 4096)"
         );
         assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[tokio::test]
+    async fn a_request_that_cannot_be_made_is_not_retried() {
+        install_crypto_provider();
+        let url = "http://127.0.0.1:PORT/v1/chat/completions";
+        let http = reqwest::Client::new();
+        let error = send(http.post(url), url, Duration::from_secs(5), |_| None)
+            .await
+            .expect_err("no request can be made");
+        assert!(matches!(error, ProviderError::Request { .. }), "{error:?}");
+        assert!(!error.is_retryable(), "{error}");
+        assert!(error.to_string().contains("invalid port number"), "{error}");
     }
 }

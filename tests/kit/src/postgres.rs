@@ -18,9 +18,9 @@
 //! Where the server binaries are: `$AGENTBUS_POSTGRES_BIN`, else the
 //! newest `/usr/lib/postgresql/*/bin` (Debian's layout), else `initdb` and
 //! `postgres` on `PATH`. When no server can be had (binaries missing, no
-//! user to run it as), a test fails saying why — unless
-//! `AGENTBUS_SKIP_POSTGRES=1`, when it is skipped with that reason on
-//! stderr. Never silently passes.
+//! user to run it as), a test fails with one line saying why and how to
+//! install it ([`crate::prerequisite`]) — unless `AGENTBUS_SKIP_POSTGRES=1`,
+//! when it is skipped with that reason on stderr. Never silently passes.
 
 use std::io::Write as _;
 use std::os::unix::fs::MetadataExt as _;
@@ -174,12 +174,11 @@ pub fn unavailable<T>(reason: &str) -> Option<T> {
         eprintln!("skipping a Postgres test ({SKIP_VAR}=1): {reason}");
         return None;
     }
-    panic!(
-        "the Postgres tests need a PostgreSQL server and cannot have one: {reason}\n\
-         Install it (Debian: apt-get install postgresql), point {} at its binaries, \
-         or set {SKIP_VAR}=1 to skip these tests.",
-        "AGENTBUS_POSTGRES_BIN"
-    );
+    crate::prerequisite::missing(&format!(
+        "the Postgres tests need a PostgreSQL server and cannot have one: {reason}; install \
+         Debian's (as root: apt-get install -y postgresql; .ci/run does), point \
+         AGENTBUS_POSTGRES_BIN at its binaries, or set {SKIP_VAR}=1 to skip these tests"
+    ))
 }
 
 async fn connect(url: &str) -> Result<tokio_postgres::Client, tokio_postgres::Error> {
