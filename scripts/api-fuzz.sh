@@ -66,8 +66,10 @@ python="$venv/bin/python"
 
 # --- the binaries ------------------------------------------------------------
 echo "== api-fuzz: building agentbus and scripted-model" >&2
-cargo build --quiet -p agentbus --bin agentbus
-cargo build --quiet -p agentbus-testkit --bin scripted-model
+# What the README's test command builds (`cargo test --workspace` puts the
+# binaries in target/debug): after it nothing is rebuilt, where `cargo build
+# -p agentbus` would rebuild much of the tree with other features.
+cargo test --quiet --workspace --no-run
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 bin="${target_dir:-$PWD/target}/debug"

@@ -17,8 +17,10 @@ if [ ${#examples[@]} -eq 0 ]; then
 fi
 
 echo "== building the examples and the scripted model"
-cargo build --quiet --examples -p agentbus
-cargo build --quiet -p agentbus-testkit --bin scripted-model
+# What the README's test command builds (it builds the examples and the
+# binaries too): after it nothing is rebuilt, where `cargo build -p
+# agentbus --examples` would rebuild much of the tree with other features.
+cargo test --quiet --workspace --no-run
 target_dir=$(cargo metadata --format-version 1 --no-deps |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 scripted_model="${target_dir:-target}/debug/scripted-model"
@@ -63,7 +65,7 @@ for name in "${examples[@]}"; do
     fi
     status=0
     AGENTBUS_EXAMPLE_BASE_URL="$base_url" AGENTBUS_EXAMPLE_CHECK=1 \
-        cargo run --quiet -p agentbus --example "$name" || status=$?
+        "${target_dir:-target}/debug/examples/$name" || status=$?
     stop_server
     if [ "$status" -ne 0 ]; then
         echo "example $name exited with status $status; the scripted model's log:" >&2

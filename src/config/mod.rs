@@ -1035,10 +1035,8 @@ mod tests {
     #[test]
     fn a_base_url_that_is_not_a_url_names_the_file_the_key_and_what_was_expected() {
         let err = resolve_text(
-            &[
-                "[models.mine]\nprovider = \"openai\"\nmodel = \"m\"\n\
-                 base_url = \"http://127.0.0.1:PORT/v1\"",
-            ],
+            &["[models.mine]\nprovider = \"openai\"\nmodel = \"m\"\n\
+                 base_url = \"http://127.0.0.1:PORT/v1\""],
             LoadOptions::default(),
         )
         .err()

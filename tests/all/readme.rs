@@ -96,10 +96,10 @@ async fn paste(script: &str, home: &Path) -> (Option<i32>, String, String) {
         built.display()
     );
     let path = std::env::join_paths(
-        std::iter::once(built.to_path_buf())
-            .chain(std::env::var_os("PATH").map_or_else(Vec::new, |p| {
-                std::env::split_paths(&p).collect::<Vec<_>>()
-            })),
+        std::iter::once(built.to_path_buf()).chain(
+            std::env::var_os("PATH")
+                .map_or_else(Vec::new, |p| std::env::split_paths(&p).collect::<Vec<_>>()),
+        ),
     )
     .expect("a PATH");
     let tmp = home.join("tmp");
@@ -226,7 +226,10 @@ async fn the_first_run_sample_is_what_agentbus_says() {
     assert_eq!(output.status.code(), Some(4));
     let config = home.path().join(".config/agentbus/config.toml");
     let said = String::from_utf8_lossy(&output.stderr)
-        .replace(&config.display().to_string(), "/home/me/.config/agentbus/config.toml")
+        .replace(
+            &config.display().to_string(),
+            "/home/me/.config/agentbus/config.toml",
+        )
         .replace(&format!("127.0.0.1:{port}"), "127.0.0.1:8080")
         .replace(&format!("--port {port}"), "--port 8080");
     assert_eq!(said, shown);
@@ -238,11 +241,10 @@ async fn the_first_run_sample_is_what_agentbus_says() {
 fn the_configuration_table_lists_every_built_in_profile() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let readme = std::fs::read_to_string(root.join("README.md")).expect("read README.md");
-    let defaults: toml::Table =
-        std::fs::read_to_string(root.join("config/default.toml"))
-            .expect("read the defaults")
-            .parse()
-            .expect("the defaults are TOML");
+    let defaults: toml::Table = std::fs::read_to_string(root.join("config/default.toml"))
+        .expect("read the defaults")
+        .parse()
+        .expect("the defaults are TOML");
     let built_in: Vec<String> = defaults
         .get("models")
         .and_then(toml::Value::as_table)

@@ -17,7 +17,9 @@ pub enum ProviderError {
     /// The request could not even be made (reqwest's "builder error", e.g.
     /// a URL that does not parse): nothing was sent, and nothing would be
     /// on another attempt.
-    #[error("could not make a request to {url}: {detail} (nothing was sent; check the profile's `base_url`)")]
+    #[error(
+        "could not make a request to {url}: {detail} (nothing was sent; check the profile's `base_url`)"
+    )]
     Request { url: String, detail: String },
     #[error("could not reach {url}: {detail}{}", suffix(hint))]
     Connect {

@@ -175,7 +175,9 @@ async fn reject_unanswerable(
         .reject_unattended(attached, approval::Unattended::InputEnded)
         .await
     {
-        output.note(&format!("● {why}")).context("writing to stdout")?;
+        output
+            .note(&format!("● {why}"))
+            .context("writing to stdout")?;
     }
     Ok(())
 }

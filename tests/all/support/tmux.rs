@@ -17,6 +17,52 @@ use std::time::Duration;
 /// How often the screen is read while waiting.
 const POLL: Duration = Duration::from_millis(50);
 
+/// Whether tmux runs, found or installed once per test process: when it
+/// is missing and we are root with apt-get (a fresh container, CI), Debian's
+/// package is installed, as `tests/browser/run.sh` installs Chromium;
+/// otherwise `Err` says how to get it.
+fn installed() -> Result<(), &'static String> {
+    static TMUX: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    TMUX.get_or_init(|| {
+        let runs = || {
+            Command::new("tmux")
+                .arg("-V")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if runs() {
+            return Ok(());
+        }
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+        let how = "install it (as root: apt-get install -y tmux)";
+        if !root || Command::new("apt-get").arg("--version").output().is_err() {
+            return Err(format!(
+                "the terminal tests need tmux, which is not installed; {how}"
+            ));
+        }
+        eprintln!("the terminal tests need tmux: installing Debian's package (apt-get)");
+        let installed = Command::new("sh")
+            .arg("-c")
+            .arg("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux")
+            .output();
+        match installed {
+            Ok(_) if runs() => Ok(()),
+            Ok(output) => Err(format!(
+                "the terminal tests need tmux, and apt-get could not install it ({}); {how}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            )),
+            Err(e) => Err(format!(
+                "the terminal tests need tmux, and apt-get could not run ({e}); {how}"
+            )),
+        }
+    })
+    .as_ref()
+    .map(|_| ())
+}
+
 /// A chat running in tmux.
 pub struct Terminal {
     dir: tempfile::TempDir,
@@ -98,6 +144,9 @@ impl Terminal {
 
     /// Run `tmux ARGS` on this terminal's server; panics when it fails.
     fn tmux(&self, args: &[&str]) -> Output {
+        if let Err(missing) = installed() {
+            agentbus_testkit::prerequisite::missing(missing);
+        }
         let output = Command::new("tmux")
             .arg("-S")
             .arg(self.socket())
@@ -107,8 +156,7 @@ impl Terminal {
             .output()
             .unwrap_or_else(|e| {
                 agentbus_testkit::prerequisite::missing(&format!(
-                    "the terminal tests need tmux, and it cannot run ({e}); install it (as root: \
-                     apt-get install -y tmux; .ci/run does)"
+                    "the terminal tests need tmux, and it cannot run ({e})"
                 ))
             });
         assert!(

@@ -56,8 +56,8 @@
 pub mod cache;
 pub mod nats;
 pub mod openapi;
-pub mod prerequisite;
 pub mod postgres;
+pub mod prerequisite;
 pub mod script;
 pub mod tcp_proxy;
 

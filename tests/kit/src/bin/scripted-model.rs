@@ -73,7 +73,10 @@ async fn main() -> anyhow::Result<ExitCode> {
             logged = log_requests(&server, logged, Log::Every);
         }
     };
-    eprintln!("scripted-model: listening on {}", server.anthropic_base_url());
+    eprintln!(
+        "scripted-model: listening on {}",
+        server.anthropic_base_url()
+    );
     let mut child = tokio::process::Command::new(program)
         .args(program_args)
         .env(URL_VAR, server.anthropic_base_url())
@@ -105,8 +108,7 @@ enum Log {
 fn log_requests(server: &ScriptedModel, logged: usize, which: Log) -> usize {
     let requests = server.requests();
     for (index, request) in requests.iter().enumerate().skip(logged) {
-        if which == Log::Troubles && request.violations.is_empty() && request.problems.is_empty()
-        {
+        if which == Log::Troubles && request.violations.is_empty() && request.problems.is_empty() {
             continue;
         }
         let served = match request.response {
