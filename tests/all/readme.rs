@@ -104,31 +104,50 @@ async fn paste(script: &str, home: &Path) -> (Option<i32>, String, String) {
     .expect("a PATH");
     let tmp = home.join("tmp");
     std::fs::create_dir_all(&tmp).expect("a temporary folder");
-    let output = tokio::process::Command::new("bash")
-        .arg("-c")
+    let mut bash = as_a_new_user("bash", home);
+    bash.arg("-c")
         .arg(script)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("PATH", path)
-        .env("HOME", home)
-        .env("TMPDIR", &tmp)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_CACHE_HOME", home.join(".cache"))
-        .env_remove("AGENTBUS_CONFIG")
-        .env_remove("AGENTBUS_DATA_DIR")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(GUARD, output)
-        .await
-        .unwrap_or_else(|_| panic!("still running after {GUARD:?}:\n{script}"))
-        .expect("run bash");
+        .env("TMPDIR", &tmp);
+    let output = output_of(bash, script).await;
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+/// `program` as a new user runs it: `home` as the home (and its XDG
+/// folders), none of agentbus's variables, keys or log settings from the
+/// test's environment, no stdin; killed if the test ends first.
+fn as_a_new_user(program: &str, home: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(program);
+    command
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"));
+    for variable in [
+        "AGENTBUS_CONFIG",
+        "AGENTBUS_DATA_DIR",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "RUST_LOG",
+    ] {
+        command.env_remove(variable);
+    }
+    command.stdin(Stdio::null()).kill_on_drop(true);
+    command
+}
+
+/// What `command` printed and its status; a hang past [`GUARD`] fails the
+/// test naming `what`.
+async fn output_of(mut command: tokio::process::Command, what: &str) -> std::process::Output {
+    tokio::time::timeout(GUARD, command.output())
+        .await
+        .unwrap_or_else(|_| panic!("still running after {GUARD:?}:\n{what}"))
+        .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
 #[tokio::test]
@@ -201,28 +220,16 @@ async fn the_first_run_sample_is_what_agentbus_says() {
         format!("[models.local]\nbase_url = \"http://127.0.0.1:{port}/v1\"\n"),
     )
     .expect("write the configuration");
-    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_agentbus"))
+    let mut agentbus = as_a_new_user(env!("CARGO_BIN_EXE_agentbus"), home.path());
+    agentbus
         .arg("--config")
         .arg(&moved)
         .arg("--workspace")
         .arg(home.path())
         .arg("--data-dir")
         .arg(home.path().join("data"))
-        .args(["run", "hello"])
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join(".config"))
-        .env_remove("AGENTBUS_CONFIG")
-        .env_remove("AGENTBUS_DATA_DIR")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(GUARD, output)
-        .await
-        .expect("agentbus exits")
-        .expect("run agentbus");
+        .args(["run", "hello"]);
+    let output = output_of(agentbus, "agentbus run hello").await;
     assert_eq!(output.status.code(), Some(4));
     let config = home.path().join(".config/agentbus/config.toml");
     let said = String::from_utf8_lossy(&output.stderr)

@@ -3,9 +3,9 @@
 //! JSON-RPC message, one a line.
 
 use super::Traffic;
-use crate::support::{Fixture, GUARD, processes_with_env};
+use crate::support::{Fixture, GUARD, installed, processes_with_env};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio::process::Command;
@@ -14,25 +14,13 @@ use tokio::process::Command;
 /// into the cache (once per test binary). The README's test command sets
 /// the variable; without npm the tests fail saying how to get acpx.
 fn acpx_bin() -> PathBuf {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(bin) = std::env::var_os("AGENTBUS_ACPX") {
-            return PathBuf::from(bin);
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/acpx.sh");
-        let out = std::process::Command::new(&script)
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            out.status.success(),
-            "the ACP tests need acpx 0.19.1 (npm): {} could not install it (it needs npm and the npm registry); \
-             install it with that script, or set AGENTBUS_ACPX to an acpx binary. Its output:\n{}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-    })
-    .clone()
+    static BIN: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    installed(
+        &BIN,
+        "AGENTBUS_ACPX",
+        "acpx.sh",
+        "the ACP tests need acpx 0.19.1 (npm)",
+    )
 }
 
 /// `acpx --agent 'agentbus ... acp AGENT_ARGS' --cwd WORKSPACE --format
