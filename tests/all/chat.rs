@@ -196,9 +196,9 @@ async fn a_piped_chat_rejects_what_nobody_can_approve_once_its_input_has_ended()
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let text = out.stdout_text();
     for says in [
-        "● write_file was not run: it needs approval",
-        "● edit_file was not run: it needs approval",
-        "● bash was not run: it needs approval",
+        "Rejected write_file: write_file was not run: it needs approval",
+        "Rejected edit_file: edit_file was not run: it needs approval",
+        "Rejected bash: bash was not run: it needs approval",
         "the chat's input has ended, so nobody can answer; to allow it, run again with",
         "--permission-mode accept-edits",
         "Done. The command said:",
@@ -227,7 +227,7 @@ async fn a_piped_chat_ended_by_quit_rejects_the_command_and_exits() {
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let text = out.stdout_text();
     assert!(
-        text.contains("● bash was not run: it needs approval"),
+        text.contains("Rejected bash: bash was not run: it needs approval"),
         "{text}"
     );
     assert!(!text.contains("write_file was not run"), "{text}");

@@ -112,7 +112,7 @@ pub async fn run(
                     None => input_open = false,
                 }
                 if !input_open {
-                    reject_unanswerable(&mut asking, &attached, output.as_mut()).await?;
+                    reject_unanswerable(&mut asking, &attached).await;
                 }
             }
             event = attached.events.recv() => {
@@ -125,7 +125,7 @@ pub async fn run(
                     if input_open {
                         output.note(&approval::keys(request)).context("writing to stdout")?;
                     } else {
-                        reject_unanswerable(&mut asking, &attached, output.as_mut()).await?;
+                        reject_unanswerable(&mut asking, &attached).await;
                     }
                 }
                 let ended = pending.iter().copied().find_map(|id| ends.ended(&event, id).map(|end| (id, end)));
@@ -165,19 +165,10 @@ pub async fn run(
 }
 
 /// Once the input has ended nobody can answer an approval request: reject
-/// the waiting one, as `run` does, saying what would allow the call.
-async fn reject_unanswerable(
-    asking: &mut approval::Asking,
-    attached: &Attached,
-    output: &mut dyn Output,
-) -> anyhow::Result<()> {
-    if let Some(why) = asking
+/// the waiting one, as `run` does, saying what would allow the call (the
+/// session's `approval_resolved` shows it: `Rejected NAME: why`).
+async fn reject_unanswerable(asking: &mut approval::Asking, attached: &Attached) {
+    asking
         .reject_unattended(attached, approval::Unattended::InputEnded)
-        .await
-    {
-        output
-            .note(&format!("● {why}"))
-            .context("writing to stdout")?;
-    }
-    Ok(())
+        .await;
 }
