@@ -66,19 +66,11 @@ impl Asking {
     }
 
     /// Reject the waiting request, if any, because nobody can answer it any
-    /// more (`nobody` says why); returns what was said, which the model
-    /// reads too. Another client may have answered first: that is fine.
-    pub async fn reject_unattended(
-        &mut self,
-        attached: &Attached,
-        nobody: Unattended,
-    ) -> Option<String> {
-        let request = self.0.take()?;
-        let why = unattended_rejection(&request, nobody);
-        let _ = attached
-            .decide(&request.request_id, ApprovalDecision::reject(why.clone()))
-            .await;
-        Some(why)
+    /// more (`nobody` says why): see [`reject_unattended`].
+    pub async fn reject_unattended(&mut self, attached: &Attached, nobody: Unattended) {
+        if let Some(request) = self.0.take() {
+            reject_unattended(attached, &request, nobody).await;
+        }
     }
 }
 
@@ -191,10 +183,25 @@ pub fn parse_answer(line: &str) -> Result<ApprovalDecision, String> {
     Ok(choice)
 }
 
+/// Reject `request` because nobody can answer it (`nobody` says why);
+/// returns what was said, which the model reads too. Another client may
+/// have answered first: that is fine.
+pub async fn reject_unattended(
+    attached: &Attached,
+    request: &ApprovalRequestEvent,
+    nobody: Unattended,
+) -> String {
+    let why = unattended_rejection(request, nobody);
+    let _ = attached
+        .decide(&request.request_id, ApprovalDecision::reject(why.clone()))
+        .await;
+    why
+}
+
 /// Why a call was rejected where nobody can answer (`agentbus run`, a piped
 /// chat whose input has ended), and what would allow it: for the model (it
 /// reads it) and the user (it is printed).
-pub fn unattended_rejection(request: &ApprovalRequestEvent, nobody: Unattended) -> String {
+fn unattended_rejection(request: &ApprovalRequestEvent, nobody: Unattended) -> String {
     let rule = request
         .suggested_rule
         .iter()

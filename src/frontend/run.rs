@@ -26,9 +26,7 @@ use super::output::json::JsonLines;
 use super::{InputEnd, InputEnds};
 use crate::cli::ResumeArgs;
 use agentbus_actors::Settings;
-use agentbus_actors::protocol::{
-    AgentMessage, ApprovalDecision, ControlCommand, ErrorKind, SystemSubtype,
-};
+use agentbus_actors::protocol::{AgentMessage, ControlCommand, ErrorKind, SystemSubtype};
 use agentbus_actors::runtime::parse_command;
 use anyhow::Context as _;
 use std::io::IsTerminal;
@@ -174,12 +172,10 @@ async fn run_turn(
                 if let AgentMessage::ApprovalRequest(request) = &event.message
                     && event.turn_id == Some(id)
                 {
-                    let why = approval::unattended_rejection(request, approval::Unattended::Run);
+                    let why = approval::reject_unattended(&attached, request, approval::Unattended::Run).await;
                     if !json_output {
                         eprintln!("agentbus: {why}");
                     }
-                    // Another client may have answered first: that is fine.
-                    let _ = attached.decide(&request.request_id, ApprovalDecision::reject(why)).await;
                 }
                 if let Some(end) = ends.end_of(&event, id) {
                     break end;

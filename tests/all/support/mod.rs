@@ -16,7 +16,6 @@ pub mod tmux;
 
 use agentbus_testkit::{Script, ScriptedModel, fixtures_dir};
 use serde_json::Value;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -462,50 +461,23 @@ pub fn npm_mcp_bin() -> PathBuf {
 /// What an install script of `scripts/` installed (the path it prints):
 /// `$VARIABLE` when set, else the script's output, run once per test
 /// binary. When the script fails (no npm, no registry), every test that
-/// needs it fails with one line — `needs`, the script's last words and the
-/// way out — and the script is not run again for each of them.
+/// needs it fails with one line — `needs`, the script's reason and the way
+/// out — and the script is not run again for each of them.
 pub fn installed(
     cell: &'static OnceLock<Result<PathBuf, String>>,
     variable: &str,
     script: &str,
     needs: &str,
 ) -> PathBuf {
-    let found = cell.get_or_init(|| {
-        if let Some(path) = std::env::var_os(variable) {
-            return Ok(PathBuf::from(path));
-        }
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("scripts")
-            .join(script);
-        let out = std::process::Command::new(&script)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-        if out.status.success() {
-            return Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
-        }
-        let said = String::from_utf8_lossy(&out.stderr);
-        // The whole story once, outside any test's captured output.
-        let _ = writeln!(
-            std::io::stderr(),
-            "{} failed ({}); it said:\n{said}",
-            script.display(),
-            out.status
-        );
-        // npm says why on the line with "reason:" (a refused connection,
-        // an untrusted certificate); otherwise its last line.
-        let last = said
-            .lines()
-            .find(|l| l.contains("reason: "))
-            .or_else(|| said.lines().rev().find(|l| !l.trim().is_empty()))
-            .unwrap_or_default()
-            .trim()
-            .to_string();
-        Err(format!(
-            "{} could not install it ({last}); it needs npm and the network to the npm registry: \
-             run it by hand to see why, or set {variable}",
-            script.display()
-        ))
+    let found = cell.get_or_init(|| match std::env::var_os(variable) {
+        Some(path) => Ok(PathBuf::from(path)),
+        None => agentbus_testkit::prerequisite::run_install_script(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("scripts")
+                .join(script),
+            "npm and the network to the npm registry",
+            &format!("set {variable}"),
+        ),
     });
     match found {
         Ok(path) => path.clone(),

