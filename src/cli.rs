@@ -94,6 +94,10 @@ pub enum Command {
     /// List, show, export, import, fork and delete stored sessions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Show the hooks sessions in this workspace run, and trust the
+    /// workspace's own (`.claude/settings.json`), which wait until you do.
+    #[command(subcommand)]
+    Hooks(HooksCommand),
     /// Run the daemon: the HTTP API, SSE and WebSocket streams, and the web
     /// page, for every session of the data dir.
     Serve(ServeArgs),
@@ -161,6 +165,16 @@ pub enum SessionsCommand {
     },
     /// Delete a session and its events.
     Delete { id: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCommand {
+    /// Every hook a session in the workspace would run, where each comes
+    /// from, and whether the workspace's own are trusted.
+    List,
+    /// Trust the workspace's hooks as they are now (any later change to
+    /// them must be trusted again).
+    Trust,
 }
 
 #[derive(Debug, Subcommand)]

@@ -128,6 +128,10 @@ async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCo
             }
             frontend::acp::run(settings, attach, session_flags(&args.session)).await
         }
+        Command::Hooks(command) => {
+            let settings = configure(&global, &SessionArgs::default())?;
+            admin::hooks::run(&settings, command)
+        }
         Command::Mcp(McpCommand::List { json }) => {
             let settings = configure(&global, &SessionArgs::default())?;
             admin::mcp::list(settings, json).await

@@ -42,6 +42,7 @@ pub mod tokens;
 
 mod bus;
 mod cluster;
+mod hooks;
 mod mcp;
 mod model;
 mod ownership;

@@ -61,6 +61,10 @@ pub struct Settings {
     pub agents: Vec<crate::protocol::AgentDefinition>,
     /// `[subagents]`: the `task` tool's limits.
     pub subagents: SubagentSettings,
+    /// `[hooks]`: the configuration's own hooks (Claude Code's structure),
+    /// run by every session; the workspace's hook files are added per
+    /// session.
+    pub hooks: Vec<crate::protocol::hook::HookGroup>,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]

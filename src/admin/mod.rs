@@ -5,6 +5,9 @@
 //!   straight from the store (no model, no MCP server started).
 //! - [`mcp`]: `agentbus mcp list`, which starts the configured MCP servers
 //!   once and reports what each offers.
+//! - [`hooks`]: `agentbus hooks list|trust`, the hooks a session in the
+//!   workspace runs, and trusting the workspace's own.
 
+pub mod hooks;
 pub mod mcp;
 pub mod sessions;

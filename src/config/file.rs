@@ -49,6 +49,13 @@ pub struct ConfigFile {
     pub agents: Option<BTreeMap<String, toml::Table>>,
     /// `[subagents]`: the `task` tool's limits.
     pub subagents: Option<SubagentSettings>,
+    /// `[hooks]`: hooks as in Claude Code's settings files, raw (each
+    /// file's are read on their own, so a problem names the file).
+    #[expect(
+        dead_code,
+        reason = "read per layer by `configured_hooks`; here it only lets the key through"
+    )]
+    pub hooks: Option<toml::Table>,
     /// `[cluster]`: `agentbus serve` as one node of several on one
     /// Postgres database.
     pub cluster: Option<ClusterSettings>,

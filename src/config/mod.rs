@@ -444,6 +444,12 @@ fn resolve(
     let mut model_origin = String::from("built-in defaults");
     let mut prompt_origin = String::from("built-in defaults");
     let mut rules = Rules::default();
+    let mut hooks = Vec::new();
+    for layer in &layers {
+        if let Some(table) = layer.table.get("hooks") {
+            hooks.extend(configured_hooks(table, &layer.origin)?);
+        }
+    }
     for layer in layers {
         rules.allow.extend(layer.rules.allow);
         rules.ask.extend(layer.rules.ask);
@@ -597,10 +603,33 @@ fn resolve(
         sandbox: file.sandbox.unwrap_or_default(),
         agents,
         subagents: file.subagents.unwrap_or_default(),
+        hooks,
         // Set by the binary for a profile on this machine (`model_check`).
         unreachable_hint: None,
         cluster,
     })
+}
+
+/// `[hooks]` of the file `origin`: Claude Code's structure, every entry
+/// usable (a problem is an error naming the file and the entry).
+fn configured_hooks(
+    table: &toml::Value,
+    origin: &str,
+) -> Result<Vec<agentbus_actors::protocol::hook::HookGroup>, ConfigError> {
+    let json = serde_json::to_value(table).map_err(|e| ConfigError::Invalid {
+        origin: origin.to_string(),
+        key: "hooks".into(),
+        message: e.to_string(),
+    })?;
+    let (groups, problems) = agentbus_actors::runtime::hooks::parse(&json, origin);
+    match problems.into_iter().next() {
+        Some(problem) => Err(ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: "hooks".into(),
+            message: problem,
+        }),
+        None => Ok(groups),
+    }
 }
 
 /// `[cluster]`'s values mean something (the error names the key).

@@ -616,6 +616,8 @@ fn impurities(
         "globset",
         // `images` encodes what it reads as base64.
         "base64",
+        // Hook matchers that are regular expressions (`session::core::hooks`).
+        "regex",
     ];
     let impure_std = [
         "std::fs",

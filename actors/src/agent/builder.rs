@@ -356,6 +356,7 @@ impl AgentBuilder {
             // An embedded agent has no MCP servers: none is ever on its
             // first start, so nothing waits (the driver would not either).
             mcp_first_turn_wait_ms: crate::settings::McpSettings::default().first_turn_wait_ms(),
+            hooks: Default::default(),
         };
         Ok(Agent {
             setup: Arc::new(Setup {

@@ -196,6 +196,13 @@ impl Driver {
                     self.stop_batch();
                 }
             }
+            // A library agent has no hook files: its hook set is empty, so
+            // this is never asked; were it asked, no hook runs.
+            Effect::RunHook { hook_id, .. } => self.inbox.push_back(Input::HookDone {
+                hook_id,
+                answer: Default::default(),
+                ran: Vec::new(),
+            }),
             Effect::SessionCommand { input_id, command } => {
                 let reply = commands::failed(
                     command_name(&command),

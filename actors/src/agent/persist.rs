@@ -142,6 +142,7 @@ impl AgentState {
             compact_prompt: config.compact_prompt,
             // As the builder's (an embedded agent has no MCP servers).
             mcp_first_turn_wait_ms: crate::settings::McpSettings::default().first_turn_wait_ms(),
+            hooks: Default::default(),
         };
         let session = SessionState::new(saved.session_id, config, saved.model, Arc::new(specs));
         let mut state = AgentState {

@@ -641,6 +641,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         sandbox: Default::default(),
         agents: Vec::new(),
         subagents: Default::default(),
+        hooks: Vec::new(),
         context: Default::default(),
         compact_prompt: String::new(),
         unreachable_hint: None,

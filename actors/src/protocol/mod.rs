@@ -6,6 +6,7 @@
 //! what the session *does* with it lives in the session core.
 //!
 //! - [`agent`]: named agents as sessions keep and show them.
+//! - [`hook`]: hook events, what hooks answer, and the report of a run.
 //! - [`input`]: what a front end sends into a session (queries, control
 //!   commands, interrupts).
 //! - [`event`]: what a session publishes ([`AgentMessage`] in an
@@ -23,6 +24,7 @@ pub mod agent;
 pub mod content;
 pub mod context;
 pub mod event;
+pub mod hook;
 pub mod input;
 pub mod lifecycle;
 pub mod mcp;

@@ -106,6 +106,14 @@ pub enum SystemSubtype {
     /// have shown (a jump, not a loss: deltas are never stored). Persisted.
     /// `data`: [`OwnerChanged`].
     OwnerChanged,
+    /// A hook ran (`hooks` in `.claude/settings.json` or `[hooks]`): which
+    /// event, what ran, how long it took and what it decided. Persisted.
+    /// `data`: [`HookRan`](super::hook::HookRan).
+    Hook,
+    /// A `Stop` hook kept the turn going: the model reads its reason as a
+    /// new message. Persisted and folded into the history on load.
+    /// `data`: [`HookContinued`](super::hook::HookContinued).
+    HookContinued,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -209,6 +217,8 @@ payload_of! {
     super::SubagentFinished => SubagentFinished,
     Attachments => Attached,
     OwnerChanged => OwnerChanged,
+    super::hook::HookRan => Hook,
+    super::hook::HookContinued => HookContinued,
 }
 
 /// A node of a cluster took the session over.

@@ -31,6 +31,13 @@ pub use crate::bus::{LifecycleTopic, RecvError, SubscribeError, Subscription};
 pub use crate::cluster::{FollowStats, LifecycleStats, LiveStats, RelayStats};
 pub use crate::model::{ModelEvent, ModelRequest, ToolOrigin, ToolSpec};
 pub use crate::provider::http::describe as describe_http_error;
+
+/// Hooks outside a session: `[hooks]` read by the configuration, and a
+/// workspace's hook files shown and trusted (`agentbus hooks`).
+pub mod hooks {
+    pub use crate::hooks::files::{parse, read_project};
+    pub use crate::hooks::trust::{TrustError, file as trust_file, is_trusted, trust};
+}
 pub use crate::provider::{ModelClient, ModelStream, ProviderError, install_crypto_provider};
 pub use crate::session::core::SessionState;
 pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_command};

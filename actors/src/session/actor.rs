@@ -36,7 +36,9 @@ use super::journal::{Journal, Outcome};
 use super::model_input::model_input;
 use super::now_ms;
 use crate::bus::{LifecycleTopic, SessionTopic};
+use crate::hooks::run::{HookContext, Matched};
 use crate::model::{GrantedCall, ModelRequest, ToolOutcome};
+use crate::protocol::hook::{HookDecision, HookEvent, HookSet};
 use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, InputId, LifecycleKind, SessionId,
     SystemEvent, UserInput,
@@ -94,6 +96,8 @@ pub struct AgentLoopArgs {
     /// Cancelled when this node fences itself: the session stops at once
     /// (never cancelled for a process of its own).
     pub fence: CancellationToken,
+    /// The environment hooks run with (the tools' commands' policy).
+    pub environment: crate::settings::EnvironmentPolicy,
 }
 
 /// Runs a `task` call: a named agent in a child session, to the end of its
@@ -204,6 +208,8 @@ pub struct AgentLoop {
     unsubmitted: Vec<InputId>,
     /// Cancelled when the actor stops: ends its watcher of the fence.
     stopped: CancellationToken,
+    /// Where the session's hooks run.
+    hook_context: HookContext,
 }
 
 impl Actor for AgentLoop {
@@ -211,6 +217,7 @@ impl Actor for AgentLoop {
     type Error = Infallible;
 
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+        let session_name = args.state.session_id.to_string();
         let mut this = AgentLoop {
             session_id: args.state.session_id.clone(),
             state: args.state,
@@ -221,7 +228,7 @@ impl Actor for AgentLoop {
             store: args.store,
             commands: args.commands,
             subagents: args.subagents,
-            workspace: args.workspace,
+            workspace: args.workspace.clone(),
             files: Files::Disk,
             last_seq: args.last_seq,
             journal: Journal::new(
@@ -238,6 +245,11 @@ impl Actor for AgentLoop {
             fenced: false,
             unsubmitted: args.waiting.iter().map(|w| w.input_id).collect(),
             stopped: CancellationToken::new(),
+            hook_context: HookContext {
+                workspace: args.workspace.clone(),
+                environment: args.environment,
+                session_id: session_name,
+            },
         };
         // The node fencing itself stops the session even while it waits
         // for nothing (running calls stop with their tokens at once).
@@ -295,6 +307,29 @@ impl Actor for AgentLoop {
         for token in self.model_calls.values().chain(self.tool_batches.values()) {
             token.cancel();
         }
+        // `SessionEnd` hooks run on their own: nobody waits for them, and
+        // the session can no longer tell how they went (they are logged).
+        let matched = matched(&self.state.config.hooks, HookEvent::SessionEnd, None);
+        if !matched.is_empty() {
+            let context = self.hook_context.clone();
+            let mode = self.state.permissions.mode.to_string();
+            tokio::spawn(async move {
+                let mut fields = serde_json::Map::new();
+                fields.insert("reason".into(), "other".into());
+                let (_, ran) = crate::hooks::run::run(
+                    HookEvent::SessionEnd,
+                    None,
+                    matched,
+                    fields,
+                    &mode,
+                    &context,
+                )
+                .await;
+                for ran in ran {
+                    tracing::info!(session = %context.session_id, hook = %ran.handler, outcome = ?ran.outcome, "SessionEnd hook ran");
+                }
+            });
+        }
         self.stopped.cancel();
         // Watchers get what was said, then the end of the stream.
         self.topic.close();
@@ -339,7 +374,10 @@ impl AgentLoop {
         let mut batch = Vec::new();
         for effect in effects {
             match effect {
-                Effect::Emit { turn_id, message } => batch.push(self.stamp(turn_id, message)),
+                Effect::Emit { turn_id, message } => {
+                    self.observe(turn_id, &message);
+                    batch.push(self.stamp(turn_id, message))
+                }
                 other => {
                     self.commit_and_publish(std::mem::take(&mut batch)).await;
                     self.perform(other).await;
@@ -347,6 +385,102 @@ impl AgentLoop {
             }
         }
         self.commit_and_publish(batch).await;
+    }
+
+    /// Hooks that watch what the session says run beside it: an approval
+    /// request (`PermissionRequest`, which may answer it, and
+    /// `Notification`), a compaction (`PreCompact`, `PostCompact`). Their
+    /// reports come back as [`Input::HooksRan`].
+    fn observe(&self, turn_id: Option<InputId>, message: &AgentMessage) {
+        use crate::protocol::SystemSubtype;
+        let hooks = &self.state.config.hooks;
+        if hooks.is_empty() {
+            return;
+        }
+        let mut runs: Vec<(
+            HookEvent,
+            Option<String>,
+            serde_json::Map<String, serde_json::Value>,
+        )> = Vec::new();
+        let mut request = None;
+        match message {
+            AgentMessage::ApprovalRequest(asked) if asked.child_session.is_none() => {
+                let workspace = self.hook_context.workspace.display().to_string();
+                let mut fields =
+                    crate::session::core::hooks::tool_fields(&asked.name, &asked.input, &workspace);
+                fields.insert("reason".into(), asked.reason.clone().into());
+                runs.push((
+                    HookEvent::PermissionRequest,
+                    Some(asked.name.clone()),
+                    fields,
+                ));
+                let mut note = serde_json::Map::new();
+                note.insert(
+                    "message".into(),
+                    format!("agentbus needs your permission to use {}", asked.name).into(),
+                );
+                note.insert("notification_type".into(), "permission_prompt".into());
+                runs.push((HookEvent::Notification, None, note));
+                request = Some(asked.request_id.clone());
+            }
+            AgentMessage::System(s) if s.subtype == SystemSubtype::Compacting => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("trigger".into(), "auto".into());
+                runs.push((HookEvent::PreCompact, None, fields));
+            }
+            AgentMessage::System(s) if s.subtype == SystemSubtype::Compacted => {
+                let mut fields = serde_json::Map::new();
+                fields.insert("trigger".into(), "auto".into());
+                runs.push((HookEvent::PostCompact, None, fields));
+            }
+            _ => return,
+        }
+        let Some(me) = self.me.upgrade() else { return };
+        for (event, tool, fields) in runs {
+            let matched = matched(hooks, event, tool.as_deref());
+            if matched.is_empty() {
+                continue;
+            }
+            let (me, context) = (me.clone(), self.hook_context.clone());
+            let mode = self.state.permissions.mode.to_string();
+            let request = request
+                .clone()
+                .filter(|_| event == HookEvent::PermissionRequest);
+            tokio::spawn(async move {
+                let (answer, ran) = crate::hooks::run::run(
+                    event,
+                    tool.as_deref(),
+                    matched,
+                    fields,
+                    &mode,
+                    &context,
+                )
+                .await;
+                let _ = me.tell(Feed(Input::HooksRan { turn_id, ran })).await;
+                // A hook that answers the request answers it as a user
+                // would; the first answer wins.
+                let decision = match answer.decision {
+                    Some(HookDecision::Allow) => Some(crate::protocol::ApprovalDecision::new(
+                        crate::protocol::ApprovalChoice::AllowOnce,
+                    )),
+                    Some(HookDecision::Deny | HookDecision::Block) => {
+                        Some(crate::protocol::ApprovalDecision::reject(format!(
+                            "a PermissionRequest hook denied it: {}",
+                            answer.reason.unwrap_or_else(|| "no reason given".into())
+                        )))
+                    }
+                    _ => None,
+                };
+                if let (Some(request_id), Some(decision)) = (request, decision) {
+                    let _ = me
+                        .tell(Feed(Input::Approval {
+                            request_id,
+                            decision,
+                        }))
+                        .await;
+                }
+            });
+        }
     }
 
     fn stamp(&mut self, turn_id: Option<InputId>, message: AgentMessage) -> Arc<EventEnvelope> {
@@ -485,6 +619,7 @@ impl AgentLoop {
         }
         match effect {
             Effect::Emit { turn_id, message } => {
+                self.observe(turn_id, &message);
                 let event = self.stamp(turn_id, message);
                 self.commit_and_publish(vec![event]).await;
             }
@@ -505,6 +640,40 @@ impl AgentLoop {
             }
             Effect::SessionCommand { input_id, command } => {
                 self.start_session_command(input_id, command)
+            }
+            Effect::RunHook {
+                hook_id,
+                event,
+                tool,
+                fields,
+            } => {
+                let subject = tool.clone().or_else(|| {
+                    fields
+                        .get("source")
+                        .and_then(|s| s.as_str())
+                        .map(str::to_string)
+                });
+                let matched = matched(&self.state.config.hooks, event, subject.as_deref());
+                let Some(me) = self.me.upgrade() else { return };
+                let context = self.hook_context.clone();
+                let mode = self.state.permissions.mode.to_string();
+                tokio::spawn(async move {
+                    let (answer, ran) = crate::hooks::run::run(
+                        event,
+                        tool.as_deref(),
+                        matched,
+                        fields,
+                        &mode,
+                        &context,
+                    )
+                    .await;
+                    let done = Input::HookDone {
+                        hook_id,
+                        answer,
+                        ran,
+                    };
+                    let _ = me.tell(Feed(done)).await;
+                });
             }
             Effect::ApprovalTimer {
                 request_id,
@@ -639,6 +808,13 @@ impl AgentLoop {
             }
             let executor = self.tools.clone();
             let call_id = call.call.id.clone();
+            let after = AfterTool::new(
+                &self.state.config.hooks,
+                &call.call,
+                self.hook_context.clone(),
+                self.state.permissions.mode.to_string(),
+            );
+            let turn_id = self.state.turn.as_ref().map(|t| t.id);
             let run = RunTool::new(
                 call,
                 self.workspace.clone(),
@@ -647,10 +823,16 @@ impl AgentLoop {
             )
             .by(self.session_id.clone());
             tokio::spawn(async move {
-                let outcome = executor
+                let mut outcome = executor
                     .ask(run)
                     .await
                     .unwrap_or_else(ToolOutcome::executor_unavailable);
+                if let Some(after) = after {
+                    let ran = after.run(&mut outcome).await;
+                    if !ran.is_empty() {
+                        let _ = me.tell(Feed(Input::HooksRan { turn_id, ran })).await;
+                    }
+                }
                 let finished = Input::ToolFinished {
                     batch_id,
                     call_id,
@@ -659,6 +841,94 @@ impl AgentLoop {
                 let _ = me.tell(Feed(finished)).await;
             });
         }
+    }
+}
+
+/// The hooks `event` about `subject` runs, with where each came from.
+fn matched(set: &HookSet, event: HookEvent, subject: Option<&str>) -> Vec<Matched> {
+    crate::session::core::hooks::matching(set, event, subject)
+        .flat_map(|group| {
+            group.handlers.iter().map(|handler| Matched {
+                handler: handler.clone(),
+                source: group.source.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The `PostToolUse` (or `PostToolUseFailure`) hooks of one tool call: run
+/// once it ended, what they say for the model joins its result.
+struct AfterTool {
+    call: crate::model::ToolCall,
+    succeeded: Vec<Matched>,
+    failed: Vec<Matched>,
+    context: HookContext,
+    mode: String,
+}
+
+impl AfterTool {
+    /// `None` when no hook runs after `call`, however it ends.
+    fn new(
+        set: &HookSet,
+        call: &crate::model::ToolCall,
+        context: HookContext,
+        mode: String,
+    ) -> Option<Self> {
+        let succeeded = matched(set, HookEvent::PostToolUse, Some(&call.name));
+        let failed = matched(set, HookEvent::PostToolUseFailure, Some(&call.name));
+        (!succeeded.is_empty() || !failed.is_empty()).then(|| AfterTool {
+            call: call.clone(),
+            succeeded,
+            failed,
+            context,
+            mode,
+        })
+    }
+
+    /// Run the hooks for `outcome`; what they tell the model is added to
+    /// its output. Returns their reports.
+    async fn run(self, outcome: &mut ToolOutcome) -> Vec<crate::protocol::hook::HookRan> {
+        let (event, matched) = if outcome.is_error {
+            (HookEvent::PostToolUseFailure, self.failed)
+        } else {
+            (HookEvent::PostToolUse, self.succeeded)
+        };
+        if matched.is_empty() {
+            return Vec::new();
+        }
+        let workspace = self.context.workspace.display().to_string();
+        let mut fields =
+            crate::session::core::hooks::tool_fields(&self.call.name, &self.call.input, &workspace);
+        fields.insert("tool_use_id".into(), self.call.id.clone().into());
+        if outcome.is_error {
+            fields.insert("error".into(), outcome.output.clone().into());
+        } else {
+            fields.insert(
+                "tool_response".into(),
+                serde_json::json!({"output": outcome.output}),
+            );
+        }
+        let (answer, ran) = crate::hooks::run::run(
+            event,
+            Some(&self.call.name),
+            matched,
+            fields,
+            &self.mode,
+            &self.context,
+        )
+        .await;
+        if answer.decision == Some(HookDecision::Block) {
+            let reason = answer.reason.unwrap_or_default();
+            outcome
+                .output
+                .push_str(&format!("\n\n{event} hook: {reason}"));
+        }
+        for context in answer.context {
+            outcome
+                .output
+                .push_str(&format!("\n\n{event} hook context: {context}"));
+        }
+        ran
     }
 }
 

@@ -50,6 +50,8 @@ pub struct WorkspaceFiles {
     pub instructions: Instructions,
     pub agents: AgentSet,
     pub commands: CustomCommands,
+    /// The hooks it runs (the workspace's only once trusted).
+    pub hooks: crate::protocol::hook::HookSet,
 }
 
 /// A stored session, ready to start: its lease is taken.
@@ -134,6 +136,12 @@ impl SessionLoader {
                 instructions: instruction_files::read(config_dir, Some(&dir)),
                 agents: agent_files::read(&sources, &dir),
                 commands: command_files::read(home.as_deref(), config_dir, &dir),
+                hooks: {
+                    let trust = crate::hooks::trust::file(&settings.data_dir);
+                    crate::hooks::files::read(&settings.hooks, home.as_deref(), &dir, |groups| {
+                        crate::hooks::trust::is_trusted(&trust, &dir, groups)
+                    })
+                },
             }
         });
         reading.await.unwrap_or_else(|e| {
@@ -148,6 +156,7 @@ impl SessionLoader {
                 },
                 agents: AgentSet::default(),
                 commands: CustomCommands::default(),
+                hooks: Default::default(),
             }
         })
     }
@@ -165,6 +174,7 @@ impl SessionLoader {
             instructions,
             agents,
             commands,
+            hooks,
         } = files;
         let config = SessionConfig {
             system_prompt: self.settings.system_prompt.clone(),
@@ -192,6 +202,7 @@ impl SessionLoader {
                 &self.settings.sandbox,
             ),
             mcp_first_turn_wait_ms: self.settings.mcp.first_turn_wait_ms(),
+            hooks,
         };
         let tools = self.catalog.borrow().shared.tools.clone();
         SessionState::new(id, config, model, tools)

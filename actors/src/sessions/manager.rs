@@ -227,6 +227,7 @@ impl SessionManager {
             subagents,
             workspace: workspace.clone(),
             fence: self.fence.child_token(),
+            environment: self.loader.settings().tools.environment.clone(),
         });
         let handle = SessionHandle::new(
             id.clone(),

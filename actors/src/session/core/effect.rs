@@ -42,6 +42,15 @@ pub enum Effect {
     /// `.agentbus.toml`; answer with
     /// [`Input::RuleSaved`](super::Input::RuleSaved).
     SaveRule { rule: String },
+    /// Run the hooks of `event` about `tool` (if any) with `fields`, the
+    /// event's part of the JSON they read; answer with
+    /// [`Input::HookDone`](super::Input::HookDone) and the same `hook_id`.
+    RunHook {
+        hook_id: u64,
+        event: crate::protocol::hook::HookEvent,
+        tool: Option<String>,
+        fields: serde_json::Map<String, serde_json::Value>,
+    },
     /// Perform a command that needs the store; answer with
     /// [`Input::CommandDone`](super::Input::CommandDone). The queue waits.
     SessionCommand {

@@ -27,6 +27,19 @@ pub enum Input {
         error: String,
         too_long: Option<crate::model::ContextRefusal>,
     },
+    /// The hooks of [`Effect::RunHook`](super::Effect::RunHook) `hook_id`
+    /// ran: what they answered, folded, and each run's report.
+    HookDone {
+        hook_id: u64,
+        answer: crate::protocol::hook::HookAnswer,
+        ran: Vec<crate::protocol::hook::HookRan>,
+    },
+    /// Hooks the driver ran on its own (after a tool call, for a
+    /// notification, a compaction): told on the stream.
+    HooksRan {
+        turn_id: Option<InputId>,
+        ran: Vec<crate::protocol::hook::HookRan>,
+    },
     /// One call of tool batch `batch_id` finished.
     ToolFinished {
         batch_id: u64,

@@ -27,6 +27,7 @@ pub mod commands;
 pub mod context;
 pub mod custom_commands;
 mod effect;
+pub mod hooks;
 mod input;
 pub mod instructions;
 pub mod mcp_wait;

@@ -109,6 +109,18 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                         }
                     }
                 }
+                // A hook's feedback is a message the model read.
+                SystemSubtype::HookContinued => {
+                    if let Some(continued) = s.payload::<crate::protocol::hook::HookContinued>() {
+                        state.history.push(Message::User {
+                            text: crate::protocol::hook::feedback_text(
+                                continued.event,
+                                &continued.reason,
+                            ),
+                            images: Vec::new(),
+                        });
+                    }
+                }
                 // What the query took along joins its message.
                 SystemSubtype::Attached => {
                     let query = state

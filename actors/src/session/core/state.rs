@@ -53,6 +53,9 @@ pub struct SessionConfig {
     /// The longest the first model call waits for MCP servers on their
     /// first start (`[mcp] first_turn_wait_secs`; 0: it never waits).
     pub mcp_first_turn_wait_ms: u64,
+    /// The hooks the session runs (the workspace's only once trusted),
+    /// and what it says at start about those it does not.
+    pub hooks: crate::protocol::hook::HookSet,
 }
 
 impl SessionConfig {
@@ -145,6 +148,8 @@ pub struct SessionState {
     pub pending_command: Option<InputId>,
     /// The permission mode now, and the rules "allow always" added.
     pub permissions: PermissionState,
+    /// The hook runs it waits for, and what `SessionStart` hooks added.
+    pub hooks: super::hooks::HookState,
     pub(super) next_input_id: InputId,
     pub(super) next_request_id: u64,
 }
@@ -174,6 +179,7 @@ impl SessionState {
             context: ContextState::default(),
             compacting: None,
             pending_command: None,
+            hooks: Default::default(),
             next_input_id: 1,
             next_request_id: 1,
         }
@@ -197,7 +203,9 @@ impl SessionState {
             super::turn::Phase::Attaching(attaching) => Some(attaching.batch_id),
             super::turn::Phase::Streaming { .. }
             | super::turn::Phase::Compacting
-            | super::turn::Phase::WaitingForMcp => None,
+            | super::turn::Phase::WaitingForMcp
+            | super::turn::Phase::PromptHook(_)
+            | super::turn::Phase::StopHook { .. } => None,
         }
     }
 
@@ -212,7 +220,9 @@ impl SessionState {
             super::turn::Phase::RunningTools { .. }
             | super::turn::Phase::Attaching(_)
             | super::turn::Phase::Compacting
-            | super::turn::Phase::WaitingForMcp => None,
+            | super::turn::Phase::WaitingForMcp
+            | super::turn::Phase::PromptHook(_)
+            | super::turn::Phase::StopHook { .. } => None,
         }
     }
 
@@ -272,7 +282,14 @@ impl SessionState {
 
     /// The system prompt the agent's requests start from.
     pub fn base_prompt(&self) -> std::borrow::Cow<'_, str> {
-        self.config.base_prompt(&self.agent, &self.server_prompts)
+        let prompt = self.config.base_prompt(&self.agent, &self.server_prompts);
+        if self.hooks.session_context.is_empty() {
+            return prompt;
+        }
+        std::borrow::Cow::Owned(format!(
+            "{prompt}\n\n# Session start hooks\n{}",
+            self.hooks.session_context.join("\n\n")
+        ))
     }
 
     /// The current profile's description, if it is configured.

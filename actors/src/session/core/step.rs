@@ -4,16 +4,18 @@ use super::attach;
 use super::context::compaction::{CompactionCall, Summary};
 use super::context::{self, CompactionPlan, Next};
 use super::effect::Effect;
+use super::hooks::{self as hooks, HookWait};
 use super::input::Input;
 use super::mcp_wait;
 use super::partial::{AssembledMessage, PartialMessage};
 use super::permission::approval::{self, Settle};
 use super::permission::policy::{self, Verdict};
 use super::state::{QueuedInput, SessionState};
-use super::turn::{CallAttempt, PendingCall, Phase, Turn, Waiting};
+use super::turn::{CallAttempt, PendingCall, Phase, PromptHook, RunAs, Turn, Waiting};
 use crate::model::ContextRefusal;
 use crate::model::{GrantedCall, ModelEvent, ToolCall, ToolOutcome};
 use crate::protocol::context::{Compacted, CompactionTrigger};
+use crate::protocol::hook::{HookAnswer, HookDecision, HookEvent};
 use crate::protocol::system::{McpServerChanged, Retrying, SessionStarted};
 use crate::protocol::{
     AgentMessage, AssistantEvent, ContextUsage, ErrorEvent, ErrorKind, InputId, Message,
@@ -27,7 +29,20 @@ use crate::session::core::commands;
 pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> {
     let mut fx = Vec::new();
     match input {
-        Input::Started { resumed } => announce_start(state, resumed, &mut fx),
+        Input::Started { resumed } => {
+            announce_start(state, resumed, &mut fx);
+            session_start_hooks(state, resumed, &mut fx);
+        }
+        Input::HookDone {
+            hook_id,
+            answer,
+            ran,
+        } => on_hook_done(state, hook_id, answer, ran, now_ms, &mut fx),
+        Input::HooksRan { turn_id, ran } => {
+            for ran in &ran {
+                emit(&mut fx, turn_id, hooks::ran_event(ran));
+            }
+        }
         Input::Submit { input_id, input } => accept(state, input_id, input, &mut fx),
         Input::Interrupt => interrupt(state, now_ms, &mut fx),
         Input::Shutdown => {
@@ -174,6 +189,9 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
     for text in state.config.instructions.notices() {
         emit(fx, None, notice(text));
     }
+    for text in &state.config.hooks.notices {
+        emit(fx, None, notice(text.clone()));
+    }
     for problem in &state.config.agents.problems {
         emit(fx, None, notice(format!("Agent file not used: {problem}")));
     }
@@ -259,7 +277,7 @@ fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mu
 /// Start queued inputs while no turn runs: control commands apply at once,
 /// a query starts a turn (and stops the loop until it ends).
 fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
-    while state.turn.is_none() && state.pending_command.is_none() {
+    while state.turn.is_none() && state.pending_command.is_none() && !state.hooks.starting {
         let Some(QueuedInput { input_id, input }) = state.queue.pop_front() else {
             return;
         };
@@ -279,7 +297,7 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                         allowed_tools: query.allowed_tools,
                         notices: query.notices,
                     };
-                    start_turn(state, input_id, user, run_as, now_ms, fx)
+                    begin_query(state, input_id, user, run_as, false, now_ms, fx)
                 }
                 commands::Applied::NeedsStore(command) => {
                     state.pending_command = Some(input_id);
@@ -309,31 +327,19 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 }
             },
             // Typed by a user: its `@` mentions and `!command` count.
-            UserInput::Query { text, images } => match attach::request(&text) {
-                Some(request) => {
-                    let user = UserEvent {
-                        images,
-                        ..UserEvent::new(text)
-                    };
-                    start_attaching(state, input_id, user, request, now_ms, fx)
-                }
-                None => start_turn(
-                    state,
-                    input_id,
-                    UserEvent {
-                        images,
-                        ..UserEvent::new(text)
-                    },
-                    RunAs::default(),
-                    now_ms,
-                    fx,
-                ),
-            },
-            UserInput::Prompt { text } => start_turn(
+            UserInput::Query { text, images } => {
+                let user = UserEvent {
+                    images,
+                    ..UserEvent::new(text)
+                };
+                begin_query(state, input_id, user, RunAs::default(), true, now_ms, fx)
+            }
+            UserInput::Prompt { text } => begin_query(
                 state,
                 input_id,
                 UserEvent::new(text),
                 RunAs::default(),
+                false,
                 now_ms,
                 fx,
             ),
@@ -341,17 +347,68 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
     }
 }
 
-/// What a turn runs with besides the session's own settings (a custom
-/// command's front matter).
-#[derive(Default)]
-struct RunAs {
-    /// A model profile for this turn alone.
-    model: Option<String>,
-    /// Allow rules for this turn alone.
-    allowed_tools: Vec<crate::permissions::Rule>,
-    /// Said once the turn has begun (after its `user` event, so that front
-    /// ends take them as part of the turn, not as a command's reply).
-    notices: Vec<String>,
+/// A query's turn begins: its `UserPromptSubmit` hooks first, when it
+/// has some; then (`typed`: as a user typed it) its `@` mentions or
+/// `!command`, or the model.
+fn begin_query(
+    state: &mut SessionState,
+    id: InputId,
+    user: UserEvent,
+    run_as: RunAs,
+    typed: bool,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    if hooks::any(&state.config.hooks, HookEvent::UserPromptSubmit, None) {
+        let hook_id = state.take_request_id();
+        let mut fields = serde_json::Map::new();
+        fields.insert("prompt".into(), user.model_text().into());
+        fx.push(Effect::RunHook {
+            hook_id,
+            event: HookEvent::UserPromptSubmit,
+            tool: None,
+            fields,
+        });
+        state
+            .hooks
+            .waiting
+            .insert(hook_id, HookWait::Prompt { turn_id: id });
+        state.turn = Some(Turn {
+            id,
+            started_at_ms: now_ms,
+            steps: 0,
+            usage: Default::default(),
+            last_text: String::new(),
+            phase: Phase::PromptHook(Box::new(PromptHook {
+                hook_id,
+                user,
+                run_as,
+                typed,
+            })),
+            warned_over_budget: false,
+            call: CallAttempt::default(),
+            session_model: None,
+            stop_continuations: 0,
+        });
+        return;
+    }
+    submit_query(state, id, user, run_as, typed, now_ms, fx);
+}
+
+/// The query enters the history and its turn runs.
+fn submit_query(
+    state: &mut SessionState,
+    id: InputId,
+    user: UserEvent,
+    run_as: RunAs,
+    typed: bool,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    match attach::request(&user.text).filter(|_| typed) {
+        Some(request) => start_attaching(state, id, user, request, now_ms, fx),
+        None => start_turn(state, id, user, run_as, now_ms, fx),
+    }
 }
 
 fn start_turn(
@@ -442,6 +499,7 @@ fn open_turn(
         warned_over_budget: false,
         call: CallAttempt::default(),
         session_model,
+        stop_continuations: 0,
     });
 }
 
@@ -953,7 +1011,9 @@ fn finish_model_call(
     state.usage.model_calls += 1;
 
     if assembled.calls.is_empty() {
-        end_turn(state, StopReason::EndTurn, None, now_ms, fx);
+        if !stop_hooks(state, fx) {
+            end_turn(state, StopReason::EndTurn, None, now_ms, fx);
+        }
         return;
     }
     let batch_id = state.take_request_id();
@@ -969,10 +1029,14 @@ fn finish_model_call(
                     name: call.name.clone(),
                     input,
                 };
-                match admit(state, turn_id, tool_call, fx) {
-                    Admitted::Runs(granted) => runnable.push(granted),
-                    Admitted::Denied(denied) => outcome = Some(denied),
-                    Admitted::Waits(asked) => waiting = Some(asked),
+                if hooks::any(&state.config.hooks, HookEvent::PreToolUse, Some(&call.name)) {
+                    pre_tool_hooks(state, batch_id, tool_call, fx);
+                } else {
+                    match admit(state, turn_id, tool_call, None, fx) {
+                        Admitted::Runs(granted) => runnable.push(granted),
+                        Admitted::Denied(denied) => outcome = Some(denied),
+                        Admitted::Waits(asked) => waiting = Some(asked),
+                    }
                 }
             }
             Err(reason) => {
@@ -1015,7 +1079,15 @@ enum Admitted {
 
 /// Check `call` against the mode and the rules; a call that must ask
 /// emits its `approval_request` (and its timer, when requests time out).
-fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Effect>) -> Admitted {
+/// `hook`: what `PreToolUse` hooks decided (`allow` skips the mode's
+/// question but not a deny rule; `ask` asks whatever the mode says).
+fn admit(
+    state: &SessionState,
+    turn_id: InputId,
+    call: ToolCall,
+    hook: Option<(HookDecision, Option<String>)>,
+    fx: &mut Vec<Effect>,
+) -> Admitted {
     if call.name == super::agents::TASK_TOOL && state.config.task_tool {
         // The child session asks for what it does itself (its approvals
         // reach this session's front ends); starting it asks nothing.
@@ -1050,6 +1122,20 @@ fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Ef
         &call.name,
         &call.input,
     );
+    let verdict = match (hook, verdict) {
+        (Some((HookDecision::Allow, _)), Verdict::Ask(asking)) => Verdict::Run(asking.grant),
+        (Some((HookDecision::Ask, reason)), Verdict::Run(grant)) => Verdict::Ask(policy::Asking {
+            reason: hook_asks(reason),
+            grant,
+            always: None,
+            mode: None,
+        }),
+        (Some((HookDecision::Ask, reason)), Verdict::Ask(mut asking)) => {
+            asking.reason = hook_asks(reason);
+            Verdict::Ask(asking)
+        }
+        (_, verdict) => verdict,
+    };
     match verdict {
         Verdict::Run(grant) => Admitted::Runs(GrantedCall { call, grant }),
         Verdict::Deny(why) => Admitted::Denied(ToolOutcome::error(why)),
@@ -1111,6 +1197,295 @@ fn record_assistant(
             context,
         }),
     );
+}
+
+/// Why an approval asks when a hook made it ask.
+fn hook_asks(reason: Option<String>) -> String {
+    match reason {
+        Some(reason) => format!("a PreToolUse hook asks: {reason}"),
+        None => "a PreToolUse hook asks for this call".to_string(),
+    }
+}
+
+/// Call `call` of batch `batch_id` waits for its `PreToolUse` hooks.
+fn pre_tool_hooks(state: &mut SessionState, batch_id: u64, call: ToolCall, fx: &mut Vec<Effect>) {
+    let hook_id = state.take_request_id();
+    fx.push(Effect::RunHook {
+        hook_id,
+        event: HookEvent::PreToolUse,
+        tool: Some(call.name.clone()),
+        fields: {
+            let mut fields = hooks::tool_fields(&call.name, &call.input, &state.config.workspace);
+            fields.insert("tool_use_id".into(), call.id.clone().into());
+            fields
+        },
+    });
+    state
+        .hooks
+        .waiting
+        .insert(hook_id, HookWait::PreToolUse { batch_id, call });
+}
+
+/// `SessionStart` hooks run before the first query.
+fn session_start_hooks(state: &mut SessionState, resumed: bool, fx: &mut Vec<Effect>) {
+    let source = if resumed { "resume" } else { "startup" };
+    if !hooks::any(&state.config.hooks, HookEvent::SessionStart, Some(source)) {
+        return;
+    }
+    let hook_id = state.take_request_id();
+    let mut fields = serde_json::Map::new();
+    fields.insert("source".into(), source.into());
+    fx.push(Effect::RunHook {
+        hook_id,
+        event: HookEvent::SessionStart,
+        tool: None,
+        fields,
+    });
+    state.hooks.starting = true;
+    state.hooks.waiting.insert(hook_id, HookWait::SessionStart);
+}
+
+/// The model ended its answer: when `Stop` hooks (a sub-agent's:
+/// `SubagentStop`) run, the turn waits for them. Returns whether it does.
+fn stop_hooks(state: &mut SessionState, fx: &mut Vec<Effect>) -> bool {
+    /// The most times hooks may send the model back within one turn.
+    const MAX_CONTINUATIONS: u32 = 8;
+    let event = if state.config.task_tool {
+        HookEvent::Stop
+    } else {
+        HookEvent::SubagentStop
+    };
+    let Some(turn) = state.turn.as_ref() else {
+        return false;
+    };
+    if turn.stop_continuations >= MAX_CONTINUATIONS || !hooks::any(&state.config.hooks, event, None)
+    {
+        return false;
+    }
+    let (turn_id, active, last) = (turn.id, turn.stop_continuations > 0, turn.last_text.clone());
+    let hook_id = state.take_request_id();
+    let mut fields = serde_json::Map::new();
+    fields.insert("stop_hook_active".into(), active.into());
+    fields.insert("last_assistant_message".into(), last.into());
+    fx.push(Effect::RunHook {
+        hook_id,
+        event,
+        tool: None,
+        fields,
+    });
+    state
+        .hooks
+        .waiting
+        .insert(hook_id, HookWait::Stop { turn_id });
+    if let Some(turn) = state.turn.as_mut() {
+        turn.phase = Phase::StopHook { hook_id };
+    }
+    true
+}
+
+/// The hooks of run `hook_id` answered.
+fn on_hook_done(
+    state: &mut SessionState,
+    hook_id: u64,
+    answer: HookAnswer,
+    ran: Vec<crate::protocol::hook::HookRan>,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(wait) = state.hooks.waiting.remove(&hook_id) else {
+        return;
+    };
+    let turn_id = match &wait {
+        HookWait::PreToolUse { .. } | HookWait::SessionStart => state.turn.as_ref().map(|t| t.id),
+        HookWait::Prompt { turn_id } | HookWait::Stop { turn_id } => Some(*turn_id),
+    };
+    for ran in &ran {
+        emit(fx, turn_id, hooks::ran_event(ran));
+    }
+    match wait {
+        HookWait::SessionStart => {
+            state.hooks.starting = false;
+            state.hooks.session_context = answer.context;
+        }
+        HookWait::PreToolUse { batch_id, call } => {
+            on_pre_tool_answer(state, batch_id, call, answer, now_ms, fx)
+        }
+        HookWait::Prompt { turn_id } => {
+            on_prompt_answer(state, turn_id, hook_id, answer, now_ms, fx)
+        }
+        HookWait::Stop { turn_id } => on_stop_answer(state, turn_id, hook_id, answer, now_ms, fx),
+    }
+}
+
+/// A call's `PreToolUse` hooks answered: it is checked (with what they
+/// decided) and runs, asks or is refused, in its place in the batch.
+fn on_pre_tool_answer(
+    state: &mut SessionState,
+    batch_id: u64,
+    mut call: ToolCall,
+    answer: HookAnswer,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let Some(turn) = state.turn.as_ref() else {
+        return;
+    };
+    let turn_id = turn.id;
+    let still_waits = matches!(&turn.phase, Phase::RunningTools { batch_id: b, calls }
+        if *b == batch_id && calls.iter().any(|c| c.id == call.id && c.outcome.is_none() && c.waiting.is_none()));
+    if !still_waits {
+        return;
+    }
+    if let Some(input) = answer.updated_input {
+        call.input = hooks::tool_input_from_hook(&call.name, input);
+    }
+    let call_id = call.id.clone();
+    let admitted = match answer.decision {
+        Some(HookDecision::Deny | HookDecision::Block) => {
+            Admitted::Denied(ToolOutcome::error(format!(
+                "Blocked by a PreToolUse hook: {}",
+                answer
+                    .reason
+                    .unwrap_or_else(|| "no reason given".to_string())
+            )))
+        }
+        Some(decision) => admit(state, turn_id, call, Some((decision, answer.reason)), fx),
+        None => admit(state, turn_id, call, None, fx),
+    };
+    let Some(Turn {
+        phase: Phase::RunningTools { calls, .. },
+        ..
+    }) = state.turn.as_mut()
+    else {
+        return;
+    };
+    let Some(pending) = calls.iter_mut().find(|c| c.id == call_id) else {
+        return;
+    };
+    match admitted {
+        Admitted::Runs(granted) => fx.push(Effect::RunTools {
+            batch_id,
+            calls: vec![granted],
+        }),
+        Admitted::Denied(denied) => pending.outcome = Some(denied),
+        Admitted::Waits(asked) => pending.waiting = Some(asked),
+    }
+    record_finished_results(state, fx);
+    continue_after_tools(state, now_ms, fx);
+}
+
+/// A query's `UserPromptSubmit` hooks answered: it is refused (never
+/// entering the history), or goes on with what they added.
+fn on_prompt_answer(
+    state: &mut SessionState,
+    turn_id: InputId,
+    hook_id: u64,
+    answer: HookAnswer,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let waiting = state.turn.as_ref().is_some_and(|t| {
+        t.id == turn_id && matches!(&t.phase, Phase::PromptHook(p) if p.hook_id == hook_id)
+    });
+    if !waiting {
+        return;
+    }
+    let Some(Turn {
+        phase: Phase::PromptHook(prompt),
+        ..
+    }) = state.turn.take()
+    else {
+        return;
+    };
+    let blocked = matches!(
+        answer.decision,
+        Some(HookDecision::Block | HookDecision::Deny)
+    );
+    if blocked || answer.stop.is_some() {
+        let why = answer
+            .reason
+            .filter(|_| blocked)
+            .or(answer.stop)
+            .unwrap_or_else(|| "no reason given".to_string());
+        let error = format!("Not sent: a UserPromptSubmit hook blocked this query: {why}");
+        emit(fx, Some(turn_id), notice(error.clone()));
+        emit(
+            fx,
+            Some(turn_id),
+            AgentMessage::Result(ResultEvent {
+                stop_reason: StopReason::Error,
+                text: String::new(),
+                usage: Default::default(),
+                steps: 0,
+                duration_ms: 0,
+                error: Some(error),
+                context: state.context.last,
+            }),
+        );
+        return;
+    }
+    let PromptHook {
+        mut user,
+        run_as,
+        typed,
+        ..
+    } = *prompt;
+    if !answer.context.is_empty() {
+        let with = format!(
+            "{}\n\n<user-prompt-submit-hook>\n{}\n</user-prompt-submit-hook>",
+            user.model_text(),
+            answer.context.join("\n")
+        );
+        user.prompt = Some(with);
+    }
+    submit_query(state, turn_id, user, run_as, typed, now_ms, fx);
+}
+
+/// A turn's `Stop` hooks answered: the turn ends, or (a hook blocked the
+/// stop) the model reads why and goes on.
+fn on_stop_answer(
+    state: &mut SessionState,
+    turn_id: InputId,
+    hook_id: u64,
+    answer: HookAnswer,
+    now_ms: u64,
+    fx: &mut Vec<Effect>,
+) {
+    let max_steps = state.max_steps();
+    let Some(turn) = state.turn.as_mut().filter(|t| {
+        t.id == turn_id && matches!(t.phase, Phase::StopHook { hook_id: h } if h == hook_id)
+    }) else {
+        return;
+    };
+    let blocked = matches!(answer.decision, Some(HookDecision::Block))
+        && answer.stop.is_none()
+        && turn.steps < max_steps;
+    if !blocked {
+        end_turn(state, StopReason::EndTurn, None, now_ms, fx);
+        return;
+    }
+    turn.stop_continuations += 1;
+    let event = if state.config.task_tool {
+        HookEvent::Stop
+    } else {
+        HookEvent::SubagentStop
+    };
+    let reason = answer.reason.unwrap_or_default();
+    state.history.push(Message::User {
+        text: crate::protocol::hook::feedback_text(event, &reason),
+        images: Vec::new(),
+    });
+    let continued = crate::protocol::hook::HookContinued { event, reason };
+    let message = format!(
+        "A {event} hook sent the model back to work: {}",
+        continued.reason
+    );
+    emit(
+        fx,
+        Some(turn_id),
+        AgentMessage::System(SystemEvent::new(message, &continued)),
+    );
+    call_model(state, now_ms, fx);
 }
 
 fn on_tool_finished(
@@ -1437,7 +1812,11 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 record_tool_result(&mut state.history, turn_id, call, outcome, cancelled, fx);
             }
         }
-        Phase::Compacting | Phase::WaitingForMcp | Phase::Attaching(_) => {}
+        Phase::Compacting
+        | Phase::WaitingForMcp
+        | Phase::Attaching(_)
+        | Phase::PromptHook(_)
+        | Phase::StopHook { .. } => {}
     }
     end_turn(state, StopReason::Cancelled, None, now_ms, fx);
 }

@@ -73,6 +73,7 @@ impl Harness {
                 ..Default::default()
             },
             mcp_first_turn_wait_ms: 10_000,
+            hooks: Default::default(),
         };
         let tools = vec![ToolSpec {
             name: "bash".into(),

@@ -30,6 +30,13 @@ pub struct Turn {
     /// turn runs on a custom command's `model`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_model: Option<String>,
+    /// How many times `Stop` hooks sent the model back to work this turn.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub stop_continuations: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The history of the model call being made.
@@ -67,6 +74,34 @@ pub enum Phase {
     /// The query's `@` mentions are read, or its `!command` runs, before
     /// anything else (see `attach`).
     Attaching(super::attach::Attaching),
+    /// `UserPromptSubmit` hooks look at the query before anything else:
+    /// it has not entered the history (nor been shown) yet.
+    PromptHook(Box<PromptHook>),
+    /// The model ended its answer; `Stop` hooks may keep the turn going.
+    StopHook { hook_id: u64 },
+}
+
+/// A query waiting for its `UserPromptSubmit` hooks.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PromptHook {
+    pub hook_id: u64,
+    pub user: crate::protocol::UserEvent,
+    pub run_as: RunAs,
+    /// Typed by a user: its `@` mentions and `!command` count.
+    pub typed: bool,
+}
+
+/// What a turn runs with besides the session's own settings (a custom
+/// command's front matter).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunAs {
+    /// A model profile for this turn alone.
+    pub model: Option<String>,
+    /// Allow rules for this turn alone.
+    pub allowed_tools: Vec<crate::permissions::Rule>,
+    /// Said once the turn has begun (after its `user` event, so that front
+    /// ends take them as part of the turn, not as a command's reply).
+    pub notices: Vec<String>,
 }
 
 /// A tool call of the running batch.

@@ -103,6 +103,8 @@ impl Summary {
                     Phase::Compacting => "compacting".to_string(),
                     Phase::WaitingForMcp => "waiting for MCP servers".to_string(),
                     Phase::Attaching(_) => "reading @ mentions or running a ! command".to_string(),
+                    Phase::PromptHook(_) => "UserPromptSubmit hooks look at the query".to_string(),
+                    Phase::StopHook { .. } => "Stop hooks look at the answer".to_string(),
                 },
                 turn.steps
             )),

@@ -449,6 +449,7 @@ fn context_benchmark_report() {
             ..Default::default()
         },
         mcp_first_turn_wait_ms: 10_000,
+        hooks: Default::default(),
     };
     let mut state = SessionState::new(
         crate::protocol::SessionId::from("bench"),
