@@ -92,9 +92,12 @@ impl InputEnds {
 }
 
 /// A `system` event that says a command is under way rather than answered:
-/// a retry, or a notice that a summarising call starts.
+/// a retry, a notice that a summarising call starts, or a hook run (a
+/// query's `UserPromptSubmit` hooks run before its `user` event).
 pub fn is_progress(s: &SystemEvent) -> bool {
-    s.subtype == SystemSubtype::Retrying || announces_compaction(s)
+    s.subtype == SystemSubtype::Retrying
+        || s.subtype == SystemSubtype::Hook
+        || announces_compaction(s)
 }
 
 /// How the notices that announce a summarising call begin: when one starts

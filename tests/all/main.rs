@@ -23,6 +23,7 @@ mod durability;
 mod faults;
 mod first_run;
 mod given_mcp;
+mod hooks;
 mod images;
 mod instructions;
 mod layout;

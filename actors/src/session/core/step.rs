@@ -1408,7 +1408,6 @@ fn on_prompt_answer(
             .or(answer.stop)
             .unwrap_or_else(|| "no reason given".to_string());
         let error = format!("Not sent: a UserPromptSubmit hook blocked this query: {why}");
-        emit(fx, Some(turn_id), notice(error.clone()));
         emit(
             fx,
             Some(turn_id),

@@ -307,9 +307,7 @@ fn assess(state: &mut SessionState, force_count: bool) -> Assessment {
         .is_some_and(|a| a.prompt.is_some() && a.permission_mode == Some(PermissionMode::Plan));
     let planning = (state.permissions.mode == PermissionMode::Plan && !planning_agent)
         .then_some(PLAN_MODE_PROMPT);
-    let base = state
-        .config
-        .base_prompt(&state.agent, &state.server_prompts);
+    let base = state.base_prompt().into_owned();
     let offered = state.offered_tools();
     let system_prompt = format!(
         "{base}{}{}",
