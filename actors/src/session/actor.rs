@@ -44,7 +44,7 @@ use crate::protocol::{
 use crate::provider::ModelClient;
 use crate::session::SessionError;
 use crate::store::{AcceptedInput, SessionStore, StoreError};
-use crate::tools::Files;
+use crate::tools::{BackgroundCommands, Files};
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
 use futures::StreamExt;
@@ -179,6 +179,9 @@ pub struct AgentLoop {
     /// Where the file tools read and write: the disk, or the front end
     /// that holds the files (`UseFiles`).
     files: Files,
+    /// The commands its `bash` calls started in the background: ended
+    /// when the actor stops.
+    background: BackgroundCommands,
     /// The seq of the last event stamped (and published or being published).
     last_seq: u64,
     /// What the store holds and what it is still owed (seq reservation,
@@ -223,6 +226,7 @@ impl Actor for AgentLoop {
             subagents: args.subagents,
             workspace: args.workspace,
             files: Files::Disk,
+            background: BackgroundCommands::default(),
             last_seq: args.last_seq,
             journal: Journal::new(
                 args.last_seq,
@@ -296,6 +300,7 @@ impl Actor for AgentLoop {
             token.cancel();
         }
         self.stopped.cancel();
+        self.end_background_commands().await;
         // Watchers get what was said, then the end of the stream.
         self.topic.close();
         Ok(())
@@ -303,6 +308,34 @@ impl Actor for AgentLoop {
 }
 
 impl AgentLoop {
+    /// The session stops: the commands it left running in the background
+    /// are ended (SIGTERM, then SIGKILL, reaped), said in the log and, when
+    /// the session can still emit, in a notice.
+    async fn end_background_commands(&mut self) {
+        let ended = self.background.end_all().await;
+        if ended.is_empty() {
+            return;
+        }
+        let text = format!(
+            "The session stopped, so its background {} ended: {}.",
+            if ended.len() == 1 {
+                "command was"
+            } else {
+                "commands were"
+            },
+            ended.join(", ")
+        );
+        tracing::info!(session = %self.session_id, "{text}");
+        if !self.fenced {
+            let notice = AgentMessage::System(SystemEvent::bare(
+                crate::protocol::SystemSubtype::Notice,
+                text,
+            ));
+            let event = self.stamp(None, notice);
+            self.commit_and_publish(vec![event]).await;
+        }
+    }
+
     /// Feed one input through the core and perform what it asks.
     async fn apply(&mut self, input: Input) {
         if self.fenced {
@@ -644,6 +677,7 @@ impl AgentLoop {
                 self.workspace.clone(),
                 token.clone(),
                 self.files.clone(),
+                self.background.clone(),
             )
             .by(self.session_id.clone());
             tokio::spawn(async move {
