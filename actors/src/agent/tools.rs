@@ -5,8 +5,8 @@
 
 use crate::model::{GrantedCall, ToolList, ToolOutcome};
 use crate::settings::ToolSettings;
-use crate::tools::{BackgroundCommands, Tool};
 use crate::tools::executor::{self, RunTool};
+use crate::tools::{BackgroundCommands, Tool};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;

@@ -113,17 +113,36 @@ mod tests {
 
     #[test]
     fn what_is_not_a_domain_says_what_was_expected() {
-        assert!(Domain::parse("docs.rs").unwrap_err().contains("domain:HOST"));
+        assert!(
+            Domain::parse("docs.rs")
+                .unwrap_err()
+                .contains("domain:HOST")
+        );
         assert!(Domain::parse("domain:").unwrap_err().contains("empty"));
-        assert!(Domain::parse("domain:a b").unwrap_err().contains("not a host name"));
-        assert!(Domain::parse("domain:a.*.b").unwrap_err().contains("not a host name"));
-        assert!(Domain::parse("domain:https://x").unwrap_err().contains("not a host name"));
+        assert!(
+            Domain::parse("domain:a b")
+                .unwrap_err()
+                .contains("not a host name")
+        );
+        assert!(
+            Domain::parse("domain:a.*.b")
+                .unwrap_err()
+                .contains("not a host name")
+        );
+        assert!(
+            Domain::parse("domain:https://x")
+                .unwrap_err()
+                .contains("not a host name")
+        );
     }
 
     #[test]
     fn the_host_of_a_call_is_its_urls() {
         assert_eq!(host_of("https://Docs.rs/serde").as_deref(), Some("docs.rs"));
-        assert_eq!(host_of("http://127.0.0.1:8080/x").as_deref(), Some("127.0.0.1"));
+        assert_eq!(
+            host_of("http://127.0.0.1:8080/x").as_deref(),
+            Some("127.0.0.1")
+        );
         assert_eq!(host_of("ftp://docs.rs/x"), None);
         assert_eq!(host_of("docs.rs/serde"), None);
     }

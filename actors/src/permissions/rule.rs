@@ -310,7 +310,10 @@ mod tests {
             ("write_file (docs/*.md)", "write_file(docs/*.md)"),
             ("grep(/etc/**)", "grep(/etc/**)"),
             ("web_fetch(domain:docs.rs)", "web_fetch(domain:docs.rs)"),
-            ("web_fetch( domain:*.Rust-Lang.org )", "web_fetch(domain:*.rust-lang.org)"),
+            (
+                "web_fetch( domain:*.Rust-Lang.org )",
+                "web_fetch(domain:*.rust-lang.org)",
+            ),
         ] {
             assert_eq!(canonical(written), shown, "{written}");
             assert_eq!(canonical(shown), shown, "{shown} reads back");

@@ -44,9 +44,9 @@ use crate::protocol::{
 use crate::provider::ModelClient;
 use crate::session::SessionError;
 use crate::store::{AcceptedInput, SessionStore, StoreError};
-use crate::tools::{BackgroundCommands, Files};
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
+use crate::tools::{BackgroundCommands, Files};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use kameo::Actor;

@@ -156,7 +156,11 @@ impl Command {
     }
 
     fn shown(&self) -> String {
-        format!("{} (`{}`)", self.id, crate::text::ellipsize(&self.command, 80))
+        format!(
+            "{} (`{}`)",
+            self.id,
+            crate::text::ellipsize(&self.command, 80)
+        )
     }
 }
 
@@ -511,9 +515,8 @@ async fn stop(command: &Command) {
         }
         return;
     }
-    match command.pgid {
-        Some(pgid) => process::terminate(pgid, command.ended()).await,
-        None => {}
+    if let Some(pgid) = command.pgid {
+        process::terminate(pgid, command.ended()).await;
     }
     // SIGKILL was sent: the reaping follows.
     command.ended().await;

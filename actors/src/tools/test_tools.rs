@@ -4,9 +4,9 @@
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::model::{ToolOrigin, ToolSpec};
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
 #[cfg(not(target_os = "linux"))]
 use nix::unistd::Pid;
+use serde_json::{Value, json};
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
@@ -88,4 +88,3 @@ pub async fn process_exits(pid: i32) -> bool {
         nix::sys::signal::kill(Pid::from_raw(pid), None).is_err()
     }
 }
-

@@ -352,12 +352,7 @@ async fn background(
         .reserve(ctx.max_background_commands)
         .map_err(|e| ToolError::failed(e.to_string()))?;
     let started = start(&script, ctx).await?;
-    let id = reservation.adopt(
-        script,
-        started.child,
-        started.output,
-        ctx.max_output_bytes,
-    );
+    let id = reservation.adopt(script, started.child, started.output, ctx.max_output_bytes);
     let mut text = format!(
         "Started in the background as `{id}`. Read what it writes with bash_output \
          {{\"id\": \"{id}\"}} (only what is new since the last read; give `wait_secs` to wait \

@@ -49,25 +49,27 @@ impl BuiltinTool for BashOutput {
         params: Params,
         ctx: ToolContext,
     ) -> impl std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
-        async move {
-            let wait = Duration::from_secs(params.wait_secs.unwrap_or(0).min(MAX_WAIT_SECS));
-            let reading = ctx
-                .background
-                .read(&params.id, wait, &ctx.cancel)
-                .await
-                .map_err(|e| ToolError::failed(e.to_string()))?;
-            if ctx.cancel.is_cancelled() {
-                return Err(ToolError::Cancelled);
-            }
-            let failed = reading.ended.is_some() && !reading.success;
-            let text = render(&reading);
-            Ok(if failed {
-                ToolOutput::error(text)
-            } else {
-                ToolOutput::ok(text)
-            })
-        }
+        bash_output(params, ctx)
     }
+}
+
+async fn bash_output(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    let wait = Duration::from_secs(params.wait_secs.unwrap_or(0).min(MAX_WAIT_SECS));
+    let reading = ctx
+        .background
+        .read(&params.id, wait, &ctx.cancel)
+        .await
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let failed = reading.ended.is_some() && !reading.success;
+    let text = render(&reading);
+    Ok(if failed {
+        ToolOutput::error(text)
+    } else {
+        ToolOutput::ok(text)
+    })
 }
 
 /// A reading as the model sees it: a status line, then the new output.
@@ -158,7 +160,11 @@ mod tests {
             .await
             .unwrap();
         assert!(!first.is_error, "{}", first.text);
-        assert!(first.text.starts_with("`bash_1` is still running."), "{}", first.text);
+        assert!(
+            first.text.starts_with("`bash_1` is still running."),
+            "{}",
+            first.text
+        );
         assert!(first.text.ends_with("New output:\none\n"), "{}", first.text);
 
         release(&gate, "go\n").await;
@@ -166,16 +172,32 @@ mod tests {
             .await
             .unwrap();
         assert!(second.text.contains("is still running"), "{}", second.text);
-        assert!(second.text.ends_with("New output:\ntwo\n"), "{}", second.text);
+        assert!(
+            second.text.ends_with("New output:\ntwo\n"),
+            "{}",
+            second.text
+        );
         assert!(!second.text.contains("one"), "{}", second.text);
 
         let nothing = output(&ctx, json!({"id": "bash_1"})).await.unwrap();
-        assert!(nothing.text.ends_with("(no new output)"), "{}", nothing.text);
+        assert!(
+            nothing.text.ends_with("(no new output)"),
+            "{}",
+            nothing.text
+        );
 
         let killed = kill(&ctx, "bash_1").await.unwrap();
         assert!(!killed.is_error, "{}", killed.text);
-        assert!(killed.text.starts_with("Stopped `bash_1`"), "{}", killed.text);
-        assert!(killed.text.contains("has ended (signal 15 (SIGTERM))"), "{}", killed.text);
+        assert!(
+            killed.text.starts_with("Stopped `bash_1`"),
+            "{}",
+            killed.text
+        );
+        assert!(
+            killed.text.contains("has ended (signal 15 (SIGTERM))"),
+            "{}",
+            killed.text
+        );
         for pid in ["leader.pid", "child.pid"] {
             let pid = read_pid(&dir.path().join(pid));
             assert!(process_exits(pid).await, "{pid} survived kill_shell");
@@ -203,8 +225,16 @@ mod tests {
                 break read;
             }
         };
-        assert!(ended.is_error, "a failed command is an error: {}", ended.text);
-        assert!(ended.text.contains("has ended (exit code 3)"), "{}", ended.text);
+        assert!(
+            ended.is_error,
+            "a failed command is an error: {}",
+            ended.text
+        );
+        assert!(
+            ended.text.contains("has ended (exit code 3)"),
+            "{}",
+            ended.text
+        );
         assert!(seen.contains("bye\n"), "{seen}");
         // Ended and read: forgotten.
         assert!(output(&ctx, json!({"id": "bash_1"})).await.is_err());
@@ -251,9 +281,15 @@ mod tests {
             assert!(!out.is_error, "{}", out.text);
         }
         let refused = start(&ctx, "touch third").await.unwrap_err().to_string();
-        assert!(refused.contains("not started: 2 background commands"), "{refused}");
+        assert!(
+            refused.contains("not started: 2 background commands"),
+            "{refused}"
+        );
         assert!(refused.contains("bash_1 (`exec sleep 600`)"), "{refused}");
-        assert!(refused.contains("[tools] max_background_commands"), "{refused}");
+        assert!(
+            refused.contains("[tools] max_background_commands"),
+            "{refused}"
+        );
         assert!(refused.contains("kill_shell"), "{refused}");
         assert!(!dir.path().join("third").exists(), "a refused start ran");
 
@@ -267,20 +303,29 @@ mod tests {
     async fn ending_the_session_ends_every_background_command_and_starts_no_more() {
         let dir = tempfile::tempdir().unwrap();
         let ctx = ToolContext::new(dir.path());
-        start(&ctx, "echo $$ > a.pid; exec sleep 600").await.unwrap();
-        start(&ctx, "trap '' TERM; echo $$ > b.pid; while :; do sleep 1; done")
+        start(&ctx, "echo $$ > a.pid; exec sleep 600")
             .await
             .unwrap();
+        start(
+            &ctx,
+            "trap '' TERM; echo $$ > b.pid; while :; do sleep 1; done",
+        )
+        .await
+        .unwrap();
         // Both have written their pid (and, for b, set its trap) once they
         // print; the pids are the commands' `bash`es.
         for id in ["bash_1", "bash_2"] {
             let mut path = None;
             while path.is_none() {
-                let p = dir.path().join(if id == "bash_1" { "a.pid" } else { "b.pid" });
+                let p = dir
+                    .path()
+                    .join(if id == "bash_1" { "a.pid" } else { "b.pid" });
                 if std::fs::read_to_string(&p).is_ok_and(|s| s.ends_with('\n')) {
                     path = Some(p);
                 } else {
-                    output(&ctx, json!({"id": id, "wait_secs": 1})).await.unwrap();
+                    output(&ctx, json!({"id": id, "wait_secs": 1}))
+                        .await
+                        .unwrap();
                 }
             }
         }

@@ -38,18 +38,20 @@ impl BuiltinTool for KillShell {
         params: Params,
         ctx: ToolContext,
     ) -> impl std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
-        async move {
-            let (reading, already) = ctx
-                .background
-                .kill(&params.id)
-                .await
-                .map_err(|e| ToolError::failed(e.to_string()))?;
-            let head = if already {
-                format!("`{}` had already ended by itself.", reading.id)
-            } else {
-                format!("Stopped `{}` (`{}`).", reading.id, reading.command)
-            };
-            Ok(ToolOutput::ok(format!("{head} {}", render(&reading))))
-        }
+        kill_shell(params, ctx)
     }
+}
+
+async fn kill_shell(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    let (reading, already) = ctx
+        .background
+        .kill(&params.id)
+        .await
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    let head = if already {
+        format!("`{}` had already ended by itself.", reading.id)
+    } else {
+        format!("Stopped `{}` (`{}`).", reading.id, reading.command)
+    };
+    Ok(ToolOutput::ok(format!("{head} {}", render(&reading))))
 }

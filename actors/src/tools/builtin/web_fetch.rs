@@ -64,22 +64,24 @@ impl BuiltinTool for WebFetch {
         params: Params,
         ctx: ToolContext,
     ) -> impl std::future::Future<Output = Result<ToolOutput, ToolError>> + Send + 'static {
-        async move {
-            let url = parse_url(&params.url)?;
-            if !ctx.sandbox.network {
-                return Err(ToolError::failed(format!(
-                    "Not fetched: network access is turned off for this session ([sandbox] \
-                     network = false in the configuration), so web_fetch cannot reach {}. Work \
-                     without it, or ask the user to allow network access.",
-                    url
-                )));
-            }
-            let cancel = ctx.cancel.clone();
-            tokio::select! {
-                fetched = fetch(url, &ctx) => fetched,
-                () = cancel.cancelled() => Err(ToolError::Cancelled),
-            }
-        }
+        web_fetch(params, ctx)
+    }
+}
+
+async fn web_fetch(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    let url = parse_url(&params.url)?;
+    if !ctx.sandbox.network {
+        return Err(ToolError::failed(format!(
+            "Not fetched: network access is turned off for this session ([sandbox] \
+             network = false in the configuration), so web_fetch cannot reach {}. Work \
+             without it, or ask the user to allow network access.",
+            url
+        )));
+    }
+    let cancel = ctx.cancel.clone();
+    tokio::select! {
+        fetched = fetch(url, &ctx) => fetched,
+        () = cancel.cancelled() => Err(ToolError::Cancelled),
     }
 }
 
@@ -297,7 +299,9 @@ async fn read(
     if status.is_success() {
         Ok(ToolOutput::ok(out))
     } else {
-        Ok(ToolOutput::error(format!("HTTP {status} from {url}\n{out}")))
+        Ok(ToolOutput::error(format!(
+            "HTTP {status} from {url}\n{out}"
+        )))
     }
 }
 

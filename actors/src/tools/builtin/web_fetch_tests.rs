@@ -30,11 +30,21 @@ async fn server() -> SocketAddr {
         .route("/ftp", get(|| async { To::temporary("ftp://127.0.0.1/x") }))
         .route(
             "/image",
-            get(|| async { ([(header::CONTENT_TYPE, "image/png")], vec![0x89u8, b'P', 0, 0]) }),
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "image/png")],
+                    vec![0x89u8, b'P', 0, 0],
+                )
+            }),
         )
         .route(
             "/json",
-            get(|| async { ([(header::CONTENT_TYPE, "application/json")], "{\"a\": [1, 2]}") }),
+            get(|| async {
+                (
+                    [(header::CONTENT_TYPE, "application/json")],
+                    "{\"a\": [1, 2]}",
+                )
+            }),
         )
         .route(
             "/big",
@@ -69,8 +79,9 @@ async fn an_html_page_comes_back_as_markdown_without_scripts_or_styles() {
     let out = fetch(&ctx(), format!("http://{addr}/page")).await.unwrap();
     assert!(!out.is_error, "{}", out.text);
     assert!(
-        out.text
-            .starts_with(&format!("URL: http://{addr}/page\nContent-Type: text/html\n")),
+        out.text.starts_with(&format!(
+            "URL: http://{addr}/page\nContent-Type: text/html\n"
+        )),
         "{}",
         out.text
     );
@@ -106,15 +117,19 @@ async fn a_redirect_on_the_same_host_is_followed() {
 #[tokio::test]
 async fn a_redirect_to_another_host_is_returned_not_followed() {
     let addr = server().await;
-    let out = fetch(&ctx(), format!("http://{addr}/elsewhere")).await.unwrap();
+    let out = fetch(&ctx(), format!("http://{addr}/elsewhere"))
+        .await
+        .unwrap();
     assert!(!out.is_error, "{}", out.text);
     assert!(
-        out.text.contains("redirected (307 Temporary Redirect) to http://localhost:9/page"),
+        out.text
+            .contains("redirected (307 Temporary Redirect) to http://localhost:9/page"),
         "{}",
         out.text
     );
     assert!(
-        out.text.contains("call web_fetch with url \"http://localhost:9/page\""),
+        out.text
+            .contains("call web_fetch with url \"http://localhost:9/page\""),
         "{}",
         out.text
     );
@@ -157,7 +172,8 @@ async fn a_body_beyond_the_cap_is_cut_and_the_markdown_kept_to_the_output_limit(
         out.text
     );
     assert!(
-        out.text.contains("more bytes of the page not shown: the output limit is 2000 bytes"),
+        out.text
+            .contains("more bytes of the page not shown: the output limit is 2000 bytes"),
         "{}",
         out.text
     );
@@ -166,9 +182,15 @@ async fn a_body_beyond_the_cap_is_cut_and_the_markdown_kept_to_the_output_limit(
 #[tokio::test]
 async fn an_error_status_is_an_error_result_with_the_page() {
     let addr = server().await;
-    let out = fetch(&ctx(), format!("http://{addr}/missing")).await.unwrap();
+    let out = fetch(&ctx(), format!("http://{addr}/missing"))
+        .await
+        .unwrap();
     assert!(out.is_error);
-    assert!(out.text.starts_with("HTTP 404 Not Found from"), "{}", out.text);
+    assert!(
+        out.text.starts_with("HTTP 404 Not Found from"),
+        "{}",
+        out.text
+    );
     assert!(out.text.contains("No such page"), "{}", out.text);
 }
 
@@ -192,7 +214,10 @@ async fn only_http_and_https_urls_are_taken() {
         ("docs.rs/serde", "not a URL"),
     ] {
         let err = fetch(&ctx(), url.to_string()).await.unwrap_err();
-        assert!(matches!(err, ToolError::InvalidArguments { .. }), "{url}: {err}");
+        assert!(
+            matches!(err, ToolError::InvalidArguments { .. }),
+            "{url}: {err}"
+        );
         assert!(err.to_string().contains(says), "{url}: {err}");
     }
 }

@@ -634,7 +634,10 @@ fn a_background_bash_call_is_a_bash_call_for_the_rules_but_plan_mode_refuses_it(
     assert_eq!(asked[0].suggested_rule.as_deref(), Some("bash(npm run:*)"));
     // A bash rule allows or denies it like the same command in the
     // foreground.
-    let mut h = session(PermissionMode::Default, rules(&["bash(npm run:*)"], &[], &[]));
+    let mut h = session(
+        PermissionMode::Default,
+        rules(&["bash(npm run:*)"], &[], &[]),
+    );
     turn_with_calls(&mut h, "serve", &[("c1", "bash", background)]);
     assert_eq!(started(&h.effects).len(), 1);
     let mut h = session(PermissionMode::Bypass, rules(&[], &[], &["bash(npm:*)"]));
@@ -649,7 +652,9 @@ fn a_background_bash_call_is_a_bash_call_for_the_rules_but_plan_mode_refuses_it(
     let refused = &tool_results(&h)[0];
     assert!(refused.is_error);
     assert!(
-        refused.output.contains("plan mode, which starts no background commands"),
+        refused
+            .output
+            .contains("plan mode, which starts no background commands"),
         "{}",
         refused.output
     );
