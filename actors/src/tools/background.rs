@@ -509,8 +509,12 @@ impl BackgroundCommands {
 /// Ends `command`'s process group and waits until its `bash` is reaped.
 async fn stop(command: &Command) {
     if !command.is_running() {
-        // Its children may live on in its group: they go too.
-        if let Some(pgid) = command.pgid {
+        // Processes it started that still hold its output open live on in
+        // its group (which keeps the group's id theirs): they go too. An
+        // empty group is left alone, its id free for reuse.
+        if let Some(pgid) = command.pgid
+            && !command.state.borrow().eof
+        {
             process::signal_group(pgid, Signal::SIGKILL);
         }
         return;
