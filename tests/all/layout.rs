@@ -616,6 +616,9 @@ fn impurities(
         "globset",
         // `images` encodes what it reads as base64.
         "base64",
+        // `permissions::domain` reads a `web_fetch` call's host with the
+        // parser the tool fetches with (parsing only).
+        "url",
     ];
     let impure_std = [
         "std::fs",

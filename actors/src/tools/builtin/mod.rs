@@ -37,6 +37,8 @@ mod held;
 mod listing;
 mod typed;
 mod walk;
+#[cfg(test)]
+mod web_fetch_tests;
 
 pub use blocking::blocking;
 pub use typed::BuiltinTool;

@@ -188,14 +188,14 @@ async fn fetch(start: Url, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
 
 /// What to do about a redirect from `from` to `to`.
 #[derive(Debug, PartialEq)]
-enum Redirect {
+pub(super) enum Redirect {
     Follow,
     /// Tell the model the new URL (the permission rules see it then).
     Report(&'static str),
     Refuse(String),
 }
 
-fn redirect(from: &Url, to: &Url) -> Redirect {
+pub(super) fn redirect(from: &Url, to: &Url) -> Redirect {
     if !matches!(to.scheme(), "http" | "https") {
         return Redirect::Refuse(format!(
             "its scheme is `{}:`, and only http:// and https:// are fetched",
@@ -307,7 +307,7 @@ async fn read(
 
 /// What a text body is turned into.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
+pub(super) enum Kind {
     Html,
     Text,
 }
@@ -320,7 +320,7 @@ fn content_type(headers: &HeaderMap) -> Option<String> {
 }
 
 /// How a body of media type `mime` is read, or `None` when it is not text.
-fn text_kind(mime: &str) -> Option<Kind> {
+pub(super) fn text_kind(mime: &str) -> Option<Kind> {
     if mime == "text/html" || mime == "application/xhtml+xml" {
         return Some(Kind::Html);
     }
@@ -350,7 +350,7 @@ fn text_kind(mime: &str) -> Option<Kind> {
 
 /// A body without a content type that is not text: NUL bytes, or not
 /// UTF-8 in its first few KiB.
-fn looks_binary(body: &[u8]) -> bool {
+pub(super) fn looks_binary(body: &[u8]) -> bool {
     let start = &body[..body.len().min(8192)];
     if start.contains(&0) {
         return true;
@@ -405,7 +405,3 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     }
     i
 }
-
-#[cfg(test)]
-#[path = "web_fetch_tests.rs"]
-mod tests;

@@ -1,14 +1,17 @@
 //! `web_fetch` against a real HTTP server on this machine (axum): pages,
 //! redirects, binary bodies, the size cap and `[sandbox] network`.
 
-use super::*;
-use crate::tools::Tool;
+use super::web_fetch::{
+    Kind, MAX_BODY_BYTES, Redirect, WebFetch, looks_binary, redirect, text_kind,
+};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use axum::Router;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect as To};
 use axum::routing::get;
 use serde_json::json;
 use std::net::SocketAddr;
+use url::Url;
 
 const PAGE: &str = "<!doctype html><html><head><title>Guide</title>\
     <style>body { color: red }</style><script>alert('no')</script></head>\
