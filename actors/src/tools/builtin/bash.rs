@@ -63,9 +63,8 @@ pub struct Params {
     /// is asked first.
     #[serde(default)]
     pub outside_sandbox: bool,
-    /// Start the command in the background and return at once with its id
-    /// (`bash_1`); read its output with bash_output and stop it with
-    /// kill_shell. For servers, watchers and other long-running commands.
+    /// Start it in the background and return its id at once (servers,
+    /// watchers); see bash_output and kill_shell.
     #[serde(default)]
     pub run_in_background: bool,
     /// Why the command must run outside the sandbox (shown to the user who
@@ -88,11 +87,9 @@ impl BuiltinTool for Bash {
         cannot be used; pass flags such as `--yes` or `--no-pager` instead. \
         The command is killed, with everything it started, after `timeout_secs` (default 120, \
         at most 600). Long output is shortened in the middle, keeping its start and end. \
-        For a server, a watcher or anything else that keeps running, set \
-        `run_in_background: true`: the call returns at once with an id (`bash_1`), bash_output \
-        reads what the command wrote since the last read and kill_shell stops it (they end \
-        with the session). Output still open 2 s after a foreground command exits is not \
-        waited for. Prefer read_file, list_dir, glob and grep over cat, ls, find and grep: \
+        For servers and watchers set `run_in_background: true`: it returns an id at once; \
+        read with bash_output, stop with kill_shell. Output still open 2 s after a command \
+        exits is not waited for. Prefer read_file, list_dir, glob and grep over cat, ls, find and grep: \
         they are faster and their output is made for you. \
         Commands run in a sandbox: they can read everything but write only in the workspace, \
         the configured write roots and the temporary directories (/tmp). If a command fails \

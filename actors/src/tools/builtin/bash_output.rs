@@ -23,25 +23,20 @@ pub struct BashOutput;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// The id `bash` returned when it started the command in the
-    /// background (`bash_1`).
+    /// The id bash returned (`bash_1`).
     pub id: String,
-    /// When the command has written nothing new and still runs, wait up to
-    /// this many seconds for output or for its end (default 0: answer at
-    /// once; at most 120). Use it to wait for a server to be ready.
+    /// Seconds to wait for new output or the end when there is none yet
+    /// (default 0, at most 120).
     #[serde(default)]
     pub wait_secs: Option<u64>,
 }
 
 impl BuiltinTool for BashOutput {
     const NAME: &'static str = "bash_output";
-    const DESCRIPTION: &'static str = "Read what a command started with `bash` and \
-        `run_in_background: true` wrote (stdout and stderr interleaved) since the last \
-        bash_output call for it, and whether it is still running or how it ended (its exit \
-        code). Output already read is not returned again. Only the newest output is kept \
-        between reads; when more was written, the answer says how many bytes were dropped. Give \
-        `wait_secs` to wait for new output or the command's end instead of polling. Once a \
-        command has ended and its output was read, its id is forgotten.";
+    const DESCRIPTION: &'static str = "Read what a bash command started with \
+        `run_in_background: true` wrote since the last read, and whether it still runs or how \
+        it ended (its exit code). Only the newest output is kept between reads; dropped bytes \
+        are counted. `wait_secs` waits for new output or the end instead of polling.";
     type Params = Params;
 
     fn run(

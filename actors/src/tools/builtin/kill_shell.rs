@@ -19,18 +19,15 @@ pub struct KillShell;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// The id `bash` returned when it started the command in the
-    /// background (`bash_1`).
+    /// The id bash returned (`bash_1`).
     pub id: String,
 }
 
 impl BuiltinTool for KillShell {
     const NAME: &'static str = "kill_shell";
-    const DESCRIPTION: &'static str = "Stop a command started with `bash` and \
-        `run_in_background: true`, and every process it started (its process group): SIGTERM, \
-        then SIGKILL if it has not ended after 3 s. Returns how it ended and the output it wrote \
-        since the last bash_output read; its id is forgotten afterwards. Stop background \
-        commands you no longer need; the session ends the rest when it stops.";
+    const DESCRIPTION: &'static str = "Stop a bash command started with \
+        `run_in_background: true` and everything it started (SIGTERM, then SIGKILL after 3 s). \
+        Returns how it ended and the output not read yet.";
     type Params = Params;
 
     fn run(

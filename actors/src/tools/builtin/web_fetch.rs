@@ -42,21 +42,17 @@ pub struct WebFetch;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Params {
-    /// The URL to fetch, `http://` or `https://` (e.g.
-    /// `https://docs.rs/serde/latest/serde/`).
+    /// The http:// or https:// URL to fetch.
     pub url: String,
 }
 
 impl BuiltinTool for WebFetch {
     const NAME: &'static str = "web_fetch";
-    const DESCRIPTION: &'static str = "Fetch a web page with an HTTP GET and return its \
-        content as text: HTML is turned into Markdown; plain text, Markdown, JSON, XML and \
-        JavaScript come back as they are. Only http:// and https:// URLs, and only text: \
-        images and other binary files are refused. Redirects on the same host are followed; a \
-        redirect to another host is returned to you as the new URL, to fetch with another \
-        call. Large pages are cut, keeping their start. The user may be asked to allow each \
-        domain. Use it to read documentation, issues or articles the task needs; it cannot \
-        log in, submit forms or run the page's scripts.";
+    const DESCRIPTION: &'static str = "Fetch an http:// or https:// URL and return its \
+        text: HTML as Markdown; plain text, JSON, XML and JavaScript as they are; images and \
+        other binary files are refused. Same-host redirects are followed; a redirect to another \
+        host is returned to you, to fetch with another call. Long pages are cut, keeping their \
+        start.";
     type Params = Params;
 
     fn run(
