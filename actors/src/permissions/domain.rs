@@ -41,7 +41,21 @@ impl Domain {
         if host.is_empty() {
             return Err("the domain is empty".into());
         }
+        // An IPv6 address as URLs write it: `[::1]`.
+        let ipv6 = |h: &str| {
+            h.strip_prefix('[')
+                .and_then(|h| h.strip_suffix(']'))
+                .is_some_and(|inner| {
+                    !inner.is_empty()
+                        && inner
+                            .chars()
+                            .all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+                })
+        };
         let valid = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_';
+        if ipv6(&host) && !subdomains {
+            return Ok(Domain { host, subdomains });
+        }
         if !host.chars().all(valid) || host.starts_with('.') || host.contains("..") {
             return Err(format!(
                 "`{host}` is not a host name (letters, digits, `-` and `.`; `*.` only at the start)"
@@ -134,6 +148,16 @@ mod tests {
                 .unwrap_err()
                 .contains("not a host name")
         );
+    }
+
+    #[test]
+    fn an_ipv6_host_reads_back_as_urls_write_it() {
+        let host = host_of("http://[::1]:8080/x").unwrap();
+        assert_eq!(host, "[::1]");
+        let domain = Domain::parse(&format!("domain:{host}")).unwrap();
+        assert!(domain.matches(&host));
+        assert_eq!(domain, Domain::exactly(&host));
+        assert!(Domain::parse("domain:*.[::1]").is_err());
     }
 
     #[test]

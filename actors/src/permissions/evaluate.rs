@@ -11,12 +11,13 @@
 //! (`sudo`, `env`, `timeout`, …) and directory parts of the command name;
 //! allow rules look at the command as written.
 //!
-//! A `web_fetch(domain:…)` rule matches when the call's URL's host is the
-//! domain's (`domain.rs`). A file rule matches when the call's path matches its glob; for deny and
+//! A file rule matches when the call's path matches its glob; for deny and
 //! ask, a `glob` or `grep` call searching a directory that holds the glob's
-//! fixed start matches too. A call whose input lacks what the rule looks at
-//! (no `command`, a `path` that is not a string, a `url` without a host) matches deny and ask rules
-//! with a specifier, and no allow rule with one.
+//! fixed start matches too. A `web_fetch(domain:…)` rule matches when the
+//! host of the call's URL is the domain's (`domain.rs`). A call whose input
+//! lacks what the rule looks at (no `command`, a `path` that is not a
+//! string, a `url` without a host) matches deny and ask rules with a
+//! specifier, and no allow rule with one.
 
 use super::call::{CallView, MatchEnv, SEARCHES};
 use super::path;

@@ -14,6 +14,11 @@
 //! session commands (through [`SessionCommands`], which the set of sessions
 //! provides) as tasks that feed their results back.
 //!
+//! Holds the session's background commands (`bash` with
+//! `run_in_background`) and hands them to every tool call; when it stops
+//! (unloaded, closed, the process stopping) it ends them, logs it and,
+//! unless fenced, says so in a `notice`.
+//!
 //! Never awaits a model stream, a tool or a session command inside a
 //! handler — those run on tasks that report back with [`Feed`] — so an
 //! interrupt is handled at once. Never swallows a store failure: the events
