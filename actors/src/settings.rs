@@ -254,6 +254,10 @@ pub struct ToolSettings {
     /// error result (an MCP server's tools have its `tool_timeout_secs`).
     #[serde(default = "default_tool_timeout_secs")]
     pub timeout_secs: u64,
+    /// How many `bash` commands started with `run_in_background` may run
+    /// at once in one session; a start beyond is refused.
+    #[serde(default = "default_max_background_commands")]
+    pub max_background_commands: usize,
     /// `[tools.environment]`: the environment of commands and MCP servers.
     #[serde(default)]
     pub environment: EnvironmentPolicy,
@@ -350,11 +354,20 @@ fn default_tool_timeout_secs() -> u64 {
     900
 }
 
+/// Background commands one session may run at once unless `[tools]` says
+/// otherwise.
+pub const DEFAULT_MAX_BACKGROUND_COMMANDS: usize = 8;
+
+fn default_max_background_commands() -> usize {
+    DEFAULT_MAX_BACKGROUND_COMMANDS
+}
+
 impl Default for ToolSettings {
     fn default() -> Self {
         ToolSettings {
             max_output_bytes: default_max_output_bytes(),
             timeout_secs: default_tool_timeout_secs(),
+            max_background_commands: default_max_background_commands(),
             environment: EnvironmentPolicy::default(),
             sandbox: SandboxSettings::default(),
         }

@@ -616,3 +616,53 @@ async fn after_stopping_every_session_nothing_is_started_or_loaded() {
     ));
     assert!(h.runtime.loaded_sessions().await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unloaded_session_ends_its_background_commands_and_says_so() {
+    let h = Harness::with_idle_unload(0).await;
+    let session = h.session().await;
+    let id = session.id().clone();
+    {
+        let mut events = Events::of(&session);
+        session.submit_text("serve").await.unwrap();
+        h.next_call().await.call_tools(&[(
+            "s",
+            "bash",
+            r#"{"command":"echo $$ > server.pid; exec sleep 600","run_in_background":true}"#,
+        )]);
+        h.next_call().await.answer("started");
+        events.result().await;
+    }
+    // The command has written its pid (polled, with a deadline).
+    let pid_file = h.workspace().join("server.pid");
+    let deadline = std::time::Instant::now() + GUARD;
+    let pid: u32 = loop {
+        if let Ok(text) = std::fs::read_to_string(&pid_file)
+            && let Ok(pid) = text.trim().parse()
+        {
+            break pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid written");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    assert!(proc.exists(), "the background command runs");
+    drop(session);
+    h.runtime.sweep_idle().await;
+    assert!(h.runtime.session(&id).await.is_none(), "unloaded");
+    assert!(!proc.exists(), "the background command outlived the unload");
+
+    let again = h.runtime.open_session(&id).await.unwrap();
+    let stored = again.stored_events(0, None).await.unwrap();
+    let notice = stored.iter().find_map(|e| match &e.message {
+        AgentMessage::System(s) if s.subtype == SystemSubtype::Notice => Some(s.message.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        notice.as_deref(),
+        Some(
+            "The session stopped, so its background command was ended: bash_1 (`echo $$ > \
+             server.pid; exec sleep 600`)."
+        )
+    );
+}

@@ -233,6 +233,13 @@ async fn the_resume_picker_resumes_the_chosen_session() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_status_line_shows_context_and_mode_and_follows_mode_switches() {
     let fx = Fixture::new("chat_terminal").await;
+    // The file and command tools alone, whose definitions the window below
+    // is measured against.
+    std::fs::write(
+        fx.workspace().join(".agentbus.toml"),
+        "disallowed_tools = [\"bash_output\", \"kill_shell\", \"web_fetch\"]\n",
+    )
+    .unwrap();
     fx.add_config(&format!(
         // A window the tool definitions nearly fill: the message still fits.
         "[models.windowed]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\ncontext_window = 2800\n",

@@ -102,6 +102,9 @@ async fn disallowed_tools_are_hidden_from_the_model() {
             "edit_file",
             "list_dir",
             "glob",
+            "bash_output",
+            "kill_shell",
+            "web_fetch",
             "task"
         ]
     );

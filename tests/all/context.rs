@@ -86,17 +86,17 @@ async fn turn(
     server.result_of_resuming(stream, id, input).await
 }
 
-/// `tools`: `all` the built-in tools (they take most of the window, so
-/// nothing is left to summarise into), or `read_file` alone.
+/// `tools`: `all` the built-in file and command tools (they take most of
+/// the window, so nothing is left to summarise into), or `read_file` alone.
 async fn three_hundred_turns_stay_inside_a_4000_token_window(profile: &str, tools: &str) {
     const TURNS: usize = 300;
     let script = Script::from_toml_str(&reading_script(4000, TURNS)).expect("script");
     let fx = Fixture::with_script(script).await;
     write_big_files(&fx);
     let disallowed = match tools {
-        "all" => "",
+        "all" => "disallowed_tools = [\"bash_output\", \"kill_shell\", \"web_fetch\"]\n",
         _ => {
-            "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\"]\n"
+            "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\", \"bash_output\", \"kill_shell\", \"web_fetch\"]\n"
         }
     };
     project_config(
@@ -435,8 +435,8 @@ async fn a_mis_set_window_costs_one_refusal_at_most(profile: &str) {
     let fx = Fixture::with_script(Script::from_toml_str(&script).expect("script")).await;
     project_config(
         &fx,
-        // The eight file and command tools, as a new user's chat has them.
-        "disallowed_tools = [\"task\"]\n\
+        // The seven file and command tools.
+        "disallowed_tools = [\"task\", \"bash_output\", \"kill_shell\", \"web_fetch\"]\n\
          [models.scripted]\ncontext_window = 200000\nmax_output_tokens = 400\n\
          [models.scripted-anthropic]\ncontext_window = 200000\nmax_output_tokens = 400\n",
     );

@@ -618,6 +618,9 @@ fn impurities(
         "base64",
         // Hook matchers that are regular expressions (`session::core::hooks`).
         "regex",
+        // `permissions::domain` reads a `web_fetch` call's host with the
+        // parser the tool fetches with (parsing only).
+        "url",
     ];
     let impure_std = [
         "std::fs",

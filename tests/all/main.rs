@@ -12,6 +12,7 @@ mod support;
 mod acp;
 mod agents;
 mod api_contract;
+mod background_and_web;
 mod caching_figures;
 mod chat;
 mod chat_terminal;

@@ -5,8 +5,8 @@
 
 use crate::model::{GrantedCall, ToolList, ToolOutcome};
 use crate::settings::ToolSettings;
-use crate::tools::Tool;
 use crate::tools::executor::{self, RunTool};
+use crate::tools::{BackgroundCommands, Tool};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -21,6 +21,9 @@ pub(super) struct ToolBox {
     specs: ToolList,
     settings: ToolSettings,
     workspace: PathBuf,
+    /// The commands the agent's `bash` calls started in the background:
+    /// killed when the agent (its last clone) is dropped.
+    background: BackgroundCommands,
 }
 
 impl ToolBox {
@@ -45,6 +48,7 @@ impl ToolBox {
             specs: Arc::new(specs),
             settings,
             workspace,
+            background: BackgroundCommands::default(),
         })
     }
 
@@ -79,7 +83,13 @@ impl ToolBox {
         let ready = match tool {
             Some(tool) => Ok((
                 tool,
-                RunTool::new(call, self.workspace.clone(), cancel, Default::default()),
+                RunTool::new(
+                    call,
+                    self.workspace.clone(),
+                    cancel,
+                    Default::default(),
+                    self.background.clone(),
+                ),
                 self.settings.clone(),
             )),
             None => {

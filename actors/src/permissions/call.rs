@@ -46,6 +46,15 @@ impl CallView<'_> {
         self.input.get("command")?.as_str()
     }
 
+    /// The host a `web_fetch` call reaches (lower-case), if its `url` is
+    /// an http(s) URL with one.
+    pub fn host(&self) -> Option<String> {
+        if self.tool != super::domain::WEB_FETCH {
+            return None;
+        }
+        super::domain::host_of(self.input.get("url")?.as_str()?)
+    }
+
     /// The absolute, normalised path a file tool call works on (the
     /// workspace for a search without one); `None` for other tools and for
     /// a path that is not a string.

@@ -13,9 +13,11 @@
 //!
 //! A file rule matches when the call's path matches its glob; for deny and
 //! ask, a `glob` or `grep` call searching a directory that holds the glob's
-//! fixed start matches too. A call whose input lacks what the rule looks at
-//! (no `command`, a `path` that is not a string) matches deny and ask rules
-//! with a specifier, and no allow rule with one.
+//! fixed start matches too. A `web_fetch(domain:…)` rule matches when the
+//! host of the call's URL is the domain's (`domain.rs`). A call whose input
+//! lacks what the rule looks at (no `command`, a `path` that is not a
+//! string, a `url` without a host) matches deny and ask rules with a
+//! specifier, and no allow rule with one.
 
 use super::call::{CallView, MatchEnv, SEARCHES};
 use super::path;
@@ -100,6 +102,7 @@ struct Facts<'a> {
     env: MatchEnv<'a>,
     analysis: OnceCell<Option<Analysis>>,
     path: OnceCell<Option<PathBuf>>,
+    host: OnceCell<Option<String>>,
 }
 
 /// How much of a call an allow rule covers.
@@ -118,6 +121,7 @@ impl<'a> Facts<'a> {
             env,
             analysis: OnceCell::new(),
             path: OnceCell::new(),
+            host: OnceCell::new(),
         }
     }
 
@@ -129,6 +133,10 @@ impl<'a> Facts<'a> {
 
     fn path(&self) -> Option<&PathBuf> {
         self.path.get_or_init(|| self.call.path(&self.env)).as_ref()
+    }
+
+    fn host(&self) -> Option<&str> {
+        self.host.get_or_init(|| self.call.host()).as_deref()
     }
 
     /// Whether a deny or ask rule matches: any part of the call.
@@ -159,6 +167,7 @@ impl<'a> Facts<'a> {
                     Err(_) => true,
                 }
             }
+            Some(Specifier::Domain(domain)) => self.host().is_none_or(|host| domain.matches(host)),
         }
     }
 
@@ -187,6 +196,13 @@ impl<'a> Facts<'a> {
                         .is_ok_and(|glob| glob.matches(path))
                 });
                 if matched { Cover::Call } else { Cover::Nothing }
+            }
+            Some(Specifier::Domain(domain)) => {
+                if self.host().is_some_and(|host| domain.matches(host)) {
+                    Cover::Call
+                } else {
+                    Cover::Nothing
+                }
             }
         }
     }

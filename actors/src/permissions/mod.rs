@@ -3,7 +3,7 @@
 //! Users write rules as they do for Claude Code, in `[permissions]` lists
 //! `allow`, `ask` and `deny`: `bash`, `bash(git status)`,
 //! `bash(npm test:*)`, `edit_file(src/**)`, `read_file(~/.ssh/**)`,
-//! `mcp__github__*`. This module is the rule language and its evaluation,
+//! `web_fetch(domain:docs.rs)`, `mcp__github__*`. This module is the rule language and its evaluation,
 //! and nothing else: a rule parses into data ([`Rule`]), three lists of them
 //! ([`Rules`]) decide a call ([`Rules::evaluate`] gives a [`Decision`]
 //! naming the rule), and [`Rule::for_call`] is the rule an "allow always"
@@ -26,11 +26,13 @@
 //! - `word.rs` — one shell word: quotes removed, literal or expanded.
 //! - `shell.rs` — a command line split into simple commands.
 //! - `path.rs` — paths resolved and normalised, globs made absolute.
+//! - `domain.rs` — `web_fetch(domain:HOST)`: a call's host and the rules.
 //! - `call.rs` — the call and its surroundings, as the matcher is told.
 //! - `evaluate.rs` — deny, then ask, then allow.
 //! - `suggest.rs` — the rule for "allow always".
 
 mod call;
+mod domain;
 mod evaluate;
 mod path;
 mod rule;

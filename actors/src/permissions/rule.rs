@@ -5,14 +5,16 @@
 //! TOOL      = name of letters, digits, `_`, `-`, optionally ending in `*`
 //!             (`mcp__github__*`: every tool whose name starts so)
 //! SPECIFIER = for `bash`: COMMAND (exactly it) or COMMAND ":*" (it, or it
-//!             followed by more words); for the file tools: a path glob
+//!             followed by more words); for the file tools: a path glob;
+//!             for `web_fetch`: "domain:" HOST or "domain:*." HOST
 //! ```
 //!
-//! Only `bash` and the file tools take a specifier; a name with `*` takes
+//! Only `bash`, the file tools and `web_fetch` take a specifier; a name with `*` takes
 //! none. The command is one simple command in shell syntax (quotes allowed,
 //! no operators, redirections or substitutions), compared word by word.
 
 use super::call::{BASH, FILE_TOOLS};
+use super::domain::{self, Domain};
 use super::path;
 use super::shell;
 use super::word::{self, ShellWord};
@@ -55,6 +57,8 @@ pub(super) enum Specifier {
     },
     /// A file tool's path glob, as written.
     Path(String),
+    /// `web_fetch(domain:HOST)`.
+    Domain(Domain),
 }
 
 /// A rule that does not parse.
@@ -151,11 +155,14 @@ impl Rule {
                 path::check(glob).map_err(|problem| invalid(problem, PATH))?;
                 Specifier::Path(glob.to_string())
             }
+            ToolName::Exact(name) if name == domain::WEB_FETCH => Specifier::Domain(
+                Domain::parse(specifier).map_err(|problem| invalid(problem, domain::EXPECTED))?,
+            ),
             ToolName::Exact(name) => {
                 return Err(invalid(
                     format!(
-                        "`{name}` takes no specifier: only bash (a command) and the file \
-                         tools {} (a path glob) do",
+                        "`{name}` takes no specifier: only bash (a command), the file \
+                         tools {} (a path glob) and web_fetch (a domain) do",
                         FILE_TOOLS.join(", ")
                     ),
                     ANY,
@@ -234,6 +241,7 @@ impl fmt::Display for Rule {
         match &self.specifier {
             None => Ok(()),
             Some(Specifier::Path(glob)) => write!(f, "({glob})"),
+            Some(Specifier::Domain(domain)) => write!(f, "({domain})"),
             Some(Specifier::Command { words, prefix }) => {
                 let tail = if *prefix { ":*" } else { "" };
                 write!(f, "({}{tail})", word::command_source(words))
@@ -301,6 +309,11 @@ mod tests {
             ("read_file( ~/.ssh/** )", "read_file(~/.ssh/**)"),
             ("write_file (docs/*.md)", "write_file(docs/*.md)"),
             ("grep(/etc/**)", "grep(/etc/**)"),
+            ("web_fetch(domain:docs.rs)", "web_fetch(domain:docs.rs)"),
+            (
+                "web_fetch( domain:*.Rust-Lang.org )",
+                "web_fetch(domain:*.rust-lang.org)",
+            ),
         ] {
             assert_eq!(canonical(written), shown, "{written}");
             assert_eq!(canonical(shown), shown, "{shown} reads back");
@@ -338,6 +351,10 @@ mod tests {
         assert!(error("edit_file()").contains("the path is empty; expected TOOL(PATH GLOB)"));
         assert!(error("edit_file(src/{a)").contains("invalid glob"));
         assert!(error("read_file(~root/x)").contains("`~user` is not supported"));
+        assert!(
+            error("web_fetch(docs.rs)")
+                .contains("expected web_fetch(domain:HOST) or web_fetch(domain:*.HOST)")
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! call again.
 
 use super::call::{BASH, CallView, FILE_TOOLS, MatchEnv};
+use super::domain::Domain;
 use super::path;
 use super::rule::{Rule, Specifier, ToolName};
 use super::shell;
@@ -12,6 +13,7 @@ impl Rule {
     /// for `bash`, the first two words of its (first) command as a prefix
     /// (`bash(git status:*)`; `bash(ls:*)` for a one-word command); for a
     /// file tool, its exact path, relative to the workspace when inside it;
+    /// for `web_fetch`, its URL's host (`web_fetch(domain:docs.rs)`);
     /// for any other tool (or a call without the argument), the tool's
     /// name.
     ///
@@ -28,6 +30,12 @@ impl Rule {
                     words: first_words(command),
                     prefix: true,
                 }),
+            };
+        }
+        if let Some(host) = call.host() {
+            return Rule {
+                tool: ToolName::Exact(call.tool.to_string()),
+                specifier: Some(Specifier::Domain(Domain::exactly(&host))),
             };
         }
         if FILE_TOOLS.contains(&call.tool)
@@ -130,6 +138,19 @@ mod tests {
         );
         assert_eq!(suggest("grep", json!({"pattern": "x"})), "grep(.)");
         assert_eq!(suggest("list_dir", json!({"path": "."})), "list_dir(.)");
+    }
+
+    #[test]
+    fn web_fetch_gets_the_host_of_its_url() {
+        assert_eq!(
+            suggest("web_fetch", json!({"url": "https://Docs.rs/serde/latest"})),
+            "web_fetch(domain:docs.rs)"
+        );
+        assert_eq!(
+            suggest("web_fetch", json!({"url": "http://127.0.0.1:8080/"})),
+            "web_fetch(domain:127.0.0.1)"
+        );
+        assert_eq!(suggest("web_fetch", json!({"url": "nope"})), "web_fetch");
     }
 
     #[test]

@@ -14,6 +14,11 @@
 //! session commands (through [`SessionCommands`], which the set of sessions
 //! provides) as tasks that feed their results back.
 //!
+//! Holds the session's background commands (`bash` with
+//! `run_in_background`) and hands them to every tool call; when it stops
+//! (unloaded, closed, the process stopping) it ends them, logs it and,
+//! unless fenced, says so in a `notice`.
+//!
 //! Never awaits a model stream, a tool or a session command inside a
 //! handler — those run on tasks that report back with [`Feed`] — so an
 //! interrupt is handled at once. Never swallows a store failure: the events
@@ -46,9 +51,9 @@ use crate::protocol::{
 use crate::provider::ModelClient;
 use crate::session::SessionError;
 use crate::store::{AcceptedInput, SessionStore, StoreError};
-use crate::tools::Files;
 use crate::tools::executor::{RunTool, ToolExecutor};
 use crate::tools::registry::ToolCatalog;
+use crate::tools::{BackgroundCommands, Files};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use kameo::Actor;
@@ -183,6 +188,9 @@ pub struct AgentLoop {
     /// Where the file tools read and write: the disk, or the front end
     /// that holds the files (`UseFiles`).
     files: Files,
+    /// The commands its `bash` calls started in the background: ended
+    /// when the actor stops.
+    background: BackgroundCommands,
     /// The seq of the last event stamped (and published or being published).
     last_seq: u64,
     /// What the store holds and what it is still owed (seq reservation,
@@ -230,6 +238,7 @@ impl Actor for AgentLoop {
             subagents: args.subagents,
             workspace: args.workspace.clone(),
             files: Files::Disk,
+            background: BackgroundCommands::default(),
             last_seq: args.last_seq,
             journal: Journal::new(
                 args.last_seq,
@@ -331,6 +340,7 @@ impl Actor for AgentLoop {
             });
         }
         self.stopped.cancel();
+        self.end_background_commands().await;
         // Watchers get what was said, then the end of the stream.
         self.topic.close();
         Ok(())
@@ -338,6 +348,34 @@ impl Actor for AgentLoop {
 }
 
 impl AgentLoop {
+    /// The session stops: the commands it left running in the background
+    /// are ended (SIGTERM, then SIGKILL, reaped), said in the log and, when
+    /// the session can still emit, in a notice.
+    async fn end_background_commands(&mut self) {
+        let ended = self.background.end_all().await;
+        if ended.is_empty() {
+            return;
+        }
+        let text = format!(
+            "The session stopped, so its background {} ended: {}.",
+            if ended.len() == 1 {
+                "command was"
+            } else {
+                "commands were"
+            },
+            ended.join(", ")
+        );
+        tracing::info!(session = %self.session_id, "{text}");
+        if !self.fenced {
+            let notice = AgentMessage::System(SystemEvent::bare(
+                crate::protocol::SystemSubtype::Notice,
+                text,
+            ));
+            let event = self.stamp(None, notice);
+            self.commit_and_publish(vec![event]).await;
+        }
+    }
+
     /// Feed one input through the core and perform what it asks.
     async fn apply(&mut self, input: Input) {
         if self.fenced {
@@ -820,6 +858,7 @@ impl AgentLoop {
                 self.workspace.clone(),
                 token.clone(),
                 self.files.clone(),
+                self.background.clone(),
             )
             .by(self.session_id.clone());
             tokio::spawn(async move {

@@ -1,6 +1,7 @@
 //! What a tool call may know about its surroundings: the workspace it works
-//! in, a cancellation token, output limits, and the environment policy of
-//! the commands it starts.
+//! in, a cancellation token, output limits, the environment policy of
+//! the commands it starts, and its session's per-session handles (file
+//! access, background commands).
 
 use crate::permissions::normalize;
 use std::path::{Path, PathBuf};
@@ -24,6 +25,11 @@ pub struct ToolContext {
     /// Where `read_file`, `write_file` and `edit_file` read and write text:
     /// the disk, or a front end that holds the files (see `files.rs`).
     pub files: super::files::Files,
+    /// The session's background commands (`bash` with
+    /// `run_in_background`, `bash_output`, `kill_shell`).
+    pub background: super::background::BackgroundCommands,
+    /// How many background commands may run at once in the session.
+    pub max_background_commands: usize,
 }
 
 impl ToolContext {
@@ -39,6 +45,8 @@ impl ToolContext {
             sandbox: Default::default(),
             grant: Default::default(),
             files: Default::default(),
+            background: Default::default(),
+            max_background_commands: crate::settings::DEFAULT_MAX_BACKGROUND_COMMANDS,
         }
     }
 

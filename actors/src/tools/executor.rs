@@ -22,7 +22,7 @@ use crate::protocol::{McpServerStatus, SessionId};
 use crate::settings::ToolSettings;
 use crate::tools::naming;
 use crate::tools::registry::{ServerId, ToolCatalog, ToolRegistry, ToolView};
-use crate::tools::{Files, Tool, ToolContext, ToolError, truncate_middle};
+use crate::tools::{BackgroundCommands, Files, Tool, ToolContext, ToolError, truncate_middle};
 use kameo::Actor;
 use kameo::error::Infallible;
 use kameo::message::{Context, Message};
@@ -44,6 +44,8 @@ pub struct RunTool {
     pub cancel: CancellationToken,
     /// Where the file tools read and write (the session's).
     pub files: Files,
+    /// The session's background commands.
+    pub background: BackgroundCommands,
     /// The session calling: it may call the shared tools and those of the
     /// servers given to it (`None`: the shared tools only).
     pub session: Option<SessionId>,
@@ -55,6 +57,7 @@ impl RunTool {
         workspace: PathBuf,
         cancel: CancellationToken,
         files: Files,
+        background: BackgroundCommands,
     ) -> Self {
         RunTool {
             call: call.call,
@@ -62,6 +65,7 @@ impl RunTool {
             workspace,
             cancel,
             files,
+            background,
             session: None,
         }
     }
@@ -337,6 +341,8 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         sandbox: settings.sandbox.clone(),
         grant: msg.grant,
         files: msg.files,
+        background: msg.background,
+        max_background_commands: settings.max_background_commands,
     };
     let tool_cancel = context.cancel.clone();
     let mut task = tokio::spawn(tool.call(msg.call.input, context));
@@ -451,6 +457,7 @@ mod tests {
             workspace: std::env::temp_dir(),
             cancel: CancellationToken::new(),
             files: Files::Disk,
+            background: Default::default(),
             session: None,
         }
     }

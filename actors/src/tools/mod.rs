@@ -13,7 +13,12 @@
 //! on what they actually open (`confine`); `bash` commands run in a
 //! Landlock sandbox that lets them write only there and in the temporary
 //! directories ([`sandbox`]). A call's `Grant` lifts either.
+//!
+//! Tools hold no state of their own; what one session keeps between calls
+//! travels with each call as a per-session handle: its file access
+//! ([`Files`]) and its background commands ([`BackgroundCommands`]).
 
+pub mod background;
 pub mod builtin;
 pub mod environment;
 pub mod executor;
@@ -27,8 +32,10 @@ mod context;
 mod error;
 pub mod files;
 mod output;
+mod process;
 pub mod sandbox;
 
+pub use background::BackgroundCommands;
 pub use context::ToolContext;
 pub use error::ToolError;
 pub use files::{FileAccess, FileAccessError, Files};

@@ -20,8 +20,10 @@ pub fn kind(name: &str) -> ToolKind {
     match name {
         "read_file" => ToolKind::Read,
         "write_file" | "edit_file" => ToolKind::Edit,
-        "bash" => ToolKind::Execute,
+        "bash" | "kill_shell" => ToolKind::Execute,
         "list_dir" | "glob" | "grep" => ToolKind::Search,
+        "bash_output" => ToolKind::Read,
+        "web_fetch" => ToolKind::Fetch,
         _ => match mcp_tool(name) {
             Some((_, tool)) => kind_from_words(tool),
             None => ToolKind::Other,
@@ -101,6 +103,18 @@ pub fn title(name: &str, input: &Value) -> String {
         "bash" => match text(input, "command") {
             Some(command) => format!("`{}`", one_line(command)),
             None => "Run a command".into(),
+        },
+        "bash_output" => match text(input, "id") {
+            Some(id) => format!("Output of {id}"),
+            None => "Output of a background command".into(),
+        },
+        "kill_shell" => match text(input, "id") {
+            Some(id) => format!("Stop {id}"),
+            None => "Stop a background command".into(),
+        },
+        "web_fetch" => match text(input, "url") {
+            Some(url) => format!("Fetch {url}"),
+            None => "Fetch a web page".into(),
         },
         "list_dir" => format!("List {}", path.unwrap_or(".")),
         "glob" => match (text(input, "pattern"), path) {
@@ -248,6 +262,9 @@ mod tests {
             assert_eq!(kind(search), ToolKind::Search, "{search}");
         }
         assert_eq!(kind("task"), ToolKind::Other);
+        assert_eq!(kind("web_fetch"), ToolKind::Fetch);
+        assert_eq!(kind("bash_output"), ToolKind::Read);
+        assert_eq!(kind("kill_shell"), ToolKind::Execute);
     }
 
     #[test]
@@ -265,6 +282,11 @@ mod tests {
     #[test]
     fn titles_name_what_the_call_touches() {
         assert_eq!(title("read_file", &json!({"path": "a.txt"})), "Read a.txt");
+        assert_eq!(
+            title("web_fetch", &json!({"url": "https://docs.rs/"})),
+            "Fetch https://docs.rs/"
+        );
+        assert_eq!(title("kill_shell", &json!({"id": "bash_2"})), "Stop bash_2");
         assert_eq!(
             title("bash", &json!({"command": "cargo  test\n --all"})),
             "`cargo test --all`"

@@ -18,17 +18,21 @@
 //! process group is killed with SIGKILL and the child reaped; it never waits
 //! forever for background processes holding the output pipe open, and never
 //! keeps more output in memory than it can show.
+//!
+//! With `run_in_background`, the command is started the same way ([`start`]:
+//! the same environment, process group and sandbox) and handed to the
+//! session's background commands (`tools/background.rs`); the call returns
+//! its id at once. The permission layer sees the same `bash` call with the
+//! same command; plan mode starts no background command.
 
 use super::{BuiltinTool, ToolContext, ToolError, ToolOutput};
 use crate::tools::output::HeadTailBuffer;
+use crate::tools::process::{self, GroupKiller, describe_failure};
 use crate::tools::sandbox;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::os::fd::OwnedFd;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{ExitStatus, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
@@ -59,6 +63,10 @@ pub struct Params {
     /// is asked first.
     #[serde(default)]
     pub outside_sandbox: bool,
+    /// Start it in the background and return its id at once (servers,
+    /// watchers); see bash_output and kill_shell.
+    #[serde(default)]
+    pub run_in_background: bool,
     /// Why the command must run outside the sandbox (shown to the user who
     /// is asked to approve it); give it with `outside_sandbox`.
     #[serde(default)]
@@ -79,9 +87,9 @@ impl BuiltinTool for Bash {
         cannot be used; pass flags such as `--yes` or `--no-pager` instead. \
         The command is killed, with everything it started, after `timeout_secs` (default 120, \
         at most 600). Long output is shortened in the middle, keeping its start and end. \
-        To start a long-running background process, redirect its output (e.g. \
-        `server > server.log 2>&1 &`); output still open 2 s after the command exits is not \
-        waited for. Prefer read_file, list_dir, glob and grep over cat, ls, find and grep: \
+        For servers and watchers set `run_in_background: true`: it returns an id at once; \
+        read with bash_output, stop with kill_shell. Output still open 2 s after a command \
+        exits is not waited for. Prefer read_file, list_dir, glob and grep over cat, ls, find and grep: \
         they are faster and their output is made for you. \
         Commands run in a sandbox: they can read everything but write only in the workspace, \
         the configured write roots and the temporary directories (/tmp). If a command fails \
@@ -117,29 +125,6 @@ fn effective_timeout(requested: Option<u64>) -> (u64, Option<String>) {
     }
 }
 
-/// Kills a process group with SIGKILL when dropped, unless disarmed: if the
-/// tool call is abandoned half way, nothing it started keeps running.
-struct GroupKiller(Option<Pid>);
-
-impl GroupKiller {
-    fn kill_now(&mut self) {
-        if let Some(pgid) = self.0.take() {
-            // ESRCH (the group is already gone) is fine.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill_now();
-    }
-}
-
 async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError> {
     // `outside_sandbox` and `justification` are for the permission layer,
     // which turns an approved request into `ctx.grant.unsandboxed`; here
@@ -148,6 +133,7 @@ async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
         command: script,
         timeout_secs,
         outside_sandbox,
+        run_in_background,
         justification: _,
     } = params;
     if script.trim().is_empty() {
@@ -156,51 +142,22 @@ async fn bash(params: Params, ctx: ToolContext) -> Result<ToolOutput, ToolError>
             detail: "`command` is empty; give the shell command to run".to_string(),
         });
     }
+    let timeout_given = timeout_secs.is_some();
     let (timeout_secs, timeout_note) = effective_timeout(timeout_secs);
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
 
-    let (pipe_reader, pipe_writer) = std::io::pipe()
-        .map_err(|e| ToolError::failed(format!("could not create a pipe for the output: {e}")))?;
-    let pipe_writer_for_stderr = pipe_writer
-        .try_clone()
-        .map_err(|e| ToolError::failed(format!("could not create a pipe for the output: {e}")))?;
-    let mut command = tokio::process::Command::new("bash");
-    command
-        .arg("-c")
-        .arg(&script)
-        .env_clear()
-        .envs(crate::tools::environment::from_process(&ctx.environment))
-        .current_dir(&ctx.workspace)
-        .stdin(Stdio::null())
-        .stdout(pipe_writer)
-        .stderr(pipe_writer_for_stderr)
-        .process_group(0)
-        .kill_on_drop(true);
-    // The command's sandbox (none when granted `unsandboxed`); the Command,
-    // which holds our copies of the pipe's write end, is dropped once it has
-    // started, so that end-of-file arrives once the command's processes are
-    // done.
-    let policy = sandbox::Policy::for_call(&ctx);
-    let (mut child, sandboxed) =
-        sandbox::spawn(command, policy.as_ref())
-            .await
-            .map_err(|e| match e {
-                sandbox::SandboxError::Spawn(e) => ToolError::failed(format!(
-                    "could not start `bash -c` in {}: {e}",
-                    ctx.workspace.display()
-                )),
-                e => ToolError::failed(e.to_string()),
-            })?;
-    let mut group = GroupKiller(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw),
-    );
-    let mut reader = pipe::Receiver::from_owned_fd(OwnedFd::from(pipe_reader))
-        .map_err(|e| ToolError::failed(format!("could not read the command's output: {e}")))?;
+    if run_in_background {
+        return background(script, timeout_given, &ctx).await;
+    }
+    let Started {
+        mut child,
+        output: mut reader,
+        policy,
+        sandboxed,
+    } = start(&script, &ctx).await?;
+    let mut group = GroupKiller(process::group_of(&child));
 
     let mut output = HeadTailBuffer::new(ctx.max_output_bytes);
     let mut buf = vec![0u8; 16 * 1024];
@@ -311,16 +268,104 @@ async fn drain(
     }
 }
 
-/// `Exit code: N` or the terminating signal, or `None` for success.
-fn describe_failure(status: ExitStatus) -> Option<String> {
-    if let Some(code) = status.code() {
-        return (code != 0).then(|| format!("Exit code: {code}"));
+/// A `bash -c` command started in the workspace, in its sandbox and its
+/// own process group, stdout and stderr into one pipe.
+pub(crate) struct Started {
+    pub(crate) child: tokio::process::Child,
+    /// The read end of its output pipe (our copies of the write end are
+    /// closed, so end-of-file comes once its processes are done with it).
+    pub(crate) output: pipe::Receiver,
+    /// Its sandbox (`None`: it runs unconfined, granted or configured).
+    pub(crate) policy: Option<sandbox::Policy>,
+    /// Whether the sandbox was applied (Landlock works here).
+    pub(crate) sandboxed: bool,
+}
+
+/// Starts `script` as `bash` runs every command, in the foreground or the
+/// background: environment per `[tools.environment]`, stdin from
+/// /dev/null, its own process group, its sandbox.
+pub(crate) async fn start(script: &str, ctx: &ToolContext) -> Result<Started, ToolError> {
+    let (pipe_reader, pipe_writer) = std::io::pipe()
+        .map_err(|e| ToolError::failed(format!("could not create a pipe for the output: {e}")))?;
+    let pipe_writer_for_stderr = pipe_writer
+        .try_clone()
+        .map_err(|e| ToolError::failed(format!("could not create a pipe for the output: {e}")))?;
+    let mut command = tokio::process::Command::new("bash");
+    command
+        .arg("-c")
+        .arg(script)
+        .env_clear()
+        .envs(crate::tools::environment::from_process(&ctx.environment))
+        .current_dir(&ctx.workspace)
+        .stdin(Stdio::null())
+        .stdout(pipe_writer)
+        .stderr(pipe_writer_for_stderr)
+        .process_group(0)
+        .kill_on_drop(true);
+    // The command's sandbox (none when granted `unsandboxed`); the Command,
+    // which holds our copies of the pipe's write end, is dropped once it has
+    // started, so that end-of-file arrives once the command's processes are
+    // done.
+    let policy = sandbox::Policy::for_call(ctx);
+    let (child, sandboxed) =
+        sandbox::spawn(command, policy.as_ref())
+            .await
+            .map_err(|e| match e {
+                sandbox::SandboxError::Spawn(e) => ToolError::failed(format!(
+                    "could not start `bash -c` in {}: {e}",
+                    ctx.workspace.display()
+                )),
+                e => ToolError::failed(e.to_string()),
+            })?;
+    let mut group = GroupKiller(process::group_of(&child));
+    let output = pipe::Receiver::from_owned_fd(OwnedFd::from(pipe_reader))
+        .map_err(|e| ToolError::failed(format!("could not read the command's output: {e}")))?;
+    group.disarm();
+    Ok(Started {
+        child,
+        output,
+        policy,
+        sandboxed,
+    })
+}
+
+/// Starts `script` in the background for the session (`run_in_background`)
+/// and returns its id at once. Plan mode starts nothing: a command left
+/// running is not an investigation.
+async fn background(
+    script: String,
+    timeout_given: bool,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    if ctx.grant.read_only {
+        return Err(ToolError::failed(
+            "Not run: the session is in plan mode, which starts no background commands. Run \
+             the command in the foreground (without run_in_background) to investigate, or make \
+             it part of your plan.",
+        ));
     }
-    let sig = status.signal()?;
-    let name = Signal::try_from(sig)
-        .map(Signal::as_str)
-        .unwrap_or("unknown signal");
-    Some(format!("Killed by signal {sig} ({name})"))
+    let reservation = ctx
+        .background
+        .reserve(ctx.max_background_commands)
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    let started = start(&script, ctx).await?;
+    let id = reservation.adopt(script, started.child, started.output, ctx.max_output_bytes);
+    let mut text = format!(
+        "Started in the background as `{id}`. Read what it writes with bash_output \
+         {{\"id\": \"{id}\"}} (only what is new since the last read; give `wait_secs` to wait \
+         for output), and stop it with kill_shell {{\"id\": \"{id}\"}}. It runs until it ends, is \
+         stopped, or the session ends."
+    );
+    if timeout_given {
+        text.push_str("\ntimeout_secs does not apply to a background command.");
+    }
+    if started.sandboxed {
+        text.push_str(
+            "\nIt runs in the same sandbox as any bash command (writes only in the workspace, \
+             the write roots and the temporary directories).",
+        );
+    }
+    Ok(ToolOutput::ok(text))
 }
 
 /// The captured output (shortened to the output limit) followed by notes.
@@ -349,49 +394,9 @@ mod tests {
         Bash.call(args, ctx.clone()).await
     }
 
-    fn read_pid(path: &std::path::Path) -> i32 {
-        std::fs::read_to_string(path)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    }
-
-    /// Waits (event-driven, through a pidfd) until process `pid` has exited;
-    /// `false` if it is still running after a generous 10 s. A zombie counts
-    /// as exited: it is dead, only not yet reaped by its new parent.
-    async fn process_exits(pid: i32) -> bool {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::fd::FromRawFd;
-            // SAFETY: pidfd_open takes a pid and flags and returns a new fd
-            // (or -1); it touches no memory of ours.
-            let fd = unsafe { nix::libc::syscall(nix::libc::SYS_pidfd_open, pid, 0) };
-            if fd < 0 {
-                let err = std::io::Error::last_os_error();
-                if err.raw_os_error() == Some(nix::libc::ESRCH) {
-                    return true;
-                }
-                panic!("pidfd_open({pid}) failed: {err}");
-            }
-            // SAFETY: `fd` is a freshly opened descriptor that nothing else owns.
-            let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-            // SAFETY: the AsyncFd owns the OwnedFd, so the descriptor stays open
-            // and unchanged for the AsyncFd's whole life.
-            let fd = unsafe {
-                tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-            }
-            .map_err(|e| e.to_string())
-            .expect("register pidfd");
-            tokio::time::timeout(Duration::from_secs(10), fd.readable())
-                .await
-                .is_ok()
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            nix::sys::signal::kill(Pid::from_raw(pid), None).is_err()
-        }
-    }
+    use crate::tools::test_tools::{process_exits, read_pid};
+    use nix::sys::signal::Signal;
+    use nix::unistd::Pid;
 
     #[tokio::test]
     async fn bash_captures_stdout_and_stderr_interleaved() {

@@ -1,4 +1,4 @@
-//! Built-in tools: the file and shell tools every session has.
+//! Built-in tools: the file, shell and web tools every session has.
 //!
 //! Each tool is one file with a typed `Params` struct (its JSON Schema is
 //! generated from the struct, and arguments are checked by deserialising into
@@ -12,17 +12,23 @@
 //! refusals they share (devices, FIFOs and sockets; plan mode); `walk`
 //! walks directories the way `glob` and `grep` need; `listing` words the
 //! capped output of `list_dir` and `glob`; `held` reads and writes through
-//! a front end that holds the files (`tools/files.rs`). `read_image` is
+//! a front end that holds the files (`tools/files.rs`). `bash_output`
+//! and `kill_shell` read and stop the commands `bash` started in the
+//! background (the session's `tools/background.rs`); `web_fetch` reads a
+//! web page as Markdown. `read_image` is
 //! the one tool a session runs for its user alone ([`session_tool`]): it
 //! reads an `@pic.png` mention and is never offered to a model.
 
 pub mod bash;
+pub mod bash_output;
 pub mod edit_file;
 pub mod glob;
 pub mod grep;
+pub mod kill_shell;
 pub mod list_dir;
 pub mod read_file;
 pub mod read_image;
+pub mod web_fetch;
 pub mod write_file;
 
 mod blocking;
@@ -31,6 +37,8 @@ mod held;
 mod listing;
 mod typed;
 mod walk;
+#[cfg(test)]
+mod web_fetch_tests;
 
 pub use blocking::blocking;
 pub use typed::BuiltinTool;
@@ -48,6 +56,9 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(list_dir::ListDir),
         Arc::new(glob::Glob),
         Arc::new(grep::Grep),
+        Arc::new(bash_output::BashOutput),
+        Arc::new(kill_shell::KillShell),
+        Arc::new(web_fetch::WebFetch),
     ]
 }
 
@@ -75,7 +86,10 @@ mod tests {
                 "bash",
                 "list_dir",
                 "glob",
-                "grep"
+                "grep",
+                "bash_output",
+                "kill_shell",
+                "web_fetch"
             ]
         );
     }

@@ -11,10 +11,21 @@
 //! | edit or write outside              | ask     | ask          | deny       | deny¹  |
 //! | `bash`                             | ask     | ask          | ask²       | run    |
 //! | `bash` outside the sandbox         | ask     | ask          | deny       | deny¹  |
+//! | `bash` in the background           | ask     | ask          | deny       | run    |
+//! | `bash_output`, `kill_shell`        | run     | run          | run        | run    |
+//! | `web_fetch`                        | ask     | ask          | ask³       | run    |
 //! | MCP and other tools                | ask     | ask          | ask        | run    |
 //!
 //! ¹ the sandbox holds in bypass mode unless `[sandbox] enabled = false`.
 //! ² in a read-only sandbox; denied when there is no sandbox.
+//! ³ it only reads, as the read-only tools do, so plan mode lets it run
+//!   as the default mode does: it reads outside the workspace (the web),
+//!   so it asks, per domain (`web_fetch(domain:HOST)`).
+//!
+//! A background `bash` call is a `bash` call with its command for the
+//! rules; plan mode alone tells it apart: a process left running is no
+//! investigation. `bash_output` and `kill_shell` touch only the commands
+//! this session started, so no mode asks before them (rules still can).
 //!
 //! An allow rule runs a call the mode would ask about (plan mode still
 //! writes nothing); an ask rule asks even in bypass mode; a deny rule
@@ -57,12 +68,19 @@ enum Kind {
     Read,
     Write,
     Command,
+    /// Reads or stops what this session started (`bash_output`,
+    /// `kill_shell`).
+    Own,
+    /// Reads the web (`web_fetch`).
+    Fetch,
     Other,
 }
 
 const READS: [&str; 4] = ["read_file", "list_dir", "glob", "grep"];
 const WRITES: [&str; 2] = ["write_file", "edit_file"];
 const BASH: &str = "bash";
+const OWN: [&str; 2] = ["bash_output", "kill_shell"];
+const WEB_FETCH: &str = "web_fetch";
 
 fn kind(tool: &str) -> Kind {
     if READS.contains(&tool) {
@@ -71,6 +89,10 @@ fn kind(tool: &str) -> Kind {
         Kind::Write
     } else if tool == BASH {
         Kind::Command
+    } else if OWN.contains(&tool) {
+        Kind::Own
+    } else if tool == WEB_FETCH {
+        Kind::Fetch
     } else {
         Kind::Other
     }
@@ -122,6 +144,13 @@ pub fn decide(
         if kind == Kind::Command && (escalating || !config.sandboxed) {
             return Verdict::Deny(plan_denial(tool));
         }
+        if kind == Kind::Command
+            && input.get("run_in_background").and_then(|v| v.as_bool()) == Some(true)
+        {
+            return Verdict::Deny(
+                "Not run: the session is in plan mode, which starts no background commands: a process left running is not an investigation. Run the command in the foreground (without run_in_background), or make it part of your plan.".into(),
+            );
+        }
         if kind == Kind::Read && !inside && said != Said::Allow {
             return Verdict::Deny(format!(
                 "Not run: plan mode reads only inside the workspace and the write roots, and {} is outside them. Plan with what is inside, or ask the user to allow the path with a rule.",
@@ -143,7 +172,18 @@ pub fn decide(
         }),
         // A rule that allows a path outside the roots is the user's say-so.
         Said::Allow => Verdict::Run(grant),
-        Said::Nothing => by_mode(mode, kind, inside, path.as_deref(), grant, always(), tool),
+        Said::Nothing => by_mode(
+            mode,
+            kind,
+            inside,
+            Target {
+                path: path.as_deref(),
+                host: call.host().as_deref(),
+            },
+            grant,
+            always(),
+            tool,
+        ),
     }
 }
 
@@ -161,12 +201,20 @@ fn plan_denial(tool: &str) -> String {
     )
 }
 
+/// What a call works on, as its reasons name it.
+struct Target<'a> {
+    /// A file tool's path.
+    path: Option<&'a Path>,
+    /// `web_fetch`'s host.
+    host: Option<&'a str>,
+}
+
 /// What the mode says about a call no rule decided.
 fn by_mode(
     mode: PermissionMode,
     kind: Kind,
     inside: bool,
-    path: Option<&Path>,
+    Target { path, host }: Target<'_>,
     grant: Grant,
     always: Option<Rule>,
     tool: &str,
@@ -201,7 +249,17 @@ fn by_mode(
             format!("{tool} changes {shown}, outside the workspace and the write roots"),
             None,
         ),
-        (Kind::Command, Bypass) | (Kind::Other, Bypass) => Verdict::Run(grant),
+        (Kind::Own, _) => Verdict::Run(grant),
+        (Kind::Command, Bypass) | (Kind::Fetch, Bypass) | (Kind::Other, Bypass) => {
+            Verdict::Run(grant)
+        }
+        (Kind::Fetch, _) => ask(
+            format!(
+                "web_fetch reads {} from the web; {mode} mode asks before each domain",
+                host.unwrap_or("a page")
+            ),
+            Some(Bypass),
+        ),
         (Kind::Command, Plan) => ask(
             "bash runs a command (in a read-only sandbox: plan mode)".into(),
             None,

@@ -561,3 +561,123 @@ fn a_childs_settled_request_is_retold_on_the_parent_and_its_rule_stays_the_child
     });
     assert!(!cancelled, "{closing:?}");
 }
+
+#[test]
+fn web_fetch_asks_per_domain_and_domain_rules_allow_or_deny_it() {
+    let mut h = session(
+        PermissionMode::Default,
+        rules(
+            &["web_fetch(domain:docs.rs)"],
+            &[],
+            &["web_fetch(domain:*.evil.test)"],
+        ),
+    );
+    turn_with_calls(
+        &mut h,
+        "read up",
+        &[
+            ("c1", "web_fetch", r#"{"url":"https://docs.rs/serde"}"#),
+            ("c2", "web_fetch", r#"{"url":"https://cdn.evil.test/x"}"#),
+            ("c3", "web_fetch", r#"{"url":"https://Example.com/a"}"#),
+        ],
+    );
+    let ran: Vec<String> = started(&h.effects)
+        .iter()
+        .map(|(_, c)| c.call.id.clone())
+        .collect();
+    assert_eq!(ran, ["c1"], "the allow rule runs docs.rs");
+    // Results come in call order: c2's denial once c1 is done.
+    let batch = started(&h.effects)[0].0;
+    h.tool_done(batch, "c1", "# serde");
+    let results = tool_results(&h);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1].call_id, "c2");
+    assert!(
+        results[1].output.contains("web_fetch(domain:*.evil.test)"),
+        "{}",
+        results[1].output
+    );
+    let asked = requests(&h);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].call_id, "c3");
+    assert_eq!(
+        asked[0].suggested_rule.as_deref(),
+        Some("web_fetch(domain:example.com)")
+    );
+    assert!(
+        asked[0].reason.contains("example.com"),
+        "{}",
+        asked[0].reason
+    );
+}
+
+#[test]
+fn plan_mode_asks_before_web_fetch_as_default_mode_does() {
+    let mut h = session(PermissionMode::Plan, Rules::default());
+    turn_with_calls(
+        &mut h,
+        "plan it",
+        &[("c1", "web_fetch", r#"{"url":"https://docs.rs/"}"#)],
+    );
+    assert!(started(&h.effects).is_empty());
+    assert_eq!(requests(&h).len(), 1);
+}
+
+#[test]
+fn a_background_bash_call_is_a_bash_call_for_the_rules_but_plan_mode_refuses_it() {
+    let background = r#"{"command":"npm run dev","run_in_background":true}"#;
+    // Default mode: it asks as bash does, with bash's rule to suggest.
+    let mut h = session(PermissionMode::Default, Rules::default());
+    turn_with_calls(&mut h, "serve", &[("c1", "bash", background)]);
+    let asked = requests(&h);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].suggested_rule.as_deref(), Some("bash(npm run:*)"));
+    // A bash rule allows or denies it like the same command in the
+    // foreground.
+    let mut h = session(
+        PermissionMode::Default,
+        rules(&["bash(npm run:*)"], &[], &[]),
+    );
+    turn_with_calls(&mut h, "serve", &[("c1", "bash", background)]);
+    assert_eq!(started(&h.effects).len(), 1);
+    let mut h = session(PermissionMode::Bypass, rules(&[], &[], &["bash(npm:*)"]));
+    turn_with_calls(&mut h, "serve", &[("c1", "bash", background)]);
+    assert!(started(&h.effects).is_empty());
+    assert!(tool_results(&h)[0].output.contains("bash(npm:*)"));
+    // Plan mode: refused without asking, even with the rule.
+    let mut h = session(PermissionMode::Plan, rules(&["bash(npm run:*)"], &[], &[]));
+    turn_with_calls(&mut h, "serve", &[("c1", "bash", background)]);
+    assert!(requests(&h).is_empty());
+    assert!(started(&h.effects).is_empty());
+    let refused = &tool_results(&h)[0];
+    assert!(refused.is_error);
+    assert!(
+        refused
+            .output
+            .contains("plan mode, which starts no background commands"),
+        "{}",
+        refused.output
+    );
+}
+
+#[test]
+fn bash_output_and_kill_shell_run_without_asking_in_every_mode() {
+    for mode in [
+        PermissionMode::Default,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Plan,
+        PermissionMode::Bypass,
+    ] {
+        let mut h = session(mode, Rules::default());
+        turn_with_calls(
+            &mut h,
+            "check",
+            &[
+                ("c1", "bash_output", r#"{"id":"bash_1"}"#),
+                ("c2", "kill_shell", r#"{"id":"bash_1"}"#),
+            ],
+        );
+        assert!(requests(&h).is_empty(), "{mode}");
+        assert_eq!(started(&h.effects).len(), 2, "{mode}");
+    }
+}
