@@ -8,7 +8,7 @@ use agentbus_actors::protocol::ContextConfig;
 use agentbus_actors::protocol::PermissionMode;
 use agentbus_actors::settings::{
     ClusterSettings, McpSettings, SandboxSettings, ServerSettings, SessionSettings,
-    SubagentSettings, ToolSettings,
+    SkillSettings, SubagentSettings, ToolSettings,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -49,6 +49,8 @@ pub struct ConfigFile {
     pub agents: Option<BTreeMap<String, toml::Table>>,
     /// `[subagents]`: the `task` tool's limits.
     pub subagents: Option<SubagentSettings>,
+    /// `[skills]`: more folders of Agent Skills, and the listing's cap.
+    pub skills: Option<SkillSettings>,
     /// `[cluster]`: `agentbus serve` as one node of several on one
     /// Postgres database.
     pub cluster: Option<ClusterSettings>,

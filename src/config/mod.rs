@@ -234,6 +234,16 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
         let anchored = anchor_path(file, dir).display().to_string();
         log.insert("file".into(), toml::Value::String(anchored));
     }
+    // `[skills] paths` are relative to the file that names them.
+    if let Some(toml::Value::Table(skills)) = table.get_mut("skills")
+        && let Some(toml::Value::Array(paths)) = skills.get_mut("paths")
+    {
+        for path in paths.iter_mut() {
+            if let toml::Value::String(text) = path {
+                *text = anchor_path(text, dir).display().to_string();
+            }
+        }
+    }
     if let Some(toml::Value::Table(sessions)) = table.get_mut("sessions")
         && let Some(toml::Value::String(store)) = sessions.get("store")
         && !store.is_empty()
@@ -597,6 +607,7 @@ fn resolve(
         sandbox: file.sandbox.unwrap_or_default(),
         agents,
         subagents: file.subagents.unwrap_or_default(),
+        skills: file.skills.unwrap_or_default(),
         // Set by the binary for a profile on this machine (`model_check`).
         unreachable_hint: None,
         cluster,

@@ -641,6 +641,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         sandbox: Default::default(),
         agents: Vec::new(),
         subagents: Default::default(),
+        skills: Default::default(),
         context: Default::default(),
         compact_prompt: String::new(),
         unreachable_hint: None,

@@ -208,6 +208,7 @@ impl Nodes {
             sandbox: Default::default(),
             agents: Vec::new(),
             subagents: Default::default(),
+            skills: Default::default(),
             context: Default::default(),
             compact_prompt: crate::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,

@@ -10,7 +10,8 @@
 //! and is the one place the SessionManager and the Runtime read them from.
 //! Reads the workspace's and the user's instruction files (`AGENTS.md`),
 //! agent files (`.agentbus/agents`, `.claude/agents`) and command files
-//! (`.agentbus/commands`, `.claude/commands`) for each session it starts,
+//! (`.agentbus/commands`, `.claude/commands`) and skills (`.claude/skills`,
+//! `.agents/skills`, `[skills] paths`) for each session it starts,
 //! on the blocking pool. Cloned into each
 //! load; never starts an actor.
 
@@ -23,7 +24,9 @@ use crate::session::core::agents::AgentSet;
 use crate::session::core::custom_commands::CustomCommands;
 use crate::session::core::instructions::Instructions;
 use crate::session::core::{Effect, SessionConfig, SessionState, restore};
+use crate::session::core::skills::Skills;
 use crate::session::instruction_files;
+use crate::session::skill_files;
 use crate::session::permission_setup::permission_config;
 use crate::sessions::stored::StoredSessions;
 use crate::settings::Settings;
@@ -50,6 +53,7 @@ pub struct WorkspaceFiles {
     pub instructions: Instructions,
     pub agents: AgentSet,
     pub commands: CustomCommands,
+    pub skills: Skills,
 }
 
 /// A stored session, ready to start: its lease is taken.
@@ -134,6 +138,7 @@ impl SessionLoader {
                 instructions: instruction_files::read(config_dir, Some(&dir)),
                 agents: agent_files::read(&sources, &dir),
                 commands: command_files::read(home.as_deref(), config_dir, &dir),
+                skills: skill_files::read(home.as_deref(), &settings.skills, &dir),
             }
         });
         reading.await.unwrap_or_else(|e| {
@@ -148,6 +153,7 @@ impl SessionLoader {
                 },
                 agents: AgentSet::default(),
                 commands: CustomCommands::default(),
+                skills: Skills::default(),
             }
         })
     }
@@ -165,7 +171,19 @@ impl SessionLoader {
             instructions,
             agents,
             commands,
+            skills,
         } = files;
+        // Skills are typed as `/NAME` too (a command file's name wins).
+        let commands = skills.join_commands(commands, crate::session::core::commands::is_built_in);
+        let mut permissions = permission_config(
+            self.settings.permissions.mode,
+            self.settings.permissions.rules.clone(),
+            self.settings.permissions.approval_timeout_secs,
+            workspace,
+            &self.settings.sandbox,
+        );
+        // The skills' folders are readable without asking.
+        permissions.read_roots = skills.read_roots();
         let config = SessionConfig {
             system_prompt: self.settings.system_prompt.clone(),
             tool_prompts: self.tool_prompts.to_string(),
@@ -178,19 +196,14 @@ impl SessionLoader {
                 .iter()
                 .any(|t| t == crate::session::core::agents::TASK_TOOL),
             instructions,
+            skills,
             max_steps: self.settings.max_steps,
             include_partial_messages: self.settings.include_partial_messages,
             models: self.settings.model_infos(),
             workspace: workspace.display().to_string(),
             context: self.settings.context.clone(),
             compact_prompt: self.settings.compact_prompt.clone(),
-            permissions: permission_config(
-                self.settings.permissions.mode,
-                self.settings.permissions.rules.clone(),
-                self.settings.permissions.approval_timeout_secs,
-                workspace,
-                &self.settings.sandbox,
-            ),
+            permissions,
             mcp_first_turn_wait_ms: self.settings.mcp.first_turn_wait_ms(),
         };
         let tools = self.catalog.borrow().shared.tools.clone();

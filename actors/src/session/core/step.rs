@@ -184,6 +184,9 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
             notice(format!("Command file not used: {problem}")),
         );
     }
+    for text in state.config.skills.notices() {
+        emit(fx, None, notice(text));
+    }
     if state.current_agent().is_none() {
         emit(
             fx,
@@ -973,6 +976,17 @@ fn finish_model_call(
                     Admitted::Runs(granted) => runnable.push(granted),
                     Admitted::Denied(denied) => outcome = Some(denied),
                     Admitted::Waits(asked) => waiting = Some(asked),
+                    Admitted::Answered(answer, allowed) => {
+                        // A skill's `allowed-tools` hold from its loading
+                        // to the end of the turn (the later calls of this
+                        // reply included).
+                        for rule in allowed {
+                            if !state.permissions.for_turn.contains(&rule) {
+                                state.permissions.for_turn.push(rule);
+                            }
+                        }
+                        outcome = Some(answer);
+                    }
                 }
             }
             Err(reason) => {
@@ -1011,6 +1025,9 @@ enum Admitted {
     Runs(GrantedCall),
     Denied(ToolOutcome),
     Waits(Waiting),
+    /// Answered by the core itself (`skill`), with allow rules for the
+    /// rest of the turn.
+    Answered(ToolOutcome, Vec<crate::permissions::Rule>),
 }
 
 /// Check `call` against the mode and the rules; a call that must ask
@@ -1025,6 +1042,10 @@ fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Ef
                 grant: Default::default(),
             });
         }
+    }
+    if call.name == super::skills::SKILL_TOOL && state.skill_tool() {
+        let (answer, allowed) = state.config.skills.answer(&call.input);
+        return Admitted::Answered(answer, allowed);
     }
     if !super::agents::allows(state.current_agent(), &call.name) {
         return Admitted::Denied(ToolOutcome::error(format!(
