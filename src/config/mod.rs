@@ -753,6 +753,32 @@ mod tests {
     }
 
     #[test]
+    fn skill_paths_are_relative_to_their_file_and_a_wrong_key_is_named() {
+        let s = resolve_text(&[], LoadOptions::default()).unwrap();
+        assert!(s.skills.paths.is_empty());
+        assert_eq!(s.skills.max_prompt_chars, 8000);
+        let s = resolve_text(
+            &["[skills]\npaths = [\"team-skills\", \"/opt/skills\"]\nmax_prompt_chars = 500"],
+            LoadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.skills.paths,
+            [PathBuf::from("/cfg/team-skills"), PathBuf::from("/opt/skills")]
+        );
+        assert_eq!(s.skills.max_prompt_chars, 500);
+        let err = parse_layer(
+            "team.toml".into(),
+            Some(Path::new("/cfg")),
+            "[skills]\npath = [\"x\"]",
+        )
+        .err()
+        .expect("refused")
+        .to_string();
+        assert!(err.contains("team.toml") && err.contains("skills.path"), "{err}");
+    }
+
+    #[test]
     fn the_store_is_the_data_dirs_sqlite_file_unless_the_flag_or_the_file_says() {
         let s = resolve_text(&[], LoadOptions::default()).unwrap();
         assert_eq!(

@@ -38,6 +38,7 @@ mod retries;
 mod run;
 mod serve;
 mod sessions;
+mod skills;
 mod subagents;
 mod terminal;
 mod wire_formats;

@@ -184,6 +184,17 @@ impl SessionLoader {
         );
         // The skills' folders are readable without asking.
         permissions.read_roots = skills.read_roots();
+        // `disallowed_tools = ["skill"]`: the model is neither told of the
+        // skills nor offered the tool (the user still types `/NAME`).
+        let mut skills = skills;
+        if self
+            .settings
+            .disallowed_tools
+            .iter()
+            .any(|t| t == crate::session::core::skills::SKILL_TOOL)
+        {
+            skills.skills.clear();
+        }
         let config = SessionConfig {
             system_prompt: self.settings.system_prompt.clone(),
             tool_prompts: self.tool_prompts.to_string(),
