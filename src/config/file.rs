@@ -7,8 +7,8 @@
 use agentbus_actors::protocol::ContextConfig;
 use agentbus_actors::protocol::PermissionMode;
 use agentbus_actors::settings::{
-    ClusterSettings, McpSettings, SandboxSettings, ServerSettings, SessionSettings,
-    SkillSettings, SubagentSettings, ToolSettings,
+    ClusterSettings, McpSettings, SandboxSettings, ServerSettings, SessionSettings, SkillSettings,
+    SubagentSettings, ToolSettings,
 };
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -764,7 +764,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             s.skills.paths,
-            [PathBuf::from("/cfg/team-skills"), PathBuf::from("/opt/skills")]
+            [
+                PathBuf::from("/cfg/team-skills"),
+                PathBuf::from("/opt/skills")
+            ]
         );
         assert_eq!(s.skills.max_prompt_chars, 500);
         let err = parse_layer(
@@ -775,7 +778,10 @@ mod tests {
         .err()
         .expect("refused")
         .to_string();
-        assert!(err.contains("team.toml") && err.contains("skills.path"), "{err}");
+        assert!(
+            err.contains("team.toml") && err.contains("skills.path"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -132,13 +132,16 @@ text = "Notes written."
         .filter_map(|e| e["message"].as_str())
         .collect();
     assert!(
-        notices.iter().any(|n| n.contains(&broken.display().to_string())
-            && n.contains("field `name`")),
+        notices
+            .iter()
+            .any(|n| n.contains(&broken.display().to_string()) && n.contains("field `name`")),
         "{notices:?}"
     );
 
     // The user types it: the model receives the body, the arguments after.
-    let out = fx.run(&["run", "--json", "/release-notes since v1.2"]).await;
+    let out = fx
+        .run(&["run", "--json", "/release-notes since v1.2"])
+        .await;
     assert_eq!(out.code(), Some(0), "stderr: {}", out.stderr);
     let events = out.events();
     assert_eq!(

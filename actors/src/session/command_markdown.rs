@@ -45,7 +45,10 @@ const DESCRIPTION_CHARS: usize = 100;
 /// expected (the caller prefixes the path).
 pub fn parse(text: &str, name: &str, source: &str) -> Result<CustomCommand, String> {
     let (fields, body) = match front_matter::split(text)? {
-        Some((front, body)) => (front_matter::fields(&quote_text_fields(front, &TEXT_FIELDS))?, body),
+        Some((front, body)) => (
+            front_matter::fields(&quote_text_fields(front, &TEXT_FIELDS))?,
+            body,
+        ),
         None => (
             Default::default(),
             text.strip_prefix('\u{feff}').unwrap_or(text),
@@ -143,7 +146,11 @@ pub(super) fn quote_text_fields(front: &str, fields: &[&str]) -> String {
 /// `allowed-tools` as allow rules: Claude Code's tool names mapped onto
 /// ours, each entry read as a permission rule; what cannot be applied is
 /// left out with a note. Skill files too.
-pub(super) fn allowed_tools(key: &str, value: &Value, notes: &mut Vec<String>) -> Result<Vec<Rule>, String> {
+pub(super) fn allowed_tools(
+    key: &str,
+    value: &Value,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Rule>, String> {
     let entries = super::front_matter::tool_list(key, value)?;
     let mut rules: Vec<Rule> = Vec::new();
     for entry in entries.iter().filter(|e| !e.is_empty()) {

@@ -185,7 +185,10 @@ mod tests {
         assert_eq!(deploy.body, "The deploy body.");
         assert_eq!(
             deploy.dir,
-            ws.path().join(".claude/skills/deploy").display().to_string()
+            ws.path()
+                .join(".claude/skills/deploy")
+                .display()
+                .to_string()
         );
         let problems = set.problems.join("\n");
         assert_eq!(set.problems.len(), 6, "{problems}");
@@ -208,7 +211,9 @@ mod tests {
             ),
             format!(
                 "{}: missing",
-                ws.path().join(".claude/skills/scripts-only/SKILL.md").display()
+                ws.path()
+                    .join(".claude/skills/scripts-only/SKILL.md")
+                    .display()
             ),
             format!(
                 "{}: field `description`",
@@ -219,7 +224,10 @@ mod tests {
                 ws.path().join("missing-skills").display()
             ),
         ] {
-            assert!(problems.contains(&expected), "{expected}\nnot in:\n{problems}");
+            assert!(
+                problems.contains(&expected),
+                "{expected}\nnot in:\n{problems}"
+            );
         }
         assert_eq!(
             set.read_roots(),

@@ -108,7 +108,8 @@ pub fn parse(text: &str, folder: &str, dir: &str, source: &str) -> Result<Skill,
 /// hyphens, neither first nor last nor two in a row, at most
 /// [`MAX_NAME_CHARS`].
 pub fn check_name(name: &str) -> Result<(), String> {
-    let expected = "lowercase letters, digits and single hyphens, not first or last, at most 64 characters";
+    let expected =
+        "lowercase letters, digits and single hyphens, not first or last, at most 64 characters";
     let chars = name.chars().count();
     if name.is_empty() || chars > MAX_NAME_CHARS {
         return Err(format!(
@@ -173,9 +174,15 @@ mod tests {
             let err = parse(text, "notes", "d", "s").expect_err(text);
             assert!(err.contains("field `description`"), "{err}");
         }
-        let long = format!("---\nname: notes\ndescription: {}\n---\nb", "x".repeat(1025));
+        let long = format!(
+            "---\nname: notes\ndescription: {}\n---\nb",
+            "x".repeat(1025)
+        );
         let err = parse(&long, "notes", "d", "s").expect_err("too long");
-        assert!(err.contains("field `description`") && err.contains("1025"), "{err}");
+        assert!(
+            err.contains("field `description`") && err.contains("1025"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -201,9 +208,17 @@ mod tests {
         )
         .expect_err("65 characters");
         assert!(err.contains("65 characters"), "{err}");
-        let err = parse("---\nname: notes\ndescription: d\n---\nb", "other", "d", "s")
-            .expect_err("not its folder");
-        assert!(err.contains("field `name`") && err.contains("`other`"), "{err}");
+        let err = parse(
+            "---\nname: notes\ndescription: d\n---\nb",
+            "other",
+            "d",
+            "s",
+        )
+        .expect_err("not its folder");
+        assert!(
+            err.contains("field `name`") && err.contains("`other`"),
+            "{err}"
+        );
         let err = parse("---\ndescription: d\n---\nb", "notes", "d", "s").expect_err("no name");
         assert!(err.contains("field `name` is missing"), "{err}");
     }
@@ -213,7 +228,10 @@ mod tests {
         let cases = [
             ("no front matter", "no front matter"),
             ("---\nname: n\ndescription: d\n---\n \n", "no instructions"),
-            ("---\nname: n\ndescription: d\nallowed-tools: 3\n---\nb", "field `allowed-tools`"),
+            (
+                "---\nname: n\ndescription: d\nallowed-tools: 3\n---\nb",
+                "field `allowed-tools`",
+            ),
             ("---\nname: [n\n---\nb", "not valid YAML"),
         ];
         for (text, expected) in cases {

@@ -94,10 +94,15 @@ fn the_system_prompt_lists_names_and_descriptions_never_bodies() {
     let (_, request) = model_calls(&h.effects)[0].clone();
     let system = &request.system_prompt;
     assert!(
-        system.contains("\n- pdf: Fills PDF forms\n- release-notes: Writes release notes from the git log"),
+        system.contains(
+            "\n- pdf: Fills PDF forms\n- release-notes: Writes release notes from the git log"
+        ),
         "{system}"
     );
-    assert!(!system.contains("PDF-BODY") && !system.contains("git log --oneline"), "{system}");
+    assert!(
+        !system.contains("PDF-BODY") && !system.contains("git log --oneline"),
+        "{system}"
+    );
     let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(offered, ["read_file", "bash", SKILL_TOOL]);
 }
@@ -113,7 +118,11 @@ fn without_skills_there_is_no_listing_and_no_skill_tool() {
     let id = model_calls(&h.effects)[0].0;
     h.answer(id, "", &[("c1", SKILL_TOOL, r#"{"name":"pdf"}"#)]);
     let result = tool_results(&h).pop().expect("a result");
-    assert!(result.is_error && result.output.contains("unknown tool `skill`"), "{}", result.output);
+    assert!(
+        result.is_error && result.output.contains("unknown tool `skill`"),
+        "{}",
+        result.output
+    );
 }
 
 #[test]
@@ -156,7 +165,12 @@ fn skills_beyond_the_budget_are_left_out_of_the_listing_and_said() {
             _ => None,
         })
         .collect();
-    assert!(notices.iter().any(|n| n.contains("not listed to the model")), "{notices:?}");
+    assert!(
+        notices
+            .iter()
+            .any(|n| n.contains("not listed to the model")),
+        "{notices:?}"
+    );
     h.query("/context");
     let context = messages(&h.effects)
         .into_iter()
@@ -182,7 +196,11 @@ fn the_core_answers_a_skill_call_with_the_body_and_its_folder() {
     assert_eq!(asked(&h), 0, "nothing is asked");
     let result = tool_results(&h).pop().expect("a result");
     assert!(!result.is_error);
-    assert!(result.output.contains(BODY), "the whole body: {}", result.output);
+    assert!(
+        result.output.contains(BODY),
+        "the whole body: {}",
+        result.output
+    );
     assert!(
         result
             .output
@@ -218,7 +236,11 @@ fn an_unknown_skill_is_an_error_listing_the_skills() {
         "{}",
         results[0].output
     );
-    assert!(results[1].output.contains("`name`"), "{}", results[1].output);
+    assert!(
+        results[1].output.contains("`name`"),
+        "{}",
+        results[1].output
+    );
 }
 
 #[test]
@@ -239,7 +261,11 @@ fn allowed_tools_hold_from_the_loading_to_the_end_of_the_turn() {
         "",
         &[("c1", SKILL_TOOL, r#"{"name":"release-notes"}"#), git_log],
     );
-    assert_eq!(asked(&h), 1, "the same reply's later call runs without asking");
+    assert_eq!(
+        asked(&h),
+        1,
+        "the same reply's later call runs without asking"
+    );
     let (batch, calls) = tool_batches(&h.effects).pop().expect("ran");
     assert_eq!(calls[0].name, "bash");
     h.tool_done(batch, "c2", "abc fix");
@@ -274,7 +300,10 @@ fn reads_in_a_skills_folder_run_without_asking_and_writes_do_not() {
         Effect::RunTools { calls, .. } => Some(calls[0].grant),
         _ => None,
     });
-    assert!(granted.is_some_and(|g| g.outside_roots), "the tool may open it");
+    assert!(
+        granted.is_some_and(|g| g.outside_roots),
+        "the tool may open it"
+    );
 
     let verdict = |tool: &str, path: &str| {
         permission::policy::decide(
@@ -312,8 +341,14 @@ fn typing_a_skill_loads_it_like_a_custom_command() {
         Some(crate::protocol::Message::User { text, .. }) => text.clone(),
         other => panic!("{other:?}"),
     };
-    assert!(sent.contains(BODY), "the body whole, `$1` untouched: {sent}");
-    assert!(sent.contains("/home/me/.claude/skills/release-notes"), "{sent}");
+    assert!(
+        sent.contains(BODY),
+        "the body whole, `$1` untouched: {sent}"
+    );
+    assert!(
+        sent.contains("/home/me/.claude/skills/release-notes"),
+        "{sent}"
+    );
     assert!(sent.ends_with("ARGUMENTS: since v1.2"), "{sent}");
     assert_eq!(
         h.state.permissions.for_turn,
@@ -347,6 +382,9 @@ fn typing_a_skill_loads_it_like_a_custom_command() {
             && help.contains("/home/me/.claude/skills/release-notes/SKILL.md"),
         "{help}"
     );
-    assert!(help.contains("help/SKILL.md") || help.contains("`/help` is a built-in"), "{help}");
+    assert!(
+        help.contains("help/SKILL.md") || help.contains("`/help` is a built-in"),
+        "{help}"
+    );
     assert!(model_calls(&h.effects).is_empty(), "/help is not sent");
 }
