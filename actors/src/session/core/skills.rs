@@ -91,7 +91,8 @@ impl Skill {
 
     /// The listing's line for it.
     fn line(&self) -> String {
-        format!("\n- {}: {}", self.name, self.description)
+        let description: Vec<&str> = self.description.split_whitespace().collect();
+        format!("\n- {}: {}", self.name, description.join(" "))
     }
 }
 

@@ -108,6 +108,29 @@ fn the_system_prompt_lists_names_and_descriptions_never_bodies() {
 }
 
 #[test]
+fn an_agent_not_given_the_skill_tool_is_not_told_of_skills() {
+    let mut h = with(vec![release_notes()]);
+    h.state
+        .config
+        .agents
+        .insert(crate::protocol::AgentDefinition {
+            name: "reader".into(),
+            tools: Some(vec!["read_file".into()]),
+            ..Default::default()
+        });
+    h.state.agent = "reader".into();
+    h.query("hello");
+    let (_, request) = model_calls(&h.effects)[0].clone();
+    assert!(
+        !request.system_prompt.contains("release-notes"),
+        "{}",
+        request.system_prompt
+    );
+    let offered: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(offered, ["read_file"]);
+}
+
+#[test]
 fn without_skills_there_is_no_listing_and_no_skill_tool() {
     let mut h = with(Vec::new());
     h.query("hello");

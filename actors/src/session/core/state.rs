@@ -72,15 +72,17 @@ impl SessionConfig {
         agent: &str,
         server_prompts: &str,
     ) -> std::borrow::Cow<'a, str> {
-        let prompt = self
-            .agents
-            .get(agent)
+        let definition = self.agents.get(agent);
+        let prompt = definition
             .and_then(|a| a.prompt.as_deref())
             .unwrap_or(&self.system_prompt);
+        // An agent not given the `skill` tool is not told of skills.
+        let skills =
+            !self.skills.is_empty() && super::agents::allows(definition, super::skills::SKILL_TOOL);
         if self.instructions.is_empty()
             && self.tool_prompts.is_empty()
             && server_prompts.is_empty()
-            && self.skills.is_empty()
+            && !skills
         {
             std::borrow::Cow::Borrowed(prompt)
         } else {
@@ -88,7 +90,11 @@ impl SessionConfig {
                 "{prompt}{}{server_prompts}{}{}",
                 self.tool_prompts,
                 self.instructions.section(),
-                self.skills.section()
+                if skills {
+                    self.skills.section()
+                } else {
+                    String::new()
+                }
             ))
         }
     }
