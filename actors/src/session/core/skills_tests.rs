@@ -411,3 +411,33 @@ fn typing_a_skill_loads_it_like_a_custom_command() {
     );
     assert!(model_calls(&h.effects).is_empty(), "/help is not sent");
 }
+
+#[test]
+fn a_command_file_of_the_same_name_keeps_its_name() {
+    let skills = Skills::with(
+        vec![(Scope::Project, release_notes()), (Scope::Project, pdf())],
+        Vec::new(),
+        skills::DEFAULT_PROMPT_CHARS,
+    );
+    let commands = CustomCommands::with(
+        vec![super::custom_commands::CustomCommand {
+            name: "pdf".into(),
+            prompt: "COMMAND-PDF".into(),
+            source: "/ws/.claude/commands/pdf.md".into(),
+            ..Default::default()
+        }],
+        Vec::new(),
+        commands::is_built_in,
+    );
+    let joined = skills.join_commands(commands, commands::is_built_in);
+    let names: Vec<(&str, bool)> = joined
+        .commands
+        .iter()
+        .map(|c| (c.name.as_str(), c.skill))
+        .collect();
+    assert_eq!(names, [("pdf", false), ("release-notes", true)]);
+    assert_eq!(
+        joined.find("pdf").map(|c| c.prompt.as_str()),
+        Some("COMMAND-PDF")
+    );
+}
