@@ -65,6 +65,9 @@ pub struct Settings {
     /// run by every session; the workspace's hook files are added per
     /// session.
     pub hooks: Vec<crate::protocol::hook::HookGroup>,
+    /// `[skills]`: where Agent Skills are read besides the usual folders,
+    /// and how much of the system prompt their listing may take.
+    pub skills: SkillSettings,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,6 +97,38 @@ impl Default for SubagentSettings {
     fn default() -> Self {
         SubagentSettings {
             max_concurrent_subagents: default_max_concurrent_subagents(),
+        }
+    }
+}
+
+/// `[skills]`: Agent Skills (`SKILL.md` folders). The workspace's
+/// `.claude/skills/` and `.agents/skills/` and the user's
+/// `~/.claude/skills/` and `~/.agents/skills/` are always read.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SkillSettings {
+    /// More folders of skills (each holding `NAME/SKILL.md`), read after
+    /// the user's and before the workspace's; relative to the file that
+    /// names them, `~/` the home directory.
+    #[serde(default)]
+    pub paths: Vec<PathBuf>,
+    /// The most characters of the system prompt the skills' listing may
+    /// take; skills beyond it are left out of the listing (and the user
+    /// told), still loadable by name.
+    #[serde(default = "default_skill_prompt_chars")]
+    pub max_prompt_chars: usize,
+}
+
+/// As the session core's default (`session::core::skills`).
+fn default_skill_prompt_chars() -> usize {
+    8_000
+}
+
+impl Default for SkillSettings {
+    fn default() -> Self {
+        SkillSettings {
+            paths: Vec::new(),
+            max_prompt_chars: default_skill_prompt_chars(),
         }
     }
 }

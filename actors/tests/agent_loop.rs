@@ -142,6 +142,7 @@ impl Harness {
             sandbox: Default::default(),
             agents: Vec::new(),
             subagents: Default::default(),
+            skills: Default::default(),
             context: Default::default(),
             compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,

@@ -7,7 +7,7 @@
 use agentbus_actors::protocol::ContextConfig;
 use agentbus_actors::protocol::PermissionMode;
 use agentbus_actors::settings::{
-    ClusterSettings, McpSettings, SandboxSettings, ServerSettings, SessionSettings,
+    ClusterSettings, McpSettings, SandboxSettings, ServerSettings, SessionSettings, SkillSettings,
     SubagentSettings, ToolSettings,
 };
 use serde::Deserialize;
@@ -56,6 +56,8 @@ pub struct ConfigFile {
         reason = "read per layer by `configured_hooks`; here it only lets the key through"
     )]
     pub hooks: Option<toml::Table>,
+    /// `[skills]`: more folders of Agent Skills, and the listing's cap.
+    pub skills: Option<SkillSettings>,
     /// `[cluster]`: `agentbus serve` as one node of several on one
     /// Postgres database.
     pub cluster: Option<ClusterSettings>,

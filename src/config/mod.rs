@@ -234,6 +234,16 @@ fn parse_layer(origin: String, dir: Option<&Path>, text: &str) -> Result<Layer, 
         let anchored = anchor_path(file, dir).display().to_string();
         log.insert("file".into(), toml::Value::String(anchored));
     }
+    // `[skills] paths` are relative to the file that names them.
+    if let Some(toml::Value::Table(skills)) = table.get_mut("skills")
+        && let Some(toml::Value::Array(paths)) = skills.get_mut("paths")
+    {
+        for path in paths.iter_mut() {
+            if let toml::Value::String(text) = path {
+                *text = anchor_path(text, dir).display().to_string();
+            }
+        }
+    }
     if let Some(toml::Value::Table(sessions)) = table.get_mut("sessions")
         && let Some(toml::Value::String(store)) = sessions.get("store")
         && !store.is_empty()
@@ -604,6 +614,7 @@ fn resolve(
         agents,
         subagents: file.subagents.unwrap_or_default(),
         hooks,
+        skills: file.skills.unwrap_or_default(),
         // Set by the binary for a profile on this machine (`model_check`).
         unreachable_hint: None,
         cluster,
@@ -768,6 +779,38 @@ mod tests {
         assert!(s.system_prompt.contains("/ws"));
         assert_eq!(s.max_steps, 50);
         assert!(s.include_partial_messages);
+    }
+
+    #[test]
+    fn skill_paths_are_relative_to_their_file_and_a_wrong_key_is_named() {
+        let s = resolve_text(&[], LoadOptions::default()).unwrap();
+        assert!(s.skills.paths.is_empty());
+        assert_eq!(s.skills.max_prompt_chars, 8000);
+        let s = resolve_text(
+            &["[skills]\npaths = [\"team-skills\", \"/opt/skills\"]\nmax_prompt_chars = 500"],
+            LoadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            s.skills.paths,
+            [
+                PathBuf::from("/cfg/team-skills"),
+                PathBuf::from("/opt/skills")
+            ]
+        );
+        assert_eq!(s.skills.max_prompt_chars, 500);
+        let err = parse_layer(
+            "team.toml".into(),
+            Some(Path::new("/cfg")),
+            "[skills]\npath = [\"x\"]",
+        )
+        .err()
+        .expect("refused")
+        .to_string();
+        assert!(
+            err.contains("team.toml") && err.contains("skills.path"),
+            "{err}"
+        );
     }
 
     #[test]

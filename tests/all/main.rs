@@ -40,6 +40,7 @@ mod retries;
 mod run;
 mod serve;
 mod sessions;
+mod skills;
 mod subagents;
 mod terminal;
 mod wire_formats;

@@ -342,6 +342,7 @@ impl AgentBuilder {
             tool_prompts: String::new(),
             agents: Default::default(),
             commands: Default::default(),
+            skills: Default::default(),
             task_tool: false,
             instructions,
             max_steps,

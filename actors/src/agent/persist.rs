@@ -129,6 +129,7 @@ impl AgentState {
             tool_prompts: String::new(),
             agents: Default::default(),
             commands: Default::default(),
+            skills: Default::default(),
             task_tool: false,
             // Not saved: the agent that continues the conversation brings
             // its own (read when it was built).

@@ -642,6 +642,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         agents: Vec::new(),
         subagents: Default::default(),
         hooks: Vec::new(),
+        skills: Default::default(),
         context: Default::default(),
         compact_prompt: String::new(),
         unreachable_hint: None,

@@ -209,6 +209,7 @@ impl Nodes {
             agents: Vec::new(),
             subagents: Default::default(),
             hooks: Vec::new(),
+            skills: Default::default(),
             context: Default::default(),
             compact_prompt: crate::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,

@@ -45,7 +45,10 @@ const DESCRIPTION_CHARS: usize = 100;
 /// expected (the caller prefixes the path).
 pub fn parse(text: &str, name: &str, source: &str) -> Result<CustomCommand, String> {
     let (fields, body) = match front_matter::split(text)? {
-        Some((front, body)) => (front_matter::fields(&quote_text_fields(front))?, body),
+        Some((front, body)) => (
+            front_matter::fields(&quote_text_fields(front, &TEXT_FIELDS))?,
+            body,
+        ),
         None => (
             Default::default(),
             text.strip_prefix('\u{feff}').unwrap_or(text),
@@ -109,17 +112,17 @@ fn first_line(body: &str) -> String {
     crate::text::ellipsize(line, DESCRIPTION_CHARS)
 }
 
-/// The front matter with each one-line value of a [`TEXT_FIELDS`] field
+/// The front matter with each one-line value of a field of `fields`
 /// quoted, so that YAML reads it as the text written (`[file]`, `a: b`,
-/// `#12` would be a list, an error, a comment).
-fn quote_text_fields(front: &str) -> String {
+/// `#12` would be a list, an error, a comment). Skill files too.
+pub(super) fn quote_text_fields(front: &str, fields: &[&str]) -> String {
     let lines: Vec<&str> = front.lines().collect();
     let mut quoted = String::with_capacity(front.len() + 16);
     for (i, line) in lines.iter().enumerate() {
         let continued = lines
             .get(i + 1)
             .is_some_and(|next| next.starts_with([' ', '\t']));
-        let field = TEXT_FIELDS.iter().find_map(|field| {
+        let field = fields.iter().find_map(|field| {
             let value = line.strip_prefix(field)?.strip_prefix(':')?;
             Some((field, value.trim()))
         });
@@ -142,8 +145,12 @@ fn quote_text_fields(front: &str) -> String {
 
 /// `allowed-tools` as allow rules: Claude Code's tool names mapped onto
 /// ours, each entry read as a permission rule; what cannot be applied is
-/// left out with a note.
-fn allowed_tools(key: &str, value: &Value, notes: &mut Vec<String>) -> Result<Vec<Rule>, String> {
+/// left out with a note. Skill files too.
+pub(super) fn allowed_tools(
+    key: &str,
+    value: &Value,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Rule>, String> {
     let entries = super::front_matter::tool_list(key, value)?;
     let mut rules: Vec<Rule> = Vec::new();
     for entry in entries.iter().filter(|e| !e.is_empty()) {

@@ -39,7 +39,7 @@ pub const CLAUDE_TOOLS: &[(&str, Option<&str>)] = &[
     ("KillShell", None),
     ("KillBash", None),
     ("SlashCommand", None),
-    ("Skill", None),
+    ("Skill", Some("skill")),
 ];
 
 /// What Claude Code's tool `name` is called here: `Some(Some(ours))`,

@@ -18,7 +18,10 @@
 //! - [`command_files`]: a session's custom slash commands — the command
 //!   files of the user's folders and the workspace; `command_markdown`
 //!   reads one file (Claude Code's format).
-//! - `front_matter`: the YAML front matter both kinds of file share, and
+//! - [`skill_files`]: a session's Agent Skills — the `NAME/SKILL.md`
+//!   folders of the user's, the configured and the workspace's skills
+//!   folders; `skill_markdown` reads one file.
+//! - `front_matter`: the YAML front matter the kinds of file share, and
 //!   Claude Code's tool names; `markdown_files`: listing and reading them.
 //! - `project_rules`: an "allow always" rule saved to the workspace's
 //!   `.agentbus.toml`.
@@ -43,6 +46,8 @@ mod markdown_files;
 pub mod model_input;
 pub mod permission_setup;
 mod project_rules;
+pub mod skill_files;
+mod skill_markdown;
 
 pub use error::{Failure, SessionError};
 

@@ -22,6 +22,8 @@ pub fn permission_config(
         mode,
         rules,
         roots: sandbox.roots(workspace, home.as_deref()),
+        // The session's skills' folders, once they are read.
+        read_roots: Vec::new(),
         // Without a home, `~` in a rule matches nothing real.
         home: home.unwrap_or_else(|| PathBuf::from("/nonexistent-home")),
         sandboxed: sandbox.enabled && crate::tools::sandbox::probe().is_available(),

@@ -10,7 +10,8 @@
 //! and is the one place the SessionManager and the Runtime read them from.
 //! Reads the workspace's and the user's instruction files (`AGENTS.md`),
 //! agent files (`.agentbus/agents`, `.claude/agents`) and command files
-//! (`.agentbus/commands`, `.claude/commands`) for each session it starts,
+//! (`.agentbus/commands`, `.claude/commands`) and skills (`.claude/skills`,
+//! `.agents/skills`, `[skills] paths`) for each session it starts,
 //! on the blocking pool. Cloned into each
 //! load; never starts an actor.
 
@@ -22,9 +23,11 @@ use crate::session::command_files;
 use crate::session::core::agents::AgentSet;
 use crate::session::core::custom_commands::CustomCommands;
 use crate::session::core::instructions::Instructions;
+use crate::session::core::skills::Skills;
 use crate::session::core::{Effect, SessionConfig, SessionState, restore};
 use crate::session::instruction_files;
 use crate::session::permission_setup::permission_config;
+use crate::session::skill_files;
 use crate::sessions::stored::StoredSessions;
 use crate::settings::Settings;
 use crate::store::{AcceptedInput, SessionRecord};
@@ -52,6 +55,7 @@ pub struct WorkspaceFiles {
     pub commands: CustomCommands,
     /// The hooks it runs (the workspace's only once trusted).
     pub hooks: crate::protocol::hook::HookSet,
+    pub skills: Skills,
 }
 
 /// A stored session, ready to start: its lease is taken.
@@ -142,6 +146,7 @@ impl SessionLoader {
                         crate::hooks::trust::is_trusted(&trust, &dir, groups)
                     })
                 },
+                skills: skill_files::read(home.as_deref(), &settings.skills, &dir),
             }
         });
         reading.await.unwrap_or_else(|e| {
@@ -157,6 +162,7 @@ impl SessionLoader {
                 agents: AgentSet::default(),
                 commands: CustomCommands::default(),
                 hooks: Default::default(),
+                skills: Skills::default(),
             }
         })
     }
@@ -175,7 +181,30 @@ impl SessionLoader {
             agents,
             commands,
             hooks,
+            skills,
         } = files;
+        // Skills are typed as `/NAME` too (a command file's name wins).
+        let commands = skills.join_commands(commands, crate::session::core::commands::is_built_in);
+        let mut permissions = permission_config(
+            self.settings.permissions.mode,
+            self.settings.permissions.rules.clone(),
+            self.settings.permissions.approval_timeout_secs,
+            workspace,
+            &self.settings.sandbox,
+        );
+        // The skills' folders are readable without asking.
+        permissions.read_roots = skills.read_roots();
+        // `disallowed_tools = ["skill"]`: the model is neither told of the
+        // skills nor offered the tool (the user still types `/NAME`).
+        let mut skills = skills;
+        if self
+            .settings
+            .disallowed_tools
+            .iter()
+            .any(|t| t == crate::session::core::skills::SKILL_TOOL)
+        {
+            skills.skills.clear();
+        }
         let config = SessionConfig {
             system_prompt: self.settings.system_prompt.clone(),
             tool_prompts: self.tool_prompts.to_string(),
@@ -188,19 +217,14 @@ impl SessionLoader {
                 .iter()
                 .any(|t| t == crate::session::core::agents::TASK_TOOL),
             instructions,
+            skills,
             max_steps: self.settings.max_steps,
             include_partial_messages: self.settings.include_partial_messages,
             models: self.settings.model_infos(),
             workspace: workspace.display().to_string(),
             context: self.settings.context.clone(),
             compact_prompt: self.settings.compact_prompt.clone(),
-            permissions: permission_config(
-                self.settings.permissions.mode,
-                self.settings.permissions.rules.clone(),
-                self.settings.permissions.approval_timeout_secs,
-                workspace,
-                &self.settings.sandbox,
-            ),
+            permissions,
             mcp_first_turn_wait_ms: self.settings.mcp.first_turn_wait_ms(),
             hooks,
         };

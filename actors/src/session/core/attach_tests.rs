@@ -22,6 +22,7 @@ fn session(mode: PermissionMode, deny: &[&str]) -> Harness {
         home: PathBuf::from("/home/me"),
         sandboxed: true,
         approval_timeout_ms: None,
+        read_roots: Vec::new(),
     };
     h.state.permissions.mode = mode;
     h

@@ -42,6 +42,10 @@ pub struct CustomCommand {
     /// What of the file agentbus does not apply, said when it runs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// A skill typed as a command (`skills.rs`): only `$ARGUMENTS` is
+    /// filled in, since skills' scripts use `$1` for their own.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skill: bool,
 }
 
 impl CustomCommand {

@@ -34,6 +34,7 @@ pub mod mcp_wait;
 pub mod partial;
 pub mod permission;
 mod restore;
+pub mod skills;
 mod state;
 mod step;
 pub mod turn;
@@ -46,6 +47,8 @@ mod custom_commands_tests;
 mod images_tests;
 #[cfg(test)]
 mod instructions_tests;
+#[cfg(test)]
+mod skills_tests;
 #[cfg(test)]
 mod tests;
 

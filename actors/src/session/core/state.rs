@@ -8,6 +8,7 @@ use super::context::state::ContextState;
 use super::custom_commands::CustomCommands;
 use super::instructions::Instructions;
 use super::permission::{PermissionConfig, PermissionState};
+use super::skills::Skills;
 use super::turn::Turn;
 use crate::protocol::{
     ContextConfig, InputId, McpServerStatus, Message, ModelInfo, SessionId, Usage, UserInput,
@@ -35,6 +36,11 @@ pub struct SessionConfig {
     /// The instruction files (`AGENTS.md`, `CLAUDE.md`) read when the
     /// session was created or loaded, appended to `system_prompt`.
     pub instructions: Instructions,
+    /// The skills (`SKILL.md` folders) read when the session was created
+    /// or loaded: listed after the instructions, loaded by the `skill`
+    /// tool (offered when there are any).
+    #[serde(skip_serializing_if = "Skills::is_empty")]
+    pub skills: Skills,
     /// Most model calls one turn may make.
     pub max_steps: u32,
     /// Emit `stream_event`s (false: only whole messages).
@@ -62,25 +68,36 @@ impl SessionConfig {
     /// The system prompt every request of `agent` starts from: the
     /// agent's own prompt or else the configured one, then the MCP
     /// servers' prompts (the configured ones', then `server_prompts`, those
-    /// of the servers given to the session), then the instructions.
+    /// of the servers given to the session), then the instructions, then
+    /// the skills' listing.
     pub fn base_prompt<'a>(
         &'a self,
         agent: &str,
         server_prompts: &str,
     ) -> std::borrow::Cow<'a, str> {
-        let prompt = self
-            .agents
-            .get(agent)
+        let definition = self.agents.get(agent);
+        let prompt = definition
             .and_then(|a| a.prompt.as_deref())
             .unwrap_or(&self.system_prompt);
-        if self.instructions.is_empty() && self.tool_prompts.is_empty() && server_prompts.is_empty()
+        // An agent not given the `skill` tool is not told of skills.
+        let skills =
+            !self.skills.is_empty() && super::agents::allows(definition, super::skills::SKILL_TOOL);
+        if self.instructions.is_empty()
+            && self.tool_prompts.is_empty()
+            && server_prompts.is_empty()
+            && !skills
         {
             std::borrow::Cow::Borrowed(prompt)
         } else {
             std::borrow::Cow::Owned(format!(
-                "{prompt}{}{server_prompts}{}",
+                "{prompt}{}{server_prompts}{}{}",
                 self.tool_prompts,
-                self.instructions.section()
+                self.instructions.section(),
+                if skills {
+                    self.skills.section()
+                } else {
+                    String::new()
+                }
             ))
         }
     }
@@ -263,12 +280,26 @@ impl SessionState {
     pub fn offered_tools(&self) -> crate::model::ToolList {
         let agent = self.current_agent();
         let tools = super::agents::offered(agent, &self.tools);
-        if !self.config.task_tool || !super::agents::allows(agent, super::agents::TASK_TOOL) {
+        let task = self.config.task_tool && super::agents::allows(agent, super::agents::TASK_TOOL);
+        let skill = self.skill_tool();
+        if !task && !skill {
             return tools;
         }
         let mut with_task = tools.to_vec();
-        with_task.push(super::agents::task_spec(&self.config.agents));
+        if task {
+            with_task.push(super::agents::task_spec(&self.config.agents));
+        }
+        if skill {
+            with_task.push(self.config.skills.tool_spec());
+        }
         std::sync::Arc::new(with_task)
+    }
+
+    /// Whether the model is offered the `skill` tool: the session has
+    /// skills and the agent is not denied the tool.
+    pub fn skill_tool(&self) -> bool {
+        !self.config.skills.is_empty()
+            && super::agents::allows(self.current_agent(), super::skills::SKILL_TOOL)
     }
 
     /// Most model calls a turn may make: the agent's limit, else

@@ -202,6 +202,9 @@ fn announce_start(state: &SessionState, resumed: bool, fx: &mut Vec<Effect>) {
             notice(format!("Command file not used: {problem}")),
         );
     }
+    for text in state.config.skills.notices() {
+        emit(fx, None, notice(text));
+    }
     if state.current_agent().is_none() {
         emit(
             fx,
@@ -1036,6 +1039,10 @@ fn finish_model_call(
                         Admitted::Runs(granted) => runnable.push(granted),
                         Admitted::Denied(denied) => outcome = Some(denied),
                         Admitted::Waits(asked) => waiting = Some(asked),
+                        Admitted::Answered(answer, allowed) => {
+                            allow_for_turn(state, allowed);
+                            outcome = Some(answer);
+                        }
                     }
                 }
             }
@@ -1075,6 +1082,9 @@ enum Admitted {
     Runs(GrantedCall),
     Denied(ToolOutcome),
     Waits(Waiting),
+    /// Answered by the core itself (`skill`), with allow rules for the
+    /// rest of the turn.
+    Answered(ToolOutcome, Vec<crate::permissions::Rule>),
 }
 
 /// Check `call` against the mode and the rules; a call that must ask
@@ -1097,6 +1107,10 @@ fn admit(
                 grant: Default::default(),
             });
         }
+    }
+    if call.name == super::skills::SKILL_TOOL && state.skill_tool() {
+        let (answer, allowed) = state.config.skills.answer(&call.input);
+        return Admitted::Answered(answer, allowed);
     }
     if !super::agents::allows(state.current_agent(), &call.name) {
         return Admitted::Denied(ToolOutcome::error(format!(
@@ -1197,6 +1211,16 @@ fn record_assistant(
             context,
         }),
     );
+}
+
+/// A skill's `allowed-tools` hold from its loading to the end of the turn
+/// (the later calls of this reply included).
+fn allow_for_turn(state: &mut SessionState, allowed: Vec<crate::permissions::Rule>) {
+    for rule in allowed {
+        if !state.permissions.for_turn.contains(&rule) {
+            state.permissions.for_turn.push(rule);
+        }
+    }
 }
 
 /// Why an approval asks when a hook made it ask.
@@ -1369,6 +1393,10 @@ fn on_pre_tool_answer(
         }),
         Admitted::Denied(denied) => pending.outcome = Some(denied),
         Admitted::Waits(asked) => pending.waiting = Some(asked),
+        Admitted::Answered(answer, allowed) => {
+            pending.outcome = Some(answer);
+            allow_for_turn(state, allowed);
+        }
     }
     record_finished_results(state, fx);
     continue_after_tools(state, now_ms, fx);

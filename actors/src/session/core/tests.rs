@@ -58,6 +58,7 @@ impl Harness {
             tool_prompts: String::new(),
             agents: Default::default(),
             commands: Default::default(),
+            skills: Default::default(),
             task_tool: false,
             instructions: Default::default(),
             max_steps,

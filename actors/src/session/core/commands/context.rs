@@ -1,5 +1,6 @@
 //! `/context` — where the context budget of the next request goes: system
-//! prompt, instructions (and the files they came from), tool definitions,
+//! prompt, instructions (and the files they came from), how many skills
+//! the system prompt lists, tool definitions,
 //! messages, the model's thinking sent back (when there is any), tool
 //! outputs, and what is free; then, once the provider reported any, how
 //! much of the input it read from its prompt cache.
@@ -49,6 +50,17 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
                 "\n    {} ({} tokens{cut})",
                 file.path, file.tokens
             ));
+        }
+    }
+    let skills = &state.config.skills;
+    if !skills.is_empty() {
+        text.push_str(&format!(
+            "\n  skills listed: {} of {} (names and descriptions, in the system prompt)",
+            skills.listed(),
+            skills.skills.len()
+        ));
+        if let Some(line) = skills.left_out_line() {
+            text.push_str(&format!("\n    {line}"));
         }
     }
     text.push_str(&format!(

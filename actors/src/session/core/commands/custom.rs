@@ -51,7 +51,11 @@ pub fn run(state: &SessionState, name: &str, arguments: &str) -> Result<CommandQ
     };
     Ok(CommandQuery {
         typed,
-        prompt: expand(&command.prompt, arguments),
+        prompt: if command.skill {
+            crate::session::core::skills::expand(&command.prompt, arguments)
+        } else {
+            expand(&command.prompt, arguments)
+        },
         model,
         allowed_tools: command.allowed_tools.clone(),
         notices,

@@ -1,6 +1,7 @@
 //! `/help` — lists the slash commands with a line each: the built-in ones,
 //! then the session's custom commands with the file each comes from, then
-//! the command files that could not be used.
+//! its skills (each also `/NAME`) with their `SKILL.md`, then the command
+//! files that could not be used.
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::system::{CommandEntry, CommandList};
@@ -27,8 +28,17 @@ pub fn apply(table: &[SlashCommand], custom: &CustomCommands) -> SystemEvent {
             None => line,
         }
     };
+    let skill_names: Vec<&str> = custom
+        .commands
+        .iter()
+        .filter(|c| c.skill)
+        .map(|c| c.name.as_str())
+        .collect();
     let (built_in, own): (Vec<&CommandEntry>, Vec<&CommandEntry>) =
         entries.iter().partition(|c| c.source.is_none());
+    let (skills, own): (Vec<&CommandEntry>, Vec<&CommandEntry>) = own
+        .into_iter()
+        .partition(|c| skill_names.contains(&c.name.as_str()));
     let mut text = format!(
         "Commands:\n{}",
         built_in
@@ -40,6 +50,10 @@ pub fn apply(table: &[SlashCommand], custom: &CustomCommands) -> SystemEvent {
     if !own.is_empty() {
         text.push_str("\nCustom commands:\n");
         text.push_str(&own.into_iter().map(line).collect::<Vec<_>>().join("\n"));
+    }
+    if !skills.is_empty() {
+        text.push_str("\nSkills (the model loads them itself when a task matches):\n");
+        text.push_str(&skills.into_iter().map(line).collect::<Vec<_>>().join("\n"));
     }
     if !custom.problems.is_empty() {
         text.push_str("\nCommand files not used:");

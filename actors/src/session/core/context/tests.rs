@@ -423,6 +423,7 @@ fn context_benchmark_report() {
         tool_prompts: String::new(),
         agents: Default::default(),
         commands: Default::default(),
+        skills: Default::default(),
         task_tool: false,
         instructions: Default::default(),
         max_steps: 50,

@@ -16,6 +16,10 @@ pub struct PermissionConfig {
     /// Where file tools work without asking and commands may write: the
     /// workspace first, then the write roots. Absolute and normalised.
     pub roots: Vec<PathBuf>,
+    /// Where the file tools may also read without asking (never write):
+    /// the folders of the session's skills. Absolute and normalised.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_roots: Vec<PathBuf>,
     /// What `~` means in rules.
     pub home: PathBuf,
     /// Commands run in the sandbox (Landlock is here and `[sandbox]` is

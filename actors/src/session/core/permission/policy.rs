@@ -5,7 +5,7 @@
 //!
 //! | call                               | default | accept-edits | plan       | bypass |
 //! |------------------------------------|---------|--------------|------------|--------|
-//! | read inside the roots              | run     | run          | run        | run    |
+//! | read inside the roots⁴             | run     | run          | run        | run    |
 //! | read outside                       | ask     | ask          | deny       | run    |
 //! | edit or write inside the roots     | ask     | run          | deny       | run    |
 //! | edit or write outside              | ask     | ask          | deny       | deny¹  |
@@ -26,6 +26,7 @@
 //! rules; plan mode alone tells it apart: a process left running is no
 //! investigation. `bash_output` and `kill_shell` touch only the commands
 //! this session started, so no mode asks before them (rules still can).
+//! ⁴ for reads, the read roots too: the folders of the session's skills.
 //!
 //! An allow rule runs a call the mode would ask about (plan mode still
 //! writes nothing); an ask rule asks even in bypass mode; a deny rule
@@ -126,6 +127,14 @@ pub fn decide(
         unsandboxed: !config.sandboxed,
         read_only: mode == PermissionMode::Plan,
     };
+    // A read in a skill's folder is a read inside the roots (the tool is
+    // granted the path, as an allow rule would grant it); writes there
+    // follow the usual rules.
+    let inside = inside
+        || (kind == Kind::Read
+            && path
+                .as_ref()
+                .is_some_and(|p| inside_roots(p, &config.read_roots)));
     let said = match state.rules(config).evaluate(&call, &env) {
         Decision::Deny(rule) => {
             return Verdict::Deny(format!(

@@ -25,6 +25,7 @@ fn session(mode: PermissionMode, rules: Rules) -> Harness {
         home: PathBuf::from("/home/me"),
         sandboxed: true,
         approval_timeout_ms: None,
+        read_roots: Vec::new(),
     };
     h.state.permissions.mode = mode;
     // The model is offered the built-in tools, as a real session's is.
