@@ -343,6 +343,7 @@ impl AgentBuilder {
             agents: Default::default(),
             commands: Default::default(),
             task_tool: false,
+            plan_tool: false,
             instructions,
             max_steps,
             include_partial_messages: self.include_partial_messages,

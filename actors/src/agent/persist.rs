@@ -130,6 +130,7 @@ impl AgentState {
             agents: Default::default(),
             commands: Default::default(),
             task_tool: false,
+            plan_tool: false,
             // Not saved: the agent that continues the conversation brings
             // its own (read when it was built).
             instructions: Default::default(),

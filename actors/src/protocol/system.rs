@@ -106,6 +106,11 @@ pub enum SystemSubtype {
     /// have shown (a jump, not a loss: deltas are never stored). Persisted.
     /// `data`: [`OwnerChanged`].
     OwnerChanged,
+    /// The model's plan changed (a `todo_write` call): the whole checklist
+    /// as it now stands, replacing the one before (empty: no plan, e.g.
+    /// after `/clear`). Persisted and folded on load. Front ends show it
+    /// as a checklist. `data`: [`Plan`](super::Plan).
+    Plan,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -209,6 +214,7 @@ payload_of! {
     super::SubagentFinished => SubagentFinished,
     Attachments => Attached,
     OwnerChanged => OwnerChanged,
+    super::Plan => Plan,
 }
 
 /// A node of a cluster took the session over.

@@ -32,6 +32,7 @@ pub mod instructions;
 pub mod mcp_wait;
 pub mod partial;
 pub mod permission;
+pub mod plan;
 mod restore;
 mod state;
 mod step;
@@ -45,6 +46,8 @@ mod custom_commands_tests;
 mod images_tests;
 #[cfg(test)]
 mod instructions_tests;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod tests;
 

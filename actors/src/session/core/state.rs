@@ -32,6 +32,9 @@ pub struct SessionConfig {
     /// Offer the `task` tool (sub-agents). Off in child sessions: a child
     /// never starts children of its own (depth 1).
     pub task_tool: bool,
+    /// Offer the plan tool, `todo_write` (`plan.rs`). Off where
+    /// `disallowed_tools` names it, and for embedded agents.
+    pub plan_tool: bool,
     /// The instruction files (`AGENTS.md`, `CLAUDE.md`) read when the
     /// session was created or loaded, appended to `system_prompt`.
     pub instructions: Instructions,
@@ -145,6 +148,9 @@ pub struct SessionState {
     pub pending_command: Option<InputId>,
     /// The permission mode now, and the rules "allow always" added.
     pub permissions: PermissionState,
+    /// The model's checklist, as its last `todo_write` call left it
+    /// (`plan.rs`).
+    pub plan: Vec<crate::protocol::PlanItem>,
     pub(super) next_input_id: InputId,
     pub(super) next_request_id: u64,
 }
@@ -174,6 +180,7 @@ impl SessionState {
             context: ContextState::default(),
             compacting: None,
             pending_command: None,
+            plan: Vec::new(),
             next_input_id: 1,
             next_request_id: 1,
         }
@@ -253,6 +260,7 @@ impl SessionState {
     pub fn offered_tools(&self) -> crate::model::ToolList {
         let agent = self.current_agent();
         let tools = super::agents::offered(agent, &self.tools);
+        let tools = super::plan::offer(&self.config, agent, tools);
         if !self.config.task_tool || !super::agents::allows(agent, super::agents::TASK_TOOL) {
             return tools;
         }

@@ -971,7 +971,9 @@ fn finish_model_call(
                 };
                 match admit(state, turn_id, tool_call, fx) {
                     Admitted::Runs(granted) => runnable.push(granted),
-                    Admitted::Denied(denied) => outcome = Some(denied),
+                    Admitted::Denied(denied) | Admitted::Answered(denied) => {
+                        outcome = Some(denied)
+                    }
                     Admitted::Waits(asked) => waiting = Some(asked),
                 }
             }
@@ -1010,12 +1012,22 @@ fn finish_model_call(
 enum Admitted {
     Runs(GrantedCall),
     Denied(ToolOutcome),
+    /// The core answered it itself (`todo_write`).
+    Answered(ToolOutcome),
     Waits(Waiting),
 }
 
 /// Check `call` against the mode and the rules; a call that must ask
 /// emits its `approval_request` (and its timer, when requests time out).
-fn admit(state: &SessionState, turn_id: InputId, call: ToolCall, fx: &mut Vec<Effect>) -> Admitted {
+fn admit(
+    state: &mut SessionState,
+    turn_id: InputId,
+    call: ToolCall,
+    fx: &mut Vec<Effect>,
+) -> Admitted {
+    if let Some(answered) = super::plan::answer(state, turn_id, &call, fx) {
+        return Admitted::Answered(answered);
+    }
     if call.name == super::agents::TASK_TOOL && state.config.task_tool {
         // The child session asks for what it does itself (its approvals
         // reach this session's front ends); starting it asks nothing.

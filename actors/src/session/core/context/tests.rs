@@ -424,6 +424,7 @@ fn context_benchmark_report() {
         agents: Default::default(),
         commands: Default::default(),
         task_tool: false,
+        plan_tool: false,
         instructions: Default::default(),
         max_steps: 50,
         include_partial_messages: true,
