@@ -102,6 +102,7 @@ async fn disallowed_tools_are_hidden_from_the_model() {
             "edit_file",
             "list_dir",
             "glob",
+            "todo_write",
             "task"
         ]
     );

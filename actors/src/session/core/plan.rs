@@ -140,19 +140,30 @@ fn tally(plan: &Plan) -> String {
 
 /// The event's message: `Plan: 1 of 3 done; now: Running the tests.`
 fn describe(plan: &Plan) -> String {
-    if plan.todos.is_empty() {
-        return "The plan was removed.".into();
+    match progress(&plan.todos) {
+        Some(progress) => format!("Plan: {progress}."),
+        None => "The plan was removed.".into(),
     }
-    let done = plan.count(PlanStatus::Completed);
-    let now = plan
-        .todos
+}
+
+/// How far `todos` is: `1 of 3 done; now: Running the tests` (`None`: no
+/// plan). `/debug` shows it too.
+pub fn progress(todos: &[PlanItem]) -> Option<String> {
+    if todos.is_empty() {
+        return None;
+    }
+    let done = todos
+        .iter()
+        .filter(|t| t.status == PlanStatus::Completed)
+        .count();
+    let now = todos
         .iter()
         .find(|t| t.status == PlanStatus::InProgress)
         .map(|t| t.active_form.as_deref().unwrap_or(&t.content));
-    match now {
-        Some(now) => format!("Plan: {done} of {} done; now: {now}.", plan.todos.len()),
-        None => format!("Plan: {done} of {} done.", plan.todos.len()),
-    }
+    Some(match now {
+        Some(now) => format!("{done} of {} done; now: {now}", todos.len()),
+        None => format!("{done} of {} done", todos.len()),
+    })
 }
 
 /// The checklist in `input` (`{"todos": [{content, status, activeForm?}]}`),
