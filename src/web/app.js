@@ -2057,8 +2057,13 @@
    * by each `plan` event; hidden while there is none.
    */
   function renderPlan() {
-    const view = state.view;
-    const todos = view ? view.plan : [];
+    // The panel takes room from the conversation: one that was at its
+    // end stays there.
+    keepScrolled(() => fillPlan(state.view ? state.view.plan : []));
+  }
+
+  /** The panel showing `todos` (hidden when there are none). */
+  function fillPlan(todos) {
     $('plan').hidden = todos.length === 0;
     const done = todos.filter((t) => t && t.status === 'completed').length;
     $('plan-progress').textContent = todos.length ? done + ' of ' + todos.length + ' done' : '';
