@@ -64,7 +64,11 @@ async fn run_json_carries_each_plan_and_plain_run_prints_only_the_answer() {
     let events = out.events();
     assert_gap_free(&events);
     let shown = plans(&events);
-    assert_eq!(shown.len(), 2, "the unchanged list is no event: {events:#?}");
+    assert_eq!(
+        shown.len(),
+        2,
+        "the unchanged list is no event: {events:#?}"
+    );
     assert_eq!(
         shown[1]["data"],
         json!({"todos": [
@@ -82,7 +86,10 @@ async fn run_json_carries_each_plan_and_plain_run_prints_only_the_answer() {
         .filter(|e| e["type"] == "tool_result")
         .collect();
     assert_eq!(results.len(), 3);
-    assert!(results.iter().all(|r| r["is_error"] == false), "{results:#?}");
+    assert!(
+        results.iter().all(|r| r["is_error"] == false),
+        "{results:#?}"
+    );
     assert!(
         results[2]["output"]
             .as_str()
@@ -92,15 +99,17 @@ async fn run_json_carries_each_plan_and_plain_run_prints_only_the_answer() {
     // Each plan event comes after the message that called for it and
     // before that call's result.
     let seq = |pred: &dyn Fn(&Value) -> bool| -> u64 {
-        events.iter().find(|e| pred(e)).and_then(|e| e["seq"].as_u64()).expect("event")
+        events
+            .iter()
+            .find(|e| pred(e))
+            .and_then(|e| e["seq"].as_u64())
+            .expect("event")
     };
     let first_plan = seq(&|e| e["subtype"] == "plan");
     let first_result = seq(&|e| e["type"] == "tool_result");
     let first_message = seq(&|e| e["type"] == "assistant");
     assert!(first_message < first_plan && first_plan < first_result);
-    assert!(
-        offered_tools(&fx.server.model_calls()[0].body).contains(&"todo_write".to_string())
-    );
+    assert!(offered_tools(&fx.server.model_calls()[0].body).contains(&"todo_write".to_string()));
     fx.assert_requests_valid();
 
     // What the session knows is folded from its log: loaded again, its

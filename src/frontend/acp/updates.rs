@@ -36,9 +36,9 @@ use agent_client_protocol::v1::schema::{
 };
 use agentbus_actors::protocol::plan::TODO_WRITE;
 use agentbus_actors::protocol::system::{CommandEntry, ModelSwitched, SessionStarted};
-use agentbus_actors::protocol::{Plan, 
+use agentbus_actors::protocol::{
     AgentMessage, AgentSwitched, ApprovalRequestEvent, ApprovalResolved, AssistantEvent, BlockKind,
-    ContentBlock, ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Pricing,
+    ContentBlock, ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Plan, Pricing,
     StreamDelta, SystemEvent, SystemSubtype, ToolResultEvent,
 };
 use serde_json::Value;

@@ -775,9 +775,10 @@ fn the_plan_is_a_plan_update_and_its_calls_are_not_tool_calls() {
         "tool_use",
     ));
     assert!(
-        !whole
-            .iter()
-            .any(|u| matches!(u, SessionUpdate::ToolCall(_) | SessionUpdate::ToolCallUpdate(_))),
+        !whole.iter().any(|u| matches!(
+            u,
+            SessionUpdate::ToolCall(_) | SessionUpdate::ToolCallUpdate(_)
+        )),
         "{whole:?}"
     );
     let plan: agentbus_actors::protocol::Plan = serde_json::from_value(json!({"todos": [

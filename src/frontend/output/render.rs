@@ -19,12 +19,12 @@
 //! keys or input; writes only to the writer it is given.
 
 use super::Output;
+use super::checklist;
 use super::diff::{self, FileChange, RowKind};
 use super::markdown::MarkdownStream;
 use super::markdown::styled::sanitize;
 use super::reply::{LiveReply, ScreenSize};
 use agentbus_actors::protocol::context::{Compacted, CompactionTrigger};
-use super::checklist;
 use agentbus_actors::protocol::plan::TODO_WRITE;
 use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{

@@ -5,7 +5,7 @@
 //! Exists so that a model working through several steps can write them
 //! down and tick them off, and so that every front end can show where it
 //! stands: each call sends the whole list; the session keeps it
-//! ([`SessionState::plan`]) and, when it changed, emits a `system` `plan`
+//! (`SessionState::plan`) and, when it changed, emits a `system` `plan`
 //! event carrying it (persisted, folded on load by `restore.rs`; `/clear`
 //! drops it with the history, and its `cleared` event tells front ends).
 //! Bad
@@ -19,12 +19,9 @@
 //! falls through to the ordinary check (which refuses it).
 
 use super::effect::Effect;
-use super::state::{SessionConfig, SessionState};
 use crate::model::{ToolCall, ToolList, ToolOrigin, ToolOutcome, ToolSpec};
 use crate::protocol::plan::TODO_WRITE;
-use crate::protocol::{
-    AgentDefinition, AgentMessage, InputId, Plan, PlanItem, PlanStatus, SystemEvent,
-};
+use crate::protocol::{AgentMessage, InputId, Plan, PlanItem, PlanStatus, SystemEvent};
 use serde_json::Value;
 
 /// The tool as the model sees it.
@@ -57,10 +54,10 @@ pub fn spec() -> ToolSpec {
     }
 }
 
-/// `tools` with the plan tool after them, when the session has it and
-/// `agent` may use it.
-pub fn offer(config: &SessionConfig, agent: Option<&AgentDefinition>, tools: ToolList) -> ToolList {
-    if !config.plan_tool || !super::agents::allows(agent, TODO_WRITE) {
+/// `tools` with the plan tool after them, when the session gives it
+/// (`given`: `SessionState::plan_tool_given`).
+pub fn offer(given: bool, tools: ToolList) -> ToolList {
+    if !given {
         return tools;
     }
     let mut with_plan = tools.to_vec();
@@ -68,16 +65,16 @@ pub fn offer(config: &SessionConfig, agent: Option<&AgentDefinition>, tools: Too
     std::sync::Arc::new(with_plan)
 }
 
-/// Answer `call` if it is a `todo_write` call the session's agent may
-/// make: keep the list and emit its `plan` event when it changed. `None`:
-/// not such a call (the ordinary checks decide).
+/// Answer `call` if it is a `todo_write` call and the session gives the
+/// tool (`given`): keep the list in `plan` and emit its `plan` event when it
+/// changed. `None`: not such a call (the ordinary checks decide).
 pub fn answer(
-    state: &mut SessionState,
+    plan: &mut Vec<PlanItem>,
+    given: bool,
     turn_id: InputId,
     call: &ToolCall,
     fx: &mut Vec<Effect>,
 ) -> Option<ToolOutcome> {
-    let given = state.config.plan_tool && super::agents::allows(state.current_agent(), TODO_WRITE);
     if call.name != TODO_WRITE || !given {
         return None;
     }
@@ -89,23 +86,23 @@ pub fn answer(
             )));
         }
     };
-    let plan = Plan { todos };
-    let changed = state.plan != plan.todos;
+    let new = Plan { todos };
+    let changed = *plan != new.todos;
     if changed {
-        state.plan = plan.todos.clone();
+        plan.clone_from(&new.todos);
         fx.push(Effect::Emit {
             turn_id: Some(turn_id),
-            message: AgentMessage::System(SystemEvent::new(describe(&plan), &plan)),
+            message: AgentMessage::System(SystemEvent::new(describe(&new), &new)),
         });
     }
-    let mut output = if plan.todos.is_empty() {
+    let mut output = if new.todos.is_empty() {
         "Plan cleared.".to_string()
     } else if changed {
-        format!("Plan saved: {}.", tally(&plan))
+        format!("Plan saved: {}.", tally(&new))
     } else {
-        format!("Plan unchanged: {}.", tally(&plan))
+        format!("Plan unchanged: {}.", tally(&new))
     };
-    let in_progress = plan.count(PlanStatus::InProgress);
+    let in_progress = new.count(PlanStatus::InProgress);
     if in_progress > 1 {
         output.push_str(&format!(
             " Note: {in_progress} items are in_progress; keep one in progress at a time and mark each completed as soon as it is done."
@@ -170,7 +167,9 @@ pub fn progress(todos: &[PlanItem]) -> Option<String> {
 /// or what is wrong with it, naming the item and the field.
 pub fn parse(input: &Value) -> Result<Vec<PlanItem>, String> {
     let Some(todos) = input.get("todos") else {
-        return Err("`todos` is missing; expected an array of {content, status, activeForm?}".into());
+        return Err(
+            "`todos` is missing; expected an array of {content, status, activeForm?}".into(),
+        );
     };
     let Some(todos) = todos.as_array() else {
         return Err(format!(
@@ -239,7 +238,10 @@ fn item(i: usize, todo: &Value) -> Result<PlanItem, String> {
             ));
         }
     };
-    let active_form = match fields.get("activeForm").or_else(|| fields.get("active_form")) {
+    let active_form = match fields
+        .get("activeForm")
+        .or_else(|| fields.get("active_form"))
+    {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
         Some(other) => {

@@ -136,7 +136,14 @@ fn a_call_saves_the_plan_emits_it_and_runs_nothing() {
         .collect();
     assert_eq!(
         kinds,
-        ["user", "assistant", "plan", "tool_result", "assistant", "result"]
+        [
+            "user",
+            "assistant",
+            "plan",
+            "tool_result",
+            "assistant",
+            "result"
+        ]
     );
     // The model reads the result in its next request.
     let last = model_calls(&h.effects).last().expect("a call").1.clone();
@@ -166,7 +173,10 @@ fn the_same_list_again_is_no_new_event() {
 fn bad_arguments_are_an_error_result_naming_the_item_and_field() {
     let cases = [
         (r#"{}"#, "`todos` is missing"),
-        (r#"{"todos":"do it"}"#, "`todos` is a string; expected an array"),
+        (
+            r#"{"todos":"do it"}"#,
+            "`todos` is a string; expected an array",
+        ),
         (
             r#"{"todos":[{"content":"a","status":"pending"},{"content":"b","status":"done"}]}"#,
             r#"`todos[1].status` is "done"; expected "pending", "in_progress" or "completed""#,
@@ -223,7 +233,10 @@ fn an_agent_not_given_the_tool_cannot_call_it() {
     });
     write_plan(&mut h, THREE_STEPS);
     let (_, output, is_error) = results(&h).pop().expect("a result");
-    assert!(is_error && output.contains("is not given the tool todo_write"), "{output}");
+    assert!(
+        is_error && output.contains("is not given the tool todo_write"),
+        "{output}"
+    );
     assert!(h.state().plan.is_empty());
     assert!(plans(&h).is_empty());
 }

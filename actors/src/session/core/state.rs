@@ -260,13 +260,20 @@ impl SessionState {
     pub fn offered_tools(&self) -> crate::model::ToolList {
         let agent = self.current_agent();
         let tools = super::agents::offered(agent, &self.tools);
-        let tools = super::plan::offer(&self.config, agent, tools);
+        let tools = super::plan::offer(self.plan_tool_given(), tools);
         if !self.config.task_tool || !super::agents::allows(agent, super::agents::TASK_TOOL) {
             return tools;
         }
         let mut with_task = tools.to_vec();
         with_task.push(super::agents::task_spec(&self.config.agents));
         std::sync::Arc::new(with_task)
+    }
+
+    /// Whether the model may call `todo_write`: the session has the plan
+    /// tool and the agent's tool list allows it.
+    pub fn plan_tool_given(&self) -> bool {
+        self.config.plan_tool
+            && super::agents::allows(self.current_agent(), crate::protocol::plan::TODO_WRITE)
     }
 
     /// Most model calls a turn may make: the agent's limit, else

@@ -971,9 +971,7 @@ fn finish_model_call(
                 };
                 match admit(state, turn_id, tool_call, fx) {
                     Admitted::Runs(granted) => runnable.push(granted),
-                    Admitted::Denied(denied) | Admitted::Answered(denied) => {
-                        outcome = Some(denied)
-                    }
+                    Admitted::Denied(denied) | Admitted::Answered(denied) => outcome = Some(denied),
                     Admitted::Waits(asked) => waiting = Some(asked),
                 }
             }
@@ -1025,7 +1023,8 @@ fn admit(
     call: ToolCall,
     fx: &mut Vec<Effect>,
 ) -> Admitted {
-    if let Some(answered) = super::plan::answer(state, turn_id, &call, fx) {
+    let given = state.plan_tool_given();
+    if let Some(answered) = super::plan::answer(&mut state.plan, given, turn_id, &call, fx) {
         return Admitted::Answered(answered);
     }
     if call.name == super::agents::TASK_TOOL && state.config.task_tool {
