@@ -8,9 +8,8 @@
 //! (`SessionState::plan`) and, when it changed, emits a `system` `plan`
 //! event carrying it (persisted, folded on load by `restore.rs`; `/clear`
 //! drops it with the history, and its `cleared` event tells front ends).
-//! Bad
-//! arguments are an error result naming the item and field and what is
-//! expected; more than one item in progress is said, not refused.
+//! Bad arguments are an error result naming the item and field and what
+//! is expected; more than one item in progress is said, not refused.
 //!
 //! Never does I/O and never asks for approval: the call changes nothing
 //! outside the session. Offered to every session (`SessionConfig::plan_tool`:
