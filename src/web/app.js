@@ -70,6 +70,7 @@
       sent: [], // inputs this page sent that have not started or been answered, see sendInput()
       unclaimed: new Map(), // turn_id -> first event of an input whose POST has not answered yet
       commands: [], // the session's custom commands, from its latest session_started
+      plan: [], // the model's plan ({content, status, active_form?}), from the latest `plan` event
     };
   }
 
@@ -452,6 +453,7 @@
     renderSessionList();
     renderSessionHeader();
     renderQueued();
+    renderPlan();
     renderStatus();
     updateControls();
     showSessionList(!id);
@@ -627,6 +629,16 @@
     switch (event.subtype) {
       case 'compacted':
         return renderCompacted(view, event);
+      case 'plan':
+        // The panel shows it; the tool call in the conversation says when.
+        view.plan = Array.isArray(data.todos) ? data.todos : [];
+        renderPlan();
+        return undefined;
+      case 'cleared':
+        view.plan = [];
+        renderPlan();
+        dim = false; // a command's answer
+        break;
       case 'context': {
         // `/context`: a table, kept as the session aligned it.
         if (typeof data.used === 'number') setContext(view, { used: data.used, limit: data.limit });
@@ -1361,6 +1373,10 @@
    * text it writes (its diff shows it).
    */
   function summarizeInput(name, input) {
+    // The plan panel shows what a todo_write call wrote.
+    if (name === 'todo_write' && input && Array.isArray(input.todos)) {
+      return input.todos.length + (input.todos.length === 1 ? ' item' : ' items');
+    }
     let text;
     if (input && typeof input === 'object' && !Array.isArray(input)) {
       let entries = Object.entries(input);
@@ -2030,6 +2046,34 @@
   function forgetSent(view, sent) {
     const at = view.sent.indexOf(sent);
     if (at >= 0) view.sent.splice(at, 1);
+  }
+
+  /** Marks of a plan item's status, as the terminal draws them. */
+  const PLAN_MARKS = { pending: '\u2610', in_progress: '\u25d0', completed: '\u2611' };
+
+  /**
+   * The selected session's plan above the input box, one item a line (the
+   * one in progress in the words the model gave for it), replaced in place
+   * by each `plan` event; hidden while there is none.
+   */
+  function renderPlan() {
+    // The panel takes room from the conversation: one that was at its
+    // end stays there.
+    keepScrolled(() => fillPlan(state.view ? state.view.plan : []));
+  }
+
+  /** The panel showing `todos` (hidden when there are none). */
+  function fillPlan(todos) {
+    $('plan').hidden = todos.length === 0;
+    const done = todos.filter((t) => t && t.status === 'completed').length;
+    $('plan-progress').textContent = todos.length ? done + ' of ' + todos.length + ' done' : '';
+    $('plan-items').replaceChildren(...todos.map((todo) => {
+      const status = todo && PLAN_MARKS[todo.status] ? todo.status : 'pending';
+      const words = status === 'in_progress' && todo.active_form ? todo.active_form : (todo && todo.content) || '';
+      return el('li', { class: 'plan-item ' + status, 'data-testid': 'plan-item', 'data-status': status },
+        el('span', { class: 'plan-mark', 'aria-hidden': 'true', text: PLAN_MARKS[status] }),
+        el('span', { class: 'plan-text', text: String(words) }));
+    }));
   }
 
   /** The inputs waiting behind the running turn, above the input box. */

@@ -241,8 +241,11 @@ async fn the_status_line_shows_context_and_mode_and_follows_mode_switches() {
     )
     .unwrap();
     fx.add_config(&format!(
-        // A window the tool definitions nearly fill: the message still fits.
-        "[models.windowed]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\ncontext_window = 2800\n",
+        // A window the tool definitions nearly fill (about 2,600 tokens with
+        // the 10 % margin: it must be at least 2,900): the message still
+        // fits, and the 15 tokens a reply reports are 1 % of it (at most
+        // 3,000).
+        "[models.windowed]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\ncontext_window = 3000\n",
         fx.server.openai_base_url()
     ));
     let mut term = chat(&fx, &["--model", "windowed"]).await;

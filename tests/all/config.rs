@@ -105,6 +105,7 @@ async fn disallowed_tools_are_hidden_from_the_model() {
             "bash_output",
             "kill_shell",
             "web_fetch",
+            "todo_write",
             "task"
         ]
     );

@@ -32,6 +32,7 @@ mod local_model;
 mod many_sessions;
 mod mcp;
 mod permissions;
+mod plan;
 mod postgres_store;
 mod prompt_caching;
 mod readme;

@@ -1172,7 +1172,9 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
 /// (`tests/browser/run.sh` installs both when missing), against
 /// `tests/fixtures/scripts/web_page.toml`. After the reply and the
 /// interrupt: Markdown, raw HTML that must not run, tool arguments in the
-/// model's order, diffs of an edit and a new file, images pasted, dropped
+/// model's order, diffs of an edit and a new file, the model's plan as a
+/// panel (updated in place, replayed after a reload, gone after `/clear`),
+/// images pasted, dropped
 /// and picked (sent with a query, shown again after a reload), the slash
 /// command suggestions and the workspace's `/review` with `/help`, the
 /// status line through `/model web` (a profile with a context window and
@@ -1222,7 +1224,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("38 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("39 passed, 0 failed"), "{stdout}");
     // What the model received from the page: the query with both its
     // images, the custom command's body with its argument, and on the
     // profile without images the text alone.

@@ -19,13 +19,14 @@
 // notes.txt, "alpha\nbeta\n", and .claude/commands/review.md; the default
 // profile takes images, and a profile `web` with a context window and
 // prices does not): a Markdown reply, raw HTML that must not run, a tool
-// call's argument order, an edit's and a new file's diffs, images pasted,
+// call's argument order, an edit's and a new file's diffs, the model's
+// plan as a panel (in place, after a reload, gone after /clear), images pasted,
 // dropped and picked with the Image button (refused when no image or over
 // 5 MB, sent with a query, shown as thumbnails, again after a reload), the
 // slash command suggestions, `/review src/main.rs` and `/help`, the status
 // line through /model, the notice of a profile without images, /usage and
 // /mode, Esc, and the page at phone width. Screenshots go to SHOTS +
-// NAME.png (default /tmp/agentbus-web-NAME.png): markdown, diff,
+// NAME.png (default /tmp/agentbus-web-NAME.png): markdown, diff, plan,
 // attachments, images, commands, image-notice, approval, phone,
 // phone-sessions.
 //
@@ -462,6 +463,38 @@ async function main() {
       expect(JSON.stringify(next) === JSON.stringify(['notice', subtype]), `after ${text} comes ${JSON.stringify(next)}`);
       return echo.evaluate((node) => node.nextElementSibling.textContent);
     }
+
+    await check("the model's plan is a panel above the input, updated in place, kept after a reload, gone after /clear", page, async () => {
+      await byId(page, 'input').fill('work through a checklist');
+      await byId(page, 'input').press('Enter');
+      await byId(page, 'message-assistant').filter({ hasText: 'Working through the checklist.' }).waitFor();
+      const calls = await page.locator('[data-testid="tool-call"][data-tool="todo_write"] > summary').allTextContents();
+      expect(JSON.stringify(calls) === JSON.stringify(['\u25b8 todo_write(3 items)', '\u25b8 todo_write(3 items)']), `the calls say ${JSON.stringify(calls)}`);
+      const shown = async () => ({
+        panels: await byId(page, 'plan').count(),
+        visible: await byId(page, 'plan').isVisible(),
+        progress: await byId(page, 'plan-progress').textContent(),
+        items: await byId(page, 'plan-item').evaluateAll((items) => items.map((li) => [li.dataset.status, li.textContent])),
+      });
+      const latest = JSON.stringify({
+        panels: 1,
+        visible: true,
+        progress: '1 of 3 done',
+        items: [['completed', '\u2611Read the notes'], ['in_progress', '\u25d0Counting the lines'], ['pending', '\u2610Report back']],
+      });
+      const live = JSON.stringify(await shown());
+      expect(live === latest, `the panel shows ${live}`);
+      const styles = await byId(page, 'plan-item').evaluateAll((items) => items.map((li) => getComputedStyle(li).fontWeight + ' ' + getComputedStyle(li).color));
+      expect(styles[1] !== styles[2] && styles[0] !== styles[2], `the items look alike: ${JSON.stringify(styles)}`);
+      await shot(page, 'plan');
+      await page.reload();
+      await byId(page, 'message-assistant').filter({ hasText: 'Working through the checklist.' }).waitFor();
+      await byId(page, 'plan-item').first().waitFor();
+      const replayed = JSON.stringify(await shown());
+      expect(replayed === latest, `after the reload the panel shows ${replayed}`);
+      await command('/clear', 'cleared');
+      await byId(page, 'plan').waitFor({ state: 'hidden' });
+    });
 
     // ---- Images with a query (the profile `scripted` takes them) ----
 

@@ -344,6 +344,7 @@ impl AgentBuilder {
             commands: Default::default(),
             skills: Default::default(),
             task_tool: false,
+            plan_tool: false,
             instructions,
             max_steps,
             include_partial_messages: self.include_partial_messages,

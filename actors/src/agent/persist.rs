@@ -131,6 +131,7 @@ impl AgentState {
             commands: Default::default(),
             skills: Default::default(),
             task_tool: false,
+            plan_tool: false,
             // Not saved: the agent that continues the conversation brings
             // its own (read when it was built).
             instructions: Default::default(),

@@ -17,6 +17,7 @@
 //! - [`mcp`]: the status of MCP servers, as sessions report it.
 //! - [`permission`]: permission modes, approval decisions and how a
 //!   request was settled.
+//! - [`plan`]: the model's checklist (`todo_write`) and its `plan` event.
 //! - [`profile`]: a model profile as sessions show it (no key).
 //! - [`system`]: `system` events and the typed payload of each subtype.
 
@@ -30,6 +31,7 @@ pub mod lifecycle;
 pub mod mcp;
 pub mod message;
 pub mod permission;
+pub mod plan;
 pub mod profile;
 pub mod system;
 
@@ -50,6 +52,7 @@ pub use permission::{
     ApprovalChoice, ApprovalDecision, ApprovalOutcome, ApprovalResolved, ModeChanged,
     PermissionMode,
 };
+pub use plan::{Plan, PlanItem, PlanStatus};
 pub use profile::{ModelInfo, Pricing};
 pub use system::{SystemEvent, SystemPayload, SystemSubtype};
 

@@ -114,6 +114,11 @@ pub enum SystemSubtype {
     /// new message. Persisted and folded into the history on load.
     /// `data`: [`HookContinued`](super::hook::HookContinued).
     HookContinued,
+    /// The model's plan changed (a `todo_write` call): the whole checklist
+    /// as it now stands, replacing the one before (empty: no plan, e.g.
+    /// after `/clear`). Persisted and folded on load. Front ends show it
+    /// as a checklist. `data`: [`Plan`](super::Plan).
+    Plan,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -219,6 +224,7 @@ payload_of! {
     OwnerChanged => OwnerChanged,
     super::hook::HookRan => Hook,
     super::hook::HookContinued => HookContinued,
+    super::Plan => Plan,
 }
 
 /// A node of a cluster took the session over.

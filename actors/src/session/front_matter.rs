@@ -34,7 +34,7 @@ pub const CLAUDE_TOOLS: &[(&str, Option<&str>)] = &[
     ("WebSearch", None),
     ("NotebookEdit", None),
     ("NotebookRead", None),
-    ("TodoWrite", None),
+    ("TodoWrite", Some("todo_write")),
     ("BashOutput", None),
     ("KillShell", None),
     ("KillBash", None),

@@ -216,6 +216,12 @@ impl SessionLoader {
                 .disallowed_tools
                 .iter()
                 .any(|t| t == crate::session::core::agents::TASK_TOOL),
+            // `disallowed_tools = ["todo_write"]` turns the plan tool off.
+            plan_tool: !self
+                .settings
+                .disallowed_tools
+                .iter()
+                .any(|t| t == crate::protocol::plan::TODO_WRITE),
             instructions,
             skills,
             max_steps: self.settings.max_steps,

@@ -35,6 +35,7 @@ mod handshake;
 mod mcp_servers;
 mod modes;
 mod permission;
+mod plan;
 mod prompt;
 mod session;
 mod sessions;

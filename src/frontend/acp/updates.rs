@@ -13,6 +13,9 @@
 //! - progress within a turn (retries, compaction, notices) →
 //!   `agent_thought_chunk`; a command's reply → `agent_message_chunk`;
 //!   an `error` → `agent_message_chunk`;
+//! - the model's plan (`todo_write`) → `plan` (`plan.rs`), and an empty
+//!   one when `/clear` drops it; the `todo_write` calls themselves are not
+//!   shown as tool calls (the plan stands for them);
 //! - the permission mode → `current_mode_update`; the mode, agent or model
 //!   switched → `config_option_update`; how full the context is (and the
 //!   cost, when the model has prices) → `usage_update`.
@@ -31,10 +34,11 @@ use agent_client_protocol::v1::schema::{
     SessionModeState, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, UsageUpdate,
 };
+use agentbus_actors::protocol::plan::TODO_WRITE;
 use agentbus_actors::protocol::system::{CommandEntry, ModelSwitched, SessionStarted};
 use agentbus_actors::protocol::{
     AgentMessage, AgentSwitched, ApprovalRequestEvent, ApprovalResolved, AssistantEvent, BlockKind,
-    ContentBlock, ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Pricing,
+    ContentBlock, ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Plan, Pricing,
     StreamDelta, SystemEvent, SystemSubtype, ToolResultEvent,
 };
 use serde_json::Value;
@@ -115,6 +119,8 @@ pub struct Translator {
     /// The last usage shown (used, size, cost): the same is not sent
     /// twice (a turn's `result` repeats its last reply's).
     shown_usage: Option<(u64, u64, Option<f64>)>,
+    /// A plan with entries was shown (`/clear` then empties it).
+    plan_shown: bool,
 }
 
 impl Translator {
@@ -139,6 +145,7 @@ impl Translator {
             commands: Vec::new(),
             cost: None,
             shown_usage: None,
+            plan_shown: false,
         }
     }
 
@@ -283,7 +290,7 @@ impl Translator {
             StreamDelta::BlockStart {
                 block: BlockKind::ToolUse { id, name },
                 ..
-            } => {
+            } if name != TODO_WRITE => {
                 let call = Call {
                     name: name.clone(),
                     input: Value::Null,
@@ -338,6 +345,7 @@ impl Translator {
                 ContentBlock::Thinking { .. }
                 | ContentBlock::RedactedThinking { .. }
                 | ContentBlock::ReasoningItem { .. } => {}
+                ContentBlock::ToolUse { name, .. } if name == TODO_WRITE => {}
                 ContentBlock::ToolUse { id, name, input } => {
                     let shown = self.calls.contains_key(id);
                     self.calls.insert(
@@ -391,6 +399,9 @@ impl Translator {
     }
 
     fn tool_result(&mut self, result: &ToolResultEvent) -> Vec<SessionUpdate> {
+        if result.name == TODO_WRITE {
+            return Vec::new();
+        }
         let call = self.calls.remove(&result.call_id).unwrap_or(Call {
             name: result.name.clone(),
             input: Value::Null,
@@ -492,6 +503,21 @@ impl Translator {
                 }
                 None => self.reply(turn, system),
             },
+            SystemSubtype::Plan => match system.payload::<Plan>() {
+                Some(plan) => {
+                    self.plan_shown = !plan.todos.is_empty();
+                    vec![super::plan::update(&plan)]
+                }
+                None => Vec::new(),
+            },
+            SystemSubtype::Cleared if self.plan_shown => {
+                self.plan_shown = false;
+                [
+                    vec![super::plan::update(&Plan::default())],
+                    self.reply(turn, system),
+                ]
+                .concat()
+            }
             SystemSubtype::ApprovalResolved => {
                 let Some(resolved) = system.payload::<ApprovalResolved>() else {
                     return Vec::new();

@@ -757,3 +757,65 @@ fn the_same_usage_is_not_shown_twice() {
     });
     assert_eq!(usage_of(&feed.send(same)), 0);
 }
+
+#[test]
+fn the_plan_is_a_plan_update_and_its_calls_are_not_tool_calls() {
+    let mut feed = Feed::new();
+    let started = feed.send(delta(StreamDelta::BlockStart {
+        index: 0,
+        block: BlockKind::ToolUse {
+            id: "p1".into(),
+            name: "todo_write".into(),
+        },
+    }));
+    assert!(started.is_empty(), "{started:?}");
+    let input = json!({"todos": [{"content": "Fix it", "status": "in_progress"}]});
+    let whole = feed.send(assistant(
+        vec![tool_use("p1", "todo_write", input)],
+        "tool_use",
+    ));
+    assert!(
+        !whole.iter().any(|u| matches!(
+            u,
+            SessionUpdate::ToolCall(_) | SessionUpdate::ToolCallUpdate(_)
+        )),
+        "{whole:?}"
+    );
+    let plan: agentbus_actors::protocol::Plan = serde_json::from_value(json!({"todos": [
+        {"content": "Read the code", "status": "completed"},
+        {"content": "Fix it", "status": "in_progress", "active_form": "Fixing it"},
+        {"content": "Test it", "status": "pending"}
+    ]}))
+    .unwrap();
+    let shown = feed.send(AgentMessage::System(SystemEvent::new("Plan", &plan)));
+    let [SessionUpdate::Plan(acp_plan)] = &shown[..] else {
+        panic!("a plan expected: {shown:?}");
+    };
+    assert_eq!(
+        serde_json::to_value(acp_plan).unwrap(),
+        json!({"entries": [
+            {"content": "Read the code", "priority": "medium", "status": "completed"},
+            {"content": "Fix it", "priority": "medium", "status": "in_progress"},
+            {"content": "Test it", "priority": "medium", "status": "pending"}
+        ]})
+    );
+    let done = feed.send(tool_result("p1", "todo_write", "Plan saved", false));
+    assert!(done.is_empty(), "{done:?}");
+    // `/clear` drops the plan: the editor is sent an empty one.
+    let cleared = feed.turn(
+        2,
+        AgentMessage::System(SystemEvent::bare(SystemSubtype::Cleared, "Cleared.")),
+    );
+    assert!(
+        matches!(&cleared[0], SessionUpdate::Plan(p) if p.entries.is_empty()),
+        "{cleared:?}"
+    );
+    let again = feed.turn(
+        3,
+        AgentMessage::System(SystemEvent::bare(SystemSubtype::Cleared, "Cleared.")),
+    );
+    assert!(
+        !again.iter().any(|u| matches!(u, SessionUpdate::Plan(_))),
+        "{again:?}"
+    );
+}

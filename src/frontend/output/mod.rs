@@ -11,6 +11,7 @@
 //! - [`markdown`]: replies as Markdown for the terminal, streamed block by
 //!   block; [`reply`]: a streaming reply on the screen (its unfinished rest
 //!   plain, replaced once final); [`diff`]: an edit or a write as a diff.
+//! - [`checklist`]: the model's plan (`todo_write`) as checklist lines.
 //! - [`json`]: [`JsonLines`](json::JsonLines), every event as one JSON
 //!   object per line (`--json`), the same envelope the HTTP API sends.
 //! - [`wrap`]: command replies broken at words to the terminal's width
@@ -19,6 +20,7 @@
 //! Front ends pick an output once and then never ask which one it is.
 
 pub mod answer;
+pub mod checklist;
 pub mod diff;
 pub mod json;
 pub mod markdown;

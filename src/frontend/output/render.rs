@@ -4,8 +4,9 @@
 //! on a line (their arguments in the model's order, the telling one first:
 //! `path` for the file tools, `command` for bash) and results on a line or
 //! two — an edit or a write as its diff ([`diff`](super::diff)) — notices
-//! dimmed, errors in red, a compaction as a divider, and how full the
-//! context is at the end of each turn's result line.
+//! dimmed, errors in red, a compaction as a divider, the model's plan as
+//! a checklist each time it changes, and how full the context is at the
+//! end of each turn's result line.
 //!
 //! With colour on, a reply is Markdown rendered as it streams
 //! ([`LiveReply`]): final blocks rendered, the unfinished rest plain below
@@ -18,15 +19,17 @@
 //! keys or input; writes only to the writer it is given.
 
 use super::Output;
+use super::checklist;
 use super::diff::{self, FileChange, RowKind};
 use super::markdown::MarkdownStream;
 use super::markdown::styled::sanitize;
 use super::reply::{LiveReply, ScreenSize};
 use agentbus_actors::protocol::context::{Compacted, CompactionTrigger};
+use agentbus_actors::protocol::plan::TODO_WRITE;
 use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
-    AgentMessage, ContentBlock, ContextUsage, EventEnvelope, StopReason, StreamDelta,
-    SystemSubtype, Usage,
+    AgentMessage, ContentBlock, ContextUsage, EventEnvelope, Plan, PlanStatus, StopReason,
+    StreamDelta, SystemEvent, SystemSubtype, Usage,
 };
 use agentbus_actors::text::{count, ellipsize as cut};
 use crossterm::style::Stylize;
@@ -156,6 +159,7 @@ impl<W: Write> Renderer<W> {
                     let text = self.dim(&super::wrap::to_terminal(&format!("● {}", s.message)));
                     self.line(&text);
                 }
+                SystemSubtype::Plan => self.plan(s),
                 SystemSubtype::Compacted => {
                     let what = match s.payload::<Compacted>() {
                         Some(compacted) => compaction_summary(&compacted),
@@ -250,6 +254,9 @@ impl<W: Write> Renderer<W> {
                     self.line(&self.dim("(interrupted)"));
                 }
             }
+            // The plan's checklist (its `plan` event) stands for the
+            // result: the model's confirmation is not repeated.
+            AgentMessage::ToolResult(t) if t.name == TODO_WRITE && !t.is_error => {}
             AgentMessage::ToolResult(t) => {
                 let input = self.calls.remove(&t.call_id);
                 if !t.is_error
@@ -454,6 +461,31 @@ impl<W: Write> Renderer<W> {
         }
     }
 
+    /// The model's plan, one line per item under its call
+    /// ([`checklist`](super::checklist)): the item in progress bold, the
+    /// completed ones dimmed.
+    fn plan(&mut self, s: &SystemEvent) {
+        let Some(plan) = s.payload::<Plan>() else {
+            let text = self.dim(&format!("● {}", s.message));
+            self.line(&text);
+            return;
+        };
+        if plan.todos.is_empty() {
+            let text = self.dim("  ⎿ (plan removed)");
+            self.line(&text);
+        }
+        for (i, item) in plan.todos.iter().enumerate() {
+            let text = checklist::line(item);
+            let text = match item.status {
+                PlanStatus::Pending => text,
+                PlanStatus::InProgress => self.paint(&text, |s| s.bold().cyan()),
+                PlanStatus::Completed => self.dim(&text),
+            };
+            let lead = if i == 0 { "  ⎿ " } else { "    " };
+            self.line(&format!("{lead}{text}"));
+        }
+    }
+
     /// End the current line if something is on it.
     pub fn end_line(&mut self) {
         if !self.at_line_start {
@@ -578,6 +610,12 @@ fn telling_argument(tool: &str) -> Option<&'static str> {
 /// argument first), long values cut, for one line. An edit's strings and a
 /// write's content are left out: its diff follows.
 fn summarize_input(tool: &str, input: &Value) -> String {
+    // The plan's checklist follows its call.
+    if let Some(todos) = input.get("todos").and_then(Value::as_array)
+        && tool == TODO_WRITE
+    {
+        return count(todos.len() as u64, "item");
+    }
     let text = match input {
         Value::Object(map) => {
             let first = telling_argument(tool).filter(|k| map.contains_key(*k));
@@ -1314,5 +1352,45 @@ mod tests {
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000), "1,000");
         assert_eq!(thousands(123_456_789), "123,456,789");
+    }
+
+    #[test]
+    fn the_plan_is_a_checklist_under_its_call_and_its_result_is_not_repeated() {
+        let todos = serde_json::json!({"todos": [
+            {"content": "Read the code", "status": "completed"},
+            {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+            {"content": "Run the tests", "status": "pending"}
+        ]});
+        let plan: agentbus_actors::protocol::Plan =
+            serde_json::from_value(serde_json::json!({"todos": [
+                {"content": "Read the code", "status": "completed"},
+                {"content": "Fix the bug", "status": "in_progress", "active_form": "Fixing the bug"},
+                {"content": "Run the tests", "status": "pending"}
+            ]}))
+            .unwrap();
+        let out = render(vec![
+            call("p", TODO_WRITE, todos),
+            AgentMessage::System(SystemEvent::new("Plan: 1 of 3 done.", &plan)),
+            tool_result("p", TODO_WRITE, "Plan saved: 3 items."),
+        ]);
+        assert_eq!(
+            out,
+            "⏺ todo_write(3 items)\n  ⎿ ☑ Read the code\n    ◐ Fixing the bug\n    ☐ Run the tests\n"
+        );
+        let colored = render_colored(
+            vec![AgentMessage::System(SystemEvent::new("Plan", &plan))],
+            ScreenSize {
+                columns: 80,
+                rows: 24,
+            },
+        );
+        assert!(
+            colored.contains(&"◐ Fixing the bug".bold().cyan().to_string()),
+            "{colored:?}"
+        );
+        assert!(
+            colored.contains(&"☑ Read the code".dark_grey().to_string()),
+            "{colored:?}"
+        );
     }
 }

@@ -818,3 +818,86 @@ async fn sigint_does_not_end_the_agent_closing_stdin_does() {
         done.stdout
     );
 }
+
+/// The entries of a `plan` update as (content, status).
+fn plan_entries(update: &SessionUpdate) -> Option<Vec<(String, String)>> {
+    let SessionUpdate::Plan(plan) = update else {
+        return None;
+    };
+    let value = serde_json::to_value(plan).expect("a plan as JSON");
+    Some(
+        value["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .map(|e| {
+                assert_eq!(e["priority"], "medium", "{e}");
+                (
+                    e["content"].as_str().unwrap_or_default().to_string(),
+                    e["status"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn the_models_plan_is_a_plan_update_and_load_replays_it() {
+    let fx = Fixture::new("plan").await;
+    let ws = fx.workspace().to_path_buf();
+    let entries = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(c, s)| (c.to_string(), s.to_string()))
+            .collect()
+    };
+    let first = entries(&[
+        ("Read the notes", "in_progress"),
+        ("Count the lines", "pending"),
+        ("Report back", "pending"),
+    ]);
+    let second = entries(&[
+        ("Read the notes", "completed"),
+        ("Count the lines", "in_progress"),
+        ("Report back", "pending"),
+    ]);
+    let id = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        let id = new_session(&cx, &ws).await?;
+        editor.take();
+        let answer = prompt(&cx, &id, "count the lines").await?;
+        assert_eq!(answer.stop_reason, StopReason::EndTurn);
+        let seen = editor.take();
+        let plans: Vec<Vec<(String, String)>> =
+            seen.updates.iter().filter_map(plan_entries).collect();
+        assert_eq!(plans, [first.clone(), second.clone()], "{seen:#?}");
+        // The plan stands for the todo_write calls: none is a tool call.
+        assert!(
+            !seen.updates.iter().any(|u| matches!(
+                u,
+                SessionUpdate::ToolCall(_) | SessionUpdate::ToolCallUpdate(_)
+            )),
+            "{seen:#?}"
+        );
+        assert!(seen.agent_text().contains("All done: two lines."));
+        Ok(id)
+    })
+    .await;
+    let replay = with_editor(&fx, &[], Behaviour::default(), async |cx, editor| {
+        cx.send_request(LoadSessionRequest::new(id, ws.clone()))
+            .block_task()
+            .await?;
+        // The commands follow the answer: wait for them before hanging up.
+        editor
+            .wait_until(|seen| {
+                seen.updates
+                    .iter()
+                    .any(|u| matches!(u, SessionUpdate::AvailableCommandsUpdate(_)))
+            })
+            .await;
+        Ok(editor.take())
+    })
+    .await;
+    let plans: Vec<Vec<(String, String)>> =
+        replay.updates.iter().filter_map(plan_entries).collect();
+    assert_eq!(plans.last(), Some(&second), "{replay:#?}");
+}

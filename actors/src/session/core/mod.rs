@@ -33,6 +33,7 @@ pub mod instructions;
 pub mod mcp_wait;
 pub mod partial;
 pub mod permission;
+pub mod plan;
 mod restore;
 pub mod skills;
 mod state;
@@ -47,6 +48,8 @@ mod custom_commands_tests;
 mod images_tests;
 #[cfg(test)]
 mod instructions_tests;
+#[cfg(test)]
+mod plan_tests;
 #[cfg(test)]
 mod skills_tests;
 #[cfg(test)]

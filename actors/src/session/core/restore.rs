@@ -52,6 +52,12 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                 SystemSubtype::Cleared => {
                     state.history.clear();
                     state.context.clear();
+                    state.plan.clear();
+                }
+                SystemSubtype::Plan => {
+                    if let Some(plan) = s.payload::<crate::protocol::Plan>() {
+                        state.plan = plan.todos;
+                    }
                 }
                 SystemSubtype::Compacted => {
                     if let Some(compacted) = s.payload::<Compacted>() {

@@ -33,6 +33,9 @@ pub struct SessionConfig {
     /// Offer the `task` tool (sub-agents). Off in child sessions: a child
     /// never starts children of its own (depth 1).
     pub task_tool: bool,
+    /// Offer the plan tool, `todo_write` (`plan.rs`). Off where
+    /// `disallowed_tools` names it, and for embedded agents.
+    pub plan_tool: bool,
     /// The instruction files (`AGENTS.md`, `CLAUDE.md`) read when the
     /// session was created or loaded, appended to `system_prompt`.
     pub instructions: Instructions,
@@ -167,6 +170,9 @@ pub struct SessionState {
     pub permissions: PermissionState,
     /// The hook runs it waits for, and what `SessionStart` hooks added.
     pub hooks: super::hooks::HookState,
+    /// The model's checklist, as its last `todo_write` call left it
+    /// (`plan.rs`).
+    pub plan: Vec<crate::protocol::PlanItem>,
     pub(super) next_input_id: InputId,
     pub(super) next_request_id: u64,
 }
@@ -197,6 +203,7 @@ impl SessionState {
             compacting: None,
             pending_command: None,
             hooks: Default::default(),
+            plan: Vec::new(),
             next_input_id: 1,
             next_request_id: 1,
         }
@@ -280,6 +287,7 @@ impl SessionState {
     pub fn offered_tools(&self) -> crate::model::ToolList {
         let agent = self.current_agent();
         let tools = super::agents::offered(agent, &self.tools);
+        let tools = super::plan::offer(self.plan_tool_given(), tools);
         let task = self.config.task_tool && super::agents::allows(agent, super::agents::TASK_TOOL);
         let skill = self.skill_tool();
         if !task && !skill {
@@ -300,6 +308,13 @@ impl SessionState {
     pub fn skill_tool(&self) -> bool {
         !self.config.skills.is_empty()
             && super::agents::allows(self.current_agent(), super::skills::SKILL_TOOL)
+    }
+
+    /// Whether the model may call `todo_write`: the session has the plan
+    /// tool and the agent's tool list allows it.
+    pub fn plan_tool_given(&self) -> bool {
+        self.config.plan_tool
+            && super::agents::allows(self.current_agent(), crate::protocol::plan::TODO_WRITE)
     }
 
     /// Most model calls a turn may make: the agent's limit, else

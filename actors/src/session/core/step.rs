@@ -1082,8 +1082,8 @@ enum Admitted {
     Runs(GrantedCall),
     Denied(ToolOutcome),
     Waits(Waiting),
-    /// Answered by the core itself (`skill`), with allow rules for the
-    /// rest of the turn.
+    /// Answered by the core itself (`todo_write`, `skill`), with allow
+    /// rules for the rest of the turn (a skill's `allowed-tools`).
     Answered(ToolOutcome, Vec<crate::permissions::Rule>),
 }
 
@@ -1092,12 +1092,16 @@ enum Admitted {
 /// `hook`: what `PreToolUse` hooks decided (`allow` skips the mode's
 /// question but not a deny rule; `ask` asks whatever the mode says).
 fn admit(
-    state: &SessionState,
+    state: &mut SessionState,
     turn_id: InputId,
     call: ToolCall,
     hook: Option<(HookDecision, Option<String>)>,
     fx: &mut Vec<Effect>,
 ) -> Admitted {
+    let given = state.plan_tool_given();
+    if let Some(answered) = super::plan::answer(&mut state.plan, given, turn_id, &call, fx) {
+        return Admitted::Answered(answered, Vec::new());
+    }
     if call.name == super::agents::TASK_TOOL && state.config.task_tool {
         // The child session asks for what it does itself (its approvals
         // reach this session's front ends); starting it asks nothing.

@@ -60,6 +60,8 @@ impl Harness {
             commands: Default::default(),
             skills: Default::default(),
             task_tool: false,
+            // Tests of the plan tool turn it on (`plan_tests.rs`).
+            plan_tool: false,
             instructions: Default::default(),
             max_steps,
             include_partial_messages,

@@ -1,5 +1,6 @@
-//! `/clear` — empties the history back to the system prompt. Usage totals
-//! stay (they count what was spent).
+//! `/clear` — empties the history back to the system prompt, and drops the
+//! model's plan (front ends drop theirs on `cleared`). Usage totals stay
+//! (they count what was spent).
 
 use super::syntax::{SlashCommand, no_arguments};
 use crate::protocol::{ControlCommand, SystemEvent, SystemSubtype};
@@ -17,6 +18,7 @@ pub fn apply(state: &mut SessionState) -> SystemEvent {
     let dropped = state.history.len();
     state.history.clear();
     state.context.clear();
+    state.plan.clear();
     SystemEvent::bare(
         SystemSubtype::Cleared,
         format!(

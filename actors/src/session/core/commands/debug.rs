@@ -3,7 +3,7 @@
 //! `/debug` is a summary a person reads in one screen: the session, its
 //! model profile, agent and permission mode, how full the context is, the
 //! tools and MCP servers, the turn running and the queue, the instruction
-//! files. `data` holds the same figures as JSON. `/debug full` is the whole
+//! files, how far the model's plan is. `data` holds the same figures as JSON. `/debug full` is the whole
 //! state as JSON (the history, the instructions' text, ...), in the
 //! message and in `data`.
 //!
@@ -82,6 +82,8 @@ struct Summary {
     running: Option<String>,
     queued: usize,
     instructions: Vec<String>,
+    /// The model's plan (`todo_write`): how far it is (`None`: no plan).
+    plan: Option<String>,
 }
 
 impl Summary {
@@ -152,6 +154,7 @@ impl Summary {
                 .iter()
                 .map(|f| f.path.clone())
                 .collect(),
+            plan: crate::session::core::plan::progress(&state.plan),
         }
     }
 
@@ -221,6 +224,7 @@ impl Summary {
                 count(self.queued as u64, "input")
             ),
             format!("  instructions  {instructions}"),
+            format!("  plan          {}", self.plan.as_deref().unwrap_or("none")),
             "/debug full shows the whole state as JSON (secrets redacted).".to_string(),
         ]
         .join("\n")

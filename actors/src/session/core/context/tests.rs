@@ -425,6 +425,7 @@ fn context_benchmark_report() {
         commands: Default::default(),
         skills: Default::default(),
         task_tool: false,
+        plan_tool: false,
         instructions: Default::default(),
         max_steps: 50,
         include_partial_messages: true,
