@@ -69,6 +69,7 @@ fn settings(dir: &std::path::Path) -> Settings {
         sandbox: Default::default(),
         agents: Vec::new(),
         subagents: Default::default(),
+        hooks: Vec::new(),
         skills: Default::default(),
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
         unreachable_hint: None,

@@ -142,6 +142,7 @@ impl Harness {
             sandbox: Default::default(),
             agents: Vec::new(),
             subagents: Default::default(),
+            hooks: Vec::new(),
             skills: Default::default(),
             context: Default::default(),
             compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),

@@ -1127,7 +1127,9 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
             }
         }
         // No hooks in these sessions: never waited for; an interrupt ends it.
-        Some(Phase::PromptHook(_) | Phase::StopHook { .. }) => h.feed(Input::Interrupt),
+        Some(Phase::PromptHook(_) | Phase::StopHook { .. }) => {
+            h.feed(Input::Interrupt);
+        }
         Some(Phase::WaitingForMcp) => {
             let turn_id = h.state().turn.as_ref().map_or(0, |t| t.id);
             if choice.is_multiple_of(2) {
