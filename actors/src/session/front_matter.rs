@@ -17,30 +17,7 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-/// Claude Code's tool names and ours: `None` where agentbus has no
-/// equivalent (the tool is left out, with a note).
-pub const CLAUDE_TOOLS: &[(&str, Option<&str>)] = &[
-    ("Read", Some("read_file")),
-    ("Write", Some("write_file")),
-    ("Edit", Some("edit_file")),
-    ("MultiEdit", Some("edit_file")),
-    ("Bash", Some("bash")),
-    ("Grep", Some("grep")),
-    ("Glob", Some("glob")),
-    ("LS", Some("list_dir")),
-    ("Task", Some("task")),
-    ("Agent", Some("task")),
-    ("WebFetch", None),
-    ("WebSearch", None),
-    ("NotebookEdit", None),
-    ("NotebookRead", None),
-    ("TodoWrite", Some("todo_write")),
-    ("BashOutput", None),
-    ("KillShell", None),
-    ("KillBash", None),
-    ("SlashCommand", None),
-    ("Skill", Some("skill")),
-];
+pub use super::core::claude_tools::CLAUDE_TOOLS;
 
 /// What Claude Code's tool `name` is called here: `Some(Some(ours))`,
 /// `Some(None)` when agentbus has no equivalent, `None` when it is not

@@ -17,25 +17,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-/// The name Claude Code gives the built-in tool `tool`, when it has one.
-pub fn claude_name(tool: &str) -> Option<&'static str> {
-    Some(match tool {
-        "bash" => "Bash",
-        "read_file" => "Read",
-        "write_file" => "Write",
-        "edit_file" => "Edit",
-        "list_dir" => "LS",
-        "glob" => "Glob",
-        "grep" => "Grep",
-        "web_fetch" => "WebFetch",
-        "todo_write" => "TodoWrite",
-        "task" => "Task",
-        "skill" => "Skill",
-        "bash_output" => "BashOutput",
-        "kill_shell" => "KillShell",
-        _ => return None,
-    })
-}
+use super::claude_tools::claude_name;
 
 /// Whether `matcher` matches `subject` (a tool's name, or what a
 /// non-tool event is about).

@@ -23,6 +23,7 @@
 
 pub mod agents;
 pub mod attach;
+pub mod claude_tools;
 pub mod commands;
 pub mod context;
 pub mod custom_commands;
