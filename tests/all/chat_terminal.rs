@@ -324,3 +324,28 @@ async fn an_attached_chat_says_where_it_is_attached() {
         "{screen}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_chat_asks_to_trust_the_workspaces_hooks_and_remembers_the_answer() {
+    let fx = Fixture::new("chat_terminal").await;
+    let dir = fx.workspace().join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard.sh"}]}]}}"#;
+    std::fs::write(dir.join("settings.json"), settings).unwrap();
+    let mut term = fx.terminal(&["chat"], &[]);
+    let screen = term.wait_for("Trust them and let them run? [y/N]").await;
+    assert!(
+        screen.contains("PreToolUse [Bash]: command: ./guard.sh"),
+        "{screen}"
+    );
+    term.type_text("y");
+    term.keys(&["Enter"]);
+    term.wait_for("Trusted").await;
+    term.wait_for_prompt().await;
+    let listed = fx.run(&["hooks", "list"]).await;
+    assert!(
+        listed.stdout_text().contains("trusted: they run"),
+        "{}",
+        listed.stdout_text()
+    );
+}

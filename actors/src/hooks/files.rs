@@ -228,7 +228,7 @@ pub fn read(
         files.dedup();
         let count: usize = project.iter().map(|g| g.handlers.len()).sum();
         set.notices.push(format!(
-            "{} in {} {} not run: they run commands on this machine, so they wait until you trust them. Look at them, then run `agentbus hooks trust` in {} (or answer the chat's question).",
+            "{} in {} {} not run: they run commands on this machine, so they wait until you trust them. Look at them, then run `agentbus hooks trust` in {} (the terminal chat asks when it starts).",
             crate::text::count(count as u64, "hook"),
             files.join(" and "),
             if count == 1 { "is" } else { "are" },

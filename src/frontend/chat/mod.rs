@@ -26,6 +26,47 @@ use agentbus_actors::Settings;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+/// When the workspace has hooks not trusted yet: show them and ask whether
+/// to trust them (as `agentbus hooks trust` does). No (the default) leaves
+/// them off; the session then says so.
+fn ask_trust(settings: &Settings) -> anyhow::Result<()> {
+    use agentbus_actors::runtime::hooks;
+    use std::io::Write;
+    let workspace = &settings.workspace;
+    let (project, _) = hooks::read_project(workspace, dirs::home_dir().as_deref());
+    let trust_file = hooks::trust_file(&settings.data_dir);
+    if project.is_empty() || hooks::is_trusted(&trust_file, workspace, &project) {
+        return Ok(());
+    }
+    println!("This workspace has hooks: commands that run on this machine during a session.");
+    for group in &project {
+        let matcher = group
+            .matcher
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        for handler in &group.handlers {
+            println!(
+                "  {}{matcher}: {} ({})",
+                group.event,
+                handler.label(),
+                group.source
+            );
+        }
+    }
+    print!("Trust them and let them run? [y/N] ");
+    std::io::stdout().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().read_line(&mut answer)?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        hooks::trust(&trust_file, workspace, &project)?;
+        println!("Trusted (a change to them will be asked about again).");
+    } else {
+        println!("Not trusted: they do not run (`agentbus hooks trust` later).");
+    }
+    Ok(())
+}
+
 pub async fn run(
     settings: Settings,
     resume: ResumeArgs,
@@ -34,8 +75,13 @@ pub async fn run(
     flags: super::backend::SessionFlags,
 ) -> anyhow::Result<ExitCode> {
     let history = super::chat_history(&settings.data_dir);
-    let backend = Backend::start(settings, attach).await?;
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !json;
+    // The workspace's hooks wait for trust: asked here, before a session
+    // reads them (a daemon's workspace is the daemon's to trust).
+    if interactive && attach.is_none() {
+        ask_trust(&settings)?;
+    }
+    let backend = Backend::start(settings, attach).await?;
     let start = if interactive {
         Start::Beginning
     } else {
