@@ -101,8 +101,8 @@ async fn a_claude_code_agent_file_works_unchanged() {
     tools.sort();
     assert_eq!(
         tools,
-        ["bash", "glob", "grep", "read_file"],
-        "Read, Grep, Glob, Bash mapped onto ours; WebFetch left out"
+        ["bash", "glob", "grep", "read_file", "web_fetch"],
+        "Read, Grep, Glob, Bash, WebFetch mapped onto ours"
     );
 }
 

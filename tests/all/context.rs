@@ -94,7 +94,7 @@ async fn three_hundred_turns_stay_inside_a_4000_token_window(profile: &str, tool
     let fx = Fixture::with_script(script).await;
     write_big_files(&fx);
     let disallowed = match tools {
-        "all" => "disallowed_tools = [\"bash_output\", \"kill_shell\", \"web_fetch\"]\n",
+        "all" => "disallowed_tools = [\"bash_output\", \"kill_shell\", \"web_fetch\", \"todo_write\"]\n",
         _ => {
             "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\", \"bash_output\", \"kill_shell\", \"web_fetch\", \"todo_write\", \"skill\"]\n"
         }
@@ -230,7 +230,7 @@ async fn a_refusal_for_length_is_learnt_from_and_retried_once(profile: &str) {
         // `read_file` alone: the refusal comes after a few turns, when the
         // provider has taken requests (and the conversation gives the
         // retry something to leave out).
-        "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\", \"todo_write\"]\n\
+        "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\", \"todo_write\", \"bash_output\", \"kill_shell\", \"web_fetch\"]\n\
          [models.scripted]\nmax_output_tokens = 300\n\
          [models.scripted-anthropic]\nmax_output_tokens = 300\n\
          [models.scripted-responses]\nmax_output_tokens = 300\n",
@@ -436,7 +436,7 @@ async fn a_mis_set_window_costs_one_refusal_at_most(profile: &str) {
     project_config(
         &fx,
         // The seven file and command tools.
-        "disallowed_tools = [\"task\", \"bash_output\", \"kill_shell\", \"web_fetch\"]\n\
+        "disallowed_tools = [\"task\", \"bash_output\", \"kill_shell\", \"web_fetch\", \"todo_write\"]\n\
          [models.scripted]\ncontext_window = 200000\nmax_output_tokens = 400\n\
          [models.scripted-anthropic]\ncontext_window = 200000\nmax_output_tokens = 400\n",
     );

@@ -102,7 +102,7 @@ async fn matrix(profile: &str, window: u64) {
             std::fs::write(
                 fx.workspace().join(".agentbus.toml"),
                 format!(
-                    "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\"]\n\
+                    "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\", \"bash_output\", \"kill_shell\", \"web_fetch\", \"todo_write\"]\n\
                      [models.scripted]\ncontext_window = {window}\nmax_output_tokens = {output_cap}\n\
                      [models.scripted-anthropic]\ncontext_window = {window}\nmax_output_tokens = {output_cap}\n"
                 ),
