@@ -94,7 +94,9 @@ async fn three_hundred_turns_stay_inside_a_4000_token_window(profile: &str, tool
     let fx = Fixture::with_script(script).await;
     write_big_files(&fx);
     let disallowed = match tools {
-        "all" => "disallowed_tools = [\"bash_output\", \"kill_shell\", \"web_fetch\", \"todo_write\"]\n",
+        "all" => {
+            "disallowed_tools = [\"bash_output\", \"kill_shell\", \"web_fetch\", \"todo_write\"]\n"
+        }
         _ => {
             "disallowed_tools = [\"write_file\", \"edit_file\", \"list_dir\", \"glob\", \"grep\", \"bash\", \"task\", \"bash_output\", \"kill_shell\", \"web_fetch\", \"todo_write\", \"skill\"]\n"
         }

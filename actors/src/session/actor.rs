@@ -381,6 +381,18 @@ impl AgentLoop {
         if self.fenced {
             return;
         }
+        // The process stops: what the session left running in the
+        // background ends now, while its notice can still be stored (the
+        // store may be gone by the time the actor itself stops).
+        if matches!(input, Input::Shutdown) {
+            self.apply_now(input).await;
+            self.end_background_commands().await;
+            return;
+        }
+        self.apply_now(input).await;
+    }
+
+    async fn apply_now(&mut self, input: Input) {
         // A tool-list change is not use of the session (idle unloading).
         if !matches!(input, Input::CatalogChanged { .. }) {
             self.last_activity = Instant::now();
