@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn a_claude_code_agent_file_reads_unchanged() {
-        let text = "---\nname: code-reviewer\ndescription: Expert code review specialist. Use immediately after writing code.\ntools: Read, Grep, Glob, Bash, WebFetch\nmodel: sonnet\ncolor: blue\n---\n\nYou are a senior code reviewer.\n";
+        let text = "---\nname: code-reviewer\ndescription: Expert code review specialist. Use immediately after writing code.\ntools: Read, Grep, Glob, Bash, WebSearch\nmodel: sonnet\ncolor: blue\n---\n\nYou are a senior code reviewer.\n";
         let agent = parse(
             text,
             "reviewer",
@@ -208,7 +208,7 @@ mod tests {
         );
         let notes = agent.notes.join("\n");
         assert!(
-            notes.contains("WebFetch") && notes.contains("sonnet") && notes.contains("color"),
+            notes.contains("WebSearch") && notes.contains("sonnet") && notes.contains("color"),
             "{notes}"
         );
     }

@@ -196,7 +196,7 @@ mod tests {
 
     #[test]
     fn a_claude_code_command_file_reads_unchanged() {
-        let text = "---\nallowed-tools: Bash(git add:*), Bash(git status:*), Read, WebFetch\nargument-hint: [message]\ndescription: Create a git commit\nmodel: claude-3-5-haiku-20241022\n---\n\n## Context\n\n- Current status: !`git status`\n\nCommit with message $ARGUMENTS.\n";
+        let text = "---\nallowed-tools: Bash(git add:*), Bash(git status:*), Read, WebSearch\nargument-hint: [message]\ndescription: Create a git commit\nmodel: claude-3-5-haiku-20241022\n---\n\n## Context\n\n- Current status: !`git status`\n\nCommit with message $ARGUMENTS.\n";
         let command = parse(text, "commit", "/ws/.claude/commands/commit.md").expect("reads");
         assert_eq!(command.name, "commit");
         assert_eq!(command.description, "Create a git commit");
@@ -213,7 +213,7 @@ mod tests {
         );
         let notes = command.notes.join("\n");
         assert!(
-            notes.contains("WebFetch") && notes.contains("!`command`"),
+            notes.contains("WebSearch") && notes.contains("!`command`"),
             "{notes}"
         );
     }
