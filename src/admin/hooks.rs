@@ -88,17 +88,7 @@ fn print_groups(title: &str, groups: &[HookGroup]) {
 }
 
 fn print_group(group: &HookGroup) {
-    let matcher = group
-        .matcher
-        .as_deref()
-        .map(|m| format!(" [{m}]"))
-        .unwrap_or_default();
-    for handler in &group.handlers {
-        println!(
-            "  {}{matcher}: {} ({})",
-            group.event,
-            handler.label(),
-            group.source
-        );
+    for line in group.lines() {
+        println!("  {line}");
     }
 }

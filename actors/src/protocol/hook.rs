@@ -139,6 +139,26 @@ pub struct HookGroup {
     pub source: String,
 }
 
+impl HookGroup {
+    /// One line per hook, as `agentbus hooks` and the chat's question show
+    /// them: `PreToolUse [Bash]: command: ./guard.sh (.claude/settings.json)`.
+    pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
+        let matcher = self
+            .matcher
+            .as_deref()
+            .map(|m| format!(" [{m}]"))
+            .unwrap_or_default();
+        self.handlers.iter().map(move |handler| {
+            format!(
+                "{}{matcher}: {} ({})",
+                self.event,
+                handler.label(),
+                self.source
+            )
+        })
+    }
+}
+
 /// What runs when a hook fires.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -39,20 +39,8 @@ fn ask_trust(settings: &Settings) -> anyhow::Result<()> {
         return Ok(());
     }
     println!("This workspace has hooks: commands that run on this machine during a session.");
-    for group in &project {
-        let matcher = group
-            .matcher
-            .as_deref()
-            .map(|m| format!(" [{m}]"))
-            .unwrap_or_default();
-        for handler in &group.handlers {
-            println!(
-                "  {}{matcher}: {} ({})",
-                group.event,
-                handler.label(),
-                group.source
-            );
-        }
+    for line in project.iter().flat_map(|group| group.lines()) {
+        println!("  {line}");
     }
     print!("Trust them and let them run? [y/N] ");
     std::io::stdout().flush()?;
