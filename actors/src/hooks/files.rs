@@ -283,7 +283,9 @@ mod tests {
         assert_eq!(groups[0].handlers.len(), 1);
         assert_eq!(problems.len(), 3, "{problems:?}");
         assert!(
-            problems.iter().any(|p| p.contains("hooks.BeforeEverything")),
+            problems
+                .iter()
+                .any(|p| p.contains("hooks.BeforeEverything")),
             "{problems:?}"
         );
         assert!(

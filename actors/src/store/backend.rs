@@ -1,6 +1,7 @@
 //! [`SessionStore`]: the operations every store backend offers, and the
 //! rules (in the store's module doc) every backend keeps.
 
+use super::checkpoint::{Checkpoint, CheckpointUsage, Collected};
 use super::{
     AcceptedInput, Commit, ListPage, NewSession, Owner, SessionDocument, SessionRecord, StoreError,
 };
@@ -105,6 +106,59 @@ pub trait SessionStore: Send + Sync + 'static {
         new_id: SessionId,
         owner: Option<Owner>,
     ) -> Result<SessionRecord, StoreError>;
+
+    /// Of these blob hashes, those the store does not hold. The ones it
+    /// holds are marked used now, so a collection within the grace period
+    /// keeps them.
+    async fn missing_blobs(&self, hashes: Vec<String>) -> Result<Vec<String>, StoreError> {
+        Ok(hashes)
+    }
+
+    /// Keep these blobs (hash, bytes); one already held is only marked used
+    /// now. The caller computed each hash (SHA-256, lower-case hex).
+    async fn put_blobs(&self, _blobs: Vec<(String, Vec<u8>)>) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// A blob's bytes, if held.
+    async fn blob(&self, _hash: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(None)
+    }
+
+    /// Keep a checkpoint (its blobs were put first).
+    async fn add_checkpoint(&self, _checkpoint: Checkpoint) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// A session's checkpoints, oldest first.
+    async fn checkpoints(&self, _id: &SessionId) -> Result<Vec<Checkpoint>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Mark these checkpoints of session `id` undone.
+    async fn mark_undone(&self, _id: &SessionId, _ids: Vec<String>) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Forget these checkpoints of session `id` (the oldest, over the
+    /// session's limit). Their blobs stay until collected.
+    async fn drop_checkpoints(&self, _id: &SessionId, _ids: Vec<String>) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// What the checkpoint tables hold.
+    async fn checkpoint_usage(&self) -> Result<CheckpointUsage, StoreError> {
+        Ok(CheckpointUsage::default())
+    }
+
+    /// Delete every blob no checkpoint refers to and not marked used since
+    /// `unused_since`.
+    async fn collect_blobs(
+        &self,
+        _unused_since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Collected, StoreError> {
+        Ok(Collected::default())
+    }
 
     /// Finish what is pending and close the backend; later calls fail.
     async fn close(&self);

@@ -25,6 +25,8 @@
 //!   only with the events of its turn; a seq reservation is never lowered.
 //!
 //! - `backend`: the [`SessionStore`] trait.
+//! - [`checkpoint`]: blobs and checkpoints, what taking back a session's
+//!   changes to its workspace needs.
 //! - [`cluster`]: what a store shared by a cluster's nodes adds (node
 //!   leases, claims fenced by an epoch, sweeps): [`ClusterStore`].
 //! - [`commit`]: what one step of a running session writes (events, the
@@ -37,6 +39,7 @@
 //!   never shown.
 
 mod backend;
+pub mod checkpoint;
 pub mod cluster;
 pub mod commit;
 pub mod copies;
