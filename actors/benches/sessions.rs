@@ -71,6 +71,7 @@ fn settings(dir: &std::path::Path) -> Settings {
         subagents: Default::default(),
         hooks: Vec::new(),
         skills: Default::default(),
+        checkpoints: Default::default(),
         compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
         unreachable_hint: None,
         cluster: None,
@@ -104,6 +105,7 @@ fn event(session: &SessionId, seq: u64) -> Arc<EventEnvelope> {
         })
     } else {
         AgentMessage::ToolResult(ToolResultEvent {
+            checkpoint: None,
             call_id: format!("call_{}", seq - 1),
             name: "read_file".into(),
             is_error: false,

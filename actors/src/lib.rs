@@ -41,6 +41,7 @@ pub mod text;
 pub mod tokens;
 
 mod bus;
+mod checkpoint;
 mod cluster;
 mod hooks;
 mod mcp;

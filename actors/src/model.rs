@@ -14,8 +14,14 @@ use serde_json::Value;
 pub enum ToolOrigin {
     /// Compiled into agentbus (`read_file`, `bash`, ...).
     Builtin,
-    /// A tool of the named MCP server.
-    Mcp { server: String },
+    /// A tool of the named MCP server. `writes`: the server marks it as
+    /// changing things (`readOnlyHint: false` or `destructiveHint: true`),
+    /// so its calls are checkpointed like a command's.
+    Mcp {
+        server: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        writes: bool,
+    },
 }
 
 /// The tools a session offers the model, shared (not copied) between the

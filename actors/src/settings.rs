@@ -68,6 +68,9 @@ pub struct Settings {
     /// `[skills]`: where Agent Skills are read besides the usual folders,
     /// and how much of the system prompt their listing may take.
     pub skills: SkillSettings,
+    /// `[checkpoints]`: what a session keeps of its changes to the
+    /// workspace, so they can be taken back.
+    pub checkpoints: CheckpointSettings,
     /// Advice shown when the default profile cannot be reached (set when
     /// the profile was picked as the fallback because no key was found).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -129,6 +132,56 @@ impl Default for SkillSettings {
         SkillSettings {
             paths: Vec::new(),
             max_prompt_chars: default_skill_prompt_chars(),
+        }
+    }
+}
+
+/// `[checkpoints]`: before a tool call that can change files, what it may
+/// touch is kept (content-addressed blobs in the session store), so
+/// `/rewind` and `/undo` can take the changes back.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSettings {
+    /// Keep checkpoints at all.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// A look at the whole workspace (before and after a command) stops
+    /// after this many files, and says so.
+    #[serde(default = "default_checkpoint_files")]
+    pub max_files: usize,
+    /// A larger file is not kept (and a rewind cannot restore it).
+    #[serde(default = "default_checkpoint_file_bytes")]
+    pub max_file_bytes: u64,
+    /// A look at the workspace keeps at most this many bytes of files.
+    #[serde(default = "default_checkpoint_total_bytes")]
+    pub max_total_bytes: u64,
+    /// The most bytes of blobs one session's checkpoints keep; its oldest
+    /// are forgotten past it.
+    #[serde(default = "default_checkpoint_session_bytes")]
+    pub max_session_bytes: u64,
+}
+
+fn default_checkpoint_files() -> usize {
+    50_000
+}
+fn default_checkpoint_file_bytes() -> u64 {
+    10 * 1024 * 1024
+}
+fn default_checkpoint_total_bytes() -> u64 {
+    512 * 1024 * 1024
+}
+fn default_checkpoint_session_bytes() -> u64 {
+    1024 * 1024 * 1024
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        CheckpointSettings {
+            enabled: true,
+            max_files: default_checkpoint_files(),
+            max_file_bytes: default_checkpoint_file_bytes(),
+            max_total_bytes: default_checkpoint_total_bytes(),
+            max_session_bytes: default_checkpoint_session_bytes(),
         }
     }
 }

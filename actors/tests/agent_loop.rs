@@ -144,6 +144,7 @@ impl Harness {
             subagents: Default::default(),
             hooks: Vec::new(),
             skills: Default::default(),
+            checkpoints: Default::default(),
             context: Default::default(),
             compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,

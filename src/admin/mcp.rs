@@ -50,14 +50,11 @@ pub async fn list(settings: Settings, as_json: bool) -> anyhow::Result<ExitCode>
     };
     let mut servers = Vec::new();
     for (name, config) in &configured {
-        let origin = ToolOrigin::Mcp {
-            server: name.clone(),
-        };
         let tools = catalog
             .shared
             .tools
             .iter()
-            .filter(|t| t.origin == origin)
+            .filter(|t| matches!(&t.origin, ToolOrigin::Mcp { server, .. } if server == name))
             .map(|t| ToolReport {
                 name: t.name.clone(),
                 description: t.description.clone(),

@@ -58,6 +58,8 @@ pub struct ConfigFile {
     pub hooks: Option<toml::Table>,
     /// `[skills]`: more folders of Agent Skills, and the listing's cap.
     pub skills: Option<SkillSettings>,
+    /// `[checkpoints]`.
+    pub checkpoints: Option<agentbus_actors::settings::CheckpointSettings>,
     /// `[cluster]`: `agentbus serve` as one node of several on one
     /// Postgres database.
     pub cluster: Option<ClusterSettings>,

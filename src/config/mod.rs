@@ -615,6 +615,7 @@ fn resolve(
         subagents: file.subagents.unwrap_or_default(),
         hooks,
         skills: file.skills.unwrap_or_default(),
+        checkpoints: file.checkpoints.unwrap_or_default(),
         // Set by the binary for a profile on this machine (`model_check`).
         unreachable_hint: None,
         cluster,

@@ -247,6 +247,7 @@ async fn next_tool_input(batch: &mut Option<Batch>) -> Input {
     };
     match batch.running.next().await {
         Some((call_id, outcome)) => Input::ToolFinished {
+            checkpoint: None,
             batch_id: batch.id,
             call_id,
             outcome,
@@ -257,12 +258,5 @@ async fn next_tool_input(batch: &mut Option<Batch>) -> Input {
 
 /// The slash command a session command came from.
 fn command_name(command: &SessionCommand) -> &'static str {
-    match command {
-        SessionCommand::New => "new",
-        SessionCommand::List => "sessions",
-        SessionCommand::Resume { .. } => "resume",
-        SessionCommand::Fork { .. } => "fork",
-        SessionCommand::Save { .. } => "save",
-        SessionCommand::Load { .. } => "load",
-    }
+    command.name()
 }

@@ -643,6 +643,7 @@ fn settings_for_tests() -> crate::settings::Settings {
         subagents: Default::default(),
         hooks: Vec::new(),
         skills: Default::default(),
+        checkpoints: Default::default(),
         context: Default::default(),
         compact_prompt: String::new(),
         unreachable_hint: None,

@@ -210,6 +210,7 @@ impl Nodes {
             subagents: Default::default(),
             hooks: Vec::new(),
             skills: Default::default(),
+            checkpoints: Default::default(),
             context: Default::default(),
             compact_prompt: crate::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,

@@ -151,6 +151,9 @@ impl McpServer {
                     input_schema: serde_json::Value::Object((*t.input_schema).clone()),
                     origin: ToolOrigin::Mcp {
                         server: self.name.clone(),
+                        writes: t.annotations.as_ref().is_some_and(|a| {
+                            a.read_only_hint == Some(false) || a.destructive_hint == Some(true)
+                        }),
                     },
                 };
                 Arc::new(McpTool::new(

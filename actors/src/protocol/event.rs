@@ -191,6 +191,10 @@ pub struct ToolResultEvent {
     /// The call was cancelled by an interrupt (then `is_error` is true too).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cancelled: bool,
+    /// What the call changed in the workspace, kept to be taken back
+    /// (`None`: it changes no files, or changed none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<super::checkpoint::CheckpointRef>,
 }
 
 /// An `approval_request` event: the call waits for an approval decision.

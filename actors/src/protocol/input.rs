@@ -118,6 +118,25 @@ pub enum ControlCommand {
     /// with a turn, not a `system` event: a `user` event carrying the
     /// request, the model's work, then a `result`.
     Init,
+    /// `/rewind`: without `seq`, list the user turns and what each changed;
+    /// with it, take back what the turns from `seq` (a `user` event's seq)
+    /// on did — the files, the conversation (a fork to switch to) or both.
+    /// A file changed since by someone else is left alone unless
+    /// `overwrite`.
+    Rewind {
+        #[serde(default)]
+        seq: Option<u64>,
+        #[serde(default)]
+        mode: super::checkpoint::RewindMode,
+        #[serde(default)]
+        overwrite: bool,
+    },
+    /// `/undo`: take back the file changes of the last turn that changed
+    /// files (not taken back already); the conversation stays.
+    Undo {
+        #[serde(default)]
+        overwrite: bool,
+    },
     /// Run the session's custom command `name` (a Markdown file of the
     /// workspace's or the user's `.agentbus/commands` or `.claude/commands`)
     /// with `arguments`, what followed its name. Like `Init` it answers with
@@ -141,6 +160,10 @@ impl ControlCommand {
                 | ControlCommand::Resume { .. }
                 | ControlCommand::Fork { .. }
                 | ControlCommand::Load { .. }
+        ) || matches!(
+            self,
+            ControlCommand::Rewind { seq: Some(_), mode, .. }
+                if *mode != super::checkpoint::RewindMode::Code
         )
     }
 
@@ -166,6 +189,8 @@ impl ControlCommand {
             ControlCommand::SetMode { .. } | ControlCommand::ShowMode => "mode",
             ControlCommand::Init => "init",
             ControlCommand::SwitchAgent { .. } | ControlCommand::ListAgents => "agent",
+            ControlCommand::Rewind { .. } => "rewind",
+            ControlCommand::Undo { .. } => "undo",
             ControlCommand::Custom { name, .. } => name,
         }
     }

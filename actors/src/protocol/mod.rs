@@ -6,6 +6,8 @@
 //! what the session *does* with it lives in the session core.
 //!
 //! - [`agent`]: named agents as sessions keep and show them.
+//! - [`checkpoint`]: what tool calls changed in the workspace, and
+//!   rewinding it.
 //! - [`hook`]: hook events, what hooks answer, and the report of a run.
 //! - [`input`]: what a front end sends into a session (queries, control
 //!   commands, interrupts).
@@ -22,6 +24,7 @@
 //! - [`system`]: `system` events and the typed payload of each subtype.
 
 pub mod agent;
+pub mod checkpoint;
 pub mod content;
 pub mod context;
 pub mod event;

@@ -119,6 +119,14 @@ pub enum SystemSubtype {
     /// after `/clear`). Persisted and folded on load. Front ends show it
     /// as a checklist. `data`: [`Plan`](super::Plan).
     Plan,
+    /// `/rewind` without a turn: the session's user turns and what each
+    /// changed in the workspace. `data`:
+    /// [`RewindList`](super::checkpoint::RewindList).
+    Rewinds,
+    /// `/rewind SEQ` or `/undo` was done: each file's action and diff,
+    /// what cannot be taken back, and (modes `both`, `conversation`) the
+    /// fork to switch to. `data`: [`Rewound`](super::checkpoint::Rewound).
+    Rewound,
     /// Anything else worth telling the user, e.g. an unknown command.
     Notice,
 }
@@ -225,6 +233,8 @@ payload_of! {
     super::hook::HookRan => Hook,
     super::hook::HookContinued => HookContinued,
     super::Plan => Plan,
+    super::checkpoint::RewindList => Rewinds,
+    super::checkpoint::Rewound => Rewound,
 }
 
 /// A node of a cluster took the session over.

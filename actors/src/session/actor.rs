@@ -103,6 +103,9 @@ pub struct AgentLoopArgs {
     pub fence: CancellationToken,
     /// The environment hooks run with (the tools' commands' policy).
     pub environment: crate::settings::EnvironmentPolicy,
+    /// Keeps what tool calls change in the workspace (`None`:
+    /// `[checkpoints] enabled = false`).
+    pub recorder: Option<Arc<crate::checkpoint::Recorder>>,
 }
 
 /// Runs a `task` call: a named agent in a child session, to the end of its
@@ -218,6 +221,11 @@ pub struct AgentLoop {
     stopped: CancellationToken,
     /// Where the session's hooks run.
     hook_context: HookContext,
+    /// Keeps what tool calls change in the workspace.
+    recorder: Option<Arc<crate::checkpoint::Recorder>>,
+    /// The seq of the running (or last) turn's `user` event: the turn its
+    /// checkpoints belong to.
+    turn_seq: u64,
 }
 
 impl Actor for AgentLoop {
@@ -239,6 +247,8 @@ impl Actor for AgentLoop {
             workspace: args.workspace.clone(),
             files: Files::Disk,
             background: BackgroundCommands::default(),
+            recorder: args.recorder,
+            turn_seq: args.last_seq,
             last_seq: args.last_seq,
             journal: Journal::new(
                 args.last_seq,
@@ -535,8 +545,12 @@ impl AgentLoop {
 
     fn stamp(&mut self, turn_id: Option<InputId>, message: AgentMessage) -> Arc<EventEnvelope> {
         self.last_seq += 1;
-        if let AgentMessage::ApprovalRequest(request) = &message {
-            self.requested.insert(request.request_id.clone());
+        match &message {
+            AgentMessage::ApprovalRequest(request) => {
+                self.requested.insert(request.request_id.clone());
+            }
+            AgentMessage::User(_) => self.turn_seq = self.last_seq,
+            _ => {}
         }
         self.state.context.seqs.observe(&message, self.last_seq);
         Arc::new(EventEnvelope {
@@ -831,6 +845,7 @@ impl AgentLoop {
                 batch_id,
                 call_id,
                 outcome,
+                checkpoint: None,
             };
             let _ = me.tell(Feed(finished)).await;
         });
@@ -858,6 +873,7 @@ impl AgentLoop {
             }
             let executor = self.tools.clone();
             let call_id = call.call.id.clone();
+            let checkpoint = self.checkpoint_for(&call.call);
             let after = AfterTool::new(
                 &self.state.config.hooks,
                 &call.call,
@@ -874,10 +890,18 @@ impl AgentLoop {
             )
             .by(self.session_id.clone());
             tokio::spawn(async move {
+                let before = match &checkpoint {
+                    Some(c) => c.before().await,
+                    None => None,
+                };
                 let mut outcome = executor
                     .ask(run)
                     .await
                     .unwrap_or_else(ToolOutcome::executor_unavailable);
+                let checkpoint = match (checkpoint, before) {
+                    (Some(c), Some(before)) => c.after(before).await,
+                    _ => None,
+                };
                 if let Some(after) = after {
                     let ran = after.run(&mut outcome).await;
                     if !ran.is_empty() {
@@ -888,10 +912,72 @@ impl AgentLoop {
                     batch_id,
                     call_id,
                     outcome,
+                    checkpoint,
                 };
                 let _ = me.tell(Feed(finished)).await;
             });
         }
+    }
+
+    /// How `call`'s changes are kept, if it can change files (and the
+    /// files are on the disk, not held by the front end).
+    fn checkpoint_for(&self, call: &crate::model::ToolCall) -> Option<CallCheckpoint> {
+        let recorder = self.recorder.clone()?;
+        if !matches!(self.files, Files::Disk) {
+            return None;
+        }
+        let writing_mcp = self.state.tools.iter().any(|t| {
+            t.name == call.name
+                && matches!(t.origin, crate::model::ToolOrigin::Mcp { writes: true, .. })
+        });
+        let scope = crate::checkpoint::recorder::scope(
+            &call.name,
+            &call.input,
+            &self.workspace,
+            writing_mcp,
+        )?;
+        Some(CallCheckpoint {
+            recorder,
+            scope,
+            turn_seq: self.turn_seq,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+        })
+    }
+}
+
+/// One tool call's checkpoint: looked at before it runs, kept after.
+struct CallCheckpoint {
+    recorder: Arc<crate::checkpoint::Recorder>,
+    scope: crate::checkpoint::Scope,
+    turn_seq: u64,
+    call_id: String,
+    tool: String,
+}
+
+impl CallCheckpoint {
+    async fn before(&self) -> Option<crate::checkpoint::recorder::Before> {
+        match self.recorder.before(self.scope.clone()).await {
+            Ok(before) => Some(before),
+            Err(e) => {
+                tracing::warn!(tool = %self.tool, "the call runs without a checkpoint: {e}");
+                None
+            }
+        }
+    }
+
+    async fn after(
+        self,
+        before: crate::checkpoint::recorder::Before,
+    ) -> Option<crate::protocol::checkpoint::CheckpointRef> {
+        let kept = self
+            .recorder
+            .after(before, self.turn_seq, Some(self.call_id), &self.tool)
+            .await;
+        kept.unwrap_or_else(|e| {
+            tracing::warn!(tool = %self.tool, "what the call changed was not kept: {e}");
+            None
+        })
     }
 }
 

@@ -33,6 +33,9 @@ pub enum SessionError {
     /// take the input, saying why.
     #[error("{message}")]
     Remote { message: String, failure: Failure },
+    /// A rewind or `/undo` that could not be done.
+    #[error(transparent)]
+    Rewind(#[from] crate::checkpoint::rewind::RewindError),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -85,28 +88,42 @@ impl SessionError {
             }
             SessionError::Gone(_) => Failure::NotFound,
             SessionError::ShuttingDown => Failure::Unavailable,
-            SessionError::Store(e) => match e {
-                StoreError::NotFound { .. } => Failure::NotFound,
-                // The state stands in the way, not the request's form: a
-                // prefix that was unique becomes ambiguous as sessions are
-                // added; a fork point the log has not reached yet.
-                StoreError::Busy { .. }
-                | StoreError::HeldByNode { .. }
-                | StoreError::Fenced { .. }
-                | StoreError::Ambiguous { .. }
-                | StoreError::SeqOutOfRange { .. } => Failure::Conflict,
-                // Worth trying again once the other process lets go, or
-                // once Postgres answers.
-                StoreError::Locked { .. }
-                | StoreError::Connect { .. }
-                | StoreError::ConnectionLost { .. } => Failure::Unavailable,
-                _ => Failure::Internal,
-            },
+            SessionError::Store(e) => store_failure(e),
             SessionError::NotAccepted(_) => Failure::Unavailable,
             SessionError::UnknownApproval { .. } => Failure::NotFound,
             SessionError::ApprovalSettled { .. } => Failure::Conflict,
             SessionError::Remote { failure, .. } => *failure,
+            SessionError::Rewind(e) => {
+                use crate::checkpoint::rewind::RewindError;
+                match e {
+                    RewindError::NotATurn { .. } => Failure::Invalid,
+                    RewindError::NothingToUndo | RewindError::Busy => Failure::Conflict,
+                    RewindError::Store(e) => store_failure(e),
+                    _ => Failure::Internal,
+                }
+            }
             SessionError::Internal(_) => Failure::Internal,
         }
+    }
+}
+
+/// What kind of failure a store error is.
+fn store_failure(e: &StoreError) -> Failure {
+    match e {
+        StoreError::NotFound { .. } => Failure::NotFound,
+        // The state stands in the way, not the request's form: a
+        // prefix that was unique becomes ambiguous as sessions are
+        // added; a fork point the log has not reached yet.
+        StoreError::Busy { .. }
+        | StoreError::HeldByNode { .. }
+        | StoreError::Fenced { .. }
+        | StoreError::Ambiguous { .. }
+        | StoreError::SeqOutOfRange { .. } => Failure::Conflict,
+        // Worth trying again once the other process lets go, or
+        // once Postgres answers.
+        StoreError::Locked { .. }
+        | StoreError::Connect { .. }
+        | StoreError::ConnectionLost { .. } => Failure::Unavailable,
+        _ => Failure::Internal,
     }
 }

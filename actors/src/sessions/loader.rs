@@ -74,6 +74,9 @@ pub struct Restored {
     /// Loaded under a claim of this node (a new epoch, which its
     /// `owner_changed` event opens): on a node of a cluster, every load.
     pub claimed: bool,
+    /// A sub-agent's session: its parent and the parent's seq at the
+    /// `task` call (its checkpoints are kept under them).
+    pub child_of: Option<(crate::protocol::SessionId, u64)>,
 }
 
 impl Restored {
@@ -86,6 +89,7 @@ impl Restored {
             workspace,
             waiting: Vec::new(),
             claimed: false,
+            child_of: None,
         }
     }
 }
@@ -334,6 +338,7 @@ impl SessionLoader {
             workspace,
             waiting: Vec::new(),
             claimed: false,
+            child_of: record.parent_call.as_ref().and(record.parent.clone()),
         }
     }
 }

@@ -196,6 +196,7 @@ impl SessionManager {
             workspace,
             waiting,
             claimed,
+            child_of,
         } = session;
         let id = state.session_id.clone();
         if claimed {
@@ -210,6 +211,7 @@ impl SessionManager {
             )) as Arc<dyn crate::session::actor::Subagents>
         });
         let topic = Arc::new(SessionTopic::new(last_seq));
+        let recorder = self.recorder(&id, &workspace, child_of);
         let agent_loop = AgentLoop::spawn(AgentLoopArgs {
             state,
             startup,
@@ -228,6 +230,7 @@ impl SessionManager {
             workspace: workspace.clone(),
             fence: self.fence.child_token(),
             environment: self.loader.settings().tools.environment.clone(),
+            recorder,
         });
         let handle = SessionHandle::new(
             id.clone(),
@@ -242,6 +245,41 @@ impl SessionManager {
             driven.started(&handle);
         }
         handle
+    }
+
+    /// Session `id`'s recorder of checkpoints (`None`: `[checkpoints]
+    /// enabled = false`); a sub-agent's keeps them under its parent.
+    fn recorder(
+        &self,
+        id: &SessionId,
+        workspace: &std::path::Path,
+        child_of: Option<(SessionId, u64)>,
+    ) -> Option<Arc<crate::checkpoint::Recorder>> {
+        let settings = &self.loader.settings().checkpoints;
+        if !settings.enabled {
+            return None;
+        }
+        let limits = crate::checkpoint::Limits {
+            max_files: settings.max_files,
+            max_file_bytes: settings.max_file_bytes,
+            max_total_bytes: settings.max_total_bytes,
+        };
+        let store = self.loader.stored().store().clone();
+        let (owner, parent_seq) = match child_of {
+            Some((parent, at_seq)) => (parent, Some(at_seq)),
+            None => (id.clone(), None),
+        };
+        let recorder = crate::checkpoint::Recorder::new(
+            store,
+            owner,
+            workspace.to_path_buf(),
+            limits,
+            settings.max_session_bytes,
+        );
+        Some(Arc::new(match parent_seq {
+            Some(seq) => recorder.for_parent_at(seq),
+            None => recorder,
+        }))
     }
 
     /// Tell whoever listens that session `id` stopped here.
@@ -344,7 +382,9 @@ impl Message<CreateSession> for SessionManager {
         if let Some(mode) = options.permission_mode.or(definition.permission_mode) {
             state.permissions.mode = mode;
         }
-        Ok(self.start(Restored::fresh(state, workspace), false, notices))
+        let mut restored = Restored::fresh(state, workspace);
+        restored.child_of = options.parent.map(|p| (p.session, p.at_seq));
+        Ok(self.start(restored, false, notices))
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`stored`]: stored sessions as a service — create, resolve, list,
 //!   fork, export, import, delete — the one implementation behind the slash
 //!   commands, the HTTP API and the `sessions` command line.
+//! - [`checkpoints`]: what each turn changed in the workspace, rewinding
+//!   and `/undo`, collecting unneeded blobs (on the stored sessions).
 //! - [`store_commands`]: the slash commands that work on stored sessions
 //!   (`/new`, `/sessions`, `/resume`, `/fork`, `/save`, `/load`), performed
 //!   for every AgentLoop.
@@ -17,6 +19,7 @@
 //!
 //! One session's own life is [`crate::session`].
 
+pub mod checkpoints;
 pub mod driven;
 pub mod loader;
 pub mod manager;

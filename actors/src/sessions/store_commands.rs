@@ -1,17 +1,18 @@
 //! The session commands the core hands its AgentLoop (`/new`,
-//! `/sessions`, `/resume`, `/fork`, `/save`, `/load`), performed on the
+//! `/sessions`, `/resume`, `/fork`, `/rewind`, `/undo`, `/save`, `/load`), performed on the
 //! stored sessions: [`StoredSessions`] is the AgentLoop's
 //! [`SessionCommands`]. Each becomes the one `system` reply the user sees.
 //! Failures become a notice naming what went wrong; nothing here touches
 //! the session's state (the core does, with the reply).
 
+use super::checkpoints::RewindOptions;
 use super::stored::StoredSessions;
 use crate::protocol::system::SessionSummary;
 use crate::protocol::{SessionId, SystemEvent};
 use crate::session::SessionError;
 use crate::session::actor::{CommandContext, SessionCommands};
 use crate::session::core::SessionCommand;
-use crate::session::core::commands::{self, fork, load, new, resume, save, sessions};
+use crate::session::core::commands::{self, fork, load, new, resume, rewind, save, sessions};
 use crate::store::{ListPage, NewSession, SessionDocument, SessionRecord};
 use futures::future::BoxFuture;
 
@@ -44,14 +45,7 @@ async fn perform(
     stored: &StoredSessions,
     ctx: &CommandContext,
 ) -> SystemEvent {
-    let name = match &command {
-        SessionCommand::New => "new",
-        SessionCommand::List => "sessions",
-        SessionCommand::Resume { .. } => "resume",
-        SessionCommand::Fork { .. } => "fork",
-        SessionCommand::Save { .. } => "save",
-        SessionCommand::Load { .. } => "load",
-    };
+    let name = command.name();
     match run(command, stored, ctx).await {
         Ok(reply) => reply,
         Err(error) => commands::failed(name, error),
@@ -101,6 +95,33 @@ async fn run(
                 &ctx.session_id,
                 record.forked_at(),
             ))
+        }
+        SessionCommand::Rewind { seq: None, .. } => {
+            let turns = stored.changes(&ctx.session_id).await.map_err(text)?;
+            Ok(rewind::listed(turns))
+        }
+        SessionCommand::Rewind {
+            seq: Some(seq),
+            mode,
+            overwrite,
+        } => {
+            let options = RewindOptions {
+                mode,
+                preview: false,
+                overwrite,
+            };
+            let report = stored
+                .rewind(&ctx.session_id, seq, options)
+                .await
+                .map_err(text)?;
+            Ok(rewind::rewound(report))
+        }
+        SessionCommand::Undo { overwrite } => {
+            let report = stored
+                .undo(&ctx.session_id, false, overwrite)
+                .await
+                .map_err(text)?;
+            Ok(rewind::rewound(report))
         }
         SessionCommand::Save { path } => {
             let document = stored.export(&ctx.session_id).await.map_err(text)?;

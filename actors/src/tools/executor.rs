@@ -467,7 +467,10 @@ mod tests {
     impl Tool for LimitedForever {
         fn spec(&self) -> ToolSpec {
             ToolSpec {
-                origin: ToolOrigin::Mcp { server: "s".into() },
+                origin: ToolOrigin::Mcp {
+                    server: "s".into(),
+                    writes: false,
+                },
                 ..Forever.spec()
             }
         }

@@ -356,6 +356,7 @@ mod tests {
                 name: self.1.clone(),
                 origin: ToolOrigin::Mcp {
                     server: self.0.clone(),
+                    writes: false,
                 },
                 ..Forever.spec()
             }

@@ -101,6 +101,7 @@ fn tool_use(id: &str, name: &str, input: Value) -> ContentBlock {
 
 fn tool_result(id: &str, name: &str, output: &str, is_error: bool) -> AgentMessage {
     AgentMessage::ToolResult(ToolResultEvent {
+        checkpoint: None,
         call_id: id.into(),
         name: name.into(),
         is_error,

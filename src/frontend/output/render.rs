@@ -898,6 +898,7 @@ mod tests {
                 context: None,
             }),
             AgentMessage::ToolResult(ToolResultEvent {
+                checkpoint: None,
                 call_id: "c".into(),
                 name: "bash".into(),
                 is_error: false,
@@ -927,6 +928,7 @@ mod tests {
 
     fn tool_result(id: &str, name: &str, output: &str) -> AgentMessage {
         AgentMessage::ToolResult(ToolResultEvent {
+            checkpoint: None,
             call_id: id.into(),
             name: name.into(),
             is_error: false,

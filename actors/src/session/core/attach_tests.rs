@@ -43,6 +43,7 @@ fn started(fx: &[Effect]) -> Vec<(u64, GrantedCall)> {
 
 fn done(h: &mut Harness, batch_id: u64, call_id: &str, output: &str, is_error: bool) {
     h.feed(Input::ToolFinished {
+        checkpoint: None,
         batch_id,
         call_id: call_id.into(),
         outcome: ToolOutcome {

@@ -75,4 +75,29 @@ pub enum SessionCommand {
     Save { path: String },
     /// Import a file as a new session to switch to.
     Load { path: String },
+    /// The user turns and what each changed (`seq` `None`), or a rewind to
+    /// before turn `seq`.
+    Rewind {
+        seq: Option<u64>,
+        mode: crate::protocol::checkpoint::RewindMode,
+        overwrite: bool,
+    },
+    /// Take back the last turn's file changes.
+    Undo { overwrite: bool },
+}
+
+impl SessionCommand {
+    /// The slash command it came from.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SessionCommand::New => "new",
+            SessionCommand::List => "sessions",
+            SessionCommand::Resume { .. } => "resume",
+            SessionCommand::Fork { .. } => "fork",
+            SessionCommand::Save { .. } => "save",
+            SessionCommand::Load { .. } => "load",
+            SessionCommand::Rewind { .. } => "rewind",
+            SessionCommand::Undo { .. } => "undo",
+        }
+    }
 }

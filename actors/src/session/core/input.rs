@@ -45,6 +45,9 @@ pub enum Input {
         batch_id: u64,
         call_id: String,
         outcome: ToolOutcome,
+        /// What it changed in the workspace, as kept (the driver's
+        /// checkpoint), for its `tool_result` event.
+        checkpoint: Option<crate::protocol::checkpoint::CheckpointRef>,
     },
     /// The driver performed the session command of input `input_id`.
     /// A child session of a `task` call of batch `batch_id` started or

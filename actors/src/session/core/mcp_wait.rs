@@ -174,6 +174,7 @@ mod tests {
                     input_schema: json!({"type": "object"}),
                     origin: ToolOrigin::Mcp {
                         server: server.to_string(),
+                        writes: false,
                     },
                 });
             }

@@ -14,6 +14,7 @@ use super::state::{QueuedInput, SessionState};
 use super::turn::{CallAttempt, PendingCall, Phase, PromptHook, RunAs, Turn, Waiting};
 use crate::model::ContextRefusal;
 use crate::model::{GrantedCall, ModelEvent, ToolCall, ToolOutcome};
+use crate::protocol::checkpoint::CheckpointRef;
 use crate::protocol::context::{Compacted, CompactionTrigger};
 use crate::protocol::hook::{HookAnswer, HookDecision, HookEvent};
 use crate::protocol::system::{McpServerChanged, Retrying, SessionStarted};
@@ -62,7 +63,15 @@ pub fn step(state: &mut SessionState, input: Input, now_ms: u64) -> Vec<Effect> 
             batch_id,
             call_id,
             outcome,
-        } => on_tool_finished(state, batch_id, &call_id, outcome, now_ms, &mut fx),
+            checkpoint,
+        } => on_tool_finished(
+            state,
+            batch_id,
+            &call_id,
+            (outcome, checkpoint),
+            now_ms,
+            &mut fx,
+        ),
         Input::CatalogChanged {
             tools,
             servers,
@@ -1059,6 +1068,7 @@ fn finish_model_call(
             outcome,
             recorded: false,
             waiting,
+            checkpoint: None,
         });
     }
     if let Some(turn) = state.turn.as_mut() {
@@ -1523,7 +1533,7 @@ fn on_tool_finished(
     state: &mut SessionState,
     batch_id: u64,
     call_id: &str,
-    outcome: ToolOutcome,
+    (outcome, checkpoint): (ToolOutcome, Option<CheckpointRef>),
     now_ms: u64,
     fx: &mut Vec<Effect>,
 ) {
@@ -1553,6 +1563,7 @@ fn on_tool_finished(
         .find(|c| c.id == call_id && c.outcome.is_none())
     {
         call.outcome = Some(outcome);
+        call.checkpoint = checkpoint;
     }
     record_finished_results(state, fx);
     continue_after_tools(state, now_ms, fx);
@@ -1679,7 +1690,7 @@ fn record_tool_result(
         history,
         turn_id,
         (call.id.clone(), call.name.clone()),
-        outcome,
+        (outcome, call.checkpoint.take()),
         cancelled,
         fx,
     );
@@ -1690,7 +1701,7 @@ pub(super) fn push_tool_result(
     history: &mut Vec<Message>,
     turn_id: InputId,
     (call_id, name): (String, String),
-    outcome: ToolOutcome,
+    (outcome, checkpoint): (ToolOutcome, Option<CheckpointRef>),
     cancelled: bool,
     fx: &mut Vec<Effect>,
 ) {
@@ -1710,6 +1721,7 @@ pub(super) fn push_tool_result(
             output: outcome.output,
             duration_ms: outcome.duration_ms,
             cancelled,
+            checkpoint,
         }),
     );
 }
@@ -1824,7 +1836,7 @@ fn interrupt(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                         &mut state.history,
                         turn_id,
                         (call.id, call.name),
-                        cancelled_outcome(),
+                        (cancelled_outcome(), None),
                         true,
                         fx,
                     );

@@ -199,6 +199,7 @@ impl Harness {
 
     pub(crate) fn tool_done(&mut self, batch_id: u64, call_id: &str, output: &str) -> Vec<Effect> {
         self.feed(Input::ToolFinished {
+            checkpoint: None,
             batch_id,
             call_id: call_id.into(),
             outcome: ToolOutcome {
@@ -1160,6 +1161,7 @@ fn act(h: &mut Harness, choice: u8, n: usize) {
                 },
             };
             h.feed(Input::ToolFinished {
+                checkpoint: None,
                 batch_id: attaching.batch_id,
                 call_id: item.call_id.clone(),
                 outcome,

@@ -115,6 +115,9 @@ pub struct PendingCall {
     /// It waits for the user's decision.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting: Option<Waiting>,
+    /// What it changed in the workspace (once finished).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<crate::protocol::checkpoint::CheckpointRef>,
 }
 
 /// A call waiting for approval.

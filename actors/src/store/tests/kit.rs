@@ -251,6 +251,7 @@ pub fn tool_result_with(id: &str, seq: u64, output: &str) -> Arc<EventEnvelope> 
         id,
         seq,
         AgentMessage::ToolResult(ToolResultEvent {
+            checkpoint: None,
             call_id: format!("call_{}", seq - 1),
             name: "read_file".to_string(),
             is_error: false,

@@ -36,10 +36,12 @@ mod models;
 pub mod new;
 mod quit;
 pub mod resume;
+pub mod rewind;
 pub mod save;
 pub mod sessions;
 mod syntax;
 mod tools;
+mod undo;
 mod usage;
 
 pub use syntax::{CommandQuery, SlashCommand};
@@ -67,6 +69,8 @@ pub const COMMANDS: &[SlashCommand] = &[
     sessions::COMMAND,
     resume::COMMAND,
     fork::COMMAND,
+    rewind::COMMAND,
+    undo::COMMAND,
     save::COMMAND,
     load::COMMAND,
 ];
@@ -161,6 +165,22 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         }
         ControlCommand::Fork { at_seq } => {
             return Applied::NeedsStore(SessionCommand::Fork { at_seq: *at_seq });
+        }
+        ControlCommand::Rewind {
+            seq,
+            mode,
+            overwrite,
+        } => {
+            return Applied::NeedsStore(SessionCommand::Rewind {
+                seq: *seq,
+                mode: *mode,
+                overwrite: *overwrite,
+            });
+        }
+        ControlCommand::Undo { overwrite } => {
+            return Applied::NeedsStore(SessionCommand::Undo {
+                overwrite: *overwrite,
+            });
         }
         ControlCommand::Save { path } => {
             return Applied::NeedsStore(SessionCommand::Save { path: path.clone() });

@@ -16,7 +16,7 @@ pub const COMMAND: SlashCommand = SlashCommand {
 pub fn apply(state: &SessionState) -> SystemEvent {
     let origin = |o: &ToolOrigin| match o {
         ToolOrigin::Builtin => "built-in".to_string(),
-        ToolOrigin::Mcp { server } => format!("mcp:{server}"),
+        ToolOrigin::Mcp { server, .. } => format!("mcp:{server}"),
     };
     // What the model is offered: the agent's limits, and `task`.
     let tools = state.offered_tools();
