@@ -23,6 +23,28 @@ pub enum FileKind {
     Symlink,
 }
 
+impl FileKind {
+    /// As the store keeps it (and as serde writes it): `file`,
+    /// `executable`, `symlink`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FileKind::File => "file",
+            FileKind::Executable => "executable",
+            FileKind::Symlink => "symlink",
+        }
+    }
+
+    /// What [`as_str`](Self::as_str) gave, back; `None` for anything else.
+    pub fn parse(text: &str) -> Option<FileKind> {
+        match text {
+            "file" => Some(FileKind::File),
+            "executable" => Some(FileKind::Executable),
+            "symlink" => Some(FileKind::Symlink),
+            _ => None,
+        }
+    }
+}
+
 /// One version of a path: its bytes (by hash) and kind.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct FileVersion {
@@ -77,4 +99,80 @@ pub struct CheckpointUsage {
 pub struct Collected {
     pub blobs: u64,
     pub bytes: u64,
+}
+
+/// One side (`before` or `after`) of a stored change, from its three
+/// columns (hash, kind, size), as every backend stores it: all NULL is no
+/// version, all set is one. Anything else — some set and some not, a kind
+/// this code does not know, a negative size — is why the row does not
+/// decode.
+pub(super) fn stored_version(
+    side: &str,
+    hash: Option<String>,
+    kind: Option<String>,
+    size: Option<i64>,
+) -> Result<Option<FileVersion>, String> {
+    match (hash, kind, size) {
+        (None, None, None) => Ok(None),
+        (Some(hash), Some(kind), Some(size)) => {
+            let kind = FileKind::parse(&kind)
+                .ok_or_else(|| format!("{side}_kind {kind:?} is not a kind of file"))?;
+            let size =
+                u64::try_from(size).map_err(|_| format!("{side}_size is negative ({size})"))?;
+            Ok(Some(FileVersion { hash, kind, size }))
+        }
+        _ => Err(format!(
+            "{side}_hash, {side}_kind and {side}_size must be set together"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_stored_as_their_serde_names() {
+        for kind in [FileKind::File, FileKind::Executable, FileKind::Symlink] {
+            let json = serde_json::to_string(&kind).expect("json");
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+            assert_eq!(FileKind::parse(kind.as_str()), Some(kind));
+        }
+        assert_eq!(FileKind::parse("File"), None);
+    }
+
+    #[test]
+    fn a_stored_side_is_all_null_or_all_set() {
+        assert_eq!(stored_version("before", None, None, None), Ok(None));
+        let version = stored_version(
+            "after",
+            Some("ab".to_string()),
+            Some("symlink".to_string()),
+            Some(3),
+        );
+        assert_eq!(
+            version,
+            Ok(Some(FileVersion {
+                hash: "ab".to_string(),
+                kind: FileKind::Symlink,
+                size: 3,
+            }))
+        );
+        let half = stored_version("before", Some("ab".to_string()), None, Some(3));
+        assert!(half.is_err_and(|e| e.contains("set together")));
+        let unknown = stored_version(
+            "after",
+            Some("ab".to_string()),
+            Some("fifo".to_string()),
+            Some(3),
+        );
+        assert!(unknown.is_err_and(|e| e.contains("\"fifo\"")));
+        let negative = stored_version(
+            "after",
+            Some("ab".to_string()),
+            Some("file".to_string()),
+            Some(-1),
+        );
+        assert!(negative.is_err_and(|e| e.contains("negative")));
+    }
 }

@@ -30,10 +30,14 @@
 //!   `ownership`: what this node holds (its id, its claims' epochs);
 //!   `nodes`: node leases.
 //! - `log`: commit, accepted inputs, replay.
-//! - `copies`: fork, export, import.
+//! - `copies`: fork, export, import (none copies checkpoints).
+//! - `checkpoints`: blobs (file contents by hash, shared by every session)
+//!   and checkpoints (what each tool call changed), what taking back a
+//!   session's changes to its workspace needs.
 //! - `statements`: the statements those share; `rows`: decoding rows.
 //! - `failure`: a Postgres failure as a [`StoreError`].
 
+mod checkpoints;
 mod claims;
 mod copies;
 mod failure;
@@ -46,6 +50,7 @@ pub mod schema;
 mod sessions;
 mod statements;
 
+use super::checkpoint::{Checkpoint, CheckpointUsage, Collected};
 use super::cluster::{ClusterStore, NodeId, NodeInfo, Renewal};
 use super::location::PostgresUrl;
 use super::{
@@ -266,6 +271,51 @@ impl SessionStore for PostgresStore {
     ) -> Result<SessionRecord, StoreError> {
         let mut client = self.client().await?;
         copies::import(&mut client, &self.failures, document, new_id, owner, now()).await
+    }
+
+    async fn missing_blobs(&self, hashes: Vec<String>) -> Result<Vec<String>, StoreError> {
+        let client = self.client().await?;
+        checkpoints::missing_blobs(&client, &self.failures, hashes, now()).await
+    }
+
+    async fn put_blobs(&self, blobs: Vec<(String, Vec<u8>)>) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        checkpoints::put_blobs(&mut client, &self.failures, blobs, now()).await
+    }
+
+    async fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let client = self.client().await?;
+        checkpoints::blob(&client, &self.failures, hash).await
+    }
+
+    async fn add_checkpoint(&self, checkpoint: Checkpoint) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        checkpoints::add_checkpoint(&mut client, &self.failures, &checkpoint).await
+    }
+
+    async fn checkpoints(&self, id: &SessionId) -> Result<Vec<Checkpoint>, StoreError> {
+        let mut client = self.client().await?;
+        checkpoints::checkpoints(&mut client, &self.failures, id).await
+    }
+
+    async fn mark_undone(&self, id: &SessionId, ids: Vec<String>) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        checkpoints::mark_undone(&client, &self.failures, id, &ids).await
+    }
+
+    async fn drop_checkpoints(&self, id: &SessionId, ids: Vec<String>) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        checkpoints::drop_checkpoints(&client, &self.failures, id, &ids).await
+    }
+
+    async fn checkpoint_usage(&self) -> Result<CheckpointUsage, StoreError> {
+        let client = self.client().await?;
+        checkpoints::checkpoint_usage(&client, &self.failures).await
+    }
+
+    async fn collect_blobs(&self, unused_since: DateTime<Utc>) -> Result<Collected, StoreError> {
+        let client = self.client().await?;
+        checkpoints::collect_blobs(&client, &self.failures, unused_since).await
     }
 
     async fn close(&self) {

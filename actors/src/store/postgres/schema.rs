@@ -18,7 +18,7 @@ use crate::store::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -100,8 +100,69 @@ CREATE TABLE inputs (
 );
 ";
 
-/// The tables of agentbus's schema besides `schema_version`.
-const OWN_TABLES: [&str; 4] = ["events", "inputs", "nodes", "sessions"];
+/// v2: what taking back a session's changes to its workspace needs
+/// (`store::checkpoint`), as SQLite's version 5 keeps it.
+///
+/// - `blobs`: file contents by their SHA-256 (`hash`, lower-case hex),
+///   shared by every checkpoint and session that saw the same bytes;
+///   `used_at` is when a blob was last put or asked for (a collection
+///   deletes only blobs no checkpoint refers to and unused since its
+///   cutoff).
+/// - `checkpoints`: what one tool call changed, with its turn (`turn_seq`)
+///   and call; `undone` once its changes were taken back. Ids are UUID v7
+///   text, `COLLATE "C"` so that id order is creation order. Deleted with
+///   their session.
+/// - `checkpoint_files`: one row per path a checkpoint saw change, each side
+///   the version then (hash, kind `'file'`, `'executable'` or `'symlink'`,
+///   size), all NULL when the path did not exist; paths `COLLATE "C"`, in
+///   byte order as SQLite keeps them. Indexed by each hash: whether any
+///   checkpoint still refers to a blob is what a collection, and deleting a
+///   session, ask.
+const V2: &str = "
+CREATE TABLE blobs (
+    hash    text COLLATE \"C\" PRIMARY KEY,
+    size    bigint NOT NULL,
+    used_at timestamptz NOT NULL,
+    data    bytea NOT NULL
+);
+
+CREATE TABLE checkpoints (
+    id         text COLLATE \"C\" PRIMARY KEY,
+    session_id text COLLATE \"C\" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    turn_seq   bigint NOT NULL,
+    call_id    text,
+    tool       text NOT NULL,
+    created_at timestamptz NOT NULL,
+    undone     boolean NOT NULL DEFAULT false
+);
+CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
+
+CREATE TABLE checkpoint_files (
+    checkpoint_id text COLLATE \"C\" NOT NULL REFERENCES checkpoints (id) ON DELETE CASCADE,
+    path          text COLLATE \"C\" NOT NULL,
+    before_hash   text COLLATE \"C\",
+    before_kind   text,
+    before_size   bigint,
+    after_hash    text COLLATE \"C\",
+    after_kind    text,
+    after_size    bigint,
+    PRIMARY KEY (checkpoint_id, path)
+);
+CREATE INDEX checkpoint_files_by_before_hash ON checkpoint_files (before_hash);
+CREATE INDEX checkpoint_files_by_after_hash ON checkpoint_files (after_hash);
+";
+
+/// The tables of agentbus's schema besides `schema_version` (to tell
+/// another program's tables from ours in an error).
+const OWN_TABLES: [&str; 7] = [
+    "blobs",
+    "checkpoint_files",
+    "checkpoints",
+    "events",
+    "inputs",
+    "nodes",
+    "sessions",
+];
 
 /// Bring the database up to [`SCHEMA_VERSION`], or refuse it (untouched):
 /// a newer version, or another program's tables without ours.

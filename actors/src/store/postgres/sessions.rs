@@ -8,9 +8,12 @@
 //! two processes taking one session at once are served one after the
 //! other. A node of a cluster (`ownership` given) claims instead (see
 //! `claims`): a new epoch, unless its sweep adopted the session already;
-//! and nobody takes a session a live node drives. Never reads the clock
+//! and nobody takes a session a live node drives. Deleting a session
+//! deletes its checkpoints and the blobs only they referred to
+//! (`checkpoints`), in the same transaction. Never reads the clock
 //! (`now` is an argument) and never decides anything else.
 
+use super::checkpoints;
 use super::claims;
 use super::failure::Failures;
 use super::ownership::{Claim, Ownership};
@@ -237,9 +240,13 @@ pub async fn delete(
     if let Some(node) = claims::holder(&tx, failures, operation, id).await? {
         node.held_by_other(id, ownership.map(Ownership::node))?;
     }
+    // Its checkpoints go with it (cascade), and then the blobs only they
+    // referred to.
+    let hashes = checkpoints::hashes_of_session(&tx, failures, operation, id).await?;
     tx.execute("DELETE FROM sessions WHERE id = $1", &[&id.0])
         .await
         .map_err(|e| failures.statement(operation, Some(id), e))?;
+    checkpoints::delete_unreferenced_blobs(&tx, failures, operation, id, &hashes).await?;
     tx.commit()
         .await
         .map_err(|e| failures.statement(operation, Some(id), e))?;

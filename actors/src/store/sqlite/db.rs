@@ -10,11 +10,21 @@
 //! back is decoded without panicking — what does not decode is
 //! [`StoreError::Corrupt`].
 //!
+//! Also the checkpoint tables (`store::checkpoint`): `blobs`, file contents
+//! by hash shared by every session, and `checkpoints` with their
+//! `checkpoint_files`, what each tool call changed. A blob is deleted only
+//! when no checkpoint refers to it: by a collection once it is also unused
+//! since the cutoff, or with the last session whose checkpoints referred
+//! to it.
+//!
 //! Never reads the clock (`now` is an argument) and never decides policy
 //! beyond the lease rule: whether a session may be taken is [`Owner`]'s
 //! liveness, nothing else.
 
 use crate::protocol::{EventEnvelope, SessionId};
+use crate::store::checkpoint::{
+    Checkpoint, CheckpointUsage, Collected, FileChange, stored_version,
+};
 use crate::store::copies;
 use crate::store::document::SessionDocument;
 use crate::store::lease::Owner;
@@ -680,8 +690,12 @@ pub fn delete(conn: &mut Connection, id: &SessionId, owner: Owner) -> Result<(),
             pid: holder.pid,
         });
     }
+    // Its checkpoints go with it (cascade), and then the blobs only they
+    // referred to.
+    let hashes = hashes_of_session(&tx, operation, id)?;
     tx.execute("DELETE FROM sessions WHERE id = ?1", [&id.0])
         .map_err(|e| sqlite(operation, Some(id), e))?;
+    delete_unreferenced_blobs(&tx, operation, id, &hashes)?;
     tx.commit().map_err(|e| sqlite(operation, Some(id), e))
 }
 
@@ -709,4 +723,394 @@ pub fn import(
     let (record, events) = copies::imported(document, new_id, owner, now)?;
     insert_with_log(conn, "import session", &record, &events)?;
     Ok(record)
+}
+
+// ---------------------------------------------------------- checkpoints
+
+/// A write transaction of an operation on no one session (blobs).
+fn store_tx<'c>(
+    conn: &'c mut Connection,
+    operation: &'static str,
+) -> Result<Transaction<'c>, StoreError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|e| sqlite(operation, None, e))
+}
+
+pub fn missing_blobs(
+    conn: &mut Connection,
+    hashes: Vec<String>,
+    now: DateTime<Utc>,
+) -> Result<Vec<String>, StoreError> {
+    let operation = "look up blobs";
+    let fail = |e| sqlite(operation, None, e);
+    let tx = store_tx(conn, operation)?;
+    let used_at = timestamp(now);
+    let mut seen = std::collections::HashSet::with_capacity(hashes.len());
+    let mut missing = Vec::new();
+    {
+        let mut mark = tx
+            .prepare_cached("UPDATE blobs SET used_at = ?1 WHERE hash = ?2")
+            .map_err(fail)?;
+        for hash in hashes {
+            if !seen.insert(hash.clone()) {
+                continue;
+            }
+            if mark
+                .execute(rusqlite::params![used_at, hash])
+                .map_err(fail)?
+                == 0
+            {
+                missing.push(hash);
+            }
+        }
+    }
+    tx.commit().map_err(fail)?;
+    Ok(missing)
+}
+
+pub fn put_blobs(
+    conn: &mut Connection,
+    blobs: Vec<(String, Vec<u8>)>,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let operation = "store blobs";
+    let fail = |e| sqlite(operation, None, e);
+    let tx = store_tx(conn, operation)?;
+    let used_at = timestamp(now);
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO blobs (hash, size, used_at, data) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (hash) DO UPDATE SET used_at = excluded.used_at",
+            )
+            .map_err(fail)?;
+        for (hash, data) in &blobs {
+            insert
+                .execute(rusqlite::params![
+                    hash,
+                    int(data.len() as u64),
+                    used_at,
+                    data
+                ])
+                .map_err(fail)?;
+        }
+    }
+    tx.commit().map_err(fail)
+}
+
+pub fn blob(conn: &Connection, hash: &str) -> Result<Option<Vec<u8>>, StoreError> {
+    let operation = "read a blob";
+    conn.prepare_cached("SELECT data FROM blobs WHERE hash = ?1")
+        .and_then(|mut stmt| stmt.query_row([hash], |row| row.get(0)).optional())
+        .map_err(|e| sqlite(operation, None, e))
+}
+
+pub fn add_checkpoint(conn: &mut Connection, checkpoint: &Checkpoint) -> Result<(), StoreError> {
+    let operation = "store a checkpoint";
+    let id = &checkpoint.session_id;
+    let fail = |e| sqlite(operation, Some(id), e);
+    let tx = write_tx(conn, operation, id)?;
+    let exists = tx
+        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([&id.0], |_| Ok(())).optional())
+        .map_err(fail)?;
+    if exists.is_none() {
+        return Err(StoreError::NotFound { id: id.0.clone() });
+    }
+    tx.prepare_cached(
+        "INSERT INTO checkpoints (id, session_id, turn_seq, call_id, tool, created_at, undone) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )
+    .and_then(|mut stmt| {
+        stmt.execute(rusqlite::params![
+            checkpoint.id,
+            id.0,
+            int(checkpoint.turn_seq),
+            checkpoint.call_id,
+            checkpoint.tool,
+            timestamp(checkpoint.created_at),
+            checkpoint.undone,
+        ])
+    })
+    .map_err(fail)?;
+    {
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO checkpoint_files (checkpoint_id, path, before_hash, before_kind, \
+                 before_size, after_hash, after_kind, after_size) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .map_err(fail)?;
+        for change in &checkpoint.changes {
+            let (before, after) = (change.before.as_ref(), change.after.as_ref());
+            insert
+                .execute(rusqlite::params![
+                    checkpoint.id,
+                    change.path,
+                    before.map(|v| &v.hash),
+                    before.map(|v| v.kind.as_str()),
+                    before.map(|v| int(v.size)),
+                    after.map(|v| &v.hash),
+                    after.map(|v| v.kind.as_str()),
+                    after.map(|v| int(v.size)),
+                ])
+                .map_err(fail)?;
+        }
+    }
+    tx.commit().map_err(fail)
+}
+
+/// A `checkpoints` row as stored, before decoding.
+struct RawCheckpoint {
+    id: String,
+    turn_seq: i64,
+    call_id: Option<String>,
+    tool: String,
+    created_at: String,
+    undone: bool,
+}
+
+/// A `checkpoint_files` row as stored, before decoding.
+struct RawChange {
+    checkpoint_id: String,
+    path: String,
+    before: (Option<String>, Option<String>, Option<i64>),
+    after: (Option<String>, Option<String>, Option<i64>),
+}
+
+pub fn checkpoints(conn: &mut Connection, id: &SessionId) -> Result<Vec<Checkpoint>, StoreError> {
+    let operation = "load checkpoints";
+    let fail = |e| sqlite(operation, Some(id), e);
+    // One read transaction: the checkpoints and their files agree.
+    let tx = conn.transaction().map_err(fail)?;
+    let raw = tx
+        .prepare_cached(
+            "SELECT id, turn_seq, call_id, tool, created_at, undone FROM checkpoints \
+             WHERE session_id = ?1 ORDER BY id",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map([&id.0], |row| {
+                Ok(RawCheckpoint {
+                    id: row.get(0)?,
+                    turn_seq: row.get(1)?,
+                    call_id: row.get(2)?,
+                    tool: row.get(3)?,
+                    created_at: row.get(4)?,
+                    undone: row.get(5)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(fail)?;
+    let changes = tx
+        .prepare_cached(
+            "SELECT f.checkpoint_id, f.path, f.before_hash, f.before_kind, f.before_size, \
+                    f.after_hash, f.after_kind, f.after_size \
+             FROM checkpoint_files f JOIN checkpoints c ON c.id = f.checkpoint_id \
+             WHERE c.session_id = ?1 ORDER BY f.checkpoint_id, f.path",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map([&id.0], |row| {
+                Ok(RawChange {
+                    checkpoint_id: row.get(0)?,
+                    path: row.get(1)?,
+                    before: (row.get(2)?, row.get(3)?, row.get(4)?),
+                    after: (row.get(5)?, row.get(6)?, row.get(7)?),
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(fail)?;
+
+    let mut checkpoints = Vec::with_capacity(raw.len());
+    let mut at = std::collections::HashMap::with_capacity(raw.len());
+    for row in raw {
+        let place =
+            |detail: String| corrupt(&id.0, None, format!("checkpoint {}: {detail}", row.id));
+        let turn_seq = u64::try_from(row.turn_seq)
+            .map_err(|_| place(format!("turn_seq is negative ({})", row.turn_seq)))?;
+        let created_at = DateTime::parse_from_rfc3339(&row.created_at)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|e| place(format!("created_at {:?}: {e}", row.created_at)))?;
+        at.insert(row.id.clone(), checkpoints.len());
+        checkpoints.push(Checkpoint {
+            id: row.id,
+            session_id: id.clone(),
+            turn_seq,
+            call_id: row.call_id,
+            tool: row.tool,
+            created_at,
+            changes: Vec::new(),
+            undone: row.undone,
+        });
+    }
+    for change in changes {
+        let place = |detail: String| {
+            corrupt(
+                &id.0,
+                None,
+                format!(
+                    "checkpoint {}, {:?}: {detail}",
+                    change.checkpoint_id, change.path
+                ),
+            )
+        };
+        let (hash, kind, size) = change.before;
+        let before = stored_version("before", hash, kind, size).map_err(place)?;
+        let (hash, kind, size) = change.after;
+        let after = stored_version("after", hash, kind, size).map_err(place)?;
+        // Every file row is of a checkpoint read above (one transaction).
+        if let Some(checkpoint) = at
+            .get(&change.checkpoint_id)
+            .and_then(|&index| checkpoints.get_mut(index))
+        {
+            checkpoint.changes.push(FileChange {
+                path: change.path,
+                before,
+                after,
+            });
+        }
+    }
+    Ok(checkpoints)
+}
+
+/// Run `sql` (`?1` a checkpoint id, `?2` the session) for each of `ids`,
+/// in one transaction.
+fn each_checkpoint(
+    conn: &mut Connection,
+    operation: &'static str,
+    id: &SessionId,
+    ids: &[String],
+    sql: &str,
+) -> Result<(), StoreError> {
+    let fail = |e| sqlite(operation, Some(id), e);
+    let tx = write_tx(conn, operation, id)?;
+    {
+        let mut stmt = tx.prepare_cached(sql).map_err(fail)?;
+        for checkpoint in ids {
+            stmt.execute(rusqlite::params![checkpoint, id.0])
+                .map_err(fail)?;
+        }
+    }
+    tx.commit().map_err(fail)
+}
+
+pub fn mark_undone(
+    conn: &mut Connection,
+    id: &SessionId,
+    ids: &[String],
+) -> Result<(), StoreError> {
+    each_checkpoint(
+        conn,
+        "mark checkpoints undone",
+        id,
+        ids,
+        "UPDATE checkpoints SET undone = 1 WHERE id = ?1 AND session_id = ?2",
+    )
+}
+
+pub fn drop_checkpoints(
+    conn: &mut Connection,
+    id: &SessionId,
+    ids: &[String],
+) -> Result<(), StoreError> {
+    each_checkpoint(
+        conn,
+        "drop checkpoints",
+        id,
+        ids,
+        "DELETE FROM checkpoints WHERE id = ?1 AND session_id = ?2",
+    )
+}
+
+pub fn checkpoint_usage(conn: &Connection) -> Result<CheckpointUsage, StoreError> {
+    let operation = "count checkpoints and blobs";
+    let (checkpoints, blobs, blob_bytes): (i64, i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM checkpoints), count(*), COALESCE(sum(size), 0) \
+             FROM blobs",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+        .map_err(|e| sqlite(operation, None, e))?;
+    let count = |what: &str, n: i64| {
+        u64::try_from(n).map_err(|_| corrupt("", None, format!("{what} is negative ({n})")))
+    };
+    Ok(CheckpointUsage {
+        checkpoints: count("the number of checkpoints", checkpoints)?,
+        blobs: count("the number of blobs", blobs)?,
+        blob_bytes: count("the blobs' total size", blob_bytes)?,
+    })
+}
+
+pub fn collect_blobs(
+    conn: &mut Connection,
+    unused_since: DateTime<Utc>,
+) -> Result<Collected, StoreError> {
+    let operation = "collect unused blobs";
+    let fail = |e| sqlite(operation, None, e);
+    let tx = store_tx(conn, operation)?;
+    let sizes = tx
+        .prepare_cached(
+            "DELETE FROM blobs WHERE used_at < ?1 \
+             AND NOT EXISTS (SELECT 1 FROM checkpoint_files WHERE before_hash = blobs.hash) \
+             AND NOT EXISTS (SELECT 1 FROM checkpoint_files WHERE after_hash = blobs.hash) \
+             RETURNING size",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_map([timestamp(unused_since)], |row| row.get::<_, i64>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(fail)?;
+    tx.commit().map_err(fail)?;
+    Ok(Collected {
+        blobs: sizes.len() as u64,
+        // A negative size (corrupt) counts as nothing: the blob is gone.
+        bytes: sizes
+            .iter()
+            .map(|&size| u64::try_from(size).unwrap_or_default())
+            .sum(),
+    })
+}
+
+/// The hashes session `id`'s checkpoints refer to, as stored (whatever
+/// their type: deleting is the way out of a corrupt session).
+fn hashes_of_session(
+    tx: &Transaction<'_>,
+    operation: &'static str,
+    id: &SessionId,
+) -> Result<Vec<rusqlite::types::Value>, StoreError> {
+    tx.prepare_cached(
+        "SELECT f.before_hash FROM checkpoint_files f JOIN checkpoints c ON c.id = f.checkpoint_id \
+         WHERE c.session_id = ?1 AND f.before_hash IS NOT NULL \
+         UNION \
+         SELECT f.after_hash FROM checkpoint_files f JOIN checkpoints c ON c.id = f.checkpoint_id \
+         WHERE c.session_id = ?1 AND f.after_hash IS NOT NULL",
+    )
+    .and_then(|mut stmt| {
+        stmt.query_map([&id.0], |row| row.get(0))?
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .map_err(|e| sqlite(operation, Some(id), e))
+}
+
+/// Delete those of `hashes` no checkpoint refers to any more.
+fn delete_unreferenced_blobs(
+    tx: &Transaction<'_>,
+    operation: &'static str,
+    id: &SessionId,
+    hashes: &[rusqlite::types::Value],
+) -> Result<(), StoreError> {
+    let fail = |e| sqlite(operation, Some(id), e);
+    let mut stmt = tx
+        .prepare_cached(
+            "DELETE FROM blobs WHERE hash = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM checkpoint_files WHERE before_hash = ?1) \
+             AND NOT EXISTS (SELECT 1 FROM checkpoint_files WHERE after_hash = ?1)",
+        )
+        .map_err(fail)?;
+    for hash in hashes {
+        stmt.execute([hash]).map_err(fail)?;
+    }
+    Ok(())
 }

@@ -11,7 +11,9 @@
 //! - `open`: the file made, checked (never written unless it is ours),
 //!   configured and migrated; a lock held past the busy timeout as
 //!   [`StoreError::Locked`].
-//! - `db`: the SQL behind each operation, as plain synchronous functions.
+//! - `db`: the SQL behind each operation, as plain synchronous functions
+//!   (sessions and their logs; blobs and checkpoints, what taking back a
+//!   session's changes to its workspace needs).
 //! - `writer`: the thread, its queue of operations, the group commit.
 //! - [`schema`]: tables and versioned migrations.
 
@@ -23,6 +25,7 @@ mod writer;
 
 pub use options::StoreOptions;
 
+use super::checkpoint::{Checkpoint, CheckpointUsage, Collected};
 use super::{
     AcceptedInput, Commit, ListPage, NewSession, Owner, SessionDocument, SessionRecord,
     SessionStore, StoreError,
@@ -223,6 +226,51 @@ impl SessionStore for SqliteStore {
         owner: Option<Owner>,
     ) -> Result<SessionRecord, StoreError> {
         self.run(move |conn| db::import(conn, document, new_id, owner, now()))
+            .await
+    }
+
+    async fn missing_blobs(&self, hashes: Vec<String>) -> Result<Vec<String>, StoreError> {
+        self.run(move |conn| db::missing_blobs(conn, hashes, now()))
+            .await
+    }
+
+    async fn put_blobs(&self, blobs: Vec<(String, Vec<u8>)>) -> Result<(), StoreError> {
+        self.run(move |conn| db::put_blobs(conn, blobs, now()))
+            .await
+    }
+
+    async fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let hash = hash.to_string();
+        self.run(move |conn| db::blob(conn, &hash)).await
+    }
+
+    async fn add_checkpoint(&self, checkpoint: Checkpoint) -> Result<(), StoreError> {
+        self.run(move |conn| db::add_checkpoint(conn, &checkpoint))
+            .await
+    }
+
+    async fn checkpoints(&self, id: &SessionId) -> Result<Vec<Checkpoint>, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::checkpoints(conn, &id)).await
+    }
+
+    async fn mark_undone(&self, id: &SessionId, ids: Vec<String>) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::mark_undone(conn, &id, &ids)).await
+    }
+
+    async fn drop_checkpoints(&self, id: &SessionId, ids: Vec<String>) -> Result<(), StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::drop_checkpoints(conn, &id, &ids))
+            .await
+    }
+
+    async fn checkpoint_usage(&self) -> Result<CheckpointUsage, StoreError> {
+        self.run(|conn| db::checkpoint_usage(conn)).await
+    }
+
+    async fn collect_blobs(&self, unused_since: DateTime<Utc>) -> Result<Collected, StoreError> {
+        self.run(move |conn| db::collect_blobs(conn, unused_since))
             .await
     }
 

@@ -19,7 +19,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -96,6 +96,59 @@ const V4: &str = "
 ALTER TABLE sessions ADD COLUMN turns INTEGER NOT NULL DEFAULT 0;
 UPDATE sessions SET turns =
     (SELECT COUNT(*) FROM events WHERE events.session_id = sessions.id AND events.type = 'user');
+";
+
+/// v5: what taking back a session's changes to its workspace needs
+/// (`store::checkpoint`).
+///
+/// - `blobs`: file contents by their SHA-256 (`hash`, lower-case hex),
+///   shared by every checkpoint and session that saw the same bytes.
+///   `used_at` is when a blob was last put or asked for: a collection
+///   deletes only blobs no checkpoint refers to and unused since its
+///   cutoff, so a blob asked for just before its checkpoint is stored is
+///   kept. `data` is the last column: reading the others (a collection, a
+///   sum of sizes) never walks a large blob's overflow pages.
+/// - `checkpoints`: what one tool call changed, with the turn (`turn_seq`,
+///   the seq of its `user` event) and call it belongs to; `undone` once its
+///   changes were taken back. Ids are UUID v7 text, so id order is creation
+///   order. Deleted with their session.
+/// - `checkpoint_files`: one row per path a checkpoint saw change, each side
+///   (`before_*`, `after_*`) the version then (hash, kind `'file'`,
+///   `'executable'` or `'symlink'`, size), all NULL when the path did not
+///   exist. Indexed by each hash: whether any checkpoint still refers to a
+///   blob is what a collection, and deleting a session, ask.
+const V5: &str = "
+CREATE TABLE blobs (
+    hash    TEXT PRIMARY KEY NOT NULL,
+    size    INTEGER NOT NULL,
+    used_at TEXT NOT NULL,
+    data    BLOB NOT NULL
+);
+
+CREATE TABLE checkpoints (
+    id         TEXT PRIMARY KEY NOT NULL,
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    turn_seq   INTEGER NOT NULL,
+    call_id    TEXT,
+    tool       TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    undone     INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX checkpoints_by_session ON checkpoints (session_id, id);
+
+CREATE TABLE checkpoint_files (
+    checkpoint_id TEXT NOT NULL REFERENCES checkpoints (id) ON DELETE CASCADE,
+    path          TEXT NOT NULL,
+    before_hash   TEXT,
+    before_kind   TEXT,
+    before_size   INTEGER,
+    after_hash    TEXT,
+    after_kind    TEXT,
+    after_size    INTEGER,
+    PRIMARY KEY (checkpoint_id, path)
+) WITHOUT ROWID;
+CREATE INDEX checkpoint_files_by_before_hash ON checkpoint_files (before_hash);
+CREATE INDEX checkpoint_files_by_after_hash ON checkpoint_files (after_hash);
 ";
 
 /// The tables every schema version from 1 on has: a database at version 1

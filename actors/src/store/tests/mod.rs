@@ -1,11 +1,13 @@
 //! The store's rules as tests, through the trait, on every backend:
 //! append-only logs, titles, leases across processes, fork, delete,
 //! export/import, id prefixes, waiting inputs, seq reservations and two
-//! stores sharing one database. Each test gets its own empty store (a
+//! stores sharing one database; blobs and checkpoints in `checkpoints.rs`.
+//! Each test gets its own empty store (a
 //! temporary SQLite file, a fresh Postgres database) and synchronises on
 //! replies, never on sleeps. What only one backend has is tested in
 //! `only_sqlite.rs` and `only_postgres.rs`; `kit.rs` is what they share.
 
+mod checkpoints;
 mod cluster;
 mod kit;
 mod only_postgres;

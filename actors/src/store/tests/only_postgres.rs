@@ -76,7 +76,16 @@ async fn opening_makes_the_schema_and_opening_again_changes_nothing() {
     assert_eq!(versions(&database).await, expected);
     assert_eq!(
         tables(&database).await,
-        ["events", "inputs", "nodes", "schema_version", "sessions"]
+        [
+            "blobs",
+            "checkpoint_files",
+            "checkpoints",
+            "events",
+            "inputs",
+            "nodes",
+            "schema_version",
+            "sessions"
+        ]
     );
     open(&url).await.expect("opens again").close().await;
     assert_eq!(
@@ -84,6 +93,46 @@ async fn opening_makes_the_schema_and_opening_again_changes_nothing() {
         expected,
         "no migration ran twice"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_1_database_is_migrated_to_keep_checkpoints() {
+    let Some(backend) = Backend::postgres().await else {
+        return;
+    };
+    let store = backend.open().await;
+    create(&store, "old").await;
+    append(&store, "old", turn("old", 1, "from before"))
+        .await
+        .expect("append");
+    stop(store).await;
+    // Take the database back to version 1, as the previous agentbus left it.
+    backend
+        .execute(
+            "DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; \
+             DELETE FROM schema_version WHERE version > 1;",
+        )
+        .await;
+
+    let store = backend.open().await;
+    let Backend::Postgres { database } = &backend else {
+        unreachable!("a Postgres backend");
+    };
+    assert_eq!(
+        versions(database).await,
+        (1..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
+    assert_eq!(get(&store, "old").await.map(|r| r.last_seq), Some(4));
+    let hash = "cd".repeat(32);
+    store
+        .put_blobs(vec![(hash.clone(), b"kept".to_vec())])
+        .await
+        .expect("a migrated store keeps blobs");
+    assert_eq!(
+        store.blob(&hash).await.expect("blob").as_deref(),
+        Some(b"kept".as_slice())
+    );
+    stop(store).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -121,7 +121,7 @@ async fn a_version_1_database_is_migrated_keeping_its_sessions() {
     // Take the file back to version 1, as the previous agentbus left it.
     let conn = raw(&path);
     conn.execute_batch(
-        "DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; ALTER TABLE sessions DROP COLUMN turns; PRAGMA user_version = 1;",
+        "DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; ALTER TABLE sessions DROP COLUMN turns; PRAGMA user_version = 1;",
     )
     .expect("downgrade");
     drop(conn);
@@ -136,6 +136,72 @@ async fn a_version_1_database_is_migrated_keeping_its_sessions() {
     assert_eq!(
         seqs(&load_all(&store, "old").await.expect("log")),
         [1, 2, 3, 4]
+    );
+    stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_4_database_is_migrated_to_keep_checkpoints() {
+    use crate::store::checkpoint::{Checkpoint, FileChange, FileKind, FileVersion};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    {
+        let store = spawn(&path).await;
+        create(&store, "old").await;
+        append(&store, "old", turn("old", 1, "from before"))
+            .await
+            .expect("append");
+        stop(store).await;
+    }
+    // Take the file back to version 4, as the previous agentbus left it.
+    let conn = raw(&path);
+    conn.execute_batch(
+        "DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; \
+         PRAGMA user_version = 4;",
+    )
+    .expect("downgrade");
+    drop(conn);
+
+    let store = spawn(&path).await;
+    let conn = raw(&path);
+    assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
+    let tables = schema::tables(&conn).expect("tables");
+    for table in ["blobs", "checkpoints", "checkpoint_files"] {
+        assert!(tables.iter().any(|t| t == table), "{table} in {tables:?}");
+    }
+    let record = get(&store, "old").await.expect("kept");
+    assert_eq!((record.last_seq, record.turns), (4, 1));
+
+    let hash = "ab".repeat(32);
+    store
+        .put_blobs(vec![(hash.clone(), b"x".to_vec())])
+        .await
+        .expect("put");
+    let checkpoint = Checkpoint {
+        id: "0193a1b2-c3d4-7e5f-8a6b-000000000001".to_string(),
+        session_id: sid("old"),
+        turn_seq: 1,
+        call_id: Some("call_2".to_string()),
+        tool: "write_file".to_string(),
+        created_at: record.created_at,
+        changes: vec![FileChange {
+            path: "a.txt".to_string(),
+            before: None,
+            after: Some(FileVersion {
+                hash,
+                kind: FileKind::File,
+                size: 1,
+            }),
+        }],
+        undone: false,
+    };
+    store
+        .add_checkpoint(checkpoint.clone())
+        .await
+        .expect("a migrated store keeps checkpoints");
+    assert_eq!(
+        store.checkpoints(&sid("old")).await.expect("checkpoints"),
+        vec![checkpoint]
     );
     stop(store).await;
 }
