@@ -108,48 +108,36 @@ pub trait SessionStore: Send + Sync + 'static {
         owner: Option<Owner>,
     ) -> Result<SessionRecord, StoreError>;
 
-    // The checkpoint operations have no caller outside the store's tests
-    // yet: `allow(dead_code)` until they do (then remove it).
-
     /// Of these blob hashes, those the store does not hold. The ones it
     /// holds are marked used now, so a collection within the grace period
     /// keeps them.
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn missing_blobs(&self, hashes: Vec<String>) -> Result<Vec<String>, StoreError>;
 
     /// Keep these blobs (hash, bytes); one already held is only marked used
     /// now. The caller computed each hash (SHA-256, lower-case hex).
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn put_blobs(&self, blobs: Vec<(String, Vec<u8>)>) -> Result<(), StoreError>;
 
     /// A blob's bytes, if held.
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn blob(&self, hash: &str) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// Keep a checkpoint (its blobs were put first).
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn add_checkpoint(&self, checkpoint: Checkpoint) -> Result<(), StoreError>;
 
     /// A session's checkpoints, oldest first.
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn checkpoints(&self, id: &SessionId) -> Result<Vec<Checkpoint>, StoreError>;
 
     /// Mark these checkpoints of session `id` undone.
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn mark_undone(&self, id: &SessionId, ids: Vec<String>) -> Result<(), StoreError>;
 
     /// Forget these checkpoints of session `id` (the oldest, over the
     /// session's limit). Their blobs stay until collected.
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn drop_checkpoints(&self, id: &SessionId, ids: Vec<String>) -> Result<(), StoreError>;
 
     /// What the checkpoint tables hold.
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn checkpoint_usage(&self) -> Result<CheckpointUsage, StoreError>;
 
     /// Delete every blob no checkpoint refers to and not marked used since
     /// `unused_since`.
-    #[cfg_attr(not(test), allow(dead_code))]
     async fn collect_blobs(
         &self,
         unused_since: chrono::DateTime<chrono::Utc>,
