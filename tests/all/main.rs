@@ -16,6 +16,7 @@ mod background_and_web;
 mod caching_figures;
 mod chat;
 mod chat_terminal;
+mod checkpoints;
 mod commands;
 mod config;
 mod context;
