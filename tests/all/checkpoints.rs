@@ -333,3 +333,32 @@ text = "relinked"
         b"outside, untouched\n"
     );
 }
+
+#[tokio::test]
+async fn a_background_commands_changes_are_kept_when_its_turn_ends() {
+    let script = Script::from_toml_str(
+        r#"
+[[response]]
+tool_calls = [ { id = "g1", name = "bash", arguments = { command = "printf 'from the background\n' > bg.txt && echo written", run_in_background = true } } ]
+[[response]]
+tool_calls = [ { id = "g2", name = "bash_output", arguments = { id = "bash_1", wait_secs = 30 } } ]
+[[response]]
+text = "the background command wrote its file"
+"#,
+    )
+    .unwrap();
+    let fx = Fixture::with_script(script).await;
+    let ws = fx.workspace().to_path_buf();
+    let events = run_ok(&fx, &["start it in the background"]).await;
+    let id = session_id(&events);
+    let output = of_type(&events, "tool_result")[1]["output"].to_string();
+    assert!(output.contains("written"), "{output}");
+    assert!(ws.join("bg.txt").exists());
+
+    let events = run_ok(&fx, &["--session", &id, "/rewind"]).await;
+    let turns = &system(&events, "rewinds")["data"]["turns"];
+    assert_eq!(turns[0]["files"][0]["path"], "bg.txt", "{turns}");
+    assert_eq!(turns[0]["files"][0]["change"], "created", "{turns}");
+    run_ok(&fx, &["--session", &id, "/undo"]).await;
+    assert!(!ws.join("bg.txt").exists());
+}

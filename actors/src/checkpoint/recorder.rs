@@ -210,7 +210,8 @@ impl Recorder {
     }
 
     /// Look at the call's scope again: what changed since `before` becomes
-    /// a checkpoint of turn `turn_seq` (nothing changed: none).
+    /// a checkpoint of turn `turn_seq` (nothing changed: none, or only the
+    /// limit a look hit, with no id and no files).
     pub async fn after(
         &self,
         before: Before,
@@ -228,8 +229,16 @@ impl Recorder {
             .filter(|p| before.snapshot.files.get(*p) != now.files.get(*p))
             .cloned()
             .collect();
+        // Nothing changed: nothing kept, but a limit hit is still said.
+        let only_limit = || {
+            limited.clone().map(|limited| CheckpointRef {
+                id: String::new(),
+                files: Vec::new(),
+                limited: Some(limited),
+            })
+        };
         if paths.is_empty() {
-            return Ok(None);
+            return Ok(only_limit());
         }
         self.keep(&mut now, Some(&paths)).await?;
         let changes: Vec<FileChange> = paths
@@ -242,7 +251,7 @@ impl Recorder {
             .filter(|c| c.before != c.after)
             .collect();
         if changes.is_empty() {
-            return Ok(None);
+            return Ok(only_limit());
         }
         let checkpoint = Checkpoint {
             id: uuid::Uuid::now_v7().to_string(),

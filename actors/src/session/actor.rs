@@ -226,6 +226,12 @@ pub struct AgentLoop {
     /// The seq of the running (or last) turn's `user` event: the turn its
     /// checkpoints belong to.
     turn_seq: u64,
+    /// Counts the turns ended (their `result`): a background command's
+    /// checkpoint is taken when its turn ends.
+    turns_ended: watch::Sender<u64>,
+    /// The background commands' checkpoints waiting for their turn's end
+    /// (a shutdown lets them finish).
+    pending_checkpoints: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
 }
 
 impl Actor for AgentLoop {
@@ -249,6 +255,8 @@ impl Actor for AgentLoop {
             background: BackgroundCommands::default(),
             recorder: args.recorder,
             turn_seq: args.last_seq,
+            turns_ended: watch::Sender::new(0),
+            pending_checkpoints: Default::default(),
             last_seq: args.last_seq,
             journal: Journal::new(
                 args.last_seq,
@@ -386,6 +394,24 @@ impl AgentLoop {
         }
     }
 
+    /// Let the background commands' checkpoints being taken finish (their
+    /// turn ended; the store is still open), for at most 30 s.
+    async fn keep_background_checkpoints(&mut self) {
+        let pending: Vec<_> = match self.pending_checkpoints.lock() {
+            Ok(mut pending) => pending.drain(..).collect(),
+            Err(_) => return,
+        };
+        // Whether or not the turn ended: look now.
+        self.turns_ended.send_modify(|n| *n += 1);
+        let all = futures::future::join_all(pending);
+        if tokio::time::timeout(Duration::from_secs(30), all)
+            .await
+            .is_err()
+        {
+            tracing::warn!(session = %self.session_id, "a background command's checkpoint was not finished in 30 s");
+        }
+    }
+
     /// Feed one input through the core and perform what it asks.
     async fn apply(&mut self, input: Input) {
         if self.fenced {
@@ -396,6 +422,7 @@ impl AgentLoop {
         // store may be gone by the time the actor itself stops).
         if matches!(input, Input::Shutdown) {
             self.apply_now(input).await;
+            self.keep_background_checkpoints().await;
             self.end_background_commands().await;
             return;
         }
@@ -550,6 +577,7 @@ impl AgentLoop {
                 self.requested.insert(request.request_id.clone());
             }
             AgentMessage::User(_) => self.turn_seq = self.last_seq,
+            AgentMessage::Result(_) => self.turns_ended.send_modify(|n| *n += 1),
             _ => {}
         }
         self.state.context.seqs.observe(&message, self.last_seq);
@@ -874,6 +902,12 @@ impl AgentLoop {
             let executor = self.tools.clone();
             let call_id = call.call.id.clone();
             let checkpoint = self.checkpoint_for(&call.call);
+            // A background command changes files after its call returned:
+            // what it changed is looked at when the turn ends.
+            let background = call.call.name == "bash"
+                && call.call.input.get("run_in_background") == Some(&serde_json::Value::Bool(true));
+            let mut turn_end = self.turns_ended.subscribe();
+            let pending = self.pending_checkpoints.clone();
             let after = AfterTool::new(
                 &self.state.config.hooks,
                 &call.call,
@@ -899,6 +933,18 @@ impl AgentLoop {
                     .await
                     .unwrap_or_else(ToolOutcome::executor_unavailable);
                 let checkpoint = match (checkpoint, before) {
+                    (Some(c), Some(before)) if background => {
+                        let look = tokio::spawn(async move {
+                            // Ended, or the session stopped: look now.
+                            let _ = turn_end.changed().await;
+                            c.after(before).await;
+                        });
+                        if let Ok(mut pending) = pending.lock() {
+                            pending.retain(|h| !h.is_finished());
+                            pending.push(look);
+                        }
+                        None
+                    }
                     (Some(c), Some(before)) => c.after(before).await,
                     _ => None,
                 };

@@ -191,6 +191,9 @@ pub fn restore(state: &mut SessionState, events: &[EventEnvelope]) -> Vec<Effect
                 }
             }
             AgentMessage::ToolResult(t) => {
+                if let Some(checkpoint) = &t.checkpoint {
+                    state.checkpoints.count(checkpoint);
+                }
                 state.history.push(Message::ToolResult {
                     call_id: t.call_id.clone(),
                     name: t.name.clone(),

@@ -173,6 +173,8 @@ pub struct SessionState {
     /// The model's checklist, as its last `todo_write` call left it
     /// (`plan.rs`).
     pub plan: Vec<crate::protocol::PlanItem>,
+    /// What its tool calls' checkpoints kept (for `/debug`).
+    pub checkpoints: CheckpointStats,
     pub(super) next_input_id: InputId,
     pub(super) next_request_id: u64,
 }
@@ -204,6 +206,7 @@ impl SessionState {
             pending_command: None,
             hooks: Default::default(),
             plan: Vec::new(),
+            checkpoints: CheckpointStats::default(),
             next_input_id: 1,
             next_request_id: 1,
         }
@@ -347,5 +350,27 @@ impl SessionState {
         let id = self.next_request_id;
         self.next_request_id += 1;
         id
+    }
+}
+
+/// What a session's checkpoints kept, counted from its `tool_result`
+/// events (`/debug`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CheckpointStats {
+    /// Tool calls whose changes were kept.
+    pub kept: u64,
+    /// Files they changed (a file changed twice counts twice).
+    pub files: u64,
+    /// A limit of `[checkpoints]` was hit and the user was told.
+    pub limit_said: bool,
+}
+
+impl CheckpointStats {
+    /// Count one call's checkpoint.
+    pub fn count(&mut self, checkpoint: &crate::protocol::checkpoint::CheckpointRef) {
+        if !checkpoint.files.is_empty() {
+            self.kept += 1;
+            self.files += checkpoint.files.len() as u64;
+        }
     }
 }

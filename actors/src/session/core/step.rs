@@ -1546,24 +1546,47 @@ fn on_tool_finished(
         return;
     }
     let Some(Turn {
+        id,
         phase: Phase::RunningTools {
-            batch_id: current,
-            calls,
+            batch_id: current, ..
         },
         ..
-    }) = state.turn.as_mut()
+    }) = state.turn.as_ref()
     else {
         return;
     };
     if *current != batch_id {
         return;
     }
-    if let Some(call) = calls
-        .iter_mut()
-        .find(|c| c.id == call_id && c.outcome.is_none())
+    let turn_id = Some(*id);
+    let mut limit = None;
+    if let Some(Turn {
+        phase: Phase::RunningTools { calls, .. },
+        ..
+    }) = state.turn.as_mut()
+        && let Some(call) = calls
+            .iter_mut()
+            .find(|c| c.id == call_id && c.outcome.is_none())
     {
         call.outcome = Some(outcome);
-        call.checkpoint = checkpoint;
+        if let Some(kept) = checkpoint {
+            state.checkpoints.count(&kept);
+            if !state.checkpoints.limit_said {
+                limit = kept.limited.clone();
+            }
+            // Only a checkpoint that kept something is named on the event.
+            call.checkpoint = (!kept.files.is_empty()).then_some(kept);
+        }
+    }
+    if let Some(limit) = limit {
+        state.checkpoints.limit_said = true;
+        emit(
+            fx,
+            turn_id,
+            notice(format!(
+                "Checkpoints: {limit}. A rewind cannot restore what was not recorded; raise the limits under [checkpoints] to record more."
+            )),
+        );
     }
     record_finished_results(state, fx);
     continue_after_tools(state, now_ms, fx);

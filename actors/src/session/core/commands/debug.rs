@@ -3,7 +3,7 @@
 //! `/debug` is a summary a person reads in one screen: the session, its
 //! model profile, agent and permission mode, how full the context is, the
 //! tools and MCP servers, the turn running and the queue, the instruction
-//! files, how far the model's plan is. `data` holds the same figures as JSON. `/debug full` is the whole
+//! files, how far the model's plan is, what its checkpoints kept. `data` holds the same figures as JSON. `/debug full` is the whole
 //! state as JSON (the history, the instructions' text, ...), in the
 //! message and in `data`.
 //!
@@ -84,6 +84,10 @@ struct Summary {
     instructions: Vec<String>,
     /// The model's plan (`todo_write`): how far it is (`None`: no plan).
     plan: Option<String>,
+    /// Tool calls whose changes to the workspace were kept, and the files
+    /// they changed.
+    checkpoints: u64,
+    checkpoint_files: u64,
 }
 
 impl Summary {
@@ -155,6 +159,8 @@ impl Summary {
                 .map(|f| f.path.clone())
                 .collect(),
             plan: crate::session::core::plan::progress(&state.plan),
+            checkpoints: state.checkpoints.kept,
+            checkpoint_files: state.checkpoints.files,
         }
     }
 
@@ -225,6 +231,11 @@ impl Summary {
             ),
             format!("  instructions  {instructions}"),
             format!("  plan          {}", self.plan.as_deref().unwrap_or("none")),
+            format!(
+                "  checkpoints   {} kept ({} changed) · /rewind lists them, /undo takes the last back",
+                count(self.checkpoints, "tool call"),
+                count(self.checkpoint_files, "file")
+            ),
             "/debug full shows the whole state as JSON (secrets redacted).".to_string(),
         ]
         .join("\n")
