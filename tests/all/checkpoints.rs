@@ -297,15 +297,13 @@ text = "other session"
 async fn symlinks_are_kept_as_links_and_never_followed_out() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("victim.txt"), b"outside, untouched\n").unwrap();
-    let script = format!(
-        r#"
+    let script = r#"
 [[response]]
-tool_calls = [ {{ id = "l1", name = "bash", arguments = {{ command = "rm cfg && ln -s other.txt cfg && printf 'through the link\\n' > out/new.txt" }} }} ]
+tool_calls = [ { id = "l1", name = "bash", arguments = { command = "rm cfg && ln -s other.txt cfg && printf 'through the link\\n' > out/new.txt" } } ]
 [[response]]
 text = "relinked"
-"#
-    );
-    let fx = Fixture::with_script(Script::from_toml_str(&script).unwrap()).await;
+"#;
+    let fx = Fixture::with_script(Script::from_toml_str(script).unwrap()).await;
     let ws = fx.workspace().to_path_buf();
     std::fs::write(ws.join("real.txt"), b"real\n").unwrap();
     std::fs::write(ws.join("other.txt"), b"other\n").unwrap();
