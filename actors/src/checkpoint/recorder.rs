@@ -20,6 +20,12 @@ use std::sync::Arc;
 /// Blobs are put in groups of about this many bytes.
 const PUT_GROUP_BYTES: usize = 8 * 1024 * 1024;
 
+/// Hashes the store was seen to hold are not asked about again for this
+/// long: well inside the hour a blob marked used is kept
+/// (`store::checkpoint::BLOB_GRACE`), so none is deleted while this
+/// session counts on it.
+const CONFIRMED_FOR: std::time::Duration = std::time::Duration::from_secs(20 * 60);
+
 /// What a call may touch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -60,6 +66,9 @@ pub struct Recorder {
     /// checkpoints are forgotten past it.
     max_session_bytes: u64,
     cache: Arc<StatCache>,
+    /// The hashes the store holds (put, or found held) and since when the
+    /// set is being kept.
+    confirmed: std::sync::Mutex<(std::time::Instant, HashSet<String>)>,
     /// A sub-agent's: the parent's seq when it made the `task` call, which
     /// every checkpoint belongs to (so the parent's rewind of that turn
     /// takes the child's changes back too).
@@ -79,6 +88,8 @@ pub enum RecordError {
     Store(#[from] crate::store::StoreError),
     #[error("checkpoint: looking at the workspace failed: {0}")]
     Join(#[from] tokio::task::JoinError),
+    #[error("checkpoint: a look at the workspace panicked before")]
+    Poisoned,
 }
 
 impl Recorder {
@@ -96,6 +107,7 @@ impl Recorder {
             limits,
             max_session_bytes,
             cache: Arc::new(StatCache::default()),
+            confirmed: std::sync::Mutex::new((std::time::Instant::now(), HashSet::new())),
             parent_seq: None,
         }
     }
@@ -146,18 +158,25 @@ impl Recorder {
             .filter(|(path, _)| only.is_none_or(|o| o.contains(*path)))
             .map(|(path, v)| (path.clone(), v.hash.clone()))
             .collect();
-        let hashes: Vec<String> = wanted
-            .iter()
-            .map(|(_, h)| h.clone())
-            .collect::<HashSet<_>>()
-            .into_iter()
-            .collect();
+        let hashes: Vec<String> = {
+            let mut confirmed = self.confirmed.lock().map_err(|_| RecordError::Poisoned)?;
+            if confirmed.0.elapsed() > CONFIRMED_FOR {
+                *confirmed = (std::time::Instant::now(), HashSet::new());
+            }
+            wanted
+                .iter()
+                .map(|(_, h)| h.clone())
+                .filter(|h| !confirmed.1.contains(h))
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .collect()
+        };
         if hashes.is_empty() {
             return Ok(());
         }
         let missing: HashSet<String> = self
             .store
-            .missing_blobs(hashes)
+            .missing_blobs(hashes.clone())
             .await?
             .into_iter()
             .collect();
@@ -205,6 +224,12 @@ impl Recorder {
             if !blobs.is_empty() {
                 self.store.put_blobs(blobs).await?;
             }
+        }
+        if let Ok(mut confirmed) = self.confirmed.lock() {
+            confirmed
+                .1
+                .extend(hashes.into_iter().filter(|h| !missing.contains(h)));
+            confirmed.1.extend(done);
         }
         Ok(())
     }

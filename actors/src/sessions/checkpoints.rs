@@ -17,8 +17,7 @@ use crate::session::SessionError;
 use crate::store::checkpoint::{CheckpointUsage, Collected};
 use std::path::PathBuf;
 
-/// A blob unused for this long, and needed by no checkpoint, is collected.
-pub const GC_GRACE: chrono::Duration = chrono::Duration::hours(1);
+use crate::store::checkpoint::BLOB_GRACE;
 
 /// How a rewind is done.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,7 +127,7 @@ impl StoredSessions {
     pub async fn collect_blobs(&self) -> Result<Collected, SessionError> {
         Ok(self
             .store()
-            .collect_blobs(chrono::Utc::now() - GC_GRACE)
+            .collect_blobs(chrono::Utc::now() - BLOB_GRACE)
             .await?)
     }
 

@@ -11,6 +11,11 @@ use crate::protocol::SessionId;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+/// A blob marked used within this long is never deleted, not even by the
+/// deletion of the one session that referred to it: another session may
+/// have found it held and count on it for a checkpoint it is taking.
+pub const BLOB_GRACE: chrono::Duration = chrono::Duration::hours(1);
+
 /// What kind of thing a path was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

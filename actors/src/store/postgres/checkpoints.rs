@@ -436,7 +436,8 @@ pub async fn hashes_of_session(
     rows.iter().map(|row| column(row, 0, &id.0)).collect()
 }
 
-/// Delete those of `hashes` no checkpoint refers to any more.
+/// Delete those of `hashes` no checkpoint refers to any more and not
+/// marked used within [`BLOB_GRACE`](crate::store::checkpoint::BLOB_GRACE).
 pub async fn delete_unreferenced_blobs(
     tx: &Transaction<'_>,
     failures: &Failures,
@@ -450,13 +451,14 @@ pub async fn delete_unreferenced_blobs(
     let fail = |e| failures.statement(operation, Some(id), e);
     let statement = tx
         .prepare_cached(
-            "DELETE FROM blobs b WHERE b.hash = ANY($1::text[]) \
+            "DELETE FROM blobs b WHERE b.hash = ANY($1::text[]) AND b.used_at < $2 \
              AND NOT EXISTS (SELECT 1 FROM checkpoint_files f WHERE f.before_hash = b.hash) \
              AND NOT EXISTS (SELECT 1 FROM checkpoint_files f WHERE f.after_hash = b.hash)",
         )
         .await
         .map_err(fail)?;
-    tx.execute(&statement, &[&hashes])
+    let cutoff = Utc::now() - crate::store::checkpoint::BLOB_GRACE;
+    tx.execute(&statement, &[&hashes, &cutoff])
         .await
         .map_err(fail)
         .map(drop)

@@ -1094,7 +1094,8 @@ fn hashes_of_session(
     .map_err(|e| sqlite(operation, Some(id), e))
 }
 
-/// Delete those of `hashes` no checkpoint refers to any more.
+/// Delete those of `hashes` no checkpoint refers to any more and not
+/// marked used within [`BLOB_GRACE`](crate::store::checkpoint::BLOB_GRACE).
 fn delete_unreferenced_blobs(
     tx: &Transaction<'_>,
     operation: &'static str,
@@ -1104,13 +1105,15 @@ fn delete_unreferenced_blobs(
     let fail = |e| sqlite(operation, Some(id), e);
     let mut stmt = tx
         .prepare_cached(
-            "DELETE FROM blobs WHERE hash = ?1 \
+            "DELETE FROM blobs WHERE hash = ?1 AND used_at < ?2 \
              AND NOT EXISTS (SELECT 1 FROM checkpoint_files WHERE before_hash = ?1) \
              AND NOT EXISTS (SELECT 1 FROM checkpoint_files WHERE after_hash = ?1)",
         )
         .map_err(fail)?;
+    let cutoff =
+        rusqlite::types::Value::Text(timestamp(Utc::now() - crate::store::checkpoint::BLOB_GRACE));
     for hash in hashes {
-        stmt.execute([hash]).map_err(fail)?;
+        stmt.execute([hash, &cutoff]).map_err(fail)?;
     }
     Ok(())
 }

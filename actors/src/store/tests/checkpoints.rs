@@ -17,6 +17,9 @@ use crate::store::checkpoint::{
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 use sha2::{Digest, Sha256};
 
+/// Every blob marked used long ago (past the grace period).
+const OLD: &str = "UPDATE blobs SET used_at = '2000-01-01T00:00:00.000000Z'";
+
 on_every_backend! {
     blobs_come_back_byte_for_byte_and_only_missing_ones_are_named,
     checkpoints_come_back_in_creation_order_with_their_changes,
@@ -414,6 +417,24 @@ async fn deleting_a_session_deletes_its_checkpoints_and_the_blobs_only_they_refe
         .expect("add");
     checkpoint_creating(&store, "s2", 3, &[shared, theirs]).await;
     store.put_blobs(vec![blob(loose)]).await.expect("put");
+    // Used within the grace period: another session may count on it.
+    store.delete(&sid("s1"), me()).await.expect("delete");
+    assert!(held(&store, only).await, "used just now: kept for now");
+    create(&store, "s1").await;
+    checkpoint_creating(&store, "s1", 1, &[only, shared, also_only]).await;
+    store
+        .add_checkpoint(checkpoint(
+            "s1",
+            2,
+            vec![change(
+                "file2.txt",
+                Some(version(also_only, FileKind::File)),
+                None,
+            )],
+        ))
+        .await
+        .expect("add");
+    backend.execute(OLD).await;
 
     store.delete(&sid("s1"), me()).await.expect("delete");
     assert_eq!(
@@ -441,6 +462,7 @@ async fn deleting_a_session_deletes_its_checkpoints_and_the_blobs_only_they_refe
     );
     assert_eq!(store.checkpoints(&sid("s2")).await.expect("s2").len(), 1);
 
+    backend.execute(OLD).await;
     store.delete(&sid("s2"), me()).await.expect("delete");
     assert!(!held(&store, shared).await);
     assert_eq!(
@@ -668,6 +690,7 @@ async fn a_checkpoint_row_that_does_not_decode_is_corrupt_naming_the_session(bac
     );
 
     // Deleting is the way out, and takes the blob with it.
+    backend.execute(OLD).await;
     store.delete(&sid("s1"), me()).await.expect("delete");
     assert!(!held(&store, bytes).await);
     stop(store).await;
