@@ -360,3 +360,77 @@ text = "the background command wrote its file"
     run_ok(&fx, &["--session", &id, "/undo"]).await;
     assert!(!ws.join("bg.txt").exists());
 }
+
+#[tokio::test]
+async fn a_writing_mcp_tools_changes_are_kept_and_taken_back() {
+    // The npm filesystem server marks `write_file` as writing
+    // (`readOnlyHint: false`) and `read_text_file` as read-only; it runs in
+    // the workspace, where a relative path resolves.
+    let script = Script::from_toml_str(
+        r#"
+[[response]]
+tool_calls = [ { id = "m1", name = "mcp__files__write_file", arguments = { path = "notes.txt", content = "written by MCP\n" } } ]
+[[response]]
+tool_calls = [ { id = "m2", name = "mcp__files__read_text_file", arguments = { path = "notes.txt" } } ]
+[[response]]
+text = "written"
+"#,
+    )
+    .unwrap();
+    let fx = Fixture::with_script(script).await;
+    let ws = fx.workspace().canonicalize().unwrap();
+    std::fs::write(ws.join("notes.txt"), b"mine\n").unwrap();
+    fx.add_config(&format!(
+        "[mcp_servers.files]\ncommand = \"{}\"\nargs = [\"{}\"]\n",
+        npm_mcp_bin().join("mcp-server-filesystem").display(),
+        ws.display()
+    ));
+    let events = run_ok(&fx, &["write my notes over MCP"]).await;
+    let id = session_id(&events);
+    let results = of_type(&events, "tool_result");
+    assert_eq!(results[0]["is_error"], false, "{}", results[0]);
+    assert_eq!(results[0]["checkpoint"]["files"][0]["path"], "notes.txt");
+    assert!(
+        results[1]["checkpoint"].is_null(),
+        "read-only: {}",
+        results[1]
+    );
+    assert_eq!(
+        std::fs::read(ws.join("notes.txt")).unwrap(),
+        b"written by MCP\n"
+    );
+    run_ok(&fx, &["--session", &id, "/undo"]).await;
+    assert_eq!(std::fs::read(ws.join("notes.txt")).unwrap(), b"mine\n");
+}
+
+#[tokio::test]
+async fn a_sub_agents_changes_belong_to_its_parents_turn() {
+    let script = Script::from_toml_str(
+        r##"
+[[response]]
+match = "delegate"
+tool_calls = [ { id = "t1", name = "task", arguments = { description = "write it", prompt = "child: write the report", agent = "build" } } ]
+[[response]]
+match = "child"
+tool_calls = [ { id = "cw", name = "write_file", arguments = { path = "report.md", content = "# by the child\n" } } ]
+[[response]]
+match = "child"
+text = "report written"
+[[response]]
+match = "delegate"
+text = "the child wrote it"
+"##,
+    )
+    .unwrap();
+    let fx = Fixture::with_script(script).await;
+    let ws = fx.workspace().to_path_buf();
+    let events = run_ok(&fx, &["delegate the report"]).await;
+    let parent = session_id(&events);
+    assert!(ws.join("report.md").exists());
+    let events = run_ok(&fx, &["--session", &parent, "/rewind"]).await;
+    let turns = &system(&events, "rewinds")["data"]["turns"];
+    assert_eq!(turns[0]["prompt"], "delegate the report");
+    assert_eq!(turns[0]["files"][0]["path"], "report.md", "{turns}");
+    run_ok(&fx, &["--session", &parent, "/undo"]).await;
+    assert!(!ws.join("report.md").exists());
+}

@@ -373,6 +373,78 @@ fn tool_round_feeds_results_back_to_the_model() {
 }
 
 #[test]
+fn a_calls_checkpoint_is_named_on_its_result_and_a_limit_is_said_once() {
+    use crate::protocol::checkpoint::{Change, ChangedFile, CheckpointRef};
+    let mut h = Harness::new();
+    h.query("edit twice");
+    let (req1, _) = model_calls(&h.effects)[0].clone();
+    h.answer(
+        req1,
+        "Editing.",
+        &[
+            ("c1", "bash", r#"{"command":"sed -i s/a/b/ x"}"#),
+            ("c2", "bash", r#"{"command":"true"}"#),
+        ],
+    );
+    let batch = tool_batches(&h.effects)[0].0;
+    let limited = "the workspace has more than 3 files ([checkpoints] max_files)".to_string();
+    let kept = CheckpointRef {
+        id: "cp1".into(),
+        files: vec![ChangedFile {
+            path: "x".into(),
+            change: Change::Modified,
+            added: 1,
+            removed: 1,
+            binary: false,
+        }],
+        limited: Some(limited.clone()),
+    };
+    let outcome = |output: &str| ToolOutcome {
+        output: output.into(),
+        is_error: false,
+        duration_ms: 1,
+    };
+    h.feed(Input::ToolFinished {
+        batch_id: batch,
+        call_id: "c1".into(),
+        outcome: outcome("edited"),
+        checkpoint: Some(kept.clone()),
+    });
+    // Nothing changed, but the look hit the limit again: no id, not named.
+    h.feed(Input::ToolFinished {
+        batch_id: batch,
+        call_id: "c2".into(),
+        outcome: outcome(""),
+        checkpoint: Some(CheckpointRef {
+            id: String::new(),
+            files: Vec::new(),
+            limited: Some(limited.clone()),
+        }),
+    });
+    let results: Vec<_> = h
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentMessage::ToolResult(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results[0].checkpoint.as_ref(), Some(&kept));
+    assert_eq!(results[1].checkpoint, None);
+    let notices = system_events(&h, SystemSubtype::Notice);
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].message.contains(&limited), "{notices:?}");
+    assert_eq!(
+        (h.state().checkpoints.kept, h.state().checkpoints.files),
+        (1, 1)
+    );
+    // The fold counts what the events name.
+    let mut restored = fresh();
+    restore(&mut restored, &persisted(&h));
+    assert_eq!(restored.checkpoints.kept, 1);
+}
+
+#[test]
 fn parallel_results_are_recorded_in_call_order() {
     let mut h = Harness::new();
     h.query("two things");

@@ -147,3 +147,42 @@ pub fn describe(report: &RewindReport) -> String {
     }
     lines.join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_a_mode_and_force_parse_in_any_order_and_mistakes_are_named() {
+        assert_eq!(
+            parse(""),
+            Ok(ControlCommand::Rewind {
+                seq: None,
+                mode: RewindMode::Both,
+                overwrite: false
+            })
+        );
+        assert_eq!(
+            parse("12 code --force"),
+            Ok(ControlCommand::Rewind {
+                seq: Some(12),
+                mode: RewindMode::Code,
+                overwrite: true
+            })
+        );
+        assert_eq!(
+            parse("conversation 7"),
+            Ok(ControlCommand::Rewind {
+                seq: Some(7),
+                mode: RewindMode::Conversation,
+                overwrite: false
+            })
+        );
+        assert!(parse("12 everything").unwrap_err().contains("`everything`"));
+        assert!(
+            parse("code")
+                .unwrap_err()
+                .contains("needs the turn's event number")
+        );
+    }
+}
