@@ -162,13 +162,13 @@ pub struct CheckpointSettings {
 }
 
 fn default_checkpoint_files() -> usize {
-    50_000
+    20_000
 }
 fn default_checkpoint_file_bytes() -> u64 {
     10 * 1024 * 1024
 }
 fn default_checkpoint_total_bytes() -> u64 {
-    512 * 1024 * 1024
+    256 * 1024 * 1024
 }
 fn default_checkpoint_session_bytes() -> u64 {
     1024 * 1024 * 1024

@@ -29,12 +29,12 @@ pub struct Limits {
     pub max_total_bytes: u64,
 }
 
-impl Default for Limits {
-    fn default() -> Self {
+impl From<&crate::settings::CheckpointSettings> for Limits {
+    fn from(settings: &crate::settings::CheckpointSettings) -> Self {
         Limits {
-            max_files: 50_000,
-            max_file_bytes: 10 * 1024 * 1024,
-            max_total_bytes: 512 * 1024 * 1024,
+            max_files: settings.max_files,
+            max_file_bytes: settings.max_file_bytes,
+            max_total_bytes: settings.max_total_bytes,
         }
     }
 }
@@ -303,6 +303,10 @@ pub fn workspace(root: &Path, limits: &Limits, cache: &StatCache) -> Snapshot {
 mod tests {
     use super::*;
 
+    fn default_limits() -> Limits {
+        Limits::from(&crate::settings::CheckpointSettings::default())
+    }
+
     #[test]
     fn a_walk_sees_files_and_links_but_not_ignored_ones_or_git() {
         let dir = tempfile::tempdir().unwrap();
@@ -315,7 +319,7 @@ mod tests {
         std::fs::create_dir_all(root.join("src")).unwrap();
         std::fs::write(root.join("src/a.rs"), "fn a() {}\n").unwrap();
         std::os::unix::fs::symlink("/etc/passwd", root.join("out")).unwrap();
-        let snapshot = workspace(root, &Limits::default(), &StatCache::default());
+        let snapshot = workspace(root, &default_limits(), &StatCache::default());
         let names: Vec<&str> = snapshot.files.keys().map(String::as_str).collect();
         assert_eq!(names, [".gitignore", "out", "src/a.rs"]);
         let link = &snapshot.files["out"];

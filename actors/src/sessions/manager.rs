@@ -259,11 +259,7 @@ impl SessionManager {
         if !settings.enabled {
             return None;
         }
-        let limits = crate::checkpoint::Limits {
-            max_files: settings.max_files,
-            max_file_bytes: settings.max_file_bytes,
-            max_total_bytes: settings.max_total_bytes,
-        };
+        let limits = crate::checkpoint::Limits::from(settings);
         let store = self.loader.stored().store().clone();
         let (owner, parent_seq) = match child_of {
             Some((parent, at_seq)) => (parent, Some(at_seq)),
