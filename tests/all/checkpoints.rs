@@ -99,6 +99,7 @@ async fn rewind_after_edits_and_sed(store: Option<&str>) {
     );
     assert_eq!(write["files"][0]["path"], "a.txt");
     assert_eq!(write["files"][0]["change"], "modified");
+    assert!(write["session_bytes"].as_u64().unwrap() > 0, "{write}");
     let sed = &results[3]["checkpoint"];
     assert_eq!(sed["files"][0]["path"], "d.txt", "{sed}");
     assert_eq!(
@@ -263,6 +264,16 @@ text = "other session"
     let theirs = session_id(&events);
     assert_ne!(mine, theirs);
     assert_eq!(std::fs::read(ws.join("theirs.txt")).unwrap(), b"theirs\n");
+
+    let events = run_ok(&fx, &["--session", &mine, "/debug"]).await;
+    let debug = system(&events, "debug")["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        debug.contains("checkpoints   2 tool calls kept (2 files changed"),
+        "{debug}"
+    );
 
     // /undo: the last turn of this session, only its files.
     let events = run_ok(&fx, &["--session", &mine, "/undo"]).await;

@@ -260,6 +260,7 @@ impl Recorder {
                 id: String::new(),
                 files: Vec::new(),
                 limited: Some(limited),
+                session_bytes: 0,
             })
         };
         if paths.is_empty() {
@@ -291,8 +292,13 @@ impl Recorder {
         let files = self.summarise(&checkpoint.changes).await?;
         let id = checkpoint.id.clone();
         self.store.add_checkpoint(checkpoint).await?;
-        self.trim().await?;
-        Ok(Some(CheckpointRef { id, files, limited }))
+        let session_bytes = self.trim().await?;
+        Ok(Some(CheckpointRef {
+            id,
+            files,
+            limited,
+            session_bytes,
+        }))
     }
 
     /// Each change with its line counts.
@@ -317,8 +323,8 @@ impl Recorder {
     }
 
     /// Forget the oldest checkpoints while the session's keep more than
-    /// `max_session_bytes` of blobs.
-    async fn trim(&self) -> Result<(), RecordError> {
+    /// `max_session_bytes` of blobs; the bytes they keep then.
+    async fn trim(&self) -> Result<u64, RecordError> {
         let checkpoints = self.store.checkpoints(&self.session).await?;
         let mut sizes: Vec<(String, u64)> = Vec::new();
         let mut seen = HashSet::new();
@@ -353,6 +359,12 @@ impl Recorder {
             );
             self.store.drop_checkpoints(&self.session, drop).await?;
         }
-        Ok(())
+        let kept = sizes
+            .iter()
+            .take_while(|(_, running)| *running <= self.max_session_bytes)
+            .last()
+            .or(sizes.first())
+            .map_or(0, |(_, running)| *running);
+        Ok(kept)
     }
 }

@@ -40,6 +40,14 @@ pub struct CheckpointRef {
     /// recorded, said plainly.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limited: Option<String>,
+    /// The bytes of blobs the session's checkpoints keep now, this one's
+    /// included (0: not known).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub session_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One user turn of a session and what it changed in the workspace.

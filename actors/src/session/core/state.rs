@@ -363,6 +363,8 @@ pub struct CheckpointStats {
     pub files: u64,
     /// A limit of `[checkpoints]` was hit and the user was told.
     pub limit_said: bool,
+    /// The bytes of blobs its checkpoints keep, as last told.
+    pub bytes: u64,
 }
 
 impl CheckpointStats {
@@ -371,6 +373,9 @@ impl CheckpointStats {
         if !checkpoint.files.is_empty() {
             self.kept += 1;
             self.files += checkpoint.files.len() as u64;
+        }
+        if checkpoint.session_bytes > 0 {
+            self.bytes = checkpoint.session_bytes;
         }
     }
 }

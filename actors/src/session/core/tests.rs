@@ -398,6 +398,7 @@ fn a_calls_checkpoint_is_named_on_its_result_and_a_limit_is_said_once() {
             binary: false,
         }],
         limited: Some(limited.clone()),
+        session_bytes: 2048,
     };
     let outcome = |output: &str| ToolOutcome {
         output: output.into(),
@@ -419,6 +420,7 @@ fn a_calls_checkpoint_is_named_on_its_result_and_a_limit_is_said_once() {
             id: String::new(),
             files: Vec::new(),
             limited: Some(limited.clone()),
+            session_bytes: 0,
         }),
     });
     let results: Vec<_> = h

@@ -88,6 +88,8 @@ struct Summary {
     /// they changed.
     checkpoints: u64,
     checkpoint_files: u64,
+    /// The bytes of blobs they keep in the store.
+    checkpoint_bytes: u64,
 }
 
 impl Summary {
@@ -161,6 +163,7 @@ impl Summary {
             plan: crate::session::core::plan::progress(&state.plan),
             checkpoints: state.checkpoints.kept,
             checkpoint_files: state.checkpoints.files,
+            checkpoint_bytes: state.checkpoints.bytes,
         }
     }
 
@@ -232,9 +235,10 @@ impl Summary {
             format!("  instructions  {instructions}"),
             format!("  plan          {}", self.plan.as_deref().unwrap_or("none")),
             format!(
-                "  checkpoints   {} kept ({} changed) · /rewind lists them, /undo takes the last back",
+                "  checkpoints   {} kept ({} changed, {:.1} MiB of blobs in the store) · /rewind lists them, /undo takes the last back",
                 count(self.checkpoints, "tool call"),
-                count(self.checkpoint_files, "file")
+                count(self.checkpoint_files, "file"),
+                self.checkpoint_bytes as f64 / (1024.0 * 1024.0)
             ),
             "/debug full shows the whole state as JSON (secrets redacted).".to_string(),
         ]
