@@ -401,39 +401,30 @@ async fn deleting_a_session_deletes_its_checkpoints_and_the_blobs_only_they_refe
         b"only s2\n".as_slice(),
         b"nobody's\n".as_slice(),
     );
-    checkpoint_creating(&store, "s1", 1, &[only, shared, also_only]).await;
-    // The same blob before in one checkpoint and after in another.
-    store
-        .add_checkpoint(checkpoint(
-            "s1",
-            2,
-            vec![change(
-                "file2.txt",
-                Some(version(also_only, FileKind::File)),
-                None,
-            )],
-        ))
-        .await
-        .expect("add");
+    // s1's checkpoints: the same blob before in one and after in another.
+    let s1 = async |store: &Store| {
+        checkpoint_creating(store, "s1", 1, &[only, shared, also_only]).await;
+        store
+            .add_checkpoint(checkpoint(
+                "s1",
+                2,
+                vec![change(
+                    "file2.txt",
+                    Some(version(also_only, FileKind::File)),
+                    None,
+                )],
+            ))
+            .await
+            .expect("add");
+    };
+    s1(&store).await;
     checkpoint_creating(&store, "s2", 3, &[shared, theirs]).await;
     store.put_blobs(vec![blob(loose)]).await.expect("put");
     // Used within the grace period: another session may count on it.
     store.delete(&sid("s1"), me()).await.expect("delete");
     assert!(held(&store, only).await, "used just now: kept for now");
     create(&store, "s1").await;
-    checkpoint_creating(&store, "s1", 1, &[only, shared, also_only]).await;
-    store
-        .add_checkpoint(checkpoint(
-            "s1",
-            2,
-            vec![change(
-                "file2.txt",
-                Some(version(also_only, FileKind::File)),
-                None,
-            )],
-        ))
-        .await
-        .expect("add");
+    s1(&store).await;
     backend.execute(OLD).await;
 
     store.delete(&sid("s1"), me()).await.expect("delete");
