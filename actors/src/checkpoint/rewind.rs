@@ -266,7 +266,7 @@ pub fn cannot_restore(events: &[EventEnvelope], seq: u64) -> Vec<String> {
     let mut notes = Vec::new();
     if commands > 0 {
         notes.push(format!(
-            "{} ran: their effects outside the workspace (installed packages, other directories, processes, network) and on ignored files are not taken back",
+            "{} ran: what commands do outside the workspace (installed packages, other directories, processes, the network) and to ignored files is not taken back",
             crate::text::count(commands, "command")
         ));
     }
