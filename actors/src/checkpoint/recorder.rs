@@ -140,8 +140,16 @@ impl Recorder {
 
     /// Look at `scope` and keep the bytes of every version the store lacks.
     pub async fn before(&self, scope: Scope) -> Result<Before, RecordError> {
+        let started = std::time::Instant::now();
         let mut snapshot = self.look(&scope).await?;
+        let looked = started.elapsed();
         self.keep(&mut snapshot, None).await?;
+        tracing::debug!(
+            files = snapshot.files.len(),
+            look_ms = looked.as_millis() as u64,
+            keep_ms = (started.elapsed() - looked).as_millis() as u64,
+            "checkpoint: looked before a call"
+        );
         Ok(Before { scope, snapshot })
     }
 

@@ -109,8 +109,9 @@ pub trait SessionStore: Send + Sync + 'static {
     ) -> Result<SessionRecord, StoreError>;
 
     /// Of these blob hashes, those the store does not hold. The ones it
-    /// holds are marked used now, so a collection within the grace period
-    /// keeps them.
+    /// holds are marked used now (unless marked within
+    /// [`MARK_AFTER`](super::checkpoint::MARK_AFTER)), so a collection
+    /// within the grace period keeps them.
     async fn missing_blobs(&self, hashes: Vec<String>) -> Result<Vec<String>, StoreError>;
 
     /// Keep these blobs (hash, bytes); one already held is only marked used

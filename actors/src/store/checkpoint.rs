@@ -16,6 +16,13 @@ use serde::{Deserialize, Serialize};
 /// have found it held and count on it for a checkpoint it is taking.
 pub const BLOB_GRACE: chrono::Duration = chrono::Duration::hours(1);
 
+/// A blob asked about (`missing_blobs`) is marked used again only when its
+/// mark is older than this: a look at a workspace of 10,000 unchanged
+/// files then writes nothing (an update rewrites the row, bytes and all).
+/// Well inside [`BLOB_GRACE`], so a blob asked about is safe for 50
+/// minutes at least.
+pub const MARK_AFTER: chrono::Duration = chrono::Duration::minutes(10);
+
 /// What kind of thing a path was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

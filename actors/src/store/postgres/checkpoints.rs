@@ -45,11 +45,16 @@ pub async fn missing_blobs(
     let fail = |e| failures.statement(operation, None, e);
     let asked: Vec<String> = hashes.iter().map(|hash| text(hash).into_owned()).collect();
     let statement = client
-        .prepare_cached("UPDATE blobs SET used_at = $2 WHERE hash = ANY($1::text[]) RETURNING hash")
+        .prepare_cached(
+            "WITH marked AS (UPDATE blobs SET used_at = $2 \
+                 WHERE hash = ANY($1::text[]) AND used_at < $3 RETURNING hash) \
+             SELECT hash FROM blobs WHERE hash = ANY($1::text[])",
+        )
         .await
         .map_err(fail)?;
+    let stale = now - crate::store::checkpoint::MARK_AFTER;
     let rows = client
-        .query(&statement, &[&asked, &now])
+        .query(&statement, &[&asked, &now, &stale])
         .await
         .map_err(|e| failures.statement(operation, None, e))?;
     let mut held = HashSet::with_capacity(rows.len());

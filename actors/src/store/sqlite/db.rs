@@ -745,9 +745,14 @@ pub fn missing_blobs(
     let fail = |e| sqlite(operation, None, e);
     let tx = store_tx(conn, operation)?;
     let used_at = timestamp(now);
+    // A mark newer than this stays: no write for a blob used lately.
+    let stale = timestamp(now - crate::store::checkpoint::MARK_AFTER);
     let mut seen = std::collections::HashSet::with_capacity(hashes.len());
     let mut missing = Vec::new();
     {
+        let mut find = tx
+            .prepare_cached("SELECT used_at < ?2 FROM blobs WHERE hash = ?1")
+            .map_err(fail)?;
         let mut mark = tx
             .prepare_cached("UPDATE blobs SET used_at = ?1 WHERE hash = ?2")
             .map_err(fail)?;
@@ -755,12 +760,17 @@ pub fn missing_blobs(
             if !seen.insert(hash.clone()) {
                 continue;
             }
-            if mark
-                .execute(rusqlite::params![used_at, hash])
-                .map_err(fail)?
-                == 0
-            {
-                missing.push(hash);
+            let found: Option<bool> = find
+                .query_row(rusqlite::params![hash, stale], |row| row.get(0))
+                .optional()
+                .map_err(fail)?;
+            match found {
+                None => missing.push(hash),
+                Some(true) => {
+                    mark.execute(rusqlite::params![used_at, hash])
+                        .map_err(fail)?;
+                }
+                Some(false) => {}
             }
         }
     }
