@@ -147,7 +147,7 @@ async fn bench() {
         after.saturating_sub(before) as f64 / 1048576.0
     );
     println!(
-        "  later bash turns (metadata compared, nothing kept): {warm:.0} ms, +{:.0} ms (median of {ROUNDS})",
+        "  later bash turns, each a new process (metadata compared with the cache file, nothing kept): {warm:.0} ms, +{:.0} ms (median of {ROUNDS})",
         warm - off
     );
 

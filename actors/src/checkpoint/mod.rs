@@ -11,7 +11,9 @@
 //! changed to their versions before a turn, refusing to overwrite a file
 //! changed since by someone else.
 //!
-//! - [`scan`]: looking at the workspace (versions, the limits, a stat cache).
+//! - [`scan`]: looking at the workspace (versions, the limits).
+//! - [`stat_cache`]: what looks remember of each file's metadata, per
+//!   workspace, kept between processes.
 //! - [`recorder`]: a session's checkpoints, taken around its tool calls.
 //! - [`rewind`]: what each turn changed, and taking it back.
 //! - [`diff`]: line counts and unified diffs, for people.
@@ -23,6 +25,8 @@ pub mod diff;
 pub mod recorder;
 pub mod rewind;
 pub mod scan;
+pub mod stat_cache;
 
 pub use recorder::{Recorder, Scope};
 pub use scan::Limits;
+pub use stat_cache::StatCaches;

@@ -8,7 +8,8 @@
 //! store write that fails is logged and the call runs unrecorded.
 
 use super::diff;
-use super::scan::{self, Limits, Snapshot, StatCache};
+use super::scan::{self, Limits, Snapshot};
+use super::stat_cache::StatCache;
 use crate::protocol::SessionId;
 use crate::protocol::checkpoint::CheckpointRef;
 use crate::store::SessionStore;
@@ -93,10 +94,12 @@ pub enum RecordError {
 }
 
 impl Recorder {
+    /// A recorder of `session`'s checkpoints in `workspace`, whose looks
+    /// share `cache` (the workspace's).
     pub fn new(
         store: Arc<dyn SessionStore>,
         session: SessionId,
-        workspace: PathBuf,
+        (workspace, cache): (PathBuf, Arc<StatCache>),
         limits: Limits,
         max_session_bytes: u64,
     ) -> Self {
@@ -106,7 +109,7 @@ impl Recorder {
             workspace,
             limits,
             max_session_bytes,
-            cache: Arc::new(StatCache::default()),
+            cache,
             confirmed: std::sync::Mutex::new((std::time::Instant::now(), HashSet::new())),
             parent_seq: None,
         }
@@ -131,9 +134,13 @@ impl Recorder {
             self.cache.clone(),
             scope.clone(),
         );
-        Ok(tokio::task::spawn_blocking(move || match scope {
-            Scope::Paths(paths) => scan::paths(&root, &paths, &cache),
-            Scope::Workspace => scan::workspace(&root, &limits, &cache),
+        Ok(tokio::task::spawn_blocking(move || {
+            let snapshot = match scope {
+                Scope::Paths(paths) => scan::paths(&root, &paths, &cache),
+                Scope::Workspace => scan::workspace(&root, &limits, &cache),
+            };
+            cache.save();
+            snapshot
         })
         .await?)
     }

@@ -6,17 +6,17 @@
 //! `.git` itself are left out — without following a symlink (a link is
 //! recorded as a link, its target as its bytes). A file whose size, times
 //! and inode are unchanged since the last look is not read again (the
-//! [`StatCache`]). The limits (files, bytes of one file, bytes in all) stop
+//! [`StatCache`](super::stat_cache::StatCache)). The limits (files, bytes of one file, bytes in all) stop
 //! a look early and say so; what was left out is never recorded, never
 //! restored. Blocking: run on the blocking pool.
 
+use super::stat_cache::{Stat, StatCache};
 use crate::store::checkpoint::{FileKind, FileVersion};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 
 /// How much one look at a workspace may take (`[checkpoints]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,48 +45,6 @@ pub struct Snapshot {
     pub files: BTreeMap<String, FileVersion>,
     /// What a limit left out, said plainly (`None`: nothing).
     pub limited: Option<String>,
-}
-
-/// What a file's metadata said when its version was taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stat {
-    size: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-    ino: u64,
-    mode: u32,
-}
-
-impl Stat {
-    fn of(meta: &std::fs::Metadata) -> Stat {
-        Stat {
-            size: meta.len(),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-            ino: meta.ino(),
-            mode: meta.mode(),
-        }
-    }
-}
-
-/// The versions taken before, by path and metadata: a file whose metadata
-/// is unchanged is not read again. One per session.
-#[derive(Debug, Default)]
-pub struct StatCache(Mutex<HashMap<String, (Stat, FileVersion)>>);
-
-impl StatCache {
-    fn get(&self, path: &str, stat: &Stat) -> Option<FileVersion> {
-        let map = self.0.lock().ok()?;
-        map.get(path)
-            .filter(|(known, _)| known == stat)
-            .map(|(_, version)| version.clone())
-    }
-
-    fn put(&self, path: &str, stat: Stat, version: &FileVersion) {
-        if let Ok(mut map) = self.0.lock() {
-            map.insert(path.to_string(), (stat, version.clone()));
-        }
-    }
 }
 
 /// The SHA-256 of `bytes`, lower-case hex.
@@ -205,6 +163,7 @@ fn version(
 /// The named paths' versions (a file tool's scope): an absent path is not
 /// in the snapshot.
 pub fn paths(root: &Path, rels: &[String], cache: &StatCache) -> Snapshot {
+    cache.load();
     let mut snapshot = Snapshot::default();
     for rel in rels {
         if !parent_inside(root, rel) {
@@ -222,10 +181,13 @@ pub fn paths(root: &Path, rels: &[String], cache: &StatCache) -> Snapshot {
 
 /// Every file of the workspace as git would see it, within `limits`.
 pub fn workspace(root: &Path, limits: &Limits, cache: &StatCache) -> Snapshot {
+    cache.load();
     let mut snapshot = Snapshot::default();
     let mut total: u64 = 0;
     let mut too_large: Vec<String> = Vec::new();
     let mut unreadable = 0usize;
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut whole = true;
     let walk = ignore::WalkBuilder::new(root)
         .hidden(false)
         .parents(false)
@@ -258,7 +220,9 @@ pub fn workspace(root: &Path, limits: &Limits, cache: &StatCache) -> Snapshot {
             too_large.push(rel);
             continue;
         }
+        seen.insert(rel.clone());
         if snapshot.files.len() >= limits.max_files {
+            whole = false;
             snapshot.limited = Some(format!(
                 "the workspace has more than {} files ([checkpoints] max_files): the rest were not recorded and cannot be restored",
                 limits.max_files
@@ -266,6 +230,7 @@ pub fn workspace(root: &Path, limits: &Limits, cache: &StatCache) -> Snapshot {
             break;
         }
         if total + meta.len() > limits.max_total_bytes {
+            whole = false;
             snapshot.limited = Some(format!(
                 "the workspace holds more than {} bytes ([checkpoints] max_total_bytes): the rest were not recorded and cannot be restored",
                 limits.max_total_bytes
@@ -280,6 +245,9 @@ pub fn workspace(root: &Path, limits: &Limits, cache: &StatCache) -> Snapshot {
             Ok(None) => {}
             Err(_) => unreadable += 1,
         }
+    }
+    if whole {
+        cache.keep_only(&seen);
     }
     let mut notes: Vec<String> = snapshot.limited.take().into_iter().collect();
     if !too_large.is_empty() {

@@ -139,6 +139,9 @@ pub struct SessionManager {
     me: WeakActorRef<SessionManager>,
     /// Told when a session starts or stops here (a node's live plane).
     driven: Option<Arc<dyn DrivenSessions>>,
+    /// What looks at each workspace remember (checkpoints), shared by
+    /// its sessions and kept in the data directory.
+    stat_caches: crate::checkpoint::StatCaches,
 }
 
 /// What a SessionManager starts from.
@@ -170,6 +173,9 @@ impl Actor for SessionManager {
                 }
             }
         });
+        let stat_caches = crate::checkpoint::StatCaches::kept_in(
+            args.loader.settings().data_dir.join("checkpoints"),
+        );
         Ok(SessionManager {
             loader: args.loader,
             model: args.model,
@@ -182,6 +188,7 @@ impl Actor for SessionManager {
             fence: CancellationToken::new(),
             me: me.downgrade(),
             driven: args.driven,
+            stat_caches,
         })
     }
 }
@@ -265,10 +272,11 @@ impl SessionManager {
             Some((parent, at_seq)) => (parent, Some(at_seq)),
             None => (id.clone(), None),
         };
+        let cache = self.stat_caches.of(workspace);
         let recorder = crate::checkpoint::Recorder::new(
             store,
             owner,
-            workspace.to_path_buf(),
+            (workspace.to_path_buf(), cache),
             limits,
             settings.max_session_bytes,
         );
