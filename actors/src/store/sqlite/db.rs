@@ -736,6 +736,11 @@ fn store_tx<'c>(
         .map_err(|e| sqlite(operation, None, e))
 }
 
+/// Hashes asked about in one statement (SQLite takes up to 32,766
+/// parameters; a group's statement is cached, so groups are of one size
+/// but the last).
+const LOOKUP_GROUP: usize = 500;
+
 pub fn missing_blobs(
     conn: &mut Connection,
     hashes: Vec<String>,
@@ -748,23 +753,39 @@ pub fn missing_blobs(
     // A mark newer than this stays: no write for a blob used lately.
     let stale = timestamp(now - crate::store::checkpoint::MARK_AFTER);
     let mut seen = std::collections::HashSet::with_capacity(hashes.len());
+    let unique: Vec<String> = hashes
+        .into_iter()
+        .filter(|h| seen.insert(h.clone()))
+        .collect();
+    // Held, and whether the mark is stale: asked in groups (one statement
+    // per group of hashes, not one per hash).
+    let mut held: std::collections::HashMap<String, bool> =
+        std::collections::HashMap::with_capacity(unique.len());
+    for group in unique.chunks(LOOKUP_GROUP) {
+        let marks = vec!["?"; group.len()].join(",");
+        let mut find = tx
+            .prepare_cached(&format!(
+                "SELECT hash, used_at < ?1 FROM blobs WHERE hash IN ({marks})"
+            ))
+            .map_err(fail)?;
+        let params: Vec<&dyn rusqlite::ToSql> = std::iter::once(&stale as &dyn rusqlite::ToSql)
+            .chain(group.iter().map(|h| h as &dyn rusqlite::ToSql))
+            .collect();
+        let rows = find
+            .query_map(params.as_slice(), |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, bool>(1)?))
+            })
+            .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+            .map_err(fail)?;
+        held.extend(rows);
+    }
     let mut missing = Vec::new();
     {
-        let mut find = tx
-            .prepare_cached("SELECT used_at < ?2 FROM blobs WHERE hash = ?1")
-            .map_err(fail)?;
         let mut mark = tx
             .prepare_cached("UPDATE blobs SET used_at = ?1 WHERE hash = ?2")
             .map_err(fail)?;
-        for hash in hashes {
-            if !seen.insert(hash.clone()) {
-                continue;
-            }
-            let found: Option<bool> = find
-                .query_row(rusqlite::params![hash, stale], |row| row.get(0))
-                .optional()
-                .map_err(fail)?;
-            match found {
+        for hash in unique {
+            match held.get(&hash) {
                 None => missing.push(hash),
                 Some(true) => {
                     mark.execute(rusqlite::params![used_at, hash])
