@@ -666,6 +666,39 @@ pub fn input() -> RefOr<Schema> {
         let required = name != "fork";
         one_of = one_of.item(command(name, description, &[(field, schema, required)]));
     }
+    let rewind_seq: Schema = ObjectBuilder::new()
+        .schema_type(nullable(Type::Integer))
+        .minimum(Some(0))
+        .maximum(Some(u64::MAX))
+        .description(Some(
+            "The turn to go back to before: the seq of its `user` event (absent: list the turns)",
+        ))
+        .build()
+        .into();
+    let rewind_mode: Schema = one_of_words(
+        &["both", "conversation", "code"],
+        "What to take back: the files and the conversation (a fork to switch to), one of them (default: both)",
+    )
+    .build()
+    .into();
+    let overwrite: Schema =
+        flag("Also overwrite files changed since by someone else (default: false)")
+            .build()
+            .into();
+    one_of = one_of.item(command(
+        "rewind",
+        "Take back the files and/or the conversation to before a turn (without `seq`: list the turns and what each changed)",
+        &[
+            ("seq", rewind_seq, false),
+            ("mode", rewind_mode, false),
+            ("overwrite", overwrite.clone(), false),
+        ],
+    ));
+    one_of = one_of.item(command(
+        "undo",
+        "Take back the file changes of the last turn that made some",
+        &[("overwrite", overwrite, false)],
+    ));
     one_of = one_of.item(command(
         "custom",
         "Run one of the session's custom commands (a command file): an ordinary turn on its prompt",
@@ -714,13 +747,14 @@ mod tests {
             .map(String::from)
             .collect();
         for name in &described {
-            let body = serde_json::json!({"command": name, "id": "x", "path": "p", "name": "n", "mode": "plan"});
+            let mode = if name == "rewind" { "code" } else { "plan" };
+            let body = serde_json::json!({"command": name, "id": "x", "path": "p", "name": "n", "mode": mode, "seq": 3, "overwrite": true});
             let mut body = body.as_object().cloned().unwrap_or_default();
             body.retain(|k, _| k == "command" || schema_fields(&schema, name).contains(k));
             let parsed: Result<ControlCommand, _> = serde_json::from_value(Value::Object(body));
             assert!(parsed.is_ok(), "{name}: {parsed:?}");
         }
-        assert_eq!(described.len(), 23, "{described:?}");
+        assert_eq!(described.len(), 25, "{described:?}");
     }
 
     fn schema_fields(schema: &Value, name: &str) -> Vec<String> {
