@@ -169,6 +169,72 @@ pub struct Fork {
     pub at_seq: Option<u64>,
 }
 
+/// `GET /v1/sessions/{id}/rewind`: the turns a rewind can go back to.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct Rewinds {
+    /// The session's user turns, oldest first, each with what it changed
+    /// in the workspace.
+    #[schema(value_type = Vec<crate::api_schemas::TurnChanges>)]
+    pub turns: Vec<agentbus_actors::protocol::checkpoint::TurnChanges>,
+}
+
+/// What a rewind takes back (`RewindMode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RewindMode {
+    /// The files return to their state before the turn, and the
+    /// conversation continues in a fork made before it.
+    #[default]
+    Both,
+    /// A fork before the turn (as `/fork`); the files stay as they are.
+    Conversation,
+    /// The files alone; the conversation stays in this session.
+    Code,
+}
+
+impl From<RewindMode> for agentbus_actors::protocol::checkpoint::RewindMode {
+    fn from(mode: RewindMode) -> Self {
+        use agentbus_actors::protocol::checkpoint::RewindMode as Mode;
+        match mode {
+            RewindMode::Both => Mode::Both,
+            RewindMode::Conversation => Mode::Conversation,
+            RewindMode::Code => Mode::Code,
+        }
+    }
+}
+
+/// `POST /v1/sessions/{id}/rewind`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rewind {
+    /// The turn to go back to before: the seq of its `user` event (`GET
+    /// .../rewind` lists them).
+    pub seq: u64,
+    /// What to take back (default: `both`).
+    #[serde(default)]
+    pub mode: RewindMode,
+    /// Also overwrite files changed since by someone else (default: they
+    /// are left alone, as conflicts).
+    #[serde(default)]
+    pub overwrite: bool,
+    /// Only say what would happen: nothing is changed, no fork is made.
+    #[serde(default)]
+    pub preview: bool,
+}
+
+/// `POST /v1/sessions/{id}/undo`.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Undo {
+    /// Also overwrite files changed since by someone else (default: they
+    /// are left alone, as conflicts).
+    #[serde(default)]
+    pub overwrite: bool,
+    /// Only say what would happen: nothing is changed.
+    #[serde(default)]
+    pub preview: bool,
+}
+
 /// `POST /v1/sessions/{id}/input`: text (slash commands allowed) or a
 /// control command such as `{"command": "clear"}`.
 #[derive(Debug, Deserialize)]

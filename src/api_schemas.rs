@@ -12,7 +12,7 @@ use serde_json::Value;
 use utoipa::openapi::schema::{
     AdditionalProperties, ArrayBuilder, ArrayItems, ObjectBuilder, OneOfBuilder, SchemaType, Type,
 };
-use utoipa::openapi::{RefOr, Schema};
+use utoipa::openapi::{Ref, RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
 /// The permission modes as the API accepts them, Claude Code's spellings
@@ -292,6 +292,212 @@ impl PartialSchema for SessionParent {
 
 impl ToSchema for SessionParent {}
 
+fn described(kind: Type, description: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(kind)
+        .description(Some(description))
+}
+
+fn one_of_words(words: &[&str], description: &str) -> ObjectBuilder {
+    described(Type::String, description).enum_values(Some(words.iter().copied()))
+}
+
+fn count(description: &str) -> ObjectBuilder {
+    described(Type::Integer, description)
+        .minimum(Some(0))
+        .maximum(Some(u64::MAX))
+}
+
+fn flag(description: &str) -> ObjectBuilder {
+    described(Type::Boolean, description)
+}
+
+/// One path a turn changed (`protocol::checkpoint::ChangedFile`).
+pub struct ChangedFile;
+
+impl PartialSchema for ChangedFile {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some("One path a turn changed, with its line counts"))
+            .property(
+                "path",
+                described(Type::String, "Relative to the workspace, `/` separated"),
+            )
+            .required("path")
+            .property(
+                "change",
+                one_of_words(&["created", "modified", "deleted"], "How it changed"),
+            )
+            .required("change")
+            .property("added", count("Lines added (0 for a binary file)"))
+            .required("added")
+            .property("removed", count("Lines removed (0 for a binary file)"))
+            .required("removed")
+            .property(
+                "binary",
+                flag("Not text: no line counts, no diff (absent: false)"),
+            )
+            .additional_properties(closed())
+            .into()
+    }
+}
+
+impl ToSchema for ChangedFile {}
+
+/// One user turn and what it changed (`protocol::checkpoint::TurnChanges`).
+pub struct TurnChanges;
+
+impl PartialSchema for TurnChanges {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "One user turn of the session and what it changed in the workspace",
+            ))
+            .property(
+                "seq",
+                count("The seq of the turn's `user` event: what a rewind names"),
+            )
+            .required("seq")
+            .property("prompt", described(Type::String, "The query, shortened"))
+            .required("prompt")
+            .property(
+                "files",
+                ArrayBuilder::new()
+                    .items(Ref::from_schema_name("ChangedFile"))
+                    .description(Some(
+                        "Every path the turn changed (its first version before the turn, its last after)",
+                    )),
+            )
+            .required("files")
+            .property(
+                "undone",
+                flag("Its changes were taken back already (absent: false)"),
+            )
+            .additional_properties(closed())
+            .into()
+    }
+}
+
+impl ToSchema for TurnChanges {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("ChangedFile".into(), ChangedFile::schema()));
+    }
+}
+
+/// One path of a rewind (`protocol::checkpoint::RewindFile`).
+pub struct RewindFile;
+
+impl PartialSchema for RewindFile {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some("What a rewind does (or would do) with one path"))
+            .property(
+                "path",
+                described(
+                    Type::String,
+                    "Relative to the workspace, `/` separated",
+                ),
+            )
+            .required("path")
+            .property(
+                "action",
+                one_of_words(
+                    &["restore", "remove", "recreate", "unchanged", "conflict"],
+                    "`restore` (written back as it was), `remove` (created since), `recreate` (deleted since), `unchanged` (already as it was), `conflict` (changed since by someone else: left alone unless `overwrite`)",
+                ),
+            )
+            .required("action")
+            .property(
+                "diff",
+                described(
+                    Type::String,
+                    "A unified diff from what is on disk to what it becomes (for a conflict: from what this session left to what is there now), shortened when long; empty for a binary file",
+                ),
+            )
+            .required("diff")
+            .property("binary", flag("Not text: no diff (absent: false)"))
+            .additional_properties(closed())
+            .into()
+    }
+}
+
+impl ToSchema for RewindFile {}
+
+/// What a rewind did or would do (`protocol::checkpoint::RewindReport`).
+pub struct RewindReport;
+
+impl PartialSchema for RewindReport {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Object)
+            .description(Some(
+                "What a rewind would do (a preview) or did",
+            ))
+            .property(
+                "seq",
+                count("The turn rewound to: the seq of its `user` event"),
+            )
+            .required("seq")
+            .property(
+                "mode",
+                one_of_words(&["both", "conversation", "code"], "What was taken back"),
+            )
+            .required("mode")
+            .property(
+                "preview",
+                flag("Only a preview: nothing was changed (absent: false)"),
+            )
+            .property(
+                "files",
+                ArrayBuilder::new()
+                    .items(Ref::from_schema_name("RewindFile"))
+                    .description(Some(
+                        "The paths the turns from `seq` on changed, in path order (none in mode `conversation`)",
+                    )),
+            )
+            .required("files")
+            .property(
+                "overwrote",
+                flag("Conflicts were overwritten, as asked (absent: false)"),
+            )
+            .property(
+                "forked",
+                described(
+                    Type::String,
+                    "The session the conversation continues in (modes `both` and `conversation`, when not a preview)",
+                ),
+            )
+            .property(
+                "cannot_restore",
+                ArrayBuilder::new()
+                    .items(ObjectBuilder::new().schema_type(Type::String))
+                    .description(Some(
+                        "What no rewind takes back, said plainly (commands' effects outside the workspace, pages fetched, MCP tools' effects)",
+                    )),
+            )
+            .required("cannot_restore")
+            .property(
+                "prompt",
+                described(
+                    Type::String,
+                    "The query of the turn rewound to (a front end may offer it again)",
+                ),
+            )
+            .required("prompt")
+            .additional_properties(closed())
+            .into()
+    }
+}
+
+impl ToSchema for RewindReport {
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push(("RewindFile".into(), RewindFile::schema()));
+    }
+}
+
 /// One control command's body: `{"command": NAME}` and its fields
 /// (`ControlCommand`, tagged by `command`).
 fn command(name: &str, description: &str, fields: &[(&str, Schema, bool)]) -> Schema {
@@ -460,6 +666,39 @@ pub fn input() -> RefOr<Schema> {
         let required = name != "fork";
         one_of = one_of.item(command(name, description, &[(field, schema, required)]));
     }
+    let rewind_seq: Schema = ObjectBuilder::new()
+        .schema_type(nullable(Type::Integer))
+        .minimum(Some(0))
+        .maximum(Some(u64::MAX))
+        .description(Some(
+            "The turn to go back to before: the seq of its `user` event (absent: list the turns)",
+        ))
+        .build()
+        .into();
+    let rewind_mode: Schema = one_of_words(
+        &["both", "conversation", "code"],
+        "What to take back: the files and the conversation (a fork to switch to), one of them (default: both)",
+    )
+    .build()
+    .into();
+    let overwrite: Schema =
+        flag("Also overwrite files changed since by someone else (default: false)")
+            .build()
+            .into();
+    one_of = one_of.item(command(
+        "rewind",
+        "Take back the files and/or the conversation to before a turn (without `seq`: list the turns and what each changed)",
+        &[
+            ("seq", rewind_seq, false),
+            ("mode", rewind_mode, false),
+            ("overwrite", overwrite.clone(), false),
+        ],
+    ));
+    one_of = one_of.item(command(
+        "undo",
+        "Take back the file changes of the last turn that made some",
+        &[("overwrite", overwrite, false)],
+    ));
     one_of = one_of.item(command(
         "custom",
         "Run one of the session's custom commands (a command file): an ordinary turn on its prompt",
@@ -508,13 +747,14 @@ mod tests {
             .map(String::from)
             .collect();
         for name in &described {
-            let body = serde_json::json!({"command": name, "id": "x", "path": "p", "name": "n", "mode": "plan"});
+            let mode = if name == "rewind" { "code" } else { "plan" };
+            let body = serde_json::json!({"command": name, "id": "x", "path": "p", "name": "n", "mode": mode, "seq": 3, "overwrite": true});
             let mut body = body.as_object().cloned().unwrap_or_default();
             body.retain(|k, _| k == "command" || schema_fields(&schema, name).contains(k));
             let parsed: Result<ControlCommand, _> = serde_json::from_value(Value::Object(body));
             assert!(parsed.is_ok(), "{name}: {parsed:?}");
         }
-        assert_eq!(described.len(), 23, "{described:?}");
+        assert_eq!(described.len(), 25, "{described:?}");
     }
 
     fn schema_fields(schema: &Value, name: &str) -> Vec<String> {

@@ -55,7 +55,7 @@ const INPUT_BODY_LIMIT: usize = 32 * 1024 * 1024;
     modifiers(&BearerToken),
     security(("token" = [])),
     tags(
-        (name = "sessions", description = "Create, list, fork, delete sessions; send input; read the conversation"),
+        (name = "sessions", description = "Create, list, fork, delete sessions; send input; read the conversation; rewind files and conversation to before a turn"),
         (name = "events", description = "Follow events: SSE and WebSocket"),
         (name = "server", description = "Health, model profiles, tools")
     )
@@ -69,6 +69,8 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(sessions::get, sessions::delete))
         .routes(routes!(sessions::open_session))
         .routes(routes!(sessions::fork))
+        .routes(routes!(sessions::rewind_turns, sessions::rewind))
+        .routes(routes!(sessions::undo))
         .routes(routes!(sessions::export))
         .routes(routes!(sessions::input).layer(DefaultBodyLimit::max(INPUT_BODY_LIMIT)))
         .routes(routes!(sessions::interrupt))

@@ -1,6 +1,7 @@
 //! `/v1/sessions...`: create, list, show, open (with MCP servers of its
 //! own), delete, fork, export, send input, interrupt, read the
-//! conversation. One handler per operation; each finds the session through
+//! conversation, rewind (files and/or conversation to before a turn) and
+//! undo. One handler per operation; each finds the session through
 //! the runtime (an id or a unique prefix) and maps failures to the status
 //! that says what was wrong.
 
@@ -8,11 +9,14 @@ use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use super::state::AppState;
 use crate::api::{
     Accepted, CreateSession, Created, Fork, Input, ListQuery, McpServers, Messages, OpenSession,
-    Session, Sessions,
+    Rewind, Rewinds, Session, Sessions, Undo,
 };
 use agentbus_actors::SessionOptions;
+use agentbus_actors::protocol::checkpoint::RewindReport;
 use agentbus_actors::protocol::{InputId, SessionId, SessionInput};
-use agentbus_actors::runtime::{ListCursor, ListPage, ReachedSession, SessionHandle};
+use agentbus_actors::runtime::{
+    ListCursor, ListPage, ReachedSession, RewindOptions, SessionHandle,
+};
 use agentbus_actors::settings::McpServerConfig;
 use axum::Json;
 use axum::extract::{Path, State};
@@ -317,4 +321,93 @@ pub async fn messages(
     let id = state.runtime.resolve(&id).await?;
     let (history, events) = state.runtime.conversation(&id).await?;
     Ok(Json(Messages { history, events }))
+}
+
+/// Refuse to change session `id`'s files or conversation while it runs a
+/// turn (or has inputs queued): what a turn writes meanwhile would be lost
+/// or half taken back.
+async fn refuse_busy(state: &AppState, id: &SessionId) -> Result<(), ApiError> {
+    let loaded = state.runtime.session(id).await;
+    if busy(state, id, loaded.as_ref()).await {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "session {id} is running a turn: wait until it is idle (its `result`), \
+                 or interrupt it first (POST /v1/sessions/{id}/interrupt), then rewind"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/rewind", tag = "sessions", operation_id = "rewind_turns",
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, description = "The session's user turns, each with what it changed in the workspace", body = Rewinds), (status = 404, description = "No such session", body = ErrorBody)))]
+/// The turns a rewind can go back to: each user turn's seq and query, and
+/// the files it changed (with line counts), oldest first.
+pub async fn rewind_turns(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Rewinds>, ApiError> {
+    let id = state.runtime.resolve(&id).await?;
+    let turns = state.runtime.stored().changes(&id).await?;
+    Ok(Json(Rewinds { turns }))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{id}/rewind", tag = "sessions", request_body = Rewind,
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, description = "What the rewind did (or, with `preview`, would do): each file's action and diff; the fork the conversation continues in", body = crate::api_schemas::RewindReport),
+              (status = 400, description = "The request is invalid, or `seq` is not the seq of one of the session's `user` events; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
+              (status = 409, description = "The session is running a turn (not for a preview): wait for its `result`, or interrupt it", body = ErrorBody)))]
+/// Take back what the turns from `seq` on did: the files this session
+/// changed return to their state before the turn (`code`), the
+/// conversation continues in a fork made before it (`conversation`), or
+/// both (the default). A file changed since by someone else is a
+/// conflict, left alone unless `overwrite`. `preview` changes nothing.
+pub async fn rewind(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<Rewind>,
+) -> Result<Json<RewindReport>, ApiError> {
+    let id = state.runtime.resolve(&id).await?;
+    if !body.preview {
+        refuse_busy(&state, &id).await?;
+    }
+    let options = RewindOptions {
+        mode: body.mode.into(),
+        preview: body.preview,
+        overwrite: body.overwrite,
+    };
+    let report = state
+        .runtime
+        .stored()
+        .rewind(&id, body.seq, options)
+        .await?;
+    Ok(Json(report))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{id}/undo", tag = "sessions",
+    request_body(content = Option<Undo>, description = "Optional: without a body, conflicts are left alone and the undo is done"),
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, description = "What the undo did (or, with `preview`, would do): each file's action and diff", body = crate::api_schemas::RewindReport),
+              (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
+              (status = 409, description = "Nothing to undo (no turn changed files that are not taken back already), or the session is running a turn (not for a preview)", body = ErrorBody)))]
+/// Take back the file changes of the last turn that changed files and is
+/// not taken back already; the conversation stays.
+pub async fn undo(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Option<ApiJson<Undo>>,
+) -> Result<Json<RewindReport>, ApiError> {
+    let body = body.map(|ApiJson(b)| b).unwrap_or_default();
+    let id = state.runtime.resolve(&id).await?;
+    if !body.preview {
+        refuse_busy(&state, &id).await?;
+    }
+    let report = state
+        .runtime
+        .stored()
+        .undo(&id, body.preview, body.overwrite)
+        .await?;
+    Ok(Json(report))
 }

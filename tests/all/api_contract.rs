@@ -191,7 +191,7 @@ async fn the_document_says_where_parameters_go_and_which_values_are_accepted() {
     assert_eq!(servers["maxProperties"], 64, "{servers}");
     // Every control command is one of the input's shapes.
     let shapes = schemas["Input"]["oneOf"].as_array().map_or(0, Vec::len);
-    assert_eq!(shapes, 24, "a query and 23 control commands");
+    assert_eq!(shapes, 26, "a query and 25 control commands");
     // Every operation on a session documents the 409 of an ambiguous prefix.
     for (path, item) in document["paths"].as_object().into_iter().flatten() {
         if !path.contains("{id}") {
@@ -237,4 +237,312 @@ async fn streams_refuse_a_seq_past_int64_and_a_plain_get_of_the_websocket_in_jso
     // axum answered this in plain text.
     let error = error_of(server.get(&format!("/v1/sessions/{id}/ws")), 400).await;
     assert!(error.starts_with("not a WebSocket upgrade: "), "{error}");
+}
+
+/// Turns that edit `notes.txt` ("alpha\nbeta\n" before them), one that
+/// only talks, and one that stalls until it is interrupted.
+const REWIND_SCRIPT: &str = r#"
+[[response]]
+match = "edit the notes"
+tool_calls = [ { id = "e1", name = "edit_file", arguments = { path = "notes.txt", old_string = "alpha", new_string = "ALPHA" } } ]
+[[response]]
+match = "edit the notes"
+text = "Edited."
+[[response]]
+match = "edit again"
+tool_calls = [ { id = "e2", name = "edit_file", arguments = { path = "notes.txt", old_string = "alpha", new_string = "ALPHA" } } ]
+[[response]]
+match = "edit again"
+text = "Edited again."
+[[response]]
+match = "just talk"
+text = "Talked."
+[[response]]
+match = "stall"
+text = "This reply starts, then stalls until it is interrupted."
+chunk_size = 2
+stall_after_chunks = 4
+"#;
+
+const NOTES: &str = "alpha\nbeta\n";
+
+/// What in `body` does not fit the document's schema `name`.
+fn violations(document: &Value, name: &str, body: &Value) -> Vec<String> {
+    let schema = json!({
+        "$ref": format!("#/components/schemas/{name}"),
+        "components": document["components"],
+    });
+    let validator = jsonschema::validator_for(&schema).expect("the document's schemas compile");
+    validator
+        .iter_errors(body)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect()
+}
+
+/// Check `body` against the document's schema `name`.
+fn conforms(document: &Value, name: &str, body: &Value) {
+    let errors = violations(document, name, body);
+    assert!(errors.is_empty(), "{name}: {errors:#?}\n{body:#}");
+}
+
+/// Wait until the session says it is idle (its `result` may reach a
+/// client just before the session is done with the turn).
+async fn idle(server: &crate::support::server::Server, id: &str) {
+    let deadline = std::time::Instant::now() + crate::support::GUARD;
+    loop {
+        let session = server.get_json(&format!("/v1/sessions/{id}")).await;
+        if session["busy"] == false {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "{session}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// POST `body` to `path`; the status and the JSON answer.
+async fn post_json(
+    server: &crate::support::server::Server,
+    path: &str,
+    body: Value,
+) -> (u16, Value) {
+    let response = server.post(path).json(&body).send().await.expect("answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("a JSON answer"))
+}
+
+/// A session whose first turn edited notes.txt and whose second only
+/// talked: the server, the session, and the seqs of the two `user` events.
+async fn edited_session(f: &Fixture) -> (crate::support::server::Server, String, u64, u64) {
+    std::fs::write(f.workspace().join("notes.txt"), NOTES).unwrap();
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let edit = server.input(&id, "edit the notes").await;
+    sse.result_of(edit).await;
+    let talk = server.input(&id, "just talk").await;
+    sse.result_of(talk).await;
+    let user_seq = |turn: u64| {
+        sse.events
+            .iter()
+            .find(|e| e["type"] == "user" && e["turn_id"] == turn)
+            .and_then(|e| e["seq"].as_u64())
+            .expect("the turn's user event")
+    };
+    let (first, second) = (user_seq(edit), user_seq(talk));
+    idle(&server, &id).await;
+    (server, id, first, second)
+}
+
+#[tokio::test]
+async fn rewind_lists_turns_previews_and_takes_back_files_and_conversation() {
+    let f = Fixture::with_script(Script::from_toml_str(REWIND_SCRIPT).expect("script")).await;
+    let (server, id, first, second) = edited_session(&f).await;
+    let document: Value = server.get_json("/v1/openapi.json").await;
+    let notes = f.workspace().join("notes.txt");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "ALPHA\nbeta\n");
+
+    // The turns, each with what it changed.
+    let listed = server.get_json(&format!("/v1/sessions/{id}/rewind")).await;
+    conforms(&document, "Rewinds", &listed);
+    let turns = listed["turns"].as_array().cloned().unwrap_or_default();
+    assert_eq!(turns.len(), 2, "{listed}");
+    assert_eq!(turns[0]["seq"], first);
+    assert_eq!(turns[0]["prompt"], "edit the notes");
+    assert_eq!(
+        turns[0]["files"],
+        json!([{"path": "notes.txt", "change": "modified", "added": 1, "removed": 1}])
+    );
+    assert_eq!(turns[1]["seq"], second);
+    assert_eq!(turns[1]["files"], json!([]));
+
+    // A preview says what would happen, and changes nothing.
+    let path = format!("/v1/sessions/{id}/rewind");
+    let (status, preview) = post_json(&server, &path, json!({"seq": first, "preview": true})).await;
+    assert_eq!(status, 200, "{preview}");
+    conforms(&document, "RewindReport", &preview);
+    // (The schemas are closed: a field they do not name is a violation.)
+    let mut extra = preview.clone();
+    extra["files"][0]["mystery"] = json!(1);
+    assert!(!violations(&document, "RewindReport", &extra).is_empty());
+    assert_eq!(preview["preview"], true);
+    assert_eq!(preview["mode"], "both");
+    assert_eq!(preview["prompt"], "edit the notes");
+    assert!(preview.get("forked").is_none(), "{preview}");
+    assert_eq!(preview["files"][0]["path"], "notes.txt");
+    assert_eq!(preview["files"][0]["action"], "restore");
+    let diff = preview["files"][0]["diff"].as_str().unwrap_or_default();
+    assert!(diff.contains("-ALPHA\n+alpha\n"), "{diff}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "ALPHA\nbeta\n");
+    let sessions = server.get_json("/v1/sessions").await;
+    assert_eq!(sessions["sessions"].as_array().map(Vec::len), Some(1));
+
+    // A turn that changed nothing: nothing to restore, and the fork is
+    // made before it.
+    let (status, talked) = post_json(
+        &server,
+        &path,
+        json!({"seq": second, "mode": "conversation"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{talked}");
+    conforms(&document, "RewindReport", &talked);
+    let fork = talked["forked"].as_str().expect("a fork").to_string();
+    let forked = server.get_json(&format!("/v1/sessions/{fork}")).await;
+    assert_eq!(forked["parent"], json!([id, second - 1]));
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "ALPHA\nbeta\n");
+
+    // Both: the file as it was, byte for byte, and the conversation in a
+    // fork before the turn.
+    let (status, done) = post_json(&server, &path, json!({"seq": first})).await;
+    assert_eq!(status, 200, "{done}");
+    conforms(&document, "RewindReport", &done);
+    assert!(done.get("preview").is_none(), "{done}");
+    assert_eq!(done["files"][0]["action"], "restore");
+    assert_eq!(std::fs::read(&notes).unwrap(), NOTES.as_bytes());
+    let fork = done["forked"].as_str().expect("a fork").to_string();
+    let forked = server.get_json(&format!("/v1/sessions/{fork}")).await;
+    assert_eq!(forked["parent"], json!([id, first - 1]));
+    assert_eq!(forked["turns"], 0, "{forked}");
+    // The turn is taken back: the list says so, and there is nothing
+    // left to undo.
+    let listed = server.get_json(&format!("/v1/sessions/{id}/rewind")).await;
+    assert_eq!(listed["turns"][0]["undone"], true, "{listed}");
+    let error = error_of(server.post(&format!("/v1/sessions/{id}/undo")), 409).await;
+    assert!(error.contains("nothing to undo"), "{error}");
+}
+
+#[tokio::test]
+async fn undo_takes_back_the_last_turn_and_a_conflict_is_left_unless_overwritten() {
+    let f = Fixture::with_script(Script::from_toml_str(REWIND_SCRIPT).expect("script")).await;
+    let (server, id, first, _) = edited_session(&f).await;
+    let document: Value = server.get_json("/v1/openapi.json").await;
+    let notes = f.workspace().join("notes.txt");
+    let undo = format!("/v1/sessions/{id}/undo");
+
+    // Someone else changes the file after the session did.
+    std::fs::write(&notes, "ALPHA\nbeta\nmine\n").unwrap();
+    let (status, preview) = post_json(&server, &undo, json!({"preview": true})).await;
+    assert_eq!(status, 200, "{preview}");
+    conforms(&document, "RewindReport", &preview);
+    assert_eq!(preview["seq"], first);
+    assert_eq!(preview["mode"], "code");
+    assert_eq!(preview["files"][0]["action"], "conflict");
+    // The conflict's diff: what someone else changed.
+    let diff = preview["files"][0]["diff"].as_str().unwrap_or_default();
+    assert!(diff.contains("+mine"), "{diff}");
+    // Without overwrite the file stays as they left it; the code-only
+    // rewind makes no fork.
+    let (status, kept) = post_json(
+        &server,
+        &format!("/v1/sessions/{id}/rewind"),
+        json!({"seq": first, "mode": "code"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{kept}");
+    assert_eq!(kept["files"][0]["action"], "conflict");
+    assert!(
+        kept.get("forked").is_none() && kept.get("overwrote").is_none(),
+        "{kept}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "ALPHA\nbeta\nmine\n"
+    );
+    let sessions = server.get_json("/v1/sessions").await;
+    assert_eq!(sessions["sessions"].as_array().map(Vec::len), Some(1));
+
+    // With overwrite it is written back all the same.
+    let (status, overwritten) = post_json(
+        &server,
+        &format!("/v1/sessions/{id}/rewind"),
+        json!({"seq": first, "mode": "code", "overwrite": true}),
+    )
+    .await;
+    assert_eq!(status, 200, "{overwritten}");
+    conforms(&document, "RewindReport", &overwritten);
+    assert_eq!(overwritten["overwrote"], true, "{overwritten}");
+    assert_eq!(std::fs::read(&notes).unwrap(), NOTES.as_bytes());
+
+    // Another edit, then an undo without a body takes it back.
+    let mut sse = server.sse(&id, None).await;
+    let again = server.input(&id, "edit again").await;
+    sse.result_of(again).await;
+    idle(&server, &id).await;
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "ALPHA\nbeta\n");
+    let response = server.post(&undo).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let undone: Value = response.json().await.unwrap();
+    conforms(&document, "RewindReport", &undone);
+    assert_eq!(undone["files"][0]["action"], "restore", "{undone}");
+    assert_eq!(std::fs::read(&notes).unwrap(), NOTES.as_bytes());
+    let error = error_of(server.post(&undo), 409).await;
+    assert!(error.contains("nothing to undo"), "{error}");
+}
+
+#[tokio::test]
+async fn rewind_refuses_bad_bodies_unknown_sessions_other_seqs_and_a_running_turn() {
+    let f = Fixture::with_script(Script::from_toml_str(REWIND_SCRIPT).expect("script")).await;
+    let (server, id, first, _) = edited_session(&f).await;
+    let path = format!("/v1/sessions/{id}/rewind");
+    for (body, names) in [
+        (json!({}), "seq"),
+        (json!({"seq": "3"}), "seq"),
+        (json!({"seq": first, "mode": "everything"}), "mode"),
+        (json!({"seq": first, "force": true}), "force"),
+        (json!({"seq": first, "preview": "yes"}), "preview"),
+    ] {
+        let error = error_of(server.post(&path).json(&body), 400).await;
+        assert!(error.contains(names), "{body}: {error}");
+    }
+    let error = error_of(
+        server
+            .post(&format!("/v1/sessions/{id}/undo"))
+            .json(&json!({"force": true})),
+        400,
+    )
+    .await;
+    assert!(error.contains("force"), "{error}");
+    // A seq that is not a user turn's.
+    let error = error_of(server.post(&path).json(&json!({"seq": first + 1})), 400).await;
+    assert!(error.contains("not the start of a user turn"), "{error}");
+    // No such session.
+    let missing = "ffffffff-ffff-7fff-bfff-ffffffffffff";
+    error_of(server.get(&format!("/v1/sessions/{missing}/rewind")), 404).await;
+    error_of(
+        server
+            .post(&format!("/v1/sessions/{missing}/rewind"))
+            .json(&json!({"seq": 1})),
+        404,
+    )
+    .await;
+    error_of(server.post(&format!("/v1/sessions/{missing}/undo")), 404).await;
+
+    // While a turn runs: a preview is answered, a rewind or undo refused.
+    let mut sse = server.sse(&id, None).await;
+    let stalled = server.input(&id, "stall").await;
+    sse.until(|e| e["type"] == "stream_event").await;
+    let (status, preview) = post_json(&server, &path, json!({"seq": first, "preview": true})).await;
+    assert_eq!(status, 200, "{preview}");
+    for request in [
+        server
+            .post(&path)
+            .json(&json!({"seq": first, "mode": "code"})),
+        server.post(&format!("/v1/sessions/{id}/undo")),
+    ] {
+        let error = error_of(request, 409).await;
+        assert!(
+            error.contains("running a turn") && error.contains("interrupt"),
+            "{error}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(f.workspace().join("notes.txt")).unwrap(),
+        "ALPHA\nbeta\n"
+    );
+    server
+        .post(&format!("/v1/sessions/{id}/interrupt"))
+        .send()
+        .await
+        .unwrap();
+    sse.result_of(stalled).await;
 }

@@ -554,6 +554,9 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "DELETE /v1/sessions/{id}",
         "POST /v1/sessions/{id}/open",
         "POST /v1/sessions/{id}/fork",
+        "GET /v1/sessions/{id}/rewind",
+        "POST /v1/sessions/{id}/rewind",
+        "POST /v1/sessions/{id}/undo",
         "GET /v1/sessions/{id}/export",
         "POST /v1/sessions/{id}/input",
         "POST /v1/sessions/{id}/interrupt",
@@ -1279,6 +1282,56 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
         .filter(|title| !title.starts_with("bulk "))
         .collect();
     assert_eq!(titles, ["hello"]);
+}
+
+/// "Rewind to here" on the web page (`tests/browser/page.test.mjs` with
+/// `PAGE_SUITE=rewind`, against `tests/fixtures/scripts/web_rewind.toml`):
+/// a turn runs a command and edits notes.txt; after a reload the dialog
+/// shows the diff and the command it cannot take back, and "Restore code
+/// and conversation" puts the file back byte for byte and moves the page to
+/// the fork; there a second edit, then a change by "someone else": the
+/// dialog shows the conflict and "Code only" leaves their change.
+#[tokio::test]
+async fn the_web_page_rewinds_a_turn_and_leaves_a_conflict_alone() {
+    let f = Fixture::new("web_rewind").await;
+    let notes = f.workspace().join("notes.txt");
+    std::fs::write(&notes, "alpha\nbeta\n").unwrap();
+    let server = f.serve().await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let output = tokio::process::Command::new(&script)
+        .env("PAGE_SUITE", "rewind")
+        .env("AGENTBUS_URL", &server.url)
+        .env("AGENTBUS_TOKEN", &server.token)
+        .env("REWIND_FILE", &notes)
+        .env("REWIND_PROMPT", "edit the notes please")
+        .env("CONFLICT_PROMPT", "change them again")
+        .env("SCREENSHOT", f.home.path().join("rewind.png"))
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    assert!(stdout.contains("7 passed, 0 failed"), "{stdout}");
+    f.assert_requests_valid();
+    // What the page left: the fork's edit, and the change after it that
+    // "Code only" did not overwrite.
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "ALPHA\nbeta\nchanged by someone else\n"
+    );
+    let sessions: Value = server.get_json("/v1/sessions").await;
+    let forks: Vec<&Value> = sessions["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["parent"].is_array())
+        .collect();
+    assert_eq!(forks.len(), 1, "{sessions}");
 }
 
 /// A fixture whose sessions start in `default` mode, where every `bash`

@@ -30,11 +30,23 @@
 // attachments, images, commands, image-notice, approval, phone,
 // phone-sessions.
 //
+// PAGE_SUITE=rewind runs the rewind checks instead (tests/all/serve.rs,
+// tests/fixtures/scripts/web_rewind.toml): REWIND_FILE (the absolute path of
+// a file of the session's workspace), REWIND_PROMPT (a message whose turn
+// runs a command and edits that file), CONFLICT_PROMPT (another message
+// whose turn edits it). A turn edits the file; after a reload, "Rewind to
+// here" on its message shows the preview's diff and what cannot be taken
+// back, and "Restore code and conversation" puts the file back byte for
+// byte and switches the page to the fork, its input holding the message
+// again; there a second turn edits it, the test changes the file itself,
+// and the dialog shows the conflict, which "Code only" leaves alone.
+// Screenshots: rewind, rewind-conflict.
+//
 // Every wait is Playwright's own (locator.waitFor / waitForFunction): no
 // fixed sleeps. Exits 1 at the first failed check, with a screenshot.
 
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -63,7 +75,14 @@ if (APPROVAL_PROMPT && !(APPROVAL_COMMAND && EDIT_PROMPT && EDIT_OLD && EDIT_NEW
   process.exit(2);
 }
 
-for (const [name, value] of Object.entries({ AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT })) {
+const SUITE = env.PAGE_SUITE || 'page';
+const REWIND_FILE = env.REWIND_FILE || '';
+const REWIND_PROMPT = env.REWIND_PROMPT || '';
+const CONFLICT_PROMPT = env.CONFLICT_PROMPT || '';
+const required = SUITE === 'rewind'
+  ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, REWIND_FILE, REWIND_PROMPT, CONFLICT_PROMPT }
+  : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
+for (const [name, value] of Object.entries(required)) {
   if (!value) {
     console.error(`browser test: ${name} is not set`);
     process.exit(2);
@@ -194,6 +213,156 @@ async function imagesLoaded(locator) {
   return locator.evaluateAll((imgs) => imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0));
 }
 
+/** GET an API path with the token; its JSON. */
+async function apiGet(path) {
+  const answer = await fetch(`${BASE}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
+  expect(answer.ok, `GET ${path} answered ${answer.status}`);
+  return answer.json();
+}
+
+/** Wait until `fn()` is true (polled; for what is outside the page, such as a file on disk). */
+async function until(what, fn) {
+  const deadline = Date.now() + TIMEOUT;
+  for (;;) {
+    if (await fn()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The rewind checks (PAGE_SUITE=rewind): see the top of this file. */
+async function rewindChecks(page) {
+  const original = readFileSync(REWIND_FILE);
+  const selected = page.locator('[data-testid="session-item"][data-selected="true"]');
+  const dialog = byId(page, 'rewind-dialog');
+  const idle = () => page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
+
+  /** Send `text` and wait for its turn to end. */
+  async function turn(text, reply) {
+    await byId(page, 'input').fill(text);
+    await byId(page, 'input').press('Enter');
+    await byId(page, 'message-assistant').filter({ hasText: reply }).waitFor();
+    await byId(page, 'result-line').last().waitFor();
+    await idle();
+  }
+
+  let sessionId;
+  await check('a session whose turn runs a command and edits the file', page, async () => {
+    await page.goto(`${BASE}/?token=${encodeURIComponent(TOKEN)}`);
+    await byId(page, 'new-session').click();
+    await selected.waitFor();
+    sessionId = await selected.getAttribute('data-session-id');
+    await page.locator('[data-testid="input"]:enabled').waitFor();
+    await turn(REWIND_PROMPT, 'Edited the notes.');
+    await page.locator('[data-testid="tool-result"][data-error="false"]').nth(1).waitFor();
+    const now = readFileSync(REWIND_FILE);
+    expect(!now.equals(original), 'the turn did not change the file');
+  });
+
+  const message = byId(page, 'message-user').filter({ hasText: REWIND_PROMPT });
+  const button = message.locator('[data-testid="rewind-here"]');
+  await check('after a reload each user message has a "Rewind to here" button, labelled and reachable by keyboard', page, async () => {
+    await page.reload();
+    await page.locator(`[data-testid="session-item"][data-session-id="${sessionId}"][data-selected="true"]`).waitFor();
+    await byId(page, 'message-assistant').filter({ hasText: 'Edited the notes.' }).waitFor();
+    await button.waitFor({ state: 'attached' });
+    expect((await button.evaluate((b) => b.tagName)) === 'BUTTON', 'the action is not a button');
+    const label = await button.getAttribute('aria-label');
+    expect(label.startsWith('Rewind to here') && label.includes(REWIND_PROMPT), `its label: ${JSON.stringify(label)}`);
+    // Shown once it has the keyboard's focus; Enter opens the dialog.
+    await button.focus();
+    const shown = await button.evaluate((b) => document.activeElement === b && getComputedStyle(b).opacity);
+    expect(shown === '1', `focused, the button is ${JSON.stringify(shown)}`);
+    await page.keyboard.press('Enter');
+    await dialog.waitFor({ state: 'visible' });
+  });
+
+  const file = (action) => dialog.locator(`[data-testid="rewind-file"][data-action="${action}"]`);
+  await check('the dialog shows what the turn changed: the file to restore with its diff, and what cannot be taken back', page, async () => {
+    const restore = file('restore');
+    await restore.waitFor();
+    const name = REWIND_FILE.split('/').pop();
+    expect((await restore.getAttribute('data-path')) === name, `the file is ${await restore.getAttribute('data-path')}`);
+    const rows = await restore.locator('[data-testid="rewind-diff"] span').evaluateAll((spans) => spans.map((s) => [s.className, s.textContent]));
+    const removed = rows.filter(([c]) => c === 'diff-del').map(([, t]) => t);
+    const added = rows.filter(([c]) => c === 'diff-add').map(([, t]) => t);
+    expect(JSON.stringify(removed) === '["-ALPHA"]' && JSON.stringify(added) === '["+alpha"]', `the diff: ${JSON.stringify(rows)}`);
+    const colours = await restore.locator('[data-testid="rewind-diff"]').evaluate((pre) => [
+      getComputedStyle(pre.querySelector('.diff-del')).color,
+      getComputedStyle(pre.querySelector('.diff-add')).color,
+    ]);
+    expect(colours[0] !== colours[1], `removed and added lines look alike: ${colours}`);
+    const cannot = await byId(page, 'rewind-cannot-restore').textContent();
+    expect(/1 command ran/.test(cannot), `what cannot be taken back: ${JSON.stringify(cannot)}`);
+    expect(await byId(page, 'rewind-overwrite').isHidden(), 'an overwrite checkbox without a conflict');
+    for (const id of ['rewind-both', 'rewind-conversation', 'rewind-code']) {
+      await page.locator(`[data-testid="${id}"]:enabled`).waitFor();
+    }
+    // Only a preview so far.
+    expect(!readFileSync(REWIND_FILE).equals(original), 'the preview changed the file');
+    await shot(page, 'rewind');
+  });
+
+  let forkId;
+  await check('"Restore code and conversation" puts the file back byte for byte and shows the fork, the message in the input again', page, async () => {
+    await byId(page, 'rewind-both').click();
+    await dialog.waitFor({ state: 'hidden' });
+    await page.locator(`[data-testid="session-item"][data-selected="true"]:not([data-session-id="${sessionId}"])`).waitFor();
+    forkId = await selected.getAttribute('data-session-id');
+    await until('the file is back as it was', () => readFileSync(REWIND_FILE).equals(original));
+    const fork = await apiGet(`/v1/sessions/${forkId}`);
+    expect(Array.isArray(fork.parent) && fork.parent[0] === sessionId, `the fork's parent: ${JSON.stringify(fork.parent)}`);
+    await page.locator('[data-testid="input"]:enabled').waitFor();
+    const typed = await byId(page, 'input').inputValue();
+    expect(typed === REWIND_PROMPT, `the input holds ${JSON.stringify(typed)}`);
+    // The fork holds the conversation before the message.
+    await byId(page, 'notice').first().waitFor();
+    expect((await byId(page, 'message-user').count()) === 0, 'the fork shows the message rewound past');
+    expect(page.url().endsWith('#' + forkId), `the address is ${page.url()}`);
+  });
+
+  const conflictMessage = byId(page, 'message-user').filter({ hasText: CONFLICT_PROMPT });
+  await check('in the fork a turn edits the file, which someone then changes: after a reload the dialog shows the conflict', page, async () => {
+    await turn(CONFLICT_PROMPT, 'Changed them again.');
+    const edited = readFileSync(REWIND_FILE);
+    expect(!edited.equals(original), 'the second turn did not change the file');
+    writeFileSync(REWIND_FILE, Buffer.concat([edited, Buffer.from('changed by someone else\n')]));
+    await page.reload();
+    await page.locator(`[data-testid="session-item"][data-session-id="${forkId}"][data-selected="true"]`).waitFor();
+    await byId(page, 'message-assistant').filter({ hasText: 'Changed them again.' }).waitFor();
+    await idle();
+    await conflictMessage.locator('[data-testid="rewind-here"]').click();
+    await dialog.waitFor({ state: 'visible' });
+    const conflict = file('conflict');
+    await conflict.waitFor();
+    await conflict.locator('[data-testid="rewind-conflict"]').waitFor();
+    const added = await conflict.locator('[data-testid="rewind-diff"] .diff-add').allTextContents();
+    expect(JSON.stringify(added) === '["+changed by someone else"]', `the conflict's diff adds ${JSON.stringify(added)}`);
+    const box = byId(page, 'rewind-overwrite');
+    await box.waitFor();
+    expect(!(await box.isChecked()), 'overwrite is checked already');
+    const label = await page.locator('#rewind-overwrite-row').textContent();
+    expect(label.includes('Overwrite files changed by someone else'), `the checkbox says ${JSON.stringify(label)}`);
+    await shot(page, 'rewind-conflict');
+  });
+
+  await check('"Code only" without overwrite leaves the file as someone left it, stays in the session and says so', page, async () => {
+    const theirs = readFileSync(REWIND_FILE);
+    await byId(page, 'rewind-code').click();
+    const result = byId(page, 'rewind-result');
+    await result.waitFor();
+    await result.locator('[data-testid="rewind-file"][data-action="conflict"]').filter({ hasText: 'left as it is' }).waitFor();
+    expect(readFileSync(REWIND_FILE).equals(theirs), 'the file someone changed was overwritten');
+    expect((await selected.getAttribute('data-session-id')) === forkId, 'the page left the session');
+    const sessions = await apiGet('/v1/sessions');
+    expect(sessions.sessions.length === 2, `${sessions.sessions.length} sessions, expected the first and its fork`);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+    const focused = await page.evaluate(() => document.activeElement && document.activeElement.dataset.testid);
+    expect(focused === 'rewind-here', `after the dialog closes the focus is on ${JSON.stringify(focused)}`);
+  });
+}
+
 async function main() {
   const profile = mkdtempSync(join(tmpdir(), 'agentbus-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
@@ -228,6 +397,16 @@ async function main() {
   });
 
   try {
+    if (SUITE === 'rewind') {
+      await rewindChecks(page);
+      await check('the page threw no JavaScript errors', page, async () => {
+        expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
+        expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);
+      });
+      console.log(`${passed} passed, 0 failed`);
+      return;
+    }
+
     await check('the page loads with the token and hides it from the address bar', page, async () => {
       await page.goto(`${BASE}/?token=${encodeURIComponent(TOKEN)}`);
       await byId(page, 'new-session').waitFor({ state: 'visible' });

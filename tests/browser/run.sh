@@ -5,6 +5,10 @@
 #   EXPECTED_REPLY='text of the scripted reply' SLOW_PROMPT='prompt whose reply streams slowly' \
 #   tests/browser/run.sh
 #
+#   PAGE_SUITE=rewind AGENTBUS_URL=... AGENTBUS_TOKEN=... REWIND_FILE=/abs/notes.txt \
+#   REWIND_PROMPT='prompt whose turn edits it' CONFLICT_PROMPT='another such prompt' \
+#   tests/browser/run.sh
+#
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 # AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
@@ -19,7 +23,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 INSTALL_ONLY=0
 if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; fi
 
-for var in AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT; do
+# PAGE_SUITE=rewind runs the rewind checks alone (see page.test.mjs).
+case "${PAGE_SUITE:-page}" in
+  page) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT" ;;
+  rewind) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN REWIND_FILE REWIND_PROMPT CONFLICT_PROMPT" ;;
+  *) echo "browser test: PAGE_SUITE is page or rewind, not ${PAGE_SUITE}" >&2; exit 2 ;;
+esac
+for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then
     echo "browser test: $var is not set (see the top of $0)" >&2
     exit 2
