@@ -11,6 +11,8 @@
 //!    checkpoints off, then on: the first look keeps every file's bytes
 //!    (cold), the next ones only compare metadata (warm). Each turn's wall
 //!    time, median of 5, and the store's size before and after the cold one.
+//!    Then one turn of 11 such calls: what each further call costs inside
+//!    a session (the chat, `serve`), against the one-call turn.
 //! 2. A `sed -i` over 1,000 of the files (one turn), then `/rewind SEQ
 //!    code` of that turn: its wall time against a `/usage` (the process
 //!    alone), and that the files are back.
@@ -27,6 +29,8 @@ use support::Fixture;
 
 const FOLDERS: usize = 100;
 const ROUNDS: usize = 5;
+/// Bash calls in the turn that measures a call's cost inside a session.
+const SERIAL: usize = 11;
 
 fn files() -> usize {
     std::env::var("AGENTBUS_BENCH_FILES")
@@ -61,6 +65,13 @@ fn script(rounds: usize) -> Script {
             "[[response]]\ntool_calls = [ { id = \"t\", name = \"bash\", arguments = { command = \"true\" } } ]\n[[response]]\ntext = \"ok\"\n",
         );
     }
+    // One turn of SERIAL bash calls: what each costs inside one session.
+    for i in 0..SERIAL {
+        toml.push_str(&format!(
+            "[[response]]\ntool_calls = [ {{ id = \"m{i}\", name = \"bash\", arguments = {{ command = \"true\" }} }} ]\n"
+        ));
+    }
+    toml.push_str("[[response]]\ntext = \"many\"\n");
     toml.push_str(
         "[[response]]\ntool_calls = [ { id = \"s\", name = \"bash\", arguments = { command = \"sed -i 's/offset/OFFSET/' src00[0-9]/*.rs\" } } ]\n[[response]]\ntext = \"edited\"\n",
     );
@@ -149,6 +160,13 @@ async fn bench() {
     println!(
         "  later bash turns, each a new process (metadata compared with the cache file, nothing kept): {warm:.0} ms, +{:.0} ms (median of {ROUNDS})",
         warm - off
+    );
+
+    // Inside one session: SERIAL calls in one turn against one.
+    let (serial, _) = timed(&fx, &["run", "--json", "--session", &id, "many calls"]).await;
+    println!(
+        "  inside one session, each further checkpointed bash call: +{:.0} ms ({SERIAL} calls in one turn: {serial:.0} ms)",
+        (serial - warm) / (SERIAL - 1) as f64
     );
 
     // A sed -i over 1,000 files, then its rewind.

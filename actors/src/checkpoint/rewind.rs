@@ -289,7 +289,8 @@ pub fn cannot_restore(events: &[EventEnvelope], seq: u64) -> Vec<String> {
 
 /// Preview (`apply` false) or do a rewind of the files of session
 /// `session` to before turn `seq`. Conflicts are overwritten only when
-/// `overwrite`. Done: the checkpoints rewound are marked undone.
+/// `overwrite`. Done (no conflict left alone): the checkpoints rewound are
+/// marked undone.
 pub async fn files(
     store: &dyn SessionStore,
     session: &SessionId,
@@ -326,7 +327,10 @@ pub async fn files(
             detail,
         })?;
     }
-    if !ids.is_empty() {
+    // Taken back only when every file was: a conflict left alone keeps the
+    // turn to rewind (or undo) again, with `--force`.
+    let left_alone = report.conflicts().next().is_some() && !overwrite;
+    if !ids.is_empty() && !left_alone {
         store.mark_undone(session, ids).await?;
     }
     Ok(report)
