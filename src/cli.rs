@@ -1,6 +1,7 @@
 //! The command line: global flags and subcommands (clap).
 
 use crate::logging::LogFormat;
+use agentbus_actors::protocol::checkpoint::RewindMode;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -91,7 +92,8 @@ pub enum Command {
     /// Inspect the configured MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
-    /// List, show, export, import, fork and delete stored sessions.
+    /// List, show, export, import, fork, rewind and delete stored sessions;
+    /// collect the checkpoints' unneeded file versions.
     #[command(subcommand)]
     Sessions(SessionsCommand),
     /// Show the hooks sessions in this workspace run, and trust the
@@ -165,6 +167,55 @@ pub enum SessionsCommand {
     },
     /// Delete a session and its events.
     Delete { id: String },
+    /// Without SEQ: a session's turns and what each changed in the
+    /// workspace. With SEQ: take back the files and/or the conversation to
+    /// before that turn (the conversation: a fork, as `fork --at` makes).
+    Rewind {
+        /// Session id, or the start of one.
+        id: String,
+        /// The turn: its event number, as the list shows it.
+        seq: Option<u64>,
+        /// What to take back: the files and the conversation (`both`),
+        /// the conversation alone or the files (`code`) alone.
+        #[arg(long, value_name = "both|conversation|code", value_parser = rewind_mode, default_value = "both", requires = "seq")]
+        mode: RewindMode,
+        /// Overwrite files someone else changed since (else left alone).
+        #[arg(long, requires = "seq")]
+        force: bool,
+        /// Only say what would be done, with each file's diff.
+        #[arg(long, requires = "seq")]
+        preview: bool,
+        /// The list or the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take back the file changes of a session's last turn that changed
+    /// files (and is not taken back already); the conversation stays.
+    Undo {
+        /// Session id, or the start of one.
+        id: String,
+        /// Overwrite files someone else changed since (else left alone).
+        #[arg(long)]
+        force: bool,
+        /// Only say what would be done, with each file's diff.
+        #[arg(long)]
+        preview: bool,
+        /// The report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete the stored file versions no checkpoint needs any more
+    /// (unused for an hour), and say what the checkpoints now hold.
+    Gc {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `--mode`'s word.
+fn rewind_mode(word: &str) -> Result<RewindMode, String> {
+    RewindMode::parse(word)
+        .ok_or_else(|| format!("`{word}` is not a mode; use both, conversation or code"))
 }
 
 #[derive(Debug, Subcommand)]

@@ -2,7 +2,8 @@
 //! without chatting.
 //!
 //! - [`sessions`]: `agentbus sessions list|show|export|import|fork|delete`,
-//!   straight from the store (no model, no MCP server started).
+//!   straight from the store (no model, no MCP server started), and
+//!   [`rewind`]: `agentbus sessions rewind|undo|gc`, the checkpoints'.
 //! - [`mcp`]: `agentbus mcp list`, which starts the configured MCP servers
 //!   once and reports what each offers.
 //! - [`hooks`]: `agentbus hooks list|trust`, the hooks a session in the
@@ -10,4 +11,5 @@
 
 pub mod hooks;
 pub mod mcp;
+pub mod rewind;
 pub mod sessions;

@@ -1,13 +1,16 @@
-//! `agentbus sessions list|show|export|import|fork|delete`: the stored
-//! sessions, straight from the store (no model, no MCP servers started).
-//! `list` shows the sessions of the workspace (`--workspace`, else the
-//! current directory); `--all` every workspace's, with a WORKSPACE column.
+//! `agentbus sessions list|show|export|import|fork|delete|rewind|undo|gc`:
+//! the stored sessions, straight from the store (no model, no MCP servers
+//! started). `list` shows the sessions of the workspace (`--workspace`,
+//! else the current directory); `--all` every workspace's, with a
+//! WORKSPACE column. `rewind`, `undo` and `gc` are the checkpoints'
+//! ([`rewind`](super::rewind)).
 
+use super::rewind;
 use crate::cli::SessionsCommand;
 use crate::frontend::output::Output;
 use crate::frontend::output::json::JsonLines;
 use agentbus_actors::protocol::{AgentMessage, ContentBlock, EventEnvelope, SystemSubtype};
-use agentbus_actors::runtime::{SessionDocument, SessionRecord};
+use agentbus_actors::runtime::{RewindOptions, SessionDocument, SessionRecord};
 use agentbus_actors::{Settings, StoredSessions};
 use anyhow::Context as _;
 use std::io::Write;
@@ -16,7 +19,7 @@ use std::process::ExitCode;
 pub async fn run(settings: Settings, command: SessionsCommand) -> anyhow::Result<ExitCode> {
     let stored = StoredSessions::open(&settings).await?;
     let workspace = settings.workspace.display().to_string();
-    let result = dispatch(&stored, &workspace, command).await;
+    let result = dispatch(&stored, &workspace, &settings.data_dir, command).await;
     stored.close().await;
     result.map(|()| ExitCode::SUCCESS)
 }
@@ -24,6 +27,7 @@ pub async fn run(settings: Settings, command: SessionsCommand) -> anyhow::Result
 async fn dispatch(
     stored: &StoredSessions,
     workspace: &str,
+    data_dir: &std::path::Path,
     command: SessionsCommand,
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout();
@@ -119,6 +123,37 @@ async fn dispatch(
             stored.delete(&id).await?;
             eprintln!("Deleted session {id}.");
         }
+        SessionsCommand::Rewind {
+            id,
+            seq,
+            mode,
+            force,
+            preview,
+            json,
+        } => {
+            let id = stored.resolve(&id).await?;
+            match seq {
+                None => rewind::list(&mut out, stored, &id, json).await?,
+                Some(seq) => {
+                    let options = RewindOptions {
+                        mode,
+                        preview,
+                        overwrite: force,
+                    };
+                    rewind::rewind(&mut out, stored, data_dir, &id, seq, options, json).await?
+                }
+            }
+        }
+        SessionsCommand::Undo {
+            id,
+            force,
+            preview,
+            json,
+        } => {
+            let id = stored.resolve(&id).await?;
+            rewind::undo(&mut out, stored, data_dir, &id, preview, force, json).await?;
+        }
+        SessionsCommand::Gc { json } => rewind::gc(&mut out, stored, json).await?,
     }
     out.flush()?;
     Ok(())

@@ -158,6 +158,22 @@ impl Attached {
         })
     }
 
+    /// Queue a control command (what a picker chose), as typed commands
+    /// are: it waits its turn in the session's queue.
+    pub async fn submit_control(
+        &self,
+        command: agentbus_actors::protocol::ControlCommand,
+    ) -> anyhow::Result<InputId> {
+        Ok(match &self.link {
+            Link::Local { session, .. } => {
+                session
+                    .submit(agentbus_actors::protocol::UserInput::Control { command })
+                    .await?
+            }
+            Link::Remote { client, id, .. } => client.submit_control(id, &command).await?,
+        })
+    }
+
     /// Answer approval request `request_id` (the first answer wins).
     pub async fn decide(
         &self,

@@ -398,6 +398,15 @@ impl Backend {
         }
     }
 
+    /// The stored sessions, when they live in this process (a server's
+    /// are reached through its API).
+    pub fn stored(&self) -> Option<&agentbus_actors::StoredSessions> {
+        match self {
+            Backend::Local(runtime) => Some(runtime.stored()),
+            Backend::Remote { .. } => None,
+        }
+    }
+
     /// The server's address, when the sessions live in one.
     pub fn server(&self) -> Option<String> {
         match self {

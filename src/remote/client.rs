@@ -265,6 +265,23 @@ impl RemoteClient {
         self.submit_query(id, text, Vec::new()).await
     }
 
+    /// Queue a control command in a session (the input's
+    /// `{"command": ...}` form).
+    pub async fn submit_control(
+        &self,
+        id: &SessionId,
+        command: &agentbus_actors::protocol::ControlCommand,
+    ) -> Result<InputId, RemoteError> {
+        let url = self.url(&["sessions", &id.0, "input"]);
+        let accepted: Accepted = self
+            .send(
+                "a command",
+                self.request(reqwest::Method::POST, url).json(command),
+            )
+            .await?;
+        Ok(accepted.input_id)
+    }
+
     /// Send a query with images (the input's `images`).
     pub async fn submit_query(
         &self,

@@ -349,3 +349,114 @@ async fn the_chat_asks_to_trust_the_workspaces_hooks_and_remembers_the_answer() 
         listed.stdout_text()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rewind_picker_previews_the_diff_and_takes_back_what_is_chosen() {
+    use crate::support::tmux::line_with;
+    // A turn that edits notes.txt, then one that does not.
+    let script = r#"
+[[response]]
+match = "rework the notes"
+tool_calls = [ { id = "r1", name = "edit_file", arguments = '{"path": "notes.txt", "old_string": "second line", "new_string": "second LINE"}' } ]
+
+[[response]]
+match = "rework the notes"
+text = "Reworked."
+
+[[response]]
+match = "talk about it"
+text = "Talked."
+"#;
+    let fx = Fixture::with_script(agentbus_testkit::Script::from_toml_str(script).unwrap()).await;
+    let notes = fx.workspace().join("notes.txt");
+    std::fs::write(&notes, "first line\nsecond line\n").unwrap();
+    let mut term = chat(&fx, &[]).await;
+    term.type_line("rework the notes");
+    term.wait_for("Reworked.").await;
+    term.wait_for_prompt().await;
+    term.type_line("talk about it");
+    term.wait_for("Talked.").await;
+    let screen = term.wait_for_prompt().await;
+    let id = session_id(&screen);
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "first line\nsecond LINE\n"
+    );
+    let calls = fx.server.model_calls().len();
+
+    // The turns, newest first, with what each changed; the highlighted
+    // one's preview under them.
+    term.type_line("/rewind");
+    let screen = term.wait_for("Rewind to before a turn (2 turns").await;
+    let picker = &screen[screen.find("Rewind to before a turn").unwrap()..];
+    let rows: Vec<&str> = picker.lines().skip(1).take(2).collect();
+    assert!(
+        rows[0].starts_with("› ") && rows[0].ends_with("talk about it · no files changed"),
+        "{screen}"
+    );
+    assert!(
+        rows[1].starts_with("  ") && rows[1].ends_with("  rework the notes · +1 -1 notes.txt"),
+        "{screen}"
+    );
+    term.wait_for("no file would change").await;
+    term.keys(&["Down"]);
+    let screen = term.wait_for_coloured("notes.txt — restore").await;
+    let removed = line_with(&screen, "-second LINE").expect("the removed line");
+    let added = line_with(&screen, "+second line").expect("the added line");
+    let red = ["31", "91", "38;5;1", "38;5;9"];
+    let green = ["32", "92", "38;5;2", "38;5;10"];
+    assert!(red.contains(&first_style(removed).as_str()), "{removed:?}");
+    assert!(green.contains(&first_style(added).as_str()), "{added:?}");
+
+    // The code only: the file comes back, the conversation stays.
+    term.keys(&["Enter"]);
+    term.wait_for("what to take back?").await;
+    term.keys(&["Down", "Down"]);
+    term.wait_for("› Restore code only").await;
+    term.keys(&["Enter"]);
+    term.wait_for("restored notes.txt").await;
+    let screen = term.wait_for_prompt().await;
+    assert_eq!(
+        std::fs::read_to_string(&notes).unwrap(),
+        "first line\nsecond line\n"
+    );
+    assert_eq!(session_id(&screen), id, "no fork for the code alone");
+
+    // Esc cancels; then the conversation only: the chat moves to a fork
+    // made before the turn, with the turn's prompt back at the prompt.
+    term.type_line("/rewind");
+    term.wait_for("Rewind to before a turn (2 turns").await;
+    term.keys(&["Escape"]);
+    term.wait_for("● nothing rewound").await;
+    term.wait_for_prompt().await;
+    term.type_line("/rewind");
+    term.wait_for("Rewind to before a turn (2 turns").await;
+    term.keys(&["Down", "Enter"]);
+    term.wait_for("what to take back?").await;
+    term.keys(&["Down", "Enter"]);
+    let screen = term
+        .wait_until("the rewound prompt at the prompt", |screen| {
+            Terminal::prompt_line(screen).is_some_and(|l| l.contains("rework the notes"))
+        })
+        .await;
+    assert!(
+        screen.contains("The conversation continues before turn"),
+        "{screen}"
+    );
+    let fork = screen
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("● session "))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the fork's session line");
+    assert_ne!(fork, id);
+    assert_eq!(fx.server.model_calls().len(), calls, "no model call");
+}
+
+/// The SGR parameters a line starts with (`""` when it starts unstyled).
+fn first_style(line: &str) -> String {
+    line.strip_prefix("\x1b[")
+        .and_then(|rest| rest.split_once('m'))
+        .map(|(params, _)| params.to_string())
+        .unwrap_or_default()
+}

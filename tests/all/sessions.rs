@@ -559,3 +559,270 @@ async fn continue_on_a_session_held_by_serve_suggests_attach() {
         "the daemon's address file is gone"
     );
 }
+
+/// A turn that overwrites a.txt, edits b.txt and creates c.txt; then a
+/// turn that changes nothing.
+const EDITS: &str = r#"
+[[response]]
+tool_calls = [
+  { id = "w1", name = "write_file", arguments = { path = "a.txt", content = "alpha TWO\n" } },
+  { id = "e1", name = "edit_file", arguments = { path = "b.txt", old_string = "beta one", new_string = "beta TWO" } },
+  { id = "w2", name = "write_file", arguments = { path = "c.txt", content = "made\n" } },
+]
+[[response]]
+text = "Changed them."
+[[response]]
+text = "Nothing to change."
+"#;
+
+/// The files before the turn (b.txt with CRLF and no final newline: they
+/// must come back byte for byte).
+const A: &[u8] = b"alpha one\n";
+const B: &[u8] = b"beta one\r\nsecond line";
+
+/// A session of the two turns in a fresh fixture; its id and the seqs of
+/// its turns.
+async fn edited_session() -> (Fixture, String, Vec<u64>) {
+    let fx = Fixture::with_script(agentbus_testkit::Script::from_toml_str(EDITS).unwrap()).await;
+    std::fs::write(fx.workspace().join("a.txt"), A).unwrap();
+    std::fs::write(fx.workspace().join("b.txt"), B).unwrap();
+    let first = fx.run(&["run", "--json", "change the files"]).await;
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    let id = session_id(&first.events());
+    let second = fx.run(&["run", "--session", &id, "just talk"]).await;
+    assert_eq!(second.code(), Some(0), "{}", second.stderr);
+    let listed = fx.run(&["sessions", "rewind", &id, "--json"]).await;
+    assert_eq!(listed.code(), Some(0), "{}", listed.stderr);
+    let list: Value = serde_json::from_str(&listed.stdout_text()).unwrap();
+    let seqs = list["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["seq"].as_u64().unwrap())
+        .collect();
+    (fx, id, seqs)
+}
+
+#[tokio::test]
+async fn sessions_rewind_lists_the_turns_previews_and_restores_the_files() {
+    let (fx, id, seqs) = edited_session().await;
+    let ws = fx.workspace().to_path_buf();
+    assert_eq!(seqs.len(), 2, "{seqs:?}");
+    assert_eq!(
+        std::fs::read(ws.join("b.txt")).unwrap(),
+        b"beta TWO\r\nsecond line"
+    );
+
+    // The list: each turn with what it changed.
+    let out = fx.run(&["sessions", "rewind", &id]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = out.stdout_text();
+    for line in [
+        format!("Turns of session {id}"),
+        format!("{}  change the files", seqs[0]),
+        "+1 -1 a.txt".to_string(),
+        "+1 -1 b.txt".to_string(),
+        "+1 -0 c.txt (created)".to_string(),
+        format!("{}  just talk", seqs[1]),
+        "(no files changed)".to_string(),
+    ] {
+        assert!(text.contains(&line), "{line:?} missing from:\n{text}");
+    }
+    assert!(
+        out.stderr.contains("agentbus sessions rewind"),
+        "{}",
+        out.stderr
+    );
+    // `run` and the piped chat print `/rewind`'s list as the session words it.
+    let out = fx.run(&["run", "--session", &id, "/rewind"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = out.stdout_text();
+    assert!(
+        text.contains("Turns (rewind with /rewind SEQ") && text.contains("+1 -0 c.txt (created)"),
+        "{text}"
+    );
+    let mut chat = fx.spawn_with_stdin(&["chat", "--session", &id]);
+    chat.send("/rewind\n").await;
+    let out = chat.finish().await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout_text().contains("+1 -1 b.txt"),
+        "{}",
+        out.stdout_text()
+    );
+
+    // A preview says what would be done, with the diffs, and does nothing.
+    let turn = seqs[0].to_string();
+    let out = fx
+        .run(&[
+            "sessions",
+            "rewind",
+            &id,
+            &turn,
+            "--mode",
+            "code",
+            "--preview",
+        ])
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = out.stdout_text();
+    for line in [
+        "nothing was changed",
+        "would restore a.txt",
+        "would restore b.txt",
+        "would remove c.txt",
+        "-alpha TWO",
+        "+alpha one",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    assert!(!text.contains("fork"), "code only: {text}");
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), b"alpha TWO\n");
+
+    // Done: the files are as they were, byte for byte; no fork.
+    let out = fx
+        .run(&["sessions", "rewind", &id, &turn, "--mode", "code"])
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = out.stdout_text();
+    for line in ["restored a.txt", "restored b.txt", "removed c.txt"] {
+        assert!(text.contains(line), "{line:?} missing from:\n{text}");
+    }
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), A);
+    assert_eq!(std::fs::read(ws.join("b.txt")).unwrap(), B);
+    assert!(!ws.join("c.txt").exists());
+    let list = fx.run(&["sessions", "list", "--json"]).await;
+    let records: Value = serde_json::from_str(&list.stdout_text()).unwrap();
+    assert_eq!(records.as_array().unwrap().len(), 1, "{records:#}");
+
+    // The turn is taken back: the list says so, and there is nothing left
+    // to undo.
+    let out = fx.run(&["sessions", "rewind", &id]).await;
+    assert!(
+        out.stdout_text().contains("change the files [undone]"),
+        "{}",
+        out.stdout_text()
+    );
+    let out = fx.run(&["sessions", "undo", &id]).await;
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("nothing to undo"), "{}", out.stderr);
+
+    // The checkpoints are kept (the session still names them).
+    let out = fx.run(&["sessions", "gc"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = out.stdout_text();
+    assert!(text.contains("Freed 0 blobs (0 bytes)."), "{text}");
+    assert!(
+        text.contains("The checkpoints now hold 3 checkpoints and "),
+        "{text}"
+    );
+    let out = fx.run(&["sessions", "gc", "--json"]).await;
+    let gc: Value = serde_json::from_str(&out.stdout_text()).unwrap();
+    assert_eq!(gc["usage"]["checkpoints"], 3, "{gc}");
+    assert!(gc["usage"]["blob_bytes"].as_u64().unwrap() > 0, "{gc}");
+    assert_eq!(gc["collected"]["blobs"], 0, "{gc}");
+}
+
+#[tokio::test]
+async fn sessions_rewind_refuses_bad_input_plainly() {
+    let (fx, id, seqs) = edited_session().await;
+    let out = fx.run(&["sessions", "rewind", &id, "9999"]).await;
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    let said = &out.stderr;
+    let turns = format!("{}, {}", seqs[0], seqs[1]);
+    assert!(
+        said.contains(&format!("9999 is not a turn of session {id}")) && said.contains(&turns),
+        "{said}"
+    );
+    let turn = seqs[0].to_string();
+    let out = fx
+        .run(&["sessions", "rewind", &id, &turn, "--mode", "sideways"])
+        .await;
+    assert_eq!(out.code(), Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("not a mode"), "{}", out.stderr);
+    let out = fx.run(&["sessions", "rewind", &id, "--force"]).await;
+    assert_eq!(out.code(), Some(2), "--force needs a turn: {}", out.stderr);
+    let out = fx.run(&["sessions", "rewind", "no-such-session"]).await;
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    // Nothing was changed by any of it.
+    assert_eq!(
+        std::fs::read(fx.workspace().join("a.txt")).unwrap(),
+        b"alpha TWO\n"
+    );
+}
+
+#[tokio::test]
+async fn sessions_undo_and_a_rewind_of_both_fork_and_a_held_session_is_left_alone() {
+    let (fx, id, seqs) = edited_session().await;
+    let ws = fx.workspace().to_path_buf();
+    let out = fx.run(&["sessions", "undo", &id, "--preview"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    assert!(
+        out.stdout_text().contains("would remove c.txt"),
+        "{}",
+        out.stdout_text()
+    );
+    assert!(ws.join("c.txt").exists());
+    let out = fx.run(&["sessions", "undo", &id, "--json"]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout_text()).unwrap();
+    assert_eq!(report["seq"], seqs[0]);
+    assert_eq!(report["mode"], "code");
+    assert_eq!(std::fs::read(ws.join("a.txt")).unwrap(), A);
+    assert!(!ws.join("c.txt").exists());
+
+    // Both: the files (already back) and a fork before the turn.
+    let turn = seqs[1].to_string();
+    let out = fx.run(&["sessions", "rewind", &id, &turn]).await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let text = out.stdout_text();
+    let fork = text
+        .split("in new session ")
+        .nth(1)
+        .map(|rest| rest.trim_end_matches('.').trim().to_string())
+        .unwrap_or_else(|| panic!("no fork named in:\n{text}"));
+    assert!(
+        out.stderr
+            .contains(&format!("agentbus chat --resume {fork}")),
+        "{}",
+        out.stderr
+    );
+    let shown = fx.run(&["sessions", "show", &fork]).await;
+    let conversation = shown.stdout_text();
+    assert!(
+        conversation.contains("user: change the files") && !conversation.contains("just talk"),
+        "{conversation}"
+    );
+
+    // A session a live process holds is only looked at.
+    let server = fx.serve().await;
+    server.input(&id, "/usage").await;
+    let turn = seqs[0].to_string();
+    let out = fx
+        .run(&[
+            "sessions", "rewind", &id, &turn, "--mode", "code", "--force",
+        ])
+        .await;
+    assert_eq!(out.code(), Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("is open in the agentbus daemon at {}", server.url)),
+        "{}",
+        out.stderr
+    );
+    let out = fx
+        .run(&[
+            "sessions",
+            "rewind",
+            &id,
+            &turn,
+            "--mode",
+            "code",
+            "--preview",
+        ])
+        .await;
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert_eq!(status.code(), Some(0), "{stderr}");
+}

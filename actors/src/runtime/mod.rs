@@ -39,6 +39,12 @@ pub mod hooks {
     pub use crate::hooks::trust::{TrustError, file as trust_file, is_trusted, trust};
 }
 pub use crate::provider::{ModelClient, ModelStream, ProviderError, install_crypto_provider};
+/// How `/rewind` and `/undo` word what they list and do, for front ends
+/// and the command line that show the same without the session (a
+/// picker's rows, `agentbus sessions rewind`).
+pub mod rewind {
+    pub use crate::session::core::commands::rewind::{describe, file_line};
+}
 pub use crate::session::core::SessionState;
 pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_command};
 pub use crate::session::{Failure, SessionError, SessionHandle};

@@ -2,7 +2,8 @@
 //! (`available_commands_update`): every built-in command except those an
 //! editor does not run (`prompt.rs`: the ones that switch sessions, and
 //! `/quit`), then the session's custom commands (its `session_started`
-//! lists them), each with the hint of its arguments.
+//! lists them), each with the hint of its arguments. `/rewind` and `/undo`
+//! are offered (`/rewind SEQ` rewinds the code alone there: `prompt.rs`).
 //!
 //! Pure.
 
@@ -49,7 +50,7 @@ mod tests {
     fn commands_that_switch_sessions_are_not_offered() {
         let names: Vec<String> = available(&[]).iter().map(|c| c.name.clone()).collect();
         for offered in [
-            "help", "mode", "usage", "context", "compact", "init", "clear",
+            "help", "mode", "usage", "context", "compact", "init", "clear", "rewind", "undo",
         ] {
             assert!(names.iter().any(|n| n == offered), "{offered}: {names:?}");
         }

@@ -14,6 +14,14 @@
 //! - Slash commands that would move the front end to another session
 //!   (`/new`, `/resume`, `/fork`, `/load`) and `/quit` are not run: an
 //!   editor owns its sessions (its own "new session" does that).
+//! - `/rewind` alone lists the turns with what each changed; `/rewind SEQ`
+//!   takes back the files alone (mode `code`: the editor owns the
+//!   conversation list, so the session it shows stays). Naming the mode
+//!   (`/rewind SEQ both` or `conversation`) runs it as asked: the fork
+//!   before the turn is made, the editor stays in this session, and the
+//!   answer names the fork and says to open it from the editor's list of
+//!   sessions (`updates.rs`). `/undo` runs as everywhere. The files are
+//!   written on disk, not through the editor's buffers.
 //!
 //! Pure.
 
@@ -21,7 +29,9 @@ use crate::frontend::InputEnd;
 use agent_client_protocol::v1::schema::{
     ContentBlock, EmbeddedResourceResource, StopReason as AcpStop,
 };
+use agentbus_actors::protocol::ControlCommand;
 use agentbus_actors::protocol::StopReason;
+use agentbus_actors::protocol::checkpoint::RewindMode;
 
 /// The query text of a prompt.
 pub fn text_of(blocks: &[ContentBlock]) -> String {
@@ -85,6 +95,28 @@ pub fn refused_command(text: &str) -> Option<String> {
         ));
     }
     None
+}
+
+/// The command a prompt is sent as instead of its text, when an editor
+/// runs it otherwise: `/rewind SEQ` without a mode rewinds the code alone.
+pub fn as_command(text: &str) -> Option<ControlCommand> {
+    let Some(Ok(ControlCommand::Rewind {
+        seq: Some(seq),
+        overwrite,
+        ..
+    })) = agentbus_actors::runtime::parse_command(text)
+    else {
+        return None;
+    };
+    let names_mode = text
+        .split_whitespace()
+        .skip(1)
+        .any(|word| RewindMode::parse(word).is_some());
+    (!names_mode).then_some(ControlCommand::Rewind {
+        seq: Some(seq),
+        mode: RewindMode::Code,
+        overwrite,
+    })
 }
 
 /// How a prompt answers.
@@ -188,6 +220,31 @@ mod tests {
         );
         let reply = InputEnd::Reply(SystemEvent::bare(SystemSubtype::Usage, "12 tokens"));
         assert_eq!(stop(&reply, None), Answer::Stop(AcpStop::EndTurn));
+    }
+
+    #[test]
+    fn a_rewind_to_a_turn_takes_back_the_code_alone_unless_told_otherwise() {
+        let code = |seq, overwrite| {
+            Some(ControlCommand::Rewind {
+                seq: Some(seq),
+                mode: RewindMode::Code,
+                overwrite,
+            })
+        };
+        assert_eq!(as_command("/rewind 12"), code(12, false));
+        assert_eq!(as_command("/rewind 12 --force"), code(12, true));
+        for as_typed in [
+            "/rewind",
+            "/rewind 12 both",
+            "/rewind 12 conversation --force",
+            "/rewind 12 code",
+            "/rewind twelve",
+            "/undo",
+            "rewind 12",
+        ] {
+            assert_eq!(as_command(as_typed), None, "{as_typed}");
+        }
+        assert_eq!(refused_command("/rewind 12 both"), None);
     }
 
     #[test]

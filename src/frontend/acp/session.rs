@@ -332,7 +332,11 @@ impl SessionTask {
             );
             return;
         }
-        match self.attached.submit_text(text).await {
+        let submitted = match prompt::as_command(&text) {
+            Some(command) => self.attached.submit_control(command).await,
+            None => self.attached.submit_text(text).await,
+        };
+        match submitted {
             Ok(input) => {
                 self.translator.own(input);
                 self.running = Some(Running {

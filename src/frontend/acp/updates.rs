@@ -11,8 +11,10 @@
 //! - a `user` event of a turn this editor did not send (a replay, or
 //!   another front end of the same session) → `user_message_chunk`;
 //! - progress within a turn (retries, compaction, notices) →
-//!   `agent_thought_chunk`; a command's reply → `agent_message_chunk`;
-//!   an `error` → `agent_message_chunk`;
+//!   `agent_thought_chunk`; a command's reply → `agent_message_chunk`
+//!   (a rewind that forked the conversation adds that the editor stays
+//!   in this session, and how to open the fork); an `error` →
+//!   `agent_message_chunk`;
 //! - the model's plan (`todo_write`) → `plan` (`plan.rs`), and an empty
 //!   one when `/clear` drops it; the `todo_write` calls themselves are not
 //!   shown as tool calls (the plan stands for them);
@@ -533,6 +535,17 @@ impl Translator {
                 };
                 let fields = ToolCallUpdateFields::new().status(ToolCallStatus::InProgress);
                 self.call_update(&resolved.call_id, name, &input, fields)
+            }
+            SystemSubtype::Rewound => {
+                let mut updates = self.reply(turn, system);
+                if let Some(fork) = system.switch_to()
+                    && !updates.is_empty()
+                {
+                    updates.push(SessionUpdate::AgentMessageChunk(chunk(&format!(
+                        "\n\nThis editor stays in this session. To go on from before the turn, open session {fork} from the editor's list of sessions."
+                    ))));
+                }
+                updates
             }
             _ => self.reply(turn, system),
         }

@@ -820,3 +820,31 @@ fn the_plan_is_a_plan_update_and_its_calls_are_not_tool_calls() {
         "{again:?}"
     );
 }
+
+#[test]
+fn a_rewind_that_forked_says_the_editor_stays_and_how_to_open_the_fork() {
+    use agentbus_actors::protocol::checkpoint::{RewindMode, RewindReport, Rewound};
+    let mut feed = Feed::new();
+    let rewound = |mode, forked: Option<&str>| {
+        let report = RewindReport {
+            seq: 4,
+            mode,
+            forked: forked.map(SessionId::from),
+            ..RewindReport::default()
+        };
+        let switch_to = report.forked.clone();
+        AgentMessage::System(SystemEvent::new(
+            "restored a.txt",
+            &Rewound { report, switch_to },
+        ))
+    };
+    let code = feed.turn(2, rewound(RewindMode::Code, None));
+    assert_eq!(texts_of(&code), [("agent", "restored a.txt".into())]);
+    let both = feed.turn(3, rewound(RewindMode::Both, Some("fork-1")));
+    let texts = texts_of(&both);
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(
+        texts[1].1.contains("stays in this session") && texts[1].1.contains("fork-1"),
+        "{texts:?}"
+    );
+}

@@ -15,11 +15,16 @@
 //! client's turn on the same session — above the prompt ([`Screen`]).
 //! Every event also goes to the [`Watch`]: the status line above the
 //! prompt and what Tab completes follow the session. `/resume` without an
-//! id opens the [`picker`].
+//! id opens the [`picker`]; `/rewind` without a turn opens the [`rewind`]
+//! picker (for a session of this process; `--attach` shows the list the
+//! session answers with), whose choice is submitted as the command it
+//! makes. A rewind that forks the conversation switches to the fork as
+//! `/fork` does, with the rewound turn's prompt back at the prompt.
 
 use super::completion::Choices;
 use super::editor::{self, CTRL_C};
 use super::picker;
+use super::rewind;
 use super::screen::Screen;
 use super::status::Status;
 use super::type_ahead::{TypeAhead, Typed};
@@ -29,6 +34,7 @@ use crate::frontend::backend::Backend;
 use crate::frontend::output::render::{RenderOptions, Renderer};
 use crate::frontend::{InputEnd, InputEnds, announces_compaction};
 use crate::remote::events::Connection;
+use agentbus_actors::protocol::checkpoint::Rewound;
 use agentbus_actors::protocol::system::SessionStarted;
 use agentbus_actors::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, InputId, StreamDelta, SystemSubtype,
@@ -120,6 +126,7 @@ pub async fn run(
         if text.is_empty() {
             continue;
         }
+        let mut command = None;
         let text = if text.eq_ignore_ascii_case("/resume") {
             match pick_session(backend, &watch, attached.id(), color).await {
                 Ok(Ok(id)) => format!("/resume {id}"),
@@ -132,13 +139,34 @@ pub async fn run(
                     continue;
                 }
             }
+        } else if text.eq_ignore_ascii_case("/rewind")
+            && let Some(stored) = backend.stored()
+        {
+            match rewind::pick(stored, attached.id(), color).await {
+                Ok(rewind::Picked::Rewind(picked)) => {
+                    command = Some(picked);
+                    text.to_string()
+                }
+                Ok(rewind::Picked::Nothing(why)) => {
+                    renderer.dim_line(&format!("● {why}"));
+                    continue;
+                }
+                Err(e) => {
+                    renderer.dim_line(&format!("● could not list the turns ({e:#})"));
+                    continue;
+                }
+            }
         } else {
             text.to_string()
         };
         let text = text.as_str();
         // The server may be out of reach for a moment: the text goes back
         // into the prompt, the chat goes on.
-        let id = match attached.submit_text(text.to_string()).await {
+        let submitted = match command {
+            Some(command) => attached.submit_control(command).await,
+            None => attached.submit_text(text.to_string()).await,
+        };
+        let id = match submitted {
             Ok(id) => id,
             Err(e) => {
                 renderer.dim_line(&format!(
@@ -165,6 +193,14 @@ pub async fn run(
                     watch.switched();
                     let session = backend.open(&target, Start::Beginning).await?;
                     attached = show(session, &mut renderer, &watch).await?;
+                    // The conversation was rewound to before a turn: its
+                    // prompt is back at the prompt, to edit and send again.
+                    if let InputEnd::Reply(reply) = end
+                        && let Some(rewound) = reply.payload::<Rewound>()
+                        && !rewound.report.prompt.is_empty()
+                    {
+                        ahead.give_back(rewound.report.prompt);
+                    }
                 }
             }
             None => anyhow::bail!("the session stopped"),

@@ -8,13 +8,16 @@
 //! at end of input once every submitted input has finished ([`piped`]).
 //! Both follow `/new`, `/resume`, `/fork` and `/load` to the session they
 //! name. `chat --resume` without an id picks the session first
-//! ([`picker`]; a terminal is needed).
+//! ([`picker`]; a terminal is needed). On a terminal, `/rewind` alone
+//! picks the turn to rewind to, with a preview of the diffs ([`rewind`]);
+//! piped, it prints the session's list of turns.
 
 mod completion;
 mod editor;
 mod interactive;
 mod picker;
 mod piped;
+mod rewind;
 mod screen;
 mod status;
 mod type_ahead;

@@ -1,10 +1,15 @@
+//! The chat's pickers: a list to choose from ([`choose`]), with lines
+//! about the highlighted row under it when the caller has some (the rewind
+//! picker's diffs, `rewind.rs`). ↑/↓ (or k/j, PageUp/PageDown, Home/End)
+//! move, Enter picks, Esc (or q, Ctrl-C) cancels. Drawn below the cursor
+//! with the terminal in raw mode, and wiped when done.
+//!
 //! The resume picker (`/resume` without an id, `chat --resume` without
-//! one): this workspace's recent sessions, one per row with its title, age
-//! and number of turns. ↑/↓ (or k/j, PageUp/PageDown, Home/End) move, Enter
-//! picks, Esc (or q, Ctrl-C) cancels. Drawn below the cursor with the
-//! terminal in raw mode, and wiped when done.
+//! one, [`pick`]): this workspace's recent sessions, one per row with its
+//! title, age and number of turns.
 
 use crate::frontend::backend::Listed;
+use crate::frontend::output::diff::{RowKind, styled};
 use chrono::{DateTime, Utc};
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::style::Stylize;
@@ -39,27 +44,102 @@ pub fn describe(session: &Listed, now: DateTime<Utc>) -> String {
 
 /// Which of `sessions` the user picks; `None` when they cancel.
 pub fn pick(sessions: &[Listed], color: bool) -> io::Result<Option<usize>> {
-    if sessions.is_empty() {
+    let now = Utc::now();
+    let rows: Vec<String> = sessions.iter().map(|s| describe(s, now)).collect();
+    let header = format!(
+        "Resume a session ({} of this workspace; ↑/↓ choose, Enter resumes, Esc cancels):",
+        rows.len()
+    );
+    choose(&header, &rows, MAX_ROWS, None, color)
+}
+
+/// A line under a list, about its highlighted row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreviewLine {
+    pub text: String,
+    pub style: PreviewStyle,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreviewStyle {
+    Plain,
+    Dim,
+    /// A diff's row, coloured as the transcript colours diffs.
+    Diff(RowKind),
+}
+
+impl PreviewLine {
+    pub fn new(style: PreviewStyle, text: impl Into<String>) -> PreviewLine {
+        PreviewLine {
+            text: text.into(),
+            style,
+        }
+    }
+
+    fn painted(&self, width: usize, color: bool) -> String {
+        let text = fit(&self.text, width);
+        match self.style {
+            PreviewStyle::Plain => text,
+            PreviewStyle::Dim if color => text.dark_grey().to_string(),
+            PreviewStyle::Dim => text,
+            PreviewStyle::Diff(kind) => styled(kind, &text, color),
+        }
+    }
+}
+
+/// What is shown under the list for row `i` (asked again only when the
+/// highlight moves).
+pub type Preview<'a> = &'a mut dyn FnMut(usize) -> Vec<PreviewLine>;
+
+/// Which of `rows` the user picks, under `header`, at most `max_rows` of
+/// them shown at once (the list scrolls), with `preview`'s lines for the
+/// highlighted one under them; `None` when they cancel. Drawn below the
+/// cursor in raw mode, and wiped when done.
+pub fn choose(
+    header: &str,
+    rows: &[String],
+    max_rows: usize,
+    mut preview: Option<Preview<'_>>,
+    color: bool,
+) -> io::Result<Option<usize>> {
+    if rows.is_empty() {
         return Ok(None);
     }
     let _raw = Raw::enable()?;
     let mut out = io::stdout();
-    let now = Utc::now();
-    let rows: Vec<String> = sessions.iter().map(|s| describe(s, now)).collect();
     let (columns, lines) = terminal::size().unwrap_or((80, 24));
-    let shown = rows
-        .len()
-        .min(MAX_ROWS)
-        .min(usize::from(lines).saturating_sub(2).max(1));
+    let lines = usize::from(lines);
+    let shown = rows.len().min(max_rows).min(lines.saturating_sub(2).max(1));
+    // What is left below the list, the prompt's line kept.
+    let room = lines.saturating_sub(shown + 2);
     let width = usize::from(columns).saturating_sub(3).max(10);
     let (mut selected, mut top) = (0usize, 0usize);
+    let mut previewed: Option<(usize, Vec<PreviewLine>)> = None;
     let picked = loop {
         if selected < top {
             top = selected;
         } else if selected >= top + shown {
             top = selected + 1 - shown;
         }
-        draw(&mut out, &rows, selected, top, shown, width, color)?;
+        let below = match preview.as_mut() {
+            Some(preview) if room > 0 => {
+                if previewed.as_ref().is_none_or(|(i, _)| *i != selected) {
+                    previewed = Some((selected, preview(selected)));
+                }
+                let all = previewed.as_ref().map(|(_, l)| l.as_slice()).unwrap_or(&[]);
+                cut(all, room)
+            }
+            _ => Vec::new(),
+        };
+        let list = List {
+            header,
+            rows,
+            selected,
+            top,
+            shown,
+            width,
+        };
+        draw(&mut out, &list, &below, color)?;
         let Event::Key(key) = event::read()? else {
             continue;
         };
@@ -89,14 +169,36 @@ pub fn pick(sessions: &[Listed], color: bool) -> io::Result<Option<usize>> {
     Ok(picked)
 }
 
-/// The header and the rows from `top`, leaving the cursor where they start.
-fn draw(
-    out: &mut impl Write,
-    rows: &[String],
+/// At most `room` of `lines`, the last saying how many more there are.
+fn cut(lines: &[PreviewLine], room: usize) -> Vec<PreviewLine> {
+    if lines.len() <= room {
+        return lines.to_vec();
+    }
+    let kept = room.saturating_sub(1);
+    let mut out = lines[..kept].to_vec();
+    out.push(PreviewLine::new(
+        PreviewStyle::Dim,
+        format!("… {} more lines", lines.len() - kept),
+    ));
+    out
+}
+
+/// The list as drawn: its header, and which rows show.
+struct List<'a> {
+    header: &'a str,
+    rows: &'a [String],
     selected: usize,
     top: usize,
     shown: usize,
     width: usize,
+}
+
+/// The header, the rows from `top` and the lines `below`, leaving the
+/// cursor where they start.
+fn draw(
+    out: &mut impl Write,
+    list: &List<'_>,
+    below: &[PreviewLine],
     color: bool,
 ) -> io::Result<()> {
     queue!(
@@ -105,14 +207,11 @@ fn draw(
         cursor::MoveToColumn(0),
         terminal::Clear(terminal::ClearType::FromCursorDown)
     )?;
-    let header = format!(
-        "Resume a session ({} of this workspace; ↑/↓ choose, Enter resumes, Esc cancels):",
-        rows.len()
-    );
-    write!(out, "{}\r\n", fit(&header, width + 2))?;
-    for (i, row) in rows.iter().enumerate().skip(top).take(shown) {
+    let width = list.width;
+    write!(out, "{}\r\n", fit(list.header, width + 2))?;
+    for (i, row) in list.rows.iter().enumerate().skip(list.top).take(list.shown) {
         let row = fit(row, width);
-        let line = if i == selected {
+        let line = if i == list.selected {
             let line = format!("› {row}");
             if color {
                 line.reverse().to_string()
@@ -124,7 +223,11 @@ fn draw(
         };
         write!(out, "{line}\r\n")?;
     }
-    queue!(out, cursor::MoveUp(shown as u16 + 1))?;
+    for line in below {
+        write!(out, "{}\r\n", line.painted(width + 2, color))?;
+    }
+    let drawn = 1 + list.shown.min(list.rows.len() - list.top) + below.len();
+    queue!(out, cursor::MoveUp(drawn as u16))?;
     out.flush()
 }
 
@@ -228,6 +331,18 @@ mod tests {
         let kept = of_workspace(sessions.clone(), Some("/w"));
         assert_eq!(kept.len(), 1);
         assert_eq!(of_workspace(sessions, None).len(), 2);
+    }
+
+    #[test]
+    fn a_long_preview_is_cut_to_the_room_saying_how_much_is_left() {
+        let lines: Vec<PreviewLine> = (0..10)
+            .map(|i| PreviewLine::new(PreviewStyle::Plain, i.to_string()))
+            .collect();
+        assert_eq!(cut(&lines, 10), lines);
+        let kept = cut(&lines, 4);
+        assert_eq!(kept.len(), 4);
+        assert_eq!(kept[3].text, "… 7 more lines");
+        assert_eq!(kept[3].style, PreviewStyle::Dim);
     }
 
     #[test]

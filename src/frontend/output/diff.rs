@@ -4,7 +4,8 @@
 //! what a `write_file` wrote is the content its call gave, every line
 //! added. Shown whole up to [`DIFF_LINES_SHOWN`] lines, then how many more
 //! there are; removed lines red, added green, hunk headers cyan when
-//! colour is on.
+//! colour is on ([`styled`], which the rewind picker's preview of a
+//! rewind's diffs, [`unified_rows`], uses too).
 //!
 //! Pure: reads the result and the call's input, never a file.
 
@@ -86,24 +87,54 @@ fn edited(output: &str) -> Option<FileChange> {
     if !lines.next()?.starts_with("+++ ") {
         return None;
     }
-    let rows = lines
-        .map(|line| {
-            if line.starts_with("@@") {
-                Row::new(RowKind::Hunk, line)
-            } else if let Some(rest) = line.strip_prefix('-') {
-                Row::new(RowKind::Removed, rest)
-            } else if let Some(rest) = line.strip_prefix('+') {
-                Row::new(RowKind::Added, rest)
-            } else if let Some(rest) = line.strip_prefix(' ') {
-                Row::new(RowKind::Context, rest)
-            } else {
-                Row::new(RowKind::Note, line)
-            }
-        })
-        .collect();
+    let rows = lines.map(row).collect();
     let summary = output[..at].trim();
     let summary = summary.lines().next().unwrap_or("edited").to_string();
     Some(FileChange { summary, rows })
+}
+
+/// One line of a unified diff's body.
+fn row(line: &str) -> Row {
+    if line.starts_with("@@") {
+        Row::new(RowKind::Hunk, line)
+    } else if let Some(rest) = line.strip_prefix('-') {
+        Row::new(RowKind::Removed, rest)
+    } else if let Some(rest) = line.strip_prefix('+') {
+        Row::new(RowKind::Added, rest)
+    } else if let Some(rest) = line.strip_prefix(' ') {
+        Row::new(RowKind::Context, rest)
+    } else {
+        Row::new(RowKind::Note, line)
+    }
+}
+
+/// The rows of a unified diff (`--- a/PATH`, `+++ b/PATH`, hunks), its
+/// file header left out: a rewind's preview.
+pub fn unified_rows(diff: &str) -> Vec<Row> {
+    let mut lines = diff.lines().peekable();
+    if lines.peek().is_some_and(|l| l.starts_with("--- ")) {
+        lines.next();
+        if lines.peek().is_some_and(|l| l.starts_with("+++ ")) {
+            lines.next();
+        }
+    }
+    lines.map(row).collect()
+}
+
+/// `text` (a row as shown) in its kind's colour when `color`: removed
+/// red, added green, hunk headers cyan, notes dim.
+pub fn styled(kind: RowKind, text: &str, color: bool) -> String {
+    use crossterm::style::Stylize;
+    if !color {
+        return text.to_string();
+    }
+    match kind {
+        RowKind::Hunk => text.cyan().to_string(),
+        RowKind::Removed => text.red().to_string(),
+        RowKind::Added => text.green().to_string(),
+        RowKind::Context => text.to_string(),
+        RowKind::Note => text.dark_grey().to_string(),
+    }
 }
 
 /// A write: its output line, and the content as added lines under a hunk
@@ -180,6 +211,19 @@ mod tests {
         assert_eq!(signed, ["@@ -0,0 +1,2 @@", "+alpha", "+beta"]);
         let over = file_change("write_file", "Overwrote a.txt (11 bytes)", Some(&input)).unwrap();
         assert_eq!(over.rows.len(), 2, "no header without the old lines");
+    }
+
+    #[test]
+    fn a_unified_diff_is_its_rows_without_the_file_header() {
+        let diff = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-alpha TWO\n+alpha one\n";
+        let rows = unified_rows(diff);
+        let signed: Vec<String> = rows.iter().map(Row::signed).collect();
+        assert_eq!(signed, ["@@ -1 +1 @@", "-alpha TWO", "+alpha one"]);
+        let removed = unified_rows("--- a/c.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-made\n");
+        assert_eq!(removed[1].kind, RowKind::Removed);
+        assert!(unified_rows("").is_empty());
+        assert_eq!(styled(RowKind::Added, "+x", false), "+x");
+        assert!(styled(RowKind::Added, "+x", true).contains("\u{1b}["));
     }
 
     #[test]

@@ -20,7 +20,7 @@
 
 use super::Output;
 use super::checklist;
-use super::diff::{self, FileChange, RowKind};
+use super::diff::{self, FileChange};
 use super::markdown::MarkdownStream;
 use super::markdown::styled::sanitize;
 use super::reply::{LiveReply, ScreenSize};
@@ -446,13 +446,7 @@ impl<W: Write> Renderer<W> {
         let (rows, more) = diff::shown(&change.rows);
         for row in rows {
             let text = format!("    {}", sanitize(&row.signed()));
-            let text = match row.kind {
-                RowKind::Hunk => self.cyan(&text),
-                RowKind::Removed => self.red(&text),
-                RowKind::Added => self.green(&text),
-                RowKind::Context => text,
-                RowKind::Note => self.dim(&text),
-            };
+            let text = diff::styled(row.kind, &text, self.options.color);
             self.line(&text);
         }
         if more > 0 {

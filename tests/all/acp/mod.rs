@@ -11,11 +11,13 @@
 //!   side ([`editor`]): the replay of `session/load`, `session/set_mode`,
 //!   "allow always", a cancelled permission request, the file tools going
 //!   through the editor's `fs/*`, and `--attach` to a real `agentbus serve`.
+//! - [`rewind`]: `/rewind` and `/undo` as an editor offers and runs them.
 
 mod acpx;
 pub(crate) mod editor;
 mod pickers;
 mod protocol;
+mod rewind;
 
 use serde_json::Value;
 
