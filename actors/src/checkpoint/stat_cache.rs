@@ -65,8 +65,10 @@ impl StatCache {
     /// The cache file of `workspace` under `dir`: one per workspace,
     /// named by a hash of its path.
     pub fn file_for(dir: &Path, workspace: &Path) -> PathBuf {
-        let name = super::scan::hash(workspace.as_os_str().as_encoded_bytes());
-        dir.join(format!("{}.json", &name[..32]))
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(workspace.as_os_str().as_encoded_bytes());
+        let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        dir.join(format!("{name}.json"))
     }
 
     /// Read the file once, before the first look.
