@@ -23,6 +23,10 @@ fn comparable(events: &[Value], workspace: &std::path::Path) -> Vec<Value> {
             for key in ["session_id", "at", "duration_ms", "model"] {
                 map.remove(key);
             }
+            // A checkpoint's id is unique to its run; what it names is not.
+            if let Some(checkpoint) = map.get_mut("checkpoint").and_then(Value::as_object_mut) {
+                checkpoint.remove("id");
+            }
             if map["type"] == "system" && map["subtype"] == "session_started" {
                 map.remove("message");
                 map.remove("data");
