@@ -422,8 +422,9 @@ impl AgentLoop {
         // store may be gone by the time the actor itself stops).
         if matches!(input, Input::Shutdown) {
             self.apply_now(input).await;
-            self.keep_background_checkpoints().await;
             self.end_background_commands().await;
+            // What they changed until then is kept (the store still open).
+            self.keep_background_checkpoints().await;
             return;
         }
         self.apply_now(input).await;
