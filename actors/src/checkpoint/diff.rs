@@ -7,6 +7,16 @@ use crate::protocol::checkpoint::{Change, ChangedFile};
 /// A diff longer than this many lines is cut (and says so).
 pub const MAX_DIFF_LINES: usize = 400;
 
+/// The longest a diff may take: past it, similar gives a coarser one (as
+/// `edit_file`'s report does).
+const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
+fn lines<'a>(old: &'a str, new: &'a str) -> similar::TextDiff<'a, 'a, 'a, str> {
+    similar::TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new)
+}
+
 /// Text, or `None` for binary content.
 fn text(bytes: &[u8]) -> Option<&str> {
     if bytes.contains(&0) {
@@ -47,7 +57,7 @@ pub fn changed(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> ChangedFil
 
 /// Lines added and removed from `old` to `new`.
 pub fn counts(old: &str, new: &str) -> (u64, u64) {
-    let diff = similar::TextDiff::from_lines(old, new);
+    let diff = lines(old, new);
     let (mut added, mut removed) = (0, 0);
     for change in diff.iter_all_changes() {
         match change.tag() {
@@ -78,7 +88,7 @@ pub fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
     } else {
         "/dev/null".to_string()
     };
-    let diff = similar::TextDiff::from_lines(old_text, new_text);
+    let diff = lines(old_text, new_text);
     let whole = diff
         .unified_diff()
         .context_radius(3)

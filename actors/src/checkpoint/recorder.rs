@@ -46,8 +46,13 @@ pub fn scope(
 ) -> Option<Scope> {
     match tool {
         "write_file" | "edit_file" => {
-            let path = input.get("path").and_then(|p| p.as_str())?;
-            let rel = scan::relative(workspace, std::path::Path::new(path))?;
+            // The path as the permission rules see it (absolute, normal).
+            let call = crate::permissions::CallView { tool, input };
+            let env = crate::permissions::MatchEnv {
+                workspace,
+                home: workspace,
+            };
+            let rel = scan::relative(workspace, &call.path(&env)?)?;
             Some(Scope::Paths(vec![rel]))
         }
         "bash" => Some(Scope::Workspace),

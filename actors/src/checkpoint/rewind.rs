@@ -34,8 +34,6 @@ pub enum RewindError {
         "nothing to undo: no turn of this session changed files that are not taken back already"
     )]
     NothingToUndo,
-    #[error("the session is running a turn: rewind once it is idle (or interrupt it first)")]
-    Busy,
     #[error("the bytes of {path} as they were are missing from the store (blob {hash})")]
     MissingBlob { path: String, hash: String },
     #[error("cannot write {path}: {detail}")]

@@ -126,8 +126,10 @@ pub enum ControlCommand {
     Rewind {
         #[serde(default)]
         seq: Option<u64>,
-        #[serde(default)]
-        mode: super::checkpoint::RewindMode,
+        /// `None`: not named (`both`, unless the front end says otherwise:
+        /// an editor takes back the code alone).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mode: Option<super::checkpoint::RewindMode>,
         #[serde(default)]
         overwrite: bool,
     },
@@ -163,7 +165,7 @@ impl ControlCommand {
         ) || matches!(
             self,
             ControlCommand::Rewind { seq: Some(_), mode, .. }
-                if *mode != super::checkpoint::RewindMode::Code
+                if *mode != Some(super::checkpoint::RewindMode::Code)
         )
     }
 

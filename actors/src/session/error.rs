@@ -97,7 +97,7 @@ impl SessionError {
                 use crate::checkpoint::rewind::RewindError;
                 match e {
                     RewindError::NotATurn { .. } => Failure::Invalid,
-                    RewindError::NothingToUndo | RewindError::Busy => Failure::Conflict,
+                    RewindError::NothingToUndo => Failure::Conflict,
                     RewindError::Store(e) => store_failure(e),
                     _ => Failure::Internal,
                 }

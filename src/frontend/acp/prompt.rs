@@ -102,19 +102,15 @@ pub fn refused_command(text: &str) -> Option<String> {
 pub fn as_command(text: &str) -> Option<ControlCommand> {
     let Some(Ok(ControlCommand::Rewind {
         seq: Some(seq),
+        mode: None,
         overwrite,
-        ..
     })) = agentbus_actors::runtime::parse_command(text)
     else {
         return None;
     };
-    let names_mode = text
-        .split_whitespace()
-        .skip(1)
-        .any(|word| RewindMode::parse(word).is_some());
-    (!names_mode).then_some(ControlCommand::Rewind {
+    Some(ControlCommand::Rewind {
         seq: Some(seq),
-        mode: RewindMode::Code,
+        mode: Some(RewindMode::Code),
         overwrite,
     })
 }
@@ -227,7 +223,7 @@ mod tests {
         let code = |seq, overwrite| {
             Some(ControlCommand::Rewind {
                 seq: Some(seq),
-                mode: RewindMode::Code,
+                mode: Some(RewindMode::Code),
                 overwrite,
             })
         };

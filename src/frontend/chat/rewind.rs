@@ -114,7 +114,7 @@ pub async fn pick(stored: &StoredSessions, id: &SessionId, color: bool) -> anyho
     }
     Ok(Picked::Rewind(ControlCommand::Rewind {
         seq: Some(seq),
-        mode,
+        mode: Some(mode),
         overwrite,
     }))
 }

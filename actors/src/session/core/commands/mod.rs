@@ -173,7 +173,7 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         } => {
             return Applied::NeedsStore(SessionCommand::Rewind {
                 seq: *seq,
-                mode: *mode,
+                mode: mode.unwrap_or_default(),
                 overwrite: *overwrite,
             });
         }

@@ -20,13 +20,13 @@ pub const COMMAND: SlashCommand = SlashCommand {
 
 fn parse(args: &str) -> Result<ControlCommand, String> {
     let mut seq = None;
-    let mut mode = RewindMode::Both;
+    let mut mode = None;
     let mut overwrite = false;
     for word in args.split_whitespace() {
         if word == "--force" || word == "force" {
             overwrite = true;
         } else if let Some(m) = RewindMode::parse(word) {
-            mode = m;
+            mode = Some(m);
         } else if let Ok(n) = word.parse::<u64>() {
             seq = Some(n);
         } else {
@@ -35,7 +35,7 @@ fn parse(args: &str) -> Result<ControlCommand, String> {
             ));
         }
     }
-    if seq.is_none() && (overwrite || mode != RewindMode::Both) {
+    if seq.is_none() && (overwrite || mode.is_some()) {
         return Err(
             "/rewind needs the turn's event number (seq) first; /rewind alone lists them.".into(),
         );
@@ -158,7 +158,7 @@ mod tests {
             parse(""),
             Ok(ControlCommand::Rewind {
                 seq: None,
-                mode: RewindMode::Both,
+                mode: None,
                 overwrite: false
             })
         );
@@ -166,7 +166,7 @@ mod tests {
             parse("12 code --force"),
             Ok(ControlCommand::Rewind {
                 seq: Some(12),
-                mode: RewindMode::Code,
+                mode: Some(RewindMode::Code),
                 overwrite: true
             })
         );
@@ -174,7 +174,7 @@ mod tests {
             parse("conversation 7"),
             Ok(ControlCommand::Rewind {
                 seq: Some(7),
-                mode: RewindMode::Conversation,
+                mode: Some(RewindMode::Conversation),
                 overwrite: false
             })
         );
