@@ -357,8 +357,8 @@ pub async fn rewind_turns(
 #[utoipa::path(post, path = "/v1/sessions/{id}/rewind", tag = "sessions", request_body = Rewind,
     params(("id" = String, Path, description = "Session id or a unique prefix")),
     responses((status = 200, description = "What the rewind did (or, with `preview`, would do): each file's action and diff; the fork the conversation continues in", body = crate::api_schemas::RewindReport),
-              (status = 400, description = "The request is invalid, or `seq` is not the seq of one of the session's `user` events; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
-              (status = 409, description = "The session is running a turn (not for a preview): wait for its `result`, or interrupt it", body = ErrorBody)))]
+              (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody),
+              (status = 409, description = "`seq` is not the seq of one of the session's `user` events, or the session is running a turn (not for a preview): wait for its `result`, or interrupt it", body = ErrorBody)))]
 /// Take back what the turns from `seq` on did: the files this session
 /// changed return to their state before the turn (`code`), the
 /// conversation continues in a fork made before it (`conversation`), or

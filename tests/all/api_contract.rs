@@ -502,8 +502,9 @@ async fn rewind_refuses_bad_bodies_unknown_sessions_other_seqs_and_a_running_tur
     )
     .await;
     assert!(error.contains("force"), "{error}");
-    // A seq that is not a user turn's.
-    let error = error_of(server.post(&path).json(&json!({"seq": first + 1})), 400).await;
+    // A seq that is not a user turn's: the log stands in the way (as a
+    // fork point past its end), not the request's form.
+    let error = error_of(server.post(&path).json(&json!({"seq": first + 1})), 409).await;
     assert!(error.contains("not the start of a user turn"), "{error}");
     // No such session.
     let missing = "ffffffff-ffff-7fff-bfff-ffffffffffff";

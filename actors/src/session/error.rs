@@ -69,7 +69,8 @@ pub enum Failure {
     Invalid,
     /// The sessions' state stands in the way: another agentbus process
     /// (or node of the cluster) drives the session, an id prefix matches more than one session, or
-    /// a fork point is past the end of the log (so far).
+    /// a fork point is past the end of the log (so far), a rewind names a
+    /// seq that is not a user turn's, or there is nothing to undo.
     Conflict,
     /// agentbus is shutting down, another process keeps the store locked,
     /// the store's server cannot be reached, or the store cannot keep what
@@ -96,8 +97,9 @@ impl SessionError {
             SessionError::Rewind(e) => {
                 use crate::checkpoint::rewind::RewindError;
                 match e {
-                    RewindError::NotATurn { .. } => Failure::Invalid,
-                    RewindError::NothingToUndo => Failure::Conflict,
+                    // As a fork point past the log: the request's form is
+                    // right, the session's log does not have such a turn.
+                    RewindError::NotATurn { .. } | RewindError::NothingToUndo => Failure::Conflict,
                     RewindError::Store(e) => store_failure(e),
                     _ => Failure::Internal,
                 }
