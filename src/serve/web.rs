@@ -1,112 +1,203 @@
-//! The web page at `/`: static files compiled into the binary (no build
-//! step), and the two third-party scripts it uses (`/vendor/`: marked and
-//! DOMPurify, copied unchanged from npm, with their licences; see
-//! `src/web/vendor/README.md`), and `/commands.json`, the built-in slash
-//! commands its suggestions offer. The page itself needs no token; it
-//! reads `?token=` from its own address and sends it with every API call.
+//! The web page at `/`: the files of `src/web` (no build step), compiled
+//! into release builds, the third-party scripts among them copied
+//! unchanged from npm with their licences (`src/web/vendor/README.md`),
+//! and `/commands.json`, the built-in slash commands its suggestions
+//! offer. The page itself needs no token; it reads `?token=` from its own
+//! address and sends it with every API call.
+//!
+//! Caching: every file but the page is served under `/assets/ID/PATH`,
+//! where ID names this set of files (a hash of all of them), so a browser
+//! keeps them for a year and a new agentbus (new files, new ID) is fetched
+//! at once. The page itself (`/`, which names ID) is revalidated each time
+//! by its ETag: a second load transfers the page's headers and nothing
+//! else. Everything is compressed (brotli or gzip) when the browser says
+//! it takes it.
+//!
+//! Debug builds read the files from the source tree at each request, so a
+//! change to the page shows at the next reload without a rebuild.
 
 use agentbus_actors::protocol::system::CommandEntry;
 use agentbus_actors::runtime::{COMMANDS, SlashCommand};
 use axum::Router;
-use axum::http::header;
-use axum::response::IntoResponse;
+use axum::extract::Path;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use rust_embed::Embed;
+use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 
 /// What the page may load and run: its own files only. No inline script or
 /// style, no `eval`, no images from elsewhere (a reply's Markdown cannot
 /// make the browser fetch an address of the model's choosing), no frames.
 /// `data:` images are the thumbnails of the images a query carries (read
-/// from the user's files or from its `user` event, never from a reply).
+/// from the user's files or from its `user` event, never from a reply) and
+/// the favicon the page draws.
 const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
      form-action 'none'; frame-ancestors 'none'";
 
-/// One compiled-in file: its path, content type and bytes.
-struct Asset {
-    path: &'static str,
-    content_type: &'static str,
-    body: &'static str,
-}
+/// The page's files. Markdown files are notes for the people who keep
+/// them, not part of the page.
+#[derive(Embed)]
+#[folder = "src/web/"]
+#[exclude = "*.md"]
+struct Files;
 
-const JS: &str = "text/javascript; charset=utf-8";
-const TEXT: &str = "text/plain; charset=utf-8";
+/// What `index.html` writes where the assets' URL prefix goes.
+const ASSETS_MARK: &str = "{{assets}}";
 
-/// Everything the page loads besides `/` itself.
-const ASSETS: &[Asset] = &[
-    Asset {
-        path: "/app.js",
-        content_type: JS,
-        body: include_str!("../web/app.js"),
-    },
-    Asset {
-        path: "/style.css",
-        content_type: "text/css; charset=utf-8",
-        body: include_str!("../web/style.css"),
-    },
-    Asset {
-        path: "/vendor/marked.min.js",
-        content_type: JS,
-        body: include_str!("../web/vendor/marked.min.js"),
-    },
-    Asset {
-        path: "/vendor/purify.min.js",
-        content_type: JS,
-        body: include_str!("../web/vendor/purify.min.js"),
-    },
-    Asset {
-        path: "/vendor/LICENSE-marked",
-        content_type: TEXT,
-        body: include_str!("../web/vendor/LICENSE-marked"),
-    },
-    Asset {
-        path: "/vendor/LICENSE-dompurify",
-        content_type: TEXT,
-        body: include_str!("../web/vendor/LICENSE-dompurify"),
-    },
-    Asset {
-        path: "/vendor/LICENSE-dompurify-MPL",
-        content_type: TEXT,
-        body: include_str!("../web/vendor/LICENSE-dompurify-MPL"),
-    },
-];
+/// A year: what an asset whose URL names its content may be kept for.
+const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
 /// The page's routes (no token needed).
 pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    let mut router = Router::new()
+    Router::new()
         .route("/", get(index))
-        .route("/commands.json", get(commands));
-    for asset in ASSETS {
-        let (content_type, body) = (asset.content_type, asset.body);
-        router = router.route(
-            asset.path,
-            get(move || async move {
-                (
-                    [
-                        (header::CONTENT_TYPE, content_type),
-                        (header::CACHE_CONTROL, "no-cache"),
-                        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-                    ],
-                    body,
-                )
-            }),
-        );
-    }
-    router
+        .route("/assets/{id}/{*path}", get(asset))
+        .route("/commands.json", get(commands))
+        .layer(tower_http::compression::CompressionLayer::new())
 }
 
-async fn index() -> impl IntoResponse {
-    (
-        [
-            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CACHE_CONTROL, "no-cache"),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
-            // The token travels in the page's address: keep it out of
-            // Referer headers.
-            (header::REFERRER_POLICY, "no-referrer"),
-        ],
-        include_str!("../web/index.html"),
-    )
+/// The ID of this set of files: the start of a hash of every file's path
+/// and content hash, in path order.
+fn files_id() -> String {
+    let mut names: Vec<Cow<'static, str>> = Files::iter().collect();
+    names.sort();
+    let mut hasher = Sha256::new();
+    for name in names {
+        if let Some(file) = Files::get(&name) {
+            hasher.update(name.as_bytes());
+            hasher.update([0]);
+            hasher.update(file.metadata.sha256_hash());
+        }
+    }
+    hex(&hasher.finalize()[..8])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The prefix of the assets' URLs: `/assets/ID`. Worked out once in a
+/// release build (its files never change); at each call in a debug build
+/// (they are read from the source tree).
+fn assets_prefix() -> Cow<'static, str> {
+    if cfg!(debug_assertions) {
+        return Cow::Owned(format!("/assets/{}", files_id()));
+    }
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    Cow::Borrowed(PREFIX.get_or_init(|| format!("/assets/{}", files_id())))
+}
+
+/// Whether the request's `If-None-Match` names `etag` (or `*`).
+fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .map(|tag| tag.trim().trim_start_matches("W/"))
+        .any(|tag| tag == etag || tag == "*")
+}
+
+/// `body` with `headers`, or a 304 with them when the browser has `etag`.
+fn answer(
+    request: &HeaderMap,
+    etag: String,
+    mut headers: Vec<(header::HeaderName, HeaderValue)>,
+    body: Vec<u8>,
+) -> Response {
+    let fresh = not_modified(request, &etag);
+    if let Ok(etag) = HeaderValue::from_str(&etag) {
+        headers.push((header::ETAG, etag));
+    }
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        body.into_response()
+    };
+    for (name, value) in headers {
+        response.headers_mut().insert(name, value);
+    }
+    response
+}
+
+async fn index(request: HeaderMap) -> Response {
+    let Some(file) = Files::get("index.html") else {
+        return (StatusCode::NOT_FOUND, "the page is missing from this build").into_response();
+    };
+    let html = String::from_utf8_lossy(&file.data).replace(ASSETS_MARK, &assets_prefix());
+    let etag = format!("\"{}\"", hex(&Sha256::digest(html.as_bytes())[..8]));
+    let headers = vec![
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        ),
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ),
+        (
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+        ),
+        // The token travels in the page's address: keep it out of
+        // Referer headers.
+        (
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ),
+    ];
+    answer(&request, etag, headers, html.into_bytes())
+}
+
+/// The content type of a file of the page, by its name.
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("js" | "mjs") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("html") => "text/html; charset=utf-8",
+        Some("json") => "application/json",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        // The licences (LICENSE-NAME) and anything else: plain text.
+        _ => "text/plain; charset=utf-8",
+    }
+}
+
+/// A file of the page. Kept a year when the URL names the current files;
+/// revalidated when it names others (a page loaded before an upgrade gets
+/// the files there are now, and keeps them no longer than a reload).
+async fn asset(Path((id, path)): Path<(String, String)>, request: HeaderMap) -> Response {
+    // Only names of the page's own files: no way up or out of the folder.
+    let inside = path
+        .split('/')
+        .all(|part| !part.is_empty() && part != "." && part != ".." && !part.contains('\\'));
+    let file = (inside && path != "index.html")
+        .then(|| Files::get(&path))
+        .flatten();
+    let Some(file) = file else {
+        return (StatusCode::NOT_FOUND, format!("no file {path} in the page")).into_response();
+    };
+    let current = assets_prefix().strip_prefix("/assets/") == Some(id.as_str());
+    let etag = format!("\"{}\"", hex(&file.metadata.sha256_hash()[..8]));
+    let headers = vec![
+        (
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(content_type(&path)),
+        ),
+        (
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(if current { IMMUTABLE } else { "no-cache" }),
+        ),
+        (
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ),
+    ];
+    answer(&request, etag, headers, file.data.into_owned())
 }
 
 /// The built-in slash commands, in `/help`'s order, as `/help` and a

@@ -1091,18 +1091,20 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
         !csp.contains("unsafe-inline") && !csp.contains("unsafe-eval"),
         "{csp}"
     );
+    let page_etag = page.headers()["etag"].to_str().unwrap().to_string();
     let html = page.text().await.unwrap();
+    // The files are under /assets/ID/, ID naming this set of files.
+    let prefix = html
+        .split("href=\"")
+        .find_map(|rest| rest.split_once("/style.css"))
+        .map(|(prefix, _)| prefix.to_string())
+        .unwrap();
+    assert!(
+        prefix.starts_with("/assets/") && prefix.len() > "/assets/".len(),
+        "{html}"
+    );
     for (path, content_type, starts) in [
-        (
-            "/app.js",
-            "text/javascript; charset=utf-8",
-            "// agentbus web page",
-        ),
-        (
-            "/style.css",
-            "text/css; charset=utf-8",
-            "/* agentbus web page",
-        ),
+        ("/style.css", "text/css; charset=utf-8", "/* agentbus web page"),
         (
             "/vendor/marked.min.js",
             "text/javascript; charset=utf-8",
@@ -1128,29 +1130,86 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
             "text/plain; charset=utf-8",
             "Mozilla Public License",
         ),
-        // The built-in slash commands the page suggests, in `/help`'s order.
-        (
-            "/commands.json",
-            "application/json",
-            r#"[{"command":"/help","description":"list the commands","name":"help"},"#,
-        ),
     ] {
-        let answer = fetch(path).await.unwrap();
-        assert_eq!(answer.status(), 200, "{path}");
-        assert_eq!(answer.headers()["content-type"], content_type, "{path}");
+        let url = format!("{prefix}{path}");
+        let answer = fetch(&url).await.unwrap();
+        assert_eq!(answer.status(), 200, "{url}");
+        assert_eq!(answer.headers()["content-type"], content_type, "{url}");
         assert_eq!(
             answer.headers()["x-content-type-options"],
             "nosniff",
-            "{path}"
+            "{url}"
         );
-        assert!(answer.text().await.unwrap().starts_with(starts), "{path}");
+        // Its URL names its content: kept for a year.
+        assert_eq!(
+            answer.headers()["cache-control"],
+            "public, max-age=31536000, immutable",
+            "{url}"
+        );
+        let etag = answer.headers()["etag"].clone();
+        assert!(answer.text().await.unwrap().starts_with(starts), "{url}");
         if path.ends_with(".js") {
             assert!(
-                html.contains(&format!("<script src=\"{path}\" defer></script>")),
-                "{path}"
+                html.contains(&format!("<script src=\"{url}\" defer></script>")),
+                "{url}"
             );
         }
+        // Asked again with its ETag: nothing but a 304.
+        let again = http
+            .get(format!("{}{url}", server.url))
+            .header("if-none-match", etag)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(again.status(), 304, "{url}");
+        assert!(again.bytes().await.unwrap().is_empty(), "{url}");
     }
+    // The page itself is revalidated, and a 304 when unchanged.
+    let again = http
+        .get(format!("{}/", server.url))
+        .header("if-none-match", &page_etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    assert_eq!(again.headers()["cache-control"], "no-cache");
+    // Compressed for a browser that takes it: brotli, else gzip.
+    for (accepts, encoding) in [("gzip, deflate, br", "br"), ("gzip", "gzip")] {
+        let url = format!("{}{prefix}/vendor/marked.min.js", server.url);
+        let answer = http
+            .get(&url)
+            .header("accept-encoding", accepts)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.headers()["content-encoding"], encoding, "{accepts}");
+        let size = answer.bytes().await.unwrap().len();
+        assert!(size < 20_000, "{encoding}: {size} bytes");
+    }
+    // Files of another set (a page loaded before an upgrade) are today's,
+    // revalidated; nothing outside the page's folder is served.
+    let old = fetch("/assets/0000000000000000/style.css").await.unwrap();
+    assert_eq!(old.status(), 200);
+    assert_eq!(old.headers()["cache-control"], "no-cache");
+    for path in [
+        "/assets/x/../Cargo.toml",
+        "/assets/x/%2e%2e/Cargo.toml",
+        "/assets/x/vendor/README.md",
+        "/assets/x/index.html",
+        "/app.js",
+    ] {
+        assert_eq!(fetch(path).await.unwrap().status(), 404, "{path}");
+    }
+    // The built-in slash commands the page suggests, in `/help`'s order.
+    let answer = fetch("/commands.json").await.unwrap();
+    assert_eq!(answer.headers()["content-type"], "application/json");
+    assert!(
+        answer
+            .text()
+            .await
+            .unwrap()
+            .starts_with(r#"[{"command":"/help","description":"list the commands","name":"help"},"#)
+    );
     assert!(!html.contains("<script>"), "an inline script: {html}");
     let models = server.get_json("/v1/models").await;
     let priced = models["models"]
