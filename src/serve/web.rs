@@ -1,8 +1,9 @@
 //! The web page at `/`: static files compiled into the binary (no build
-//! step), and the two third-party scripts it uses (`/vendor/`: marked and
-//! DOMPurify, copied unchanged from npm, with their licences; see
-//! `src/web/vendor/README.md`), and `/commands.json`, the built-in slash
-//! commands its suggestions offer. The page itself needs no token; it
+//! step: its script is the ES modules of `src/web/js/`, served under
+//! `/js/` as they are), the two third-party scripts it uses (`/vendor/`:
+//! marked and DOMPurify, copied unchanged from npm, with their licences;
+//! see `src/web/vendor/README.md`), and `/commands.json`, the built-in
+//! slash commands its suggestions offer. The page itself needs no token; it
 //! reads `?token=` from its own address and sends it with every API call.
 
 use agentbus_actors::protocol::system::CommandEntry;
@@ -34,9 +35,109 @@ const TEXT: &str = "text/plain; charset=utf-8";
 /// Everything the page loads besides `/` itself.
 const ASSETS: &[Asset] = &[
     Asset {
-        path: "/app.js",
+        path: "/js/main.js",
         content_type: JS,
-        body: include_str!("../web/app.js"),
+        body: include_str!("../web/js/main.js"),
+    },
+    Asset {
+        path: "/js/api.js",
+        content_type: JS,
+        body: include_str!("../web/js/api.js"),
+    },
+    Asset {
+        path: "/js/approvals.js",
+        content_type: JS,
+        body: include_str!("../web/js/approvals.js"),
+    },
+    Asset {
+        path: "/js/assistant.js",
+        content_type: JS,
+        body: include_str!("../web/js/assistant.js"),
+    },
+    Asset {
+        path: "/js/composer.js",
+        content_type: JS,
+        body: include_str!("../web/js/composer.js"),
+    },
+    Asset {
+        path: "/js/connection.js",
+        content_type: JS,
+        body: include_str!("../web/js/connection.js"),
+    },
+    Asset {
+        path: "/js/diff.js",
+        content_type: JS,
+        body: include_str!("../web/js/diff.js"),
+    },
+    Asset {
+        path: "/js/dom.js",
+        content_type: JS,
+        body: include_str!("../web/js/dom.js"),
+    },
+    Asset {
+        path: "/js/format.js",
+        content_type: JS,
+        body: include_str!("../web/js/format.js"),
+    },
+    Asset {
+        path: "/js/images.js",
+        content_type: JS,
+        body: include_str!("../web/js/images.js"),
+    },
+    Asset {
+        path: "/js/layout.js",
+        content_type: JS,
+        body: include_str!("../web/js/layout.js"),
+    },
+    Asset {
+        path: "/js/markdown.js",
+        content_type: JS,
+        body: include_str!("../web/js/markdown.js"),
+    },
+    Asset {
+        path: "/js/plan.js",
+        content_type: JS,
+        body: include_str!("../web/js/plan.js"),
+    },
+    Asset {
+        path: "/js/rewind.js",
+        content_type: JS,
+        body: include_str!("../web/js/rewind.js"),
+    },
+    Asset {
+        path: "/js/sessions.js",
+        content_type: JS,
+        body: include_str!("../web/js/sessions.js"),
+    },
+    Asset {
+        path: "/js/state.js",
+        content_type: JS,
+        body: include_str!("../web/js/state.js"),
+    },
+    Asset {
+        path: "/js/status.js",
+        content_type: JS,
+        body: include_str!("../web/js/status.js"),
+    },
+    Asset {
+        path: "/js/suggestions.js",
+        content_type: JS,
+        body: include_str!("../web/js/suggestions.js"),
+    },
+    Asset {
+        path: "/js/switches.js",
+        content_type: JS,
+        body: include_str!("../web/js/switches.js"),
+    },
+    Asset {
+        path: "/js/tools.js",
+        content_type: JS,
+        body: include_str!("../web/js/tools.js"),
+    },
+    Asset {
+        path: "/js/transcript.js",
+        content_type: JS,
+        body: include_str!("../web/js/transcript.js"),
     },
     Asset {
         path: "/style.css",

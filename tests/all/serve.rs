@@ -1094,7 +1094,7 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
     let html = page.text().await.unwrap();
     for (path, content_type, starts) in [
         (
-            "/app.js",
+            "/js/main.js",
             "text/javascript; charset=utf-8",
             "// agentbus web page",
         ),
@@ -1144,13 +1144,38 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
             "{path}"
         );
         assert!(answer.text().await.unwrap().starts_with(starts), "{path}");
-        if path.ends_with(".js") {
+        if path.starts_with("/vendor/") && path.ends_with(".js") {
             assert!(
                 html.contains(&format!("<script src=\"{path}\" defer></script>")),
                 "{path}"
             );
         }
     }
+    // The page's own script is ES modules: main.js, loaded after the vendor
+    // scripts, imports the others; every file of src/web/js is served as it is.
+    let entry = "<script type=\"module\" src=\"/js/main.js\"></script>";
+    assert!(
+        html.find("/vendor/purify.min.js").unwrap() < html.find(entry).expect(entry),
+        "{html}"
+    );
+    let modules = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/web/js");
+    let mut served = 0;
+    for file in std::fs::read_dir(&modules).expect("src/web/js") {
+        let file = file.unwrap().path();
+        let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+        let answer = fetch(&format!("/js/{name}")).await.unwrap();
+        assert_eq!(answer.status(), 200, "{name}");
+        assert_eq!(
+            answer.headers()["content-type"],
+            "text/javascript; charset=utf-8",
+            "{name}"
+        );
+        assert_eq!(answer.headers()["x-content-type-options"], "nosniff");
+        let source = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(answer.text().await.unwrap(), source, "{name}");
+        served += 1;
+    }
+    assert!(served > 10, "the modules of src/web/js: {served}");
     assert!(!html.contains("<script>"), "an inline script: {html}");
     let models = server.get_json("/v1/models").await;
     let priced = models["models"]
