@@ -1104,7 +1104,16 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
         "{html}"
     );
     for (path, content_type, starts) in [
-        ("/style.css", "text/css; charset=utf-8", "/* agentbus web page"),
+        (
+            "/js/main.js",
+            "text/javascript; charset=utf-8",
+            "// agentbus web page",
+        ),
+        (
+            "/style.css",
+            "text/css; charset=utf-8",
+            "/* agentbus web page",
+        ),
         (
             "/vendor/marked.min.js",
             "text/javascript; charset=utf-8",
@@ -1148,7 +1157,7 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
         );
         let etag = answer.headers()["etag"].clone();
         assert!(answer.text().await.unwrap().starts_with(starts), "{url}");
-        if path.ends_with(".js") {
+        if path.starts_with("/vendor/") && path.ends_with(".js") {
             assert!(
                 html.contains(&format!("<script src=\"{url}\" defer></script>")),
                 "{url}"
@@ -1204,12 +1213,35 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
     let answer = fetch("/commands.json").await.unwrap();
     assert_eq!(answer.headers()["content-type"], "application/json");
     assert!(
-        answer
-            .text()
-            .await
-            .unwrap()
-            .starts_with(r#"[{"command":"/help","description":"list the commands","name":"help"},"#)
+        answer.text().await.unwrap().starts_with(
+            r#"[{"command":"/help","description":"list the commands","name":"help"},"#
+        )
     );
+    // The page's own script is ES modules: main.js, loaded after the vendor
+    // scripts, imports the others; every file of src/web/js is served as it is.
+    let entry = format!("<script type=\"module\" src=\"{prefix}/js/main.js\"></script>");
+    assert!(
+        html.find("/vendor/purify.min.js").unwrap() < html.find(entry.as_str()).expect(&entry),
+        "{html}"
+    );
+    let modules = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/web/js");
+    let mut served = 0;
+    for file in std::fs::read_dir(&modules).expect("src/web/js") {
+        let file = file.unwrap().path();
+        let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+        let answer = fetch(&format!("{prefix}/js/{name}")).await.unwrap();
+        assert_eq!(answer.status(), 200, "{name}");
+        assert_eq!(
+            answer.headers()["content-type"],
+            "text/javascript; charset=utf-8",
+            "{name}"
+        );
+        assert_eq!(answer.headers()["x-content-type-options"], "nosniff");
+        let source = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(answer.text().await.unwrap(), source, "{name}");
+        served += 1;
+    }
+    assert!(served > 10, "the modules of src/web/js: {served}");
     assert!(!html.contains("<script>"), "an inline script: {html}");
     let models = server.get_json("/v1/models").await;
     let priced = models["models"]

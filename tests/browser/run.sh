@@ -36,8 +36,14 @@ for var in $REQUIRED; do
   fi
 done
 
-# The page's JavaScript must at least parse.
-node --check "$HERE/../../src/web/app.js"
+# The page's JavaScript must at least parse: every module of src/web/js, as
+# a module (`--input-type=module` reads the source from stdin).
+for module in "$HERE"/../../src/web/js/*.js; do
+  if ! node --input-type=module --check <"$module"; then
+    echo "browser test: $module does not parse as an ES module" >&2
+    exit 1
+  fi
+done
 
 # Debian's Chromium.
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"

@@ -1,0 +1,201 @@
+// The input box and its buttons: sending (queries and slash commands
+// alike, a query with the images waiting above the box), the inputs sent
+// and waiting behind the running turn, Interrupt, which controls can be
+// used now, and the keys (Enter sends, Esc interrupts).
+//
+// Never: show a query in the conversation when it is sent: its `user`
+// event does when its turn starts (only a command's typed line is added
+// here, above its answer).
+
+import { state } from './state.js';
+import { $, append, el, hideBanner, keepScrolled, line, showBanner } from './dom.js';
+import { api, sessionPath } from './api.js';
+import { noteOwnInput } from './switches.js';
+import { renderAttachments, showAttachProblem } from './images.js';
+import { hideSuggestions, onSuggestionKey } from './suggestions.js';
+import { sessionListCovers, showSessionList } from './layout.js';
+
+/**
+ * Post the input box's text (queries and slash commands alike), a query
+ * with the images waiting above the box. Until its first event comes,
+ * the input is listed as sent (shown while a turn runs, behind which it
+ * waits); a command's line then goes above its answer, as the terminal
+ * shows what was typed. A query shows as its `user` event when its turn
+ * starts.
+ */
+export async function sendInput() {
+  const box = $('input');
+  const text = box.value;
+  const sessionId = state.selectedId;
+  const view = state.view;
+  if (!sessionId || !view) return;
+  if (text.trim() === '') {
+    if (state.pendingImages.length) showAttachProblem('Type a message to go with the images, then send.');
+    return;
+  }
+  hideSuggestions();
+  const images = takeImages(view, text);
+  box.value = '';
+  const sent = { text, images: images.length, inputId: null };
+  view.sent.push(sent);
+  renderQueued();
+  state.postsInFlight += 1;
+  const body = { text };
+  if (images.length) {
+    body.images = images.map((image) => ({
+      media_type: image.mediaType,
+      data: image.data,
+      // Its file name, kept with it (the server takes at most 255 characters, no control ones).
+      source: Array.from(String(image.name || '').replace(/[\u0000-\u001f\u007f-\u009f]/g, '')).slice(0, 255).join(''),
+    }));
+  }
+  try {
+    const answer = await api('POST', sessionPath(sessionId) + '/input', body);
+    hideBanner();
+    if (answer && answer.input_id !== undefined) {
+      sent.inputId = answer.input_id;
+      const early = view.unclaimed.get(answer.input_id);
+      if (early) settleSent(view, sent, early.event, early.anchor);
+      noteOwnInput(sessionId, answer.input_id);
+    }
+  } catch (e) {
+    forgetSent(view, sent);
+    if (e.status === 401) return;
+    showBanner(e.message);
+    if (box.value === '' && state.selectedId === sessionId) box.value = text; // give the text back
+    if (images.length && state.pendingImages.length === 0) {
+      state.pendingImages = images; // and the images
+      renderAttachments('');
+    }
+  } finally {
+    state.postsInFlight -= 1;
+    if (state.postsInFlight === 0) state.earlySwitches.clear();
+    if (!view.sent.some((s) => s.inputId === null)) view.unclaimed.clear();
+    renderQueued();
+  }
+}
+
+/**
+ * The images waiting for a query, taken to go with `text`: none when it
+ * is a slash command, which takes no images (they stay for the next query).
+ */
+function takeImages(view, text) {
+  if (state.pendingImages.length === 0) return [];
+  if (isSlashCommand(view, text)) {
+    showAttachProblem('A slash command takes no images: they stay here for your next message.');
+    return [];
+  }
+  const images = state.pendingImages;
+  state.pendingImages = [];
+  renderAttachments('');
+  return images;
+}
+
+/**
+ * Whether the session reads `text` as a slash command, as it parses it
+ * (actors/src/session/core/commands/mod.rs): `/` and a word of letters
+ * and dashes, or the name of one of its custom commands.
+ */
+function isSlashCommand(view, text) {
+  const match = /^\/(\S+)/.exec(text.trimStart());
+  if (!match) return false;
+  return /^[A-Za-z-]+$/.test(match[1]) || view.commands.some((c) => c.name === match[1]);
+}
+
+/**
+ * The first event of an input (its `user` event, or a command's answer),
+ * `anchor` the element it added: settles the input this page sent, or is
+ * kept until a POST still on its way answers with that input id.
+ */
+export function claimSent(view, event, anchor) {
+  if (event.turn_id === undefined) return;
+  const sent = view.sent.find((s) => s.inputId === event.turn_id);
+  if (sent) settleSent(view, sent, event, anchor);
+  else if (view.sent.some((s) => s.inputId === null) && !view.unclaimed.has(event.turn_id)) {
+    view.unclaimed.set(event.turn_id, { event, anchor });
+  }
+}
+
+/** An input's first event came: a command's typed line goes above its answer. */
+function settleSent(view, sent, event, anchor) {
+  forgetSent(view, sent);
+  view.unclaimed.delete(event.turn_id);
+  if (event.type === 'system' && state.view === view) {
+    const echo = line('msg user command', 'message-command', sent.text, event);
+    if (anchor && anchor.isConnected) keepScrolled(() => anchor.before(echo));
+    else append(echo);
+  }
+  renderQueued();
+}
+
+function forgetSent(view, sent) {
+  const at = view.sent.indexOf(sent);
+  if (at >= 0) view.sent.splice(at, 1);
+}
+
+/** The inputs waiting behind the running turn, above the input box. */
+export function renderQueued() {
+  const view = state.view;
+  const waiting = view && view.openTurns.size > 0 ? view.sent : [];
+  const box = $('queued');
+  box.hidden = waiting.length === 0;
+  const label = (s) => s.text + (s.images ? ' (+' + s.images + ' image' + (s.images === 1 ? '' : 's') + ')' : '');
+  box.replaceChildren(...waiting.map((s) => el('div', { class: 'queued-item', 'data-testid': 'queued-input', title: 'Sent; runs when the turn before it ends', text: label(s) })));
+}
+
+/** Cancel the running turn of the selected session. */
+export async function interrupt() {
+  const view = state.view;
+  if (!view) return;
+  view.interrupting = true;
+  updateControls();
+  try {
+    await api('POST', sessionPath(view.sessionId) + '/interrupt');
+  } catch (e) {
+    view.interrupting = false;
+    updateControls();
+    if (e.status !== 401) showBanner(e.message);
+  }
+}
+
+/** Enable what can be used now: input with a session, Interrupt while a turn runs. */
+export function updateControls() {
+  const view = state.view;
+  $('input').disabled = !view;
+  $('send').disabled = !view;
+  $('attach').disabled = !view;
+  const running = !!view && view.openTurns.size > 0;
+  $('interrupt').disabled = !running || view.interrupting;
+  $('app').classList.toggle('running', running);
+  $('status-running').hidden = !running;
+  $('status-running').textContent = view && view.interrupting ? '\u25cf interrupting\u2026' : '\u25cf running \u00b7 Esc interrupts';
+  renderQueued();
+}
+
+/** Enter sends, Shift+Enter is a new line (not while an IME composes); keys for the command suggestions first. */
+export function onInputKey(event) {
+  if (onSuggestionKey(event)) return;
+  if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    sendInput();
+  }
+}
+
+/**
+ * Esc anywhere on the page: closes the session list when it covers the
+ * page (phone width), else interrupts the running turn, as in the terminal.
+ */
+export function onPageKey(event) {
+  if (event.key !== 'Escape' || event.isComposing || event.defaultPrevented) return;
+  if ($('rewind-dialog').open) return; // Esc closes the dialog, and only that
+  if (sessionListCovers()) {
+    event.preventDefault();
+    showSessionList(false);
+    return;
+  }
+  const view = state.view;
+  if (view && view.openTurns.size > 0 && !view.interrupting) {
+    event.preventDefault();
+    interrupt();
+  }
+}

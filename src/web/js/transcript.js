@@ -1,0 +1,218 @@
+// The conversation: each event of the selected session, with the same
+// information as the terminal chat (src/frontend/output/render.rs) —
+// session start, command replies and notices, compaction, the user's
+// messages, each turn's result line — and the others handed to the
+// modules that draw them (assistant.js, tools.js, approvals.js).
+//
+// Never: put text from the server or the user into the page as HTML —
+// only as text (el, line) — except the model's Markdown, through
+// markdown.js.
+
+import { findSession } from './state.js';
+import { append, el, line } from './dom.js';
+import { fullTime, thousands } from './format.js';
+import { finishLive, renderAssistant, renderStreamEvent } from './assistant.js';
+import { renderMarkdown } from './markdown.js';
+import { renderToolResult } from './tools.js';
+import { allInput, contextFill, renderStatusOf, setContext } from './status.js';
+import { endApprovals, renderApprovalRequest, resolveApproval } from './approvals.js';
+import { rewindButton } from './rewind.js';
+import { messageImages } from './images.js';
+import { renderPlan } from './plan.js';
+
+export function renderEvent(view, event) {
+  switch (event.type) {
+    case 'system':
+      return renderSystem(view, event);
+    case 'user':
+      return renderUser(view, event);
+    case 'stream_event':
+      return renderStreamEvent(view, event);
+    case 'assistant':
+      return renderAssistant(view, event);
+    case 'tool_result':
+      return renderToolResult(event);
+    case 'approval_request':
+      return renderApprovalRequest(view, event);
+    case 'result':
+      return renderResult(view, event);
+    case 'error':
+      return append(line('error', 'error', 'error' + (event.kind ? ' (' + event.kind + ')' : '') + ': ' + event.message, event));
+    default:
+      return undefined; // a newer server's event type: nothing to show
+  }
+}
+
+/** `system`: session start, command replies and notices. */
+function renderSystem(view, event) {
+  const data = event.data || {};
+  let text = event.message || '';
+  let dim = true;
+  switch (event.subtype) {
+    case 'compacted':
+      return renderCompacted(view, event);
+    case 'plan':
+      // The panel shows it; the tool call in the conversation says when.
+      view.plan = Array.isArray(data.todos) ? data.todos : [];
+      renderPlan();
+      return undefined;
+    case 'cleared':
+      view.plan = [];
+      renderPlan();
+      dim = false; // a command's answer
+      break;
+    case 'context': {
+      // `/context`: a table, kept as the session aligned it.
+      if (typeof data.used === 'number') setContext(view, { used: data.used, limit: data.limit });
+      const node = el('pre', { class: 'notice reply context-report', 'data-testid': 'notice', title: fullTime(event.at), text });
+      node.setAttribute('data-subtype', 'context');
+      return append(node);
+    }
+    case 'usage':
+      if (data.context) setContext(view, data.context);
+      if (typeof data.cost_usd === 'number') {
+        view.reportedCost = { usd: data.cost_usd, turns: view.turnsByProfile.length };
+        renderStatusOf(view);
+      }
+      dim = false;
+      break;
+    case 'session_started': {
+      const tools = Array.isArray(data.tools) ? data.tools.length : 0;
+      if (data.permission_mode) view.mode = String(data.permission_mode);
+      if (data.model) view.model = String(data.model);
+      view.agent = data.agent ? String(data.agent) : 'build';
+      view.commands = Array.isArray(data.commands) ? data.commands : [];
+      renderStatusOf(view);
+      text = '\u25cf session ' + event.session_id + ' \u00b7 model ' + (data.model || '?') + ' \u00b7 ' + tools + ' tools' +
+        (data.agent && data.agent !== 'build' ? ' \u00b7 agent ' + data.agent : '') +
+        (data.permission_mode ? ' \u00b7 mode ' + data.permission_mode : '') +
+        (data.sandboxed === false ? ' \u00b7 commands NOT sandboxed' : '') +
+        (Array.isArray(data.instructions) && data.instructions.length ? ' \u00b7 instructions ' + data.instructions.join(', ') : '') +
+        (data.resumed ? ' \u00b7 resumed' : '');
+      break;
+    }
+    case 'approval_resolved':
+      // The card shows how it ended; a line only when there is no card.
+      if (resolveApproval(view, event)) return undefined;
+      text = '\u25cf ' + text;
+      break;
+    case 'mode':
+      if (data.mode) view.mode = String(data.mode);
+      renderStatusOf(view);
+      dim = false;
+      break;
+    case 'agent':
+      if (data.agent) view.agent = String(data.agent);
+      if (data.model) view.model = String(data.model);
+      if (data.permission_mode) view.mode = String(data.permission_mode);
+      renderStatusOf(view);
+      dim = false;
+      break;
+    case 'model_switched':
+      if (data.model) view.model = String(data.model);
+      renderStatusOf(view);
+      dim = false;
+      break;
+    case 'retrying':
+    case 'compacting':
+    case 'notice':
+    case 'mcp_server_status':
+    case 'mcp_waiting':
+    case 'owner_changed':
+      text = '\u25cf ' + text;
+      break;
+    default:
+      dim = false; // a command's answer: shown like normal text
+  }
+  // A command's answer keeps its line breaks and alignment, as the terminal shows it.
+  const node = line('notice' + (dim ? ' dim' : ' reply'), 'notice', text, event);
+  node.setAttribute('data-subtype', event.subtype || '');
+  append(node);
+}
+
+/**
+ * `compacted`: a divider where a summary began to stand for the turns above
+ * it in the model's view (they stay here, and stored); the summary on demand.
+ */
+function renderCompacted(view, event) {
+  const data = event.data || {};
+  const known = typeof data.tokens_before === 'number' && typeof data.tokens_after === 'number';
+  const why = { auto: 'auto', command: '/compact', overflow: 'request too long' }[data.trigger] || data.trigger;
+  const text = known
+    ? 'Conversation compacted here: ~' + thousands(data.tokens_before) + ' \u2192 ' + thousands(data.tokens_after) +
+      ' tokens' + (why ? ' (' + why + ')' : '')
+    : event.message || 'Conversation compacted here';
+  const node = el(
+    'div',
+    { class: 'compacted', 'data-testid': 'compacted', 'data-trigger': data.trigger || '', title: fullTime(event.at) },
+    el('div', { class: 'compacted-line' }, el('span', { 'data-testid': 'compacted-text', text })),
+  );
+  if (typeof data.summary === 'string' && data.summary) {
+    node.append(
+      el(
+        'details',
+        { class: 'compacted-summary', 'data-testid': 'compacted-summary' },
+        el('summary', { text: 'Summary the model sees in place of the earlier turns' }),
+        el('div', { class: 'markdown' }, renderMarkdown(data.summary)),
+      ),
+    );
+  }
+  if (known && view.context) setContext(view, { used: data.tokens_after, limit: view.context.limit });
+  append(node);
+}
+
+/**
+ * `user`: what was typed, the images it carries as thumbnails, and for a
+ * command that runs as a query (`/init`, a custom command such as
+ * `/review src/main.rs`) what the model received instead, on demand.
+ */
+function renderUser(view, event) {
+  finishLive(view);
+  const node = line('msg user', 'message-user', event.text, event);
+  if (typeof event.seq === 'number') node.setAttribute('data-seq', String(event.seq));
+  const images = Array.isArray(event.images) ? event.images : [];
+  if (images.length) node.append(messageImages(images));
+  if (typeof event.prompt === 'string' && event.prompt) {
+    node.append(
+      el('details', { class: 'user-prompt', 'data-testid': 'message-prompt' },
+        el('summary', { text: 'What the model received' }),
+        el('pre', { text: event.prompt })),
+    );
+  }
+  if (typeof event.seq === 'number') node.append(rewindButton(view, event));
+  append(node);
+}
+
+/** `result`: stop reason, steps, tokens, duration; adds to the usage totals. */
+function renderResult(view, event) {
+  finishLive(view, event.stop_reason || 'ended');
+  endApprovals(view, event.turn_id);
+  const usage = event.usage || {};
+  const input = allInput(usage);
+  view.usage.input += input;
+  view.usage.output += usage.output_tokens || 0;
+  view.usage.cacheRead += usage.cache_read_input_tokens || 0;
+  view.usage.cacheWritten += usage.cache_creation_input_tokens || 0;
+  view.usage.turns += 1;
+  const session = findSession(view.sessionId);
+  view.turnsByProfile.push([view.model || (session && session.model), usage]);
+  if (event.context) setContext(view, event.context);
+  renderStatusOf(view);
+
+  const steps = event.steps || 0;
+  const fill = event.context ? contextFill(event.context) : null;
+  const cached = usage.cache_read_input_tokens && input ? ' (' + Math.round((usage.cache_read_input_tokens * 100) / input) + '% cached)' : '';
+  const figures = steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' + input + ' in' + cached + ' / ' +
+    (usage.output_tokens || 0) + ' out tokens \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s' +
+    (fill ? ' \u00b7 context ' + fill.percent + '% (' + thousands(fill.used) + '/' + thousands(fill.limit) + ')' : '');
+  const heads = {
+    end_turn: '\u2713 end_turn',
+    cancelled: '\u25a0 cancelled (interrupted)',
+    max_steps: '\u26a0 max_steps (stopped at the step limit)',
+    error: '\u2717 error (the turn failed' + (event.error ? ': ' + event.error : '') + ')',
+  };
+  const head = heads[event.stop_reason] || String(event.stop_reason);
+  const node = line('result-line ' + (event.stop_reason || ''), 'result-line', head + ' \u00b7 ' + figures, event);
+  node.setAttribute('data-stop-reason', event.stop_reason || '');
+  append(node);
+}
