@@ -47,6 +47,11 @@ struct Files;
 /// What `index.html` writes where the assets' URL prefix goes.
 const ASSETS_MARK: &str = "{{assets}}";
 
+/// What `index.html` writes where the page's modules are to be named, so
+/// the browser fetches them all at once instead of one import level at a
+/// time.
+const PRELOAD_MARK: &str = "{{modulepreload}}";
+
 /// A year: what an asset whose URL names its content may be kept for.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
@@ -90,6 +95,20 @@ fn assets_prefix() -> Cow<'static, str> {
     Cow::Borrowed(PREFIX.get_or_init(|| format!("/assets/{}", files_id())))
 }
 
+/// A `<link rel="modulepreload">` for each of the page's modules
+/// (`js/*.js`), in name order.
+fn module_preloads() -> String {
+    let mut modules: Vec<Cow<'static, str>> = Files::iter()
+        .filter(|name| name.starts_with("js/") && name.ends_with(".js"))
+        .collect();
+    modules.sort();
+    modules
+        .iter()
+        .map(|name| format!("<link rel=\"modulepreload\" href=\"{ASSETS_MARK}/{name}\">"))
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
+
 /// Whether the request's `If-None-Match` names `etag` (or `*`).
 fn not_modified(headers: &HeaderMap, etag: &str) -> bool {
     headers
@@ -127,7 +146,9 @@ async fn index(request: HeaderMap) -> Response {
     let Some(file) = Files::get("index.html") else {
         return (StatusCode::NOT_FOUND, "the page is missing from this build").into_response();
     };
-    let html = String::from_utf8_lossy(&file.data).replace(ASSETS_MARK, &assets_prefix());
+    let html = String::from_utf8_lossy(&file.data)
+        .replace(PRELOAD_MARK, &module_preloads())
+        .replace(ASSETS_MARK, &assets_prefix());
     let etag = format!("\"{}\"", hex(&Sha256::digest(html.as_bytes())[..8]));
     let headers = vec![
         (

@@ -1239,6 +1239,9 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
         assert_eq!(answer.headers()["x-content-type-options"], "nosniff");
         let source = std::fs::read_to_string(&file).unwrap();
         assert_eq!(answer.text().await.unwrap(), source, "{name}");
+        // Named in the page, so the browser fetches them all at once.
+        let preload = format!("<link rel=\"modulepreload\" href=\"{prefix}/js/{name}\">");
+        assert!(html.contains(&preload), "{preload}: {html}");
         served += 1;
     }
     assert!(served > 10, "the modules of src/web/js: {served}");
