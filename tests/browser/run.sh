@@ -9,6 +9,9 @@
 #   REWIND_PROMPT='prompt whose turn edits it' CONFLICT_PROMPT='another such prompt' \
 #   tests/browser/run.sh
 #
+#   PAGE_SUITE=controls AGENTBUS_URL=... AGENTBUS_TOKEN=... tests/browser/run.sh
+#   (suites/controls.mjs against tests/fixtures/scripts/web_controls.toml)
+#
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 # AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
@@ -27,7 +30,8 @@ if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; fi
 case "${PAGE_SUITE:-page}" in
   page) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT" ;;
   rewind) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN REWIND_FILE REWIND_PROMPT CONFLICT_PROMPT" ;;
-  *) echo "browser test: PAGE_SUITE is page or rewind, not ${PAGE_SUITE}" >&2; exit 2 ;;
+  controls) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN" ;;
+  *) echo "browser test: PAGE_SUITE is page, rewind or controls, not ${PAGE_SUITE}" >&2; exit 2 ;;
 esac
 for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then
