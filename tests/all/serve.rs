@@ -1812,7 +1812,7 @@ async fn the_web_page_highlights_and_copies_code_and_switches_model_and_mode_fro
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("16 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("17 passed, 0 failed"), "{stdout}");
     // The edit the page showed happened.
     assert_eq!(
         std::fs::read_to_string(f.workspace().join("lib.rs")).unwrap(),

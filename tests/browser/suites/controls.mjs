@@ -181,26 +181,35 @@ export async function run(page, ctx) {
     await idle();
   });
 
-  await check('in a conversation taller than the window, thinking closes with its time once the answer starts and has height when opened', page, async () => {
-    await turn('tall please', 'Line 24 of a long answer.');
-    const tall = await byId(page, 'input').evaluate(() => {
+  await check('in a conversation taller than the window, opened thinking is not flattened to nothing', page, async () => {
+    await turn('tall please', 'Line 50 of a long answer.');
+    const tall = await page.evaluate(() => {
       const conv = document.getElementById('conversation');
       return { scroll: conv.scrollHeight, client: conv.clientHeight };
     });
     expect(tall.scroll > tall.client * 1.5, `the conversation is not taller than its window: ${JSON.stringify(tall)}`);
     await turn('think it over', 'Thought it over.');
     const thinking = byId(page, 'thinking').last();
-    const head = await thinking.locator('summary').textContent();
-    expect(/^Thinking · \d+\.\d s$/.test(head), `the thinking says ${JSON.stringify(head)}`);
-    expect(!(await thinking.evaluate((d) => d.open)), 'the thinking is still open after the answer');
-    await thinking.locator('summary').click();
-    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="thinking"]')].pop().open);
+    // Opened (a click on its head, when it has one), it must take room.
+    const head = thinking.locator('summary');
+    if ((await head.count()) > 0 && !(await thinking.evaluate((d) => d.open))) await head.click();
+    await thinking.scrollIntoViewIfNeeded();
     const box = await thinking.evaluate((node) => {
       const text = node.querySelector('.thinking-text') || node;
       return { outer: node.getBoundingClientRect().height, text: text.getBoundingClientRect().height, content: text.textContent };
     });
     expect(box.content.includes('First the facts'), `the thinking shows ${JSON.stringify(box.content)}`);
     expect(box.outer > 20 && box.text > 10, `the opened thinking is flattened: ${JSON.stringify(box)}`);
+  });
+
+  await check('thinking closes once the answer starts, saying how long it took; a click opens it', page, async () => {
+    await turn('think it over again', 'Thought it over.');
+    const thinking = byId(page, 'thinking').last();
+    const head = await thinking.locator('summary').textContent();
+    expect(/^Thinking · \d+\.\d s$/.test(head), `the thinking says ${JSON.stringify(head)}`);
+    expect(!(await thinking.evaluate((d) => d.open)), 'the thinking is still open after the answer');
+    await thinking.locator('summary').click();
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="thinking"]')].pop().open);
   });
 
   await check('an error shows once, as a card; the turn line says "Failed"; Retry sends the query again', page, async () => {
