@@ -80,10 +80,6 @@ export function highlightedNodes(text, lang) {
 /** Replace `node`'s children with `text` highlighted in `lang`; plain text when it cannot be. */
 export function highlightInto(node, text, lang) {
   const nodes = highlightedNodes(text, lang);
-  if (nodes) {
-    node.replaceChildren(...nodes);
-    node.classList.add('highlighted');
-  } else {
-    node.textContent = text;
-  }
+  if (nodes) node.replaceChildren(...nodes);
+  else node.textContent = text;
 }
