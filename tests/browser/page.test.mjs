@@ -42,6 +42,11 @@
 // and the dialog shows the conflict, which "Code only" leaves alone.
 // Screenshots: rewind, rewind-conflict.
 //
+// Any other PAGE_SUITE=NAME runs tests/browser/suites/NAME.mjs, whose
+// run(page, ctx) gets the helpers of lib.mjs and the browser context
+// (controls: code highlighting and copy, the status line's menus, the
+// turn line, thinking, errors; see that file).
+//
 // Every wait is Playwright's own (locator.waitFor / waitForFunction): no
 // fixed sleeps. Exits 1 at the first failed check, with a screenshot.
 
