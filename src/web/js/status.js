@@ -203,6 +203,8 @@ function openMenu(kind, button) {
   })));
   menu = { kind, button, items, index: Math.max(0, items.indexOf(current)) };
   list.hidden = false;
+  // Above its button (CSSOM, which the CSP allows; no style attribute is written as markup).
+  list.style.left = Math.max(0, Math.min(button.offsetLeft, list.offsetParent ? list.offsetParent.clientWidth - list.offsetWidth : button.offsetLeft)) + 'px';
   button.setAttribute('aria-expanded', 'true');
   markActive();
   list.focus();

@@ -268,7 +268,7 @@ function renderResult(view, event) {
   const prices = profile ? state.prices.get(profile) : null;
   const head = stopWords(event.stop_reason);
   const text = head + ' \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s \u00b7 ' +
-    thousands(input + (usage.output_tokens || 0)) + ' tokens' + (prices ? ' \u00b7 ' + dollars(costOf(prices, usage)) : '');
+    thousands(input + (usage.output_tokens || 0)) + ' tokens' + (prices && input + (usage.output_tokens || 0) > 0 ? ' \u00b7 ' + dollars(costOf(prices, usage)) : '');
   const node = line('result-line ' + (event.stop_reason || ''), 'result-line', text, event);
   node.title = head + ' (' + (event.stop_reason || 'ended') + ') \u00b7 ' + steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' +
     thousands(input) + ' in' + cached + ' / ' + thousands(usage.output_tokens || 0) + ' out tokens' +
