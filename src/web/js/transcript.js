@@ -195,7 +195,7 @@ function renderUser(view, event) {
  * of the session again.
  */
 function errorCard(view, kind, message, event) {
-  const node = el('div', { class: 'error error-card', 'data-testid': 'error', 'data-kind': kind || '', role: 'alert', title: fullTime(event.at) });
+  const node = el('div', { class: 'error error-card', 'data-testid': 'error', 'data-kind': kind || '', title: fullTime(event.at) });
   node.append(el('div', { class: 'error-text', 'data-testid': 'error-text', text: '\u2717 Error' + (kind ? ' (' + kind + ')' : '') + ': ' + (message || 'the turn failed') }));
   const query = view.lastQuery;
   if (typeof query === 'string' && query.trim() !== '') {
