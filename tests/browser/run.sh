@@ -48,6 +48,13 @@ for module in "$HERE"/../../src/web/js/*.js; do
     exit 1
   fi
 done
+# And the test's own modules: the shared helpers and the suites.
+for module in "$HERE"/lib.mjs "$HERE"/suites/*.mjs; do
+  if ! node --check "$module"; then
+    echo "browser test: $module does not parse" >&2
+    exit 1
+  fi
+done
 
 # Debian's Chromium.
 CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
