@@ -26,9 +26,11 @@ import { sessionListCovers, showSessionList } from './layout.js';
  * shows what was typed. A query shows as its `user` event when its turn
  * starts.
  */
-export async function sendInput(typed) {
+export async function sendInput(typed, typedImages) {
   const box = $('input');
-  // `typed`: a text sent without the box (a status menu's command, a Retry): the box keeps what it holds.
+  // `typed`: a text sent without the box (a status menu's command, a Retry,
+  // with `typedImages` the images of the message it sends again): the box
+  // and the images waiting above it stay as they are.
   const fromBox = typeof typed !== 'string';
   const text = fromBox ? box.value : typed;
   const sessionId = state.selectedId;
@@ -38,7 +40,7 @@ export async function sendInput(typed) {
     if (state.pendingImages.length) showAttachProblem('Type a message to go with the images, then send.');
     return false;
   }
-  const images = fromBox ? takeImages(view, text) : [];
+  const images = fromBox ? takeImages(view, text) : typedImages || [];
   if (fromBox) {
     hideSuggestions();
     box.value = '';
@@ -69,12 +71,15 @@ export async function sendInput(typed) {
   } catch (e) {
     forgetSent(view, sent);
     if (e.status === 401) return false;
-    // Not sent: marked so in the conversation, with Retry (the text, without images).
-    if (state.view === view) append(notSent(text, e.message));
-    else showBanner(e.message);
-    if (images.length && state.pendingImages.length === 0) {
-      state.pendingImages = images; // the images wait for the next message again
-      renderAttachments('');
+    // Not sent: marked so in the conversation, with Retry (the text and its images).
+    if (state.view === view) {
+      append(notSent(text, images, e.message));
+    } else {
+      showBanner(e.message);
+      if (images.length && state.pendingImages.length === 0) {
+        state.pendingImages = images; // the images wait for the next message again
+        renderAttachments('');
+      }
     }
     return false;
   } finally {
@@ -87,9 +92,10 @@ export async function sendInput(typed) {
 
 /**
  * An input whose POST failed: its text, "Not sent" and why, and Retry,
- * which sends it again (and takes the mark away once the server took it).
+ * which sends it again with its images (the mark goes; a new one comes
+ * when it fails again).
  */
-function notSent(text, why) {
+function notSent(text, images, why) {
   const node = el('div', { class: 'msg user not-sent', 'data-testid': 'message-not-sent', role: 'alert' });
   const retry = el('button', {
     type: 'button',
@@ -99,12 +105,12 @@ function notSent(text, why) {
     onclick: async () => {
       retry.disabled = true;
       node.setAttribute('data-retrying', 'true');
-      await sendInput(text);
+      await sendInput(text, images);
       node.remove(); // sent, or a new mark at the end says it was not
     },
   });
   node.append(
-    el('div', { class: 'not-sent-text', text }),
+    el('div', { class: 'not-sent-text', text: text + (images.length ? ' (+' + images.length + ' image' + (images.length === 1 ? '' : 's') + ')' : '') }),
     el('div', { class: 'not-sent-why' },
       el('span', { class: 'not-sent-mark', text: '\u26a0 Not sent' }),
       el('span', { class: 'dim', text: ' \u00b7 ' + why + ' ' }),
