@@ -1139,6 +1139,16 @@ async fn the_web_page_and_its_scripts_are_served_with_their_types_and_a_strict_p
             "text/plain; charset=utf-8",
             "Mozilla Public License",
         ),
+        (
+            "/vendor/prism-clike.min.js",
+            "text/javascript; charset=utf-8",
+            "Prism.languages.clike=",
+        ),
+        (
+            "/vendor/LICENSE-prismjs",
+            "text/plain; charset=utf-8",
+            "MIT LICENSE",
+        ),
     ] {
         let url = format!("{prefix}{path}");
         let answer = fetch(&url).await.unwrap();
@@ -1762,4 +1772,54 @@ async fn a_session_created_in_plan_mode_denies_a_write_without_asking() {
         "{tool_result}"
     );
     assert!(!f.workspace().join("planned.txt").exists());
+}
+
+/// Code you can use and the status line's controls on the web page
+/// (`tests/browser/suites/controls.mjs`, `PAGE_SUITE=controls`, against
+/// `tests/fixtures/scripts/web_controls.toml`): fenced code highlighted and
+/// labelled, an edit's diff with token colours, Copy on code, a message, a
+/// command and a diff (read back from the clipboard); the model and mode
+/// menus send `/model web` and `/mode plan`; the turn line in words with
+/// its cost; thinking open while it streams, then closed with its time and
+/// not flattened in a tall conversation; an error once, with Retry; a
+/// message whose POST failed marked "Not sent", with Retry.
+#[tokio::test]
+async fn the_web_page_highlights_and_copies_code_and_switches_model_and_mode_from_menus() {
+    let f = Fixture::new("web_controls").await;
+    f.add_config(&format!(
+        "[models.web]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\n\
+         input_per_mtok = 3.0\noutput_per_mtok = 15.0\n",
+        f.server.openai_base_url()
+    ));
+    std::fs::write(
+        f.workspace().join("lib.rs"),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a + b\n}\n",
+    )
+    .unwrap();
+    let server = f.serve().await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let shots = format!("{}/", f.home.path().display());
+    let output = tokio::process::Command::new(&script)
+        .env("PAGE_SUITE", "controls")
+        .env("AGENTBUS_URL", &server.url)
+        .env("AGENTBUS_TOKEN", &server.token)
+        .env("SCREENSHOT", f.home.path().join("controls.png"))
+        .env("SHOTS", std::env::var("SHOTS").unwrap_or(shots))
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    assert!(stdout.contains("17 passed, 0 failed"), "{stdout}");
+    // The edit the page showed happened.
+    assert_eq!(
+        std::fs::read_to_string(f.workspace().join("lib.rs")).unwrap(),
+        "pub fn add(a: i32, b: i32) -> i32 {\n    a.wrapping_add(b)\n}\n"
+    );
+    f.assert_requests_valid();
 }

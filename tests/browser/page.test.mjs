@@ -42,6 +42,11 @@
 // and the dialog shows the conflict, which "Code only" leaves alone.
 // Screenshots: rewind, rewind-conflict.
 //
+// Any other PAGE_SUITE=NAME runs tests/browser/suites/NAME.mjs, whose
+// run(page, ctx) gets the helpers of lib.mjs and the browser context
+// (controls: code highlighting and copy, the status line's menus, the
+// turn line, thinking, errors; see that file).
+//
 // Every wait is Playwright's own (locator.waitFor / waitForFunction): no
 // fixed sleeps. Exits 1 at the first failed check, with a screenshot.
 
@@ -53,18 +58,15 @@ import { join } from 'node:path';
 // ES module imports ignore NODE_PATH; require() honours it.
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
+// The generic helpers live in lib.mjs, shared with the suites in suites/.
+import { BASE, TOKEN, SCREENSHOT, SHOTS, TIMEOUT, byId, shot, passed, check, Failed, pageText, expect, apiGet, until } from './lib.mjs';
 
 const env = process.env;
-const BASE = (env.AGENTBUS_URL || '').replace(/\/+$/, '');
-const TOKEN = env.AGENTBUS_TOKEN || '';
 const EXPECTED_REPLY = env.EXPECTED_REPLY || '';
 const SLOW_PROMPT = env.SLOW_PROMPT || '';
 const FIRST_PROMPT = env.FIRST_PROMPT || 'hello';
 const EXPECTED_THINKING = env.EXPECTED_THINKING || '';
-const SCREENSHOT = env.SCREENSHOT || '/tmp/agentbus-page.png';
-const SHOTS = env.SHOTS || '/tmp/agentbus-web-';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
-const TIMEOUT = Number(env.AGENTBUS_TEST_TIMEOUT_MS || 30000);
 const APPROVAL_PROMPT = env.APPROVAL_PROMPT || '';
 const APPROVAL_COMMAND = env.APPROVAL_COMMAND || '';
 const EDIT_PROMPT = env.EDIT_PROMPT || '';
@@ -79,9 +81,12 @@ const SUITE = env.PAGE_SUITE || 'page';
 const REWIND_FILE = env.REWIND_FILE || '';
 const REWIND_PROMPT = env.REWIND_PROMPT || '';
 const CONFLICT_PROMPT = env.CONFLICT_PROMPT || '';
+// Any other PAGE_SUITE is a file suites/NAME.mjs exporting run(page, ctx); it checks its own variables.
 const required = SUITE === 'rewind'
   ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, REWIND_FILE, REWIND_PROMPT, CONFLICT_PROMPT }
-  : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
+  : SUITE !== 'page'
+    ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN }
+    : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
 for (const [name, value] of Object.entries(required)) {
   if (!value) {
     console.error(`browser test: ${name} is not set`);
@@ -89,66 +94,10 @@ for (const [name, value] of Object.entries(required)) {
   }
 }
 
-const byId = (page, id) => page.locator(`[data-testid="${id}"]`);
 
-/** A screenshot of what the page shows now, as SHOTS + name + .png. */
-async function shot(page, name) {
-  const path = `${SHOTS}${name}.png`;
-  await page.screenshot({ path });
-  console.log(`  screenshot: ${path}`);
-}
-let passed = 0;
 
-/** Run one named check; on failure: screenshot, message, exit 1. */
-async function check(name, page, fn) {
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok ${passed} - ${name}`);
-  } catch (error) {
-    const message = String(error && error.message ? error.message : error).replace(/\x1b\[[0-9;]*m/g, '');
-    console.error(`not ok - ${name}`);
-    console.error(`  ${message.split('\n').join('\n  ')}`);
-    if (page) {
-      console.error(`  the page shows:\n${await pageText(page)}`);
-      await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
-      console.error(`  screenshot of the failure: ${SCREENSHOT}`);
-    }
-    throw new Failed();
-  }
-}
 
-class Failed extends Error {}
 
-/** What the page shows, for a failure message: banner, buttons, the last events. */
-async function pageText(page) {
-  return page
-    .evaluate(() => {
-      const text = (el) => (el ? el.textContent.replace(/\s+/g, ' ').trim() : '');
-      const button = (id) => {
-        const el = document.querySelector(`[data-testid="${id}"]`);
-        return el ? `${id} ${el.disabled ? 'disabled' : 'enabled'}` : `${id} missing`;
-      };
-      const lines = [];
-      const missing = document.getElementById('token-missing');
-      if (missing && !missing.hidden) lines.push(`token message: ${text(missing)}`);
-      const banner = document.getElementById('banner');
-      if (banner && !banner.hidden) lines.push(`banner: ${text(banner)}`);
-      lines.push(`${button('input')}, ${button('send')}, ${button('interrupt')}`);
-      lines.push(`session connection: ${text(document.getElementById('session-conn')) || 'ok'}`);
-      const status = document.getElementById('status-line');
-      if (status && !status.hidden) lines.push(`status line: ${text(status)}`);
-      const events = [...document.querySelectorAll('#conversation > [data-testid]')].slice(-15);
-      for (const el of events) lines.push(`[${el.dataset.testid}] ${text(el).slice(0, 200)}`);
-      return lines.map((l) => `    ${l}`).join('\n');
-    })
-    .catch((e) => `    (could not read the page: ${e.message})`);
-}
-
-/** Fail unless `cond`, saying what was found. */
-function expect(cond, message) {
-  if (!cond) throw new Error(message);
-}
 
 /**
  * A PNG drawn on a canvas in the page, as base64: a small picture with a
@@ -213,22 +162,7 @@ async function imagesLoaded(locator) {
   return locator.evaluateAll((imgs) => imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0));
 }
 
-/** GET an API path with the token; its JSON. */
-async function apiGet(path) {
-  const answer = await fetch(`${BASE}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
-  expect(answer.ok, `GET ${path} answered ${answer.status}`);
-  return answer.json();
-}
 
-/** Wait until `fn()` is true (polled; for what is outside the page, such as a file on disk). */
-async function until(what, fn) {
-  const deadline = Date.now() + TIMEOUT;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** The rewind checks (PAGE_SUITE=rewind): see the top of this file. */
 async function rewindChecks(page) {
@@ -397,6 +331,16 @@ async function main() {
   });
 
   try {
+    if (SUITE !== 'page' && SUITE !== 'rewind') {
+      const suite = await import(`./suites/${SUITE}.mjs`);
+      await suite.run(page, { context, env, check, byId, shot, expect, until, apiGet, pageText, BASE, TOKEN, TIMEOUT });
+      await check('the page threw no JavaScript errors', page, async () => {
+        expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
+        expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);
+      });
+      console.log(`${passed} passed, 0 failed`);
+      return;
+    }
     if (SUITE === 'rewind') {
       await rewindChecks(page);
       await check('the page threw no JavaScript errors', page, async () => {
@@ -472,7 +416,7 @@ async function main() {
       const line = byId(page, 'result-line').nth(1);
       await line.waitFor();
       const text = await line.textContent();
-      expect(text.includes('cancelled'), `the second result line says ${JSON.stringify(text)}`);
+      expect(text.startsWith('Stopped'), `the second result line says ${JSON.stringify(text)}`);
       expect((await line.getAttribute('data-stop-reason')) === 'cancelled', 'data-stop-reason is not cancelled');
       await page.locator('[data-testid="interrupt"]:disabled').waitFor({ state: 'attached' });
     });
@@ -569,12 +513,13 @@ async function main() {
       const found = await reply.evaluate((msg) => ({
         elements: [...msg.querySelectorAll('img, script, iframe, [onerror], a[href^="javascript"]')].map((e) => e.outerHTML),
         text: msg.textContent,
-        scripts: document.scripts.length,
+        // The page's own scripts are files under /assets/ (vendor and modules); nothing else.
+        scripts: [...document.scripts].filter((script) => !new URL(script.src || 'about:blank', location.href).pathname.startsWith('/assets/')).length,
       }));
       expect(found.elements.length === 0, `the reply made elements: ${found.elements.join(' ')}`);
       expect(found.text.includes('<img src=x onerror=alert(1)>') && found.text.includes('<script>alert(2)</script>'),
         `the reply does not show the HTML as text: ${JSON.stringify(found.text)}`);
-      expect(found.scripts === 3, `the page has ${found.scripts} script elements, not its own 3`);
+      expect(found.scripts === 0, `the page has ${found.scripts} script elements besides its own files`);
       expect(dialogs.length === 0, `a dialog opened: ${dialogs.join(' | ')}`);
     });
 

@@ -9,6 +9,9 @@
 #   REWIND_PROMPT='prompt whose turn edits it' CONFLICT_PROMPT='another such prompt' \
 #   tests/browser/run.sh
 #
+#   PAGE_SUITE=controls AGENTBUS_URL=... AGENTBUS_TOKEN=... tests/browser/run.sh
+#   (suites/controls.mjs against tests/fixtures/scripts/web_controls.toml)
+#
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 # AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
@@ -27,7 +30,8 @@ if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; fi
 case "${PAGE_SUITE:-page}" in
   page) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT" ;;
   rewind) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN REWIND_FILE REWIND_PROMPT CONFLICT_PROMPT" ;;
-  *) echo "browser test: PAGE_SUITE is page or rewind, not ${PAGE_SUITE}" >&2; exit 2 ;;
+  controls) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN" ;;
+  *) echo "browser test: PAGE_SUITE is page, rewind or controls, not ${PAGE_SUITE}" >&2; exit 2 ;;
 esac
 for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then
@@ -41,6 +45,13 @@ done
 for module in "$HERE"/../../src/web/js/*.js; do
   if ! node --input-type=module --check <"$module"; then
     echo "browser test: $module does not parse as an ES module" >&2
+    exit 1
+  fi
+done
+# And the test's own modules: the shared helpers and the suites.
+for module in "$HERE"/lib.mjs "$HERE"/suites/*.mjs; do
+  if ! node --check "$module"; then
+    echo "browser test: $module does not parse" >&2
     exit 1
   fi
 done

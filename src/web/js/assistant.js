@@ -11,6 +11,7 @@ import { cut, fullTime } from './format.js';
 import { renderMarkdown } from './markdown.js';
 import { toolCall } from './tools.js';
 import { setContext } from './status.js';
+import { copyButton } from './copy.js';
 
 /** An assistant message element showing `text` as Markdown. */
 function assistantText(text, streaming, title) {
@@ -21,6 +22,8 @@ function assistantText(text, streaming, title) {
     title,
   });
   node.append(renderMarkdown(text));
+  // A complete message can be copied as the model wrote it (its Markdown).
+  if (!streaming) node.append(el('div', { class: 'msg-actions' }, copyButton('Copy message', () => text, 'copy-message')));
   return node;
 }
 
@@ -36,9 +39,36 @@ function liveMessage(view) {
   return view.live;
 }
 
-/** The thinking of a message, dimmed and cut to two lines: not the answer. */
-function thinkingNode(text) {
-  return el('div', { class: 'thinking', 'data-testid': 'thinking', text: '\u273b ' + text });
+/**
+ * The thinking of a message, apart from the answer: a collapsible block
+ * "Thinking · 1.2 s" (how long it streamed, when this page saw it stream),
+ * open while it streams, closed once the answer starts.
+ */
+function thinkingNode(text, open, ms) {
+  const body = el('div', { class: 'thinking-text', text });
+  const node = el('details', { class: 'thinking', 'data-testid': 'thinking' },
+    el('summary', { class: 'thinking-head', 'data-testid': 'thinking-head', text: thinkingHead(ms, open) }),
+    body);
+  node.open = open;
+  return { node, body };
+}
+
+function thinkingHead(ms, streaming) {
+  if (streaming) return 'Thinking\u2026';
+  return typeof ms === 'number' ? 'Thinking \u00b7 ' + (ms / 1000).toFixed(1) + ' s' : 'Thinking';
+}
+
+/** The answer starts (a text or a tool call after the thinking): the thinking closes, with its time. */
+function closeThinking(view) {
+  const live = view.live;
+  if (!live) return;
+  for (const block of live.blocks.values()) {
+    if (block.kind !== 'thinking' || block.ms !== null) continue;
+    block.ms = performance.now() - block.started;
+    live.thinkingMs = (live.thinkingMs || 0) + block.ms;
+    block.node.open = false;
+    block.node.querySelector('summary').textContent = thinkingHead(block.ms, false);
+  }
 }
 
 /** The live block at `index`, made as `kind` ('text', 'thinking' or 'tool_use') if new. */
@@ -46,11 +76,13 @@ function liveBlock(view, index, kind, name) {
   const live = liveMessage(view);
   let block = live.blocks.get(index);
   if (!block) {
+    if (kind !== 'thinking') closeThinking(view);
     if (kind === 'tool_use') {
       block = { kind, name, json: '', node: el('div', { class: 'tool-call pending', text: '\u25b8 ' + name + '(\u2026' }) };
     } else if (kind === 'thinking') {
-      block = { kind, text: document.createTextNode(''), node: thinkingNode('') };
-      block.node.append(block.text);
+      const made = thinkingNode('', true);
+      block = { kind, text: document.createTextNode(''), node: made.node, started: performance.now(), ms: null };
+      made.body.append(block.text);
     } else {
       block = { kind: 'text', text: '', timer: null, renderedAt: 0, node: assistantText('', true) };
     }
@@ -136,6 +168,7 @@ function stopLive(view) {
 export function finishLive(view, stopReason) {
   if (!view.live) return;
   stopLive(view);
+  closeThinking(view);
   let streamed = false;
   for (const block of view.live.blocks.values()) {
     if (block.kind === 'text') {
@@ -162,7 +195,8 @@ export function renderAssistant(view, event) {
   const text = blocks.filter((b) => b.type === 'text').map((b) => b.text).join('');
   const thinking = blocks.filter((b) => b.type === 'thinking').map((b) => b.thinking || '').join('');
   const nodes = [];
-  if (thinking.trim()) nodes.push(thinkingNode(thinking.trim()));
+  if (view.live) closeThinking(view);
+  if (thinking.trim()) nodes.push(thinkingNode(thinking.trim(), false, view.live ? view.live.thinkingMs : undefined).node);
   if (text) nodes.push(assistantText(text, false, fullTime(event.at) + (event.model ? ' \u00b7 ' + event.model : '')));
   for (const block of blocks) {
     if (block.type === 'tool_use') nodes.push(toolCall(block));

@@ -3,9 +3,12 @@
 // and waiting behind the running turn, Interrupt, which controls can be
 // used now, and the keys (Enter sends, Esc interrupts).
 //
+// An input the server did not take (its POST failed) stays in the
+// conversation marked "Not sent", with Retry.
+//
 // Never: show a query in the conversation when it is sent: its `user`
 // event does when its turn starts (only a command's typed line is added
-// here, above its answer).
+// here, above its answer, and an input that could not be sent).
 
 import { state } from './state.js';
 import { $, append, el, hideBanner, keepScrolled, line, showBanner } from './dom.js';
@@ -23,19 +26,25 @@ import { sessionListCovers, showSessionList } from './layout.js';
  * shows what was typed. A query shows as its `user` event when its turn
  * starts.
  */
-export async function sendInput() {
+export async function sendInput(typed, typedImages) {
   const box = $('input');
-  const text = box.value;
+  // `typed`: a text sent without the box (a status menu's command, a Retry,
+  // with `typedImages` the images of the message it sends again): the box
+  // and the images waiting above it stay as they are.
+  const fromBox = typeof typed !== 'string';
+  const text = fromBox ? box.value : typed;
   const sessionId = state.selectedId;
   const view = state.view;
-  if (!sessionId || !view) return;
+  if (!sessionId || !view) return false;
   if (text.trim() === '') {
     if (state.pendingImages.length) showAttachProblem('Type a message to go with the images, then send.');
-    return;
+    return false;
   }
-  hideSuggestions();
-  const images = takeImages(view, text);
-  box.value = '';
+  const images = fromBox ? takeImages(view, text) : typedImages || [];
+  if (fromBox) {
+    hideSuggestions();
+    box.value = '';
+  }
   const sent = { text, images: images.length, inputId: null };
   view.sent.push(sent);
   renderQueued();
@@ -58,21 +67,56 @@ export async function sendInput() {
       if (early) settleSent(view, sent, early.event, early.anchor);
       noteOwnInput(sessionId, answer.input_id);
     }
+    return true;
   } catch (e) {
     forgetSent(view, sent);
-    if (e.status === 401) return;
-    showBanner(e.message);
-    if (box.value === '' && state.selectedId === sessionId) box.value = text; // give the text back
-    if (images.length && state.pendingImages.length === 0) {
-      state.pendingImages = images; // and the images
-      renderAttachments('');
+    if (e.status === 401) return false;
+    // Not sent: marked so in the conversation, with Retry (the text and its images).
+    if (state.view === view) {
+      append(notSent(text, images, e.message));
+    } else {
+      showBanner(e.message);
+      if (images.length && state.pendingImages.length === 0) {
+        state.pendingImages = images; // the images wait for the next message again
+        renderAttachments('');
+      }
     }
+    return false;
   } finally {
     state.postsInFlight -= 1;
     if (state.postsInFlight === 0) state.earlySwitches.clear();
     if (!view.sent.some((s) => s.inputId === null)) view.unclaimed.clear();
     renderQueued();
   }
+}
+
+/**
+ * An input whose POST failed: its text, "Not sent" and why, and Retry,
+ * which sends it again with its images (the mark goes; a new one comes
+ * when it fails again).
+ */
+function notSent(text, images, why) {
+  const node = el('div', { class: 'msg user not-sent', 'data-testid': 'message-not-sent', role: 'alert' });
+  const retry = el('button', {
+    type: 'button',
+    class: 'small',
+    'data-testid': 'retry-send',
+    text: 'Retry',
+    onclick: async () => {
+      retry.disabled = true;
+      node.setAttribute('data-retrying', 'true');
+      await sendInput(text, images);
+      node.remove(); // sent, or a new mark at the end says it was not
+    },
+  });
+  node.append(
+    el('div', { class: 'not-sent-text', text: text + (images.length ? ' (+' + images.length + ' image' + (images.length === 1 ? '' : 's') + ')' : '') }),
+    el('div', { class: 'not-sent-why' },
+      el('span', { class: 'not-sent-mark', text: '\u26a0 Not sent' }),
+      el('span', { class: 'dim', text: ' \u00b7 ' + why + ' ' }),
+      retry),
+  );
+  return node;
 }
 
 /**

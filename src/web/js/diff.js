@@ -7,6 +7,8 @@
 // other than as text.
 
 import { el } from './dom.js';
+import { highlightedNodes } from './highlight.js';
+import { copyButton } from './copy.js';
 
 /** The lines of a text, without the empty one after a final newline. */
 export function splitLines(text) {
@@ -86,12 +88,26 @@ export function unifiedDiff(output) {
 
 const DIFF_SIGNS = { ctx: ' ', del: '-', add: '+', hunk: '', note: '' };
 
-/** Diff rows as a block: one line each, removed and added lines coloured; long ones scroll. */
-export function diffView(rows) {
+/** Diff rows as unified diff text (`--- a/PATH`, `+++ b/PATH` first when `path` is known). */
+export function diffText(rows, path) {
+  const head = path ? '--- a/' + path + '\n+++ b/' + path + '\n' : '';
+  return head + rows.map((row) => (DIFF_SIGNS[row.kind] || '') + row.text + '\n').join('');
+}
+
+/**
+ * Diff rows as a block: one line each, removed and added lines coloured;
+ * long ones scroll. `lang` (highlight.js's name for the file's language)
+ * adds token colours to the lines' text; a Copy button copies the diff as
+ * unified diff text (`path` names the file in its header).
+ */
+export function diffView(rows, lang, path) {
   const pre = el('pre', { class: 'diff' });
   if (rows.length === 0) pre.append(el('span', { class: 'diff-note', text: '(no change)' }));
+  else pre.append(copyButton('Copy diff', () => diffText(rows, path), 'copy-diff'));
   for (const row of rows) {
-    pre.append(el('span', { class: 'diff-' + row.kind, text: DIFF_SIGNS[row.kind] + row.text }));
+    const tokens = lang && (row.kind === 'ctx' || row.kind === 'del' || row.kind === 'add') ? highlightedNodes(row.text, lang) : null;
+    if (tokens) pre.append(el('span', { class: 'diff-' + row.kind }, DIFF_SIGNS[row.kind], ...tokens));
+    else pre.append(el('span', { class: 'diff-' + row.kind, text: DIFF_SIGNS[row.kind] + row.text }));
   }
   return pre;
 }

@@ -29,7 +29,7 @@ import { state } from './state.js';
 import { $ } from './dom.js';
 import { api, readToken, showTokenProblem } from './api.js';
 import { loadSessions, newSession, selectSession, watchLifecycle } from './sessions.js';
-import { loadPrices } from './status.js';
+import { loadPrices, watchStatusMenus } from './status.js';
 import { watchRewindDialog } from './rewind.js';
 import { onPaste, watchAttachButton, watchDrops } from './images.js';
 import { hideSuggestions, loadBuiltInCommands, updateSuggestions } from './suggestions.js';
@@ -56,6 +56,7 @@ async function start() {
   watchAttachButton();
   $('interrupt').addEventListener('click', interrupt);
   watchRewindDialog();
+  watchStatusMenus((text) => sendInput(text));
   document.addEventListener('keydown', onPageKey);
   $('toggle-sessions').addEventListener('click', () => showSessionList(!$('app').classList.contains('sessions-open')));
   // At phone width, a tap beside the open session list closes it.

@@ -10,6 +10,8 @@
 // SANITIZE forbids (nothing that loads, submits or styles).
 
 import { el } from './dom.js';
+import { highlightInto, languageOf } from './highlight.js';
+import { copyButton } from './copy.js';
 
 /** `&`, `<`, `>` and quotes as entities. */
 function escapeHtml(s) {
@@ -98,6 +100,29 @@ export function renderMarkdown(text) {
     table.replaceWith(box);
     box.append(table);
   }
+  for (const pre of clean.querySelectorAll('pre')) codeBlock(pre);
   fragment.append(clean);
   return fragment;
+}
+
+/**
+ * A fenced code block as a box: a header with its language (the fence's
+ * info string, or "text") and a Copy button, and the code highlighted
+ * (highlight.js: text nodes in classed spans, made after the sanitiser).
+ */
+function codeBlock(pre) {
+  const code = pre.querySelector('code') || pre;
+  const text = code.textContent;
+  const fence = /(?:^|\s)language-(\S+)/.exec(code.getAttribute('class') || '');
+  const label = fence ? fence[1] : 'text';
+  const lang = languageOf(label);
+  if (lang) highlightInto(code, text, lang);
+  const box = el('div', { class: 'code-block', 'data-testid': 'code-block', 'data-language': label });
+  pre.replaceWith(box);
+  box.append(
+    el('div', { class: 'code-head' },
+      el('span', { class: 'code-language', 'data-testid': 'code-language', text: label }),
+      copyButton('Copy code', () => text, 'copy-code')),
+    pre,
+  );
 }

@@ -22,6 +22,7 @@ export const state = {
   lifecycle: null, // EventSource of /v1/events
   refreshTimer: null,
   prices: new Map(), // model profile name -> its prices (GET /v1/models), for the cost
+  models: [], // the model profiles' names (GET /v1/models), for the status line's model menu
   pendingImages: [], // images to go with the next query: see readImage()
   builtInCommands: [], // the built-in slash commands (/commands.json), as `/help` lists them
   suggestions: null, // the slash commands offered for what is typed: { items, index }
@@ -49,6 +50,8 @@ export function newView(sessionId) {
     sent: [], // inputs this page sent that have not started or been answered, see sendInput()
     unclaimed: new Map(), // turn_id -> first event of an input whose POST has not answered yet
     commands: [], // the session's custom commands, from its latest session_started
+    lastQuery: null, // the text of the latest `user` event: what an error card's Retry sends again
+    errorShown: false, // an `error` event was shown for the running turn (its `result` does not repeat it)
     plan: [], // the model's plan ({content, status, active_form?}), from the latest `plan` event
   };
 }

@@ -8,6 +8,8 @@
 import { $, append, el, keepScrolled } from './dom.js';
 import { cut, firstLine } from './format.js';
 import { diffLines, diffView, splitLines, unifiedDiff } from './diff.js';
+import { languageOfPath } from './highlight.js';
+import { copyButton } from './copy.js';
 
 /** Tools whose call is shown as the change it makes to a file. */
 export const FILE_TOOLS = new Set(['edit_file', 'write_file']);
@@ -20,7 +22,7 @@ export const FILE_TOOLS = new Set(['edit_file', 'write_file']);
 export function toolCall(block) {
   const node = el(
     'details',
-    { class: 'tool-call', 'data-testid': 'tool-call', 'data-tool': block.name, 'data-call-id': block.id },
+    { class: 'tool-call', 'data-testid': 'tool-call', 'data-tool': block.name, 'data-call-id': block.id, 'data-file': pathOf(block.input) },
     el('summary', { 'data-testid': 'tool-call-summary', text: '\u25b8 ' + block.name + '(' + summarizeInput(block.name, block.input) + ')' }),
   );
   const diff = FILE_TOOLS.has(block.name) ? inputDiff(block.name, block.input) : null;
@@ -32,6 +34,11 @@ export function toolCall(block) {
     node.append(diff);
   } else {
     node.append(el('pre', { text: typeof block.input === 'string' ? block.input : JSON.stringify(block.input, null, 2) }));
+  }
+  // A command can be copied as it is (to run it in a terminal).
+  const command = block.name === 'bash' && block.input && typeof block.input.command === 'string' ? block.input.command : null;
+  if (command !== null) {
+    node.querySelector('summary').append(copyButton('Copy command', () => command, 'copy-command'));
   }
   return node;
 }
@@ -47,7 +54,8 @@ export function renderToolResult(event) {
     const call = callNode(event.call_id);
     const shown = call && call.querySelector('[data-testid="tool-diff"]');
     if (shown) {
-      const diff = diffView(applied.rows);
+      const path = call.getAttribute('data-file');
+      const diff = diffView(applied.rows, languageOfPath(path), path);
       diff.setAttribute('data-testid', 'tool-diff');
       diff.setAttribute('data-diff-source', 'result');
       keepScrolled(() => shown.replaceWith(diff));
@@ -76,14 +84,19 @@ export function callNode(callId) {
   return [...$('conversation').querySelectorAll('[data-testid="tool-call"]')].find((n) => n.dataset.callId === callId) || null;
 }
 
+/** A tool input's `path`, when it has one. */
+function pathOf(input) {
+  return input && typeof input === 'object' && typeof input.path === 'string' ? input.path : null;
+}
+
 /** An edit's or a write's change from its input, as a diff (null: not that shape). */
 export function inputDiff(name, input) {
   const args = input && typeof input === 'object' ? input : {};
   if (name === 'edit_file' && typeof args.old_string === 'string' && typeof args.new_string === 'string') {
-    return diffView(diffLines(args.old_string, args.new_string));
+    return diffView(diffLines(args.old_string, args.new_string), languageOfPath(args.path), pathOf(args));
   }
   if (name === 'write_file' && typeof args.content === 'string') {
-    return diffView(splitLines(args.content).map((text) => ({ kind: 'add', text })));
+    return diffView(splitLines(args.content).map((text) => ({ kind: 'add', text })), languageOfPath(args.path), pathOf(args));
   }
   return null;
 }

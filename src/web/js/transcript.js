@@ -1,20 +1,23 @@
 // The conversation: each event of the selected session, with the same
 // information as the terminal chat (src/frontend/output/render.rs) —
 // session start, command replies and notices, compaction, the user's
-// messages, each turn's result line — and the others handed to the
-// modules that draw them (assistant.js, tools.js, approvals.js).
+// messages, each turn's result line in words ("Done · 3.2 s · 1,234
+// tokens · $0.004"), a failed turn's error once, as a card with Retry —
+// and the others handed to the modules that draw them (assistant.js,
+// tools.js, approvals.js).
 //
 // Never: put text from the server or the user into the page as HTML —
 // only as text (el, line) — except the model's Markdown, through
 // markdown.js.
 
-import { findSession } from './state.js';
+import { findSession, state } from './state.js';
 import { append, el, line } from './dom.js';
 import { fullTime, thousands } from './format.js';
 import { finishLive, renderAssistant, renderStreamEvent } from './assistant.js';
 import { renderMarkdown } from './markdown.js';
 import { renderToolResult } from './tools.js';
-import { allInput, contextFill, renderStatusOf, setContext } from './status.js';
+import { allInput, contextFill, costOf, renderStatusOf, setContext } from './status.js';
+import { sendInput } from './composer.js';
 import { endApprovals, renderApprovalRequest, resolveApproval } from './approvals.js';
 import { rewindButton } from './rewind.js';
 import { messageImages } from './images.js';
@@ -37,7 +40,8 @@ export function renderEvent(view, event) {
     case 'result':
       return renderResult(view, event);
     case 'error':
-      return append(line('error', 'error', 'error' + (event.kind ? ' (' + event.kind + ')' : '') + ': ' + event.message, event));
+      view.errorShown = true; // the turn's `result` then says "Failed" without repeating it
+      return append(errorCard(view, event.kind, event.message, event));
     default:
       return undefined; // a newer server's event type: nothing to show
   }
@@ -168,6 +172,8 @@ function renderCompacted(view, event) {
  */
 function renderUser(view, event) {
   finishLive(view);
+  view.lastQuery = typeof event.text === 'string' ? event.text : view.lastQuery;
+  view.errorShown = false;
   const node = line('msg user', 'message-user', event.text, event);
   if (typeof event.seq === 'number') node.setAttribute('data-seq', String(event.seq));
   const images = Array.isArray(event.images) ? event.images : [];
@@ -183,7 +189,60 @@ function renderUser(view, event) {
   append(node);
 }
 
-/** `result`: stop reason, steps, tokens, duration; adds to the usage totals. */
+/**
+ * A failed turn's error (an `error` event, or a `result` that failed with
+ * none before it): what went wrong, and Retry, which sends the last query
+ * of the session again.
+ */
+function errorCard(view, kind, message, event) {
+  const node = el('div', { class: 'error error-card', 'data-testid': 'error', 'data-kind': kind || '', title: fullTime(event.at) });
+  node.append(el('div', { class: 'error-text', 'data-testid': 'error-text', text: '\u2717 Error' + (kind ? ' (' + kind + ')' : '') + ': ' + (message || 'the turn failed') }));
+  const query = view.lastQuery;
+  if (typeof query === 'string' && query.trim() !== '') {
+    const retry = el('button', {
+      type: 'button',
+      class: 'small',
+      'data-testid': 'retry',
+      title: 'Send the last message again: ' + query,
+      text: 'Retry',
+      onclick: async () => {
+        retry.disabled = true;
+        if (!(await sendInput(query))) retry.disabled = false;
+      },
+    });
+    node.append(el('div', { class: 'error-actions' }, retry));
+  }
+  return node;
+}
+
+/** Why a turn ended, in words (the stop reasons of actors/src/protocol/content.rs). */
+const STOP_WORDS = {
+  end_turn: 'Done',
+  cancelled: 'Stopped',
+  max_steps: 'Stopped at the step limit',
+  max_tokens: 'Stopped at the output token limit',
+  error: 'Failed',
+};
+
+function stopWords(reason) {
+  if (!reason) return 'Ended';
+  if (STOP_WORDS[reason]) return STOP_WORDS[reason];
+  const words = String(reason).replace(/_/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** US dollars: $1.23, $0.042, $0.0081. */
+function dollars(usd) {
+  return '$' + (usd >= 1 ? usd.toFixed(2) : usd >= 0.01 ? usd.toFixed(3) : usd.toFixed(4));
+}
+
+/**
+ * `result`: the turn's end in words, its duration, tokens and cost (at
+ * the prices of the profile it ran on, when it has them); steps, the
+ * tokens in and out, the cache's share and the context in its tooltip.
+ * Adds to the usage totals. A failed turn's error shows once: the `error`
+ * event's card, or a card from the result's own message when none came.
+ */
 function renderResult(view, event) {
   finishLive(view, event.stop_reason || 'ended');
   endApprovals(view, event.turn_id);
@@ -195,24 +254,26 @@ function renderResult(view, event) {
   view.usage.cacheWritten += usage.cache_creation_input_tokens || 0;
   view.usage.turns += 1;
   const session = findSession(view.sessionId);
-  view.turnsByProfile.push([view.model || (session && session.model), usage]);
+  const profile = view.model || (session && session.model);
+  view.turnsByProfile.push([profile, usage]);
   if (event.context) setContext(view, event.context);
   renderStatusOf(view);
+
+  if (event.stop_reason === 'error' && !view.errorShown) append(errorCard(view, null, event.error, event));
+  view.errorShown = false;
 
   const steps = event.steps || 0;
   const fill = event.context ? contextFill(event.context) : null;
   const cached = usage.cache_read_input_tokens && input ? ' (' + Math.round((usage.cache_read_input_tokens * 100) / input) + '% cached)' : '';
-  const figures = steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' + input + ' in' + cached + ' / ' +
-    (usage.output_tokens || 0) + ' out tokens \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s' +
-    (fill ? ' \u00b7 context ' + fill.percent + '% (' + thousands(fill.used) + '/' + thousands(fill.limit) + ')' : '');
-  const heads = {
-    end_turn: '\u2713 end_turn',
-    cancelled: '\u25a0 cancelled (interrupted)',
-    max_steps: '\u26a0 max_steps (stopped at the step limit)',
-    error: '\u2717 error (the turn failed' + (event.error ? ': ' + event.error : '') + ')',
-  };
-  const head = heads[event.stop_reason] || String(event.stop_reason);
-  const node = line('result-line ' + (event.stop_reason || ''), 'result-line', head + ' \u00b7 ' + figures, event);
+  const prices = profile ? state.prices.get(profile) : null;
+  const head = stopWords(event.stop_reason);
+  const text = head + ' \u00b7 ' + ((event.duration_ms || 0) / 1000).toFixed(1) + ' s \u00b7 ' +
+    thousands(input + (usage.output_tokens || 0)) + ' tokens' + (prices && input + (usage.output_tokens || 0) > 0 ? ' \u00b7 ' + dollars(costOf(prices, usage)) : '');
+  const node = line('result-line ' + (event.stop_reason || ''), 'result-line', text, event);
+  node.title = head + ' (' + (event.stop_reason || 'ended') + ') \u00b7 ' + steps + ' step' + (steps === 1 ? '' : 's') + ' \u00b7 ' +
+    thousands(input) + ' in' + cached + ' / ' + thousands(usage.output_tokens || 0) + ' out tokens' +
+    (fill ? ' \u00b7 context ' + fill.percent + '% (' + thousands(fill.used) + '/' + thousands(fill.limit) + ')' : '') +
+    (event.at ? ' \u00b7 ' + fullTime(event.at) : '');
   node.setAttribute('data-stop-reason', event.stop_reason || '');
   append(node);
 }
