@@ -194,16 +194,17 @@ async fn after_a_restart_a_client_resumes_from_the_store() {
     assert_eq!(record["loaded"], false, "{record}");
 
     let mut resumed = server.sse(&id, None).await;
+    let stored = persisted(&sse.events);
+    let last = stored.last().unwrap()["seq"].as_u64();
+    resumed.until(|e| e["seq"].as_u64() == last).await;
+    assert_eq!(resumed.events, stored, "the stored events (no deltas)");
+    // The load announces itself with the session's next input.
+    let second = server.input(&id, "hello").await;
     let started = resumed
         .until(|e| e["subtype"] == "session_started" && e["data"]["resumed"] == true)
         .await;
-    let replayed: Vec<Value> = resumed.events[..resumed.events.len() - 1].to_vec();
-    assert_eq!(
-        replayed,
-        persisted(&sse.events),
-        "the stored events (no deltas), then the new load"
-    );
-    assert!(started["seq"].as_u64() > sse.events.last().unwrap()["seq"].as_u64());
+    assert!(started["seq"].as_u64() > last);
+    resumed.result_of(second).await;
 
     // `?after=` works like Last-Event-ID.
     let after = sse.events[1]["seq"].as_u64().unwrap();
@@ -212,6 +213,89 @@ async fn after_a_restart_a_client_resumes_from_the_store() {
     let first = partial.next().await.unwrap();
     assert!(first["seq"].as_u64().unwrap() > after);
     assert_eq!(first, persisted(&sse.events)[2]);
+}
+
+/// Following a stored session's events after a restart (what the web page
+/// does when a session is selected) changes nothing: no event is added to
+/// its log, its `updated_at` and its place in the list stay; its first
+/// input then announces the load (`session_started`, resumed) before the
+/// turn.
+#[tokio::test]
+async fn following_a_stored_session_after_a_restart_does_not_change_it() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let older = server.create_session().await;
+    let mut sse = server.sse(&older, None).await;
+    let input = server.input(&older, "hello").await;
+    sse.result_of(input).await;
+    let newer = server.create_session().await;
+    let mut other = server.sse(&newer, None).await;
+    let input = server.input(&newer, "hello").await;
+    other.result_of(input).await;
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert!(status.success(), "{stderr}");
+
+    let list = |sessions: &Value| -> Vec<(String, String)> {
+        sessions["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_string(),
+                    s["updated_at"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let server = f.serve().await;
+    let before = list(&server.get_json("/v1/sessions").await);
+    assert_eq!(before[0].0, newer, "{before:?}");
+    let stored = persisted(&sse.events);
+    let last = stored.last().unwrap()["seq"].as_u64();
+    let mut viewed = server.sse(&older, None).await;
+    viewed.until(|e| e["seq"].as_u64() == last).await;
+    assert_eq!(viewed.events, stored, "the stored events, nothing more");
+    let record: Value = server.get_json(&format!("/v1/sessions/{older}")).await;
+    assert_eq!(record["loaded"], true, "{record}");
+    // Whatever the load did is stored by the time the server has stopped.
+    drop(viewed);
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert!(status.success(), "{stderr}");
+
+    let server = f.serve().await;
+    let messages: Value = server
+        .get_json(&format!("/v1/sessions/{older}/messages"))
+        .await;
+    assert_eq!(
+        messages["events"].as_array().unwrap().len(),
+        stored.len(),
+        "no event added: {messages}"
+    );
+    assert_eq!(list(&server.get_json("/v1/sessions").await), before);
+
+    // Used, it says it was loaded again, then runs the turn.
+    let mut used = server.sse(&older, Some(last.unwrap())).await;
+    let input = server.input(&older, "hello").await;
+    used.result_of(input).await;
+    let kinds: Vec<String> = persisted(&used.events)
+        .iter()
+        .map(|e| {
+            e["subtype"]
+                .as_str()
+                .unwrap_or(e["type"].as_str().unwrap())
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("session_started"),
+        "{kinds:?}"
+    );
+    assert_eq!(used.events[0]["data"]["resumed"], true);
+    assert_eq!(list(&server.get_json("/v1/sessions").await)[0].0, older);
 }
 
 #[tokio::test]
