@@ -1844,3 +1844,78 @@ async fn a_session_created_in_plan_mode_denies_a_write_without_asking() {
     );
     assert!(!f.workspace().join("planned.txt").exists());
 }
+
+/// The web page's accessibility and phone width (`tests/browser/suites/a11y.mjs`
+/// with `PAGE_SUITE=a11y`, against `tests/fixtures/scripts/web_a11y.toml`):
+/// axe-core finds no violation (contrast included) on the session list, a
+/// conversation with a reply, a tool call and an approval, in dark mode and
+/// at 390 px; the landmarks, the skip link, the one small live region, the
+/// focus back in the input; on a phone 16 px inputs, 32 px buttons, one
+/// Send/Stop button and a one-line status line. Midway the suite asks for
+/// the server to be stopped, then started again on the same port and data
+/// dir: the "not reachable" banner goes once the page has reconnected, and
+/// viewing a stored session afterwards changes nothing in it.
+#[tokio::test]
+async fn the_web_page_is_accessible_works_on_a_phone_and_survives_a_restart() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let f = Fixture::new("web_a11y").await;
+    let mut server = Some(f.serve().await);
+    let url = server.as_ref().unwrap().url.clone();
+    let token = server.as_ref().unwrap().token.clone();
+    let listen = url.trim_start_matches("http://").to_string();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let mut child = tokio::process::Command::new(&script)
+        .env("PAGE_SUITE", "a11y")
+        .env("AGENTBUS_URL", &url)
+        .env("AGENTBUS_TOKEN", &token)
+        .env("SCREENSHOT", f.home.path().join("a11y.png"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr_task = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr_pipe, &mut text).await;
+        text
+    });
+    let mut stdout = String::new();
+    let mut restarts = 0;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stdout.push_str(&line);
+        stdout.push('\n');
+        match line.as_str() {
+            "a11y: stop the server" => {
+                let stopped = server.take().expect("a server to stop");
+                stopped.terminate();
+                let (status, stderr) = stopped.wait().await;
+                assert!(status.success(), "{stderr}");
+                stdin.write_all(b"stopped\n").await.unwrap();
+            }
+            "a11y: start the server" => {
+                assert!(server.is_none(), "asked to start a running server");
+                server = Some(f.serve_with(&["--listen", &listen]).await);
+                assert_eq!(server.as_ref().unwrap().url, url, "the same address");
+                restarts += 1;
+                stdin.write_all(b"started\n").await.unwrap();
+            }
+            _ => {}
+        }
+    }
+    let status = child.wait().await.unwrap();
+    let stderr = stderr_task.await.unwrap();
+    let server = server.expect("the server running at the end");
+    assert!(
+        status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    assert_eq!(restarts, 1, "{stdout}");
+    assert!(stdout.contains("16 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("rules checked"), "{stdout}");
+    f.assert_requests_valid();
+}

@@ -49,22 +49,20 @@ import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import {
+  BASE, TOKEN, SCREENSHOT, TIMEOUT, Failed, apiGet, byId, check, expect, pageText, passed, shot, until,
+} from './lib.mjs';
 
 // ES module imports ignore NODE_PATH; require() honours it.
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
 
 const env = process.env;
-const BASE = (env.AGENTBUS_URL || '').replace(/\/+$/, '');
-const TOKEN = env.AGENTBUS_TOKEN || '';
 const EXPECTED_REPLY = env.EXPECTED_REPLY || '';
 const SLOW_PROMPT = env.SLOW_PROMPT || '';
 const FIRST_PROMPT = env.FIRST_PROMPT || 'hello';
 const EXPECTED_THINKING = env.EXPECTED_THINKING || '';
-const SCREENSHOT = env.SCREENSHOT || '/tmp/agentbus-page.png';
-const SHOTS = env.SHOTS || '/tmp/agentbus-web-';
 const CHROMIUM = env.CHROMIUM || '/usr/bin/chromium';
-const TIMEOUT = Number(env.AGENTBUS_TEST_TIMEOUT_MS || 30000);
 const APPROVAL_PROMPT = env.APPROVAL_PROMPT || '';
 const APPROVAL_COMMAND = env.APPROVAL_COMMAND || '';
 const EDIT_PROMPT = env.EDIT_PROMPT || '';
@@ -81,73 +79,14 @@ const REWIND_PROMPT = env.REWIND_PROMPT || '';
 const CONFLICT_PROMPT = env.CONFLICT_PROMPT || '';
 const required = SUITE === 'rewind'
   ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, REWIND_FILE, REWIND_PROMPT, CONFLICT_PROMPT }
-  : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
+  : SUITE === 'a11y'
+    ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN }
+    : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
 for (const [name, value] of Object.entries(required)) {
   if (!value) {
     console.error(`browser test: ${name} is not set`);
     process.exit(2);
   }
-}
-
-const byId = (page, id) => page.locator(`[data-testid="${id}"]`);
-
-/** A screenshot of what the page shows now, as SHOTS + name + .png. */
-async function shot(page, name) {
-  const path = `${SHOTS}${name}.png`;
-  await page.screenshot({ path });
-  console.log(`  screenshot: ${path}`);
-}
-let passed = 0;
-
-/** Run one named check; on failure: screenshot, message, exit 1. */
-async function check(name, page, fn) {
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok ${passed} - ${name}`);
-  } catch (error) {
-    const message = String(error && error.message ? error.message : error).replace(/\x1b\[[0-9;]*m/g, '');
-    console.error(`not ok - ${name}`);
-    console.error(`  ${message.split('\n').join('\n  ')}`);
-    if (page) {
-      console.error(`  the page shows:\n${await pageText(page)}`);
-      await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
-      console.error(`  screenshot of the failure: ${SCREENSHOT}`);
-    }
-    throw new Failed();
-  }
-}
-
-class Failed extends Error {}
-
-/** What the page shows, for a failure message: banner, buttons, the last events. */
-async function pageText(page) {
-  return page
-    .evaluate(() => {
-      const text = (el) => (el ? el.textContent.replace(/\s+/g, ' ').trim() : '');
-      const button = (id) => {
-        const el = document.querySelector(`[data-testid="${id}"]`);
-        return el ? `${id} ${el.disabled ? 'disabled' : 'enabled'}` : `${id} missing`;
-      };
-      const lines = [];
-      const missing = document.getElementById('token-missing');
-      if (missing && !missing.hidden) lines.push(`token message: ${text(missing)}`);
-      const banner = document.getElementById('banner');
-      if (banner && !banner.hidden) lines.push(`banner: ${text(banner)}`);
-      lines.push(`${button('input')}, ${button('send')}, ${button('interrupt')}`);
-      lines.push(`session connection: ${text(document.getElementById('session-conn')) || 'ok'}`);
-      const status = document.getElementById('status-line');
-      if (status && !status.hidden) lines.push(`status line: ${text(status)}`);
-      const events = [...document.querySelectorAll('#conversation > [data-testid]')].slice(-15);
-      for (const el of events) lines.push(`[${el.dataset.testid}] ${text(el).slice(0, 200)}`);
-      return lines.map((l) => `    ${l}`).join('\n');
-    })
-    .catch((e) => `    (could not read the page: ${e.message})`);
-}
-
-/** Fail unless `cond`, saying what was found. */
-function expect(cond, message) {
-  if (!cond) throw new Error(message);
 }
 
 /**
@@ -211,23 +150,6 @@ async function dispatchFiles(page, type, files, text) {
 /** Whether every image under `locator` has been decoded (the CSP let its data: URL load). */
 async function imagesLoaded(locator) {
   return locator.evaluateAll((imgs) => imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0));
-}
-
-/** GET an API path with the token; its JSON. */
-async function apiGet(path) {
-  const answer = await fetch(`${BASE}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
-  expect(answer.ok, `GET ${path} answered ${answer.status}`);
-  return answer.json();
-}
-
-/** Wait until `fn()` is true (polled; for what is outside the page, such as a file on disk). */
-async function until(what, fn) {
-  const deadline = Date.now() + TIMEOUT;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** The rewind checks (PAGE_SUITE=rewind): see the top of this file. */
@@ -363,21 +285,23 @@ async function rewindChecks(page) {
   });
 }
 
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
 async function main() {
   const profile = mkdtempSync(join(tmpdir(), 'agentbus-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
+    args: CHROMIUM_ARGS,
     viewport: { width: 1280, height: 800 },
   });
   context.setDefaultTimeout(TIMEOUT);
@@ -399,6 +323,18 @@ async function main() {
   try {
     if (SUITE === 'rewind') {
       await rewindChecks(page);
+      await check('the page threw no JavaScript errors', page, async () => {
+        expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
+        expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);
+      });
+      console.log(`${passed} passed, 0 failed`);
+      return;
+    }
+    if (SUITE !== 'page') {
+      // A suite of its own (suites/NAME.mjs): run(page, ctx).
+      const { run } = await import(`./suites/${SUITE}.mjs`);
+      const launchBrowser = () => chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+      await run(page, { check, byId, shot, expect, until, apiGet, pageText, env, BASE, TOKEN, TIMEOUT, launchBrowser });
       await check('the page threw no JavaScript errors', page, async () => {
         expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
         expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);

@@ -1,7 +1,9 @@
 // The input box and its buttons: sending (queries and slash commands
 // alike, a query with the images waiting above the box), the inputs sent
 // and waiting behind the running turn, Interrupt, which controls can be
-// used now, and the keys (Enter sends, Esc interrupts).
+// used now (one Send/Stop button: Send while idle, Stop while a turn
+// runs), and the keys (Enter sends, Esc interrupts). The focus goes back
+// to the input box after a send or a stop.
 //
 // Never: show a query in the conversation when it is sent: its `user`
 // event does when its turn starts (only a command's typed line is added
@@ -36,6 +38,7 @@ export async function sendInput() {
   hideSuggestions();
   const images = takeImages(view, text);
   box.value = '';
+  box.focus(); // after a click on Send, typing goes on in the box
   const sent = { text, images: images.length, inputId: null };
   view.sent.push(sent);
   renderQueued();
@@ -61,7 +64,7 @@ export async function sendInput() {
   } catch (e) {
     forgetSent(view, sent);
     if (e.status === 401) return;
-    showBanner(e.message);
+    showBanner(e.message, e.kind);
     if (box.value === '' && state.selectedId === sessionId) box.value = text; // give the text back
     if (images.length && state.pendingImages.length === 0) {
       state.pendingImages = images; // and the images
@@ -148,17 +151,22 @@ export async function interrupt() {
   const view = state.view;
   if (!view) return;
   view.interrupting = true;
+  const fromButton = document.activeElement === $('interrupt');
   updateControls();
+  if (fromButton) $('input').focus(); // the Stop button goes away with the turn
   try {
     await api('POST', sessionPath(view.sessionId) + '/interrupt');
   } catch (e) {
     view.interrupting = false;
     updateControls();
-    if (e.status !== 401) showBanner(e.message);
+    if (e.status !== 401) showBanner(e.message, e.kind);
   }
 }
 
-/** Enable what can be used now: input with a session, Interrupt while a turn runs. */
+/**
+ * Enable what can be used now: input with a session; one of Send (idle)
+ * and Stop (a turn runs; disabled while it stops) is shown.
+ */
 export function updateControls() {
   const view = state.view;
   $('input').disabled = !view;
@@ -166,6 +174,9 @@ export function updateControls() {
   $('attach').disabled = !view;
   const running = !!view && view.openTurns.size > 0;
   $('interrupt').disabled = !running || view.interrupting;
+  $('interrupt').textContent = running && view.interrupting ? 'Stopping\u2026' : 'Stop';
+  $('send').hidden = running;
+  $('interrupt').hidden = !running;
   $('app').classList.toggle('running', running);
   $('status-running').hidden = !running;
   $('status-running').textContent = view && view.interrupting ? '\u25cf interrupting\u2026' : '\u25cf running \u00b7 Esc interrupts';
