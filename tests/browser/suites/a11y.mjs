@@ -102,6 +102,8 @@ async function checks(page, ctx, ask) {
     await byId(page, 'message-assistant').filter({ hasText: 'Hello from the scripted model.' }).waitFor();
     await idle();
     expect((await focusedId(page)) === 'input', `after the reply the focus is on #${await focusedId(page)}`);
+    // The live status (read out, not shown) said so.
+    await byId(page, 'live-status').filter({ hasText: 'Reply finished' }).waitFor({ state: 'attached' });
   });
 
   let second;
