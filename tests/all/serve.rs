@@ -194,16 +194,17 @@ async fn after_a_restart_a_client_resumes_from_the_store() {
     assert_eq!(record["loaded"], false, "{record}");
 
     let mut resumed = server.sse(&id, None).await;
+    let stored = persisted(&sse.events);
+    let last = stored.last().unwrap()["seq"].as_u64();
+    resumed.until(|e| e["seq"].as_u64() == last).await;
+    assert_eq!(resumed.events, stored, "the stored events (no deltas)");
+    // The load announces itself with the session's next input.
+    let second = server.input(&id, "hello").await;
     let started = resumed
         .until(|e| e["subtype"] == "session_started" && e["data"]["resumed"] == true)
         .await;
-    let replayed: Vec<Value> = resumed.events[..resumed.events.len() - 1].to_vec();
-    assert_eq!(
-        replayed,
-        persisted(&sse.events),
-        "the stored events (no deltas), then the new load"
-    );
-    assert!(started["seq"].as_u64() > sse.events.last().unwrap()["seq"].as_u64());
+    assert!(started["seq"].as_u64() > last);
+    resumed.result_of(second).await;
 
     // `?after=` works like Last-Event-ID.
     let after = sse.events[1]["seq"].as_u64().unwrap();
@@ -212,6 +213,89 @@ async fn after_a_restart_a_client_resumes_from_the_store() {
     let first = partial.next().await.unwrap();
     assert!(first["seq"].as_u64().unwrap() > after);
     assert_eq!(first, persisted(&sse.events)[2]);
+}
+
+/// Following a stored session's events after a restart (what the web page
+/// does when a session is selected) changes nothing: no event is added to
+/// its log, its `updated_at` and its place in the list stay; its first
+/// input then announces the load (`session_started`, resumed) before the
+/// turn.
+#[tokio::test]
+async fn following_a_stored_session_after_a_restart_does_not_change_it() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let older = server.create_session().await;
+    let mut sse = server.sse(&older, None).await;
+    let input = server.input(&older, "hello").await;
+    sse.result_of(input).await;
+    let newer = server.create_session().await;
+    let mut other = server.sse(&newer, None).await;
+    let input = server.input(&newer, "hello").await;
+    other.result_of(input).await;
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert!(status.success(), "{stderr}");
+
+    let list = |sessions: &Value| -> Vec<(String, String)> {
+        sessions["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_string(),
+                    s["updated_at"].to_string(),
+                )
+            })
+            .collect()
+    };
+    let server = f.serve().await;
+    let before = list(&server.get_json("/v1/sessions").await);
+    assert_eq!(before[0].0, newer, "{before:?}");
+    let stored = persisted(&sse.events);
+    let last = stored.last().unwrap()["seq"].as_u64();
+    let mut viewed = server.sse(&older, None).await;
+    viewed.until(|e| e["seq"].as_u64() == last).await;
+    assert_eq!(viewed.events, stored, "the stored events, nothing more");
+    let record: Value = server.get_json(&format!("/v1/sessions/{older}")).await;
+    assert_eq!(record["loaded"], true, "{record}");
+    // Whatever the load did is stored by the time the server has stopped.
+    drop(viewed);
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert!(status.success(), "{stderr}");
+
+    let server = f.serve().await;
+    let messages: Value = server
+        .get_json(&format!("/v1/sessions/{older}/messages"))
+        .await;
+    assert_eq!(
+        messages["events"].as_array().unwrap().len(),
+        stored.len(),
+        "no event added: {messages}"
+    );
+    assert_eq!(list(&server.get_json("/v1/sessions").await), before);
+
+    // Used, it says it was loaded again, then runs the turn.
+    let mut used = server.sse(&older, Some(last.unwrap())).await;
+    let input = server.input(&older, "hello").await;
+    used.result_of(input).await;
+    let kinds: Vec<String> = persisted(&used.events)
+        .iter()
+        .map(|e| {
+            e["subtype"]
+                .as_str()
+                .unwrap_or(e["type"].as_str().unwrap())
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("session_started"),
+        "{kinds:?}"
+    );
+    assert_eq!(used.events[0]["data"]["resumed"], true);
+    assert_eq!(list(&server.get_json("/v1/sessions").await)[0].0, older);
 }
 
 #[tokio::test]
@@ -1821,5 +1905,80 @@ async fn the_web_page_highlights_and_copies_code_and_switches_model_and_mode_fro
         std::fs::read_to_string(f.workspace().join("lib.rs")).unwrap(),
         "pub fn add(a: i32, b: i32) -> i32 {\n    a.wrapping_add(b)\n}\n"
     );
+    f.assert_requests_valid();
+}
+
+/// The web page's accessibility and phone width (`tests/browser/suites/a11y.mjs`
+/// with `PAGE_SUITE=a11y`, against `tests/fixtures/scripts/web_a11y.toml`):
+/// axe-core finds no violation (contrast included) on the session list, a
+/// conversation with a reply, a tool call and an approval, in dark mode and
+/// at 390 px; the landmarks, the skip link, the one small live region, the
+/// focus back in the input; on a phone 16 px inputs, 32 px buttons, one
+/// Send/Stop button and a one-line status line. Midway the suite asks for
+/// the server to be stopped, then started again on the same port and data
+/// dir: the "not reachable" banner goes once the page has reconnected, and
+/// viewing a stored session afterwards changes nothing in it.
+#[tokio::test]
+async fn the_web_page_is_accessible_works_on_a_phone_and_survives_a_restart() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let f = Fixture::new("web_a11y").await;
+    let mut server = Some(f.serve().await);
+    let url = server.as_ref().unwrap().url.clone();
+    let token = server.as_ref().unwrap().token.clone();
+    let listen = url.trim_start_matches("http://").to_string();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let mut child = tokio::process::Command::new(&script)
+        .env("PAGE_SUITE", "a11y")
+        .env("AGENTBUS_URL", &url)
+        .env("AGENTBUS_TOKEN", &token)
+        .env("SCREENSHOT", f.home.path().join("a11y.png"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr_task = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr_pipe, &mut text).await;
+        text
+    });
+    let mut stdout = String::new();
+    let mut restarts = 0;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        stdout.push_str(&line);
+        stdout.push('\n');
+        match line.as_str() {
+            "a11y: stop the server" => {
+                let stopped = server.take().expect("a server to stop");
+                stopped.terminate();
+                let (status, stderr) = stopped.wait().await;
+                assert!(status.success(), "{stderr}");
+                stdin.write_all(b"stopped\n").await.unwrap();
+            }
+            "a11y: start the server" => {
+                assert!(server.is_none(), "asked to start a running server");
+                server = Some(f.serve_with(&["--listen", &listen]).await);
+                assert_eq!(server.as_ref().unwrap().url, url, "the same address");
+                restarts += 1;
+                stdin.write_all(b"started\n").await.unwrap();
+            }
+            _ => {}
+        }
+    }
+    let status = child.wait().await.unwrap();
+    let stderr = stderr_task.await.unwrap();
+    let server = server.expect("the server running at the end");
+    assert!(
+        status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    assert_eq!(restarts, 1, "{stdout}");
+    assert!(stdout.contains("16 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("rules checked"), "{stdout}");
     f.assert_requests_valid();
 }

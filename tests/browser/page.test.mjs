@@ -54,12 +54,14 @@ import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+// The generic helpers live in lib.mjs, shared with the suites in suites/.
+import {
+  BASE, TOKEN, SCREENSHOT, TIMEOUT, Failed, apiGet, byId, check, expect, pageText, passed, shot, until,
+} from './lib.mjs';
 
 // ES module imports ignore NODE_PATH; require() honours it.
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
-// The generic helpers live in lib.mjs, shared with the suites in suites/.
-import { BASE, TOKEN, SCREENSHOT, SHOTS, TIMEOUT, byId, shot, passed, check, Failed, pageText, expect, apiGet, until } from './lib.mjs';
 
 const env = process.env;
 const EXPECTED_REPLY = env.EXPECTED_REPLY || '';
@@ -93,11 +95,6 @@ for (const [name, value] of Object.entries(required)) {
     process.exit(2);
   }
 }
-
-
-
-
-
 
 /**
  * A PNG drawn on a canvas in the page, as base64: a small picture with a
@@ -161,8 +158,6 @@ async function dispatchFiles(page, type, files, text) {
 async function imagesLoaded(locator) {
   return locator.evaluateAll((imgs) => imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0));
 }
-
-
 
 /** The rewind checks (PAGE_SUITE=rewind): see the top of this file. */
 async function rewindChecks(page) {
@@ -297,21 +292,23 @@ async function rewindChecks(page) {
   });
 }
 
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
 async function main() {
   const profile = mkdtempSync(join(tmpdir(), 'agentbus-chromium-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-      '--disable-quic',
-    ],
+    args: CHROMIUM_ARGS,
     viewport: { width: 1280, height: 800 },
   });
   context.setDefaultTimeout(TIMEOUT);
@@ -332,8 +329,10 @@ async function main() {
 
   try {
     if (SUITE !== 'page' && SUITE !== 'rewind') {
+      // A suite of its own (suites/NAME.mjs): run(page, ctx).
       const suite = await import(`./suites/${SUITE}.mjs`);
-      await suite.run(page, { context, env, check, byId, shot, expect, until, apiGet, pageText, BASE, TOKEN, TIMEOUT });
+      const launchBrowser = () => chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+      await suite.run(page, { context, env, check, byId, shot, expect, until, apiGet, pageText, BASE, TOKEN, TIMEOUT, launchBrowser });
       await check('the page threw no JavaScript errors', page, async () => {
         expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
         expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);

@@ -11,6 +11,8 @@
 #
 #   PAGE_SUITE=controls AGENTBUS_URL=... AGENTBUS_TOKEN=... tests/browser/run.sh
 #   (suites/controls.mjs against tests/fixtures/scripts/web_controls.toml)
+#   PAGE_SUITE=a11y AGENTBUS_URL=... AGENTBUS_TOKEN=... tests/browser/run.sh
+#   (suites/a11y.mjs; it asks on stdout for a restart of the server)
 #
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
@@ -31,12 +33,23 @@ case "${PAGE_SUITE:-page}" in
   page) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT" ;;
   rewind) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN REWIND_FILE REWIND_PROMPT CONFLICT_PROMPT" ;;
   controls) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN" ;;
-  *) echo "browser test: PAGE_SUITE is page, rewind or controls, not ${PAGE_SUITE}" >&2; exit 2 ;;
+  # suites/a11y.mjs: asks on stdout for the server to be stopped and
+  # started again, and reads the answers on stdin (tests/all/serve.rs).
+  a11y) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN" ;;
+  *) echo "browser test: PAGE_SUITE is page, rewind, controls or a11y, not ${PAGE_SUITE}" >&2; exit 2 ;;
 esac
 for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then
     echo "browser test: $var is not set (see the top of $0)" >&2
     exit 2
+  fi
+done
+
+# The test's own modules must parse too.
+for module in "$HERE"/*.mjs "$HERE"/suites/*.mjs; do
+  if [ -f "$module" ] && ! node --check "$module"; then
+    echo "browser test: $module does not parse" >&2
+    exit 1
   fi
 done
 

@@ -279,6 +279,16 @@ impl Runtime {
     /// A session loaded already keeps the MCP servers it was given; one
     /// loaded now has none of its own.
     pub async fn open_session(&self, id: &SessionId) -> Result<SessionHandle, SessionError> {
+        let handle = self.load_quietly(id).await?;
+        handle.announce().await?;
+        Ok(handle)
+    }
+
+    /// A stored session, loaded if it is not already, without announcing
+    /// the load: its `session_started` waits for its first input (or an
+    /// [`open_session`](Self::open_session)), so that following the events
+    /// of a stored session does not change it.
+    async fn load_quietly(&self, id: &SessionId) -> Result<SessionHandle, SessionError> {
         let open = OpenSession {
             id: id.clone(),
             mcp_servers: None,
@@ -303,7 +313,9 @@ impl Runtime {
             id: id.clone(),
             mcp_servers: Some(mcp_servers),
         };
-        Ok(self.manager.ask(open).await?)
+        let handle = self.manager.ask(open).await?;
+        handle.announce().await?;
+        Ok(handle)
     }
 
     /// Session `id` as a front end reaches it, its events from after
@@ -315,7 +327,8 @@ impl Runtime {
         id: &SessionId,
         after_seq: u64,
     ) -> Result<ReachedSession, SessionError> {
-        match self.open_session(id).await {
+        // Only read (its events followed): the load is not announced.
+        match self.load_quietly(id).await {
             Ok(handle) => Ok(ReachedSession::local(handle)),
             Err(e) if reach::held_elsewhere(&e) => {
                 let Some(live) = &self.live else {

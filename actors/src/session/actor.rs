@@ -232,6 +232,12 @@ pub struct AgentLoop {
     /// The background commands' checkpoints waiting for their turn's end
     /// (a shutdown lets them finish).
     pending_checkpoints: Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    /// A session loaded from the store only to be read (a client following
+    /// its events) does not announce its load until it is used: its
+    /// `session_started` comes before the first input ([`Announce`] or
+    /// any input of the core but a catalog change or the shutdown), so
+    /// merely viewing a stored session never changes it.
+    start_pending: bool,
 }
 
 impl Actor for AgentLoop {
@@ -272,6 +278,7 @@ impl Actor for AgentLoop {
             fenced: false,
             unsubmitted: args.waiting.iter().map(|w| w.input_id).collect(),
             stopped: CancellationToken::new(),
+            start_pending: false,
             hook_context: HookContext {
                 workspace: args.workspace.clone(),
                 environment: args.environment,
@@ -291,11 +298,21 @@ impl Actor for AgentLoop {
                 let _ = me.tell(NodeFenced).await;
             }
         });
+        // A plain load (nothing to close, nothing waiting, no notices)
+        // announces itself when the session is first used.
+        let quiet = args.resumed
+            && args.startup.is_empty()
+            && args.waiting.is_empty()
+            && args.notices.is_empty();
         this.perform_all(args.startup).await;
-        this.apply(Input::Started {
-            resumed: args.resumed,
-        })
-        .await;
+        if quiet {
+            this.start_pending = true;
+        } else {
+            this.apply(Input::Started {
+                resumed: args.resumed,
+            })
+            .await;
+        }
         let mut catalog = args.catalog;
         let current = catalog.borrow_and_update().clone();
         let session = this.session_id.clone();
@@ -417,6 +434,9 @@ impl AgentLoop {
         if self.fenced {
             return;
         }
+        if self.start_pending && !matches!(input, Input::CatalogChanged { .. } | Input::Shutdown) {
+            self.announce_start().await;
+        }
         // The process stops: what the session left running in the
         // background ends now, while its notice can still be stored (the
         // store may be gone by the time the actor itself stops).
@@ -428,6 +448,13 @@ impl AgentLoop {
             return;
         }
         self.apply_now(input).await;
+    }
+
+    /// The deferred `session_started` of a quiet load, once.
+    async fn announce_start(&mut self) {
+        if std::mem::take(&mut self.start_pending) {
+            self.apply_now(Input::Started { resumed: true }).await;
+        }
     }
 
     async fn apply_now(&mut self, input: Input) {
@@ -1180,6 +1207,21 @@ impl Message<Submit> for AgentLoop {
         self.journal.accepted(input_id);
         self.apply(Input::Submit { input_id, input }).await;
         Ok(input_id)
+    }
+}
+
+/// Announce a quiet load now (its `session_started`), if it was not yet:
+/// the session was opened to be driven, not only read.
+#[derive(Debug)]
+pub struct Announce;
+
+impl Message<Announce> for AgentLoop {
+    type Reply = ();
+
+    async fn handle(&mut self, _: Announce, _: &mut Context<Self, Self::Reply>) {
+        if !self.fenced {
+            self.announce_start().await;
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 //! nothing is missed).
 
 use super::SessionError;
-use super::actor::{AgentLoop, Feed, IdleFor, ServersGiven, Snapshot, Submit, UseFiles};
+use super::actor::{AgentLoop, Announce, Feed, IdleFor, ServersGiven, Snapshot, Submit, UseFiles};
 use super::core::{Input, SessionState};
 use crate::bus::feed::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
@@ -86,6 +86,15 @@ impl SessionHandle {
     /// the `session_started` event, ...), or after 0 for the whole story.
     pub fn loaded_after(&self) -> u64 {
         self.loaded_after
+    }
+
+    /// Announce a load that was quiet so far (its `session_started`): the
+    /// session is opened to be driven. Nothing when it was announced.
+    pub async fn announce(&self) -> Result<(), SessionError> {
+        self.agent_loop
+            .ask(Announce)
+            .await
+            .map_err(|_| SessionError::Gone(self.id.clone()))
     }
 
     /// Queue a query or control command; returns its input id.

@@ -8,7 +8,7 @@
 // an answer says (the callers do).
 
 import { state } from './state.js';
-import { $ } from './dom.js';
+import { $, hideBanner } from './dom.js';
 import { unwatchLifecycle } from './sessions.js';
 import { closeSessionStream } from './connection.js';
 
@@ -59,7 +59,14 @@ class ApiError extends Error {
   constructor(status, message) {
     super(message);
     this.status = status;
+    // For showBanner(e.message, e.kind): the server could not be reached.
+    this.kind = status === 0 ? 'unreachable' : undefined;
   }
+}
+
+/** The server answered (a request, or a stream opened): a "not reachable" banner is out of date. */
+export function reached() {
+  hideBanner('unreachable');
 }
 
 /** Call the API with the token; the parsed JSON answer, or null for 204. */
@@ -76,6 +83,7 @@ export async function api(method, path, body) {
   } catch (e) {
     throw new ApiError(0, 'agentbus serve is not reachable (' + e.message + ')');
   }
+  reached();
   if (response.status === 401) {
     showTokenProblem(true);
     throw new ApiError(401, 'token refused');

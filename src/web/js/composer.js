@@ -1,7 +1,9 @@
 // The input box and its buttons: sending (queries and slash commands
 // alike, a query with the images waiting above the box), the inputs sent
 // and waiting behind the running turn, Interrupt, which controls can be
-// used now, and the keys (Enter sends, Esc interrupts).
+// used now (one Send/Stop button: Send while idle, Stop while a turn
+// runs), and the keys (Enter sends, Esc interrupts). The focus goes back
+// to the input box after a send or a stop.
 //
 // An input the server did not take (its POST failed) stays in the
 // conversation marked "Not sent", with Retry.
@@ -44,6 +46,7 @@ export async function sendInput(typed, typedImages) {
   if (fromBox) {
     hideSuggestions();
     box.value = '';
+    box.focus(); // after a click on Send, typing goes on in the box
   }
   const sent = { text, images: images.length, inputId: null };
   view.sent.push(sent);
@@ -75,7 +78,7 @@ export async function sendInput(typed, typedImages) {
     if (state.view === view) {
       append(notSent(text, images, e.message));
     } else {
-      showBanner(e.message);
+      showBanner(e.message, e.kind);
       if (images.length && state.pendingImages.length === 0) {
         state.pendingImages = images; // the images wait for the next message again
         renderAttachments('');
@@ -192,17 +195,22 @@ export async function interrupt() {
   const view = state.view;
   if (!view) return;
   view.interrupting = true;
+  const fromButton = document.activeElement === $('interrupt');
   updateControls();
+  if (fromButton) $('input').focus(); // the Stop button goes away with the turn
   try {
     await api('POST', sessionPath(view.sessionId) + '/interrupt');
   } catch (e) {
     view.interrupting = false;
     updateControls();
-    if (e.status !== 401) showBanner(e.message);
+    if (e.status !== 401) showBanner(e.message, e.kind);
   }
 }
 
-/** Enable what can be used now: input with a session, Interrupt while a turn runs. */
+/**
+ * Enable what can be used now: input with a session; one of Send (idle)
+ * and Stop (a turn runs; disabled while it stops) is shown.
+ */
 export function updateControls() {
   const view = state.view;
   $('input').disabled = !view;
@@ -210,6 +218,9 @@ export function updateControls() {
   $('attach').disabled = !view;
   const running = !!view && view.openTurns.size > 0;
   $('interrupt').disabled = !running || view.interrupting;
+  $('interrupt').textContent = running && view.interrupting ? 'Stopping\u2026' : 'Stop';
+  $('send').hidden = running;
+  $('interrupt').hidden = !running;
   $('app').classList.toggle('running', running);
   $('status-running').hidden = !running;
   $('status-running').textContent = view && view.interrupting ? '\u25cf interrupting\u2026' : '\u25cf running \u00b7 Esc interrupts';

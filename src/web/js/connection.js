@@ -9,8 +9,8 @@
 // a view that is no longer the selected one.
 
 import { state } from './state.js';
-import { $, showBanner } from './dom.js';
-import { api, sessionPath, streamUrl } from './api.js';
+import { $, announce, showBanner } from './dom.js';
+import { api, reached, sessionPath, streamUrl } from './api.js';
 import { refreshSessionsSoon } from './sessions.js';
 import { renderEvent } from './transcript.js';
 import { followSwitch } from './switches.js';
@@ -28,6 +28,7 @@ export function openSessionStream(view, after) {
     if (view.stream !== stream) return;
     view.retryDelay = 1000;
     setSessionConn('');
+    reached();
   };
   stream.onmessage = (message) => {
     if (view.stream !== stream) return;
@@ -88,6 +89,7 @@ function onSessionEvent(view, event) {
     view.lastSeq = event.seq;
   }
   trackTurns(view, event);
+  announceEvent(event);
   const conv = $('conversation');
   const before = conv.lastElementChild;
   renderEvent(view, event);
@@ -100,6 +102,17 @@ function onSessionEvent(view, event) {
   if (event.type === 'user' || event.type === 'result') refreshSessionsSoon();
   if (event.type === 'system' || event.type === 'result') followSwitch(event);
   updateControls();
+}
+
+/**
+ * What a screen reader is told (js/dom.js announce): a turn started or
+ * ended, an approval waits. Only for events of now, not a replayed history.
+ */
+function announceEvent(event) {
+  if (!event.at || Date.now() - Date.parse(event.at) > 10000) return;
+  if (event.type === 'user') announce('Working\u2026');
+  else if (event.type === 'approval_request') announce('Approval needed: ' + (event.name || 'a tool call'));
+  else if (event.type === 'result') announce(event.stop_reason === 'end_turn' ? 'Reply finished' : 'Turn ended: ' + String(event.stop_reason || '').replace(/_/g, ' '));
 }
 
 /** A turn runs from its `user` event to its `result`. */

@@ -1,6 +1,8 @@
 // Making the page's elements, and the places every part of the page
 // writes to: the end of the conversation (kept at the bottom when it was
-// there) and the error banner.
+// there), the error banner (a banner of a kind, such as 'unreachable', is
+// taken down when that trouble ends) and the small live status a screen
+// reader reads out (the conversation is not a live region).
 //
 // el() puts strings into the page as text nodes, never parsed as HTML:
 // the rule the whole page keeps (main.js). Never: set innerHTML, or know
@@ -54,16 +56,29 @@ export function line(className, testId, text, event) {
   return el('div', { class: className, 'data-testid': testId, title: event ? fullTime(event.at) : null, text });
 }
 
-/** Show an error above the conversation until dismissed or replaced. */
-export function showBanner(message) {
+/**
+ * Show an error above the conversation until dismissed or replaced;
+ * `kind` (optional) names the trouble, for hideBanner(kind).
+ */
+export function showBanner(message, kind) {
   const banner = $('banner');
   banner.replaceChildren(
     el('span', { text: message }),
-    el('button', { type: 'button', class: 'link', 'aria-label': 'Dismiss', text: '\u00d7', onclick: hideBanner }),
+    el('button', { type: 'button', class: 'link', 'aria-label': 'Dismiss', text: '\u00d7', onclick: () => hideBanner() }),
   );
+  banner.dataset.kind = kind || '';
   banner.hidden = false;
 }
 
-export function hideBanner() {
-  $('banner').hidden = true;
+/** Take the banner down; with `kind`, only a banner of that kind. */
+export function hideBanner(kind) {
+  const banner = $('banner');
+  if (kind && banner.dataset.kind !== kind) return;
+  banner.hidden = true;
+}
+
+/** Say `text` to a screen reader (the page's one polite live region). */
+export function announce(text) {
+  const status = $('live-status');
+  if (status.textContent !== text) status.textContent = text;
 }

@@ -34,7 +34,7 @@ import { watchRewindDialog } from './rewind.js';
 import { onPaste, watchAttachButton, watchDrops } from './images.js';
 import { hideSuggestions, loadBuiltInCommands, updateSuggestions } from './suggestions.js';
 import { interrupt, onInputKey, onPageKey, sendInput, updateControls } from './composer.js';
-import { sessionListCovers, showSessionList } from './layout.js';
+import { sessionListCovers, showSessionList, watchSkipLink } from './layout.js';
 
 async function start() {
   state.token = readToken();
@@ -43,6 +43,7 @@ async function start() {
     return;
   }
   $('app').hidden = false;
+  watchSkipLink();
   $('new-session').addEventListener('click', newSession);
   $('composer').addEventListener('submit', (event) => {
     event.preventDefault();

@@ -10,12 +10,12 @@
 import { findSession, newView, state } from './state.js';
 import { $, el, showBanner } from './dom.js';
 import { formatTime } from './format.js';
-import { api, sessionPath, streamUrl } from './api.js';
+import { api, reached, sessionPath, streamUrl } from './api.js';
 import { closeSessionStream, openSessionStream } from './connection.js';
 import { renderStatus } from './status.js';
 import { renderQueued, updateControls } from './composer.js';
 import { renderPlan } from './plan.js';
-import { showSessionList } from './layout.js';
+import { focusInput, showSessionList } from './layout.js';
 
 // ---------------------------------------------------------------------
 // Session list (left)
@@ -30,7 +30,7 @@ export async function loadSessions() {
     renderSessionList();
     renderSessionHeader();
   } catch (e) {
-    if (e.status !== 401) showBanner(e.message);
+    if (e.status !== 401) showBanner(e.message, e.kind);
   }
 }
 
@@ -113,6 +113,7 @@ export function watchLifecycle(resumed) {
   // (the first time, start() has just fetched it).
   stream.onopen = () => {
     $('lifecycle-status').textContent = '';
+    reached();
     if (opened) loadSessions();
     opened = true;
   };
@@ -186,7 +187,7 @@ export async function newSession() {
     selectSession(answer.id);
     $('input').focus();
   } catch (e) {
-    if (e.status !== 401) showBanner(e.message);
+    if (e.status !== 401) showBanner(e.message, e.kind);
   }
 }
 
@@ -196,7 +197,7 @@ async function forkSession(id) {
     await loadSessions();
     selectSession(answer.id);
   } catch (e) {
-    if (e.status !== 401) showBanner(e.message);
+    if (e.status !== 401) showBanner(e.message, e.kind);
   }
 }
 
@@ -208,7 +209,7 @@ async function deleteSession(id, title) {
     if (id === state.selectedId) selectSession(null);
     renderSessionList();
   } catch (e) {
-    if (e.status !== 401) showBanner(e.message);
+    if (e.status !== 401) showBanner(e.message, e.kind);
   }
 }
 
@@ -237,6 +238,7 @@ export function selectSession(id) {
   renderStatus();
   updateControls();
   showSessionList(!id);
+  if (id) focusInput(); // typing goes to the session just opened
 }
 
 export function switchTo(id) {
