@@ -1760,3 +1760,53 @@ async fn a_session_created_in_plan_mode_denies_a_write_without_asking() {
     );
     assert!(!f.workspace().join("planned.txt").exists());
 }
+
+/// Approvals you cannot miss and quiet tool calls on the web page
+/// (`tests/browser/suites/approvals.mjs` with `PAGE_SUITE=approvals`,
+/// against `tests/fixtures/scripts/web_approvals.toml`, sessions in
+/// `acceptEdits` mode): while a command waits, the tab's title says "(1)
+/// approval", the favicon and the session in the list are marked, a
+/// desktop notification shows while the tab is hidden, and the card has
+/// the focus; `y`, `a` and `n` answer it, "Always allow" for `rm -rf`
+/// first shows the rule it adds; a step's three calls are one row, with
+/// relative paths, the edit's diff once, the command's last lines and its
+/// exit code.
+#[tokio::test]
+async fn the_web_page_shows_a_waiting_approval_everywhere_and_keeps_tool_calls_quiet() {
+    // The sessions' own workspace, named in the script (absolute paths).
+    let workspace = tempfile::tempdir().expect("workspace");
+    let path = agentbus_testkit::fixtures_dir().join("scripts/web_approvals.toml");
+    let text = std::fs::read_to_string(&path).expect("read the script");
+    let root = workspace.path().to_str().expect("a UTF-8 path");
+    let script = Script::from_toml_str(&text.replace("@WORKSPACE@", root)).expect("script");
+    let f = Fixture::with_script(script).await;
+    f.set_permission_mode("accept-edits");
+    std::fs::write(workspace.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let server = f.serve().await;
+    let runner = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let output = tokio::process::Command::new(&runner)
+        .env("PAGE_SUITE", "approvals")
+        .env("AGENTBUS_URL", &server.url)
+        .env("AGENTBUS_TOKEN", &server.token)
+        .env("WORKSPACE", root)
+        .env("SCREENSHOT", f.home.path().join("approvals.png"))
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", runner.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    assert!(stdout.contains("9 passed, 0 failed"), "{stdout}");
+    f.assert_requests_valid();
+    // The page's answers reached the session: the edit ran, the command
+    // allowed once ran, the rejected one did not.
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("notes.txt")).unwrap(),
+        "ALPHA\nbeta\n"
+    );
+    assert!(!workspace.path().join("hello.txt").exists());
+}

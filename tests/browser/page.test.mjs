@@ -30,6 +30,8 @@
 // attachments, images, commands, image-notice, approval, phone,
 // phone-sessions.
 //
+// PAGE_SUITE=approvals runs suites/approvals.mjs instead (see its top).
+//
 // PAGE_SUITE=rewind runs the rewind checks instead (tests/all/serve.rs,
 // tests/fixtures/scripts/web_rewind.toml): REWIND_FILE (the absolute path of
 // a file of the session's workspace), REWIND_PROMPT (a message whose turn
@@ -49,6 +51,7 @@ import { createRequire } from 'node:module';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { apiGet, byId, check, expect, Failed, pageText, passed, shot, until } from './lib.mjs';
 
 // ES module imports ignore NODE_PATH; require() honours it.
 const require = createRequire(import.meta.url);
@@ -79,75 +82,18 @@ const SUITE = env.PAGE_SUITE || 'page';
 const REWIND_FILE = env.REWIND_FILE || '';
 const REWIND_PROMPT = env.REWIND_PROMPT || '';
 const CONFLICT_PROMPT = env.CONFLICT_PROMPT || '';
+// Suites in suites/NAME.mjs (`run(page, ctx)`), each with the variables it needs.
+const SUITES = { approvals: ['WORKSPACE'] };
 const required = SUITE === 'rewind'
   ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, REWIND_FILE, REWIND_PROMPT, CONFLICT_PROMPT }
-  : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
+  : SUITES[SUITE]
+    ? Object.fromEntries([['AGENTBUS_URL', BASE], ['AGENTBUS_TOKEN', TOKEN], ...SUITES[SUITE].map((name) => [name, env[name] || ''])])
+    : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
 for (const [name, value] of Object.entries(required)) {
   if (!value) {
     console.error(`browser test: ${name} is not set`);
     process.exit(2);
   }
-}
-
-const byId = (page, id) => page.locator(`[data-testid="${id}"]`);
-
-/** A screenshot of what the page shows now, as SHOTS + name + .png. */
-async function shot(page, name) {
-  const path = `${SHOTS}${name}.png`;
-  await page.screenshot({ path });
-  console.log(`  screenshot: ${path}`);
-}
-let passed = 0;
-
-/** Run one named check; on failure: screenshot, message, exit 1. */
-async function check(name, page, fn) {
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok ${passed} - ${name}`);
-  } catch (error) {
-    const message = String(error && error.message ? error.message : error).replace(/\x1b\[[0-9;]*m/g, '');
-    console.error(`not ok - ${name}`);
-    console.error(`  ${message.split('\n').join('\n  ')}`);
-    if (page) {
-      console.error(`  the page shows:\n${await pageText(page)}`);
-      await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
-      console.error(`  screenshot of the failure: ${SCREENSHOT}`);
-    }
-    throw new Failed();
-  }
-}
-
-class Failed extends Error {}
-
-/** What the page shows, for a failure message: banner, buttons, the last events. */
-async function pageText(page) {
-  return page
-    .evaluate(() => {
-      const text = (el) => (el ? el.textContent.replace(/\s+/g, ' ').trim() : '');
-      const button = (id) => {
-        const el = document.querySelector(`[data-testid="${id}"]`);
-        return el ? `${id} ${el.disabled ? 'disabled' : 'enabled'}` : `${id} missing`;
-      };
-      const lines = [];
-      const missing = document.getElementById('token-missing');
-      if (missing && !missing.hidden) lines.push(`token message: ${text(missing)}`);
-      const banner = document.getElementById('banner');
-      if (banner && !banner.hidden) lines.push(`banner: ${text(banner)}`);
-      lines.push(`${button('input')}, ${button('send')}, ${button('interrupt')}`);
-      lines.push(`session connection: ${text(document.getElementById('session-conn')) || 'ok'}`);
-      const status = document.getElementById('status-line');
-      if (status && !status.hidden) lines.push(`status line: ${text(status)}`);
-      const events = [...document.querySelectorAll('#conversation > [data-testid]')].slice(-15);
-      for (const el of events) lines.push(`[${el.dataset.testid}] ${text(el).slice(0, 200)}`);
-      return lines.map((l) => `    ${l}`).join('\n');
-    })
-    .catch((e) => `    (could not read the page: ${e.message})`);
-}
-
-/** Fail unless `cond`, saying what was found. */
-function expect(cond, message) {
-  if (!cond) throw new Error(message);
 }
 
 /**
@@ -211,23 +157,6 @@ async function dispatchFiles(page, type, files, text) {
 /** Whether every image under `locator` has been decoded (the CSP let its data: URL load). */
 async function imagesLoaded(locator) {
   return locator.evaluateAll((imgs) => imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0));
-}
-
-/** GET an API path with the token; its JSON. */
-async function apiGet(path) {
-  const answer = await fetch(`${BASE}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
-  expect(answer.ok, `GET ${path} answered ${answer.status}`);
-  return answer.json();
-}
-
-/** Wait until `fn()` is true (polled; for what is outside the page, such as a file on disk). */
-async function until(what, fn) {
-  const deadline = Date.now() + TIMEOUT;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** The rewind checks (PAGE_SUITE=rewind): see the top of this file. */
@@ -399,6 +328,16 @@ async function main() {
   try {
     if (SUITE === 'rewind') {
       await rewindChecks(page);
+      await check('the page threw no JavaScript errors', page, async () => {
+        expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
+        expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);
+      });
+      console.log(`${passed} passed, 0 failed`);
+      return;
+    }
+    if (SUITES[SUITE]) {
+      const { run } = await import(`./suites/${SUITE}.mjs`);
+      await run(page, { context, check, byId, shot, expect, until, apiGet, pageText, env, BASE, TOKEN });
       await check('the page threw no JavaScript errors', page, async () => {
         expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
         expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);
@@ -596,7 +535,7 @@ async function main() {
       const call = page.locator('[data-testid="tool-call"][data-tool="edit_file"]').last();
       await call.waitFor();
       const summary = await call.locator('summary').textContent();
-      expect(summary === '\u25b8 edit_file(path: "notes.txt")', `the call says ${JSON.stringify(summary)}`);
+      expect(summary === '\u25be edit_file(path: "notes.txt")', `the call says ${JSON.stringify(summary)}`);
       // From the result: with its hunk header (line numbers) and context.
       const diff = call.locator('[data-testid="tool-diff"][data-diff-source="result"]');
       await diff.waitFor();
@@ -621,7 +560,7 @@ async function main() {
       const call = page.locator('[data-testid="tool-call"][data-tool="write_file"]');
       await call.waitFor();
       const summary = await call.locator('summary').textContent();
-      expect(summary === '\u25b8 write_file(path: "numbers.txt", lines: 30)', `the call says ${JSON.stringify(summary)}`);
+      expect(summary === '\u25be write_file(path: "numbers.txt", lines: 30)', `the call says ${JSON.stringify(summary)}`);
       const diff = call.locator('[data-testid="tool-diff"]');
       const added = await diff.locator('.diff-add').allTextContents();
       expect(added.length === 30 && added[0] === '+line 1' && added[29] === '+line 30', `the diff shows ${added.length} lines: ${added.slice(0, 3)}`);

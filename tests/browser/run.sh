@@ -9,6 +9,9 @@
 #   REWIND_PROMPT='prompt whose turn edits it' CONFLICT_PROMPT='another such prompt' \
 #   tests/browser/run.sh
 #
+#   PAGE_SUITE=approvals AGENTBUS_URL=... AGENTBUS_TOKEN=... WORKSPACE=/abs/dir \
+#   tests/browser/run.sh   (suites/approvals.mjs; fixture web_approvals.toml)
+#
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 # AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
@@ -23,11 +26,13 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 INSTALL_ONLY=0
 if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; fi
 
-# PAGE_SUITE=rewind runs the rewind checks alone (see page.test.mjs).
+# PAGE_SUITE=rewind runs the rewind checks alone (see page.test.mjs);
+# PAGE_SUITE=approvals the suite in suites/approvals.mjs.
 case "${PAGE_SUITE:-page}" in
   page) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT" ;;
   rewind) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN REWIND_FILE REWIND_PROMPT CONFLICT_PROMPT" ;;
-  *) echo "browser test: PAGE_SUITE is page or rewind, not ${PAGE_SUITE}" >&2; exit 2 ;;
+  approvals) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN WORKSPACE" ;;
+  *) echo "browser test: PAGE_SUITE is page, rewind or approvals, not ${PAGE_SUITE}" >&2; exit 2 ;;
 esac
 for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then
