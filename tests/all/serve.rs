@@ -1800,7 +1800,7 @@ async fn the_web_page_shows_a_waiting_approval_everywhere_and_keeps_tool_calls_q
         "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
         server.stderr()
     );
-    assert!(stdout.contains("9 passed, 0 failed"), "{stdout}");
+    assert!(stdout.contains("10 passed, 0 failed"), "{stdout}");
     f.assert_requests_valid();
     // The page's answers reached the session: the edit ran, the command
     // allowed once ran, the rejected one did not.
@@ -1809,4 +1809,62 @@ async fn the_web_page_shows_a_waiting_approval_everywhere_and_keeps_tool_calls_q
         "ALPHA\nbeta\n"
     );
     assert!(!workspace.path().join("hello.txt").exists());
+    assert!(!workspace.path().join("elsewhere.txt").exists());
+}
+
+/// While a tool call waits for an answer, its session says so: `GET
+/// /v1/sessions` and `GET /v1/sessions/{id}` count it in
+/// `pending_approvals`, and the lifecycle stream announces each change
+/// (`approvals`, with the count) — what the web page marks a session
+/// that is not open with.
+#[tokio::test]
+async fn a_waiting_approval_is_counted_on_the_session_and_announced_on_the_lifecycle_stream() {
+    let f = asking_fixture().await;
+    let server = f.serve().await;
+    let mut lifecycle = EventStream::open(server.get("/v1/events")).await;
+    let id = server.create_session().await;
+    let before: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(before["pending_approvals"], 0, "{before}");
+    let mut sse = server.sse(&id, None).await;
+    let input = server.input(&id, "please reject this").await;
+    let request = sse.until(|e| e["type"] == "approval_request").await;
+    let asked = lifecycle
+        .until(|e| e["kind"] == "approvals" && e["session_id"] == id.as_str())
+        .await;
+    assert_eq!(asked["pending_approvals"], 1, "{asked}");
+    let one: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(one["pending_approvals"], 1, "{one}");
+    let list: Value = server.get_json("/v1/sessions").await;
+    let listed = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id.as_str())
+        .expect("the session is listed");
+    assert_eq!(listed["pending_approvals"], 1, "{listed}");
+    assert_eq!(listed["busy"], true, "{listed}");
+    // Other kinds carry no count.
+    let created = lifecycle
+        .events
+        .iter()
+        .find(|e| e["kind"] == "created")
+        .expect("created");
+    assert!(created.get("pending_approvals").is_none(), "{created}");
+
+    let request_id = request["request_id"].as_str().expect("a request id");
+    let answer = server
+        .post(&format!("/v1/sessions/{id}/approvals/{request_id}"))
+        .json(&json!({"decision": "reject"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let answered = lifecycle
+        .until(|e| e["kind"] == "approvals" && e["session_id"] == id.as_str())
+        .await;
+    assert_eq!(answered["pending_approvals"], 0, "{answered}");
+    sse.result_of(input).await;
+    lifecycle.until(|e| e["kind"] == "idle").await;
+    let after: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(after["pending_approvals"], 0, "{after}");
 }

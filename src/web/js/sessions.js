@@ -169,8 +169,8 @@ function onLifecycle(event) {
         renderSessionList();
       }
       break;
-    case 'approval':
-      // A request was asked or answered in a session: its record says how many wait.
+    case 'approvals':
+      // A tool call of a session started or stopped waiting: how many wait now.
       if (session && typeof event.pending_approvals === 'number') {
         session.pending_approvals = event.pending_approvals;
         renderSessionList();

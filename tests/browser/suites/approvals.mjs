@@ -31,7 +31,7 @@
 // Screenshots: approvals-waiting, approvals-confirm-always, tools-quiet.
 
 export async function run(page, ctx) {
-  const { context, check, byId, shot, expect, until, env, BASE, TOKEN } = ctx;
+  const { context, check, byId, shot, expect, until, apiGet, env, BASE, TOKEN } = ctx;
   const WORKSPACE = env.WORKSPACE;
 
   await context.grantPermissions(['notifications'], { origin: new URL(BASE).origin });
@@ -265,5 +265,32 @@ export async function run(page, ctx) {
     await until('the title is clear', async () => (await title()) === 'agentbus');
     expect((await icon()) === 'data:,', 'the favicon is still marked');
     expect((await page.evaluate(() => window.__notices.length)) === 1, 'a notification while the tab was shown');
+  });
+
+  await check('a session not open in the page that waits is marked from the server (pending_approvals, lifecycle `approvals`)', page, async () => {
+    const other = await openSession('elsewhere');
+    await item(other).waitFor();
+    const answer = await fetch(`${BASE}/v1/sessions/${other}/input`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ text: 'work elsewhere' }),
+    });
+    expect(answer.status === 202, `the input answered ${answer.status}`);
+    await item(other).locator('[data-testid="session-waiting"]').waitFor();
+    await page.waitForFunction(() => document.title.startsWith('(1) approval \u00b7 '));
+    expect((await icon()).startsWith('data:image/png'), 'the favicon is not marked');
+    expect((await page.locator('[data-testid="session-item"][data-selected="true"]').getAttribute('data-session-id')) === sessionId,
+      'the page left the open session');
+    const listed = await apiGet(`/v1/sessions/${other}`);
+    expect(listed.pending_approvals === 1, `the server says ${listed.pending_approvals} wait`);
+    // Answered there: all clear.
+    await item(other).locator('.session-open').click();
+    await pending.waitFor();
+    await page.waitForFunction(() => document.activeElement && document.activeElement.dataset.testid === 'approval');
+    await page.keyboard.press('n');
+    await byId(page, 'message-assistant').filter({ hasText: 'Did not work there.' }).waitFor();
+    await idle();
+    await item(other).locator('[data-testid="session-waiting"]').waitFor({ state: 'detached' });
+    await until('the title is clear', async () => (await title()) === 'agentbus');
   });
 }
