@@ -130,6 +130,7 @@ export function renderApprovalRequest(view, event) {
   card.append(actions, error, outcome);
   // Its keys, while the card (not the message box) has the focus.
   card.tabIndex = -1;
+  card.setAttribute('role', 'group');
   card.setAttribute('aria-label', event.name + ' wants approval: y allow once, a always allow, n reject');
   card.addEventListener('keydown', (e) => {
     if (e.target === message || e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
@@ -277,6 +278,7 @@ function closeApproval(entry, outcome, text, event) {
   entry.card.dataset.state = 'resolved';
   entry.card.dataset.outcome = outcome;
   entry.card.removeAttribute('tabindex');
+  entry.card.removeAttribute('role');
   entry.card.removeAttribute('aria-label');
   setWaiting(entry.sessionId, entry.card.dataset.requestId, false);
   const hadFocus = entry.card.contains(document.activeElement);
