@@ -1,5 +1,6 @@
 // PAGE_SUITE=approvals: approvals you cannot miss, and quiet tool calls
-// (tests/all/serve.rs `the_web_page_...approvals...`, fixture
+// (tests/all/serve.rs
+// `the_web_page_shows_a_waiting_approval_everywhere_and_keeps_tool_calls_quiet`, fixture
 // tests/fixtures/scripts/web_approvals.toml). The server's sessions run in
 // `acceptEdits` mode; WORKSPACE is the absolute workspace the sessions are
 // made in (it holds notes.txt, "alpha\nbeta\n").
@@ -16,7 +17,10 @@
 // the whole output only when opened, the answer a badge on the call. Then
 // "Always allow" for `rm -rf build` shows the rule `bash(rm -rf:*)` in a
 // dialog first (Cancel sends nothing; `a` again and "Add" does), and `n`
-// rejects a command.
+// rejects a command. Last, a session the page does not show is given a
+// command that asks (over the API): the page marks it and counts it in
+// the title from the server's word (`pending_approvals` and the lifecycle
+// stream's `approvals` events).
 //
 // Notifications: Playwright grants the permission
 // (context.grantPermissions), and a stub of window.Notification installed
