@@ -37,6 +37,8 @@ export function toolCall(block) {
   } else {
     node.append(el('pre', { text: typeof block.input === 'string' ? block.input : JSON.stringify(block.input, null, 2) }));
   }
+  // Started in the background, a command has not ended when its result comes.
+  if (block.name === 'bash' && block.input && block.input.run_in_background === true) node.dataset.background = 'true';
   watchDisclosure(node);
   return node;
 }
@@ -92,7 +94,7 @@ export function renderToolResult(event) {
       keepScrolled(() => shown.replaceWith(diff));
     }
   }
-  const node = resultNode(event, output, applied);
+  const node = resultNode(event, output, applied, Boolean(call && call.dataset.background === 'true'));
   if (call) {
     // Right under its call (and a card still asking about it).
     let after = call;
@@ -111,7 +113,7 @@ export function renderToolResult(event) {
  * did in one line (its call shows the diff). Nothing to open when the
  * first lines are all of it.
  */
-function resultNode(event, output, applied) {
+function resultNode(event, output, applied, background) {
   const marker = event.cancelled ? ' (cancelled)' : '';
   const node = el('details', {
     class: 'tool-result' + (event.is_error ? ' error' : ''),
@@ -126,7 +128,7 @@ function resultNode(event, output, applied) {
     summary.textContent = '\u2514 ' + relativePaths(firstLine(applied.head.trim()) || 'edited');
     return noMore(node);
   }
-  const ran = event.name === 'bash' ? commandEnd(output, event.is_error) : null;
+  const ran = event.name === 'bash' && !background ? commandEnd(output, event.is_error) : null;
   const lines = splitLines(ran ? ran.output : output);
   const preview = ran ? tailPreview(lines) : headPreview(lines);
   summary.append('\u2514 ');
