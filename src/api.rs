@@ -129,10 +129,15 @@ pub struct Session {
     /// A turn or command is running or queued (on a node of a cluster, for
     /// a session another node drives: as that node last said).
     pub busy: bool,
+    /// How many of its tool calls wait for the user's approval (`POST
+    /// .../approvals/{request_id}`): 0 for a session not loaded on this
+    /// server. The lifecycle stream says when it changes (`approvals`).
+    #[serde(default)]
+    pub pending_approvals: u32,
 }
 
 impl Session {
-    pub fn new(record: SessionRecord, loaded: bool, busy: bool) -> Self {
+    pub fn new(record: SessionRecord, loaded: bool, busy: bool, pending_approvals: u32) -> Self {
         Session {
             id: record.id.0,
             title: record.title,
@@ -147,6 +152,7 @@ impl Session {
             last_seq: record.last_seq,
             loaded,
             busy,
+            pending_approvals,
         }
     }
 }

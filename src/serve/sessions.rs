@@ -52,7 +52,8 @@ async fn view(state: &AppState, id: &SessionId) -> Result<Session, ApiError> {
         .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
     let loaded = state.runtime.session(id).await;
     let busy = busy(state, id, loaded.as_ref()).await;
-    Ok(Session::new(record, loaded.is_some(), busy))
+    let waiting = pending_approvals(loaded.as_ref()).await;
+    Ok(Session::new(record, loaded.is_some(), busy, waiting))
 }
 
 /// Whether session `id` runs a turn or command: as its handle says when
@@ -62,6 +63,15 @@ async fn busy(state: &AppState, id: &SessionId, loaded: Option<&SessionHandle>) 
     match loaded {
         Some(handle) => !handle.is_idle().await,
         None => state.runtime.lifecycle().busy_elsewhere(id),
+    }
+}
+
+/// How many tool calls of a session loaded here wait for the user's
+/// approval (none for a session not loaded here).
+async fn pending_approvals(loaded: Option<&SessionHandle>) -> u32 {
+    match loaded {
+        Some(handle) => handle.pending_approvals().await,
+        None => 0,
     }
 }
 
@@ -86,7 +96,8 @@ pub async fn list(
     for record in records {
         let loaded = state.runtime.session(&record.id).await;
         let busy = busy(&state, &record.id, loaded.as_ref()).await;
-        sessions.push(Session::new(record, loaded.is_some(), busy));
+        let waiting = pending_approvals(loaded.as_ref()).await;
+        sessions.push(Session::new(record, loaded.is_some(), busy, waiting));
     }
     Ok(Json(Sessions { sessions, next }))
 }

@@ -1982,3 +1982,111 @@ async fn the_web_page_is_accessible_works_on_a_phone_and_survives_a_restart() {
     assert!(stdout.contains("rules checked"), "{stdout}");
     f.assert_requests_valid();
 }
+
+/// Approvals you cannot miss and quiet tool calls on the web page
+/// (`tests/browser/suites/approvals.mjs` with `PAGE_SUITE=approvals`,
+/// against `tests/fixtures/scripts/web_approvals.toml`, sessions in
+/// `acceptEdits` mode): while a command waits, the tab's title says "(1)
+/// approval", the favicon and the session in the list are marked, a
+/// desktop notification shows while the tab is hidden, and the card has
+/// the focus; `y`, `a` and `n` answer it, "Always allow" for `rm -rf`
+/// first shows the rule it adds; a step's three calls are one row, with
+/// relative paths, the edit's diff once, the command's last lines and its
+/// exit code.
+#[tokio::test]
+async fn the_web_page_shows_a_waiting_approval_everywhere_and_keeps_tool_calls_quiet() {
+    // The sessions' own workspace, named in the script (absolute paths).
+    let workspace = tempfile::tempdir().expect("workspace");
+    let path = agentbus_testkit::fixtures_dir().join("scripts/web_approvals.toml");
+    let text = std::fs::read_to_string(&path).expect("read the script");
+    let root = workspace.path().to_str().expect("a UTF-8 path");
+    let script = Script::from_toml_str(&text.replace("@WORKSPACE@", root)).expect("script");
+    let f = Fixture::with_script(script).await;
+    f.set_permission_mode("accept-edits");
+    std::fs::write(workspace.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
+    let server = f.serve().await;
+    let runner = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let output = tokio::process::Command::new(&runner)
+        .env("PAGE_SUITE", "approvals")
+        .env("AGENTBUS_URL", &server.url)
+        .env("AGENTBUS_TOKEN", &server.token)
+        .env("WORKSPACE", root)
+        .env("SCREENSHOT", f.home.path().join("approvals.png"))
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", runner.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    assert!(stdout.contains("10 passed, 0 failed"), "{stdout}");
+    f.assert_requests_valid();
+    // The page's answers reached the session: the edit ran, the command
+    // allowed once ran, the rejected one did not.
+    assert_eq!(
+        std::fs::read_to_string(workspace.path().join("notes.txt")).unwrap(),
+        "ALPHA\nbeta\n"
+    );
+    assert!(!workspace.path().join("hello.txt").exists());
+    assert!(!workspace.path().join("elsewhere.txt").exists());
+}
+
+/// While a tool call waits for an answer, its session says so: `GET
+/// /v1/sessions` and `GET /v1/sessions/{id}` count it in
+/// `pending_approvals`, and the lifecycle stream announces each change
+/// (`approvals`, with the count) — what the web page marks a session
+/// that is not open with.
+#[tokio::test]
+async fn a_waiting_approval_is_counted_on_the_session_and_announced_on_the_lifecycle_stream() {
+    let f = asking_fixture().await;
+    let server = f.serve().await;
+    let mut lifecycle = EventStream::open(server.get("/v1/events")).await;
+    let id = server.create_session().await;
+    let before: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(before["pending_approvals"], 0, "{before}");
+    let mut sse = server.sse(&id, None).await;
+    let input = server.input(&id, "please reject this").await;
+    let request = sse.until(|e| e["type"] == "approval_request").await;
+    let asked = lifecycle
+        .until(|e| e["kind"] == "approvals" && e["session_id"] == id.as_str())
+        .await;
+    assert_eq!(asked["pending_approvals"], 1, "{asked}");
+    let one: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(one["pending_approvals"], 1, "{one}");
+    let list: Value = server.get_json("/v1/sessions").await;
+    let listed = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == id.as_str())
+        .expect("the session is listed");
+    assert_eq!(listed["pending_approvals"], 1, "{listed}");
+    assert_eq!(listed["busy"], true, "{listed}");
+    // Other kinds carry no count.
+    let created = lifecycle
+        .events
+        .iter()
+        .find(|e| e["kind"] == "created")
+        .expect("created");
+    assert!(created.get("pending_approvals").is_none(), "{created}");
+
+    let request_id = request["request_id"].as_str().expect("a request id");
+    let answer = server
+        .post(&format!("/v1/sessions/{id}/approvals/{request_id}"))
+        .json(&json!({"decision": "reject"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let answered = lifecycle
+        .until(|e| e["kind"] == "approvals" && e["session_id"] == id.as_str())
+        .await;
+    assert_eq!(answered["pending_approvals"], 0, "{answered}");
+    sse.result_of(input).await;
+    lifecycle.until(|e| e["kind"] == "idle").await;
+    let after: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+    assert_eq!(after["pending_approvals"], 0, "{after}");
+}

@@ -30,6 +30,8 @@
 // attachments, images, commands, image-notice, approval, phone,
 // phone-sessions.
 //
+// PAGE_SUITE=approvals runs suites/approvals.mjs instead (see its top).
+//
 // PAGE_SUITE=rewind runs the rewind checks instead (tests/all/serve.rs,
 // tests/fixtures/scripts/web_rewind.toml): REWIND_FILE (the absolute path of
 // a file of the session's workspace), REWIND_PROMPT (a message whose turn
@@ -83,11 +85,13 @@ const SUITE = env.PAGE_SUITE || 'page';
 const REWIND_FILE = env.REWIND_FILE || '';
 const REWIND_PROMPT = env.REWIND_PROMPT || '';
 const CONFLICT_PROMPT = env.CONFLICT_PROMPT || '';
-// Any other PAGE_SUITE is a file suites/NAME.mjs exporting run(page, ctx); it checks its own variables.
+// Any other PAGE_SUITE is a file suites/NAME.mjs exporting run(page, ctx),
+// each with the variables it needs beyond the URL and token.
+const SUITES = { approvals: ['WORKSPACE'] };
 const required = SUITE === 'rewind'
   ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, REWIND_FILE, REWIND_PROMPT, CONFLICT_PROMPT }
   : SUITE !== 'page'
-    ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN }
+    ? Object.fromEntries([['AGENTBUS_URL', BASE], ['AGENTBUS_TOKEN', TOKEN], ...(SUITES[SUITE] || []).map((name) => [name, env[name] || ''])])
     : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
 for (const [name, value] of Object.entries(required)) {
   if (!value) {
@@ -328,20 +332,15 @@ async function main() {
   });
 
   try {
-    if (SUITE !== 'page' && SUITE !== 'rewind') {
-      // A suite of its own (suites/NAME.mjs): run(page, ctx).
-      const suite = await import(`./suites/${SUITE}.mjs`);
-      const launchBrowser = () => chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
-      await suite.run(page, { context, env, check, byId, shot, expect, until, apiGet, pageText, BASE, TOKEN, TIMEOUT, launchBrowser });
-      await check('the page threw no JavaScript errors', page, async () => {
-        expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
-        expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);
-      });
-      console.log(`${passed} passed, 0 failed`);
-      return;
-    }
-    if (SUITE === 'rewind') {
-      await rewindChecks(page);
+    if (SUITE !== 'page') {
+      if (SUITE === 'rewind') {
+        await rewindChecks(page);
+      } else {
+        // A suite of its own (suites/NAME.mjs): run(page, ctx).
+        const suite = await import(`./suites/${SUITE}.mjs`);
+        const launchBrowser = () => chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+        await suite.run(page, { context, env, check, byId, shot, expect, until, apiGet, pageText, BASE, TOKEN, TIMEOUT, launchBrowser });
+      }
       await check('the page threw no JavaScript errors', page, async () => {
         expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
         expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);
@@ -540,7 +539,7 @@ async function main() {
       const call = page.locator('[data-testid="tool-call"][data-tool="edit_file"]').last();
       await call.waitFor();
       const summary = await call.locator('summary').textContent();
-      expect(summary === '\u25b8 edit_file(path: "notes.txt")', `the call says ${JSON.stringify(summary)}`);
+      expect(summary === '\u25be edit_file(path: "notes.txt")', `the call says ${JSON.stringify(summary)}`);
       // From the result: with its hunk header (line numbers) and context.
       const diff = call.locator('[data-testid="tool-diff"][data-diff-source="result"]');
       await diff.waitFor();
@@ -565,7 +564,7 @@ async function main() {
       const call = page.locator('[data-testid="tool-call"][data-tool="write_file"]');
       await call.waitFor();
       const summary = await call.locator('summary').textContent();
-      expect(summary === '\u25b8 write_file(path: "numbers.txt", lines: 30)', `the call says ${JSON.stringify(summary)}`);
+      expect(summary === '\u25be write_file(path: "numbers.txt", lines: 30)', `the call says ${JSON.stringify(summary)}`);
       const diff = call.locator('[data-testid="tool-diff"]');
       const added = await diff.locator('.diff-add').allTextContents();
       expect(added.length === 30 && added[0] === '+line 1' && added[29] === '+line 30', `the diff shows ${added.length} lines: ${added.slice(0, 3)}`);

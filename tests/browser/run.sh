@@ -13,6 +13,8 @@
 #   (suites/controls.mjs against tests/fixtures/scripts/web_controls.toml)
 #   PAGE_SUITE=a11y AGENTBUS_URL=... AGENTBUS_TOKEN=... tests/browser/run.sh
 #   (suites/a11y.mjs; it asks on stdout for a restart of the server)
+#   PAGE_SUITE=approvals AGENTBUS_URL=... AGENTBUS_TOKEN=... WORKSPACE=/abs/dir \
+#   tests/browser/run.sh   (suites/approvals.mjs; fixture web_approvals.toml)
 #
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
@@ -28,7 +30,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 INSTALL_ONLY=0
 if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; fi
 
-# PAGE_SUITE=rewind runs the rewind checks alone (see page.test.mjs).
+# PAGE_SUITE=rewind runs the rewind checks alone (see page.test.mjs);
+# PAGE_SUITE=approvals the suite in suites/approvals.mjs.
 case "${PAGE_SUITE:-page}" in
   page) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT" ;;
   rewind) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN REWIND_FILE REWIND_PROMPT CONFLICT_PROMPT" ;;
@@ -36,7 +39,8 @@ case "${PAGE_SUITE:-page}" in
   # suites/a11y.mjs: asks on stdout for the server to be stopped and
   # started again, and reads the answers on stdin (tests/all/serve.rs).
   a11y) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN" ;;
-  *) echo "browser test: PAGE_SUITE is page, rewind, controls or a11y, not ${PAGE_SUITE}" >&2; exit 2 ;;
+  approvals) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN WORKSPACE" ;;
+  *) echo "browser test: PAGE_SUITE is page, rewind, controls, a11y or approvals, not ${PAGE_SUITE}" >&2; exit 2 ;;
 esac
 for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then

@@ -86,6 +86,21 @@ impl LifecycleTopic {
     /// Publish that `session_id` went through `kind` on this node; with an
     /// outbox, it goes there too (without waiting).
     pub fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
+        self.announce_with(session_id, kind, None);
+    }
+
+    /// Publish (as `announce`) that `pending` tool calls of `session_id`
+    /// wait for the user's approval now (`approvals`).
+    pub fn announce_approvals(&self, session_id: &SessionId, pending: u32) {
+        self.announce_with(session_id, LifecycleKind::Approvals, Some(pending));
+    }
+
+    fn announce_with(
+        &self,
+        session_id: &SessionId,
+        kind: LifecycleKind,
+        pending_approvals: Option<u32>,
+    ) {
         // This node drives it now: its handle says whether it is busy.
         self.lock_busy().remove(session_id);
         // Held while publishing: the outbox gets this node's events in
@@ -98,6 +113,7 @@ impl LifecycleTopic {
                 session_id: session_id.clone(),
                 kind,
                 node: self.node.clone(),
+                pending_approvals,
             };
             if outbox.is_some() {
                 said = Some(event.clone());
@@ -122,13 +138,24 @@ impl LifecycleTopic {
     /// Publish that `session_id` went through `kind` on node `node`,
     /// another node of the cluster (as this topic's next seq). Never goes
     /// to the outbox.
-    pub fn merge(&self, session_id: SessionId, kind: LifecycleKind, node: String) {
+    pub fn merge(
+        &self,
+        session_id: SessionId,
+        kind: LifecycleKind,
+        node: String,
+        pending_approvals: Option<u32>,
+    ) {
         {
             let mut busy = self.lock_busy();
-            if kind == LifecycleKind::Busy {
-                busy.insert(session_id.clone());
-            } else {
-                busy.remove(&session_id);
+            match kind {
+                LifecycleKind::Busy => {
+                    busy.insert(session_id.clone());
+                }
+                // Asked or answered within a turn: still busy.
+                LifecycleKind::Approvals => {}
+                _ => {
+                    busy.remove(&session_id);
+                }
             }
         }
         self.topic.publish_next(|seq| LifecycleEvent {
@@ -136,6 +163,7 @@ impl LifecycleTopic {
             session_id,
             kind,
             node: Some(node),
+            pending_approvals,
         });
     }
 
@@ -190,7 +218,7 @@ mod tests {
         topic.announce(&session, LifecycleKind::Created);
         let mut outbox = topic.outbox();
         topic.announce(&session, LifecycleKind::Busy);
-        topic.merge(session.clone(), LifecycleKind::Idle, "node-b".into());
+        topic.merge(session.clone(), LifecycleKind::Idle, "node-b".into(), None);
         topic.announce(&session, LifecycleKind::Idle);
 
         let mut all = topic.subscribe(10).unwrap();

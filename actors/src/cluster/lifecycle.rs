@@ -179,7 +179,7 @@ async fn merge(
         }
         // A peer that does not name itself is shown by its id.
         let name = event.node.unwrap_or_else(|| node.to_string());
-        topic.merge(event.session_id, event.kind, name);
+        topic.merge(event.session_id, event.kind, name, event.pending_approvals);
         stats.send_modify(|s| s.merged += 1);
     }
 }

@@ -392,6 +392,7 @@ async fn lifecycle_events_reach_every_node_with_the_node_that_said_them() {
         session_id: SessionId::new(),
         kind: LifecycleKind::Busy,
         node: Some("node-a".into()),
+        pending_approvals: None,
     };
     a.publish_lifecycle(&event, node_a).await.unwrap();
     for heard in [&mut heard_by_a, &mut heard_by_b] {

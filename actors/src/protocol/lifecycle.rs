@@ -22,6 +22,10 @@ pub struct LifecycleEvent {
     /// cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// With `approvals`: how many tool calls of the session wait for the
+    /// user's answer now (0: none any more). Absent with the other kinds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_approvals: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -44,6 +48,9 @@ pub enum LifecycleKind {
     /// load): a `busy` follows if inputs were waiting. The session's log
     /// opens the same epoch with its `system` `owner_changed` event.
     OwnerChanged,
+    /// A tool call started or stopped waiting for the user's approval:
+    /// `pending_approvals` says how many wait now.
+    Approvals,
 }
 
 #[cfg(test)]
@@ -58,6 +65,7 @@ mod tests {
             session_id: id.clone(),
             kind: LifecycleKind::Busy,
             node: None,
+            pending_approvals: None,
         };
         let json = serde_json::to_string(&event).unwrap();
         assert_eq!(
@@ -76,6 +84,7 @@ mod tests {
             session_id: id.clone(),
             kind: LifecycleKind::OwnerChanged,
             node: Some("node-b".into()),
+            pending_approvals: None,
         };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["kind"], "owner_changed");

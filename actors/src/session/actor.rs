@@ -6,7 +6,7 @@
 //! its input id), [`Feed`] (any other input of the core, as it is: an
 //! interrupt, a shutdown, and the signals its own tasks send back — model
 //! events, tool outcomes, session command replies, catalog changes),
-//! [`Snapshot`], [`IdleFor`], [`UseFiles`] and [`ServersGiven`].
+//! [`Snapshot`], [`IdleFor`], [`PendingApprovals`], [`UseFiles`] and [`ServersGiven`].
 //!
 //! Performs the effects `step` returns: stamps each event with the next
 //! `seq`; commits the persisted ones to the store (one transaction per
@@ -463,6 +463,7 @@ impl AgentLoop {
             self.last_activity = Instant::now();
         }
         let was_idle = self.state.is_idle();
+        let was_waiting = self.state.pending_approvals();
         let effects = step(&mut self.state, input, now_ms());
         self.perform_all(effects).await;
         // Keep only the cancellations of what still runs.
@@ -472,6 +473,10 @@ impl AgentLoop {
         );
         self.model_calls.retain(|id, _| Some(*id) == call);
         self.tool_batches.retain(|id, _| Some(*id) == batch);
+        let waiting = self.state.pending_approvals();
+        if waiting != was_waiting {
+            self.lifecycle.announce_approvals(&self.session_id, waiting);
+        }
         let idle = self.state.is_idle();
         if idle != was_idle {
             let kind = if idle {
@@ -1174,6 +1179,22 @@ pub struct Snapshot;
 /// `None` while it is busy.
 #[derive(Debug)]
 pub struct IdleFor;
+
+/// How many tool calls wait for the user's approval.
+#[derive(Debug)]
+pub struct PendingApprovals;
+
+impl Message<PendingApprovals> for AgentLoop {
+    type Reply = u32;
+
+    async fn handle(
+        &mut self,
+        _: PendingApprovals,
+        _: &mut Context<Self, Self::Reply>,
+    ) -> Self::Reply {
+        self.state.pending_approvals()
+    }
+}
 
 impl Message<Submit> for AgentLoop {
     type Reply = Result<InputId, SessionError>;

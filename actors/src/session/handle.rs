@@ -6,7 +6,9 @@
 //! nothing is missed).
 
 use super::SessionError;
-use super::actor::{AgentLoop, Announce, Feed, IdleFor, ServersGiven, Snapshot, Submit, UseFiles};
+use super::actor::{
+    AgentLoop, Announce, Feed, IdleFor, PendingApprovals, ServersGiven, Snapshot, Submit, UseFiles,
+};
 use super::core::{Input, SessionState};
 use crate::bus::feed::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
@@ -222,6 +224,11 @@ impl SessionHandle {
             .ask(Snapshot)
             .await
             .map_err(|_| SessionError::Gone(self.id.clone()))
+    }
+
+    /// How many tool calls wait for the user's approval (0 when gone).
+    pub async fn pending_approvals(&self) -> u32 {
+        self.agent_loop.ask(PendingApprovals).await.unwrap_or(0)
     }
 
     /// Nothing running and nothing queued.

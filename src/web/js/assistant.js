@@ -9,7 +9,7 @@
 import { $, append, el, keepScrolled, line } from './dom.js';
 import { cut, fullTime } from './format.js';
 import { renderMarkdown } from './markdown.js';
-import { toolCall } from './tools.js';
+import { toolCall, toolGroup } from './tools.js';
 import { setContext } from './status.js';
 import { copyButton } from './copy.js';
 
@@ -198,9 +198,10 @@ export function renderAssistant(view, event) {
   if (view.live) closeThinking(view);
   if (thinking.trim()) nodes.push(thinkingNode(thinking.trim(), false, view.live ? view.live.thinkingMs : undefined).node);
   if (text) nodes.push(assistantText(text, false, fullTime(event.at) + (event.model ? ' \u00b7 ' + event.model : '')));
-  for (const block of blocks) {
-    if (block.type === 'tool_use') nodes.push(toolCall(block));
-  }
+  // One step's calls: one row when there are several.
+  const calls = blocks.filter((b) => b.type === 'tool_use').map(toolCall);
+  if (calls.length > 1) nodes.push(toolGroup(calls));
+  else nodes.push(...calls);
   if (event.interrupted) nodes.push(el('div', { class: 'dim', 'data-testid': 'interrupted', text: '(interrupted)' }));
   stopLive(view);
   keepScrolled(() => {

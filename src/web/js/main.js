@@ -35,6 +35,7 @@ import { onPaste, watchAttachButton, watchDrops } from './images.js';
 import { hideSuggestions, loadBuiltInCommands, updateSuggestions } from './suggestions.js';
 import { interrupt, onInputKey, onPageKey, sendInput, updateControls } from './composer.js';
 import { sessionListCovers, showSessionList, watchSkipLink } from './layout.js';
+import { watchNotifyToggle } from './attention.js';
 
 async function start() {
   state.token = readToken();
@@ -58,6 +59,7 @@ async function start() {
   $('interrupt').addEventListener('click', interrupt);
   watchRewindDialog();
   watchStatusMenus((text) => sendInput(text));
+  watchNotifyToggle();
   document.addEventListener('keydown', onPageKey);
   $('toggle-sessions').addEventListener('click', () => showSessionList(!$('app').classList.contains('sessions-open')));
   // At phone width, a tap beside the open session list closes it.

@@ -16,6 +16,7 @@ import { renderStatus } from './status.js';
 import { renderQueued, updateControls } from './composer.js';
 import { renderPlan } from './plan.js';
 import { focusInput, showSessionList } from './layout.js';
+import { clearWaiting, markItem, renderAttention, sessionWaiting } from './attention.js';
 
 // ---------------------------------------------------------------------
 // Session list (left)
@@ -58,13 +59,14 @@ function renderSessionList() {
     );
   }
   list.replaceChildren(...items);
+  renderAttention(); // the title counts the list's waiting approvals too
 }
 
 /** One row: title, updated time, busy marker; Fork and Delete buttons. */
 function sessionItem(session) {
   const selected = session.id === state.selectedId;
   const title = session.title || 'untitled';
-  return el(
+  const item = el(
     'li',
     {
       class: 'session-item' + (selected ? ' selected' : ''),
@@ -98,6 +100,8 @@ function sessionItem(session) {
       }),
     ),
   );
+  markItem(item, sessionWaiting(session.id));
+  return item;
 }
 
 // ---------------------------------------------------------------------
@@ -156,12 +160,25 @@ function onLifecycle(event) {
   switch (event.kind) {
     case 'busy':
     case 'idle':
+      // Approvals wait within a turn: once idle, none does.
+      if (event.kind === 'idle') {
+        if (session) session.pending_approvals = 0;
+        clearWaiting(event.session_id);
+      }
       if (session) {
         session.busy = event.kind === 'busy';
         renderSessionList();
       }
       break;
+    case 'approvals':
+      // A tool call of a session started or stopped waiting: how many wait now.
+      if (session && typeof event.pending_approvals === 'number') {
+        session.pending_approvals = event.pending_approvals;
+        renderSessionList();
+      }
+      break;
     case 'deleted':
+      clearWaiting(event.session_id);
       state.sessions = state.sessions.filter((s) => s.id !== event.session_id);
       renderSessionList();
       if (event.session_id === state.selectedId) {

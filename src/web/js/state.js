@@ -26,6 +26,7 @@ export const state = {
   pendingImages: [], // images to go with the next query: see readImage()
   builtInCommands: [], // the built-in slash commands (/commands.json), as `/help` lists them
   suggestions: null, // the slash commands offered for what is typed: { items, index }
+  waiting: new Map(), // session id -> Set of request ids waiting for an answer, as the page saw them (attention.js)
 };
 
 /** What the right pane knows about the selected session's events. */

@@ -1,7 +1,10 @@
-// Tool calls and their results in the conversation: a call's name and
-// arguments on one line (summarised as src/frontend/output/render.rs
-// does), an edit or a write shown as its diff, a result's first lines with
-// the whole output on demand.
+// Tool calls and their results in the conversation, kept quiet: a call's
+// name and arguments on one line (summarised as src/frontend/output/render.rs
+// does, paths relative to the session's workspace) with its open/closed
+// state shown (\u25b8/\u25be, aria-expanded), an edit or a write shown as
+// its diff, a result under its call as its first lines (a command's last
+// lines and its exit code) or, opened, the whole output (never both), and
+// the calls of one model step grouped in one row that opens.
 //
 // Never: put a tool's input or output into the page as HTML (text only).
 
@@ -10,6 +13,7 @@ import { cut, firstLine } from './format.js';
 import { diffLines, diffView, splitLines, unifiedDiff } from './diff.js';
 import { languageOfPath } from './highlight.js';
 import { copyButton } from './copy.js';
+import { findSession, state } from './state.js';
 
 /** Tools whose call is shown as the change it makes to a file. */
 export const FILE_TOOLS = new Set(['edit_file', 'write_file']);
@@ -23,7 +27,7 @@ export function toolCall(block) {
   const node = el(
     'details',
     { class: 'tool-call', 'data-testid': 'tool-call', 'data-tool': block.name, 'data-call-id': block.id, 'data-file': pathOf(block.input) },
-    el('summary', { 'data-testid': 'tool-call-summary', text: '\u25b8 ' + block.name + '(' + summarizeInput(block.name, block.input) + ')' }),
+    disclosureSummary(block.name + '(' + summarizeInput(block.name, block.input) + ')', { 'data-testid': 'tool-call-summary' }),
   );
   const diff = FILE_TOOLS.has(block.name) ? inputDiff(block.name, block.input) : null;
   if (diff) {
@@ -35,23 +39,62 @@ export function toolCall(block) {
   } else {
     node.append(el('pre', { text: typeof block.input === 'string' ? block.input : JSON.stringify(block.input, null, 2) }));
   }
-  // A command can be copied as it is (to run it in a terminal).
+  // A command can be copied as it is (to run it in a terminal): the button
+  // is in the opened call, not in its summary (a control inside a control
+  // is out of reach for keyboards and screen readers).
   const command = block.name === 'bash' && block.input && typeof block.input.command === 'string' ? block.input.command : null;
   if (command !== null) {
-    node.querySelector('summary').append(copyButton('Copy command', () => command, 'copy-command'));
+    node.querySelector(':scope > summary').after(copyButton('Copy command', () => command, 'copy-command'));
   }
+  // Started in the background, a command has not ended when its result comes.
+  if (block.name === 'bash' && block.input && block.input.run_in_background === true) node.dataset.background = 'true';
+  watchDisclosure(node);
   return node;
 }
 
-/** `tool_result`: the first lines, errors marked; the whole output on demand. */
+/**
+ * The calls of one model step (two or more) as one closed row: "3 tool
+ * calls: read_file, edit_file, bash", the calls (and their results, as
+ * they come) inside.
+ */
+export function toolGroup(calls) {
+  const names = calls.map((c) => c.dataset.tool);
+  const node = el(
+    'details',
+    { class: 'tool-group', 'data-testid': 'tool-group', 'data-count': String(calls.length) },
+    disclosureSummary(calls.length + ' tool calls: ' + names.join(', '), { 'data-testid': 'tool-group-summary' }),
+    ...calls,
+  );
+  watchDisclosure(node);
+  return node;
+}
+
+/** A <summary> starting with the open/closed sign (\u25b8 closed, \u25be open). */
+function disclosureSummary(text, props) {
+  return el('summary', props, el('span', { class: 'disclosure', 'aria-hidden': 'true', text: '\u25b8' }), ' ' + text);
+}
+
+/** Keep a <details>' sign and its summary's aria-expanded as it opens and closes. */
+function watchDisclosure(node) {
+  const show = () => {
+    const summary = node.querySelector(':scope > summary');
+    if (!summary) return;
+    summary.setAttribute('aria-expanded', node.open ? 'true' : 'false');
+    const sign = summary.querySelector(':scope > .disclosure');
+    if (sign) sign.textContent = node.open ? '\u25be' : '\u25b8';
+  };
+  show();
+  node.addEventListener('toggle', show);
+}
+
+/** `tool_result`: under its call, quietly (see resultNode). */
 export function renderToolResult(event) {
   const output = event.output || '';
-  const marker = event.cancelled ? ' (cancelled)' : '';
   // An edit's output is a line and the diff as it was applied (with line
   // numbers): the diff replaces the one its call showed from the input.
   const applied = event.name === 'edit_file' && !event.is_error ? unifiedDiff(output) : null;
+  const call = callNode(event.call_id);
   if (applied) {
-    const call = callNode(event.call_id);
     const shown = call && call.querySelector('[data-testid="tool-diff"]');
     if (shown) {
       const path = call.getAttribute('data-file');
@@ -61,22 +104,134 @@ export function renderToolResult(event) {
       keepScrolled(() => shown.replaceWith(diff));
     }
   }
-  const summary = applied
-    ? '\u2514 ' + (firstLine(applied.head.trim()) || 'edited')
-    : '\u2514 ' + (event.is_error ? 'error' + marker + ': ' : '') + summarizeOutput(output);
-  const node = el(
-    'details',
-    {
-      class: 'tool-result' + (event.is_error ? ' error' : ''),
-      'data-testid': 'tool-result',
-      'data-error': event.is_error ? 'true' : 'false',
-      'data-call-id': event.call_id,
-      title: event.name + ' \u00b7 ' + event.duration_ms + ' ms',
-    },
-    el('summary', { text: summary }),
-    el('pre', { text: output }),
-  );
-  append(node);
+  const node = resultNode(event, output, applied, Boolean(call && call.dataset.background === 'true'));
+  if (call) {
+    // Right under its call (and a card still asking about it).
+    let after = call;
+    while (after.nextElementSibling && after.nextElementSibling.classList.contains('approval-card')) after = after.nextElementSibling;
+    keepScrolled(() => after.after(node));
+    const group = call.closest('details.tool-group');
+    if (group && event.is_error) group.classList.add('has-error');
+  } else {
+    append(node);
+  }
+}
+
+/**
+ * A result: closed, its first lines (a command's last ones, and its exit
+ * code); opened, the whole output instead. An applied edit says what it
+ * did in one line (its call shows the diff). Nothing to open when the
+ * first lines are all of it.
+ */
+function resultNode(event, output, applied, background) {
+  const marker = event.cancelled ? ' (cancelled)' : '';
+  const node = el('details', {
+    class: 'tool-result' + (event.is_error ? ' error' : ''),
+    'data-testid': 'tool-result',
+    'data-error': event.is_error ? 'true' : 'false',
+    'data-call-id': event.call_id,
+    title: event.name + ' \u00b7 ' + event.duration_ms + ' ms',
+  });
+  const summary = el('summary', {});
+  node.append(summary);
+  if (applied) {
+    summary.textContent = '\u2514 ' + relativePaths(firstLine(applied.head.trim()) || 'edited');
+    return noMore(node);
+  }
+  const ran = event.name === 'bash' && !background ? commandEnd(output, event.is_error) : null;
+  const lines = splitLines(ran ? ran.output : output);
+  const preview = ran ? tailPreview(lines) : headPreview(lines);
+  summary.append('\u2514 ');
+  if (ran && ran.end) {
+    summary.append(el('span', {
+      class: 'exit-code' + (ran.code === 0 ? ' ok' : ''),
+      'data-testid': 'exit-code',
+      'data-exit-code': ran.code === null ? '' : String(ran.code),
+      text: ran.end,
+    }), ' ');
+  }
+  if (event.is_error && !(ran && ran.end)) summary.append('error' + marker + ': ');
+  else if (marker) summary.append(marker.trim() + ': ');
+  summary.append(el('span', { class: 'result-preview', 'data-testid': 'result-preview', text: relativePaths(preview.text) }));
+  if (!preview.cut) return noMore(node);
+  summary.append(el('span', {
+    class: 'result-full-label dim',
+    'data-testid': 'result-full-label',
+    text: 'all ' + lines.length + ' lines',
+  }));
+  node.append(el('pre', { 'data-testid': 'result-output', text: ran ? lines.join('\n') : output }));
+  watchDisclosure(node);
+  return node;
+}
+
+/** A result with nothing more to show: its line does not open. */
+function noMore(node) {
+  node.classList.add('no-more');
+  node.querySelector('summary').addEventListener('click', (e) => e.preventDefault());
+  return node;
+}
+
+/**
+ * How a `bash` call ended, read from the form its tool writes
+ * (actors/src/tools/process.rs): a last line `Exit code: N` or `Killed by
+ * signal N (NAME)` when it failed; nothing when it exited 0. Null when an
+ * error says nothing of the kind (refused, timed out...).
+ */
+function commandEnd(output, isError) {
+  const lines = output.split('\n');
+  const last = lines[lines.length - 1];
+  let m = /^Exit code: (-?\d+)$/.exec(last);
+  if (m) return { code: Number(m[1]), end: 'exit ' + m[1], output: lines.slice(0, -1).join('\n') };
+  m = /^Killed by signal (\d+) \(([^)]*)\)$/.exec(last);
+  if (m) return { code: null, end: m[2] || 'signal ' + m[1], output: lines.slice(0, -1).join('\n') };
+  if (isError) return { code: null, end: null, output };
+  return { code: 0, end: 'exit 0', output };
+}
+
+/** The first three lines, and how many more there are. */
+function headPreview(lines) {
+  if (lines.length === 0) return { text: '(no output)', cut: false };
+  let cutLine = false;
+  let text = lines.slice(0, 3).map((l) => {
+    cutLine = cutLine || l.length > 120;
+    return cut(l, 120);
+  }).join('\n  ');
+  if (lines.length > 3) text += '\n  \u2026 +' + (lines.length - 3) + ' lines';
+  return { text, cut: lines.length > 3 || cutLine };
+}
+
+/** A command's last three lines (what it ended with), and how many came before. */
+function tailPreview(lines) {
+  if (lines.length === 0 || (lines.length === 1 && lines[0] === '(no output)')) return { text: '(no output)', cut: false };
+  let cutLine = false;
+  const tail = lines.slice(-3).map((l) => {
+    cutLine = cutLine || l.length > 120;
+    return cut(l, 120);
+  });
+  const text = (lines.length > 3 ? '\u2026 ' + (lines.length - 3) + ' earlier lines\n  ' : '') + tail.join('\n  ');
+  return { text, cut: lines.length > 3 || cutLine };
+}
+
+/** The selected session's workspace (its record says), if known. */
+function workspace() {
+  const session = state.view ? findSession(state.view.sessionId) : null;
+  return session && typeof session.workspace === 'string' && session.workspace.length > 1
+    ? session.workspace.replace(/\/+$/, '')
+    : null;
+}
+
+/** A path as the page shows it: relative to the session's workspace when inside it. */
+export function relativePath(path) {
+  const root = workspace();
+  if (!root || typeof path !== 'string') return path;
+  if (path === root) return '.';
+  return path.startsWith(root + '/') ? path.slice(root.length + 1) : path;
+}
+
+/** A text with the workspace's absolute paths in it made relative. */
+function relativePaths(text) {
+  const root = workspace();
+  return root ? text.split(root + '/').join('') : text;
 }
 
 /** The tool call element of `callId`, if it is shown. */
@@ -121,6 +276,7 @@ function summarizeInput(name, input) {
       entries = entries.filter(([key]) => key === 'path').concat(entries.filter(([key]) => key !== 'path' && !written.has(key)));
       if (typeof input.content === 'string') entries.push(['lines', splitLines(input.content).length]);
     }
+    entries = entries.map(([key, value]) => [key, key === 'path' ? relativePath(value) : value]);
     text = entries
       .map(([key, value]) => key + ': ' + (typeof value === 'string' ? JSON.stringify(firstLine(value)) : JSON.stringify(value)))
       .join(', ');
@@ -130,14 +286,4 @@ function summarizeInput(name, input) {
     text = JSON.stringify(input);
   }
   return cut(text || '', 100);
-}
-
-/** The first three lines of a tool's output, and how many more there are. */
-function summarizeOutput(output) {
-  const lines = output.split('\n');
-  if (lines.length && lines[lines.length - 1] === '') lines.pop();
-  if (lines.length === 0) return '(no output)';
-  let text = lines.slice(0, 3).map((l) => cut(l, 120)).join('\n  ');
-  if (lines.length > 3) text += '\n  \u2026 +' + (lines.length - 3) + ' lines';
-  return text;
 }

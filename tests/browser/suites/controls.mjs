@@ -102,10 +102,13 @@ export async function run(page, ctx) {
 
   await check('Copy on a command copies the command', page, async () => {
     const call = page.locator('[data-testid="tool-call"][data-tool="bash"]');
+    const summary = await call.locator(':scope > summary').textContent();
+    expect(summary.startsWith('\u25b8 bash(command: "grep -n wrapping_add lib.rs")'), `the call says ${JSON.stringify(summary)}`);
+    // The button is in the opened call (never inside its summary, a control itself).
+    await call.locator(':scope > summary').click();
+    expect((await call.locator(':scope > summary [data-testid="copy-command"]').count()) === 0, 'Copy inside the summary');
     const text = await copied(call.locator('[data-testid="copy-command"]'));
     expect(text === 'grep -n wrapping_add lib.rs', `the clipboard holds ${JSON.stringify(text)}`);
-    const summary = await call.locator('summary').textContent();
-    expect(summary.startsWith('\u25b8 bash(command: "grep -n wrapping_add lib.rs")'), `the call says ${JSON.stringify(summary)}`);
   });
 
   const model = byId(page, 'status-model');

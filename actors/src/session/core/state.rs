@@ -253,6 +253,17 @@ impl SessionState {
         }
     }
 
+    /// How many tool calls of the running batch wait for the user's
+    /// approval.
+    pub fn pending_approvals(&self) -> u32 {
+        match self.turn.as_ref().map(|t| &t.phase) {
+            Some(super::turn::Phase::RunningTools { calls, .. }) => {
+                calls.iter().filter(|c| c.waiting.is_some()).count() as u32
+            }
+            _ => 0,
+        }
+    }
+
     /// Nothing running and nothing queued.
     pub fn is_idle(&self) -> bool {
         !self.is_busy() && self.queue.is_empty()
