@@ -30,6 +30,9 @@
 // attachments, images, commands, image-notice, approval, phone,
 // phone-sessions.
 //
+// PAGE_SUITE=NAME (not page or rewind) runs suites/NAME.mjs instead
+// (`run(page, ctx)`; its variables are described there).
+//
 // PAGE_SUITE=rewind runs the rewind checks instead (tests/all/serve.rs,
 // tests/fixtures/scripts/web_rewind.toml): REWIND_FILE (the absolute path of
 // a file of the session's workspace), REWIND_PROMPT (a message whose turn
@@ -53,6 +56,7 @@ import { join } from 'node:path';
 // ES module imports ignore NODE_PATH; require() honours it.
 const require = createRequire(import.meta.url);
 const { chromium } = require('playwright-core');
+import { apiGet, byId, check, expect, Failed, pageText, passed, shot, until } from './lib.mjs';
 
 const env = process.env;
 const BASE = (env.AGENTBUS_URL || '').replace(/\/+$/, '');
@@ -79,75 +83,17 @@ const SUITE = env.PAGE_SUITE || 'page';
 const REWIND_FILE = env.REWIND_FILE || '';
 const REWIND_PROMPT = env.REWIND_PROMPT || '';
 const CONFLICT_PROMPT = env.CONFLICT_PROMPT || '';
+// Other suites live in suites/NAME.mjs and check their own variables.
 const required = SUITE === 'rewind'
   ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, REWIND_FILE, REWIND_PROMPT, CONFLICT_PROMPT }
-  : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT };
+  : SUITE === 'page'
+    ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, EXPECTED_REPLY, SLOW_PROMPT }
+    : { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN };
 for (const [name, value] of Object.entries(required)) {
   if (!value) {
     console.error(`browser test: ${name} is not set`);
     process.exit(2);
   }
-}
-
-const byId = (page, id) => page.locator(`[data-testid="${id}"]`);
-
-/** A screenshot of what the page shows now, as SHOTS + name + .png. */
-async function shot(page, name) {
-  const path = `${SHOTS}${name}.png`;
-  await page.screenshot({ path });
-  console.log(`  screenshot: ${path}`);
-}
-let passed = 0;
-
-/** Run one named check; on failure: screenshot, message, exit 1. */
-async function check(name, page, fn) {
-  try {
-    await fn();
-    passed += 1;
-    console.log(`ok ${passed} - ${name}`);
-  } catch (error) {
-    const message = String(error && error.message ? error.message : error).replace(/\x1b\[[0-9;]*m/g, '');
-    console.error(`not ok - ${name}`);
-    console.error(`  ${message.split('\n').join('\n  ')}`);
-    if (page) {
-      console.error(`  the page shows:\n${await pageText(page)}`);
-      await page.screenshot({ path: SCREENSHOT, fullPage: true }).catch(() => {});
-      console.error(`  screenshot of the failure: ${SCREENSHOT}`);
-    }
-    throw new Failed();
-  }
-}
-
-class Failed extends Error {}
-
-/** What the page shows, for a failure message: banner, buttons, the last events. */
-async function pageText(page) {
-  return page
-    .evaluate(() => {
-      const text = (el) => (el ? el.textContent.replace(/\s+/g, ' ').trim() : '');
-      const button = (id) => {
-        const el = document.querySelector(`[data-testid="${id}"]`);
-        return el ? `${id} ${el.disabled ? 'disabled' : 'enabled'}` : `${id} missing`;
-      };
-      const lines = [];
-      const missing = document.getElementById('token-missing');
-      if (missing && !missing.hidden) lines.push(`token message: ${text(missing)}`);
-      const banner = document.getElementById('banner');
-      if (banner && !banner.hidden) lines.push(`banner: ${text(banner)}`);
-      lines.push(`${button('input')}, ${button('send')}, ${button('interrupt')}`);
-      lines.push(`session connection: ${text(document.getElementById('session-conn')) || 'ok'}`);
-      const status = document.getElementById('status-line');
-      if (status && !status.hidden) lines.push(`status line: ${text(status)}`);
-      const events = [...document.querySelectorAll('#conversation > [data-testid]')].slice(-15);
-      for (const el of events) lines.push(`[${el.dataset.testid}] ${text(el).slice(0, 200)}`);
-      return lines.map((l) => `    ${l}`).join('\n');
-    })
-    .catch((e) => `    (could not read the page: ${e.message})`);
-}
-
-/** Fail unless `cond`, saying what was found. */
-function expect(cond, message) {
-  if (!cond) throw new Error(message);
 }
 
 /**
@@ -211,23 +157,6 @@ async function dispatchFiles(page, type, files, text) {
 /** Whether every image under `locator` has been decoded (the CSP let its data: URL load). */
 async function imagesLoaded(locator) {
   return locator.evaluateAll((imgs) => imgs.length > 0 && imgs.every((img) => img.complete && img.naturalWidth > 0));
-}
-
-/** GET an API path with the token; its JSON. */
-async function apiGet(path) {
-  const answer = await fetch(`${BASE}${path}`, { headers: { Authorization: `Bearer ${TOKEN}` } });
-  expect(answer.ok, `GET ${path} answered ${answer.status}`);
-  return answer.json();
-}
-
-/** Wait until `fn()` is true (polled; for what is outside the page, such as a file on disk). */
-async function until(what, fn) {
-  const deadline = Date.now() + TIMEOUT;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** The rewind checks (PAGE_SUITE=rewind): see the top of this file. */
@@ -397,8 +326,12 @@ async function main() {
   });
 
   try {
-    if (SUITE === 'rewind') {
-      await rewindChecks(page);
+    if (SUITE !== 'page') {
+      if (SUITE === 'rewind') await rewindChecks(page);
+      else {
+        const suite = await import(`./suites/${SUITE}.mjs`);
+        await suite.run(page, { context, env, BASE, TOKEN, check, byId, shot, expect, until, apiGet, pageText });
+      }
       await check('the page threw no JavaScript errors', page, async () => {
         expect(pageErrors.length === 0, `errors: ${pageErrors.join(' | ')}`);
         expect(dialogs.length === 0, `a JavaScript dialog opened: ${dialogs.join(' | ')}`);

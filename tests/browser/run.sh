@@ -9,6 +9,10 @@
 #   REWIND_PROMPT='prompt whose turn edits it' CONFLICT_PROMPT='another such prompt' \
 #   tests/browser/run.sh
 #
+#   PAGE_SUITE=sessions AGENTBUS_URL=... AGENTBUS_TOKEN=... LONG_SESSION=ID \
+#   SLOW_PROMPT='prompt whose reply streams slowly' tests/browser/run.sh
+#   (suites/sessions.mjs: the session list, and a long session's turns)
+#
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
 # AGENTBUS_TEST_TIMEOUT_MS (each wait, default 30000).
@@ -27,7 +31,8 @@ if [ "${1:-}" = "--install-only" ]; then INSTALL_ONLY=1; fi
 case "${PAGE_SUITE:-page}" in
   page) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN EXPECTED_REPLY SLOW_PROMPT" ;;
   rewind) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN REWIND_FILE REWIND_PROMPT CONFLICT_PROMPT" ;;
-  *) echo "browser test: PAGE_SUITE is page or rewind, not ${PAGE_SUITE}" >&2; exit 2 ;;
+  sessions) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN LONG_SESSION SLOW_PROMPT" ;;
+  *) echo "browser test: PAGE_SUITE is page, rewind or sessions, not ${PAGE_SUITE}" >&2; exit 2 ;;
 esac
 for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then
@@ -36,6 +41,14 @@ for var in $REQUIRED; do
   fi
 done
 
+# The page's JavaScript must at least parse: and so must the suites.
+for module in "$HERE"/lib.mjs "$HERE"/suites/*.mjs; do
+  [ -f "$module" ] || continue
+  if ! node --input-type=module --check <"$module"; then
+    echo "browser test: $module does not parse as an ES module" >&2
+    exit 1
+  fi
+done
 # The page's JavaScript must at least parse: every module of src/web/js, as
 # a module (`--input-type=module` reads the source from stdin).
 for module in "$HERE"/../../src/web/js/*.js; do

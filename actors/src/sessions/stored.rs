@@ -107,6 +107,14 @@ impl StoredSessions {
         Ok(record)
     }
 
+    /// Give a stored session a new title (a later query does not change
+    /// it), announced on the lifecycle topic (`renamed`).
+    pub async fn rename(&self, id: &SessionId, title: &str) -> Result<(), SessionError> {
+        self.store.set_title(id, title).await?;
+        self.lifecycle.announce(id, LifecycleKind::Renamed);
+        Ok(())
+    }
+
     /// A session id from an id or a unique prefix of one.
     pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
         Ok(self.store.resolve(prefix).await?)

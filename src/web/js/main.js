@@ -28,7 +28,8 @@
 import { state } from './state.js';
 import { $ } from './dom.js';
 import { api, readToken, showTokenProblem } from './api.js';
-import { loadSessions, newSession, selectSession, watchLifecycle } from './sessions.js';
+import { filterSessions, loadSessions, newSession, selectSession, watchLifecycle } from './sessions.js';
+import { onConversationScroll } from './connection.js';
 import { loadPrices } from './status.js';
 import { watchRewindDialog } from './rewind.js';
 import { onPaste, watchAttachButton, watchDrops } from './images.js';
@@ -44,6 +45,8 @@ async function start() {
   }
   $('app').hidden = false;
   $('new-session').addEventListener('click', newSession);
+  $('session-search').addEventListener('input', filterSessions);
+  $('conversation').addEventListener('scroll', onConversationScroll, { passive: true });
   $('composer').addEventListener('submit', (event) => {
     event.preventDefault();
     sendInput();
