@@ -491,7 +491,7 @@ fn earlier(events: &[EventEnvelope]) -> Earlier {
                 sum.usage.cache_read_input_tokens += result.usage.cache_read_input_tokens;
                 sum.usage.cache_creation_input_tokens += result.usage.cache_creation_input_tokens;
                 if result.context.is_some() {
-                    sum.context = result.context.clone();
+                    sum.context = result.context;
                 }
             }
             _ => {}

@@ -594,10 +594,16 @@ usage = { input_tokens = 30, output_tokens = 3 }
     assert_eq!(newest["next_before"], events[0]["seq"], "{newest}");
     assert_eq!(newest["last_seq"], record["last_seq"], "{newest}");
     let earlier = &newest["earlier"];
-    assert_eq!(earlier["events"][0]["subtype"], "session_started", "{newest}");
+    assert_eq!(
+        earlier["events"][0]["subtype"], "session_started",
+        "{newest}"
+    );
     assert_eq!(earlier["results"].as_array().unwrap().len(), 1, "{newest}");
     assert_eq!(earlier["results"][0]["turns"], 1, "{newest}");
-    assert_eq!(earlier["results"][0]["usage"]["input_tokens"], 10, "{newest}");
+    assert_eq!(
+        earlier["results"][0]["usage"]["input_tokens"], 10,
+        "{newest}"
+    );
 
     let older: Value = server
         .get_json(&format!(
@@ -608,17 +614,24 @@ usage = { input_tokens = 30, output_tokens = 3 }
     let events = older["events"].as_array().unwrap();
     assert_eq!(events[0]["subtype"], "session_started", "{older}");
     assert!(events.iter().any(|e| e["text"] == "one"), "{older}");
-    assert!(events.iter().all(|e| e["seq"].as_u64() < newest["next_before"].as_u64()));
+    assert!(
+        events
+            .iter()
+            .all(|e| e["seq"].as_u64() < newest["next_before"].as_u64())
+    );
     assert!(older["next_before"].is_null(), "{older}");
     assert!(older.get("earlier").is_none(), "{older}");
 
     for query in ["turns=0", "turns=1001", "before=0", "before=x", "turns=-1"] {
-        error_of(server.get(&format!("/v1/sessions/{id}/history?{query}")), 400).await;
+        error_of(
+            server.get(&format!("/v1/sessions/{id}/history?{query}")),
+            400,
+        )
+        .await;
     }
     error_of(server.get("/v1/sessions/nosuchsession/history"), 404).await;
 
-    let mut lifecycle =
-        crate::support::server::EventStream::open(server.get("/v1/events")).await;
+    let mut lifecycle = crate::support::server::EventStream::open(server.get("/v1/events")).await;
     let patch = |body: Value| {
         server
             .http

@@ -552,6 +552,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "POST /v1/sessions",
         "GET /v1/sessions/{id}",
         "DELETE /v1/sessions/{id}",
+        "PATCH /v1/sessions/{id}",
         "POST /v1/sessions/{id}/open",
         "POST /v1/sessions/{id}/fork",
         "GET /v1/sessions/{id}/rewind",
@@ -562,6 +563,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "POST /v1/sessions/{id}/interrupt",
         "POST /v1/sessions/{id}/approvals/{request_id}",
         "GET /v1/sessions/{id}/messages",
+        "GET /v1/sessions/{id}/history",
         "GET /v1/sessions/{id}/events",
         "GET /v1/sessions/{id}/ws",
         "GET /v1/events",
@@ -1791,7 +1793,13 @@ async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_new
         .to_string();
     let file = f.home.path().join("template.json");
     let export = f
-        .run(&["sessions", "export", &template_id, "--out", file.to_str().unwrap()])
+        .run(&[
+            "sessions",
+            "export",
+            &template_id,
+            "--out",
+            file.to_str().unwrap(),
+        ])
         .await;
     assert!(export.status.success(), "{}", export.stderr);
     let template: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
@@ -1826,7 +1834,10 @@ async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_new
             }
         }
         document["events"] = json!(log);
-        let path = f.home.path().join(format!("{}.json", title.replace(' ', "-")));
+        let path = f
+            .home
+            .path()
+            .join(format!("{}.json", title.replace(' ', "-")));
         std::fs::write(&path, document.to_string()).unwrap();
         path
     };
@@ -1838,9 +1849,7 @@ async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_new
         ("An old experiment", 1),
     ] {
         let path = import(title, turns);
-        let imported = f
-            .run(&["sessions", "import", path.to_str().unwrap()])
-            .await;
+        let imported = f.run(&["sessions", "import", path.to_str().unwrap()]).await;
         assert!(imported.status.success(), "{}", imported.stderr);
         ids.push(imported.stdout[0].trim().to_string());
     }
