@@ -1827,10 +1827,34 @@ async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_new
                 seq += 1;
                 event["seq"] = json!(seq);
                 event["turn_id"] = json!(n);
-                if event["type"] == "user" {
+                let user = event["type"] == "user";
+                if user {
                     event["text"] = json!(format!("question {n}"));
                 }
                 log.push(event);
+                // The first turn makes a plan and switches the mode: the
+                // page must know both with only the newest turns loaded.
+                if user && n == 1 && turns > 1 {
+                    let template = log[log.len() - 1].clone();
+                    for (subtype, data) in [
+                        (
+                            "plan",
+                            json!({"todos": [
+                                {"content": "Read the notes", "status": "completed"},
+                                {"content": "Answer a thousand questions", "status": "in_progress", "active_form": "Answering the questions"},
+                            ]}),
+                        ),
+                        ("mode", json!({"mode": "accept-edits"})),
+                    ] {
+                        seq += 1;
+                        let system = json!({
+                            "session_id": template["session_id"], "seq": seq, "turn_id": n,
+                            "at": template["at"], "type": "system", "subtype": subtype,
+                            "message": subtype, "data": data,
+                        });
+                        log.push(system);
+                    }
+                }
             }
         }
         document["events"] = json!(log);

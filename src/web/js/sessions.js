@@ -10,7 +10,7 @@
 
 import { findSession, newView, state } from './state.js';
 import { $, el, showBanner } from './dom.js';
-import { formatTime } from './format.js';
+import { formatTime, fullTime } from './format.js';
 import { api, sessionPath, streamUrl } from './api.js';
 import { closeSessionStream, openSession } from './connection.js';
 import { renderStatus } from './status.js';
@@ -66,6 +66,14 @@ function dateGroup(updatedAt) {
   if (when >= yesterday) return 'Yesterday';
   if (when.getTime() >= today.getTime() - 7 * day) return 'Previous 7 days';
   return 'Older';
+}
+
+/** When a session was updated, as short as its group allows: the time today, else the day. */
+function shortTime(updatedAt) {
+  const when = new Date(updatedAt);
+  if (Number.isNaN(when.getTime()) || dateGroup(updatedAt) === 'Today') return formatTime(updatedAt);
+  const sameYear = when.getFullYear() === new Date().getFullYear();
+  return when.toLocaleDateString([], sameYear ? { month: 'short', day: 'numeric' } : { year: 'numeric', month: 'short', day: 'numeric' });
 }
 
 function renderSessionList() {
@@ -124,7 +132,7 @@ function sessionItem(session) {
         session.busy ? el('span', { class: 'busy-mark', title: 'running', 'aria-label': 'running', 'data-testid': 'busy' }) : null,
         el('span', { 'data-testid': 'session-name', text: title }),
       ),
-      el('span', { class: 'session-when dim', text: formatTime(session.updated_at) }),
+      el('span', { class: 'session-when dim', title: fullTime(session.updated_at), text: shortTime(session.updated_at) }),
     );
   return el(
     'li',

@@ -4,7 +4,8 @@
 //
 // The server holds, before the page opens: LONG_SESSION, "Long session",
 // 1,000 copies of one scripted turn (a read_file call, then an answer; 220
-// in / 30 out tokens each on the priced profile `web`, $0.00111 a turn),
+// in / 30 out tokens each on the priced profile `web`, $0.00111 a turn;
+// its first turn also makes a plan and switches to mode accept-edits),
 // and three one-turn sessions last updated yesterday ("Notes from
 // yesterday"), 4 days ago ("Plan from last week") and 40 days ago ("An
 // old experiment"). SLOW_PROMPT: a message whose reply stalls until it is
@@ -162,6 +163,12 @@ export async function run(page, ctx) {
     const cost = await byId(page, 'status-cost').textContent();
     expect(cost === '$1.1100', `cost ${cost}`);
     expect((await byId(page, 'status-model').textContent()) === 'web', 'the status line does not name the profile web');
+    // The plan and the mode were set in the first turn, which is not loaded.
+    const mode = await byId(page, 'permission-mode').getAttribute('data-mode');
+    expect(mode === 'accept-edits', `the mode shown is ${mode}`);
+    await byId(page, 'plan').waitFor();
+    const plan = await byId(page, 'plan').textContent();
+    expect(plan.includes('Answering the questions') && plan.includes('Read the notes'), `the plan panel shows ${plan}`);
     const title = await byId(page, 'session-title').textContent();
     expect(title === 'Long session', `the header says ${title}`);
     const rewinds = await page.locator(`${userMessages} [data-testid="rewind-here"]`).count();
