@@ -86,8 +86,12 @@ impl LifecycleTopic {
     /// Publish that `session_id` went through `kind` on this node; with an
     /// outbox, it goes there too (without waiting).
     pub fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
-        // This node drives it now: its handle says whether it is busy.
-        self.lock_busy().remove(session_id);
+        // This node drives it now: its handle says whether it is busy. (A
+        // rename is a change of the stored record only: it says nothing
+        // about who drives the session.)
+        if kind != LifecycleKind::Renamed {
+            self.lock_busy().remove(session_id);
+        }
         // Held while publishing: the outbox gets this node's events in
         // their seq order.
         let mut outbox = self.lock_outbox();
@@ -125,10 +129,14 @@ impl LifecycleTopic {
     pub fn merge(&self, session_id: SessionId, kind: LifecycleKind, node: String) {
         {
             let mut busy = self.lock_busy();
-            if kind == LifecycleKind::Busy {
-                busy.insert(session_id.clone());
-            } else {
-                busy.remove(&session_id);
+            match kind {
+                LifecycleKind::Busy => {
+                    busy.insert(session_id.clone());
+                }
+                LifecycleKind::Renamed => {}
+                _ => {
+                    busy.remove(&session_id);
+                }
             }
         }
         self.topic.publish_next(|seq| LifecycleEvent {
