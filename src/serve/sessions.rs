@@ -394,26 +394,12 @@ pub async fn history(
         Some(before) => (before - 1).min(last_seq),
         None => last_seq,
     };
-    if query.before.is_none() {
-        // The newest page: the whole log is read once, for the page and
-        // for what the events before it say.
-        let mut events = stored.events(&id, 0, Some(up_to)).await?;
-        let start = page_start(&events, turns as usize);
-        let page = events.split_off(start);
-        let next_before = page.first().filter(|_| start > 0).map(|e| e.seq);
-        return Ok(Json(History {
-            events: page,
-            next_before,
-            last_seq,
-            earlier: Some(earlier(&events)),
-        }));
-    }
-    // An older page: read backwards in growing chunks until it holds
-    // `turns` queries or reaches the start.
+    // Read backwards in growing chunks until the page holds `turns`
+    // queries or reaches the start.
     let mut events: Vec<EventEnvelope> = Vec::new();
     let mut to = up_to;
     let mut chunk = 256u64;
-    loop {
+    let (page, more) = loop {
         let from = to.saturating_sub(chunk);
         let mut part = stored.events(&id, from, Some(to)).await?;
         part.append(&mut events);
@@ -421,19 +407,30 @@ pub async fn history(
         let queries = events.iter().filter(|e| is_query(e)).count();
         if from == 0 || queries >= turns as usize {
             let start = page_start(&events, turns as usize);
-            let page = events.split_off(start);
-            let more = start > 0 || from > 0;
-            let next_before = page.first().filter(|_| more).map(|e| e.seq);
-            return Ok(Json(History {
-                events: page,
-                next_before,
-                last_seq,
-                earlier: None,
-            }));
+            break (events.split_off(start), start > 0 || from > 0);
         }
         to = from;
         chunk = chunk.saturating_mul(2);
-    }
+    };
+    let next_before = page.first().filter(|_| more).map(|e| e.seq);
+    // The newest page: what the events before it set (only the types that
+    // can are read).
+    let earlier = match (query.before, next_before) {
+        (Some(_), _) => None,
+        (None, None) => Some(Earlier::default()),
+        (None, Some(first)) => {
+            let before = stored
+                .events_of_types(&id, first, &["system", "result"])
+                .await?;
+            Some(earlier(&before))
+        }
+    };
+    Ok(Json(History {
+        events: page,
+        next_before,
+        last_seq,
+        earlier,
+    }))
 }
 
 fn is_query(event: &EventEnvelope) -> bool {

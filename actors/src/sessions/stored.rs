@@ -141,6 +141,17 @@ impl StoredSessions {
         Ok(self.store.load_events(id, after_seq, up_to).await?)
     }
 
+    /// Stored events with `seq < before` of these types (`"system"`,
+    /// `"result"`, ...).
+    pub async fn events_of_types(
+        &self,
+        id: &SessionId,
+        before: u64,
+        types: &'static [&'static str],
+    ) -> Result<Vec<EventEnvelope>, SessionError> {
+        Ok(self.store.load_events_of_types(id, before, types).await?)
+    }
+
     /// Copy session `id` (up to `at_seq`; `None`: every stored event) into
     /// a new session.
     pub async fn fork(

@@ -28,7 +28,7 @@
 import { state } from './state.js';
 import { $ } from './dom.js';
 import { api, readToken, showTokenProblem } from './api.js';
-import { filterSessions, loadSessions, newSession, selectSession, watchLifecycle } from './sessions.js';
+import { filterSessions, loadSessions, newSession, onSearchKey, selectSession, watchLifecycle } from './sessions.js';
 import { onConversationScroll } from './connection.js';
 import { loadPrices } from './status.js';
 import { watchRewindDialog } from './rewind.js';
@@ -46,6 +46,7 @@ async function start() {
   $('app').hidden = false;
   $('new-session').addEventListener('click', newSession);
   $('session-search').addEventListener('input', filterSessions);
+  $('session-search').addEventListener('keydown', onSearchKey);
   $('conversation').addEventListener('scroll', onConversationScroll, { passive: true });
   $('composer').addEventListener('submit', (event) => {
     event.preventDefault();

@@ -47,6 +47,15 @@ export function filterSessions() {
   renderSessionList();
 }
 
+/** Esc in the search box empties it (and interrupts nothing). */
+export function onSearchKey(event) {
+  if (event.key !== 'Escape' || !event.target.value) return;
+  event.preventDefault();
+  event.stopPropagation();
+  event.target.value = '';
+  filterSessions();
+}
+
 /** Whether `session` matches the search: its title holds the text, or its id starts with it. */
 function matches(session, filter) {
   const text = filter.trim().toLowerCase();

@@ -70,8 +70,9 @@ export async function run(page, ctx) {
     }, LONG);
     await search.fill('no session has this title');
     await byId(page, 'no-match').waitFor();
-    await search.fill('');
+    await search.press('Escape');
     await page.waitForFunction((n) => document.querySelectorAll('[data-testid="session-item"]').length === n, total);
+    expect((await search.inputValue()) === '', 'Esc did not empty the search box');
   });
 
   await check('a new session is headed "New session" and its workspace folder, and is marked while it runs', page, async () => {
