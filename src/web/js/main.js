@@ -79,11 +79,13 @@ async function start() {
     .catch(() => {});
   loadPrices();
   loadBuiltInCommands();
-  await loadSessions();
-  if ($('app').hidden) return; // the token was refused
+  // The session in the address opens while the list loads.
+  const listed = loadSessions();
   const fromHash = decodeURIComponent(location.hash.slice(1));
   if (fromHash) selectSession(fromHash);
-  else showSessionList(true);
+  await listed;
+  if ($('app').hidden) return; // the token was refused
+  if (!fromHash) showSessionList(true);
   watchLifecycle();
 }
 

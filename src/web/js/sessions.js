@@ -363,7 +363,7 @@ export function selectSession(id) {
   if (id) {
     state.view = newView(id);
     openSession(state.view);
-    if (!findSession(id)) refreshSessionsSoon();
+    if (!findSession(id) && state.sessions.length) refreshSessionsSoon(); // (at boot the list is on its way)
   } else {
     state.view = null;
     $('conversation').append(el('p', { class: 'empty dim', text: 'Pick a session on the left, or start a new one.' }));
@@ -386,9 +386,10 @@ export function switchTo(id) {
 /** The selected session's title; its workspace as its last folder (the whole path on hover). */
 function renderSessionHeader() {
   const session = state.selectedId ? findSession(state.selectedId) : null;
+  // (Until the list has come, a session's title is not known.)
   $('session-title').textContent = !state.selectedId
     ? 'No session selected'
-    : (session && session.title) || 'New session';
+    : session ? session.title || 'New session' : '';
   const meta = $('session-meta');
   meta.replaceChildren();
   if (session) {
