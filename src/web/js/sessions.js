@@ -194,13 +194,16 @@ function startRename(id) {
 /** The title as an input: Enter (or leaving it) saves, Esc gives up. */
 function renameBox(session) {
   let done = false;
-  const finish = (save) => {
+  const finish = (save, refocus) => {
     if (done) return;
     done = true;
     const title = box.value.trim();
     state.renaming = null;
-    if (save && title && title !== (session.title || '')) saveTitle(session.id, title);
-    else renderSessionList();
+    if (save && title && title !== (session.title || '')) saveTitle(session.id, title, refocus);
+    else {
+      renderSessionList();
+      if (refocus) focusRow(session.id);
+    }
   };
   const box = el('input', {
     type: 'text',
@@ -212,21 +215,21 @@ function renameBox(session) {
     onkeydown: (event) => {
       if (event.key === 'Enter') {
         event.preventDefault();
-        finish(true);
+        finish(true, true);
       } else if (event.key === 'Escape') {
         event.preventDefault();
         event.stopPropagation();
-        finish(false);
+        finish(false, true);
       }
     },
     onblur: () => {
-      if (box.isConnected) finish(true); // not when a refresh of the list replaced it
+      if (box.isConnected) finish(true, false); // not when a refresh of the list replaced it
     },
   });
   return box;
 }
 
-async function saveTitle(id, title) {
+async function saveTitle(id, title, refocus) {
   try {
     const answer = await api('PATCH', sessionPath(id), { title });
     const session = findSession(id);
@@ -236,6 +239,14 @@ async function saveTitle(id, title) {
   }
   renderSessionList();
   renderSessionHeader();
+  if (refocus) focusRow(id);
+}
+
+/** Keyboard focus back on a session's row (after its title was edited). */
+function focusRow(id) {
+  const row = [...$('session-list').querySelectorAll('[data-testid="session-item"]')].find((li) => li.dataset.sessionId === id);
+  const button = row && row.querySelector('.session-open');
+  if (button) button.focus();
 }
 
 // ---------------------------------------------------------------------

@@ -123,6 +123,10 @@ export async function run(page, ctx) {
     await byId(page, 'rename-input').press('Enter');
     await item(page, 'Renamed in the page').waitFor();
     const id = await item(page, 'Renamed in the page').getAttribute('data-session-id');
+    await page.waitForFunction((id) => {
+      const focused = document.activeElement;
+      return focused && focused.matches('.session-open') && focused.closest('[data-testid="session-item"]').dataset.sessionId === id;
+    }, id);
     const record = await apiGet(`/v1/sessions/${id}`);
     expect(record.title === 'Renamed in the page', `the server has the title ${JSON.stringify(record.title)}`);
     await item(other, 'Renamed in the page').waitFor();
