@@ -175,6 +175,92 @@ pub struct Fork {
     pub at_seq: Option<u64>,
 }
 
+/// `PATCH /v1/sessions/{id}`: what to change about a session.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionChange {
+    /// Its new title (not blank; at most [`SessionChange::MAX_TITLE`]
+    /// characters).
+    pub title: Option<String>,
+}
+
+impl SessionChange {
+    /// The longest title taken, in characters.
+    pub const MAX_TITLE: usize = 200;
+}
+
+/// `GET /v1/sessions/{id}/history`: which turns.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct HistoryQuery {
+    /// The turns whose events come before this seq (default: the newest
+    /// turns).
+    #[param(value_type = Option<i64>, minimum = 1, nullable = false)]
+    pub before: Option<u64>,
+    /// How many turns (their `user` events, and everything after each up
+    /// to the next); default 30.
+    #[param(value_type = Option<i64>, minimum = 1, maximum = 1000, nullable = false)]
+    pub turns: Option<u32>,
+}
+
+impl HistoryQuery {
+    /// The most turns one page holds.
+    pub const MAX_TURNS: u32 = 1000;
+    /// The turns a page holds when `turns` is not given.
+    pub const DEFAULT_TURNS: u32 = 30;
+}
+
+/// `GET /v1/sessions/{id}/history`: the stored events of some turns.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct History {
+    /// The stored events of the turns asked for, in seq order (the first
+    /// page also holds what came before the first query, when it reaches
+    /// the start).
+    #[schema(value_type = Vec<Object>)]
+    pub events: Vec<agentbus_actors::protocol::EventEnvelope>,
+    /// Pass as `before` for the turns before these; `null`: these reach
+    /// the start of the log.
+    pub next_before: Option<u64>,
+    /// The last stored seq when this was read: follow the events stream
+    /// from it (`?after=`).
+    pub last_seq: u64,
+    /// Only without `before`: what the events before this page say that
+    /// the page's state comes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub earlier: Option<Earlier>,
+}
+
+/// What the events before a history page say about the session's state.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct Earlier {
+    /// The `system` events before the page that change the session's
+    /// state (`session_started`, `mode`, `agent`, `model_switched`,
+    /// `plan`, `cleared`, `usage`, `context`), in seq order.
+    #[schema(value_type = Vec<Object>)]
+    pub events: Vec<agentbus_actors::protocol::EventEnvelope>,
+    /// The turns' `result`s before the page, summed: one entry for each
+    /// run of results with none of `events` between them, in seq order.
+    pub results: Vec<ResultsSummed>,
+}
+
+/// A run of `result` events, summed.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct ResultsSummed {
+    /// The seq of the first `result` of the run.
+    pub from_seq: u64,
+    /// The seq of the last `result` of the run.
+    pub to_seq: u64,
+    /// How many `result`s.
+    pub turns: u64,
+    /// Their `usage`, summed.
+    #[schema(value_type = Object)]
+    pub usage: agentbus_actors::protocol::Usage,
+    /// The last `context` one of them gave.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub context: Option<agentbus_actors::protocol::ContextUsage>,
+}
+
 /// `GET /v1/sessions/{id}/rewind`: the turns a rewind can go back to.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct Rewinds {

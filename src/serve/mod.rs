@@ -66,7 +66,7 @@ struct ApiDoc;
 pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     let parts = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(sessions::list, sessions::create))
-        .routes(routes!(sessions::get, sessions::delete))
+        .routes(routes!(sessions::get, sessions::delete, sessions::rename))
         .routes(routes!(sessions::open_session))
         .routes(routes!(sessions::fork))
         .routes(routes!(sessions::rewind_turns, sessions::rewind))
@@ -76,6 +76,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .routes(routes!(sessions::interrupt))
         .routes(routes!(approvals::decide))
         .routes(routes!(sessions::messages))
+        .routes(routes!(sessions::history))
         .routes(routes!(stream::session_events))
         .routes(routes!(ws::session_socket))
         .routes(routes!(stream::lifecycle_events))

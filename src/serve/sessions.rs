@@ -8,12 +8,15 @@
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use super::state::AppState;
 use crate::api::{
-    Accepted, CreateSession, Created, Fork, Input, ListQuery, McpServers, Messages, OpenSession,
-    Rewind, Rewinds, Session, Sessions, Undo,
+    Accepted, CreateSession, Created, Earlier, Fork, History, HistoryQuery, Input, ListQuery,
+    McpServers, Messages, OpenSession, ResultsSummed, Rewind, Rewinds, Session, SessionChange,
+    Sessions, Undo,
 };
 use agentbus_actors::SessionOptions;
 use agentbus_actors::protocol::checkpoint::RewindReport;
-use agentbus_actors::protocol::{InputId, SessionId, SessionInput};
+use agentbus_actors::protocol::{
+    AgentMessage, EventEnvelope, InputId, SessionId, SessionInput, SystemSubtype,
+};
 use agentbus_actors::runtime::{
     ListCursor, ListPage, ReachedSession, RewindOptions, SessionHandle,
 };
@@ -250,6 +253,38 @@ pub async fn open_session(
     Ok(Json(view(&state, &id).await?))
 }
 
+#[utoipa::path(patch, path = "/v1/sessions/{id}", tag = "sessions", request_body = SessionChange,
+    params(("id" = String, Path, description = "Session id or a unique prefix")),
+    responses((status = 200, description = "The session, changed", body = Session), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody)))]
+/// Change a stored session: its `title` (kept; a later query does not
+/// change it). Announced on the lifecycle stream (`renamed`).
+pub async fn rename(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiJson(change): ApiJson<SessionChange>,
+) -> Result<Json<Session>, ApiError> {
+    let id = state.runtime.resolve(&id).await?;
+    if let Some(title) = change.title {
+        let title = title.trim();
+        if title.is_empty() {
+            return Err(ApiError::bad_request("`title` must not be blank"));
+        }
+        if title.chars().count() > SessionChange::MAX_TITLE {
+            return Err(ApiError::bad_request(format!(
+                "`title` is longer than {} characters",
+                SessionChange::MAX_TITLE
+            )));
+        }
+        if title.chars().any(char::is_control) {
+            return Err(ApiError::bad_request(
+                "`title` must be one line of text (no control characters)",
+            ));
+        }
+        state.runtime.stored().rename(&id, title).await?;
+    }
+    Ok(Json(view(&state, &id).await?))
+}
+
 #[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "sessions",
     params(("id" = String, Path, description = "Session id or a unique prefix")),
     responses((status = 204, description = "Deleted"), (status = 404, description = "No such session", body = ErrorBody), (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster)", body = ErrorBody)))]
@@ -332,6 +367,146 @@ pub async fn messages(
     let id = state.runtime.resolve(&id).await?;
     let (history, events) = state.runtime.conversation(&id).await?;
     Ok(Json(Messages { history, events }))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{id}/history", tag = "sessions",
+    params(("id" = String, Path, description = "Session id or a unique prefix"), HistoryQuery),
+    responses((status = 200, description = "The stored events of the turns asked for, where to ask for the ones before, and (for the newest page) what the earlier events say", body = History),
+              (status = 400, description = "The query string is invalid", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody)))]
+/// A page of a session's stored log, a whole number of turns (each from
+/// its `user` event to the next): the newest `turns`, or those before
+/// `before`. Reads the store only (it never loads the session).
+pub async fn history(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    ApiQuery(query): ApiQuery<HistoryQuery>,
+) -> Result<Json<History>, ApiError> {
+    let turns = query.turns.unwrap_or(HistoryQuery::DEFAULT_TURNS);
+    if turns == 0 || turns > HistoryQuery::MAX_TURNS {
+        return Err(ApiError::bad_request(format!(
+            "`turns` is {turns}; it must be 1 to {}",
+            HistoryQuery::MAX_TURNS
+        )));
+    }
+    if let Some(before) = query.before {
+        crate::api::checked_seq(before, "`before`").map_err(ApiError::bad_request)?;
+        if before == 0 {
+            return Err(ApiError::bad_request("`before` must be at least 1"));
+        }
+    }
+    let id = state.runtime.resolve(&id).await?;
+    let stored = state.runtime.stored();
+    let record = stored
+        .get(&id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("no session {id}")))?;
+    let last_seq = record.last_seq;
+    let up_to = match query.before {
+        Some(before) => (before - 1).min(last_seq),
+        None => last_seq,
+    };
+    // Read backwards in growing chunks until the page holds `turns`
+    // queries or reaches the start.
+    let mut events: Vec<EventEnvelope> = Vec::new();
+    let mut to = up_to;
+    let mut chunk = 256u64;
+    let (page, more) = loop {
+        let from = to.saturating_sub(chunk);
+        let mut part = stored.events(&id, from, Some(to)).await?;
+        part.append(&mut events);
+        events = part;
+        let queries = events.iter().filter(|e| is_query(e)).count();
+        if from == 0 || queries >= turns as usize {
+            let start = page_start(&events, turns as usize);
+            break (events.split_off(start), start > 0 || from > 0);
+        }
+        to = from;
+        chunk = chunk.saturating_mul(2);
+    };
+    let next_before = page.first().filter(|_| more).map(|e| e.seq);
+    // The newest page: what the events before it set (only the types that
+    // can are read).
+    let earlier = match (query.before, next_before) {
+        (Some(_), _) => None,
+        (None, None) => Some(Earlier::default()),
+        (None, Some(first)) => {
+            let before = stored
+                .events_of_types(&id, first, &["system", "result"])
+                .await?;
+            Some(earlier(&before))
+        }
+    };
+    Ok(Json(History {
+        events: page,
+        next_before,
+        last_seq,
+        earlier,
+    }))
+}
+
+fn is_query(event: &EventEnvelope) -> bool {
+    matches!(event.message, AgentMessage::User(_))
+}
+
+/// Where the last `turns` turns of `events` start: the `turns`-th `user`
+/// event from the end, or 0 when there are not that many.
+fn page_start(events: &[EventEnvelope], turns: usize) -> usize {
+    let mut seen = 0;
+    for (i, event) in events.iter().enumerate().rev() {
+        if is_query(event) {
+            seen += 1;
+            if seen == turns {
+                return i;
+            }
+        }
+    }
+    0
+}
+
+/// What the events before a page say that the page's state comes from:
+/// the `system` events that change it, and the `result`s summed between
+/// them.
+fn earlier(events: &[EventEnvelope]) -> Earlier {
+    let mut out = Earlier::default();
+    let mut run: Option<ResultsSummed> = None;
+    for event in events {
+        match &event.message {
+            AgentMessage::System(system)
+                if matches!(
+                    system.subtype,
+                    SystemSubtype::SessionStarted
+                        | SystemSubtype::Mode
+                        | SystemSubtype::Agent
+                        | SystemSubtype::ModelSwitched
+                        | SystemSubtype::Plan
+                        | SystemSubtype::Cleared
+                        | SystemSubtype::Usage
+                        | SystemSubtype::Context
+                ) =>
+            {
+                out.results.extend(run.take());
+                out.events.push(event.clone());
+            }
+            AgentMessage::Result(result) => {
+                let sum = run.get_or_insert_with(|| ResultsSummed {
+                    from_seq: event.seq,
+                    ..ResultsSummed::default()
+                });
+                sum.to_seq = event.seq;
+                sum.turns += 1;
+                sum.usage.input_tokens += result.usage.input_tokens;
+                sum.usage.output_tokens += result.usage.output_tokens;
+                sum.usage.cache_read_input_tokens += result.usage.cache_read_input_tokens;
+                sum.usage.cache_creation_input_tokens += result.usage.cache_creation_input_tokens;
+                if result.context.is_some() {
+                    sum.context = result.context;
+                }
+            }
+            _ => {}
+        }
+    }
+    out.results.extend(run);
+    out
 }
 
 /// Refuse to change session `id`'s files or conversation while it runs a

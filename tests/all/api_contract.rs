@@ -547,3 +547,122 @@ async fn rewind_refuses_bad_bodies_unknown_sessions_other_seqs_and_a_running_tur
         .unwrap();
     sse.result_of(stalled).await;
 }
+
+/// `GET .../history`: a whole number of turns, newest first, with where to
+/// ask for the ones before and what the earlier events said; its
+/// parameters checked. `PATCH /v1/sessions/{id}`: a title, announced on
+/// the lifecycle stream, and refused when blank or unknown fields come.
+#[tokio::test]
+async fn history_pages_whole_turns_and_patch_renames_a_session() {
+    let script = r#"
+[[response]]
+text = "First."
+usage = { input_tokens = 10, output_tokens = 1 }
+[[response]]
+text = "Second."
+usage = { input_tokens = 20, output_tokens = 2 }
+[[response]]
+text = "Third."
+usage = { input_tokens = 30, output_tokens = 3 }
+"#;
+    let f = Fixture::with_script(Script::from_toml_str(script).expect("script")).await;
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let mut last = 0;
+    for text in ["one", "two", "three"] {
+        let input = server.input(&id, text).await;
+        last = sse.result_of(input).await["seq"].as_u64().unwrap();
+    }
+    // The history reads the store: asked again until the last result is in.
+    let deadline = std::time::Instant::now() + crate::support::GUARD;
+    let record = loop {
+        let record: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
+        if record["last_seq"].as_u64().unwrap() >= last || std::time::Instant::now() > deadline {
+            break record;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+
+    let newest: Value = server
+        .get_json(&format!("/v1/sessions/{id}/history?turns=2"))
+        .await;
+    let events = newest["events"].as_array().unwrap();
+    assert_eq!(events[0]["type"], "user", "{newest}");
+    assert_eq!(events[0]["text"], "two", "{newest}");
+    assert_eq!(events.last().unwrap()["type"], "result", "{newest}");
+    assert_eq!(newest["next_before"], events[0]["seq"], "{newest}");
+    assert_eq!(newest["last_seq"], record["last_seq"], "{newest}");
+    let earlier = &newest["earlier"];
+    assert_eq!(
+        earlier["events"][0]["subtype"], "session_started",
+        "{newest}"
+    );
+    assert_eq!(earlier["results"].as_array().unwrap().len(), 1, "{newest}");
+    assert_eq!(earlier["results"][0]["turns"], 1, "{newest}");
+    assert_eq!(
+        earlier["results"][0]["usage"]["input_tokens"], 10,
+        "{newest}"
+    );
+
+    let older: Value = server
+        .get_json(&format!(
+            "/v1/sessions/{id}/history?turns=2&before={}",
+            newest["next_before"]
+        ))
+        .await;
+    let events = older["events"].as_array().unwrap();
+    assert_eq!(events[0]["subtype"], "session_started", "{older}");
+    assert!(events.iter().any(|e| e["text"] == "one"), "{older}");
+    assert!(
+        events
+            .iter()
+            .all(|e| e["seq"].as_u64() < newest["next_before"].as_u64())
+    );
+    assert!(older["next_before"].is_null(), "{older}");
+    assert!(older.get("earlier").is_none(), "{older}");
+
+    for query in ["turns=0", "turns=1001", "before=0", "before=x", "turns=-1"] {
+        error_of(
+            server.get(&format!("/v1/sessions/{id}/history?{query}")),
+            400,
+        )
+        .await;
+    }
+    error_of(server.get("/v1/sessions/nosuchsession/history"), 404).await;
+
+    let mut lifecycle = crate::support::server::EventStream::open(server.get("/v1/events")).await;
+    let patch = |body: Value| {
+        server
+            .http
+            .patch(format!("{}/v1/sessions/{id}", server.url))
+            .bearer_auth(&server.token)
+            .json(&body)
+    };
+    let renamed: Value = patch(json!({"title": "  A better title "}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(renamed["title"], "A better title", "{renamed}");
+    let event = lifecycle.until(|e| e["kind"] == "renamed").await;
+    assert_eq!(event["session_id"], json!(id), "{event}");
+    let listed: Value = server.get_json("/v1/sessions").await;
+    assert_eq!(listed["sessions"][0]["title"], "A better title", "{listed}");
+    let error = error_of(patch(json!({"title": "  "})), 400).await;
+    assert!(error.contains("blank"), "{error}");
+    let error = error_of(patch(json!({"titel": "x"})), 400).await;
+    assert!(error.contains("titel"), "{error}");
+    error_of(patch(json!({"title": "x".repeat(201)})), 400).await;
+    error_of(
+        server
+            .http
+            .patch(format!("{}/v1/sessions/nosuchsession", server.url))
+            .bearer_auth(&server.token)
+            .json(&json!({"title": "x"})),
+        404,
+    )
+    .await;
+}

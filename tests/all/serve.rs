@@ -636,6 +636,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "POST /v1/sessions",
         "GET /v1/sessions/{id}",
         "DELETE /v1/sessions/{id}",
+        "PATCH /v1/sessions/{id}",
         "POST /v1/sessions/{id}/open",
         "POST /v1/sessions/{id}/fork",
         "GET /v1/sessions/{id}/rewind",
@@ -646,6 +647,7 @@ async fn the_openapi_document_is_valid_openapi_3_1_and_lists_every_route() {
         "POST /v1/sessions/{id}/interrupt",
         "POST /v1/sessions/{id}/approvals/{request_id}",
         "GET /v1/sessions/{id}/messages",
+        "GET /v1/sessions/{id}/history",
         "GET /v1/sessions/{id}/events",
         "GET /v1/sessions/{id}/ws",
         "GET /v1/events",
@@ -2089,4 +2091,168 @@ async fn a_waiting_approval_is_counted_on_the_session_and_announced_on_the_lifec
     lifecycle.until(|e| e["kind"] == "idle").await;
     let after: Value = server.get_json(&format!("/v1/sessions/{id}")).await;
     assert_eq!(after["pending_approvals"], 0, "{after}");
+}
+
+/// The web page's session list and a long session (PAGE_SUITE=sessions,
+/// tests/browser/suites/sessions.mjs): search, rename (kept over a
+/// restart), groups by date, the running mark and the header's title; a
+/// session of 1,000 turns opens on its newest turns, with the status line
+/// counting all of them, and loads older turns on scrolling up until the
+/// start. The browser test prints how long the long session took to show
+/// its newest turn and what a second load of the page transferred.
+#[tokio::test]
+async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_newest_turns() {
+    let f = Fixture::new("web_sessions").await;
+    f.add_config(&format!(
+        "[models.web]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\n\
+         context_window = 32000\ninput_per_mtok = 3.0\noutput_per_mtok = 15.0\n",
+        f.server.openai_base_url()
+    ));
+    std::fs::write(f.workspace().join("notes.txt"), "alpha\nbeta\n").unwrap();
+
+    // One real turn of the scripted model, copied into a long session and
+    // into sessions last updated yesterday, last week and long ago (the
+    // store's own import, then their update times set in the database).
+    let first = f
+        .run(&["run", "--json", "--model", "web", "a question"])
+        .await;
+    assert!(first.status.success(), "{}", first.stderr);
+    let template_id = first.events()[0]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let file = f.home.path().join("template.json");
+    let export = f
+        .run(&[
+            "sessions",
+            "export",
+            &template_id,
+            "--out",
+            file.to_str().unwrap(),
+        ])
+        .await;
+    assert!(export.status.success(), "{}", export.stderr);
+    let template: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let events = template["events"].as_array().unwrap();
+    let prelude: Vec<Value> = events
+        .iter()
+        .filter(|e| e["turn_id"].is_null())
+        .cloned()
+        .collect();
+    let turn: Vec<Value> = events
+        .iter()
+        .filter(|e| !e["turn_id"].is_null())
+        .cloned()
+        .collect();
+    assert_eq!(turn.first().unwrap()["type"], "user", "{template}");
+    assert_eq!(turn.last().unwrap()["type"], "result", "{template}");
+    let import = |title: &str, turns: u64| {
+        let mut document = template.clone();
+        document["session"]["title"] = json!(title);
+        let mut log = prelude.clone();
+        let mut seq = log.last().map_or(0, |e| e["seq"].as_u64().unwrap());
+        for n in 1..=turns {
+            for event in &turn {
+                let mut event = event.clone();
+                seq += 1;
+                event["seq"] = json!(seq);
+                event["turn_id"] = json!(n);
+                let user = event["type"] == "user";
+                if user {
+                    event["text"] = json!(format!("question {n}"));
+                }
+                log.push(event);
+                // The first turn makes a plan and switches the mode: the
+                // page must know both with only the newest turns loaded.
+                if user && n == 1 && turns > 1 {
+                    let template = log[log.len() - 1].clone();
+                    for (subtype, data) in [
+                        (
+                            "plan",
+                            json!({"todos": [
+                                {"content": "Read the notes", "status": "completed"},
+                                {"content": "Answer a thousand questions", "status": "in_progress", "active_form": "Answering the questions"},
+                            ]}),
+                        ),
+                        ("mode", json!({"mode": "accept-edits"})),
+                    ] {
+                        seq += 1;
+                        let system = json!({
+                            "session_id": template["session_id"], "seq": seq, "turn_id": n,
+                            "at": template["at"], "type": "system", "subtype": subtype,
+                            "message": subtype, "data": data,
+                        });
+                        log.push(system);
+                    }
+                }
+            }
+        }
+        document["events"] = json!(log);
+        let path = f
+            .home
+            .path()
+            .join(format!("{}.json", title.replace(' ', "-")));
+        std::fs::write(&path, document.to_string()).unwrap();
+        path
+    };
+    let mut ids = Vec::new();
+    for (title, turns) in [
+        ("Long session", 1000),
+        ("Notes from yesterday", 1),
+        ("Plan from last week", 1),
+        ("An old experiment", 1),
+    ] {
+        let path = import(title, turns);
+        let imported = f.run(&["sessions", "import", path.to_str().unwrap()]).await;
+        assert!(imported.status.success(), "{}", imported.stderr);
+        ids.push(imported.stdout[0].trim().to_string());
+    }
+    let now = chrono::Utc::now();
+    let db = rusqlite::Connection::open(f.home.path().join("data/agentbus.db")).unwrap();
+    for (id, days) in [(&ids[1], 1), (&ids[2], 4), (&ids[3], 40)] {
+        let at = (now - chrono::Duration::days(days))
+            .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+            .to_string();
+        let changed = db
+            .execute(
+                "UPDATE sessions SET updated_at = ?1 WHERE id = ?2",
+                rusqlite::params![at, id],
+            )
+            .unwrap();
+        assert_eq!(changed, 1);
+    }
+    drop(db);
+
+    let server = f.serve().await;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+    let output = tokio::process::Command::new(&script)
+        .env("PAGE_SUITE", "sessions")
+        .env("AGENTBUS_URL", &server.url)
+        .env("AGENTBUS_TOKEN", &server.token)
+        .env("LONG_SESSION", &ids[0])
+        .env("SLOW_PROMPT", "stall please")
+        .env("SCREENSHOT", f.home.path().join("sessions.png"))
+        .output()
+        .await
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+        server.stderr()
+    );
+    println!("{stdout}");
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+    f.assert_requests_valid();
+
+    // The title the page gave is stored: a restarted server still has it.
+    let renamed: Value = server.get_json(&format!("/v1/sessions/{}", ids[1])).await;
+    assert_eq!(renamed["title"], "Renamed in the page", "{renamed}");
+    server.terminate();
+    let (status, _) = server.wait().await;
+    assert!(status.success());
+    let again = f.serve().await;
+    let renamed: Value = again.get_json(&format!("/v1/sessions/{}", ids[1])).await;
+    assert_eq!(renamed["title"], "Renamed in the page", "{renamed}");
 }

@@ -30,7 +30,8 @@
 // attachments, images, commands, image-notice, approval, phone,
 // phone-sessions.
 //
-// PAGE_SUITE=approvals runs suites/approvals.mjs instead (see its top).
+// PAGE_SUITE=NAME (not page or rewind) runs suites/NAME.mjs instead
+// (`run(page, ctx)`; its variables are described there).
 //
 // PAGE_SUITE=rewind runs the rewind checks instead (tests/all/serve.rs,
 // tests/fixtures/scripts/web_rewind.toml): REWIND_FILE (the absolute path of
@@ -87,7 +88,7 @@ const REWIND_PROMPT = env.REWIND_PROMPT || '';
 const CONFLICT_PROMPT = env.CONFLICT_PROMPT || '';
 // Any other PAGE_SUITE is a file suites/NAME.mjs exporting run(page, ctx),
 // each with the variables it needs beyond the URL and token.
-const SUITES = { approvals: ['WORKSPACE'] };
+const SUITES = { approvals: ['WORKSPACE'], sessions: ['LONG_SESSION', 'SLOW_PROMPT'] };
 const required = SUITE === 'rewind'
   ? { AGENTBUS_URL: BASE, AGENTBUS_TOKEN: TOKEN, REWIND_FILE, REWIND_PROMPT, CONFLICT_PROMPT }
   : SUITE !== 'page'

@@ -15,6 +15,9 @@
 #   (suites/a11y.mjs; it asks on stdout for a restart of the server)
 #   PAGE_SUITE=approvals AGENTBUS_URL=... AGENTBUS_TOKEN=... WORKSPACE=/abs/dir \
 #   tests/browser/run.sh   (suites/approvals.mjs; fixture web_approvals.toml)
+#   PAGE_SUITE=sessions AGENTBUS_URL=... AGENTBUS_TOKEN=... LONG_SESSION=ID \
+#   SLOW_PROMPT='prompt whose reply streams slowly' tests/browser/run.sh
+#   (suites/sessions.mjs: the session list, and a long session's turns)
 #
 # Optional: FIRST_PROMPT (the first message, default "hello"), SCREENSHOT
 # (default /tmp/agentbus-page.png), CHROMIUM (default /usr/bin/chromium),
@@ -40,7 +43,8 @@ case "${PAGE_SUITE:-page}" in
   # started again, and reads the answers on stdin (tests/all/serve.rs).
   a11y) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN" ;;
   approvals) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN WORKSPACE" ;;
-  *) echo "browser test: PAGE_SUITE is page, rewind, controls, a11y or approvals, not ${PAGE_SUITE}" >&2; exit 2 ;;
+  sessions) REQUIRED="AGENTBUS_URL AGENTBUS_TOKEN LONG_SESSION SLOW_PROMPT" ;;
+  *) echo "browser test: PAGE_SUITE is page, rewind, controls, a11y, approvals or sessions, not ${PAGE_SUITE}" >&2; exit 2 ;;
 esac
 for var in $REQUIRED; do
   if [ "$INSTALL_ONLY" = 0 ] && [ -z "${!var:-}" ]; then

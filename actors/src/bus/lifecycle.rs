@@ -101,8 +101,12 @@ impl LifecycleTopic {
         kind: LifecycleKind,
         pending_approvals: Option<u32>,
     ) {
-        // This node drives it now: its handle says whether it is busy.
-        self.lock_busy().remove(session_id);
+        // This node drives it now: its handle says whether it is busy. (A
+        // rename is a change of the stored record only: it says nothing
+        // about who drives the session.)
+        if kind != LifecycleKind::Renamed {
+            self.lock_busy().remove(session_id);
+        }
         // Held while publishing: the outbox gets this node's events in
         // their seq order.
         let mut outbox = self.lock_outbox();
@@ -151,8 +155,9 @@ impl LifecycleTopic {
                 LifecycleKind::Busy => {
                     busy.insert(session_id.clone());
                 }
-                // Asked or answered within a turn: still busy.
-                LifecycleKind::Approvals => {}
+                // Asked or answered within a turn: still busy. A rename says
+                // nothing about it.
+                LifecycleKind::Approvals | LifecycleKind::Renamed => {}
                 _ => {
                     busy.remove(&session_id);
                 }

@@ -41,6 +41,8 @@ pub enum LifecycleKind {
     Closed,
     /// Deleted from the store.
     Deleted,
+    /// Its title changed (`PATCH /v1/sessions/{id}`).
+    Renamed,
     /// On a node of a cluster: the node named took the session over —
     /// claimed it (opened, or sent an input, while no live node drove it)
     /// or adopted it from a gone node — and drives it from now on. Nothing

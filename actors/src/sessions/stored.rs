@@ -107,6 +107,14 @@ impl StoredSessions {
         Ok(record)
     }
 
+    /// Give a stored session a new title (a later query does not change
+    /// it), announced on the lifecycle topic (`renamed`).
+    pub async fn rename(&self, id: &SessionId, title: &str) -> Result<(), SessionError> {
+        self.store.set_title(id, title).await?;
+        self.lifecycle.announce(id, LifecycleKind::Renamed);
+        Ok(())
+    }
+
     /// A session id from an id or a unique prefix of one.
     pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
         Ok(self.store.resolve(prefix).await?)
@@ -131,6 +139,17 @@ impl StoredSessions {
         up_to: Option<u64>,
     ) -> Result<Vec<EventEnvelope>, SessionError> {
         Ok(self.store.load_events(id, after_seq, up_to).await?)
+    }
+
+    /// Stored events with `seq < before` of these types (`"system"`,
+    /// `"result"`, ...).
+    pub async fn events_of_types(
+        &self,
+        id: &SessionId,
+        before: u64,
+        types: &'static [&'static str],
+    ) -> Result<Vec<EventEnvelope>, SessionError> {
+        Ok(self.store.load_events_of_types(id, before, types).await?)
     }
 
     /// Copy session `id` (up to `at_seq`; `None`: every stored event) into

@@ -66,6 +66,23 @@ pub trait SessionStore: Send + Sync + 'static {
         up_to: Option<u64>,
     ) -> Result<Vec<EventEnvelope>, StoreError>;
 
+    /// The events with `seq < before` whose type (`"system"`, `"result"`,
+    /// ...) is one of `types`, in seq order: what a client's state comes
+    /// from, without the rest of a long log. (A backend that can select
+    /// by type does; this one reads them all.)
+    async fn load_events_of_types(
+        &self,
+        id: &SessionId,
+        before: u64,
+        types: &'static [&'static str],
+    ) -> Result<Vec<EventEnvelope>, StoreError> {
+        let mut events = self
+            .load_events(id, 0, Some(before.saturating_sub(1)))
+            .await?;
+        events.retain(|event| types.contains(&event.message.type_name()));
+        Ok(events)
+    }
+
     /// Sessions, most recently updated first (a page of them, as `query`
     /// says).
     async fn list(&self, query: ListPage) -> Result<Vec<SessionRecord>, StoreError>;

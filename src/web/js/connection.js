@@ -1,5 +1,7 @@
-// The selected session's event stream (SSE GET /v1/sessions/{id}/events:
-// stored events replayed, then live ones): opened from a seq, reopened
+// The selected session's events: its newest turns first (GET
+// /v1/sessions/{id}/history), older ones on demand as the user scrolls up,
+// then its event stream (SSE GET /v1/sessions/{id}/events: stored events
+// after those, then live ones): opened from a seq, reopened
 // after a refused reconnect from the last seq rendered, closed; each of
 // its events handed on once and in order (repeats dropped by seq), and
 // which turns are open (a turn runs from its `user` event to its
@@ -9,12 +11,91 @@
 // a view that is no longer the selected one.
 
 import { state } from './state.js';
-import { $, announce, showBanner } from './dom.js';
+import { $, announce, batch, showBanner } from './dom.js';
 import { api, reached, sessionPath, streamUrl } from './api.js';
 import { refreshSessionsSoon } from './sessions.js';
-import { renderEvent } from './transcript.js';
+import { applyEarlier, renderEvent, renderOlder } from './transcript.js';
 import { followSwitch } from './switches.js';
 import { claimSent, updateControls } from './composer.js';
+
+/** How many turns one page of history holds. */
+const PAGE_TURNS = 30;
+
+/**
+ * Show a session: its newest turns (and the state the earlier ones set),
+ * then its events from there on. Without the history route (an older
+ * server), the whole log is replayed from the stream.
+ */
+export async function openSession(view) {
+  let page;
+  try {
+    page = await api('GET', sessionPath(view.sessionId) + '/history?turns=' + PAGE_TURNS);
+  } catch (e) {
+    if (state.view !== view) return;
+    if (e.status === 401) return;
+    openSessionStream(view, 0);
+    return;
+  }
+  if (state.view !== view) return;
+  applyEarlier(view, page.earlier);
+  const conv = $('conversation');
+  batch(() => {
+    for (const event of page.events || []) onSessionEvent(view, event);
+  });
+  view.nextBefore = page.next_before ?? null;
+  setOlderMark(view, false);
+  conv.scrollTop = conv.scrollHeight;
+  openSessionStream(view, Math.max(view.lastSeq, page.last_seq || 0));
+  fillUp(view);
+}
+
+/** Load older turns while the top of the conversation is in sight. */
+export function onConversationScroll() {
+  const view = state.view;
+  if (view && $('conversation').scrollTop < 300) loadOlder(view);
+}
+
+/** While the conversation does not fill its box, older turns are fetched. */
+function fillUp(view) {
+  const conv = $('conversation');
+  if (view.nextBefore !== null && conv.scrollHeight <= conv.clientHeight + 300) loadOlder(view);
+}
+
+/** The turns before the first one shown, put above it. */
+async function loadOlder(view) {
+  if (view.loadingOlder || view.nextBefore === null) return;
+  view.loadingOlder = true;
+  setOlderMark(view, true);
+  try {
+    const page = await api('GET', sessionPath(view.sessionId) + '/history?turns=' + PAGE_TURNS + '&before=' + view.nextBefore);
+    if (state.view !== view) return;
+    setOlderMark(view, false);
+    renderOlder(view, page.events || []);
+    view.nextBefore = page.next_before ?? null;
+  } catch (e) {
+    if (state.view === view && e.status !== 401) showBanner(e.message);
+    return;
+  } finally {
+    view.loadingOlder = false;
+    if (state.view === view) setOlderMark(view, false);
+  }
+  fillUp(view);
+}
+
+/** A line at the top while older turns load; the start of the session once all are shown. */
+function setOlderMark(view, loading) {
+  const conv = $('conversation');
+  let mark = conv.querySelector(':scope > .older-mark');
+  if (!mark) {
+    mark = document.createElement('div');
+    mark.className = 'older-mark dim';
+    mark.setAttribute('data-testid', 'older-mark');
+  }
+  if (conv.firstChild !== mark) conv.prepend(mark);
+  const start = view.nextBefore === null;
+  mark.setAttribute('data-state', loading ? 'loading' : start ? 'start' : 'more');
+  mark.textContent = loading ? 'Loading earlier messages\u2026' : start ? 'Start of the session' : 'Scroll up for earlier messages';
+}
 
 /**
  * Subscribe from `after`. EventSource reconnects by itself, sending the

@@ -36,9 +36,28 @@ export function el(tag, props, ...children) {
   return node;
 }
 
+/** Inside batch(): the conversation is being filled at once (no measuring per node). */
+let batching = false;
+
+/** Run `fn`, which adds many nodes to the conversation, without measuring
+ *  the conversation for each one (the caller places the scroll after). */
+export function batch(fn) {
+  const was = batching;
+  batching = true;
+  try {
+    fn();
+  } finally {
+    batching = was;
+  }
+}
+
 /** Run `fn` (which adds to the conversation) and keep the view at the
  *  bottom if it was there before. */
 export function keepScrolled(fn) {
+  if (batching) {
+    fn();
+    return;
+  }
   const conv = $('conversation');
   const atBottom = conv.scrollHeight - conv.scrollTop - conv.clientHeight < 48;
   fn();

@@ -21,9 +21,12 @@ export function fullTime(iso) {
   return date && !isNaN(date) ? date.toLocaleString() : '';
 }
 
+/** One formatter for every figure (toLocaleString with options makes one per call: slow on long sessions). */
+const THOUSANDS = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 });
+
 /** 12345 as `12,345`. */
 export function thousands(n) {
-  return Number(n).toLocaleString('en-US', { maximumFractionDigits: 0 });
+  return THOUSANDS.format(Number(n));
 }
 
 export function firstLine(s) {

@@ -28,7 +28,8 @@
 import { state } from './state.js';
 import { $ } from './dom.js';
 import { api, readToken, showTokenProblem } from './api.js';
-import { loadSessions, newSession, selectSession, watchLifecycle } from './sessions.js';
+import { filterSessions, loadSessions, newSession, onSearchKey, selectSession, watchLifecycle } from './sessions.js';
+import { onConversationScroll } from './connection.js';
 import { loadPrices, watchStatusMenus } from './status.js';
 import { watchRewindDialog } from './rewind.js';
 import { onPaste, watchAttachButton, watchDrops } from './images.js';
@@ -46,6 +47,9 @@ async function start() {
   $('app').hidden = false;
   watchSkipLink();
   $('new-session').addEventListener('click', newSession);
+  $('session-search').addEventListener('input', filterSessions);
+  $('session-search').addEventListener('keydown', onSearchKey);
+  $('conversation').addEventListener('scroll', onConversationScroll, { passive: true });
   $('composer').addEventListener('submit', (event) => {
     event.preventDefault();
     sendInput();
@@ -79,11 +83,13 @@ async function start() {
     .catch(() => {});
   loadPrices();
   loadBuiltInCommands();
-  await loadSessions();
-  if ($('app').hidden) return; // the token was refused
+  // The session in the address opens while the list loads.
+  const listed = loadSessions();
   const fromHash = decodeURIComponent(location.hash.slice(1));
   if (fromHash) selectSession(fromHash);
-  else showSessionList(true);
+  await listed;
+  if ($('app').hidden) return; // the token was refused
+  if (!fromHash) showSessionList(true);
   watchLifecycle();
 }
 

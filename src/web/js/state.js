@@ -10,6 +10,8 @@ export const state = {
   token: null,
   sessions: [], // Session records from GET /v1/sessions, most recent first
   listLimit: 100, // how many of them the list shows ("Show more" adds a page)
+  sessionFilter: '', // what the search box above the list holds
+  renaming: null, // the id of the session whose title is being edited in the list
   moreSessions: false, // the server has more than listLimit
   selectedId: null,
   // The selected session's event stream and what was rendered from it.
@@ -35,6 +37,8 @@ export function newView(sessionId) {
     sessionId,
     stream: null, // EventSource
     lastSeq: 0, // highest seq rendered; anything at or below it is dropped
+    nextBefore: null, // the seq to ask GET .../history?before= for older turns; null: all shown
+    loadingOlder: false, // older turns are being fetched
     openTurns: new Set(), // turn ids with a `user` event and no `result` yet
     usage: { input: 0, output: 0, turns: 0, cacheRead: 0, cacheWritten: 0 }, // input: all of it, cached or not
     context: null, // { used, limit? }: how full the context is, from the latest event that says

@@ -11,7 +11,7 @@
 // markdown.js.
 
 import { findSession, state } from './state.js';
-import { append, el, line } from './dom.js';
+import { $, append, batch, el, line } from './dom.js';
 import { fullTime, thousands } from './format.js';
 import { finishLive, renderAssistant, renderStreamEvent } from './assistant.js';
 import { renderMarkdown } from './markdown.js';
@@ -276,4 +276,113 @@ function renderResult(view, event) {
     (event.at ? ' \u00b7 ' + fullTime(event.at) : '');
   node.setAttribute('data-stop-reason', event.stop_reason || '');
   append(node);
+}
+
+// ---------------------------------------------------------------------
+// Long sessions: only the newest turns are rendered at first (GET
+// .../history); the state the earlier ones set comes from the page's
+// `earlier`, and older turns are put above on demand.
+// ---------------------------------------------------------------------
+
+/**
+ * What the events before the first loaded turn say (`earlier` of GET
+ * .../history): the state-changing `system` events and the turns'
+ * `result`s summed per run between them, applied in seq order to the
+ * view's state as renderSystem/renderResult would, drawing nothing.
+ */
+export function applyEarlier(view, earlier) {
+  if (!earlier) return;
+  const items = [
+    ...(earlier.events || []).map((event) => ({ seq: event.seq, event })),
+    ...(earlier.results || []).map((sum) => ({ seq: sum.from_seq, sum })),
+  ].sort((a, b) => a.seq - b.seq);
+  const session = findSession(view.sessionId);
+  for (const { event, sum } of items) {
+    if (sum) {
+      const usage = sum.usage || {};
+      view.usage.input += allInput(usage);
+      view.usage.output += usage.output_tokens || 0;
+      view.usage.cacheRead += usage.cache_read_input_tokens || 0;
+      view.usage.cacheWritten += usage.cache_creation_input_tokens || 0;
+      view.usage.turns += sum.turns || 0;
+      // The cost is linear in the tokens: one entry stands for the run.
+      view.turnsByProfile.push([view.model || (session && session.model), usage]);
+      if (sum.context) view.context = { used: sum.context.used, limit: sum.context.limit ?? null };
+      continue;
+    }
+    const data = event.data || {};
+    switch (event.subtype) {
+      case 'session_started':
+        if (data.permission_mode) view.mode = String(data.permission_mode);
+        if (data.model) view.model = String(data.model);
+        view.agent = data.agent ? String(data.agent) : 'build';
+        view.commands = Array.isArray(data.commands) ? data.commands : [];
+        break;
+      case 'mode':
+        if (data.mode) view.mode = String(data.mode);
+        break;
+      case 'agent':
+        if (data.agent) view.agent = String(data.agent);
+        if (data.model) view.model = String(data.model);
+        if (data.permission_mode) view.mode = String(data.permission_mode);
+        break;
+      case 'model_switched':
+        if (data.model) view.model = String(data.model);
+        break;
+      case 'plan':
+        view.plan = Array.isArray(data.todos) ? data.todos : [];
+        break;
+      case 'cleared':
+        view.plan = [];
+        break;
+      case 'usage':
+        if (data.context && typeof data.context.used === 'number') view.context = { used: data.context.used, limit: data.context.limit ?? null };
+        if (typeof data.cost_usd === 'number') view.reportedCost = { usd: data.cost_usd, turns: view.turnsByProfile.length };
+        break;
+      case 'context':
+        if (typeof data.used === 'number') view.context = { used: data.used, limit: data.limit ?? null };
+        break;
+      default:
+        break;
+    }
+  }
+  renderPlan();
+  renderStatusOf(view);
+}
+
+/** The view's state that rendering older turns must leave as it is. */
+const KEPT = ['usage', 'context', 'live', 'mode', 'model', 'agent', 'turnsByProfile', 'reportedCost', 'approvals', 'commands', 'plan'];
+
+/**
+ * Put the stored events of older turns above what is shown, keeping what
+ * the user looks at where it is. They are drawn as a replay draws them;
+ * the view's state (usage, cost, context, mode, plan, approvals, the
+ * message being streamed) stays as the newer events made it.
+ */
+export function renderOlder(view, events) {
+  const conv = $('conversation');
+  const height = conv.scrollHeight;
+  const top = conv.scrollTop;
+  const kept = {};
+  for (const key of KEPT) kept[key] = view[key];
+  view.usage = { input: 0, output: 0, turns: 0, cacheRead: 0, cacheWritten: 0 };
+  view.turnsByProfile = [];
+  view.approvals = new Map();
+  view.live = null;
+  const newer = document.createDocumentFragment();
+  newer.append(...conv.childNodes);
+  try {
+    batch(() => {
+      for (const event of events) renderEvent(view, event);
+      finishLive(view);
+    });
+  } finally {
+    conv.append(newer);
+    for (const key of KEPT) view[key] = kept[key];
+  }
+  conv.scrollTop = top + (conv.scrollHeight - height);
+  if (state.view === view) {
+    renderPlan();
+    renderStatusOf(view);
+  }
 }

@@ -299,22 +299,27 @@ fn load(
     let mut events = Vec::new();
     for row in rows {
         let (seq, body) = row.map_err(|e| sqlite(operation, Some(id), e))?;
-        let seq = u64::try_from(seq).map_err(|_| corrupt(&id.0, None, format!("seq {seq}")))?;
-        let event: EventEnvelope = serde_json::from_str(&body)
-            .map_err(|e| corrupt(&id.0, Some(seq), format!("the event does not parse: {e}")))?;
-        if event.seq != seq || event.session_id != *id {
-            return Err(corrupt(
-                &id.0,
-                Some(seq),
-                format!(
-                    "the stored body is event seq {} of session {}",
-                    event.seq, event.session_id
-                ),
-            ));
-        }
-        events.push(event);
+        events.push(decode_event(id, seq, &body)?);
     }
     Ok(events)
+}
+
+/// A stored event's body, checked against its row (seq, session).
+fn decode_event(id: &SessionId, seq: i64, body: &str) -> Result<EventEnvelope, StoreError> {
+    let seq = u64::try_from(seq).map_err(|_| corrupt(&id.0, None, format!("seq {seq}")))?;
+    let event: EventEnvelope = serde_json::from_str(body)
+        .map_err(|e| corrupt(&id.0, Some(seq), format!("the event does not parse: {e}")))?;
+    if event.seq != seq || event.session_id != *id {
+        return Err(corrupt(
+            &id.0,
+            Some(seq),
+            format!(
+                "the stored body is event seq {} of session {}",
+                event.seq, event.session_id
+            ),
+        ));
+    }
+    Ok(event)
 }
 
 /// Insert a new session and its (already stamped, ordered) log at once.
@@ -573,6 +578,46 @@ pub fn load_events(
         .map_err(|e| sqlite(operation, Some(id), e))?;
     require_raw(&tx, operation, id)?;
     load(&tx, id, after_seq, up_to)
+}
+
+/// The events with `seq < before` of the `types` given (the `type`
+/// column), in seq order.
+pub fn load_events_of_types(
+    conn: &mut Connection,
+    id: &SessionId,
+    before: u64,
+    types: &[&str],
+) -> Result<Vec<EventEnvelope>, StoreError> {
+    let operation = "load events";
+    let tx = conn
+        .transaction()
+        .map_err(|e| sqlite(operation, Some(id), e))?;
+    require_raw(&tx, operation, id)?;
+    let marks = vec!["?"; types.len()].join(", ");
+    let mut stmt = tx
+        .prepare_cached(&format!(
+            "SELECT seq, body FROM events \
+             WHERE session_id = ?1 AND seq < ?2 AND type IN ({marks}) ORDER BY seq"
+        ))
+        .map_err(|e| sqlite(operation, Some(id), e))?;
+    let mut params: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(types.len() + 2);
+    let before = int(before);
+    params.push(&id.0);
+    params.push(&before);
+    for kind in types {
+        params.push(kind);
+    }
+    let rows = stmt
+        .query_map(params.as_slice(), |row| {
+            Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+        })
+        .map_err(|e| sqlite(operation, Some(id), e))?;
+    let mut events = Vec::new();
+    for row in rows {
+        let (seq, body) = row.map_err(|e| sqlite(operation, Some(id), e))?;
+        events.push(decode_event(id, seq, &body)?);
+    }
+    Ok(events)
 }
 
 pub fn get(conn: &Connection, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {

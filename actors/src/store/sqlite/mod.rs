@@ -177,6 +177,17 @@ impl SessionStore for SqliteStore {
             .await
     }
 
+    async fn load_events_of_types(
+        &self,
+        id: &SessionId,
+        before: u64,
+        types: &'static [&'static str],
+    ) -> Result<Vec<EventEnvelope>, StoreError> {
+        let id = id.clone();
+        self.run(move |conn| db::load_events_of_types(conn, &id, before, types))
+            .await
+    }
+
     async fn list(&self, query: ListPage) -> Result<Vec<SessionRecord>, StoreError> {
         self.run(move |conn| db::list(conn, query.limit, query.after.as_ref()))
             .await

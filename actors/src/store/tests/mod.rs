@@ -89,6 +89,18 @@ async fn appended_batches_come_back_in_seq_order_with_the_same_bodies(backend: B
         .await
         .expect("load range");
     assert_eq!(seqs(&replay), vec![4, 5, 6]);
+
+    // Only some types, before a seq (what a long log's state comes from).
+    let typed = store
+        .load_events_of_types(&sid("s1"), 7, &["user", "result"])
+        .await
+        .expect("load by type");
+    let expected: Vec<EventEnvelope> = expected
+        .into_iter()
+        .filter(|e| e.seq < 7 && matches!(e.message.type_name(), "user" | "result"))
+        .collect();
+    assert!(expected.len() >= 2, "{expected:?}");
+    assert_eq!(typed, expected);
 }
 
 async fn the_title_is_the_first_line_of_the_first_user_message(backend: Backend) {
