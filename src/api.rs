@@ -179,8 +179,13 @@ pub struct Fork {
 #[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionChange {
-    /// Its new title (not blank; at most [`SessionChange::MAX_TITLE`]
-    /// characters).
+    /// Its new title: one line (no control characters), not blank, at
+    /// most [`SessionChange::MAX_TITLE`] characters.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\x00-\\x1f\\x7f-\\x9f]*$"
+    )]
     pub title: Option<String>,
 }
 

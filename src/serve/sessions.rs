@@ -265,10 +265,8 @@ pub async fn rename(
 ) -> Result<Json<Session>, ApiError> {
     let id = state.runtime.resolve(&id).await?;
     if let Some(title) = change.title {
-        let title = title.trim();
-        if title.is_empty() {
-            return Err(ApiError::bad_request("`title` must not be blank"));
-        }
+        // As the OpenAPI document says (`SessionChange::title`): measured
+        // as sent, then trimmed.
         if title.chars().count() > SessionChange::MAX_TITLE {
             return Err(ApiError::bad_request(format!(
                 "`title` is longer than {} characters",
@@ -279,6 +277,10 @@ pub async fn rename(
             return Err(ApiError::bad_request(
                 "`title` must be one line of text (no control characters)",
             ));
+        }
+        let title = title.trim();
+        if title.is_empty() {
+            return Err(ApiError::bad_request("`title` must not be blank"));
         }
         state.runtime.stored().rename(&id, title).await?;
     }
