@@ -1392,32 +1392,24 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
     )
     .unwrap();
     let server = f.serve().await;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
     let screenshot = f.home.path().join("page.png");
-    let output = tokio::process::Command::new(&script)
-        .env("AGENTBUS_URL", &server.url)
-        .env("AGENTBUS_TOKEN", &server.token)
-        .env("FIRST_PROMPT", "hello")
-        .env("EXPECTED_REPLY", "Hello from the scripted model.")
-        .env("EXPECTED_THINKING", "A greeting: greet back.")
-        .env("SLOW_PROMPT", "stall please")
-        .env("APPROVAL_PROMPT", "something risky")
-        .env("APPROVAL_COMMAND", "echo page-rejected > rejected.txt")
-        .env("EDIT_PROMPT", "a careful edit")
-        .env("EDIT_OLD", "beta")
-        .env("EDIT_NEW", "gamma")
-        .env("SCREENSHOT", &screenshot)
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
-        server.stderr()
-    );
-    assert!(stdout.contains("39 passed, 0 failed"), "{stdout}");
+    server
+        .browser_test(
+            &[
+                ("FIRST_PROMPT", &"hello"),
+                ("EXPECTED_REPLY", &"Hello from the scripted model."),
+                ("EXPECTED_THINKING", &"A greeting: greet back."),
+                ("SLOW_PROMPT", &"stall please"),
+                ("APPROVAL_PROMPT", &"something risky"),
+                ("APPROVAL_COMMAND", &"echo page-rejected > rejected.txt"),
+                ("EDIT_PROMPT", &"a careful edit"),
+                ("EDIT_OLD", &"beta"),
+                ("EDIT_NEW", &"gamma"),
+                ("SCREENSHOT", &screenshot),
+            ],
+            39,
+        )
+        .await;
     // What the model received from the page: the query with both its
     // images, the custom command's body with its argument, and on the
     // profile without images the text alone.
@@ -1487,26 +1479,18 @@ async fn the_web_page_rewinds_a_turn_and_leaves_a_conflict_alone() {
     let notes = f.workspace().join("notes.txt");
     std::fs::write(&notes, "alpha\nbeta\n").unwrap();
     let server = f.serve().await;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
-    let output = tokio::process::Command::new(&script)
-        .env("PAGE_SUITE", "rewind")
-        .env("AGENTBUS_URL", &server.url)
-        .env("AGENTBUS_TOKEN", &server.token)
-        .env("REWIND_FILE", &notes)
-        .env("REWIND_PROMPT", "edit the notes please")
-        .env("CONFLICT_PROMPT", "change them again")
-        .env("SCREENSHOT", f.home.path().join("rewind.png"))
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
-        server.stderr()
-    );
-    assert!(stdout.contains("7 passed, 0 failed"), "{stdout}");
+    server
+        .browser_test(
+            &[
+                ("PAGE_SUITE", &"rewind"),
+                ("REWIND_FILE", &notes),
+                ("REWIND_PROMPT", &"edit the notes please"),
+                ("CONFLICT_PROMPT", &"change them again"),
+                ("SCREENSHOT", &f.home.path().join("rewind.png")),
+            ],
+            7,
+        )
+        .await;
     f.assert_requests_valid();
     // What the page left: the fork's edit, and the change after it that
     // "Code only" did not overwrite.
@@ -1883,25 +1867,17 @@ async fn the_web_page_highlights_and_copies_code_and_switches_model_and_mode_fro
     )
     .unwrap();
     let server = f.serve().await;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
     let shots = format!("{}/", f.home.path().display());
-    let output = tokio::process::Command::new(&script)
-        .env("PAGE_SUITE", "controls")
-        .env("AGENTBUS_URL", &server.url)
-        .env("AGENTBUS_TOKEN", &server.token)
-        .env("SCREENSHOT", f.home.path().join("controls.png"))
-        .env("SHOTS", std::env::var("SHOTS").unwrap_or(shots))
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
-        server.stderr()
-    );
-    assert!(stdout.contains("17 passed, 0 failed"), "{stdout}");
+    server
+        .browser_test(
+            &[
+                ("PAGE_SUITE", &"controls"),
+                ("SCREENSHOT", &f.home.path().join("controls.png")),
+                ("SHOTS", &std::env::var("SHOTS").unwrap_or(shots)),
+            ],
+            17,
+        )
+        .await;
     // The edit the page showed happened.
     assert_eq!(
         std::fs::read_to_string(f.workspace().join("lib.rs")).unwrap(),
@@ -2007,24 +1983,16 @@ async fn the_web_page_shows_a_waiting_approval_everywhere_and_keeps_tool_calls_q
     f.set_permission_mode("accept-edits");
     std::fs::write(workspace.path().join("notes.txt"), "alpha\nbeta\n").unwrap();
     let server = f.serve().await;
-    let runner = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
-    let output = tokio::process::Command::new(&runner)
-        .env("PAGE_SUITE", "approvals")
-        .env("AGENTBUS_URL", &server.url)
-        .env("AGENTBUS_TOKEN", &server.token)
-        .env("WORKSPACE", root)
-        .env("SCREENSHOT", f.home.path().join("approvals.png"))
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", runner.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
-        server.stderr()
-    );
-    assert!(stdout.contains("10 passed, 0 failed"), "{stdout}");
+    server
+        .browser_test(
+            &[
+                ("PAGE_SUITE", &"approvals"),
+                ("WORKSPACE", &root),
+                ("SCREENSHOT", &f.home.path().join("approvals.png")),
+            ],
+            10,
+        )
+        .await;
     f.assert_requests_valid();
     // The page's answers reached the session: the edit ran, the command
     // allowed once ran, the rejected one did not.
@@ -2224,26 +2192,19 @@ async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_new
     drop(db);
 
     let server = f.serve().await;
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
-    let output = tokio::process::Command::new(&script)
-        .env("PAGE_SUITE", "sessions")
-        .env("AGENTBUS_URL", &server.url)
-        .env("AGENTBUS_TOKEN", &server.token)
-        .env("LONG_SESSION", &ids[0])
-        .env("SLOW_PROMPT", "stall please")
-        .env("SCREENSHOT", f.home.path().join("sessions.png"))
-        .output()
-        .await
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success(),
-        "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
-        server.stderr()
-    );
+    let stdout = server
+        .browser_test(
+            &[
+                ("PAGE_SUITE", &"sessions"),
+                ("LONG_SESSION", &ids[0]),
+                ("SLOW_PROMPT", &"stall please"),
+                ("SCREENSHOT", &f.home.path().join("sessions.png")),
+            ],
+            9,
+        )
+        .await;
+    // The figures it measured.
     println!("{stdout}");
-    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
     f.assert_requests_valid();
 
     // The title the page gave is stored: a restarted server still has it.

@@ -2,6 +2,7 @@
 //! sessions is paged, and what a log tells its record (title, queries).
 //! Plain data and pure rules, the same for every backend.
 
+use super::StoreError;
 use crate::protocol::{AgentMessage, EventEnvelope, SessionId};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -212,4 +213,23 @@ impl std::str::FromStr for ListCursor {
             id: SessionId(id.to_string()),
         })
     }
+}
+
+/// A stored event's body (its JSON), checked against its row: the event
+/// must be event `seq` of session `id`. The same for every backend.
+pub fn decode_event(body: &str, id: &SessionId, seq: u64) -> Result<EventEnvelope, StoreError> {
+    let corrupt = |detail: String| StoreError::Corrupt {
+        id: id.0.clone(),
+        seq: Some(seq),
+        detail,
+    };
+    let event: EventEnvelope = serde_json::from_str(body)
+        .map_err(|e| corrupt(format!("the event does not parse: {e}")))?;
+    if event.seq != seq || event.session_id != *id {
+        return Err(corrupt(format!(
+            "the stored body is event seq {} of session {}",
+            event.seq, event.session_id
+        )));
+    }
+    Ok(event)
 }

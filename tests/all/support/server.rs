@@ -96,6 +96,41 @@ impl Fixture {
 }
 
 impl Server {
+    /// Run the browser test (`tests/browser/run.sh`, Chromium driven by
+    /// playwright-core) against this server, with its URL and token and
+    /// `env` (`PAGE_SUITE` and the suite's own variables); its stdout,
+    /// once it passed and said that `checks` checks passed.
+    pub async fn browser_test(
+        &self,
+        env: &[(&str, &dyn AsRef<std::ffi::OsStr>)],
+        checks: usize,
+    ) -> String {
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/run.sh");
+        let mut command = tokio::process::Command::new(&script);
+        command
+            .env("AGENTBUS_URL", &self.url)
+            .env("AGENTBUS_TOKEN", &self.token);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let output = command
+            .output()
+            .await
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            output.status.success(),
+            "browser test failed:\n{stdout}\n{stderr}\nserver log:\n{}",
+            self.stderr()
+        );
+        assert!(
+            stdout.contains(&format!("{checks} passed, 0 failed")),
+            "{stdout}"
+        );
+        stdout
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id().expect("server is running")

@@ -11,6 +11,7 @@
 
 use crate::protocol::{EventEnvelope, SessionId};
 use crate::store::lease::Owner;
+use crate::store::record::decode_event;
 use crate::store::{SessionRecord, StoreError};
 use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
@@ -127,23 +128,6 @@ pub fn decode_events(rows: &[Row], id: &SessionId) -> Result<Vec<EventEnvelope>,
             decode_event(&body, id, seq)
         })
         .collect()
-}
-
-/// The stored body of event `seq` of session `id`.
-pub fn decode_event(body: &str, id: &SessionId, seq: u64) -> Result<EventEnvelope, StoreError> {
-    let event: EventEnvelope = serde_json::from_str(body)
-        .map_err(|e| corrupt(&id.0, Some(seq), format!("the event does not parse: {e}")))?;
-    if event.seq != seq || event.session_id != *id {
-        return Err(corrupt(
-            &id.0,
-            Some(seq),
-            format!(
-                "the stored body is event seq {} of session {}",
-                event.seq, event.session_id
-            ),
-        ));
-    }
-    Ok(event)
 }
 
 /// An event's body as stored: its JSON.

@@ -28,7 +28,7 @@ use crate::store::checkpoint::{
 use crate::store::copies;
 use crate::store::document::SessionDocument;
 use crate::store::lease::Owner;
-use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, is_query, title_of_events};
+use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, decode_event, is_query, title_of_events};
 use crate::store::{AcceptedInput, Commit, NewSession, SessionRecord, StoreError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
@@ -296,30 +296,21 @@ fn load(
             |row| Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?)),
         )
         .map_err(|e| sqlite(operation, Some(id), e))?;
-    let mut events = Vec::new();
-    for row in rows {
-        let (seq, body) = row.map_err(|e| sqlite(operation, Some(id), e))?;
-        events.push(decode_event(id, seq, &body)?);
-    }
-    Ok(events)
+    decode_rows(rows, operation, id)
 }
 
-/// A stored event's body, checked against its row (seq, session).
-fn decode_event(id: &SessionId, seq: i64, body: &str) -> Result<EventEnvelope, StoreError> {
-    let seq = u64::try_from(seq).map_err(|_| corrupt(&id.0, None, format!("seq {seq}")))?;
-    let event: EventEnvelope = serde_json::from_str(body)
-        .map_err(|e| corrupt(&id.0, Some(seq), format!("the event does not parse: {e}")))?;
-    if event.seq != seq || event.session_id != *id {
-        return Err(corrupt(
-            &id.0,
-            Some(seq),
-            format!(
-                "the stored body is event seq {} of session {}",
-                event.seq, event.session_id
-            ),
-        ));
-    }
-    Ok(event)
+/// The events of `rows` (seq, body), each checked against its row.
+fn decode_rows(
+    rows: impl Iterator<Item = rusqlite::Result<(i64, String)>>,
+    operation: &'static str,
+    id: &SessionId,
+) -> Result<Vec<EventEnvelope>, StoreError> {
+    rows.map(|row| {
+        let (seq, body) = row.map_err(|e| sqlite(operation, Some(id), e))?;
+        let seq = u64::try_from(seq).map_err(|_| corrupt(&id.0, None, format!("seq {seq}")))?;
+        decode_event(&body, id, seq)
+    })
+    .collect()
 }
 
 /// Insert a new session and its (already stamped, ordered) log at once.
@@ -612,12 +603,7 @@ pub fn load_events_of_types(
             Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
         })
         .map_err(|e| sqlite(operation, Some(id), e))?;
-    let mut events = Vec::new();
-    for row in rows {
-        let (seq, body) = row.map_err(|e| sqlite(operation, Some(id), e))?;
-        events.push(decode_event(id, seq, &body)?);
-    }
-    Ok(events)
+    decode_rows(rows, operation, id)
 }
 
 pub fn get(conn: &Connection, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
