@@ -5,7 +5,8 @@
 //! Layers: [`auth`] guards everything under `/v1`; [`sessions`],
 //! [`approvals`], [`stream`], [`ws`] and [`meta`] are the handlers, one per
 //! operation, each reaching the runtime through [`AppState`]; [`crate::api`]
-//! holds the request and answer bodies; [`web`] serves the page. Handlers only
+//! holds the request and answer bodies; [`web`] serves the page;
+//! [`probes`] answers `/livez` and `/readyz` without the token. Handlers only
 //! translate between HTTP and the runtime's handles — no conversation rule
 //! lives here. A client's mistake is an error answer, never a crash.
 
@@ -14,6 +15,7 @@ mod auth;
 mod error;
 mod meta;
 mod openapi;
+mod probes;
 mod sessions;
 mod state;
 mod stream;
@@ -110,6 +112,9 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
     openapi::name_choices(&mut openapi, &[("CreateSession", "agent")], agents);
     let openapi = Arc::new(openapi);
     let api = api
+        // Outside /v1: no token (the auth layer lets them by).
+        .route("/livez", get(probes::livez))
+        .route("/readyz", get(probes::readyz))
         .route(
             "/v1/openapi.json",
             get(move || {

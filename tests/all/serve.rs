@@ -2217,3 +2217,37 @@ async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_new
     let renamed: Value = again.get_json(&format!("/v1/sessions/{}", ids[1])).await;
     assert_eq!(renamed["title"], "Renamed in the page", "{renamed}");
 }
+
+/// The health probes need no token and say nothing but whether: `/livez`
+/// while the process answers, `/readyz` while its store answers (here,
+/// SQLite). `/v1/health`, with the details, still needs the token.
+#[tokio::test]
+async fn the_health_probes_answer_without_the_token_and_say_nothing_more() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let http = reqwest::Client::new();
+    for (path, body) in [("/livez", "ok\n"), ("/readyz", "ready\n")] {
+        let answer = http
+            .get(format!("{}{path}", server.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{path}");
+        assert_eq!(answer.headers()["cache-control"], "no-store", "{path}");
+        assert_eq!(
+            answer.headers()["content-type"],
+            "text/plain; charset=utf-8",
+            "{path}"
+        );
+        assert_eq!(answer.text().await.unwrap(), body, "{path}");
+    }
+    let health = http
+        .get(format!("{}/v1/health", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 401);
+    // With the token, the details.
+    let health = server.get_json("/v1/health").await;
+    assert_eq!(health["status"], "ok", "{health}");
+}

@@ -21,6 +21,7 @@ mod support;
 mod follow;
 mod harness;
 mod lifecycle;
+mod probes;
 
 use harness::*;
 use serde_json::Value;

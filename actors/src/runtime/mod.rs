@@ -236,6 +236,37 @@ impl Runtime {
         Some(node.nodes().await.map_err(SessionError::from))
     }
 
+    /// Whether this process can take work: its store answers and, on a
+    /// node of a cluster, its lease is held (the cluster's nodes list it
+    /// alive under its current id) and its live plane (NATS) is
+    /// connected. `Err` says what is not so, for the log (a readiness
+    /// probe's answer says nothing more than ready or not).
+    pub async fn ready(&self) -> Result<(), String> {
+        self.stored()
+            .list(crate::store::ListPage {
+                limit: Some(1),
+                after: None,
+            })
+            .await
+            .map_err(|e| format!("the session store does not answer: {e}"))?;
+        if let Some(node) = &self.node {
+            let id = node.id();
+            let nodes = node
+                .nodes()
+                .await
+                .map_err(|e| format!("the cluster's nodes cannot be read: {e}"))?;
+            if !nodes.iter().any(|n| n.node_id == id && n.alive) {
+                return Err(format!("this node ({id}) holds no lease"));
+            }
+        }
+        if let Some(live) = &self.live
+            && !matches!(live.link().state(), crate::cluster::LinkState::Connected)
+        {
+            return Err("the live plane (NATS) is not connected".into());
+        }
+        Ok(())
+    }
+
     /// What this node's live plane did so far — the sessions it follows
     /// for its clients (one subscription each, however many clients), its
     /// relays', followers' and lifecycle bridge's counts; `None` without a
