@@ -111,6 +111,7 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
     );
     openapi::name_choices(&mut openapi, &[("CreateSession", "agent")], agents);
     let openapi = Arc::new(openapi);
+    let token = Arc::new(token);
     let api = api
         // Outside /v1: no token (the auth layer lets them by).
         .route("/livez", get(probes::livez))
@@ -124,12 +125,12 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
         )
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
-            Arc::new(token),
+            token.clone(),
             auth::require_token,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state);
-    web::routes().merge(api)
+    web::routes(token).merge(api)
 }
 
 async fn not_found(uri: axum::http::Uri) -> error::ApiError {

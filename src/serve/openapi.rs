@@ -23,7 +23,7 @@ impl utoipa::Modify for BearerToken {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "The token from `DATA_DIR/token` or `[server] token`; `?token=` works too",
+                        "The token from `DATA_DIR/token` or `[server] token` (the web page sends its cookie instead; `?token=` is refused)",
                     ))
                     .build(),
             ),

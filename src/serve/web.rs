@@ -2,8 +2,11 @@
 //! into release builds, the third-party scripts among them copied
 //! unchanged from npm with their licences (`src/web/vendor/README.md`),
 //! and `/commands.json`, the built-in slash commands its suggestions
-//! offer. The page itself needs no token; it reads `?token=` from its own
-//! address and sends it with every API call.
+//! offer. The page itself needs no token: `GET /?token=TOKEN` (the link
+//! `agentbus serve` prints) sets the page's cookie (`auth::COOKIE`) and
+//! redirects to the same address without the token, and the page's API
+//! calls and streams carry the cookie. It never puts the token into a
+//! page, a URL it answers with, or a log.
 //!
 //! Caching: every file but the page is served under `/assets/ID/PATH`,
 //! where ID names this set of files (a hash of all of them), so a browser
@@ -20,12 +23,13 @@ use agentbus_actors::protocol::system::CommandEntry;
 use agentbus_actors::runtime::{COMMANDS, SlashCommand};
 use axum::Router;
 use axum::extract::Path;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use rust_embed::Embed;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// What the page may load and run: its own files only. No inline script or
 /// style, no `eval`, no images from elsewhere (a reply's Markdown cannot
@@ -55,10 +59,17 @@ const PRELOAD_MARK: &str = "{{modulepreload}}";
 /// A year: what an asset whose URL names its content may be kept for.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-/// The page's routes (no token needed).
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+/// The page's routes (no token needed). `token` is what `/?token=` must
+/// be to set the cookie.
+pub fn routes<S: Clone + Send + Sync + 'static>(token: Arc<String>) -> Router<S> {
     Router::new()
-        .route("/", get(index))
+        .route(
+            "/",
+            get(move |uri: Uri, request: HeaderMap| {
+                let token = token.clone();
+                async move { index(&token, &uri, &request) }
+            }),
+        )
         .route("/assets/{id}/{*path}", get(asset))
         .route("/commands.json", get(commands))
         .layer(tower_http::compression::CompressionLayer::new())
@@ -142,7 +153,85 @@ fn answer(
     response
 }
 
-async fn index(request: HeaderMap) -> Response {
+/// Whether the request reached us over https (directly, or through a
+/// proxy that says so).
+fn over_https(uri: &Uri, request: &HeaderMap) -> bool {
+    uri.scheme_str() == Some("https")
+        || request
+            .get("x-forwarded-proto")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
+}
+
+/// `/?token=TOKEN`: a 303 to the same address without `token`, setting the
+/// cookie when TOKEN is right and clearing it (with `refused` added to the
+/// query, for the page's "token refused" view) when it is not.
+fn exchange(token: &str, uri: &Uri, request: &HeaderMap) -> Response {
+    let mut given = None;
+    let mut rest = Vec::new();
+    if let Ok(parsed) = reqwest::Url::parse(&format!("http://page/?{}", uri.query().unwrap_or("")))
+    {
+        for (key, value) in parsed.query_pairs() {
+            if key == "token" {
+                given = Some(value.into_owned());
+            } else if key != "refused" {
+                rest.push((key.into_owned(), value.into_owned()));
+            }
+        }
+    }
+    let right = given
+        .is_some_and(|given| super::auth::constant_time_eq(given.as_bytes(), token.as_bytes()));
+    if right {
+        tracing::debug!("the page's link: the token is right, its cookie set");
+    } else {
+        tracing::debug!("the page's link: a wrong token, the cookie cleared");
+        rest.push(("refused".into(), "1".into()));
+    }
+    let location = match reqwest::Url::parse("http://page/") {
+        Ok(mut clean) if !rest.is_empty() => {
+            clean.query_pairs_mut().extend_pairs(rest);
+            format!("/?{}", clean.query().unwrap_or(""))
+        }
+        _ => "/".to_string(),
+    };
+    let secure = if over_https(uri, request) {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = if right {
+        format!(
+            "{}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
+            super::auth::COOKIE,
+            super::auth::cookie_value(token)
+        )
+    } else {
+        format!(
+            "{}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{secure}",
+            super::auth::COOKIE
+        )
+    };
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    if let (Ok(location), Ok(cookie)) = (
+        HeaderValue::from_str(&location),
+        HeaderValue::from_str(&cookie),
+    ) {
+        headers.insert(header::LOCATION, location);
+        headers.insert(header::SET_COOKIE, cookie);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+fn index(token: &str, uri: &Uri, request: &HeaderMap) -> Response {
+    if super::auth::query_has_token(uri) {
+        return exchange(token, uri, request);
+    }
     let Some(file) = Files::get("index.html") else {
         return (StatusCode::NOT_FOUND, "the page is missing from this build").into_response();
     };
@@ -164,14 +253,13 @@ async fn index(request: HeaderMap) -> Response {
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CONTENT_SECURITY_POLICY),
         ),
-        // The token travels in the page's address: keep it out of
-        // Referer headers.
+        // Nothing the page links to needs to know where it came from.
         (
             header::REFERRER_POLICY,
             HeaderValue::from_static("no-referrer"),
         ),
     ];
-    answer(&request, etag, headers, html.into_bytes())
+    answer(request, etag, headers, html.into_bytes())
 }
 
 /// The content type of a file of the page, by its name.

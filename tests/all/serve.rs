@@ -456,12 +456,15 @@ async fn bad_requests_get_clear_errors_and_the_server_lives_on() {
         .get(format!("{url}/v1/sessions"))
         .bearer_auth("not-the-token");
     error_of(wrong, 401).await;
-    let in_query = http
-        .get(format!("{url}/v1/sessions?token={}", server.token))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(in_query.status(), 200, "?token= is accepted");
+    let in_query = error_of(
+        http.get(format!("{url}/v1/sessions?token={}", server.token)),
+        401,
+    )
+    .await;
+    assert!(
+        in_query.contains("Authorization: Bearer") && !in_query.contains(&server.token),
+        "?token= is refused, saying how to send it: {in_query}"
+    );
 
     let input_path = format!("/v1/sessions/{id}/input");
     let bad_json = server
@@ -988,17 +991,30 @@ async fn a_non_loopback_address_needs_a_configured_token() {
     server.token = "configured+secret/4242=".into();
     let health: Value = server.get_json("/v1/health").await;
     assert_eq!(health["status"], "ok", "{health}");
-    // In the query string, percent-encoded as a browser sends it.
-    let by_query = server
-        .http
+    // The printed link, percent-encoded as a browser sends it, sets the
+    // page's cookie, which the API takes.
+    let no_redirects = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let link = no_redirects
         .get(format!(
-            "{}/v1/health?token=configured%2Bsecret%2F4242%3D",
+            "{}/?token=configured%2Bsecret%2F4242%3D",
             server.url
         ))
         .send()
         .await
         .unwrap();
-    assert_eq!(by_query.status(), 200);
+    assert_eq!(link.status(), 303);
+    let cookie = link.headers()["set-cookie"].to_str().unwrap();
+    let pair = cookie.split(';').next().unwrap().to_string();
+    let by_cookie = no_redirects
+        .get(format!("{}/v1/health", server.url))
+        .header("cookie", &pair)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_cookie.status(), 200);
     server.terminate();
     let (status, log) = server.wait().await;
     assert!(status.success(), "{log}");
@@ -1146,6 +1162,171 @@ async fn run_attached_takes_the_servers_model_profiles() {
         reply["message"].as_str().unwrap().contains("server-only"),
         "{reply}"
     );
+}
+
+/// The printed link (`/?token=`) is exchanged for an HttpOnly,
+/// SameSite=Strict cookie and a redirect to an address without the token;
+/// the API takes the header or the cookie (a cookie alone cannot change
+/// anything for a cross-site form), refuses `?token=` saying how to send
+/// it, and WebSockets and streams open by either. No token, nor the
+/// cookie's value, appears in the server's debug log.
+#[tokio::test]
+async fn the_printed_link_becomes_a_cookie_and_no_url_carries_the_token() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let url = &server.url;
+    let token = server.token.clone();
+    let hex: String = token.bytes().map(|b| format!("{b:02x}")).collect();
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+
+    let link = http
+        .get(format!("{url}/?token={token}&theme=dark"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(link.status(), 303);
+    assert_eq!(link.headers()["location"], "/?theme=dark");
+    let set = link.headers()["set-cookie"].to_str().unwrap().to_string();
+    let parts: Vec<&str> = set.split(';').map(str::trim).collect();
+    assert_eq!(parts[0], format!("agentbus_token={hex}"), "{set}");
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(parts.contains(&flag), "{flag} missing: {set}");
+    }
+    assert!(!parts.contains(&"Secure"), "Secure over plain http: {set}");
+    let cookie = parts[0].to_string();
+
+    let bare = http
+        .get(format!("{url}/?token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bare.headers()["location"], "/");
+    let proxied = http
+        .get(format!("{url}/?token={token}"))
+        .header("x-forwarded-proto", "https")
+        .send()
+        .await
+        .unwrap();
+    let set = proxied.headers()["set-cookie"].to_str().unwrap();
+    assert!(set.split(';').any(|p| p.trim() == "Secure"), "{set}");
+
+    let wrong = http
+        .get(format!("{url}/?token=not-the-token"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 303);
+    assert_eq!(wrong.headers()["location"], "/?refused=1");
+    let cleared = wrong.headers()["set-cookie"].to_str().unwrap();
+    assert!(
+        cleared.starts_with("agentbus_token=;") && cleared.contains("Max-Age=0"),
+        "a wrong token clears the cookie: {cleared}"
+    );
+
+    // The API: the cookie, not ?token= (even beside a right header).
+    let by_cookie = http
+        .get(format!("{url}/v1/sessions"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_cookie.status(), 200);
+    error_of(
+        http.get(format!("{url}/v1/sessions"))
+            .header("cookie", "agentbus_token=00"),
+        401,
+    )
+    .await;
+    let in_query = error_of(
+        http.get(format!("{url}/v1/health?token={token}"))
+            .bearer_auth(&token),
+        401,
+    )
+    .await;
+    assert!(
+        in_query.contains("?token=") && in_query.contains("Authorization: Bearer"),
+        "{in_query}"
+    );
+
+    // Changing something by the cookie: not from a form.
+    let form = error_of(
+        http.post(format!("{url}/v1/sessions"))
+            .header("cookie", &cookie)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("{}"),
+        401,
+    )
+    .await;
+    assert!(form.contains("X-Agentbus-Page"), "{form}");
+    let as_json = http
+        .post(format!("{url}/v1/sessions"))
+        .header("cookie", &cookie)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(as_json.status(), 201);
+    let id = as_json.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // Streams and WebSockets by the cookie or the header.
+    let events = http
+        .get(format!("{url}/v1/sessions/{id}/events"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    drop(events);
+    let mut by_cookie = server
+        .ws_with(&id, "cookie", &cookie)
+        .await
+        .expect("a WebSocket by the cookie");
+    by_cookie
+        .send(json!({"type": "control", "command": "usage"}))
+        .await;
+    assert!(
+        by_cookie.next().await.is_some(),
+        "the cookie's socket answers"
+    );
+    let mut by_header = server.ws(&id).await;
+    by_header
+        .send(json!({"type": "control", "command": "usage"}))
+        .await;
+    assert!(
+        by_header.next().await.is_some(),
+        "the header's socket answers"
+    );
+    assert!(
+        server
+            .ws_with(&id, "cookie", "agentbus_token=00")
+            .await
+            .is_err(),
+        "a wrong cookie opens no WebSocket"
+    );
+
+    server.terminate();
+    let (status, log) = server.wait().await;
+    assert!(status.success(), "{log}");
+    for line in [
+        "refused: the token in the address",
+        "refused: a wrong token in the cookie",
+        "refused: the cookie alone on a form-like request",
+        "the page's link: the token is right",
+        "the page's link: a wrong token",
+    ] {
+        assert!(
+            log.lines().any(|l| l.contains("DEBUG") && l.contains(line)),
+            "the debug log says {line:?}: {log}"
+        );
+    }
+    assert!(!log.contains(&hex), "the cookie's value is logged: {log}");
+    assert!(!log.contains(&token), "the token is logged: {log}");
 }
 
 /// The page's files need no token; each has its content type, the page a
@@ -1407,7 +1588,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
                 ("EDIT_NEW", &"gamma"),
                 ("SCREENSHOT", &screenshot),
             ],
-            39,
+            40,
         )
         .await;
     // What the model received from the page: the query with both its

@@ -350,10 +350,32 @@ async function main() {
       return;
     }
 
-    await check('the page loads with the token and hides it from the address bar', page, async () => {
-      await page.goto(`${BASE}/?token=${encodeURIComponent(TOKEN)}`);
+    await check('a link with a wrong token ends at a clean address, sets no cookie and says the token was refused', page, async () => {
+      await page.goto(`${BASE}/?token=not-the-token`);
+      await page.locator('#token-missing').waitFor({ state: 'visible' });
+      expect(page.url() === `${BASE}/`, `the address: ${page.url()}`);
+      const text = await page.locator('#token-missing-text').textContent();
+      expect(text.includes('refused'), `the message: ${text}`);
+      const cookie = (await context.cookies()).find((c) => c.name === 'agentbus_token');
+      expect(!cookie, 'a wrong token set a cookie');
+    });
+
+    await check('the printed link ends at an address without the token, and the page works there after a reload', page, async () => {
+      const opened = await page.goto(`${BASE}/?token=${encodeURIComponent(TOKEN)}`);
+      // The server redirected (303) to a clean address: the token never
+      // reached the page's own history entry.
+      const redirect = opened.request().redirectedFrom();
+      expect(redirect && (await redirect.response()).status() === 303, 'the link was not answered with a redirect');
+      expect(page.url() === `${BASE}/`, `the address after the redirect: ${page.url()}`);
       await byId(page, 'new-session').waitFor({ state: 'visible' });
-      expect(!page.url().includes(TOKEN), `the token is still in the address: ${page.url()}`);
+      await page.reload();
+      expect(page.url() === `${BASE}/`, `the address after a reload: ${page.url()}`);
+      await byId(page, 'new-session').waitFor({ state: 'visible' });
+      const listed = await page.evaluate(async () => (await fetch('/v1/sessions')).status);
+      expect(listed === 200, `the API by the page's cookie after the reload: ${listed}`);
+      const cookie = (await context.cookies()).find((c) => c.name === 'agentbus_token');
+      expect(cookie && cookie.httpOnly && cookie.sameSite === 'Strict', `the cookie: ${JSON.stringify(cookie && { ...cookie, value: '…' })}`);
+      expect(await page.evaluate(() => !document.cookie.includes('agentbus_token')), 'the page\'s script can read the cookie');
     });
 
     let sessionId;
@@ -435,7 +457,7 @@ async function main() {
       expect(title.endsWith('over 2 turns'), `the usage says ${JSON.stringify(title)}`);
     });
 
-    await check('a reload replays the stored conversation once (token from sessionStorage, session from #)', page, async () => {
+    await check('a reload replays the stored conversation once (token from the cookie, session from #)', page, async () => {
       await page.reload();
       await page.locator(`[data-testid="session-item"][data-session-id="${sessionId}"][data-selected="true"]`).waitFor();
       await byId(page, 'result-line').nth(1).waitFor();

@@ -1,49 +1,37 @@
-// The HTTP API of `agentbus serve` (docs/api.md): the token (from ?token=
-// in the page's address, then kept in this tab's sessionStorage), api()
-// for requests with it, a session's path, the URLs of the SSE streams.
+// The HTTP API of `agentbus serve` (docs/api.md): api() for requests,
+// a session's path, the URLs of the SSE streams. The page never sees the
+// token: `/?token=` (the printed link) set an HttpOnly cookie that every
+// request and stream carries, and redirected here without it.
 //
-// A refused token (401) replaces the app with the token message, whatever
-// the request. Never: send the token anywhere but the Authorization header
-// and an EventSource URL's query (it cannot send headers), nor draw what
-// an answer says (the callers do).
+// A refused or missing token (401) replaces the app with the token
+// message, whatever the request. Never: put a token into a URL or into
+// storage, nor draw what an answer says (the callers do).
 
-import { state } from './state.js';
 import { $, hideBanner } from './dom.js';
 import { unwatchLifecycle } from './sessions.js';
 import { closeSessionStream } from './connection.js';
 
-const TOKEN_KEY = 'agentbus.token';
-
-/** The token from the address (then taken out of it) or from this tab's storage. */
-export function readToken() {
-  const params = new URLSearchParams(location.search);
-  const fromUrl = params.get('token');
-  if (fromUrl) {
-    try {
-      sessionStorage.setItem(TOKEN_KEY, fromUrl);
-    } catch (_) {
-      /* storage disabled: the token lives in memory only */
-    }
-    // Keep the token out of the address bar, history and screenshots.
-    params.delete('token');
-    const query = params.toString();
-    history.replaceState(null, '', location.pathname + (query ? '?' + query : '') + location.hash);
-    return fromUrl;
-  }
+/**
+ * Whether the server refused the token of the link this page was opened
+ * from (it redirected to `/?refused=1`); the mark is taken out of the
+ * address. A token an older page kept in this tab's storage is dropped.
+ */
+export function tokenRefusedInAddress() {
   try {
-    return sessionStorage.getItem(TOKEN_KEY);
+    sessionStorage.removeItem('agentbus.token');
   } catch (_) {
-    return null;
+    /* storage disabled: nothing kept */
   }
+  const params = new URLSearchParams(location.search);
+  if (!params.has('refused')) return false;
+  params.delete('refused');
+  const query = params.toString();
+  history.replaceState(null, '', location.pathname + (query ? '?' + query : '') + location.hash);
+  return true;
 }
 
 /** Replace the app with a message about the token. */
 export function showTokenProblem(refused) {
-  try {
-    sessionStorage.removeItem(TOKEN_KEY);
-  } catch (_) {
-    /* nothing stored */
-  }
   closeSessionStream();
   unwatchLifecycle();
   $('token-missing-text').textContent = refused
@@ -69,9 +57,10 @@ export function reached() {
   hideBanner('unreachable');
 }
 
-/** Call the API with the token; the parsed JSON answer, or null for 204. */
+/** Call the API (the cookie carries the token); the parsed JSON answer, or null for 204. */
 export async function api(method, path, body) {
-  const headers = { Authorization: 'Bearer ' + state.token };
+  // Says "the page, not a cross-site form" to the server (docs/api.md).
+  const headers = { 'X-Agentbus-Page': '1' };
   const init = { method, headers };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
@@ -84,10 +73,6 @@ export async function api(method, path, body) {
     throw new ApiError(0, 'agentbus serve is not reachable (' + e.message + ')');
   }
   reached();
-  if (response.status === 401) {
-    showTokenProblem(true);
-    throw new ApiError(401, 'token refused');
-  }
   const text = await response.text();
   let json = null;
   if (text) {
@@ -96,6 +81,11 @@ export async function api(method, path, body) {
     } catch (_) {
       json = null;
     }
+  }
+  if (response.status === 401) {
+    const missing = !!(json && typeof json.error === 'string' && json.error.startsWith('missing token'));
+    showTokenProblem(!missing);
+    throw new ApiError(401, 'token refused');
   }
   if (!response.ok) {
     const why = json && json.error ? json.error : text || response.statusText;
@@ -109,9 +99,8 @@ export function sessionPath(id) {
   return '/v1/sessions/' + encodeURIComponent(id);
 }
 
-/** URL for an EventSource: the token goes in the query (no headers there). */
+/** URL for an EventSource (the cookie carries the token). */
 export function streamUrl(path, params) {
-  const query = new URLSearchParams(params || {});
-  query.set('token', state.token);
-  return path + '?' + query.toString();
+  const query = new URLSearchParams(params || {}).toString();
+  return query ? path + '?' + query : path;
 }

@@ -27,7 +27,7 @@
 
 import { state } from './state.js';
 import { $ } from './dom.js';
-import { api, readToken, showTokenProblem } from './api.js';
+import { api, showTokenProblem, tokenRefusedInAddress } from './api.js';
 import { filterSessions, loadSessions, newSession, onSearchKey, selectSession, watchLifecycle } from './sessions.js';
 import { onConversationScroll } from './connection.js';
 import { loadPrices, watchStatusMenus } from './status.js';
@@ -39,9 +39,8 @@ import { sessionListCovers, showSessionList, watchSkipLink } from './layout.js';
 import { watchNotifyToggle } from './attention.js';
 
 async function start() {
-  state.token = readToken();
-  if (!state.token) {
-    showTokenProblem(false);
+  if (tokenRefusedInAddress()) {
+    showTokenProblem(true);
     return;
   }
   $('app').hidden = false;

@@ -7,7 +7,6 @@
 // module (everything imports this one).
 
 export const state = {
-  token: null,
   sessions: [], // Session records from GET /v1/sessions, most recent first
   listLimit: 100, // how many of them the list shows ("Show more" adds a page)
   sessionFilter: '', // what the search box above the list holds

@@ -218,17 +218,36 @@ impl Server {
         panic!("no result for turn {input_id} after {MAX_RECONNECTS} reconnects");
     }
 
-    /// A WebSocket on a session.
+    /// A WebSocket on a session, the token in its `Authorization` header.
     pub async fn ws(&self, id: &str) -> Socket {
-        let url = format!(
-            "{}/v1/sessions/{id}/ws?token={}",
-            self.url.replacen("http://", "ws://", 1),
-            self.token
-        );
-        let (stream, _) = tokio_tungstenite::connect_async(url)
+        let bearer = format!("Bearer {}", self.token);
+        self.ws_with(id, "authorization", &bearer)
             .await
-            .expect("WebSocket connects");
-        Socket { stream }
+            .expect("WebSocket connects")
+    }
+
+    /// A WebSocket on a session whose handshake carries the header
+    /// `name: value` (and no other credential).
+    pub async fn ws_with(
+        &self,
+        id: &str,
+        name: &'static str,
+        value: &str,
+    ) -> Result<Socket, tokio_tungstenite::tungstenite::Error> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let url = format!(
+            "{}/v1/sessions/{id}/ws",
+            self.url.replacen("http://", "ws://", 1)
+        );
+        let mut request = url.into_client_request()?;
+        let value = value.parse().map_err(
+            |e: tokio_tungstenite::tungstenite::http::header::InvalidHeaderValue| {
+                tokio_tungstenite::tungstenite::Error::HttpFormat(e.into())
+            },
+        )?;
+        request.headers_mut().insert(name, value);
+        let (stream, _) = tokio_tungstenite::connect_async(request).await?;
+        Ok(Socket { stream })
     }
 
     /// Kill it outright (SIGKILL): no cleanup runs.

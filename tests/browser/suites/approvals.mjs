@@ -212,7 +212,8 @@ export async function run(page, ctx) {
     const all = await result.locator('[data-testid="result-output"]').textContent();
     expect(all === '1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12', `the whole output: ${JSON.stringify(all)}`);
     expect(await result.locator('[data-testid="result-preview"]').isHidden(), 'the preview still shows with the whole output');
-    expect((await result.locator(':scope > summary').getAttribute('aria-expanded')) === 'true', 'the opened result is not aria-expanded');
+    // aria-expanded follows on the details' toggle event, a task after the click.
+    await result.locator(':scope > summary[aria-expanded="true"]').waitFor();
     await readHead.click();
     await page.locator('[data-testid="tool-call"][data-call-id="r1"] > summary[aria-expanded="true"]').waitFor();
     expect((await readHead.textContent()).startsWith('\u25be '), `opened, the read says ${await readHead.textContent()}`);
