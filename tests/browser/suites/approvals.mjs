@@ -254,7 +254,9 @@ export async function run(page, ctx) {
     await badge.filter({ hasText: 'Always allowed: bash(rm -rf:*)' }).waitFor();
     await byId(page, 'message-assistant').filter({ hasText: 'Cleaned up.' }).waitFor();
     await idle();
-    expect((await title()) === 'agentbus', `the title: ${await title()}`);
+    // The count comes back down with the lifecycle stream's `approvals`
+    // event, which may come after the turn's end: wait for it.
+    await until('the title is clear', async () => (await title()) === 'agentbus');
   });
 
   await check('n rejects a command: a "Rejected" badge on its call, and nothing ran', page, async () => {
