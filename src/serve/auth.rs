@@ -69,15 +69,16 @@ struct TokenQuery {
     token: Option<String>,
 }
 
-/// Refuse requests under `/v1` without the token (401). Other paths reach
-/// this layer only when nothing serves them: they get their 404 as they are.
+/// Refuse requests under `/v1`, and to `/metrics`, without the token
+/// (401). Other paths reach this layer only when nothing serves them: they
+/// get their 404 as they are.
 pub async fn require_token(
     State(token): State<Arc<String>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
     let path = request.uri().path();
-    if path != "/v1" && !path.starts_with("/v1/") {
+    if path != "/v1" && !path.starts_with("/v1/") && path != "/metrics" {
         return Ok(next.run(request).await);
     }
     let bearer = request

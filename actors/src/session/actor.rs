@@ -238,6 +238,9 @@ pub struct AgentLoop {
     /// any input of the core but a catalog change or the shutdown), so
     /// merely viewing a stored session never changes it.
     start_pending: bool,
+    /// Holds `agentbus_sessions_busy` one higher while the session is
+    /// not idle (dropped with the actor, however it stops).
+    busy: Option<crate::metrics::GaugeGuard>,
 }
 
 impl Actor for AgentLoop {
@@ -284,6 +287,7 @@ impl Actor for AgentLoop {
                 environment: args.environment,
                 session_id: session_name,
             },
+            busy: None,
         };
         // The node fencing itself stops the session even while it waits
         // for nothing (running calls stop with their tokens at once).
@@ -478,6 +482,11 @@ impl AgentLoop {
             self.lifecycle.announce_approvals(&self.session_id, waiting);
         }
         let idle = self.state.is_idle();
+        if idle {
+            self.busy = None;
+        } else if self.busy.is_none() {
+            self.busy = Some(crate::metrics::get().session_busy());
+        }
         if idle != was_idle {
             let kind = if idle {
                 LifecycleKind::Idle
@@ -495,6 +504,7 @@ impl AgentLoop {
         for effect in effects {
             match effect {
                 Effect::Emit { turn_id, message } => {
+                    count(&message);
                     self.observe(turn_id, &message);
                     batch.push(self.stamp(turn_id, message))
                 }
@@ -744,6 +754,7 @@ impl AgentLoop {
         }
         match effect {
             Effect::Emit { turn_id, message } => {
+                count(&message);
                 self.observe(turn_id, &message);
                 let event = self.stamp(turn_id, message);
                 self.commit_and_publish(vec![event]).await;
@@ -1022,6 +1033,14 @@ impl AgentLoop {
             call_id: call.id.clone(),
             tool: call.name.clone(),
         })
+    }
+}
+
+/// What the process's figures count of an event the session says: a
+/// turn's end, by stop reason.
+fn count(message: &AgentMessage) {
+    if let AgentMessage::Result(result) = message {
+        crate::metrics::get().turn_ended(result.stop_reason.as_str());
     }
 }
 
