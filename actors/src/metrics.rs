@@ -96,6 +96,25 @@ pub struct ToolNameLabels {
     pub tool: String,
 }
 
+/// How an approval request ended (`allowed_once`, `allowed_always`,
+/// `rejected`, `timed_out`, `cancelled`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ApprovalLabels {
+    pub outcome: String,
+}
+
+/// An event's type (`assistant`, `tool_result`, `stream_event`, ...).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EventLabels {
+    pub kind: &'static str,
+}
+
+/// Whether a store commit succeeded.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CommitLabels {
+    pub outcome: Outcome,
+}
+
 /// Which stream a client follows events on.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StreamLabels {
@@ -108,6 +127,11 @@ type Timings<L> = Family<L, Histogram, fn() -> Histogram>;
 /// Seconds from 5 ms to about 10 minutes: model calls and tool calls.
 fn seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 18))
+}
+
+/// Seconds from 0.1 ms to about 13 s: store commits.
+fn commit_seconds() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 18))
 }
 
 /// Every figure of the process.
@@ -124,6 +148,10 @@ pub struct Metrics {
     pub tool_call_duration: Timings<ToolNameLabels>,
     pub stream_clients: Family<StreamLabels, Gauge>,
     pub stream_clients_cut_off: Counter,
+    pub approvals_asked: Counter,
+    pub approvals_answered: Family<ApprovalLabels, Counter>,
+    pub events_published: Family<EventLabels, Counter>,
+    pub store_commit_duration: Timings<CommitLabels>,
 }
 
 impl Metrics {
@@ -141,6 +169,10 @@ impl Metrics {
             tool_call_duration: Family::new_with_constructor(seconds),
             stream_clients: Family::default(),
             stream_clients_cut_off: Counter::default(),
+            approvals_asked: Counter::default(),
+            approvals_answered: Family::default(),
+            events_published: Family::default(),
+            store_commit_duration: Family::new_with_constructor(commit_seconds),
             registry: Registry::default(),
         };
         registry.register(
@@ -200,6 +232,27 @@ impl Metrics {
             "stream_clients_cut_off",
             "Clients (SSE or WebSocket) whose stream the server ended because they fell further behind than the replay ring reaches",
             metrics.stream_clients_cut_off.clone(),
+        );
+        registry.register(
+            "approvals_asked",
+            "Approval requests the sessions published (a tool call waiting for the user)",
+            metrics.approvals_asked.clone(),
+        );
+        registry.register(
+            "approvals_answered",
+            "Approval requests settled, by outcome (allowed_once, allowed_always, rejected, timed_out, cancelled)",
+            metrics.approvals_answered.clone(),
+        );
+        registry.register(
+            "events_published",
+            "Events the sessions published to their followers, by type",
+            metrics.events_published.clone(),
+        );
+        registry.register_with_unit(
+            "store_commit_duration",
+            "Commits of a session's events to the store, by outcome",
+            Unit::Seconds,
+            metrics.store_commit_duration.clone(),
         );
         Metrics {
             registry,

@@ -102,6 +102,8 @@ async fn metrics_count_the_turn_its_model_calls_and_its_tool_call() {
         r#"agentbus_model_time_to_first_token_seconds_count{profile="scripted",wire="openai"} 2"#,
         r#"agentbus_stream_clients{transport="sse"} 1"#,
         "agentbus_sessions_loaded 1",
+        r#"agentbus_events_published_total{kind="result"} 1"#,
+        r#"agentbus_events_published_total{kind="tool_result"} 1"#,
     ] {
         assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
     }
@@ -110,6 +112,12 @@ async fn metrics_count_the_turn_its_model_calls_and_its_tool_call() {
             .any(|l| l
                 .starts_with(r#"agentbus_model_tokens_total{profile="scripted",kind="output"} "#)),
         "the output tokens are counted:\n{text}"
+    );
+    assert!(
+        text.lines().any(|l| l
+            .starts_with(r#"agentbus_store_commit_duration_seconds_count{outcome="ok"} "#)
+            && !l.ends_with(" 0")),
+        "the turn's commits are timed:\n{text}"
     );
     assert!(!text.contains(SESSION_ID_SHAPE), "no session id as a label");
     assert!(!server.stderr().contains(&server.token));
@@ -220,4 +228,38 @@ async fn promtool_checks_the_metrics_and_prometheus_scrapes_them() {
     assert_eq!(series["metric"]["outcome"], "ok", "{answer}");
     assert_eq!(series["metric"]["job"], "agentbus", "{answer}");
     assert_eq!(series["value"][1], "1", "{answer}");
+}
+
+#[tokio::test]
+async fn metrics_count_an_approval_asked_and_how_it_was_answered() {
+    // `default` mode: the script's `bash` call asks first.
+    let f = Fixture::new("approval-bash").await;
+    f.set_permission_mode("default");
+    let server = f.serve().await;
+    let id = server.create_session().await;
+    let mut sse = server.sse(&id, None).await;
+    let input = server.input(&id, "please reject this").await;
+    let request = sse.until(|e| e["type"] == "approval_request").await;
+    let request_id = request["request_id"].as_str().expect("a request id");
+    let answer = server
+        .post(&format!("/v1/sessions/{id}/approvals/{request_id}"))
+        .json(&serde_json::json!({"decision": "reject"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let result = sse.result_of(input).await;
+    assert_eq!(result["stop_reason"], "end_turn", "{result}");
+
+    let text = metrics_text(&server).await;
+    for line in [
+        "agentbus_approvals_asked_total 1",
+        r#"agentbus_approvals_answered_total{outcome="rejected"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+    assert!(
+        !text.contains(r#"agentbus_tool_calls_total{tool="bash",outcome="ok"}"#),
+        "the rejected call did not run:\n{text}"
+    );
 }

@@ -646,6 +646,7 @@ impl AgentLoop {
         let busy = !self.state.is_idle() || !queued.is_empty();
         let commit = self.journal.commit_for(&batch, queued, busy);
         if !commit.is_empty() {
+            let started = Instant::now();
             let committed = tokio::select! {
                 biased;
                 () = self.fence.cancelled() => Err(StoreError::Fenced {
@@ -654,6 +655,16 @@ impl AgentLoop {
                 }),
                 committed = self.store.commit(&self.session_id, commit.clone()) => committed,
             };
+            let commit_outcome = match &committed {
+                Ok(()) => crate::metrics::Outcome::Ok,
+                Err(_) => crate::metrics::Outcome::Error,
+            };
+            crate::metrics::get()
+                .store_commit_duration
+                .get_or_create(&crate::metrics::CommitLabels {
+                    outcome: commit_outcome,
+                })
+                .observe(started.elapsed().as_secs_f64());
             let outcome = match committed {
                 Ok(()) => self.journal.saved(commit),
                 Err(StoreError::Fenced { reason, .. }) => {
@@ -675,6 +686,12 @@ impl AgentLoop {
         }
         for event in batch {
             tracing::trace!(session = %self.session_id, seq = event.seq, kind = event.message.type_name(), "event");
+            crate::metrics::get()
+                .events_published
+                .get_or_create(&crate::metrics::EventLabels {
+                    kind: event.message.type_name(),
+                })
+                .inc();
             if let Err(refused) = self.topic.publish(event) {
                 // Only this actor publishes on its topic, so this is a bug.
                 tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
@@ -1037,10 +1054,27 @@ impl AgentLoop {
 }
 
 /// What the process's figures count of an event the session says: a
-/// turn's end, by stop reason.
+/// turn's end, by stop reason; an approval asked, and how it was settled.
 fn count(message: &AgentMessage) {
-    if let AgentMessage::Result(result) = message {
-        crate::metrics::get().turn_ended(result.stop_reason.as_str());
+    let figures = crate::metrics::get();
+    match message {
+        AgentMessage::Result(result) => figures.turn_ended(result.stop_reason.as_str()),
+        AgentMessage::ApprovalRequest(_) => {
+            figures.approvals_asked.inc();
+        }
+        AgentMessage::System(system) => {
+            if let Some(resolved) = system.payload::<crate::protocol::ApprovalResolved>() {
+                let outcome = serde_json::to_value(resolved.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                figures
+                    .approvals_answered
+                    .get_or_create(&crate::metrics::ApprovalLabels { outcome })
+                    .inc();
+            }
+        }
+        _ => {}
     }
 }
 
