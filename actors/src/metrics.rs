@@ -115,6 +115,17 @@ pub struct CommitLabels {
     pub outcome: Outcome,
 }
 
+/// A configured MCP server in one of its states (`starting`, `ready`,
+/// `restarting`, `failed`, `stopped`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct McpLabels {
+    pub server: String,
+    pub state: &'static str,
+}
+
+/// The states of an MCP server, as the `state` label names them.
+const MCP_STATES: [&str; 5] = ["starting", "ready", "restarting", "failed", "stopped"];
+
 /// Which stream a client follows events on.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StreamLabels {
@@ -152,6 +163,7 @@ pub struct Metrics {
     pub approvals_answered: Family<ApprovalLabels, Counter>,
     pub events_published: Family<EventLabels, Counter>,
     pub store_commit_duration: Timings<CommitLabels>,
+    pub mcp_servers: Family<McpLabels, Gauge>,
 }
 
 impl Metrics {
@@ -173,6 +185,7 @@ impl Metrics {
             approvals_answered: Family::default(),
             events_published: Family::default(),
             store_commit_duration: Family::new_with_constructor(commit_seconds),
+            mcp_servers: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -253,6 +266,11 @@ impl Metrics {
             "Commits of a session's events to the store, by outcome",
             Unit::Seconds,
             metrics.store_commit_duration.clone(),
+        );
+        registry.register(
+            "mcp_servers",
+            "Configured MCP servers by state: 1 for the state each is in, 0 for the others",
+            metrics.mcp_servers.clone(),
         );
         Metrics {
             registry,
@@ -344,6 +362,19 @@ impl Metrics {
             .clone();
         gauge.inc();
         GaugeGuard(gauge)
+    }
+
+    /// Configured MCP server `server` is now in `state` (one of
+    /// [`MCP_STATES`]).
+    pub fn mcp_server_state(&self, server: &str, state: &'static str) {
+        for each in MCP_STATES {
+            self.mcp_servers
+                .get_or_create(&McpLabels {
+                    server: server.to_string(),
+                    state: each,
+                })
+                .set(i64::from(each == state));
+        }
     }
 
     /// One more busy session, until the guard is dropped.

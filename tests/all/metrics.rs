@@ -263,3 +263,35 @@ async fn metrics_count_an_approval_asked_and_how_it_was_answered() {
         "the rejected call did not run:\n{text}"
     );
 }
+
+#[tokio::test]
+async fn metrics_show_each_configured_mcp_server_in_its_state() {
+    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
+    f.add_config(&format!(
+        "[mcp_servers.test]\ncommand = \"{}\"\n",
+        crate::support::test_mcp_server().display()
+    ));
+    let server = f.serve().await;
+    // Polls the API until the server is ready (it starts beside the daemon).
+    let mut poll = tokio::time::interval(std::time::Duration::from_millis(50));
+    tokio::time::timeout(GUARD, async {
+        loop {
+            poll.tick().await;
+            let tools = server.get_json("/v1/tools").await;
+            if tools["mcp_servers"]["test"]["state"] == "ready" {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the MCP server became ready within the guard");
+
+    let text = metrics_text(&server).await;
+    for line in [
+        r#"agentbus_mcp_servers{server="test",state="ready"} 1"#,
+        r#"agentbus_mcp_servers{server="test",state="starting"} 0"#,
+        r#"agentbus_mcp_servers{server="test",state="failed"} 0"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
+    }
+}

@@ -204,6 +204,18 @@ impl Message<ServerChanged> for ToolExecutor {
         if !matches!(change.status, McpServerStatus::Starting) {
             self.started_once.insert(change.server.clone());
         }
+        if !change.server.is_given() {
+            // Only configured servers: a session's own servers are named
+            // by each session.
+            let state = match &change.status {
+                McpServerStatus::Starting => "starting",
+                McpServerStatus::Ready { .. } => "ready",
+                McpServerStatus::Restarting { .. } => "restarting",
+                McpServerStatus::Failed { .. } => "failed",
+                McpServerStatus::Stopped => "stopped",
+            };
+            crate::metrics::get().mcp_server_state(&change.server.name, state);
+        }
         self.servers.insert(change.server, change.status);
         self.publish();
     }
