@@ -20,6 +20,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 use std::sync::OnceLock;
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 /// The content type of [`Metrics::encode`]'s text.
@@ -73,6 +74,12 @@ pub struct ModelCallLabels {
 pub struct ProfileLabels {
     pub profile: String,
     pub wire: &'static str,
+}
+
+/// A profile (for its cost).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CostLabels {
+    pub profile: String,
 }
 
 /// Tokens of one kind spent through one profile.
@@ -155,6 +162,7 @@ pub struct Metrics {
     pub model_call_duration: Timings<ProfileLabels>,
     pub model_first_token: Timings<ProfileLabels>,
     pub tokens: Family<TokenLabels, Counter>,
+    pub cost: Family<CostLabels, Counter<f64, AtomicU64>>,
     pub tool_calls: Family<ToolLabels, Counter>,
     pub tool_call_duration: Timings<ToolNameLabels>,
     pub stream_clients: Family<StreamLabels, Gauge>,
@@ -177,6 +185,7 @@ impl Metrics {
             model_call_duration: Family::new_with_constructor(seconds),
             model_first_token: Family::new_with_constructor(seconds),
             tokens: Family::default(),
+            cost: Family::default(),
             tool_calls: Family::default(),
             tool_call_duration: Family::new_with_constructor(seconds),
             stream_clients: Family::default(),
@@ -224,6 +233,11 @@ impl Metrics {
             "model_tokens",
             "Tokens the providers reported, by profile and kind (input, output, cache_read, cache_write)",
             metrics.tokens.clone(),
+        );
+        registry.register(
+            "model_cost_usd",
+            "US dollars the model calls cost, by profile (only profiles with prices)",
+            metrics.cost.clone(),
         );
         registry.register(
             "tool_calls",
@@ -316,6 +330,7 @@ impl Metrics {
             took,
             first_event,
             usage,
+            pricing,
         } = call;
         let labels = ProfileLabels {
             profile: profile.to_string(),
@@ -335,6 +350,13 @@ impl Metrics {
             self.model_first_token
                 .get_or_create(&labels)
                 .observe(first.as_secs_f64());
+        }
+        if let Some(pricing) = pricing {
+            self.cost
+                .get_or_create(&CostLabels {
+                    profile: profile.to_string(),
+                })
+                .inc_by(pricing.cost(&usage));
         }
         for (kind, n) in [
             ("input", usage.input_tokens),
@@ -392,6 +414,8 @@ pub struct ModelCall<'a> {
     pub took: Duration,
     pub first_event: Option<Duration>,
     pub usage: crate::protocol::Usage,
+    /// The profile's prices, when it has them.
+    pub pricing: Option<crate::protocol::Pricing>,
 }
 
 /// Holds a gauge one higher while it lives: whatever ends the thing it

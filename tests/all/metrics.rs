@@ -295,3 +295,46 @@ async fn metrics_show_each_configured_mcp_server_in_its_state() {
         assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
     }
 }
+
+#[tokio::test]
+async fn metrics_count_the_cost_of_a_priced_profile() {
+    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
+    f.add_config(&format!(
+        "[models.priced]\nprovider = \"openai\"\nmodel = \"scripted-main\"\nbase_url = \"{}\"\n\
+         input_per_mtok = 3.0\noutput_per_mtok = 15.0\n",
+        f.server.openai_base_url()
+    ));
+    let server = f.serve().await;
+    let id = server
+        .create_session_with(serde_json::json!({"model": "priced"}))
+        .await;
+    let mut sse = server.sse(&id, None).await;
+    let input = server.input(&id, "alpha").await;
+    let result = sse.result_of(input).await;
+    assert_eq!(result["stop_reason"], "end_turn", "{result}");
+
+    let text = metrics_text(&server).await;
+    let cost: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix(r#"agentbus_model_cost_usd_total{profile="priced"} "#))
+        .unwrap_or_else(|| panic!("no cost for `priced` in:\n{text}"))
+        .parse()
+        .expect("a number");
+    // The turn's two calls' tokens at 3 and 15 dollars per million.
+    let tokens = |kind: &str| -> f64 {
+        text.lines()
+            .find_map(|l| {
+                l.strip_prefix(&format!(
+                    r#"agentbus_model_tokens_total{{profile="priced",kind="{kind}"}} "#
+                ))
+            })
+            .map_or(0.0, |n| n.parse().expect("a count"))
+    };
+    let expected = (tokens("input") * 3.0 + tokens("output") * 15.0) / 1e6;
+    assert!(expected > 0.0, "{text}");
+    assert!((cost - expected).abs() < 1e-12, "{cost} != {expected}");
+    assert!(
+        !text.contains(r#"agentbus_model_cost_usd_total{profile="scripted"}"#),
+        "a profile without prices has no cost"
+    );
+}

@@ -7,7 +7,7 @@ use super::http::{self, install_crypto_provider};
 use super::{ProviderError, anthropic, openai, responses, retry};
 use crate::metrics::{ModelCall, Outcome};
 use crate::model::{ModelEvent, ModelRequest};
-use crate::protocol::Usage;
+use crate::protocol::{Pricing, Usage};
 use crate::settings::{ModelProfile, ProviderKind};
 use futures::StreamExt;
 use std::collections::BTreeMap;
@@ -101,6 +101,7 @@ impl ModelClient for Providers {
         let mut count = CallCount::new(
             request.profile.clone(),
             wire_name(profile.settings.provider),
+            profile.settings.pricing(),
         );
         let attempt = move || match profile.settings.provider {
             ProviderKind::Openai => {
@@ -144,17 +145,19 @@ struct CallCount {
     started: Instant,
     first_event: Option<Duration>,
     usage: Usage,
+    pricing: Option<Pricing>,
     recorded: bool,
 }
 
 impl CallCount {
-    fn new(profile: String, wire: &'static str) -> Self {
+    fn new(profile: String, wire: &'static str, pricing: Option<Pricing>) -> Self {
         CallCount {
             profile,
             wire,
             started: Instant::now(),
             first_event: None,
             usage: Usage::default(),
+            pricing,
             recorded: false,
         }
     }
@@ -187,6 +190,7 @@ impl CallCount {
             took: self.started.elapsed(),
             first_event: self.first_event,
             usage: self.usage,
+            pricing: self.pricing,
         });
     }
 }
