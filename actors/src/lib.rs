@@ -10,6 +10,8 @@
 //! - [`text`]: how long text is shortened, the same in the core and in
 //!   front ends.
 //! - [`tokens`]: counting tokens locally (tiktoken ranks compiled in).
+//! - [`metrics`]: the process's Prometheus figures, which `GET /metrics`
+//!   serves.
 //! - [`agent`]: the library face — an agent driven by the pure session
 //!   core in-process, with no daemon, no actors and no store.
 //! - [`permissions`]: permission rules (`bash(npm test:*)`,
@@ -33,6 +35,7 @@
 
 pub mod agent;
 pub mod images;
+pub mod metrics;
 pub mod permissions;
 pub mod protocol;
 pub mod runtime;

@@ -126,15 +126,16 @@ fn not_a_form(request: &Request) -> bool {
 /// What a request without the token is told.
 const HOW_TO_SEND: &str = "send `Authorization: Bearer TOKEN` (a web browser: open the link `agentbus serve` printed, which sets the page's cookie); `agentbus serve` printed where the token is";
 
-/// Refuse requests under `/v1` without the token (401). Other paths reach
-/// this layer only when nothing serves them: they get their 404 as they are.
+/// Refuse requests under `/v1`, and to `/metrics`, without the token
+/// (401). Other paths reach this layer only when nothing serves them: they
+/// get their 404 as they are.
 pub async fn require_token(
     State(token): State<Arc<String>>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
     let path = request.uri().path();
-    if path != "/v1" && !path.starts_with("/v1/") {
+    if path != "/v1" && !path.starts_with("/v1/") && path != "/metrics" {
         return Ok(next.run(request).await);
     }
     if query_has_token(request.uri()) {

@@ -2,7 +2,8 @@
 //! shared by every client of the HTTP API, the SSE and WebSocket streams
 //! and the web page.
 //!
-//! Layers: [`auth`] guards everything under `/v1`; [`sessions`],
+//! Layers: [`auth`] guards everything under `/v1`, and `/metrics`
+//! ([`metrics`], the Prometheus figures); [`sessions`],
 //! [`approvals`], [`stream`], [`ws`] and [`meta`] are the handlers, one per
 //! operation, each reaching the runtime through [`AppState`]; [`crate::api`]
 //! holds the request and answer bodies; [`web`] serves the page;
@@ -14,6 +15,7 @@ mod approvals;
 mod auth;
 mod error;
 mod meta;
+mod metrics;
 mod openapi;
 mod probes;
 mod sessions;
@@ -123,6 +125,7 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
                 async move { axum::Json(openapi.as_ref().clone()) }
             }),
         )
+        .route("/metrics", get(metrics::metrics))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
             token.clone(),

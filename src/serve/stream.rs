@@ -166,6 +166,7 @@ pub async fn session_events(
     let session = reach(&state, &id, after).await?;
     let mut feed = ClientFeed::attach(&session, after, &state.shutdown);
     let frames = async_stream::stream! {
+        let _connected = agentbus_actors::metrics::get().stream_client("sse");
         // A comment when a whole period passed without an event.
         let mut keep_alive =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);

@@ -71,6 +71,7 @@ async fn serve_socket(
     shutdown: CancellationToken,
 ) {
     let mut feed = ClientFeed::attach(&session, after, &shutdown);
+    let _connected = agentbus_actors::metrics::get().stream_client("websocket");
     loop {
         tokio::select! {
             event = feed.next() => {

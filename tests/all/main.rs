@@ -32,6 +32,7 @@ mod layout;
 mod local_model;
 mod many_sessions;
 mod mcp;
+mod metrics;
 mod permissions;
 mod plan;
 mod postgres_store;

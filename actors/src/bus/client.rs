@@ -68,7 +68,10 @@ impl<S: EventSource> ClientEvents<S> {
                         self.phase = match self.source.subscribe(last_seq) {
                             Ok(again) => Phase::Live(again),
                             // Out of the ring's reach: cut off.
-                            Err(SubscribeError::NotInRing { .. }) => Phase::Ended,
+                            Err(SubscribeError::NotInRing { .. }) => {
+                                crate::metrics::get().stream_clients_cut_off.inc();
+                                Phase::Ended
+                            }
                         };
                     }
                     Err(RecvError::Closed) => self.phase = Phase::Ended,

@@ -5,12 +5,14 @@
 use super::client::{ModelClient, ModelStream};
 use super::http::{self, install_crypto_provider};
 use super::{ProviderError, anthropic, openai, responses, retry};
-use crate::model::ModelRequest;
+use crate::metrics::{ModelCall, Outcome};
+use crate::model::{ModelEvent, ModelRequest};
+use crate::protocol::{Pricing, Usage};
 use crate::settings::{ModelProfile, ProviderKind};
 use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Idle connections kept per provider host.
 const IDLE_CONNECTIONS_PER_HOST: usize = 32;
@@ -96,6 +98,11 @@ impl ModelClient for Providers {
         };
         let policy = retry::RetryPolicy::of(&profile.settings);
         let hint = self.connect_hints.get(&request.profile).cloned();
+        let mut count = CallCount::new(
+            request.profile.clone(),
+            wire_name(profile.settings.provider),
+            profile.settings.pricing(),
+        );
         let attempt = move || match profile.settings.provider {
             ProviderKind::Openai => {
                 openai::attempt(http.clone(), profile.settings.clone(), request.clone())
@@ -107,12 +114,109 @@ impl ModelClient for Providers {
                 responses::attempt(http.clone(), profile.settings.clone(), request.clone())
             }
         };
-        let stream = retry::with_retries(policy, attempt);
+        let stream = retry::with_retries(policy, attempt).map(move |item| {
+            count.saw(&item);
+            item
+        });
         match hint {
             Some(hint) => {
                 Box::pin(stream.map(move |item| item.map_err(|e| e.with_connect_hint(&hint))))
             }
-            None => stream,
+            None => Box::pin(stream),
         }
+    }
+}
+
+/// The `wire` label of a profile's calls.
+fn wire_name(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Openai => "openai",
+        ProviderKind::Anthropic => "anthropic",
+        ProviderKind::OpenaiResponses => "openai-responses",
+    }
+}
+
+/// One model call as the process's figures see it ([`crate::metrics`]):
+/// recorded at its last event (before the session sees it) or, for a call
+/// cancelled midway, when its stream is dropped (as `cancelled`).
+struct CallCount {
+    profile: String,
+    wire: &'static str,
+    started: Instant,
+    first_event: Option<Duration>,
+    usage: Usage,
+    pricing: Option<Pricing>,
+    recorded: bool,
+}
+
+impl CallCount {
+    fn new(profile: String, wire: &'static str, pricing: Option<Pricing>) -> Self {
+        CallCount {
+            profile,
+            wire,
+            started: Instant::now(),
+            first_event: None,
+            usage: Usage::default(),
+            pricing,
+            recorded: false,
+        }
+    }
+
+    fn saw(&mut self, item: &Result<ModelEvent, ProviderError>) {
+        match item {
+            Ok(ModelEvent::Retrying { .. }) => {}
+            Ok(event) => {
+                self.first_event
+                    .get_or_insert_with(|| self.started.elapsed());
+                match event {
+                    ModelEvent::Usage(usage) => merge_usage(&mut self.usage, usage),
+                    ModelEvent::Finished { .. } => self.record(Outcome::Ok),
+                    _ => {}
+                }
+            }
+            Err(_) => self.record(Outcome::Error),
+        }
+    }
+
+    /// The call ended: count it (once).
+    fn record(&mut self, outcome: Outcome) {
+        if std::mem::replace(&mut self.recorded, true) {
+            return;
+        }
+        crate::metrics::get().model_call(ModelCall {
+            profile: &self.profile,
+            wire: self.wire,
+            outcome,
+            took: self.started.elapsed(),
+            first_event: self.first_event,
+            usage: self.usage,
+            pricing: self.pricing,
+        });
+    }
+}
+
+/// A later usage report overwrites the earlier one's non-zero fields.
+fn merge_usage(into: &mut Usage, report: &Usage) {
+    for (field, value) in [
+        (&mut into.input_tokens, report.input_tokens),
+        (&mut into.output_tokens, report.output_tokens),
+        (
+            &mut into.cache_read_input_tokens,
+            report.cache_read_input_tokens,
+        ),
+        (
+            &mut into.cache_creation_input_tokens,
+            report.cache_creation_input_tokens,
+        ),
+    ] {
+        if value > 0 {
+            *field = value;
+        }
+    }
+}
+
+impl Drop for CallCount {
+    fn drop(&mut self) {
+        self.record(Outcome::Cancelled);
     }
 }

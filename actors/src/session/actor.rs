@@ -238,6 +238,9 @@ pub struct AgentLoop {
     /// any input of the core but a catalog change or the shutdown), so
     /// merely viewing a stored session never changes it.
     start_pending: bool,
+    /// Holds `agentbus_sessions_busy` one higher while the session is
+    /// not idle (dropped with the actor, however it stops).
+    busy: Option<crate::metrics::GaugeGuard>,
 }
 
 impl Actor for AgentLoop {
@@ -284,6 +287,7 @@ impl Actor for AgentLoop {
                 environment: args.environment,
                 session_id: session_name,
             },
+            busy: None,
         };
         // The node fencing itself stops the session even while it waits
         // for nothing (running calls stop with their tokens at once).
@@ -478,6 +482,11 @@ impl AgentLoop {
             self.lifecycle.announce_approvals(&self.session_id, waiting);
         }
         let idle = self.state.is_idle();
+        if idle {
+            self.busy = None;
+        } else if self.busy.is_none() {
+            self.busy = Some(crate::metrics::get().session_busy());
+        }
         if idle != was_idle {
             let kind = if idle {
                 LifecycleKind::Idle
@@ -495,6 +504,7 @@ impl AgentLoop {
         for effect in effects {
             match effect {
                 Effect::Emit { turn_id, message } => {
+                    count(&message);
                     self.observe(turn_id, &message);
                     batch.push(self.stamp(turn_id, message))
                 }
@@ -636,6 +646,7 @@ impl AgentLoop {
         let busy = !self.state.is_idle() || !queued.is_empty();
         let commit = self.journal.commit_for(&batch, queued, busy);
         if !commit.is_empty() {
+            let started = Instant::now();
             let committed = tokio::select! {
                 biased;
                 () = self.fence.cancelled() => Err(StoreError::Fenced {
@@ -644,6 +655,16 @@ impl AgentLoop {
                 }),
                 committed = self.store.commit(&self.session_id, commit.clone()) => committed,
             };
+            let commit_outcome = match &committed {
+                Ok(()) => crate::metrics::Outcome::Ok,
+                Err(_) => crate::metrics::Outcome::Error,
+            };
+            crate::metrics::get()
+                .store_commit_duration
+                .get_or_create(&crate::metrics::CommitLabels {
+                    outcome: commit_outcome,
+                })
+                .observe(started.elapsed().as_secs_f64());
             let outcome = match committed {
                 Ok(()) => self.journal.saved(commit),
                 Err(StoreError::Fenced { reason, .. }) => {
@@ -665,6 +686,12 @@ impl AgentLoop {
         }
         for event in batch {
             tracing::trace!(session = %self.session_id, seq = event.seq, kind = event.message.type_name(), "event");
+            crate::metrics::get()
+                .events_published
+                .get_or_create(&crate::metrics::EventLabels {
+                    kind: event.message.type_name(),
+                })
+                .inc();
             if let Err(refused) = self.topic.publish(event) {
                 // Only this actor publishes on its topic, so this is a bug.
                 tracing::error!(session = %self.session_id, seq = refused.seq, "event refused by the topic: out of order");
@@ -744,6 +771,7 @@ impl AgentLoop {
         }
         match effect {
             Effect::Emit { turn_id, message } => {
+                count(&message);
                 self.observe(turn_id, &message);
                 let event = self.stamp(turn_id, message);
                 self.commit_and_publish(vec![event]).await;
@@ -1022,6 +1050,31 @@ impl AgentLoop {
             call_id: call.id.clone(),
             tool: call.name.clone(),
         })
+    }
+}
+
+/// What the process's figures count of an event the session says: a
+/// turn's end, by stop reason; an approval asked, and how it was settled.
+fn count(message: &AgentMessage) {
+    let figures = crate::metrics::get();
+    match message {
+        AgentMessage::Result(result) => figures.turn_ended(result.stop_reason.as_str()),
+        AgentMessage::ApprovalRequest(_) => {
+            figures.approvals_asked.inc();
+        }
+        AgentMessage::System(system) => {
+            if let Some(resolved) = system.payload::<crate::protocol::ApprovalResolved>() {
+                let outcome = serde_json::to_value(resolved.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                figures
+                    .approvals_answered
+                    .get_or_create(&crate::metrics::ApprovalLabels { outcome })
+                    .inc();
+            }
+        }
+        _ => {}
     }
 }
 

@@ -204,6 +204,18 @@ impl Message<ServerChanged> for ToolExecutor {
         if !matches!(change.status, McpServerStatus::Starting) {
             self.started_once.insert(change.server.clone());
         }
+        if !change.server.is_given() {
+            // Only configured servers: a session's own servers are named
+            // by each session.
+            let state = match &change.status {
+                McpServerStatus::Starting => "starting",
+                McpServerStatus::Ready { .. } => "ready",
+                McpServerStatus::Restarting { .. } => "restarting",
+                McpServerStatus::Failed { .. } => "failed",
+                McpServerStatus::Stopped => "stopped",
+            };
+            crate::metrics::get().mcp_server_state(&change.server.name, state);
+        }
         self.servers.insert(change.server, change.status);
         self.publish();
     }
@@ -333,6 +345,11 @@ impl Message<ListTools> for ToolExecutor {
 pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> ToolOutcome {
     let started = Instant::now();
     let name = msg.call.name.clone();
+    let mut count = CallCount {
+        name: name.clone(),
+        started,
+        outcome: crate::metrics::Outcome::Cancelled,
+    };
     let context = ToolContext {
         workspace: msg.workspace,
         cancel: msg.cancel.child_token(),
@@ -355,6 +372,7 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         _ = tokio::time::sleep(timeout) => {
             tool_cancel.cancel();
             task.abort();
+            count.outcome = crate::metrics::Outcome::Error;
             return outcome(started, Err(format!("tool `{name}` timed out after {} s and was stopped", timeout.as_secs())), None);
         }
     };
@@ -369,8 +387,27 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         )),
         Err(_) => Err(format!("tool `{name}` was stopped")),
     };
+    count.outcome = match &text {
+        Ok(_) => crate::metrics::Outcome::Ok,
+        Err(e) if e == crate::model::INTERRUPTED => crate::metrics::Outcome::Cancelled,
+        Err(_) => crate::metrics::Outcome::Error,
+    };
     let limit = (!whole).then_some(settings.max_output_bytes);
     outcome(started, text, limit)
+}
+
+/// Counts a call of `name` when it ends ([`crate::metrics`]), however it
+/// ends: a call whose task is dropped counts as cancelled.
+struct CallCount {
+    name: String,
+    started: Instant,
+    outcome: crate::metrics::Outcome,
+}
+
+impl Drop for CallCount {
+    fn drop(&mut self) {
+        crate::metrics::get().tool_call(&self.name, self.outcome, self.started.elapsed());
+    }
 }
 
 /// The outcome of a call that began at `started`, its output cut to
