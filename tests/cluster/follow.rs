@@ -104,14 +104,9 @@ async fn a_node_cut_off_from_nats_releases_its_sessions_and_another_node_adopts_
     let Some((fx, database, nats)) = cluster(&script).await else {
         return;
     };
-    let target = format!("127.0.0.1:{}", nats.port())
-        .parse()
-        .expect("an address");
-    let proxy = agentbus_testkit::tcp_proxy::TcpProxy::start(target)
-        .await
-        .expect("a proxy");
+    let (proxy, behind_proxy) = nats_proxy(&nats).await;
     let url = database.url();
-    let a = start_node_on(&fx, "node-a", &url, &format!("nats://{}", proxy.address())).await;
+    let a = start_node_on(&fx, "node-a", &url, &behind_proxy).await;
     let b = start_node(&fx, "node-b", &url).await;
     let id = a.server.create_session().await;
     let mut client = b.server.sse(&id, None).await;

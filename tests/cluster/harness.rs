@@ -148,6 +148,19 @@ fn lock_nats_url() -> std::sync::MutexGuard<'static, String> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// A TCP proxy in front of `nats`, for a test that cuts a node off it
+/// (`cut`, `restore`), and the `nats://` address to give that node.
+pub async fn nats_proxy(nats: &NatsServer) -> (agentbus_testkit::tcp_proxy::TcpProxy, String) {
+    let target = format!("127.0.0.1:{}", nats.port())
+        .parse()
+        .expect("an address");
+    let proxy = agentbus_testkit::tcp_proxy::TcpProxy::start(target)
+        .await
+        .expect("a proxy");
+    let address = format!("nats://{}", proxy.address());
+    (proxy, address)
+}
+
 /// Start node `name` of `fx`'s cluster, its store at `url`.
 pub async fn start_node(fx: &Fixture, name: &str, url: &str) -> Node {
     let nats = lock_nats_url().clone();

@@ -10,14 +10,9 @@ async fn a_node_cut_off_from_nats_is_not_ready_until_it_is_back() {
     let Some((fx, database, nats)) = cluster("").await else {
         return;
     };
-    let target = format!("127.0.0.1:{}", nats.port())
-        .parse()
-        .expect("an address");
-    let proxy = agentbus_testkit::tcp_proxy::TcpProxy::start(target)
-        .await
-        .expect("a proxy");
+    let (proxy, behind_proxy) = nats_proxy(&nats).await;
     let url = database.url();
-    let a = start_node_on(&fx, "node-a", &url, &format!("nats://{}", proxy.address())).await;
+    let a = start_node_on(&fx, "node-a", &url, &behind_proxy).await;
     let http = reqwest::Client::new();
     let readyz = || async {
         let answer = http
