@@ -400,7 +400,9 @@ text = "Talked."
     );
     term.wait_for("no file would change").await;
     term.keys(&["Down"]);
-    let screen = term.wait_for_coloured("notes.txt — restore").await;
+    term.wait_for_coloured("notes.txt — restore").await;
+    // The preview's lines are drawn after its header: wait for the last.
+    let screen = term.wait_for_coloured("+second line").await;
     let removed = line_with(&screen, "-second LINE").expect("the removed line");
     let added = line_with(&screen, "+second line").expect("the added line");
     let red = ["31", "91", "38;5;1", "38;5;9"];
