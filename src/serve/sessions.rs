@@ -88,7 +88,11 @@ pub async fn list(
         .cursor()
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, format!("invalid `after`: {e}")))?;
     let limit = query.limit.map(|n| n as usize);
-    let page = ListPage { limit, after };
+    let page = ListPage {
+        limit,
+        after,
+        visible_to: None,
+    };
     let records = state.runtime.stored().list(page).await?;
     let full = limit.is_some_and(|limit| records.len() == limit && limit > 0);
     let next = records

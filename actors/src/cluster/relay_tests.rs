@@ -561,6 +561,7 @@ async fn new_session(store: &Arc<dyn SessionStore>) -> SessionId {
         workspace: "/tmp".into(),
         parent: None,
         parent_call: None,
+        created_by: None,
     };
     store
         .create(new, crate::store::Owner::current())

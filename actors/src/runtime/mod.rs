@@ -246,6 +246,7 @@ impl Runtime {
             .list(crate::store::ListPage {
                 limit: Some(1),
                 after: None,
+                visible_to: None,
             })
             .await
             .map_err(|e| format!("the session store does not answer: {e}"))?;

@@ -369,6 +369,7 @@ impl Message<CreateSession> for SessionManager {
                 .as_ref()
                 .map(|p| (p.session.clone(), p.at_seq)),
             parent_call: options.parent.as_ref().map(|p| p.call_id.clone()),
+            created_by: None,
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;

@@ -66,6 +66,7 @@ async fn run(
                 workspace: ctx.workspace.display().to_string(),
                 parent: None,
                 parent_call: None,
+                created_by: None,
             };
             let record = stored.create(new, None).await.map_err(text)?;
             Ok(new::created(&record.id))
@@ -74,6 +75,7 @@ async fn run(
             let page = ListPage {
                 limit: Some(30),
                 after: None,
+                visible_to: None,
             };
             let records = stored.list(page).await.map_err(text)?;
             let summaries: Vec<SessionSummary> = records.iter().map(summary).collect();

@@ -115,6 +115,17 @@ impl StoredSessions {
         Ok(())
     }
 
+    /// Give a stored session exactly these viewers: the names of the API
+    /// tokens that may follow it besides its creator (duplicates count
+    /// once). Replaces the ones it had; announces nothing.
+    pub async fn set_viewers(
+        &self,
+        id: &SessionId,
+        viewers: Vec<String>,
+    ) -> Result<(), SessionError> {
+        Ok(self.store.set_viewers(id, &viewers).await?)
+    }
+
     /// A session id from an id or a unique prefix of one.
     pub async fn resolve(&self, prefix: &str) -> Result<SessionId, SessionError> {
         Ok(self.store.resolve(prefix).await?)
@@ -159,7 +170,10 @@ impl StoredSessions {
         id: &SessionId,
         at_seq: Option<u64>,
     ) -> Result<SessionRecord, SessionError> {
-        let record = self.store.fork(id, at_seq, SessionId::new(), None).await?;
+        let record = self
+            .store
+            .fork(id, at_seq, SessionId::new(), None, None)
+            .await?;
         self.lifecycle.announce(&record.id, LifecycleKind::Created);
         Ok(record)
     }

@@ -84,7 +84,8 @@ pub trait SessionStore: Send + Sync + 'static {
     }
 
     /// Sessions, most recently updated first (a page of them, as `query`
-    /// says).
+    /// says; only those `query.visible_to` may see, when it names a
+    /// token).
     async fn list(&self, query: ListPage) -> Result<Vec<SessionRecord>, StoreError>;
 
     /// One session's record, if it exists.
@@ -94,14 +95,16 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn resolve(&self, prefix: &str) -> Result<SessionId, StoreError>;
 
     /// Copy a session's log up to `at_seq` (default: its last seq) into a
-    /// new session `new_id`, leased by `owner` if given. The parent is
-    /// untouched. Checkpoints are not copied.
+    /// new session `new_id`, leased by `owner` if given, created by
+    /// `created_by` (whoever forked it; the parent's viewers are not
+    /// copied). The parent is untouched. Checkpoints are not copied.
     async fn fork(
         &self,
         id: &SessionId,
         at_seq: Option<u64>,
         new_id: SessionId,
         owner: Option<Owner>,
+        created_by: Option<String>,
     ) -> Result<SessionRecord, StoreError>;
 
     /// Delete a session and its log, unless a live process other than
@@ -113,11 +116,16 @@ pub trait SessionStore: Send + Sync + 'static {
     /// query names it).
     async fn set_title(&self, id: &SessionId, title: &str) -> Result<(), StoreError>;
 
+    /// Give a session exactly these viewers (token names that may follow
+    /// it; duplicates count once), replacing the ones it had.
+    /// [`StoreError::NotFound`] when there is no such session.
+    async fn set_viewers(&self, id: &SessionId, viewers: &[String]) -> Result<(), StoreError>;
+
     /// A session as an export document.
     async fn export(&self, id: &SessionId) -> Result<SessionDocument, StoreError>;
 
     /// An export document as a new session `new_id` (events re-stamped with
-    /// it, seqs kept), leased by `owner` if given.
+    /// it, seqs kept), leased by `owner` if given; created by no token.
     async fn import(
         &self,
         document: SessionDocument,

@@ -27,13 +27,15 @@ pub fn fork_point(parent: &SessionRecord, at_seq: Option<u64>) -> Result<u64, St
 }
 
 /// The fork `new_id` of `parent` at seq `at`, with `events` (the parent's
-/// through `at`), held by `owner`: its record and its log.
+/// through `at`), held by `owner`: its record and its log. It belongs to
+/// whoever forked it (`created_by`); the parent's viewers are not copied.
 pub fn forked(
     parent: SessionRecord,
     at: u64,
     events: Vec<EventEnvelope>,
     new_id: SessionId,
     owner: Option<Owner>,
+    created_by: Option<String>,
     now: DateTime<Utc>,
 ) -> (SessionRecord, Vec<EventEnvelope>) {
     let events = restamp(events, &new_id);
@@ -43,6 +45,7 @@ pub fn forked(
         model: parent.model,
         workspace: parent.workspace,
         parent: Some((parent.id, at)),
+        created_by,
     };
     (copy_of(origin, &events, new_id, owner, now), events)
 }
@@ -65,6 +68,8 @@ pub fn imported(
         workspace: session.workspace,
         // `validate` made sure parent and fork_seq come together.
         parent: session.parent.zip(session.fork_seq),
+        // A document names no token: an import belongs to none.
+        created_by: None,
     };
     Ok((copy_of(origin, &events, new_id, owner, now), events))
 }
@@ -98,6 +103,7 @@ struct Origin {
     model: String,
     workspace: String,
     parent: Option<(SessionId, u64)>,
+    created_by: Option<String>,
 }
 
 /// A copy's record: from `origin`, and as its log `events` and `owner`
@@ -125,6 +131,8 @@ fn copy_of(
         parent_call: None,
         status: status.to_string(),
         owner,
+        created_by: origin.created_by,
+        viewers: Vec::new(),
         last_seq: events.last().map_or(0, |event| event.seq),
         event_count: events.len() as u64,
         reserved_seq: 0,

@@ -24,6 +24,14 @@
 //! - an accepted input is stored before it is acknowledged and forgotten
 //!   only with the events of its turn; a seq reservation is never lowered.
 //!
+//! A session's record also says who may see it, for `agentbus serve`'s
+//! API tokens: `created_by`, the name of the token that created (or
+//! forked) it — none for one made without a token, imported, or stored
+//! before tokens had names — and `viewers`, the names of the tokens it was
+//! given to follow. The store keeps them and lists one token's sessions
+//! ([`ListPage::visible_to`]) without reading the others'; it never
+//! decides who may do what (the HTTP layer does, from the record).
+//!
 //! - `backend`: the [`SessionStore`] trait.
 //! - [`checkpoint`]: blobs and checkpoints, what taking back a session's
 //!   changes to its workspace needs.
@@ -31,7 +39,8 @@
 //!   leases, claims fenced by an epoch, sweeps): [`ClusterStore`].
 //! - [`commit`]: what one step of a running session writes (events, the
 //!   seq reservation, the inputs still waiting).
-//! - [`record`]: what is kept about a session besides its log, and paging.
+//! - [`record`]: what is kept about a session besides its log (its
+//!   creator and viewers among it), and paging.
 //! - [`lease`]: which process owns a session ([`Owner`]).
 //! - [`document`]: the export format ([`SessionDocument`]), pure.
 //! - [`error`]: the one error type, [`StoreError`].

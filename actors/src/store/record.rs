@@ -40,6 +40,13 @@ pub struct SessionRecord {
     pub status: String,
     /// The process holding the lease.
     pub owner: Option<super::Owner>,
+    /// The name of the API token that created it (or forked it from
+    /// another); `None` for a session made without one (the command line,
+    /// ACP, an import, or a store from before tokens had names).
+    pub created_by: Option<String>,
+    /// The names of the tokens it was given to follow (see
+    /// `SessionStore::set_viewers`): sorted, no name twice.
+    pub viewers: Vec<String>,
     /// The highest stored seq (0: no events).
     pub last_seq: u64,
     /// How many events are stored.
@@ -91,6 +98,9 @@ pub struct NewSession {
     /// parent's `task` call.
     pub parent: Option<(SessionId, u64)>,
     pub parent_call: Option<String>,
+    /// The name of the API token creating it; `None` without one (the
+    /// command line, ACP).
+    pub created_by: Option<String>,
 }
 
 impl NewSession {
@@ -108,6 +118,8 @@ impl NewSession {
             parent_call: self.parent_call,
             status: STATUS_ACTIVE.to_string(),
             owner,
+            created_by: self.created_by,
+            viewers: Vec::new(),
             last_seq: 0,
             event_count: 0,
             reserved_seq: 0,
@@ -164,6 +176,19 @@ pub struct ListPage {
     pub limit: Option<usize>,
     /// Only the sessions after this place in the list (the next page).
     pub after: Option<ListCursor>,
+    /// Only the sessions this token may see: those it created
+    /// (`created_by`) and those it was given to follow (`viewers`).
+    /// `None`: every session. The limit and the cursor apply to the
+    /// sessions it sees.
+    pub visible_to: Option<String>,
+}
+
+/// `names` as [`SessionRecord::viewers`] keeps them: sorted, each once.
+pub fn viewer_set(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// A place in the list of sessions: just after the session updated at

@@ -19,6 +19,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 use tokio_postgres::IsolationLevel;
 
+#[allow(clippy::too_many_arguments)] // The trait's fork, and what it runs on.
 pub async fn fork(
     client: &mut Client,
     failures: &Failures,
@@ -26,6 +27,7 @@ pub async fn fork(
     at_seq: Option<u64>,
     new_id: SessionId,
     owner: Option<Owner>,
+    created_by: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<SessionRecord, StoreError> {
     let operation = "fork session";
@@ -37,7 +39,7 @@ pub async fn fork(
     let parent = statements::existing_session(&tx, failures, operation, id, Lock::Share).await?;
     let at = copies::fork_point(&parent, at_seq)?;
     let events = statements::events(&tx, failures, operation, id, 0, Some(at)).await?;
-    let (record, events) = copies::forked(parent, at, events, new_id, owner, now);
+    let (record, events) = copies::forked(parent, at, events, new_id, owner, created_by, now);
     statements::insert_session(&tx, failures, &record).await?;
     statements::insert_events(&tx, failures, &record.id, 0, &events).await?;
     tx.commit()

@@ -25,7 +25,9 @@
 //!
 //! - `open`: the pool, the first connection, the migration.
 //! - [`schema`]: tables and versioned migrations (`schema_version`).
-//! - `sessions`: create, lease, release, delete, title, get, list, resolve.
+//! - `sessions`: create, lease, release, delete, title, get, resolve.
+//! - `visibility`: which sessions a token sees (the list of sessions,
+//!   whole or one token's) and the viewers a session is given.
 //! - `claims`: claims by nodes, the fence of every write, the sweeps;
 //!   `ownership`: what this node holds (its id, its claims' epochs);
 //!   `nodes`: node leases.
@@ -49,6 +51,11 @@ mod rows;
 pub mod schema;
 mod sessions;
 mod statements;
+mod visibility;
+
+/// The statement of a page of the list (to check how the planner runs it).
+#[cfg(test)]
+pub(crate) use visibility::list_statement;
 
 use super::checkpoint::{Checkpoint, CheckpointUsage, Collected};
 use super::cluster::{ClusterStore, NodeId, NodeInfo, Renewal};
@@ -214,7 +221,13 @@ impl SessionStore for PostgresStore {
 
     async fn list(&self, query: ListPage) -> Result<Vec<SessionRecord>, StoreError> {
         let client = self.client().await?;
-        sessions::list(&client, &self.failures, query.limit, query.after.as_ref()).await
+        let ListPage {
+            limit,
+            after,
+            visible_to,
+        } = query;
+        let (after, visible_to) = (after.as_ref(), visible_to.as_deref());
+        visibility::list(&client, &self.failures, limit, after, visible_to).await
     }
 
     async fn get(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
@@ -233,6 +246,7 @@ impl SessionStore for PostgresStore {
         at_seq: Option<u64>,
         new_id: SessionId,
         owner: Option<Owner>,
+        created_by: Option<String>,
     ) -> Result<SessionRecord, StoreError> {
         let mut client = self.client().await?;
         copies::fork(
@@ -242,6 +256,7 @@ impl SessionStore for PostgresStore {
             at_seq,
             new_id,
             owner,
+            created_by,
             now(),
         )
         .await
@@ -256,6 +271,11 @@ impl SessionStore for PostgresStore {
     async fn set_title(&self, id: &SessionId, title: &str) -> Result<(), StoreError> {
         let client = self.client().await?;
         sessions::set_title(&client, &self.failures, id, title).await
+    }
+
+    async fn set_viewers(&self, id: &SessionId, viewers: &[String]) -> Result<(), StoreError> {
+        let mut client = self.client().await?;
+        visibility::set_viewers(&mut client, &self.failures, id, viewers).await
     }
 
     async fn export(&self, id: &SessionId) -> Result<SessionDocument, StoreError> {

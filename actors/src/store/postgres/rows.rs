@@ -11,16 +11,28 @@
 
 use crate::protocol::{EventEnvelope, SessionId};
 use crate::store::lease::Owner;
-use crate::store::record::decode_event;
+use crate::store::record::{decode_event, viewer_set};
 use crate::store::{SessionRecord, StoreError};
 use chrono::{DateTime, Utc};
 use tokio_postgres::Row;
 use tokio_postgres::types::FromSql;
 
-/// The `sessions` columns every read selects, in [`decode_session`]'s order.
-pub const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, model, workspace, \
-     parent_id, fork_seq, parent_call_id, status, owner, last_seq, seq_reserved, event_count, \
-     turns";
+/// The `sessions` columns a new row is written with.
+macro_rules! session_columns {
+    () => {
+        "id, title, created_at, updated_at, model, workspace, parent_id, fork_seq, \
+         parent_call_id, status, owner, last_seq, seq_reserved, event_count, turns, created_by"
+    };
+}
+pub const SESSION_COLUMNS: &str = session_columns!();
+
+/// What every read of a session selects, in [`decode_session`]'s order: its
+/// columns, then its viewers (sorted) from `session_viewers`.
+pub const SELECT_SESSION: &str = concat!(
+    session_columns!(),
+    ", ARRAY(SELECT name FROM session_viewers \
+        WHERE session_viewers.session_id = sessions.id ORDER BY name)"
+);
 
 /// How many candidates an [`StoreError::Ambiguous`] lists.
 pub const MAX_CANDIDATES: usize = 5;
@@ -71,7 +83,7 @@ pub fn storable_id(id: &str) -> bool {
     !id.contains('\0')
 }
 
-/// A `sessions` row, selected as [`SESSION_COLUMNS`].
+/// A `sessions` row, selected as [`SELECT_SESSION`].
 pub fn decode_session(row: &Row) -> Result<SessionRecord, StoreError> {
     let id: String = row
         .try_get(0)
@@ -113,6 +125,8 @@ pub fn decode_session(row: &Row) -> Result<SessionRecord, StoreError> {
         claim: None,
         event_count: count(id_ref, "event_count", column(row, 13, id_ref)?)?,
         turns: count(id_ref, "turns", column(row, 14, id_ref)?)?,
+        created_by: column(row, 15, id_ref)?,
+        viewers: viewer_set(column::<Vec<String>>(row, 16, id_ref)?),
         id: SessionId(id),
     })
 }

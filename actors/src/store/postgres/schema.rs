@@ -18,7 +18,7 @@ use crate::store::StoreError;
 use deadpool_postgres::Client;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -152,15 +152,41 @@ CREATE INDEX checkpoint_files_by_before_hash ON checkpoint_files (before_hash);
 CREATE INDEX checkpoint_files_by_after_hash ON checkpoint_files (after_hash);
 ";
 
+/// v3: who may see a session, as SQLite's version 6 keeps it.
+///
+/// - `sessions.created_by`: the name of the API token that created (or
+///   forked) the session; NULL for one made without a token (the command
+///   line, ACP, an import) and for every session from before this
+///   version. Indexed with `(updated_at, id)`, so one token's sessions are
+///   found without reading the others'.
+/// - `session_viewers`: one row per token name given to follow a session
+///   (the pair is the key), deleted with its session. A side table rather
+///   than an array in the session row, so that the sessions a token
+///   follows are found by its index on `name`; a session's viewers are
+///   read with it, by the key. Names are `COLLATE "C"`: compared and
+///   sorted byte by byte, as SQLite does.
+const V3: &str = "
+ALTER TABLE sessions ADD COLUMN created_by text COLLATE \"C\";
+CREATE INDEX sessions_by_created_by ON sessions (created_by, updated_at, id);
+
+CREATE TABLE session_viewers (
+    session_id text COLLATE \"C\" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    name       text COLLATE \"C\" NOT NULL,
+    PRIMARY KEY (session_id, name)
+);
+CREATE INDEX session_viewers_by_name ON session_viewers (name, session_id);
+";
+
 /// The tables of agentbus's schema besides `schema_version` (to tell
 /// another program's tables from ours in an error).
-const OWN_TABLES: [&str; 7] = [
+const OWN_TABLES: [&str; 8] = [
     "blobs",
     "checkpoint_files",
     "checkpoints",
     "events",
     "inputs",
     "nodes",
+    "session_viewers",
     "sessions",
 ];
 

@@ -1,6 +1,6 @@
 //! The operations on the `sessions` table itself: create, take and give
-//! up the lease, delete, name, and find sessions (get, list, resolve a
-//! prefix).
+//! up the lease, delete, name, and find sessions (get, resolve a prefix;
+//! the list is `visibility`'s).
 //!
 //! Exists to keep the lease rule in one place: a session may be taken when
 //! it is free, already the caller's, or held by a process that is gone
@@ -17,12 +17,12 @@ use super::checkpoints;
 use super::claims;
 use super::failure::Failures;
 use super::ownership::{Claim, Ownership};
-use super::rows::{MAX_CANDIDATES, SESSION_COLUMNS, decode_session, int, storable_id, text};
+use super::rows::{MAX_CANDIDATES, int, storable_id, text};
 use super::statements::{self, Lock};
 use crate::protocol::{EventEnvelope, SessionId};
 use crate::store::lease::Owner;
 use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE};
-use crate::store::{ListCursor, NewSession, NodeClaim, SessionRecord, StoreError};
+use crate::store::{NewSession, NodeClaim, SessionRecord, StoreError};
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Client;
 
@@ -265,34 +265,6 @@ pub async fn get(
         return Ok(None);
     }
     statements::session(client, failures, "get session", id, Lock::None).await
-}
-
-pub async fn list(
-    client: &Client,
-    failures: &Failures,
-    limit: Option<usize>,
-    after: Option<&ListCursor>,
-) -> Result<Vec<SessionRecord>, StoreError> {
-    let operation = "list sessions";
-    let fail = |e| failures.statement(operation, None, e);
-    let limit = limit.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
-    let after_time = after.map(|cursor| cursor.updated_at);
-    // An id with a NUL sorts where it would, but cannot be sent as text:
-    // a cursor holding one is past every id that has the same start.
-    let after_id = after.map(|cursor| text(&cursor.id.0).into_owned());
-    let statement = client
-        .prepare_cached(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions \
-             WHERE $2::timestamptz IS NULL OR (updated_at, id) < ($2, $3::text) \
-             ORDER BY updated_at DESC, id DESC LIMIT $1"
-        ))
-        .await
-        .map_err(fail)?;
-    let rows = client
-        .query(&statement, &[&limit, &after_time, &after_id])
-        .await
-        .map_err(|e| failures.statement(operation, None, e))?;
-    rows.iter().map(decode_session).collect()
 }
 
 pub async fn resolve(

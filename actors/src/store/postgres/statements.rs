@@ -8,7 +8,9 @@
 //! [`Failures`]; none opens or commits a transaction.
 
 use super::failure::{Failures, is_unique_violation};
-use super::rows::{SESSION_COLUMNS, decode_events, decode_session, encode_event, int, text};
+use super::rows::{
+    SELECT_SESSION, SESSION_COLUMNS, decode_events, decode_session, encode_event, int, text,
+};
 use crate::protocol::{EventEnvelope, SessionId};
 use crate::store::{SessionRecord, StoreError};
 use chrono::{DateTime, Utc};
@@ -34,9 +36,9 @@ pub async fn session(
     lock: Lock,
 ) -> Result<Option<SessionRecord>, StoreError> {
     let sql = match lock {
-        Lock::None => format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
-        Lock::Share => format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 FOR SHARE"),
-        Lock::Update => format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1 FOR UPDATE"),
+        Lock::None => format!("SELECT {SELECT_SESSION} FROM sessions WHERE id = $1"),
+        Lock::Share => format!("SELECT {SELECT_SESSION} FROM sessions WHERE id = $1 FOR SHARE"),
+        Lock::Update => format!("SELECT {SELECT_SESSION} FROM sessions WHERE id = $1 FOR UPDATE"),
     };
     let fail = |e| failures.statement(operation, Some(id), e);
     let statement = client.prepare_cached(&sql).await.map_err(fail)?;
@@ -99,7 +101,7 @@ pub async fn insert_session(
     let statement = client
         .prepare_cached(&format!(
             "INSERT INTO sessions ({SESSION_COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)"
         ))
         .await
         .map_err(fail)?;
@@ -126,6 +128,7 @@ pub async fn insert_session(
                 &int(record.reserved_seq),
                 &int(record.event_count),
                 &int(record.turns),
+                &record.created_by.as_deref().map(text).as_deref(),
             ],
         )
         .await;

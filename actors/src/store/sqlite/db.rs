@@ -28,7 +28,9 @@ use crate::store::checkpoint::{
 use crate::store::copies;
 use crate::store::document::SessionDocument;
 use crate::store::lease::Owner;
-use crate::store::record::{STATUS_ACTIVE, STATUS_IDLE, decode_event, is_query, title_of_events};
+use crate::store::record::{
+    STATUS_ACTIVE, STATUS_IDLE, decode_event, is_query, title_of_events, viewer_set,
+};
 use crate::store::{AcceptedInput, Commit, NewSession, SessionRecord, StoreError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, TransactionBehavior};
@@ -36,9 +38,23 @@ use rusqlite::{Connection, ErrorCode, OptionalExtension, Row, Transaction, Trans
 /// How many candidates an [`StoreError::Ambiguous`] lists.
 const MAX_CANDIDATES: usize = 5;
 
-const SESSION_COLUMNS: &str = "id, title, created_at, updated_at, model, workspace, parent_id, \
-                               fork_seq, status, owner, last_seq, event_count, reserved_seq, \
-                               parent_call_id, turns";
+/// The `sessions` columns a new row is written with.
+macro_rules! session_columns {
+    () => {
+        "id, title, created_at, updated_at, model, workspace, parent_id, fork_seq, status, \
+         owner, last_seq, event_count, reserved_seq, parent_call_id, turns, created_by"
+    };
+}
+const SESSION_COLUMNS: &str = session_columns!();
+
+/// What every read of a session selects, in [`RawSession::from_row`]'s
+/// order: its columns, then its viewers (a JSON array of names) from
+/// `session_viewers`.
+pub(super) const SELECT_SESSION: &str = concat!(
+    session_columns!(),
+    ", (SELECT json_group_array(name) FROM session_viewers \
+        WHERE session_viewers.session_id = sessions.id)"
+);
 
 /// A timestamp as stored: RFC 3339, UTC, microseconds, fixed width.
 pub fn timestamp(t: DateTime<Utc>) -> String {
@@ -47,7 +63,11 @@ pub fn timestamp(t: DateTime<Utc>) -> String {
 
 /// A SQLite failure of `operation`, except values of the wrong type or
 /// range, which are corrupt data.
-fn sqlite(operation: &'static str, id: Option<&SessionId>, source: rusqlite::Error) -> StoreError {
+pub(super) fn sqlite(
+    operation: &'static str,
+    id: Option<&SessionId>,
+    source: rusqlite::Error,
+) -> StoreError {
     use rusqlite::Error as E;
     match source {
         E::InvalidColumnType(..)
@@ -79,11 +99,11 @@ fn corrupt(id: &str, seq: Option<u64>, detail: impl Into<String>) -> StoreError 
 
 /// A `u64` as SQLite's `INTEGER` (values past `i64::MAX` saturate: seqs
 /// and counts never get there).
-fn int(n: u64) -> i64 {
+pub(super) fn int(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-fn write_tx<'c>(
+pub(super) fn write_tx<'c>(
     conn: &'c mut Connection,
     operation: &'static str,
     id: &SessionId,
@@ -93,7 +113,7 @@ fn write_tx<'c>(
 }
 
 /// A `sessions` row as stored, before decoding.
-struct RawSession {
+pub(super) struct RawSession {
     id: String,
     title: Option<String>,
     created_at: String,
@@ -109,10 +129,14 @@ struct RawSession {
     reserved_seq: i64,
     parent_call_id: Option<String>,
     turns: i64,
+    created_by: Option<String>,
+    /// A JSON array of names.
+    viewers: String,
 }
 
 impl RawSession {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawSession> {
+    /// A row selected as [`SELECT_SESSION`].
+    pub(super) fn from_row(row: &Row<'_>) -> rusqlite::Result<RawSession> {
         Ok(RawSession {
             id: row.get(0)?,
             title: row.get(1)?,
@@ -129,6 +153,8 @@ impl RawSession {
             reserved_seq: row.get(12)?,
             parent_call_id: row.get(13)?,
             turns: row.get(14)?,
+            created_by: row.get(15)?,
+            viewers: row.get(16)?,
         })
     }
 
@@ -143,7 +169,7 @@ impl RawSession {
             .transpose()
     }
 
-    fn decode(self) -> Result<SessionRecord, StoreError> {
+    pub(super) fn decode(self) -> Result<SessionRecord, StoreError> {
         let id = self.id.as_str();
         let time = |what: &str, text: &str| {
             DateTime::parse_from_rfc3339(text)
@@ -164,8 +190,12 @@ impl RawSession {
                 ));
             }
         };
+        let viewers: Vec<String> = serde_json::from_str(&self.viewers)
+            .map_err(|e| corrupt(id, None, format!("viewers {:?}: {e}", self.viewers)))?;
         Ok(SessionRecord {
             owner: self.owner()?,
+            created_by: self.created_by,
+            viewers: viewer_set(viewers),
             created_at: time("created_at", &self.created_at)?,
             updated_at: time("updated_at", &self.updated_at)?,
             last_seq: count("last_seq", self.last_seq)?,
@@ -190,7 +220,7 @@ fn get_raw(
     id: &SessionId,
 ) -> Result<Option<RawSession>, StoreError> {
     conn.prepare_cached(&format!(
-        "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
+        "SELECT {SELECT_SESSION} FROM sessions WHERE id = ?1"
     ))
     .and_then(|mut stmt| stmt.query_row([&id.0], RawSession::from_row).optional())
     .map_err(|e| sqlite(operation, Some(id), e))
@@ -208,7 +238,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
     let operation = "insert session";
     tx.prepare_cached(&format!(
         "INSERT INTO sessions ({SESSION_COLUMNS}) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
     ))
     .and_then(|mut stmt| {
         stmt.execute(rusqlite::params![
@@ -227,6 +257,7 @@ fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), St
             int(record.reserved_seq),
             record.parent_call,
             int(record.turns),
+            record.created_by,
         ])
     })
     .map_err(|e| {
@@ -612,32 +643,6 @@ pub fn get(conn: &Connection, id: &SessionId) -> Result<Option<SessionRecord>, S
         .transpose()
 }
 
-pub fn list(
-    conn: &Connection,
-    limit: Option<usize>,
-    after: Option<&crate::store::ListCursor>,
-) -> Result<Vec<SessionRecord>, StoreError> {
-    let operation = "list sessions";
-    let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    let after_time = after.map(|c| timestamp(c.updated_at));
-    let after_id = after.map(|c| c.id.0.as_str());
-    let mut stmt = conn
-        .prepare_cached(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions \
-             WHERE ?2 IS NULL OR (updated_at, id) < (?2, ?3) \
-             ORDER BY updated_at DESC, id DESC LIMIT ?1"
-        ))
-        .map_err(|e| sqlite(operation, None, e))?;
-    let rows = stmt
-        .query_map(
-            rusqlite::params![limit, after_time, after_id],
-            RawSession::from_row,
-        )
-        .map_err(|e| sqlite(operation, None, e))?;
-    rows.map(|row| row.map_err(|e| sqlite(operation, None, e))?.decode())
-        .collect()
-}
-
 pub fn resolve(conn: &Connection, prefix: &str) -> Result<SessionId, StoreError> {
     let operation = "resolve session id";
     let not_found = || StoreError::NotFound {
@@ -678,6 +683,7 @@ pub fn fork(
     at_seq: Option<u64>,
     new_id: SessionId,
     owner: Option<Owner>,
+    created_by: Option<String>,
     now: DateTime<Utc>,
 ) -> Result<SessionRecord, StoreError> {
     let operation = "fork session";
@@ -685,7 +691,7 @@ pub fn fork(
     let parent = require_raw(&tx, operation, id)?.decode()?;
     let at = copies::fork_point(&parent, at_seq)?;
     let events = load(&tx, id, 0, Some(at))?;
-    let (record, events) = copies::forked(parent, at, events, new_id, owner, now);
+    let (record, events) = copies::forked(parent, at, events, new_id, owner, created_by, now);
     insert_session(&tx, &record)?;
     for event in &events {
         insert_event(&tx, &record.id, event)?;

@@ -14,6 +14,8 @@
 //! - `db`: the SQL behind each operation, as plain synchronous functions
 //!   (sessions and their logs; blobs and checkpoints, what taking back a
 //!   session's changes to its workspace needs).
+//! - `visibility`: which sessions a token sees (the list of sessions,
+//!   whole or one token's) and the viewers a session is given.
 //! - `writer`: the thread, its queue of operations, the group commit.
 //! - [`schema`]: tables and versioned migrations.
 
@@ -21,7 +23,12 @@ mod db;
 mod open;
 mod options;
 pub mod schema;
+mod visibility;
 mod writer;
+
+/// The statement of a page of the list (to check how the planner runs it).
+#[cfg(test)]
+pub(crate) use visibility::list_statement;
 
 pub use options::StoreOptions;
 
@@ -189,8 +196,15 @@ impl SessionStore for SqliteStore {
     }
 
     async fn list(&self, query: ListPage) -> Result<Vec<SessionRecord>, StoreError> {
-        self.run(move |conn| db::list(conn, query.limit, query.after.as_ref()))
-            .await
+        self.run(move |conn| {
+            let ListPage {
+                limit,
+                after,
+                visible_to,
+            } = query;
+            visibility::list(conn, limit, after.as_ref(), visible_to.as_deref())
+        })
+        .await
     }
 
     async fn get(&self, id: &SessionId) -> Result<Option<SessionRecord>, StoreError> {
@@ -209,9 +223,10 @@ impl SessionStore for SqliteStore {
         at_seq: Option<u64>,
         new_id: SessionId,
         owner: Option<Owner>,
+        created_by: Option<String>,
     ) -> Result<SessionRecord, StoreError> {
         let id = id.clone();
-        self.run(move |conn| db::fork(conn, &id, at_seq, new_id, owner, now()))
+        self.run(move |conn| db::fork(conn, &id, at_seq, new_id, owner, created_by, now()))
             .await
     }
 
@@ -223,6 +238,12 @@ impl SessionStore for SqliteStore {
     async fn set_title(&self, id: &SessionId, title: &str) -> Result<(), StoreError> {
         let (id, title) = (id.clone(), title.to_string());
         self.run(move |conn| db::set_title(conn, &id, &title)).await
+    }
+
+    async fn set_viewers(&self, id: &SessionId, viewers: &[String]) -> Result<(), StoreError> {
+        let (id, viewers) = (id.clone(), viewers.to_vec());
+        self.run(move |conn| visibility::set_viewers(conn, &id, &viewers))
+            .await
     }
 
     async fn export(&self, id: &SessionId) -> Result<SessionDocument, StoreError> {

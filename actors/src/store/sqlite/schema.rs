@@ -19,7 +19,7 @@ use rusqlite::{Connection, TransactionBehavior};
 use std::path::Path;
 
 /// Migration `i` brings a database from version `i` to `i + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this code reads and writes.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -149,6 +149,32 @@ CREATE TABLE checkpoint_files (
 ) WITHOUT ROWID;
 CREATE INDEX checkpoint_files_by_before_hash ON checkpoint_files (before_hash);
 CREATE INDEX checkpoint_files_by_after_hash ON checkpoint_files (after_hash);
+";
+
+/// v6: who may see a session, for `agentbus serve`'s tokens with roles.
+///
+/// - `sessions.created_by`: the name of the API token that created (or
+///   forked) the session; NULL for one made without a token (the command
+///   line, ACP, an import) and for every session from before this
+///   version. Indexed with `(updated_at, id)`: one token's sessions are
+///   read newest first, from a page's cursor on, without walking the
+///   others.
+/// - `session_viewers`: one row per token name given to follow a session
+///   (a set: the key is the pair), deleted with its session. A side table
+///   rather than a list in the session row, so that the sessions a token
+///   follows are found by its index on `name` instead of by reading every
+///   row; a session's list of viewers is read with it (a lookup by the
+///   key).
+const V6: &str = "
+ALTER TABLE sessions ADD COLUMN created_by TEXT;
+CREATE INDEX sessions_by_created_by ON sessions (created_by, updated_at, id);
+
+CREATE TABLE session_viewers (
+    session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    PRIMARY KEY (session_id, name)
+) WITHOUT ROWID;
+CREATE INDEX session_viewers_by_name ON session_viewers (name, session_id);
 ";
 
 /// The tables every schema version from 1 on has: a database at version 1

@@ -606,7 +606,7 @@ async fn copies_of_a_session_have_no_checkpoints(backend: Backend) {
     checkpoint_creating(&store, "orig", 1, &[b"x\n"]).await;
 
     store
-        .fork(&sid("orig"), None, sid("forked"), None)
+        .fork(&sid("orig"), None, sid("forked"), None, None)
         .await
         .expect("fork");
     let document = store.export(&sid("orig")).await.expect("export");

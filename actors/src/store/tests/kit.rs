@@ -167,6 +167,7 @@ pub fn new_session(id: &str) -> NewSession {
         workspace: "/work/project".to_string(),
         parent: None,
         parent_call: None,
+        created_by: None,
     }
 }
 

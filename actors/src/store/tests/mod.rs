@@ -1,7 +1,8 @@
 //! The store's rules as tests, through the trait, on every backend:
 //! append-only logs, titles, leases across processes, fork, delete,
 //! export/import, id prefixes, waiting inputs, seq reservations and two
-//! stores sharing one database; blobs and checkpoints in `checkpoints.rs`.
+//! stores sharing one database; blobs and checkpoints in `checkpoints.rs`,
+//! who made a session and who may follow it in `visibility.rs`.
 //! Each test gets its own empty store (a
 //! temporary SQLite file, a fresh Postgres database) and synchronises on
 //! replies, never on sleeps. What only one backend has is tested in
@@ -12,6 +13,7 @@ mod cluster;
 mod kit;
 mod only_postgres;
 mod only_sqlite;
+mod visibility;
 
 use super::*;
 use crate::protocol::{AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, Usage};
@@ -290,7 +292,10 @@ async fn unknown_sessions_are_not_found(backend: Backend) {
     ));
     assert!(not_found(load_all(&store, "nope").await.map(|_| ())));
     assert!(not_found(
-        store.fork(&id(), None, sid("f"), None).await.map(|_| ())
+        store
+            .fork(&id(), None, sid("f"), None, None)
+            .await
+            .map(|_| ())
     ));
     assert!(not_found(store.delete(&id(), owner).await));
     assert!(not_found(store.export(&id()).await.map(|_| ())));
@@ -531,7 +536,7 @@ async fn fork_copies_the_log_up_to_at_seq_and_leaves_the_parent_untouched(backen
     let parent_events = load_all(&store, "parent").await.expect("load");
 
     let fork = store
-        .fork(&sid("parent"), Some(4), sid("child"), Some(me()))
+        .fork(&sid("parent"), Some(4), sid("child"), Some(me()), None)
         .await
         .expect("fork");
     assert_eq!(fork.parent, Some((sid("parent"), 4)));
@@ -581,7 +586,7 @@ async fn fork_defaults_to_the_whole_log_and_needs_no_owner(backend: Backend) {
         .await
         .expect("append");
     let fork = store
-        .fork(&sid("parent"), None, sid("child"), None)
+        .fork(&sid("parent"), None, sid("child"), None, None)
         .await
         .expect("fork");
     assert_eq!(fork.parent, Some((sid("parent"), 4)));
@@ -592,7 +597,7 @@ async fn fork_defaults_to_the_whole_log_and_needs_no_owner(backend: Backend) {
     );
 
     let e = store
-        .fork(&sid("parent"), None, sid("child"), None)
+        .fork(&sid("parent"), None, sid("child"), None, None)
         .await
         .expect_err("taken");
     assert!(matches!(e, StoreError::Exists { .. }), "{e:?}");
@@ -605,7 +610,7 @@ async fn forking_beyond_the_end_of_the_log_is_an_error_naming_both_seqs(backend:
         .await
         .expect("append");
     let e = store
-        .fork(&sid("parent"), Some(9), sid("child"), None)
+        .fork(&sid("parent"), Some(9), sid("child"), None, None)
         .await
         .expect_err("out of range");
     assert!(
@@ -659,7 +664,7 @@ async fn export_then_import_round_trips_the_session(backend: Backend) {
     .await
     .expect("append");
     let fork = store
-        .fork(&sid("orig"), Some(4), sid("forked"), None)
+        .fork(&sid("orig"), Some(4), sid("forked"), None, None)
         .await
         .expect("fork");
 
@@ -797,7 +802,7 @@ async fn list_orders_sessions_by_their_last_update(backend: Backend) {
     let two = store
         .list(ListPage {
             limit: Some(2),
-            after: None,
+            ..ListPage::default()
         })
         .await
         .expect("list");
@@ -816,6 +821,7 @@ async fn pages_of_the_list_follow_each_other_when_sessions_are_updated_meanwhile
     let page = |after| ListPage {
         limit: Some(2),
         after,
+        visible_to: None,
     };
     let first = store.list(page(None)).await.expect("page 1");
     assert_eq!(ids(&first), all[..2]);

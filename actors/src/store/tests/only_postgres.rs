@@ -25,6 +25,11 @@ async fn open(url: &str) -> Result<Store, StoreError> {
     crate::store::open(&location(url), Duration::from_secs(5)).await
 }
 
+/// What takes a current database back to version 2 (before sessions
+/// named their creator and viewers).
+const TO_V2: &str = "DROP TABLE session_viewers; ALTER TABLE sessions DROP COLUMN created_by; \
+     DELETE FROM schema_version WHERE version > 2;";
+
 /// Its tables, by name.
 async fn tables(database: &TestDatabase) -> Vec<String> {
     database
@@ -84,6 +89,7 @@ async fn opening_makes_the_schema_and_opening_again_changes_nothing() {
             "inputs",
             "nodes",
             "schema_version",
+            "session_viewers",
             "sessions"
         ]
     );
@@ -108,10 +114,10 @@ async fn a_version_1_database_is_migrated_to_keep_checkpoints() {
     stop(store).await;
     // Take the database back to version 1, as the previous agentbus left it.
     backend
-        .execute(
-            "DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; \
-             DELETE FROM schema_version WHERE version > 1;",
-        )
+        .execute(&format!(
+            "{TO_V2} DROP TABLE checkpoint_files; DROP TABLE checkpoints; \
+                 DROP TABLE blobs; DELETE FROM schema_version WHERE version > 1;"
+        ))
         .await;
 
     let store = backend.open().await;
@@ -133,6 +139,112 @@ async fn a_version_1_database_is_migrated_to_keep_checkpoints() {
         Some(b"kept".as_slice())
     );
     stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_2_database_is_migrated_its_sessions_made_by_no_token() {
+    let Some(backend) = Backend::postgres().await else {
+        return;
+    };
+    let store = backend.open().await;
+    create(&store, "old").await;
+    append(&store, "old", turn("old", 1, "from before"))
+        .await
+        .expect("append");
+    stop(store).await;
+    // Take the database back to version 2, as the previous agentbus left it.
+    backend.execute(TO_V2).await;
+
+    let store = backend.open().await;
+    let Backend::Postgres { database } = &backend else {
+        unreachable!("a Postgres backend");
+    };
+    assert_eq!(
+        versions(database).await,
+        (1..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
+    let old = get(&store, "old").await.expect("kept");
+    assert_eq!((old.created_by, old.viewers), (None, vec![]));
+    assert_eq!((old.last_seq, old.turns), (4, 1));
+    store
+        .set_viewers(&sid("old"), &["alice".to_string()])
+        .await
+        .expect("a migrated store keeps viewers");
+    let page = crate::store::ListPage {
+        visible_to: Some("alice".into()),
+        ..Default::default()
+    };
+    let seen = store.list(page).await.expect("list");
+    assert_eq!(
+        seen.iter().map(|r| r.id.0.as_str()).collect::<Vec<_>>(),
+        ["old"]
+    );
+    stop(store).await;
+}
+
+/// A token's page reads its sessions through the indexes (its own by
+/// `created_by`, those it follows by `session_viewers.name`, then each by
+/// its key): never every session, among thousands of others'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_of_one_tokens_sessions_never_scans_every_session() {
+    let Some(database) = database().await else {
+        return;
+    };
+    open(&database.url_with_password(PASSWORD))
+        .await
+        .expect("opens")
+        .close()
+        .await;
+    let client = database.client().await;
+    client
+        .batch_execute(
+            "INSERT INTO sessions (id, created_at, updated_at, model, workspace, created_by) \
+             SELECT 's' || n, now(), now() - n * interval '1 second', 'm', '/w', \
+                    CASE WHEN n % 1000 = 0 THEN 'alice' ELSE 'bob' END \
+             FROM generate_series(1, 5000) AS n; \
+             INSERT INTO session_viewers (session_id, name) VALUES ('s1', 'alice'); \
+             ANALYZE sessions; ANALYZE session_viewers;",
+        )
+        .await
+        .expect("sessions");
+    let plan = |visible_to: Option<&'static str>| {
+        let client = &client;
+        async move {
+            let sql = format!(
+                "EXPLAIN {}",
+                crate::store::postgres::list_statement(visible_to.is_some())
+            );
+            let (limit, after, after_id) = (
+                Some(50_i64),
+                None::<chrono::DateTime<chrono::Utc>>,
+                None::<String>,
+            );
+            let rows = match visible_to {
+                Some(name) => {
+                    client
+                        .query(&sql, &[&limit, &after, &after_id, &name])
+                        .await
+                }
+                None => client.query(&sql, &[&limit, &after, &after_id]).await,
+            };
+            let lines: Vec<String> = rows
+                .expect("explain")
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            lines.join("\n")
+        }
+    };
+    let token = plan(Some("alice")).await;
+    assert!(!token.contains("Seq Scan on sessions "), "{token}");
+    assert!(!token.contains("sessions_by_updated_at"), "{token}");
+    assert!(token.contains("sessions_by_created_by"), "{token}");
+    // The check sees a walk through every session: the whole list is one.
+    let whole = plan(None).await;
+    assert!(
+        whole.contains("Seq Scan on sessions ") || whole.contains("sessions_by_updated_at"),
+        "{whole}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,6 +28,11 @@ async fn spawn(path: &Path) -> Store {
     )
 }
 
+/// What takes a current file back to version 5 (before sessions named
+/// their creator and viewers).
+const TO_V5: &str = "DROP TABLE session_viewers; DROP INDEX sessions_by_created_by; \
+     ALTER TABLE sessions DROP COLUMN created_by; PRAGMA user_version = 5;";
+
 /// A `SELECT count(*) ...` on a raw connection.
 fn count_rows(conn: &Connection, sql: &str, params: impl rusqlite::Params) -> i64 {
     conn.query_row(sql, params, |row| row.get(0))
@@ -121,7 +126,7 @@ async fn a_version_1_database_is_migrated_keeping_its_sessions() {
     // Take the file back to version 1, as the previous agentbus left it.
     let conn = raw(&path);
     conn.execute_batch(
-        "DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; ALTER TABLE sessions DROP COLUMN turns; PRAGMA user_version = 1;",
+        &format!("{TO_V5} DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; DROP TABLE inputs; ALTER TABLE sessions DROP COLUMN reserved_seq; ALTER TABLE sessions DROP COLUMN parent_call_id; ALTER TABLE sessions DROP COLUMN turns; PRAGMA user_version = 1;"),
     )
     .expect("downgrade");
     drop(conn);
@@ -155,10 +160,10 @@ async fn a_version_4_database_is_migrated_to_keep_checkpoints() {
     }
     // Take the file back to version 4, as the previous agentbus left it.
     let conn = raw(&path);
-    conn.execute_batch(
-        "DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; \
-         PRAGMA user_version = 4;",
-    )
+    conn.execute_batch(&format!(
+        "{TO_V5} DROP TABLE checkpoint_files; DROP TABLE checkpoints; DROP TABLE blobs; \
+         PRAGMA user_version = 4;"
+    ))
     .expect("downgrade");
     drop(conn);
 
@@ -204,6 +209,88 @@ async fn a_version_4_database_is_migrated_to_keep_checkpoints() {
         vec![checkpoint]
     );
     stop(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_5_database_is_migrated_its_sessions_made_by_no_token() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sessions.db");
+    {
+        let store = spawn(&path).await;
+        create(&store, "old").await;
+        append(&store, "old", turn("old", 1, "from before"))
+            .await
+            .expect("append");
+        stop(store).await;
+    }
+    // Take the file back to version 5, as the previous agentbus left it.
+    raw(&path).execute_batch(TO_V5).expect("downgrade");
+    assert_eq!(schema::version(&raw(&path)).expect("version"), 5);
+
+    let store = spawn(&path).await;
+    let conn = raw(&path);
+    assert_eq!(schema::version(&conn).expect("version"), SCHEMA_VERSION);
+    let old = get(&store, "old").await.expect("kept");
+    assert_eq!((old.created_by, old.viewers), (None, vec![]));
+    assert_eq!((old.last_seq, old.turns), (4, 1));
+
+    // The migrated file keeps creators and viewers.
+    let new = crate::store::NewSession {
+        created_by: Some("alice".into()),
+        ..new_session("new")
+    };
+    store.create(new, me()).await.expect("create");
+    store
+        .set_viewers(&sid("old"), &["alice".to_string()])
+        .await
+        .expect("viewers");
+    let page = ListPage {
+        visible_to: Some("alice".into()),
+        ..ListPage::default()
+    };
+    let seen: Vec<String> = store
+        .list(page)
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|r| r.id.0)
+        .collect();
+    assert_eq!(seen, ["new", "old"]);
+    stop(store).await;
+}
+
+/// A token's page reads its sessions through the indexes (its own by
+/// `created_by`, those it follows by `session_viewers.name`, then each by
+/// its key): never every session.
+#[test]
+fn the_list_of_one_tokens_sessions_never_scans_every_session() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut conn = raw(&dir.path().join("sessions.db"));
+    schema::migrate(&mut conn, dir.path()).expect("migrate");
+    let plan = |sql: &str| -> Vec<String> {
+        let mut stmt = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .expect("explain");
+        // Every parameter NULL: the plan does not depend on them.
+        let nulls = vec![rusqlite::types::Null; stmt.parameter_count()];
+        stmt.query_map(rusqlite::params_from_iter(nulls), |row| {
+            row.get::<_, String>(3)
+        })
+        .and_then(|rows| rows.collect::<Result<Vec<_>, _>>())
+        .expect("plan")
+    };
+    let token = plan(&crate::store::sqlite::list_statement(true));
+    let said = token.join("\n");
+    assert!(!token.iter().any(|step| step.starts_with("SCAN")), "{said}");
+    for index in ["sessions_by_created_by", "session_viewers_by_name"] {
+        assert!(said.contains(index), "{index}: {said}");
+    }
+    // The check sees a scan: the whole list is one (in update order).
+    let whole = plan(&crate::store::sqlite::list_statement(false));
+    assert!(
+        whole.iter().any(|step| step.starts_with("SCAN sessions")),
+        "{whole:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
