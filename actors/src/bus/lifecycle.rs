@@ -86,13 +86,19 @@ impl LifecycleTopic {
     /// Publish that `session_id` went through `kind` on this node; with an
     /// outbox, it goes there too (without waiting).
     pub fn announce(&self, session_id: &SessionId, kind: LifecycleKind) {
-        self.announce_with(session_id, kind, None);
+        self.announce_with(session_id, kind, None, None);
+    }
+
+    /// Publish (as `announce`) that `session_id` went through `kind`,
+    /// done by the API token named `by` (`None`: without a token).
+    pub fn announce_by(&self, session_id: &SessionId, kind: LifecycleKind, by: Option<String>) {
+        self.announce_with(session_id, kind, None, by);
     }
 
     /// Publish (as `announce`) that `pending` tool calls of `session_id`
     /// wait for the user's approval now (`approvals`).
     pub fn announce_approvals(&self, session_id: &SessionId, pending: u32) {
-        self.announce_with(session_id, LifecycleKind::Approvals, Some(pending));
+        self.announce_with(session_id, LifecycleKind::Approvals, Some(pending), None);
     }
 
     fn announce_with(
@@ -100,6 +106,7 @@ impl LifecycleTopic {
         session_id: &SessionId,
         kind: LifecycleKind,
         pending_approvals: Option<u32>,
+        by: Option<String>,
     ) {
         // This node drives it now: its handle says whether it is busy. (A
         // rename is a change of the stored record only: it says nothing
@@ -118,6 +125,7 @@ impl LifecycleTopic {
                 kind,
                 node: self.node.clone(),
                 pending_approvals,
+                by,
             };
             if outbox.is_some() {
                 said = Some(event.clone());
@@ -139,36 +147,28 @@ impl LifecycleTopic {
         }
     }
 
-    /// Publish that `session_id` went through `kind` on node `node`,
-    /// another node of the cluster (as this topic's next seq). Never goes
-    /// to the outbox.
-    pub fn merge(
-        &self,
-        session_id: SessionId,
-        kind: LifecycleKind,
-        node: String,
-        pending_approvals: Option<u32>,
-    ) {
+    /// Publish `heard`, an event node `node` (another node of the cluster)
+    /// announced, as this topic's next seq, naming that node; all else
+    /// it says is kept. Never goes to the outbox.
+    pub fn merge(&self, heard: LifecycleEvent, node: String) {
         {
             let mut busy = self.lock_busy();
-            match kind {
+            match heard.kind {
                 LifecycleKind::Busy => {
-                    busy.insert(session_id.clone());
+                    busy.insert(heard.session_id.clone());
                 }
                 // Asked or answered within a turn: still busy. A rename says
                 // nothing about it.
                 LifecycleKind::Approvals | LifecycleKind::Renamed => {}
                 _ => {
-                    busy.remove(&session_id);
+                    busy.remove(&heard.session_id);
                 }
             }
         }
         self.topic.publish_next(|seq| LifecycleEvent {
             seq,
-            session_id,
-            kind,
             node: Some(node),
-            pending_approvals,
+            ..heard
         });
     }
 
@@ -223,7 +223,15 @@ mod tests {
         topic.announce(&session, LifecycleKind::Created);
         let mut outbox = topic.outbox();
         topic.announce(&session, LifecycleKind::Busy);
-        topic.merge(session.clone(), LifecycleKind::Idle, "node-b".into(), None);
+        let heard = LifecycleEvent {
+            seq: 3,
+            session_id: session.clone(),
+            kind: LifecycleKind::Idle,
+            node: Some("node-b".into()),
+            pending_approvals: None,
+            by: None,
+        };
+        topic.merge(heard, "node-b".into());
         topic.announce(&session, LifecycleKind::Idle);
 
         let mut all = topic.subscribe(10).unwrap();

@@ -178,8 +178,8 @@ async fn merge(
             continue;
         }
         // A peer that does not name itself is shown by its id.
-        let name = event.node.unwrap_or_else(|| node.to_string());
-        topic.merge(event.session_id, event.kind, name, event.pending_approvals);
+        let name = event.node.clone().unwrap_or_else(|| node.to_string());
+        topic.merge(event, name);
         stats.send_modify(|s| s.merged += 1);
     }
 }

@@ -142,6 +142,25 @@ async fn each_nodes_events_reach_the_other_once_naming_it_and_are_never_sent_rou
 }
 
 #[tokio::test]
+async fn who_did_it_reaches_the_other_node_with_the_event() {
+    let Some(server) = server().await else { return };
+    let a = Node::start(&server, "node-a").await;
+    let mut b = Node::start(&server, "node-b").await;
+    let session = SessionId::new();
+    a.topic
+        .announce_by(&session, LifecycleKind::Created, Some("ci-bot".into()));
+    a.topic.announce(&session, LifecycleKind::Busy);
+    b.until("B merges A's two", |s| s.merged == 2).await;
+    let created = b.next().await;
+    assert_eq!(
+        (created.kind, created.node.as_deref(), created.by.as_deref()),
+        (LifecycleKind::Created, Some("node-a"), Some("ci-bot"))
+    );
+    let busy = b.next().await;
+    assert_eq!((busy.kind, busy.by.as_deref()), (LifecycleKind::Busy, None));
+}
+
+#[tokio::test]
 async fn a_node_that_rejoined_under_a_new_id_still_knows_its_own_events() {
     let Some(server) = server().await else { return };
     let mut a = Node::start(&server, "node-a").await;

@@ -387,12 +387,14 @@ async fn lifecycle_events_reach_every_node_with_the_node_that_said_them() {
     a.sync(GUARD).await.unwrap();
     b.sync(GUARD).await.unwrap();
     let node_a = NodeId::new();
+    // Every field travels, who did it among them.
     let event = LifecycleEvent {
         seq: 4,
         session_id: SessionId::new(),
-        kind: LifecycleKind::Busy,
+        kind: LifecycleKind::Created,
         node: Some("node-a".into()),
         pending_approvals: None,
+        by: Some("ci-bot".into()),
     };
     a.publish_lifecycle(&event, node_a).await.unwrap();
     for heard in [&mut heard_by_a, &mut heard_by_b] {

@@ -26,6 +26,12 @@ pub struct LifecycleEvent {
     /// user's answer now (0: none any more). Absent with the other kinds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_approvals: Option<u32>,
+    /// Who did it: the name of the API token that created (or forked) the
+    /// session with `created`, deleted it with `deleted`, renamed it with
+    /// `renamed`. Absent with the other kinds, and when it was done without
+    /// a token (the command line, ACP, the agent itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,6 +74,7 @@ mod tests {
             kind: LifecycleKind::Busy,
             node: None,
             pending_approvals: None,
+            by: None,
         };
         let json = serde_json::to_string(&event).unwrap();
         assert_eq!(
@@ -87,6 +94,7 @@ mod tests {
             kind: LifecycleKind::OwnerChanged,
             node: Some("node-b".into()),
             pending_approvals: None,
+            by: None,
         };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["kind"], "owner_changed");
@@ -95,5 +103,25 @@ mod tests {
             serde_json::from_value::<LifecycleEvent>(json).unwrap(),
             event
         );
+    }
+
+    #[test]
+    fn who_did_it_is_named_when_a_token_did() {
+        let id = SessionId::new();
+        let event = LifecycleEvent {
+            seq: 9,
+            session_id: id.clone(),
+            kind: LifecycleKind::Deleted,
+            node: None,
+            pending_approvals: None,
+            by: Some("ci-bot".into()),
+        };
+        let json = serde_json::to_string(&event).unwrap();
+        assert_eq!(
+            json,
+            format!(r#"{{"seq":9,"session_id":"{id}","kind":"deleted","by":"ci-bot"}}"#)
+        );
+        let back: LifecycleEvent = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, event);
     }
 }
