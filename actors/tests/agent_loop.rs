@@ -3,8 +3,10 @@
 //! happens exactly when the test says. Real tools, real bus, no network.
 
 use agentbus_actors::protocol::{
-    AgentMessage, BlockKind, EventEnvelope, Message, StopReason, SystemSubtype,
+    AgentMessage, BlockKind, EventEnvelope, LifecycleEvent, LifecycleKind, Message, SessionId,
+    StopReason, SystemSubtype,
 };
+use agentbus_actors::runtime::ListPage;
 use agentbus_actors::runtime::{ModelClient, ModelStream, ProviderError};
 use agentbus_actors::runtime::{ModelEvent, ModelRequest};
 use agentbus_actors::settings::{ModelProfile, ProviderKind, ToolSettings};
@@ -573,7 +575,7 @@ async fn a_session_deleted_while_it_loads_is_not_left_loaded() {
     // However the delete and the loads interleave, the session ends up
     // neither loaded nor stored, and every load has an answer.
     let opens = futures::future::join_all((0..4).map(|_| h.runtime.open_session(&id)));
-    let (opened, deleted) = tokio::join!(opens, h.runtime.delete_session(&id));
+    let (opened, deleted) = tokio::join!(opens, h.runtime.delete_session(&id, None));
     deleted.unwrap();
     assert_eq!(opened.len(), 4);
     assert!(h.runtime.loaded_sessions().await.is_empty());
@@ -677,4 +679,163 @@ async fn an_unloaded_session_ends_its_background_commands_and_says_so() {
              server.pid; exec sleep 600`)."
         )
     );
+}
+
+// ------------------------------------------------- who made a session
+
+/// A session made by the API token `token`.
+async fn session_by(h: &Harness, token: &str) -> SessionHandle {
+    let options = SessionOptions {
+        created_by: Some(token.to_string()),
+        ..SessionOptions::default()
+    };
+    h.runtime.create_session(options).await.unwrap()
+}
+
+/// The lifecycle events from now on.
+fn lifecycle(h: &Harness) -> agentbus_actors::runtime::Subscription<LifecycleEvent> {
+    let topic = h.runtime.lifecycle();
+    topic.subscribe(topic.last_seq()).unwrap()
+}
+
+/// The next lifecycle event of `kind`.
+async fn next_of(
+    events: &mut agentbus_actors::runtime::Subscription<LifecycleEvent>,
+    kind: LifecycleKind,
+) -> Arc<LifecycleEvent> {
+    loop {
+        let event = tokio::time::timeout(GUARD, events.recv())
+            .await
+            .expect("a lifecycle event")
+            .expect("the topic is open");
+        if event.kind == kind {
+            return event;
+        }
+    }
+}
+
+async fn creator_of(h: &Harness, id: &SessionId) -> Option<String> {
+    let record = h.runtime.stored().get(id).await.unwrap();
+    record.expect("stored").created_by
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn who_created_renamed_forked_and_deleted_a_session_is_kept_and_said() {
+    let h = Harness::new().await;
+    let mut events = lifecycle(&h);
+    let session = session_by(&h, "alice").await;
+    let id = session.id().clone();
+    let created = next_of(&mut events, LifecycleKind::Created).await;
+    assert_eq!(
+        (&created.session_id, created.by.as_deref()),
+        (&id, Some("alice"))
+    );
+    assert_eq!(creator_of(&h, &id).await.as_deref(), Some("alice"));
+
+    let stored = h.runtime.stored();
+    stored
+        .rename(&id, "named", Some("bob".into()))
+        .await
+        .unwrap();
+    let renamed = next_of(&mut events, LifecycleKind::Renamed).await;
+    assert_eq!(renamed.by.as_deref(), Some("bob"));
+
+    stored
+        .set_viewers(&id, vec!["dave".into(), "carol".into(), "dave".into()])
+        .await
+        .unwrap();
+    let record = stored.get(&id).await.unwrap().expect("stored");
+    assert_eq!(record.viewers, ["carol", "dave"]);
+
+    let fork = stored.fork(&id, None, Some("carol".into())).await.unwrap();
+    assert_eq!(fork.created_by.as_deref(), Some("carol"));
+    assert!(fork.viewers.is_empty(), "{:?}", fork.viewers);
+    let created = next_of(&mut events, LifecycleKind::Created).await;
+    assert_eq!(
+        (&created.session_id, created.by.as_deref()),
+        (&fork.id, Some("carol"))
+    );
+    let page = ListPage {
+        visible_to: Some("carol".into()),
+        ..ListPage::default()
+    };
+    let seen: Vec<SessionId> = stored
+        .list(page)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(
+        seen,
+        [fork.id.clone(), id.clone()],
+        "her fork, and a viewer"
+    );
+
+    h.runtime
+        .delete_session(&fork.id, Some("erin".into()))
+        .await
+        .unwrap();
+    let deleted = next_of(&mut events, LifecycleKind::Deleted).await;
+    assert_eq!(
+        (&deleted.session_id, deleted.by.as_deref()),
+        (&fork.id, Some("erin"))
+    );
+
+    // Without a token, nobody is named.
+    let cli = h.session().await;
+    let created = next_of(&mut events, LifecycleKind::Created).await;
+    assert_eq!(
+        (&created.session_id, created.by.as_deref()),
+        (cli.id(), None)
+    );
+    assert_eq!(creator_of(&h, cli.id()).await, None);
+    h.runtime.delete_session(cli.id(), None).await.unwrap();
+    let deleted = next_of(&mut events, LifecycleKind::Deleted).await;
+    assert_eq!(deleted.by, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sub_agents_session_works_for_whoever_made_its_parent() {
+    let h = Harness::new().await;
+    let parent = session_by(&h, "alice").await;
+    let mut events = Events::of(&parent);
+    parent.submit_text("delegate").await.unwrap();
+    h.next_call().await.call_tools(&[(
+        "t1",
+        "task",
+        r#"{"description":"look","prompt":"look around","agent":"build"}"#,
+    )]);
+    h.next_call().await.answer("looked");
+    h.next_call().await.answer("done");
+    events.result().await;
+
+    let records = h.runtime.stored().list(ListPage::default()).await.unwrap();
+    let child = records
+        .iter()
+        .find(|r| r.parent_call.as_deref() == Some("t1"))
+        .expect("the child's session");
+    assert_eq!(child.created_by.as_deref(), Some("alice"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_made_by_new_and_fork_are_the_sessions_creators() {
+    let h = Harness::new().await;
+    let session = session_by(&h, "alice").await;
+    let mut events = Events::of(&session);
+    let replies = [
+        ("/new", SystemSubtype::NewConversation),
+        ("/fork", SystemSubtype::Forked),
+    ];
+    for (command, reply) in replies {
+        session.submit_text(command).await.unwrap();
+        events
+            .until(|m| matches!(m, AgentMessage::System(s) if s.subtype == reply))
+            .await;
+    }
+    let records = h.runtime.stored().list(ListPage::default()).await.unwrap();
+    assert_eq!(records.len(), 3, "{records:#?}");
+    for record in &records {
+        assert_eq!(record.created_by.as_deref(), Some("alice"), "{record:#?}");
+    }
 }

@@ -110,7 +110,7 @@ async fn dispatch(
         }
         SessionsCommand::Fork { id, at } => {
             let id = stored.resolve(&id).await?;
-            let record = stored.fork(&id, at).await?;
+            let record = stored.fork(&id, at, None).await?;
             writeln!(out, "{}", record.id)?;
             eprintln!(
                 "Forked {id} at event {} into session {}.",
@@ -120,7 +120,7 @@ async fn dispatch(
         }
         SessionsCommand::Delete { id } => {
             let id = stored.resolve(&id).await?;
-            stored.delete(&id).await?;
+            stored.delete(&id, None).await?;
             eprintln!("Deleted session {id}.");
         }
         SessionsCommand::Rewind {

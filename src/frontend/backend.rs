@@ -364,7 +364,7 @@ impl Backend {
     pub async fn forget(&self, id: &SessionId) {
         let deleted = match self {
             Backend::Local(runtime) => runtime
-                .delete_session(id)
+                .delete_session(id, None)
                 .await
                 .map_err(anyhow::Error::from),
             Backend::Remote { client, .. } => {

@@ -286,7 +286,7 @@ pub async fn rename(
         if title.is_empty() {
             return Err(ApiError::bad_request("`title` must not be blank"));
         }
-        state.runtime.stored().rename(&id, title).await?;
+        state.runtime.stored().rename(&id, title, None).await?;
     }
     Ok(Json(view(&state, &id).await?))
 }
@@ -299,7 +299,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let id = state.runtime.resolve(&id).await?;
-    state.runtime.delete_session(&id).await?;
+    state.runtime.delete_session(&id, None).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -314,7 +314,7 @@ pub async fn fork(
 ) -> Result<impl IntoResponse, ApiError> {
     let id = state.runtime.resolve(&id).await?;
     let at_seq = body.and_then(|ApiJson(b)| b.at_seq);
-    let record = state.runtime.stored().fork(&id, at_seq).await?;
+    let record = state.runtime.stored().fork(&id, at_seq, None).await?;
     Ok((StatusCode::CREATED, Json(Created { id: record.id.0 })))
 }
 

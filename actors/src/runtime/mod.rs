@@ -468,9 +468,16 @@ impl Runtime {
         self.loader.stored().lifecycle()
     }
 
-    /// Delete a session (unloading it first if it is loaded).
-    pub async fn delete_session(&self, id: &SessionId) -> Result<(), SessionError> {
-        Ok(self.manager.ask(DeleteSession(id.clone())).await?)
+    /// Delete a session (unloading it first if it is loaded); the
+    /// lifecycle event `deleted` names `by`, the API token deleting it
+    /// (`None`: without a token).
+    pub async fn delete_session(
+        &self,
+        id: &SessionId,
+        by: Option<String>,
+    ) -> Result<(), SessionError> {
+        let delete = DeleteSession { id: id.clone(), by };
+        Ok(self.manager.ask(delete).await?)
     }
 
     /// A session's conversation as the model sees it, with the stored

@@ -92,7 +92,9 @@ impl StoredSessions {
             report.cannot_restore.clear();
         }
         if options.mode != RewindMode::Code && !options.preview {
-            let record = self.fork(id, Some(seq.saturating_sub(1))).await?;
+            // The conversation taken back is a fork of the session's creator.
+            let by = self.creator_of(id).await?;
+            let record = self.fork(id, Some(seq.saturating_sub(1)), by).await?;
             report.forked = Some(record.id);
         }
         Ok(report)

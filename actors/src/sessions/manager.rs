@@ -89,7 +89,12 @@ pub struct SweepIdle;
 pub struct StopAll;
 
 /// Delete a session: unload it if loaded, then remove it from the store.
-pub struct DeleteSession(pub SessionId);
+pub struct DeleteSession {
+    pub id: SessionId,
+    /// The name of the API token deleting it (`None`: without a token),
+    /// said by the lifecycle event `deleted`.
+    pub by: Option<String>,
+}
 
 /// The node fenced itself: stop every session now, without committing or
 /// releasing anything; loads in flight are called off. Sessions may be
@@ -360,6 +365,11 @@ impl Message<CreateSession> for SessionManager {
                     .join(", "),
             });
         }
+        // A sub-agent works for whoever made its parent.
+        let created_by = match (options.created_by, &options.parent) {
+            (None, Some(parent)) => self.loader.stored().creator_of(&parent.session).await?,
+            (created_by, _) => created_by,
+        };
         let new = NewSession {
             id: SessionId::new(),
             model: model.clone(),
@@ -369,7 +379,7 @@ impl Message<CreateSession> for SessionManager {
                 .as_ref()
                 .map(|p| (p.session.clone(), p.at_seq)),
             parent_call: options.parent.as_ref().map(|p| p.call_id.clone()),
-            created_by: None,
+            created_by,
         };
         let record = self.loader.stored().create(new, options.title).await?;
         let id = record.id;
@@ -627,7 +637,7 @@ impl Message<DeleteSession> for SessionManager {
 
     async fn handle(
         &mut self,
-        DeleteSession(id): DeleteSession,
+        DeleteSession { id, by }: DeleteSession,
         _: &mut Context<Self, Self::Reply>,
     ) -> Self::Reply {
         // A load in flight is called off; whoever waits for it asks again
@@ -636,7 +646,7 @@ impl Message<DeleteSession> for SessionManager {
         if let Some(handle) = self.sessions.remove(&id) {
             self.shut_down(&handle).await;
         }
-        self.loader.stored().delete(&id).await
+        self.loader.stored().delete(&id, by).await
     }
 }
 

@@ -30,6 +30,10 @@ pub struct SessionOptions {
     /// configured ones for this session alone. Never stored: a session
     /// loaded again has what it is opened with.
     pub mcp_servers: std::collections::BTreeMap<String, crate::settings::McpServerConfig>,
+    /// The name of the API token creating it (kept as the session's
+    /// `created_by`). `None`: no token (the command line, ACP) — or, for a
+    /// sub-agent's session, its parent's creator.
+    pub created_by: Option<String>,
 }
 
 /// The parent of a sub-agent's session.

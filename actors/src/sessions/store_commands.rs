@@ -60,13 +60,15 @@ async fn run(
     let text = |e: SessionError| e.to_string();
     match command {
         SessionCommand::New => {
+            // Made from a session, on its creator's behalf.
+            let created_by = stored.creator_of(&ctx.session_id).await.map_err(text)?;
             let new = NewSession {
                 id: SessionId::new(),
                 model: ctx.model.to_string(),
                 workspace: ctx.workspace.display().to_string(),
                 parent: None,
                 parent_call: None,
-                created_by: None,
+                created_by,
             };
             let record = stored.create(new, None).await.map_err(text)?;
             Ok(new::created(&record.id))
@@ -91,7 +93,12 @@ async fn run(
             Ok(resume::found(&summary(&record)))
         }
         SessionCommand::Fork { at_seq } => {
-            let record = stored.fork(&ctx.session_id, at_seq).await.map_err(text)?;
+            // The fork belongs to the session's creator, as `/new`'s does.
+            let by = stored.creator_of(&ctx.session_id).await.map_err(text)?;
+            let record = stored
+                .fork(&ctx.session_id, at_seq, by)
+                .await
+                .map_err(text)?;
             Ok(fork::forked(
                 &record.id,
                 &ctx.session_id,

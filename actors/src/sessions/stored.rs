@@ -7,6 +7,11 @@
 //! is the SessionManager's job) and never touches a live one's state.
 //! Sessions it creates are leased by this process's [`Owner`] (the one
 //! source of it); forks and imports are left free for whoever loads them.
+//!
+//! Keeps who made a session and who may follow it (the record's
+//! `created_by` and `viewers`: names of API tokens) and says who did what
+//! in the lifecycle events (`by`); it never decides who may do something —
+//! the HTTP layer does, from the record.
 
 use crate::bus::LifecycleTopic;
 use crate::protocol::{EventEnvelope, LifecycleKind, SessionId};
@@ -91,27 +96,35 @@ impl StoredSessions {
     }
 
     /// A new, empty session leased by this process, named `title` if one is
-    /// given (otherwise its first query names it).
+    /// given (otherwise its first query names it). Announced as `created`
+    /// by its creator (`new.created_by`).
     pub async fn create(
         &self,
         new: NewSession,
         title: Option<String>,
     ) -> Result<SessionRecord, SessionError> {
         let id = new.id.clone();
+        let by = new.created_by.clone();
         let mut record = self.store.create(new, self.owner).await?;
         if let Some(title) = title.filter(|t| !t.trim().is_empty()) {
             self.store.set_title(&id, &title).await?;
             record.title = Some(title);
         }
-        self.lifecycle.announce(&id, LifecycleKind::Created);
+        self.lifecycle.announce_by(&id, LifecycleKind::Created, by);
         Ok(record)
     }
 
     /// Give a stored session a new title (a later query does not change
-    /// it), announced on the lifecycle topic (`renamed`).
-    pub async fn rename(&self, id: &SessionId, title: &str) -> Result<(), SessionError> {
+    /// it), announced on the lifecycle topic (`renamed`, by the API token
+    /// named `by`; `None`: without a token).
+    pub async fn rename(
+        &self,
+        id: &SessionId,
+        title: &str,
+        by: Option<String>,
+    ) -> Result<(), SessionError> {
         self.store.set_title(id, title).await?;
-        self.lifecycle.announce(id, LifecycleKind::Renamed);
+        self.lifecycle.announce_by(id, LifecycleKind::Renamed, by);
         Ok(())
     }
 
@@ -124,6 +137,13 @@ impl StoredSessions {
         viewers: Vec<String>,
     ) -> Result<(), SessionError> {
         Ok(self.store.set_viewers(id, &viewers).await?)
+    }
+
+    /// The name of the API token that created session `id` (`None`: made
+    /// without one), for what is made from it on its creator's behalf.
+    pub(crate) async fn creator_of(&self, id: &SessionId) -> Result<Option<String>, SessionError> {
+        let record = self.store.get(id).await?;
+        Ok(record.and_then(|record| record.created_by))
     }
 
     /// A session id from an id or a unique prefix of one.
@@ -164,17 +184,21 @@ impl StoredSessions {
     }
 
     /// Copy session `id` (up to `at_seq`; `None`: every stored event) into
-    /// a new session.
+    /// a new session, which belongs to whoever forked it: the API token
+    /// named `by` (`None`: without a token). The parent's viewers are not
+    /// copied. Announced as `created` by `by`.
     pub async fn fork(
         &self,
         id: &SessionId,
         at_seq: Option<u64>,
+        by: Option<String>,
     ) -> Result<SessionRecord, SessionError> {
         let record = self
             .store
-            .fork(id, at_seq, SessionId::new(), None, None)
+            .fork(id, at_seq, SessionId::new(), None, by.clone())
             .await?;
-        self.lifecycle.announce(&record.id, LifecycleKind::Created);
+        self.lifecycle
+            .announce_by(&record.id, LifecycleKind::Created, by);
         Ok(record)
     }
 
@@ -190,12 +214,13 @@ impl StoredSessions {
         Ok(record)
     }
 
-    /// Delete a session and its log, unless another live process holds it.
-    /// (A session loaded here must be unloaded first: the SessionManager
-    /// does that.)
-    pub async fn delete(&self, id: &SessionId) -> Result<(), SessionError> {
+    /// Delete a session and its log, unless another live process holds it;
+    /// announced as `deleted` by the API token named `by` (`None`: without
+    /// a token). (A session loaded here must be unloaded first: the
+    /// SessionManager does that.)
+    pub async fn delete(&self, id: &SessionId, by: Option<String>) -> Result<(), SessionError> {
         self.store.delete(id, self.owner).await?;
-        self.lifecycle.announce(id, LifecycleKind::Deleted);
+        self.lifecycle.announce_by(id, LifecycleKind::Deleted, by);
         Ok(())
     }
 
