@@ -28,6 +28,11 @@
 //! `cargo bench --bench loopback_floor` measures the floor under the paced
 //! phases: a relay that only copies the model's bytes to the clients.
 //!
+//! The daemon runs on cores of its own and the load on the others
+//! (`AGENTBUS_BENCH_DAEMON_CPUS`, `AGENTBUS_BENCH_LOAD_CPUS`; by default
+//! half and half, one core each on two: [`measure::affinity`]); the output
+//! says which.
+//!
 //! For each phase the bench also reports the CPU time the daemon process
 //! spent (its utime + stime from `/proc/PID/stat`) per event delivered to
 //! the SSE clients, and what the bench process itself (the scripted model
@@ -73,6 +78,9 @@ struct TurnSeen {
 }
 
 fn main() {
+    // Before the runtime: its threads inherit the load's cores.
+    let affinity = measure::affinity::Affinity::from_env();
+    affinity.pin_load();
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -80,16 +88,22 @@ fn main() {
             std::process::exit(1);
         }
     };
-    runtime.block_on(bench());
+    runtime.block_on(bench(affinity));
 }
 
-async fn bench() {
+async fn bench(affinity: measure::affinity::Affinity) {
     let sessions = env_number("AGENTBUS_BENCH_SESSIONS", 1000);
     let bursts = env_number("AGENTBUS_BENCH_BURSTS", BURSTS);
     let paced_all = env_number("AGENTBUS_BENCH_PACED_ALL", 1) != 0;
     let fixture = Fixture::with_script(script(sessions, bursts, paced_all)).await;
-    let server = Arc::new(fixture.serve_with_env(&[], &[("RUST_LOG", "warn")]).await);
+    let daemon_cpus = measure::affinity::set(&affinity.daemon);
+    let server = Arc::new(
+        fixture
+            .serve_on(&[], &[("RUST_LOG", "warn")], Some(daemon_cpus))
+            .await,
+    );
     println!("agentbus serve bench: {sessions} sessions, {CHUNKS} text chunks per reply");
+    println!("{}", affinity.describe());
 
     // 1. Sessions held open, each with a client.
     let rss_before = rss_kib(server.pid());

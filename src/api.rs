@@ -134,6 +134,14 @@ pub struct Session {
     /// server. The lifecycle stream says when it changes (`approvals`).
     #[serde(default)]
     pub pending_approvals: u32,
+    /// The name of the API token that created it (`[server.tokens.NAME]`,
+    /// or `admin`); absent for a session made without one (the command
+    /// line, an editor).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<String>,
+    /// The tokens given it to follow (`PATCH` with `viewers`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub viewers: Vec<String>,
 }
 
 impl Session {
@@ -153,6 +161,8 @@ impl Session {
             loaded,
             busy,
             pending_approvals,
+            created_by: record.created_by,
+            viewers: record.viewers,
         }
     }
 }
@@ -187,12 +197,24 @@ pub struct SessionChange {
         pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x20\\x7f-\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000][^\\x00-\\x1f\\x7f-\\x9f]*$"
     )]
     pub title: Option<String>,
+    /// The names of the tokens (`[server.tokens.NAME]`) that may follow the
+    /// session, replacing those given before (`[]`: none). Only its creator
+    /// or an admin may give it.
+    #[schema(max_items = 64, inline)]
+    pub viewers: Option<Vec<TokenName>>,
 }
 
 impl SessionChange {
     /// The longest title taken, in characters.
     pub const MAX_TITLE: usize = 200;
+    /// The most viewers a session is given.
+    pub const MAX_VIEWERS: usize = 64;
 }
+
+/// A token's name: `NAME` of `[server.tokens.NAME]`.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[schema(min_length = 1, max_length = 64, pattern = "^[A-Za-z0-9_.-]+$")]
+pub struct TokenName(pub String);
 
 /// `GET /v1/sessions/{id}/history`: which turns.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
@@ -341,6 +363,17 @@ pub enum Input {
     /// "image/png", "data": BASE64}]`, each checked as the providers would).
     Text(String, Vec<agentbus_actors::protocol::Image>),
     Command(ControlCommand),
+}
+
+impl Input {
+    /// As the session takes it, sent by the token named `by`.
+    pub fn into_session_input(self, by: Option<String>) -> agentbus_actors::protocol::SessionInput {
+        use agentbus_actors::protocol::SessionInput;
+        match self {
+            Input::Text(text, images) => SessionInput::Query { text, images, by },
+            Input::Command(command) => SessionInput::Control { command, by },
+        }
+    }
 }
 
 /// An input's `images`: `[{"media_type": "image/png", "data": BASE64}]`,
@@ -512,6 +545,7 @@ impl From<Decision> for agentbus_actors::protocol::ApprovalDecision {
             },
             message: body.message,
             save: body.save,
+            by: None,
         }
     }
 }

@@ -26,6 +26,11 @@ use std::time::Duration;
 /// The content type of [`Metrics::encode`]'s text.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// The content type of [`Metrics::encode_classic`]: Prometheus's text
+/// format 0.0.4, for a scraper that does not ask for OpenMetrics (and
+/// `promtool check metrics`).
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
 /// Whether something ended well.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum Outcome {
@@ -152,6 +157,39 @@ fn commit_seconds() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 18))
 }
 
+/// OpenMetrics text as Prometheus's classic text format (see
+/// [`Metrics::encode_classic`]).
+fn classic(open_metrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = open_metrics
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut text = String::with_capacity(open_metrics.len());
+    for line in open_metrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find(|prefix| line.starts_with(prefix));
+        match meta {
+            Some(prefix) => {
+                let rest = &line[prefix.len()..];
+                let name = rest.split(' ').next().unwrap_or_default();
+                text.push_str(prefix);
+                text.push_str(name);
+                if counters.contains(name) {
+                    text.push_str("_total");
+                }
+                text.push_str(&rest[name.len()..]);
+            }
+            None => text.push_str(line),
+        }
+        text.push('\n');
+    }
+    text
+}
+
 /// Every figure of the process.
 pub struct Metrics {
     registry: Registry,
@@ -172,6 +210,18 @@ pub struct Metrics {
     pub events_published: Family<EventLabels, Counter>,
     pub store_commit_duration: Timings<CommitLabels>,
     pub mcp_servers: Family<McpLabels, Gauge>,
+    pub cluster_lease_held: Gauge,
+    pub cluster_lease_renewals: Family<RenewalLabels, Counter>,
+    pub cluster_fences: Counter,
+    pub cluster_adoptions: Counter,
+    pub cluster_fencing_refusals: Counter,
+}
+
+/// How a renewal of a node's lease went: `renewed`, `failed` (the store
+/// did not answer; tried again), `lapsed` (the store said it had expired).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RenewalLabels {
+    pub outcome: &'static str,
 }
 
 impl Metrics {
@@ -195,6 +245,11 @@ impl Metrics {
             events_published: Family::default(),
             store_commit_duration: Family::new_with_constructor(commit_seconds),
             mcp_servers: Family::default(),
+            cluster_lease_held: Gauge::default(),
+            cluster_lease_renewals: Family::default(),
+            cluster_fences: Counter::default(),
+            cluster_adoptions: Counter::default(),
+            cluster_fencing_refusals: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -286,6 +341,31 @@ impl Metrics {
             "Configured MCP servers by state: 1 for the state each is in, 0 for the others",
             metrics.mcp_servers.clone(),
         );
+        registry.register(
+            "cluster_lease_held",
+            "On a node of a cluster: 1 while it holds its node lease, 0 once it fenced itself (until it rejoins)",
+            metrics.cluster_lease_held.clone(),
+        );
+        registry.register(
+            "cluster_lease_renewals",
+            "On a node of a cluster: renewals of its node lease, by outcome (renewed, failed, lapsed)",
+            metrics.cluster_lease_renewals.clone(),
+        );
+        registry.register(
+            "cluster_fences",
+            "On a node of a cluster: times it fenced itself (its lease lost or NATS cut off) and stopped its sessions",
+            metrics.cluster_fences.clone(),
+        );
+        registry.register(
+            "cluster_adoptions",
+            "On a node of a cluster: busy sessions of gone nodes it adopted",
+            metrics.cluster_adoptions.clone(),
+        );
+        registry.register(
+            "cluster_fencing_refusals",
+            "On a node of a cluster: sessions whose writes the store refused because another node had taken them over (each stopped here)",
+            metrics.cluster_fencing_refusals.clone(),
+        );
         Metrics {
             registry,
             ..metrics
@@ -298,6 +378,21 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
+    }
+
+    /// A renewal of this node's lease ended `outcome`.
+    pub fn lease_renewal(&self, outcome: &'static str) {
+        self.cluster_lease_renewals
+            .get_or_create(&RenewalLabels { outcome })
+            .inc();
+    }
+
+    /// Every figure in Prometheus's classic text format
+    /// ([`CLASSIC_CONTENT_TYPE`]): the OpenMetrics text with what that
+    /// format lacks taken out (`# UNIT`, `# EOF`) and each counter's family
+    /// named as its samples are (`x_total`).
+    pub fn encode_classic(&self) -> String {
+        classic(&self.encode())
     }
 
     /// A turn ended with `stop_reason` (its wire name).

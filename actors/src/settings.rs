@@ -198,6 +198,55 @@ pub struct ServerSettings {
     /// `DATA_DIR/token`.
     #[serde(default, skip_serializing)]
     pub token: Option<Secret>,
+    /// `[server.tokens.NAME]`: more tokens, each with a name and a role
+    /// (beside `token`, which is the admin named `admin`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tokens: BTreeMap<String, TokenSettings>,
+}
+
+/// `[server.tokens.NAME]`: an API token of its own, read from the
+/// environment, with what its holder may do and how much.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSettings {
+    /// The environment variable holding the token (never the token itself:
+    /// a configuration file is read by more people than should drive).
+    pub token_env: String,
+    /// What the holder may do.
+    pub role: Role,
+    /// At most this many of its sessions run a turn at once; an input
+    /// that would start one more is refused (429).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_busy_sessions: Option<u32>,
+    /// At most this many requests a minute (429 with `Retry-After` past
+    /// it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_minute: Option<u32>,
+}
+
+/// What a token's holder may do through `agentbus serve`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Follows the sessions it is given (their events, conversation and
+    /// files' history); sends nothing.
+    Viewer,
+    /// Creates sessions and sees, drives, forks and deletes the ones it
+    /// created; follows those it is given.
+    User,
+    /// Everything, every session.
+    Admin,
+}
+
+impl Role {
+    /// Its name in the configuration and in answers.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::User => "user",
+            Role::Admin => "admin",
+        }
+    }
 }
 
 /// How sessions are kept.
@@ -1154,6 +1203,7 @@ impl Settings {
         if let Some(var) = self.server.token.as_ref().and_then(Secret::variable) {
             names.push(var.to_string());
         }
+        names.extend(self.server.tokens.values().map(|t| t.token_env.clone()));
         names.sort();
         names.dedup();
         names

@@ -2,6 +2,8 @@
 //! time split into user and kernel, its resident memory. Read from `/proc`,
 //! so Linux only; a process that cannot be read counts as zero.
 
+pub mod affinity;
+
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Prints the p50, p99 and max of `delays` (microseconds).

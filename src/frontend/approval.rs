@@ -163,11 +163,13 @@ pub fn parse_answer(line: &str) -> Result<ApprovalDecision, String> {
             decision: ApprovalChoice::AllowAlways,
             message: None,
             save: true,
+            by: None,
         },
         "n" | "no" => ApprovalDecision {
             decision: ApprovalChoice::Reject,
             message: (!rest.trim().is_empty()).then(|| rest.trim().to_string()),
             save: false,
+            by: None,
         },
         _ => {
             return Err(format!(

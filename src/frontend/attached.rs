@@ -144,7 +144,11 @@ impl Attached {
         Ok(match &self.link {
             Link::Local { session, .. } => {
                 session
-                    .submit(agentbus_actors::protocol::UserInput::Query { text, images })
+                    .submit(agentbus_actors::protocol::UserInput::Query {
+                        text,
+                        images,
+                        by: None,
+                    })
                     .await?
             }
             Link::Remote { client, id, .. } => client.submit_query(id, text, images).await?,
@@ -167,7 +171,7 @@ impl Attached {
         Ok(match &self.link {
             Link::Local { session, .. } => {
                 session
-                    .submit(agentbus_actors::protocol::UserInput::Control { command })
+                    .submit(agentbus_actors::protocol::UserInput::Control { command, by: None })
                     .await?
             }
             Link::Remote { client, id, .. } => client.submit_control(id, &command).await?,

@@ -3,13 +3,14 @@
 //! answer wins, and every client sees the `approval_resolved` event that
 //! settles it on the session's stream.
 
+use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ErrorBody};
 use super::sessions::send;
 use super::state::AppState;
 use crate::api::{Decision, Settled};
 use agentbus_actors::protocol::SessionInput;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 
 /// A decision body from JSON: a 400 naming what was wrong and what was
 /// expected when it is not one.
@@ -28,6 +29,7 @@ pub fn parse_decision(body: serde_json::Value) -> Result<Decision, ApiError> {
               (status = 409, description = "The request was already settled (the first answer wins)", body = ErrorBody)))]
 pub async fn decide(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, request_id)): Path<(String, String)>,
     ApiJson(body): ApiJson<serde_json::Value>,
 ) -> Result<Json<Settled>, ApiError> {
@@ -36,7 +38,7 @@ pub async fn decide(
         request_id: request_id.clone(),
         decision: decision.into(),
     };
-    send(&state, &id, input).await?;
+    send(&state, &caller, &id, input).await?;
     Ok(Json(Settled {
         settled: true,
         request_id,

@@ -22,6 +22,8 @@ pub struct ErrorBody {
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
+    /// Seconds to wait before trying again (`Retry-After`), with a 429.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -29,7 +31,23 @@ impl ApiError {
         ApiError {
             status,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// A 429: a limit of the caller's token was reached; try again after
+    /// `seconds`.
+    pub fn too_many(message: impl Into<String>, seconds: u64) -> Self {
+        ApiError {
+            retry_after: Some(seconds.max(1)),
+            ..Self::new(StatusCode::TOO_MANY_REQUESTS, message)
+        }
+    }
+
+    /// A 403: the caller's token may not do this; `message` says which
+    /// role would be needed, never more.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, message)
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -43,13 +61,19 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
+        let mut response = (
             self.status,
             Json(ErrorBody {
                 error: self.message,
             }),
         )
-            .into_response()
+            .into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        response
     }
 }
 

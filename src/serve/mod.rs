@@ -3,7 +3,8 @@
 //! and the web page.
 //!
 //! Layers: [`auth`] guards everything under `/v1`, and `/metrics`
-//! ([`metrics`], the Prometheus figures); [`sessions`],
+//! ([`metrics`], the Prometheus figures), and tells the handlers who calls;
+//! [`access`] holds the roles' rules that the handlers apply; [`sessions`],
 //! [`approvals`], [`stream`], [`ws`] and [`meta`] are the handlers, one per
 //! operation, each reaching the runtime through [`AppState`]; [`crate::api`]
 //! holds the request and answer bodies; [`web`] serves the page;
@@ -11,6 +12,7 @@
 //! translate between HTTP and the runtime's handles — no conversation rule
 //! lives here. A client's mistake is an error answer, never a crash.
 
+mod access;
 mod approvals;
 mod auth;
 mod error;
@@ -100,7 +102,7 @@ pub fn api_routes() -> (Router<AppState>, utoipa::openapi::OpenApi) {
 
 /// The whole application: the page, and the API behind the token.
 /// `agents` are the agents known at start, which the document names.
-pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
+pub fn app(state: AppState, tokens: Arc<auth::Tokens>, agents: &[String]) -> Router {
     let (api, mut openapi) = api_routes();
     openapi.info.version = env!("CARGO_PKG_VERSION").to_string();
     openapi::name_choices(
@@ -113,7 +115,6 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
     );
     openapi::name_choices(&mut openapi, &[("CreateSession", "agent")], agents);
     let openapi = Arc::new(openapi);
-    let token = Arc::new(token);
     let api = api
         // Outside /v1: no token (the auth layer lets them by).
         .route("/livez", get(probes::livez))
@@ -128,12 +129,12 @@ pub fn app(state: AppState, token: String, agents: &[String]) -> Router {
         .route("/metrics", get(metrics::metrics))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(
-            token.clone(),
+            tokens.clone(),
             auth::require_token,
         ))
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .with_state(state);
-    web::routes(token).merge(api)
+    web::routes(tokens).merge(api)
 }
 
 async fn not_found(uri: axum::http::Uri) -> error::ApiError {
@@ -159,14 +160,23 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
         Some(secret) => Some(secret.expose("`[server] token`")?),
         None => None,
     };
-    let (token, source) = auth::token(configured, &settings.data_dir, &addr)?;
+    let admin = auth::token(
+        configured,
+        !settings.server.tokens.is_empty(),
+        &settings.data_dir,
+        &addr,
+    )?;
+    let tokens = Arc::new(auth::Tokens::new(
+        admin.as_ref().map(|(token, _)| token.clone()),
+        &settings.server.tokens,
+    )?);
     let listener = bind_listener(addr).with_context(|| format!("cannot listen on {addr}"))?;
     let addr = listener.local_addr()?;
     let signals = TerminationSignals::listen()?;
     let data_dir = settings.data_dir.clone();
     let runtime = Arc::new(Runtime::start(settings).await?);
     let shutdown = CancellationToken::new();
-    announce(&addr, &token, &source);
+    announce(&addr, admin.as_ref(), &tokens);
     if let Some((node, name)) = runtime.node() {
         let cluster = runtime.settings().cluster.as_ref();
         let store = cluster
@@ -205,7 +215,7 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
     });
     let (agents, _) = runtime.agents(None).await;
     let agents: Vec<String> = agents.into_iter().map(|agent| agent.name).collect();
-    let served = axum::serve(listener, app(state, token, &agents))
+    let served = axum::serve(listener, app(state, tokens, &agents))
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .await;
     // Also reached when serving failed: sessions still end cleanly.
@@ -235,17 +245,35 @@ fn bind_listener(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
     socket.listen(ACCEPT_QUEUE)
 }
 
-fn announce(addr: &SocketAddr, token: &str, source: &auth::TokenSource) {
+fn announce(addr: &SocketAddr, admin: Option<&(String, auth::TokenSource)>, tokens: &auth::Tokens) {
     let url = format!("http://{addr}");
     eprintln!("agentbus: listening on {url}");
-    match source {
-        auth::TokenSource::File(path) => eprintln!("agentbus: API token in {}", path.display()),
-        auth::TokenSource::Configured => eprintln!("agentbus: API token from [server] token"),
+    match admin.map(|(_, source)| source) {
+        Some(auth::TokenSource::File(path)) => {
+            eprintln!("agentbus: API token in {}", path.display())
+        }
+        Some(auth::TokenSource::Configured) => {
+            eprintln!("agentbus: API token from [server] token")
+        }
+        None => {}
     }
-    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        eprintln!("agentbus: web page: {url}/?token={token}");
-    } else {
-        eprintln!("agentbus: web page: {url}/?token=TOKEN");
+    let named: Vec<String> = tokens
+        .names()
+        .into_iter()
+        .filter(|(name, _)| &**name != auth::ADMIN)
+        .map(|(name, role)| format!("{name} ({})", role.as_str()))
+        .collect();
+    if !named.is_empty() {
+        eprintln!(
+            "agentbus: tokens from [server.tokens]: {}",
+            named.join(", ")
+        );
+    }
+    match admin {
+        Some((token, _)) if std::io::IsTerminal::is_terminal(&std::io::stderr()) => {
+            eprintln!("agentbus: web page: {url}/?token={token}")
+        }
+        _ => eprintln!("agentbus: web page: {url}/?token=TOKEN"),
     }
     eprintln!("agentbus: attach a terminal with `agentbus chat --attach {url}`");
 }

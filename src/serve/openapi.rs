@@ -47,6 +47,18 @@ pub fn complete(openapi: &mut OpenApi, limits: &BodyLimits) {
         let names_a_session = path.contains("{id}");
         for operation in operations(item) {
             add_error(operation, "401", "No token, or the wrong one");
+            add_error(
+                operation,
+                "429",
+                "The token's `requests_per_minute` is spent, or (an input) its `max_busy_sessions` run already; `Retry-After` says when to try again",
+            );
+            if sessions {
+                add_error(
+                    operation,
+                    "403",
+                    "The token's role does not allow this here (the error names the role that would): a `user` reaches only the sessions it created, and follows those it was given; a `viewer` follows those it was given",
+                );
+            }
             if names_a_session {
                 add_error(
                     operation,

@@ -5,6 +5,8 @@
 //! the runtime (an id or a unique prefix) and maps failures to the status
 //! that says what was wrong.
 
+use super::access::{self, Need};
+use super::auth::Caller;
 use super::error::{ApiError, ApiJson, ApiQuery, ErrorBody};
 use super::state::AppState;
 use crate::api::{
@@ -22,28 +24,51 @@ use agentbus_actors::runtime::{
 };
 use agentbus_actors::settings::McpServerConfig;
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use std::collections::BTreeMap;
 
 /// The session `id` names (an id or a unique prefix), its events from
 /// after `after_seq`: loaded here, or followed from the node of the
-/// cluster that drives it.
-pub async fn reach(state: &AppState, id: &str, after_seq: u64) -> Result<ReachedSession, ApiError> {
-    let id = state.runtime.resolve(id).await?;
-    Ok(state.runtime.reach_session(&id, after_seq).await?)
+/// cluster that drives it. Whether `caller` may drive it too.
+pub async fn reach(
+    state: &AppState,
+    caller: &Caller,
+    id: &str,
+    after_seq: u64,
+) -> Result<(ReachedSession, bool), ApiError> {
+    let (id, record) = access::session(state, caller, id, Need::Follow).await?;
+    let drives = access::allows(caller, &record, Need::Drive);
+    Ok((state.runtime.reach_session(&id, after_seq).await?, drives))
 }
 
 /// Gives `input` to the session `id` names, wherever it runs (this node,
-/// or the node of the cluster that drives it).
+/// or the node of the cluster that drives it), as sent by `caller`.
 pub async fn send(
     state: &AppState,
+    caller: &Caller,
     id: &str,
     input: SessionInput,
 ) -> Result<Option<InputId>, ApiError> {
-    let id = state.runtime.resolve(id).await?;
-    Ok(state.runtime.send_input(&id, input).await?)
+    let (id, _) = access::session(state, caller, id, Need::Drive).await?;
+    send_to(state, caller, &id, input).await
+}
+
+/// Gives `input` to session `id`, which `caller` may drive: within the
+/// caller's limits, stamped with its name.
+pub async fn send_to(
+    state: &AppState,
+    caller: &Caller,
+    id: &SessionId,
+    input: SessionInput,
+) -> Result<Option<InputId>, ApiError> {
+    access::command_allowed(caller, &input)?;
+    access::within_busy_limit(state, caller, id, &input).await?;
+    Ok(state
+        .runtime
+        .send_input(id, access::stamped(input, caller))
+        .await?)
 }
 
 async fn view(state: &AppState, id: &SessionId) -> Result<Session, ApiError> {
@@ -82,6 +107,7 @@ async fn pending_approvals(loaded: Option<&SessionHandle>) -> u32 {
     responses((status = 200, description = "Success", body = Sessions), (status = 400, description = "The query string is invalid", body = ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<ListQuery>,
 ) -> Result<Json<Sessions>, ApiError> {
     let after = query
@@ -91,7 +117,7 @@ pub async fn list(
     let page = ListPage {
         limit,
         after,
-        visible_to: None,
+        visible_to: access::visible_to(&caller),
     };
     let records = state.runtime.stored().list(page).await?;
     let full = limit.is_some_and(|limit| records.len() == limit && limit > 0);
@@ -135,8 +161,10 @@ fn given_servers(
     responses((status = 201, description = "Created", body = Created), (status = 400, description = "The request is invalid; the error says why", body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     body: Option<ApiJson<CreateSession>>,
 ) -> Result<impl IntoResponse, ApiError> {
+    access::may_create(&caller)?;
     let body = body.map(|ApiJson(b)| b).unwrap_or_default();
     let workspace = match body.workspace {
         Some(dir) => {
@@ -187,6 +215,7 @@ pub async fn create(
         permission_mode: body.permission_mode,
         agent: body.agent,
         mcp_servers,
+        created_by: Some(caller.name.to_string()),
         ..SessionOptions::default()
     };
     let session = state.runtime.create_session(options).await?;
@@ -203,9 +232,10 @@ pub async fn create(
     responses((status = 200, description = "Success", body = Session), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn get(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Session>, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Follow).await?;
     Ok(Json(view(&state, &id).await?))
 }
 
@@ -221,12 +251,17 @@ pub async fn get(
 /// a 409.
 pub async fn open_session(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Option<ApiJson<OpenSession>>,
 ) -> Result<Json<Session>, ApiError> {
     let body = body.map(|ApiJson(b)| b).unwrap_or_default();
     let servers = given_servers(body.mcp_servers)?;
-    let id = state.runtime.resolve(&id).await?;
+    let need = match servers {
+        Some(_) => Need::Drive,
+        None => Need::Follow,
+    };
+    let (id, _) = access::session(&state, &caller, &id, need).await?;
     let giving = servers.as_ref().is_some_and(|s| !s.is_empty());
     let opened = match servers {
         Some(servers) => state.runtime.open_session_with(&id, servers).await,
@@ -264,10 +299,15 @@ pub async fn open_session(
 /// change it). Announced on the lifecycle stream (`renamed`).
 pub async fn rename(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiJson(change): ApiJson<SessionChange>,
 ) -> Result<Json<Session>, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Drive).await?;
+    if let Some(viewers) = change.viewers {
+        let viewers = access::checked_viewers(viewers)?;
+        state.runtime.stored().set_viewers(&id, viewers).await?;
+    }
     if let Some(title) = change.title {
         // As the OpenAPI document says (`SessionChange::title`): measured
         // as sent, then trimmed.
@@ -286,7 +326,11 @@ pub async fn rename(
         if title.is_empty() {
             return Err(ApiError::bad_request("`title` must not be blank"));
         }
-        state.runtime.stored().rename(&id, title, None).await?;
+        state
+            .runtime
+            .stored()
+            .rename(&id, title, Some(caller.name.to_string()))
+            .await?;
     }
     Ok(Json(view(&state, &id).await?))
 }
@@ -296,10 +340,14 @@ pub async fn rename(
     responses((status = 204, description = "Deleted"), (status = 404, description = "No such session", body = ErrorBody), (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster)", body = ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
-    state.runtime.delete_session(&id, None).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Drive).await?;
+    state
+        .runtime
+        .delete_session(&id, Some(caller.name.to_string()))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -309,12 +357,17 @@ pub async fn delete(
               (status = 409, description = "`at_seq` is past the end of the session's log (yet)", body = ErrorBody)))]
 pub async fn fork(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Option<ApiJson<Fork>>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Drive).await?;
     let at_seq = body.and_then(|ApiJson(b)| b.at_seq);
-    let record = state.runtime.stored().fork(&id, at_seq, None).await?;
+    let record = state
+        .runtime
+        .stored()
+        .fork(&id, at_seq, Some(caller.name.to_string()))
+        .await?;
     Ok((StatusCode::CREATED, Json(Created { id: record.id.0 })))
 }
 
@@ -323,9 +376,10 @@ pub async fn fork(
     responses((status = 200, description = "The export document", body = Object), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn export(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Follow).await?;
     let document = state.runtime.stored().export(&id).await?;
     Ok(Json(document))
 }
@@ -336,14 +390,12 @@ pub async fn export(
               (status = 409, description = "The session is in use by another agentbus process (or another node of the cluster)", body = ErrorBody)))]
 pub async fn input(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiJson(input): ApiJson<Input>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let input = match input {
-        Input::Text(text, images) => SessionInput::Query { text, images },
-        Input::Command(command) => SessionInput::Control(command),
-    };
-    let input_id = send(&state, &id, input).await?.ok_or_else(|| {
+    let input = input.into_session_input(None);
+    let input_id = send(&state, &caller, &id, input).await?.ok_or_else(|| {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "the session took the input but gave no input id",
@@ -357,9 +409,10 @@ pub async fn input(
     responses((status = 202, description = "The running turn (if any) is being cancelled; it ends with a `result` (stop_reason `cancelled`). Queued inputs stay queued", body = Object), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn interrupt(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    send(&state, &id, SessionInput::Interrupt).await?;
+    send(&state, &caller, &id, SessionInput::Interrupt).await?;
     Ok((StatusCode::ACCEPTED, Json(serde_json::json!({}))))
 }
 
@@ -368,9 +421,10 @@ pub async fn interrupt(
     responses((status = 200, description = "Success", body = Messages), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn messages(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Messages>, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Follow).await?;
     let (history, events) = state.runtime.conversation(&id).await?;
     Ok(Json(Messages { history, events }))
 }
@@ -384,6 +438,7 @@ pub async fn messages(
 /// `before`. Reads the store only (it never loads the session).
 pub async fn history(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<HistoryQuery>,
 ) -> Result<Json<History>, ApiError> {
@@ -400,7 +455,7 @@ pub async fn history(
             return Err(ApiError::bad_request("`before` must be at least 1"));
         }
     }
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Follow).await?;
     let stored = state.runtime.stored();
     let record = stored
         .get(&id)
@@ -539,9 +594,10 @@ async fn refuse_busy(state: &AppState, id: &SessionId) -> Result<(), ApiError> {
 /// the files it changed (with line counts), oldest first.
 pub async fn rewind_turns(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Rewinds>, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Follow).await?;
     let turns = state.runtime.stored().changes(&id).await?;
     Ok(Json(Rewinds { turns }))
 }
@@ -558,10 +614,11 @@ pub async fn rewind_turns(
 /// conflict, left alone unless `overwrite`. `preview` changes nothing.
 pub async fn rewind(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiJson(body): ApiJson<Rewind>,
 ) -> Result<Json<RewindReport>, ApiError> {
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Drive).await?;
     if !body.preview {
         refuse_busy(&state, &id).await?;
     }
@@ -588,11 +645,12 @@ pub async fn rewind(
 /// not taken back already; the conversation stays.
 pub async fn undo(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Option<ApiJson<Undo>>,
 ) -> Result<Json<RewindReport>, ApiError> {
     let body = body.map(|ApiJson(b)| b).unwrap_or_default();
-    let id = state.runtime.resolve(&id).await?;
+    let (id, _) = access::session(&state, &caller, &id, Need::Drive).await?;
     if !body.preview {
         refuse_busy(&state, &id).await?;
     }

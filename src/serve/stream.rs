@@ -12,6 +12,7 @@
 //! ([`ClientEvents`]), each serialised straight into the frame bytes, and
 //! every event already there goes out in the same write.
 
+use super::auth::Caller;
 use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::reach;
 use super::state::AppState;
@@ -20,7 +21,7 @@ use agentbus_actors::protocol::EventEnvelope;
 use agentbus_actors::runtime::{ClientEvents, ReachedSession};
 use agentbus_actors::runtime::{RecvError, SubscribeError};
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -158,12 +159,13 @@ fn frame<T: serde::Serialize>(seq: u64, event: &T) -> Event {
               (status = 400, description = "The request is invalid; the error says why", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody)))]
 pub async fn session_events(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<After>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let after = resume_after(&headers, &query)?;
-    let session = reach(&state, &id, after).await?;
+    let (session, _) = reach(&state, &caller, &id, after).await?;
     let mut feed = ClientFeed::attach(&session, after, &state.shutdown);
     let frames = async_stream::stream! {
         let _connected = agentbus_actors::metrics::get().stream_client("sse");
@@ -204,6 +206,7 @@ pub async fn session_events(
               (status = 400, description = "`Last-Event-ID` or `after` is not a seq; the error says why", body = ErrorBody)))]
 pub async fn lifecycle_events(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     ApiQuery(query): ApiQuery<After>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
@@ -218,6 +221,7 @@ pub async fn lifecycle_events(
     let mut subscription = subscription
         .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     let shutdown: CancellationToken = state.shutdown.clone();
+    let mut visible = super::access::Visible::new(caller);
     let stream = async_stream::stream! {
         let mut shutting_down = false;
         loop {
@@ -236,7 +240,11 @@ pub async fn lifecycle_events(
                 }
             };
             match event {
-                Ok(event) => yield Ok(frame(event.seq, &*event)),
+                Ok(event) => {
+                    if visible.sees(&state, &event).await {
+                        yield Ok(frame(event.seq, &*event));
+                    }
+                }
                 Err(_) => break,
             }
         }

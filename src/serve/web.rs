@@ -59,15 +59,15 @@ const PRELOAD_MARK: &str = "{{modulepreload}}";
 /// A year: what an asset whose URL names its content may be kept for.
 const IMMUTABLE: &str = "public, max-age=31536000, immutable";
 
-/// The page's routes (no token needed). `token` is what `/?token=` must
-/// be to set the cookie.
-pub fn routes<S: Clone + Send + Sync + 'static>(token: Arc<String>) -> Router<S> {
+/// The page's routes (no token needed). `/?token=` sets the cookie when
+/// it is one of `tokens`.
+pub fn routes<S: Clone + Send + Sync + 'static>(tokens: Arc<super::auth::Tokens>) -> Router<S> {
     Router::new()
         .route(
             "/",
             get(move |uri: Uri, request: HeaderMap| {
-                let token = token.clone();
-                async move { index(&token, &uri, &request) }
+                let tokens = tokens.clone();
+                async move { index(&tokens, &uri, &request) }
             }),
         )
         .route("/assets/{id}/{*path}", get(asset))
@@ -166,7 +166,7 @@ fn over_https(uri: &Uri, request: &HeaderMap) -> bool {
 /// `/?token=TOKEN`: a 303 to the same address without `token`, setting the
 /// cookie when TOKEN is right and clearing it (with `refused` added to the
 /// query, for the page's "token refused" view) when it is not.
-fn exchange(token: &str, uri: &Uri, request: &HeaderMap) -> Response {
+fn exchange(tokens: &super::auth::Tokens, uri: &Uri, request: &HeaderMap) -> Response {
     let mut given = None;
     let mut rest = Vec::new();
     if let Ok(parsed) = reqwest::Url::parse(&format!("http://page/?{}", uri.query().unwrap_or("")))
@@ -179,9 +179,8 @@ fn exchange(token: &str, uri: &Uri, request: &HeaderMap) -> Response {
             }
         }
     }
-    let right = given
-        .is_some_and(|given| super::auth::constant_time_eq(given.as_bytes(), token.as_bytes()));
-    if right {
+    let right = given.filter(|given| tokens.knows(given));
+    if right.is_some() {
         tracing::debug!("the page's link: the token is right, its cookie set");
     } else {
         tracing::debug!("the page's link: a wrong token, the cookie cleared");
@@ -199,11 +198,11 @@ fn exchange(token: &str, uri: &Uri, request: &HeaderMap) -> Response {
     } else {
         ""
     };
-    let cookie = if right {
+    let cookie = if let Some(token) = right {
         format!(
             "{}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
             super::auth::COOKIE,
-            super::auth::cookie_value(token)
+            super::auth::cookie_value(&token)
         )
     } else {
         format!(
@@ -228,9 +227,9 @@ fn exchange(token: &str, uri: &Uri, request: &HeaderMap) -> Response {
     response
 }
 
-fn index(token: &str, uri: &Uri, request: &HeaderMap) -> Response {
+fn index(tokens: &super::auth::Tokens, uri: &Uri, request: &HeaderMap) -> Response {
     if super::auth::query_has_token(uri) {
-        return exchange(token, uri, request);
+        return exchange(tokens, uri, request);
     }
     let Some(file) = Files::get("index.html") else {
         return (StatusCode::NOT_FOUND, "the page is missing from this build").into_response();

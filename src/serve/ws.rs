@@ -14,8 +14,9 @@
 //! more (the socket's events go on). A bad frame never closes the socket; a client too slow to read its events is
 //! closed (code 1013, "try again later") and resumes with `?after=`.
 
+use super::auth::Caller;
 use super::error::{ApiError, ApiQuery, ErrorBody};
-use super::sessions::reach;
+use super::sessions::{reach, send_to};
 use super::state::AppState;
 use super::stream::ClientFeed;
 use crate::api::{After, Input};
@@ -24,7 +25,7 @@ use agentbus_actors::protocol::{SessionId, SessionInput};
 use agentbus_actors::runtime::ReachedSession;
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::Response;
 use futures::SinkExt;
 use serde_json::json;
@@ -45,6 +46,7 @@ const TRY_AGAIN_LATER: u16 = 1013;
               (status = 426, description = "The connection cannot be upgraded", body = ErrorBody)))]
 pub async fn session_socket(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     ApiQuery(query): ApiQuery<After>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
@@ -58,15 +60,20 @@ pub async fn session_socket(
             format!("not a WebSocket upgrade: {}", rejection.body_text()),
         )
     })?;
-    let session = reach(&state, &id, after).await?;
+    let (session, drives) = reach(&state, &caller, &id, after).await?;
     let shutdown = state.shutdown.clone();
-    Ok(upgrade.on_upgrade(move |socket| serve_socket(socket, state, session, after, shutdown)))
+    let sender = drives.then_some(caller);
+    Ok(upgrade
+        .on_upgrade(move |socket| serve_socket(socket, state, session, sender, after, shutdown)))
 }
 
+/// `sender`: the caller, when it may drive the session (else its inputs
+/// are refused and only events flow).
 async fn serve_socket(
     mut socket: WebSocket,
     state: AppState,
     session: ReachedSession,
+    sender: Option<Caller>,
     after: u64,
     shutdown: CancellationToken,
 ) {
@@ -110,7 +117,10 @@ async fn serve_socket(
                     Some(Ok(_)) => continue,
                     Some(Err(_)) | None => return,
                 };
-                let reply = handle_input(&state, session.id(), text.as_str()).await;
+                let reply = match &sender {
+                    Some(caller) => handle_input(&state, caller, session.id(), text.as_str()).await,
+                    None => json!({"error": "this token may follow this session but not change it: sending needs its creator's token (role `user`) or role `admin`"}),
+                };
                 if socket.send(Message::Text(reply.to_string().into())).await.is_err() {
                     return;
                 }
@@ -129,13 +139,18 @@ fn event_text(event: &EventEnvelope) -> String {
 /// One frame's input, given to the session wherever it runs — as `POST
 /// .../input` gives it: on a node of a cluster whose owner no longer answers
 /// for the session, this node claims it.
-async fn handle_input(state: &AppState, id: &SessionId, text: &str) -> serde_json::Value {
+async fn handle_input(
+    state: &AppState,
+    caller: &Caller,
+    id: &SessionId,
+    text: &str,
+) -> serde_json::Value {
     let input = match parse_input(text) {
         Ok(input) => input,
         Err(e) => return json!({"error": format!("not an input: {e}")}),
     };
     let input = match input {
-        SessionInput::Query { text, images } => {
+        SessionInput::Query { text, images, by } => {
             // Checked as the HTTP input checks them.
             let checked: Result<Vec<_>, _> = images
                 .iter()
@@ -150,7 +165,7 @@ async fn handle_input(state: &AppState, id: &SessionId, text: &str) -> serde_jso
                 })
                 .collect();
             match checked {
-                Ok(images) => SessionInput::Query { text, images },
+                Ok(images) => SessionInput::Query { text, images, by },
                 Err(e) => return json!({"error": e}),
             }
         }
@@ -161,11 +176,11 @@ async fn handle_input(state: &AppState, id: &SessionId, text: &str) -> serde_jso
         _ => None,
     };
     let interrupt = matches!(input, SessionInput::Interrupt);
-    match state.runtime.send_input(id, input).await {
+    match send_to(state, caller, id, input).await {
         Ok(Some(input_id)) => json!({"accepted": {"input_id": input_id}}),
         Ok(None) if interrupt => json!({"interrupted": true}),
         Ok(None) => json!({"settled": {"request_id": settled.unwrap_or_default()}}),
-        Err(e) => json!({"error": e.to_string()}),
+        Err(e) => json!({"error": e.message}),
     }
 }
 
@@ -180,10 +195,7 @@ fn parse_input(text: &str) -> Result<SessionInput, String> {
             format!("{e}; expected {{\"type\": \"query\", \"text\": \"...\"}}, {{\"type\": \"control\", \"command\": \"clear\"}}, {{\"type\": \"interrupt\"}} or {{\"type\": \"approval\", \"request_id\": \"...\", \"decision\": \"allow_once\" | \"allow_always\" | \"reject\", \"message\"?: \"...\"}}")
         });
     }
-    Ok(match Input::try_from(value)? {
-        Input::Text(text, images) => SessionInput::Query { text, images },
-        Input::Command(command) => SessionInput::Control(command),
-    })
+    Ok(Input::try_from(value)?.into_session_input(None))
 }
 
 async fn close(socket: &mut WebSocket, reason: &str) {

@@ -40,6 +40,7 @@ mod prompt_caching;
 mod readme;
 mod responses;
 mod retries;
+mod roles;
 mod run;
 mod serve;
 mod sessions;

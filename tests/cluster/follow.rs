@@ -129,6 +129,38 @@ async fn a_node_cut_off_from_nats_releases_its_sessions_and_another_node_adopts_
     );
     let input = b.server.input(&id, "next").await;
     assert_eq!(client.result_of(input).await["text"], "The next answer.");
+    // The operators' figures say what happened: A fenced itself, B adopted.
+    let figures = |server: &crate::support::server::Server| {
+        let request = server.get("/metrics");
+        async move {
+            request
+                .send()
+                .await
+                .expect("metrics")
+                .text()
+                .await
+                .expect("text")
+        }
+    };
+    let on_b = figures(&b.server).await;
+    for line in [
+        "agentbus_cluster_adoptions_total 1",
+        "agentbus_cluster_lease_held 1",
+    ] {
+        assert!(
+            on_b.lines().any(|l| l == line),
+            "no `{line}` on node B:\n{on_b}"
+        );
+    }
+    assert!(
+        on_b.contains(r#"agentbus_cluster_lease_renewals_total{outcome="renewed"}"#),
+        "{on_b}"
+    );
+    let on_a = figures(&a.server).await;
+    assert!(
+        on_a.lines().any(|l| l == "agentbus_cluster_fences_total 1"),
+        "no fence counted on node A:\n{on_a}"
+    );
     let log = stored_log(&database, &id).await;
     assert_log_consistent(&log);
     assert_stored(&client.events, &log);

@@ -140,6 +140,7 @@ impl Agent {
             UserInput::Query {
                 text,
                 images: Vec::new(),
+                by: None,
             },
         );
         AgentRun::new(driver)

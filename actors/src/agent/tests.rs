@@ -260,6 +260,7 @@ async fn continue_conversation_refuses_an_unfinished_state_and_accepts_it_once_c
             input: UserInput::Query {
                 text: "and then?".into(),
                 images: Vec::new(),
+                by: None,
             },
         },
         0,

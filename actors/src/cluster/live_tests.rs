@@ -256,6 +256,7 @@ async fn inputs_reach_the_owner_in_order_and_its_replies_come_back() {
             input: SessionInput::Query {
                 text: format!("query {i}"),
                 images: vec![],
+                by: None,
             },
         })
         .collect();
@@ -372,6 +373,7 @@ async fn an_unreadable_input_or_a_failing_handler_is_refused_saying_why() {
         input: SessionInput::Query {
             text: "hi".into(),
             images: vec![],
+            by: None,
         },
     };
     let reply = sender.send_input(&session, &query, GUARD).await.unwrap();

@@ -298,6 +298,7 @@ impl RemoteSession {
         self.submit(UserInput::Query {
             text: text.into(),
             images: Vec::new(),
+            by: None,
         })
         .await
     }

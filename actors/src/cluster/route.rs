@@ -264,8 +264,8 @@ impl InputSender {
     /// Queues a query or control command on the owner; its input id.
     pub async fn submit(&self, input: UserInput) -> Result<InputId, RouteError> {
         let input = match input {
-            UserInput::Query { text, images } => SessionInput::Query { text, images },
-            UserInput::Control { command } => SessionInput::Control(command),
+            UserInput::Query { text, images, by } => SessionInput::Query { text, images, by },
+            UserInput::Control { command, by } => SessionInput::Control { command, by },
             UserInput::Prompt { .. } => {
                 return Err(RouteError::NotRoutable {
                     what: "a prompt written by a model for a child session",

@@ -91,6 +91,7 @@ async fn an_input_sent_again_with_its_uuid_runs_once() {
         input: SessionInput::Query {
             text: "first".into(),
             images: vec![],
+            by: None,
         },
     };
     // A sender that timed out sends it again, with the same uuid.
@@ -115,6 +116,7 @@ async fn an_input_sent_again_with_its_uuid_runs_once() {
         input: SessionInput::Query {
             text: "second".into(),
             images: vec![],
+            by: None,
         },
     };
     let reply = plane

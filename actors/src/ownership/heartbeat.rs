@@ -89,6 +89,7 @@ impl LeaseTask {
             };
             match renewal {
                 Some(Ok(Renewal::Renewed)) => {
+                    crate::metrics::get().lease_renewal("renewed");
                     if failures > 0 {
                         tracing::info!(node = %self.cluster.node(), "the node's lease is renewed again");
                     }
@@ -96,6 +97,7 @@ impl LeaseTask {
                     clock.renewed(sent);
                 }
                 Some(Ok(Renewal::Lapsed)) => {
+                    crate::metrics::get().lease_renewal("lapsed");
                     let reason = "the database says its lease had expired";
                     match self.fence_and_rejoin(reason).await {
                         Some(new) => clock = new,
@@ -103,6 +105,7 @@ impl LeaseTask {
                     }
                 }
                 Some(Err(e)) => {
+                    crate::metrics::get().lease_renewal("failed");
                     failures += 1;
                     tracing::warn!(node = %self.cluster.node(), failures, "could not renew the node's lease: {e}");
                 }
@@ -126,6 +129,9 @@ impl LeaseTask {
         let old = self.cluster.node();
         tracing::error!(node = %old, name = self.cluster.node_name(), "fencing this node: {reason}; stopping every session it drives");
         self.cluster.fence();
+        let figures = crate::metrics::get();
+        figures.cluster_fences.inc();
+        figures.cluster_lease_held.set(0);
         match self.manager.ask(FenceAll).await {
             Ok(stopped) => {
                 tracing::warn!(node = %old, stopped, "sessions stopped: the node is fenced")
@@ -152,6 +158,7 @@ impl LeaseTask {
             match rejoined {
                 Ok(node) => {
                     tracing::warn!(node = %node, old = %old, "rejoined the cluster as a new node");
+                    crate::metrics::get().cluster_lease_held.set(1);
                     return Some(LeaseClock::new(self.ttl, sent));
                 }
                 Err(e) => {

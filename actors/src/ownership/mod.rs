@@ -71,6 +71,7 @@ impl Node {
             interval: settings.sweep(),
             stop: sweeping.clone(),
         };
+        crate::metrics::get().cluster_lease_held.set(1);
         let tasks = vec![tokio::spawn(lease.run()), tokio::spawn(sweeper.run())];
         tracing::info!(
             node = %cluster.node(),

@@ -66,6 +66,9 @@ impl Sweeper {
                     Vec::new()
                 }
             };
+            crate::metrics::get()
+                .cluster_adoptions
+                .inc_by(adopted.len() as u64);
             for id in adopted {
                 tracing::info!(session = %id, node = %self.cluster.node(), "adopting a busy session of a gone node");
                 retry.entry(id).or_insert(0);

@@ -101,6 +101,10 @@ pub struct UserEvent {
     /// session sends them again).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<super::Image>,
+    /// The name of the API token that sent it (through `agentbus serve`);
+    /// absent for a front end in the same process, or a sub-agent's task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl UserEvent {
@@ -110,6 +114,7 @@ impl UserEvent {
             text: text.into(),
             prompt: None,
             images: Vec::new(),
+            by: None,
         }
     }
 

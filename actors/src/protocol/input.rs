@@ -23,9 +23,19 @@ pub enum SessionInput {
         text: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<super::Image>,
+        /// The name of the API token that sent it (`agentbus serve` sets
+        /// it; a front end in the same process leaves it out).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// A typed control command, queued like a query.
-    Control(ControlCommand),
+    Control {
+        #[serde(flatten)]
+        command: ControlCommand,
+        /// As for `Query`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
     /// Cancel the running turn now: the model stream and running tools stop,
     /// the turn ends with `stop_reason: cancelled`. Queued inputs stay queued.
     Interrupt,
@@ -48,13 +58,21 @@ pub enum UserInput {
         text: String,
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         images: Vec<super::Image>,
+        /// The name of the API token that sent it, if one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
     },
     /// A query for the model taken as written, never read as a slash
     /// command: what a model wrote for another session (a `task` call's
     /// prompt for its child).
     Prompt { text: String },
     /// A control command.
-    Control { command: ControlCommand },
+    Control {
+        command: ControlCommand,
+        /// The name of the API token that sent it, if one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
 }
 
 /// Control commands. Each one answers with exactly one `system` event whose

@@ -128,6 +128,10 @@ pub struct ApprovalDecision {
     /// `.agentbus.toml`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub save: bool,
+    /// The name of the API token that answered (`agentbus serve` sets it,
+    /// over whatever a client sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl ApprovalDecision {
@@ -137,6 +141,7 @@ impl ApprovalDecision {
             decision,
             message: None,
             save: false,
+            by: None,
         }
     }
 
@@ -146,6 +151,7 @@ impl ApprovalDecision {
             decision: ApprovalChoice::Reject,
             message: Some(message.into()),
             save: false,
+            by: None,
         }
     }
 }
@@ -193,6 +199,9 @@ pub struct ApprovalResolved {
     /// The rule is also being saved to the workspace's `.agentbus.toml`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub save: bool,
+    /// The name of the API token that answered, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
     /// On a parent's stream: the sub-agent's session whose request this
     /// settles (`request_id` is then `CHILD/REQUEST`, as its request was
     /// told there). Its `rule` is the child's, not the parent's.

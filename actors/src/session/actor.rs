@@ -668,6 +668,7 @@ impl AgentLoop {
             let outcome = match committed {
                 Ok(()) => self.journal.saved(commit),
                 Err(StoreError::Fenced { reason, .. }) => {
+                    crate::metrics::get().cluster_fencing_refusals.inc();
                     self.stop_fenced(&reason);
                     return;
                 }
@@ -1272,6 +1273,7 @@ impl Message<Submit> for AgentLoop {
         };
         if let Err(failure) = self.store.accept_input(&self.session_id, accepted).await {
             if let StoreError::Fenced { reason, .. } = &failure {
+                crate::metrics::get().cluster_fencing_refusals.inc();
                 self.stop_fenced(reason);
                 return Err(SessionError::Store(failure));
             }

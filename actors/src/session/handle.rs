@@ -115,6 +115,7 @@ impl SessionHandle {
         self.submit(UserInput::Query {
             text: text.into(),
             images: Vec::new(),
+            by: None,
         })
         .await
     }
@@ -149,13 +150,14 @@ impl SessionHandle {
     /// decision (applied at once: no id).
     pub async fn take(&self, input: SessionInput) -> Result<Option<InputId>, SessionError> {
         match input {
-            SessionInput::Query { text, images } => self
-                .submit(UserInput::Query { text, images })
+            SessionInput::Query { text, images, by } => self
+                .submit(UserInput::Query { text, images, by })
                 .await
                 .map(Some),
-            SessionInput::Control(command) => {
-                self.submit(UserInput::Control { command }).await.map(Some)
-            }
+            SessionInput::Control { command, by } => self
+                .submit(UserInput::Control { command, by })
+                .await
+                .map(Some),
             SessionInput::Interrupt => self.interrupt().await.map(|()| None),
             SessionInput::Approval {
                 request_id,

@@ -148,6 +148,7 @@ fn resolved(request: &str, call: &str, outcome: ApprovalOutcome) -> AgentMessage
             rule: None,
             save: false,
             child_session: None,
+            by: None,
         },
     ))
 }

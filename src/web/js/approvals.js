@@ -260,6 +260,8 @@ export function resolveApproval(view, event) {
   let text = OUTCOMES[data.outcome] || String(data.outcome || 'settled');
   if (data.outcome === 'allowed_always' && data.rule) text += ': ' + data.rule + (data.save ? ' (saved to .agentbus.toml)' : '');
   if (data.outcome === 'rejected' && data.message) text += ': ' + data.message;
+  // Who answered, when a token of `agentbus serve` did.
+  if (typeof data.by === 'string' && data.by) text += ' \u00b7 by ' + data.by;
   closeApproval(entry, data.outcome || 'settled', text, event);
   return true;
 }

@@ -144,6 +144,10 @@ function sessionItem(session) {
         el('span', { 'data-testid': 'session-name', text: title }),
       ),
       el('span', { class: 'session-when dim', title: fullTime(session.updated_at), text: shortTime(session.updated_at) }),
+      // Whose it is: the token that created it (when one did).
+      session.created_by
+        ? el('span', { class: 'session-by dim', 'data-testid': 'session-by', text: String(session.created_by) })
+        : null,
     );
   const item = el(
     'li',

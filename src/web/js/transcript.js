@@ -185,6 +185,10 @@ function renderUser(view, event) {
         el('pre', { text: event.prompt })),
     );
   }
+  // Who sent it: the name of the API token, when one did.
+  if (typeof event.by === 'string' && event.by) {
+    node.append(el('span', { class: 'msg-by dim', 'data-testid': 'message-by', text: 'by ' + event.by }));
+  }
   if (typeof event.seq === 'number') node.append(rewindButton(view, event));
   append(node);
 }

@@ -42,16 +42,35 @@ impl Fixture {
     /// server with `[server] token` configured has none there (`token` is
     /// then empty: set it).
     pub async fn serve_with_env(&self, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        self.serve_on(extra, env, None).await
+    }
+
+    /// [`serve_with_env`](Self::serve_with_env), the daemon (every thread
+    /// of it) pinned to the cores `cpus` holds when given (a bench measures
+    /// it apart from its load).
+    pub async fn serve_on(
+        &self,
+        extra: &[&str],
+        env: &[(&str, &str)],
+        cpus: Option<nix::sched::CpuSet>,
+    ) -> Server {
         let mut args = vec!["serve"];
         if !extra.contains(&"--listen") {
             args.extend(["--listen", "127.0.0.1:0"]);
         }
         args.extend_from_slice(extra);
-        let mut child = self
-            .command(&args)
-            .envs(env.iter().copied())
-            .spawn()
-            .expect("spawn agentbus serve");
+        let mut command = self.command(&args);
+        command.envs(env.iter().copied());
+        if let Some(cpus) = cpus {
+            // SAFETY: between fork and exec only a system call runs.
+            unsafe {
+                command.pre_exec(move || {
+                    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpus)
+                        .map_err(std::io::Error::from)
+                });
+            }
+        }
+        let mut child = command.spawn().expect("spawn agentbus serve");
         let stderr_pipe = child.stderr.take().expect("stderr");
         let stderr = Arc::new(Mutex::new(String::new()));
         let (addr_tx, addr_rx) = tokio::sync::oneshot::channel();

@@ -174,6 +174,7 @@ fn a_custom_command_sent_by_name_runs_and_an_unknown_one_is_a_notice() {
                 name: "review".into(),
                 arguments: "x.rs".into(),
             },
+            by: None,
         },
     });
     assert_eq!(users(&h)[0].text, "/review x.rs");
@@ -187,6 +188,7 @@ fn a_custom_command_sent_by_name_runs_and_an_unknown_one_is_a_notice() {
                 name: "nope".into(),
                 arguments: String::new(),
             },
+            by: None,
         },
     });
     let notice = system(&h, SystemSubtype::Notice).pop().expect("a notice");

@@ -16,6 +16,7 @@ fn query_with_image(h: &mut Harness, text: &str) -> InputId {
         input: UserInput::Query {
             text: text.into(),
             images: vec![png()],
+            by: None,
         },
     });
     input_id

@@ -265,6 +265,7 @@ mod tests {
             input: crate::protocol::UserInput::Query {
                 text: "hi".into(),
                 images: Vec::new(),
+                by: None,
             },
         });
         assert_eq!(offered(&fx), ["bash"]);

@@ -263,6 +263,7 @@ fn the_plan_is_folded_on_load_and_dropped_by_clear() {
         input_id: id,
         input: UserInput::Control {
             command: ControlCommand::Clear,
+            by: None,
         },
     });
     assert!(h.state().plan.is_empty());

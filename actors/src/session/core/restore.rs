@@ -233,6 +233,7 @@ fn close_unfinished(state: &mut SessionState, turn: OpenTurn, fx: &mut Vec<Effec
             message: None,
             rule: None,
             save: false,
+            by: None,
             child_session: None,
         };
         fx.push(Effect::Emit {

@@ -390,6 +390,7 @@ fn typing_a_skill_loads_it_like_a_custom_command() {
         input_id,
         input: UserInput::Control {
             command: ControlCommand::Help,
+            by: None,
         },
     });
     let help = messages(&h.effects)

@@ -258,9 +258,9 @@ fn apply_catalog(
 fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mut Vec<Effect>) {
     state.next_input_id = state.next_input_id.max(input_id + 1);
     let input = match input {
-        UserInput::Query { text, images } => {
+        UserInput::Query { text, images, by } => {
             match commands::parse_with(&text, &state.config.commands) {
-                None => UserInput::Query { text, images },
+                None => UserInput::Query { text, images, by },
                 Some(Ok(command)) => {
                     if !images.is_empty() {
                         emit(
@@ -273,7 +273,7 @@ fn accept(state: &mut SessionState, input_id: InputId, input: UserInput, fx: &mu
                             )),
                         );
                     }
-                    UserInput::Control { command }
+                    UserInput::Control { command, by }
                 }
                 Some(Err(notice)) => {
                     emit(fx, Some(input_id), self::notice(notice));
@@ -294,7 +294,7 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
             return;
         };
         match input {
-            UserInput::Control { command } => match commands::apply(&command, state) {
+            UserInput::Control { command, by } => match commands::apply(&command, state) {
                 commands::Applied::Reply(reply) => {
                     emit(fx, Some(input_id), AgentMessage::System(reply))
                 }
@@ -303,6 +303,7 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                         text: query.typed,
                         prompt: Some(query.prompt),
                         images: Vec::new(),
+                        by,
                     };
                     let run_as = RunAs {
                         model: query.model,
@@ -339,9 +340,10 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
                 }
             },
             // Typed by a user: its `@` mentions and `!command` count.
-            UserInput::Query { text, images } => {
+            UserInput::Query { text, images, by } => {
                 let user = UserEvent {
                     images,
+                    by,
                     ..UserEvent::new(text)
                 };
                 begin_query(state, input_id, user, RunAs::default(), true, now_ms, fx)

@@ -115,6 +115,7 @@ impl Harness {
             input: UserInput::Query {
                 text: text.into(),
                 images: Vec::new(),
+                by: None,
             },
         });
         input_id
@@ -861,6 +862,7 @@ fn usage_accumulates_over_turns() {
         input_id: 99,
         input: UserInput::Control {
             command: ControlCommand::Usage,
+            by: None,
         },
     });
     let usage = h.events().into_iter().last().unwrap();

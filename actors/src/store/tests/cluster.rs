@@ -166,6 +166,7 @@ async fn a_node_whose_lease_lapsed_is_fenced_once_another_claims_its_session() {
         input: crate::protocol::UserInput::Query {
             text: "late".into(),
             images: Vec::new(),
+            by: None,
         },
     };
     let e = a

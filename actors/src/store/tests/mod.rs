@@ -858,6 +858,7 @@ async fn accepted_inputs_wait_until_a_commit_no_longer_lists_them(backend: Backe
     let query = |text: &str| crate::protocol::UserInput::Query {
         text: text.into(),
         images: Vec::new(),
+        by: None,
     };
     for (n, text) in [(1, "first"), (2, "second"), (3, "/usage")] {
         let input = AcceptedInput {

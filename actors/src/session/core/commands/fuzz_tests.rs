@@ -121,7 +121,7 @@ proptest! {
         }
         let mut h = Harness::new();
         let input_id = h.state().next_input_id();
-        let effects = h.feed(Input::Submit { input_id, input: UserInput::Control { command: parsed } });
+        let effects = h.feed(Input::Submit { input_id, input: UserInput::Control { command: parsed, by: None } });
         prop_assert!(!effects.is_empty(), "{text:?} had no effect");
         // Typed as a query, the same text goes the same way.
         let mut h = Harness::new();

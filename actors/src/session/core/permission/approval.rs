@@ -85,12 +85,15 @@ pub fn settle(state: &mut SessionState, request_id: &str, how: Settle) -> Option
         Settle::TimedOut { after_ms } => after_ms / 1000,
         _ => 0,
     };
+    let mut by = None;
     let (outcome, message, save) = match how {
         Settle::Decided(ApprovalDecision {
             decision,
             message,
             save,
+            by: answered_by,
         }) => {
+            by = answered_by;
             let message = message.filter(|m| !m.trim().is_empty());
             match decision {
                 ApprovalChoice::AllowOnce => (ApprovalOutcome::AllowedOnce, None, false),
@@ -146,6 +149,7 @@ pub fn settle(state: &mut SessionState, request_id: &str, how: Settle) -> Option
         message,
         rule: rule.as_ref().map(|r| r.to_string()),
         save,
+        by,
         child_session: None,
     };
     if let Some(rule) = &rule {

@@ -216,6 +216,7 @@ fn allow_always_adds_a_session_rule_and_the_same_command_runs_next_time() {
             decision: ApprovalChoice::AllowAlways,
             message: None,
             save: true,
+            by: None,
         },
     );
     assert!(fx.contains(&Effect::SaveRule {
@@ -452,6 +453,7 @@ fn mode_switches_and_rules_come_back_when_the_session_is_loaded() {
             command: ControlCommand::SetMode {
                 mode: PermissionMode::AcceptEdits,
             },
+            by: None,
         },
     });
     let mode = h.events().into_iter().any(|m| {
@@ -519,6 +521,7 @@ fn a_childs_settled_request_is_retold_on_the_parent_and_its_rule_stays_the_child
             rule: Some("bash(rm:*)".into()),
             save: false,
             child_session: None,
+            by: None,
         },
     );
     for update in [
