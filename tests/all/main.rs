@@ -45,5 +45,6 @@ mod serve;
 mod sessions;
 mod skills;
 mod subagents;
+mod telemetry;
 mod terminal;
 mod wire_formats;
