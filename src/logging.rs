@@ -73,10 +73,10 @@ pub fn init(settings: &LogSettings, traces: Option<BoxedLayer>) -> anyhow::Resul
             None => default_filter(),
         },
     };
-    let not_spans = tracing_subscriber::filter::filter_fn(|meta| {
-        meta.target() != agentbus_actors::spans::TARGET
-    });
-    let filter = tracing_subscriber::filter::FilterExt::and(filter, not_spans);
+    let not_spans = format!("{}=off", agentbus_actors::spans::TARGET)
+        .parse()
+        .context("the log filter that leaves the spans out")?;
+    let filter = filter.add_directive(not_spans);
     let json = settings.format == Some(LogFormat::Json);
     let layer = tracing_subscriber::fmt::layer().with_target(false);
     let log: BoxedLayer = match &settings.file {

@@ -251,6 +251,14 @@ async fn a_turn_with_a_tool_call_is_one_trace_turn_chat_tool_chat_with_its_token
     let (status, stderr) = server.wait().await;
     assert!(status.success(), "{status}: {stderr}");
     assert!(!stderr.contains("could not send"), "{stderr}");
+    // The log keeps to its own lines: a line logged inside the tool call's
+    // span does not show the span.
+    let inside = stderr
+        .lines()
+        .find(|l| l.contains("checkpoint: looked before a call"))
+        .unwrap_or_else(|| panic!("the checkpoint's debug line: {stderr}"));
+    assert!(!inside.contains("execute_tool"), "{inside}");
+    assert!(!stderr.contains("gen_ai."), "{stderr}");
 
     // Stopping sent what was left: the turn is there, ended.
     let spans = receiver
