@@ -4,6 +4,10 @@
 //! `RUST_LOG`, else `[log] level`, else `warn`. Never stdout: it belongs to
 //! answers and `--json` events.
 //!
+//! The spans of `agentbus_actors::spans` are not the log's: they never
+//! show in it, and the log's level never hides them from the traces
+//! (`src/telemetry.rs` adds its layer beside this one).
+//!
 //! Secrets stay out by construction: keys are read from the environment
 //! only when a request is made and are never a field of a log event
 //! (`Secret` prints as `[redacted]`), and no HTTP headers are logged.
