@@ -4,6 +4,10 @@
 //! `RUST_LOG`, else `[log] level`, else `warn`. Never stdout: it belongs to
 //! answers and `--json` events.
 //!
+//! The spans of `agentbus_actors::spans` are not the log's: they never
+//! show in it, and the log's level never hides them from the traces
+//! (`src/telemetry.rs` adds its layer beside this one).
+//!
 //! Secrets stay out by construction: keys are read from the environment
 //! only when a request is made and are never a field of a log event
 //! (`Secret` prints as `[redacted]`), and no HTTP headers are logged.
@@ -48,9 +52,21 @@ impl LogSettings {
     }
 }
 
-/// Start logging as `settings` say. Fails when the file cannot be opened
-/// (naming it) or the level does not parse.
-pub fn init(settings: &LogSettings) -> anyhow::Result<()> {
+/// One layer of the process's subscriber (the log's, the traces').
+pub type BoxedLayer =
+    Box<dyn tracing_subscriber::Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+/// Start logging as `settings` say, with `traces` (the OpenTelemetry
+/// layer, when `[telemetry]` is on) beside it. Fails when the file cannot
+/// be opened (naming it) or the level does not parse.
+///
+/// The filter is the log's own: the spans of `agentbus_actors::spans`
+/// never show in the log (they are the traces'), and the log's level
+/// never hides them from the traces.
+pub fn init(settings: &LogSettings, traces: Option<BoxedLayer>) -> anyhow::Result<()> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     let filter = match std::env::var("RUST_LOG") {
         Ok(text) if !text.trim().is_empty() => {
             tracing_subscriber::EnvFilter::try_new(&text).unwrap_or_else(|_| default_filter())
@@ -61,31 +77,35 @@ pub fn init(settings: &LogSettings) -> anyhow::Result<()> {
             None => default_filter(),
         },
     };
+    let not_spans = format!("{}=off", agentbus_actors::spans::TARGET)
+        .parse()
+        .context("the log filter that leaves the spans out")?;
+    let filter = filter.add_directive(not_spans);
     let json = settings.format == Some(LogFormat::Json);
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
-    match &settings.file {
+    let layer = tracing_subscriber::fmt::layer().with_target(false);
+    let log: BoxedLayer = match &settings.file {
         Some(path) => {
             let file = open_log_file(path)?;
             let writer = std::sync::Mutex::new(file);
-            let builder = builder.with_ansi(false).with_writer(writer);
+            let layer = layer.with_ansi(false).with_writer(writer);
             if json {
-                builder.json().init();
+                layer.json().with_filter(filter).boxed()
             } else {
-                builder.init();
+                layer.with_filter(filter).boxed()
             }
         }
         None => {
             let ansi = !json && std::io::IsTerminal::is_terminal(&std::io::stderr());
-            let builder = builder.with_ansi(ansi).with_writer(std::io::stderr);
+            let layer = layer.with_ansi(ansi).with_writer(std::io::stderr);
             if json {
-                builder.json().init();
+                layer.json().with_filter(filter).boxed()
             } else {
-                builder.init();
+                layer.with_filter(filter).boxed()
             }
         }
-    }
+    };
+    let layers: Vec<BoxedLayer> = traces.into_iter().chain([log]).collect();
+    tracing_subscriber::registry().with(layers).try_init()?;
     Ok(())
 }
 

@@ -16,6 +16,7 @@ mod logging;
 mod model_check;
 mod remote;
 mod serve;
+mod telemetry;
 
 use anyhow::Context as _;
 use clap::{CommandFactory, Parser};
@@ -34,7 +35,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(dispatch(global, command));
+    let outcome = runtime.block_on(async {
+        let outcome = dispatch(global, command).await;
+        // The last turn's spans go out before the process does.
+        telemetry::shutdown().await;
+        outcome
+    });
     // Everything that matters was awaited by `dispatch`; what is left is at
     // most a read of stdin parked on a blocking thread, which would keep
     // the process alive until the next line.
@@ -239,7 +245,13 @@ fn configure_with(
         format: global.log_format,
         level: None,
     };
-    logging::init(&loaded.log.overridden_by(flags))?;
+    let plan = telemetry::plan(&loaded.telemetry, |name| std::env::var(name).ok())?;
+    let traces = match &plan {
+        telemetry::Plan::To { endpoint } => Some(telemetry::start(endpoint, &loaded.telemetry)?),
+        _ => None,
+    };
+    logging::init(&loaded.log.overridden_by(flags), traces)?;
+    plan.announce();
     let mut settings = loaded.settings;
     // A turn that cannot reach a server on this machine says what to do.
     settings.unreachable_hint = model_check::connect_hint(&settings, &settings.model);

@@ -12,6 +12,9 @@
 //! - [`tokens`]: counting tokens locally (tiktoken ranks compiled in).
 //! - [`metrics`]: the process's Prometheus figures, which `GET /metrics`
 //!   serves.
+//! - [`spans`]: the spans of a session's work (a turn, its model and tool
+//!   calls, ...), which the binary sends as OpenTelemetry traces when told
+//!   where.
 //! - [`agent`]: the library face — an agent driven by the pure session
 //!   core in-process, with no daemon, no actors and no store.
 //! - [`permissions`]: permission rules (`bash(npm test:*)`,
@@ -40,6 +43,7 @@ pub mod permissions;
 pub mod protocol;
 pub mod runtime;
 pub mod settings;
+pub mod spans;
 pub mod text;
 pub mod tokens;
 

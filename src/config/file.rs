@@ -66,6 +66,8 @@ pub struct ConfigFile {
     /// `[log]`: where the logs go and how they are written (the binary's
     /// own; `--log-file` and `--log-format` win).
     pub log: Option<crate::logging::LogSettings>,
+    /// `[telemetry]`: OpenTelemetry traces (the binary's own).
+    pub telemetry: Option<crate::telemetry::TelemetrySettings>,
 }
 
 /// `[permissions]` as written: rules as text (each file's are checked on

@@ -95,6 +95,8 @@ pub struct Configuration {
     pub settings: Settings,
     /// Every file's `[log]` keys, later files winning key by key.
     pub log: crate::logging::LogSettings,
+    /// Every file's `[telemetry]` keys, later files winning key by key.
+    pub telemetry: crate::telemetry::TelemetrySettings,
 }
 
 /// Load and resolve the configuration.
@@ -112,8 +114,13 @@ pub fn load(options: &LoadOptions) -> Result<Configuration, ConfigError> {
         layers.push(read_layer(path)?);
     }
     let log = log_settings(&layers)?;
+    let telemetry = telemetry_settings(&layers)?;
     let settings = resolve(layers, options, workspace)?;
-    Ok(Configuration { settings, log })
+    Ok(Configuration {
+        settings,
+        log,
+        telemetry,
+    })
 }
 
 /// The built-in defaults alone, resolved (for tests of other modules).
@@ -136,6 +143,20 @@ fn log_settings(layers: &[Layer]) -> Result<crate::logging::LogSettings, ConfigE
         let file: ConfigFile = check(&layer.table, &layer.origin)?;
         if let Some(log) = file.log {
             merged = merged.overridden_by(log);
+        }
+    }
+    Ok(merged)
+}
+
+/// `[telemetry]`, merged over the layers.
+fn telemetry_settings(
+    layers: &[Layer],
+) -> Result<crate::telemetry::TelemetrySettings, ConfigError> {
+    let mut merged = crate::telemetry::TelemetrySettings::default();
+    for layer in layers {
+        let file: ConfigFile = check(&layer.table, &layer.origin)?;
+        if let Some(telemetry) = file.telemetry {
+            merged = merged.overridden_by(telemetry);
         }
     }
     Ok(merged)
@@ -1305,6 +1326,40 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.system_prompt, "custom prompt in /ws");
+    }
+
+    #[test]
+    fn telemetry_merges_across_files_with_headers_expanded_and_a_wrong_key_named() {
+        let layers = [
+            layer(
+                "a.toml",
+                "[telemetry]\notlp_endpoint = \"http://a:4318\"\nheaders = { x-one = \"1\" }",
+            ),
+            layer(
+                "b.toml",
+                "[telemetry]\nservice_name = \"bus\"\n\
+                 headers = { authorization = \"Bearer ${AGENTBUS_SURELY_UNSET_VAR:-t0ken}\" }",
+            ),
+        ];
+        let telemetry = telemetry_settings(&layers).unwrap();
+        assert_eq!(telemetry.otlp_endpoint.as_deref(), Some("http://a:4318"));
+        assert_eq!(telemetry.service_name.as_deref(), Some("bus"));
+        let headers = telemetry.headers.unwrap();
+        assert_eq!(headers["x-one"], "1");
+        assert_eq!(headers["authorization"], "Bearer t0ken");
+
+        let error = parse_layer(
+            "c.toml".into(),
+            None,
+            "[telemetry]\nendpoint = \"http://a:4318\"",
+        )
+        .err()
+        .expect("an unknown key is refused")
+        .to_string();
+        assert!(
+            error.contains("c.toml") && error.contains("telemetry.endpoint"),
+            "{error}"
+        );
     }
 
     #[test]

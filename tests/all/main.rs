@@ -46,5 +46,6 @@ mod serve;
 mod sessions;
 mod skills;
 mod subagents;
+mod telemetry;
 mod terminal;
 mod wire_formats;

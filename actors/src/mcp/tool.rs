@@ -5,7 +5,8 @@
 //! kameo reply recipient), so the server depends on this file and not the
 //! other way round.
 
-use crate::model::{ToolOutcome, ToolSpec};
+use crate::model::{ToolOrigin, ToolOutcome, ToolSpec};
+use crate::spans;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use futures::future::BoxFuture;
 use kameo::actor::ReplyRecipient;
@@ -65,6 +66,10 @@ impl Tool for McpTool {
         let server = self.server.clone();
         let tool = self.remote.clone();
         let name = self.spec.name.clone();
+        let span = match &self.spec.origin {
+            ToolOrigin::Mcp { server, .. } => ctx.trace.mcp_call(server, &tool),
+            ToolOrigin::Builtin => tracing::Span::none(),
+        };
         Box::pin(async move {
             let Value::Object(arguments) = input else {
                 return Err(ToolError::InvalidArguments {
@@ -77,7 +82,16 @@ impl Tool for McpTool {
                 arguments,
                 cancel: ctx.cancel.clone(),
             };
-            match server.ask(call).await {
+            let asked = server.ask(call).await;
+            match &asked {
+                Ok(outcome) if outcome.is_error => {
+                    spans::record_tool_outcome(&span, "error", Some("tool_error"))
+                }
+                Ok(_) => spans::record_tool_outcome(&span, "ok", None),
+                Err(_) => spans::record_tool_outcome(&span, "error", Some("server_gone")),
+            }
+            drop(span);
+            match asked {
                 Ok(outcome) => Ok(ToolOutput {
                     text: outcome.output,
                     is_error: outcome.is_error,

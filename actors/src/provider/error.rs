@@ -183,6 +183,23 @@ impl ProviderError {
         }
     }
 
+    /// The class of the failure, for a span's `error.type` (low in
+    /// cardinality, no text of the provider's): the HTTP status, else
+    /// what kind of failure it was.
+    pub fn error_type(&self) -> String {
+        match self {
+            ProviderError::Status { status, .. } => status.to_string(),
+            ProviderError::UnknownProfile { .. } => "unknown_profile".into(),
+            ProviderError::Key(_) => "missing_key".into(),
+            ProviderError::Client { .. } | ProviderError::Request { .. } => "request".into(),
+            ProviderError::Connect { .. } => "connect".into(),
+            ProviderError::Stream { .. } => "stream".into(),
+            ProviderError::Garbage { .. } => "invalid_stream".into(),
+            ProviderError::Remote { .. } => "remote_error".into(),
+            ProviderError::IdleTimeout { .. } => "timeout".into(),
+        }
+    }
+
     /// A short reason for a `retrying` notice.
     pub fn short_reason(&self) -> String {
         match self {

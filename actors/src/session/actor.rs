@@ -40,6 +40,7 @@ use super::core::{Effect, Input, SessionCommand, SessionState, step};
 use super::journal::{Journal, Outcome};
 use super::model_input::model_input;
 use super::now_ms;
+use super::turn_trace::TurnTraces;
 use crate::bus::{LifecycleTopic, SessionTopic};
 use crate::hooks::run::{HookContext, Matched};
 use crate::model::{GrantedCall, ModelRequest, ToolOutcome};
@@ -241,6 +242,8 @@ pub struct AgentLoop {
     /// Holds `agentbus_sessions_busy` one higher while the session is
     /// not idle (dropped with the actor, however it stops).
     busy: Option<crate::metrics::GaugeGuard>,
+    /// The spans of the running turn and its work (telemetry).
+    traces: TurnTraces,
 }
 
 impl Actor for AgentLoop {
@@ -249,6 +252,7 @@ impl Actor for AgentLoop {
 
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
         let session_name = args.state.session_id.to_string();
+        let traces = TurnTraces::new(args.state.session_id.clone());
         let mut this = AgentLoop {
             session_id: args.state.session_id.clone(),
             state: args.state,
@@ -288,6 +292,7 @@ impl Actor for AgentLoop {
                 session_id: session_name,
             },
             busy: None,
+            traces,
         };
         // The node fencing itself stops the session even while it waits
         // for nothing (running calls stop with their tokens at once).
@@ -469,7 +474,9 @@ impl AgentLoop {
         let was_idle = self.state.is_idle();
         let was_waiting = self.state.pending_approvals();
         let effects = step(&mut self.state, input, now_ms());
+        self.traces.started(self.running_turn());
         self.perform_all(effects).await;
+        self.traces.settle(self.running_turn());
         // Keep only the cancellations of what still runs.
         let (call, batch) = (
             self.state.running_model_call(),
@@ -624,6 +631,7 @@ impl AgentLoop {
             _ => {}
         }
         self.state.context.seqs.observe(&message, self.last_seq);
+        self.traces.saw(turn_id, &message, self.last_seq);
         Arc::new(EventEnvelope {
             session_id: self.session_id.clone(),
             seq: self.last_seq,
@@ -647,6 +655,9 @@ impl AgentLoop {
         let commit = self.journal.commit_for(&batch, queued, busy);
         if !commit.is_empty() {
             let started = Instant::now();
+            let span = self
+                .traces
+                .store_commit(batch.last().and_then(|e| e.turn_id), batch.len());
             let committed = tokio::select! {
                 biased;
                 () = self.fence.cancelled() => Err(StoreError::Fenced {
@@ -659,6 +670,14 @@ impl AgentLoop {
                 Ok(()) => crate::metrics::Outcome::Ok,
                 Err(_) => crate::metrics::Outcome::Error,
             };
+            crate::spans::record_commit(
+                &span,
+                committed.as_ref().err().map(|e| match e {
+                    StoreError::Fenced { .. } => "fenced",
+                    _ => "store_error",
+                }),
+            );
+            drop(span);
             crate::metrics::get()
                 .store_commit_duration
                 .get_or_create(&crate::metrics::CommitLabels {
@@ -885,14 +904,19 @@ impl AgentLoop {
         let Some(me) = self.me.upgrade() else { return };
         let token = self.fence.child_token();
         self.model_calls.insert(request_id, token.clone());
+        let span = self
+            .traces
+            .model_call(self.running_turn(), &request, &self.state.config.models);
         let mut stream = self.model.stream(request);
         tokio::spawn(async move {
+            let mut trace = crate::spans::ModelCallTrace::new(span);
             loop {
                 let item = tokio::select! {
                     biased;
                     _ = token.cancelled() => return,
                     item = stream.next() => item,
                 };
+                trace.saw(&item);
                 let (input, last) = model_input(request_id, item);
                 if me.tell(Feed(input)).await.is_err() || last {
                     return;
@@ -928,9 +952,15 @@ impl AgentLoop {
             })
         });
         let call_id = call.id.clone();
+        let span = self
+            .traces
+            .tool_call(self.running_turn(), &call, &self.state.tools);
         let run = subagents.run(call, parent, report, token.clone());
         tokio::spawn(async move {
             let outcome = run.await;
+            let (ended, error) = tool_outcome(&outcome);
+            crate::spans::record_tool_outcome(&span, ended, error);
+            drop(span);
             let finished = Input::ToolFinished {
                 batch_id,
                 call_id,
@@ -976,7 +1006,10 @@ impl AgentLoop {
                 self.hook_context.clone(),
                 self.state.permissions.mode.to_string(),
             );
-            let turn_id = self.state.turn.as_ref().map(|t| t.id);
+            let turn_id = self.running_turn();
+            let span = self
+                .traces
+                .tool_call(turn_id, &call.call, &self.state.tools);
             let run = RunTool::new(
                 call,
                 self.workspace.clone(),
@@ -984,8 +1017,9 @@ impl AgentLoop {
                 self.files.clone(),
                 self.background.clone(),
             )
-            .by(self.session_id.clone());
-            tokio::spawn(async move {
+            .by(self.session_id.clone())
+            .traced(span.clone());
+            let task = async move {
                 let before = match &checkpoint {
                     Some(c) => c.before().await,
                     None => None,
@@ -1023,8 +1057,14 @@ impl AgentLoop {
                     checkpoint,
                 };
                 let _ = me.tell(Feed(finished)).await;
-            });
+            };
+            tokio::spawn(tracing::Instrument::instrument(task, span));
         }
+    }
+
+    /// The turn the core says runs.
+    fn running_turn(&self) -> Option<InputId> {
+        self.state.turn.as_ref().map(|t| t.id)
     }
 
     /// How `call`'s changes are kept, if it can change files (and the
@@ -1051,6 +1091,18 @@ impl AgentLoop {
             call_id: call.id.clone(),
             tool: call.name.clone(),
         })
+    }
+}
+
+/// How a `task` call ended, for its span: `ok`, `cancelled`, or `error`
+/// with its class.
+fn tool_outcome(outcome: &ToolOutcome) -> (&'static str, Option<&'static str>) {
+    if !outcome.is_error {
+        ("ok", None)
+    } else if outcome.output == crate::model::INTERRUPTED {
+        ("cancelled", None)
+    } else {
+        ("error", Some("tool_error"))
     }
 }
 

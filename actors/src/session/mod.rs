@@ -48,6 +48,7 @@ pub mod permission_setup;
 mod project_rules;
 pub mod skill_files;
 mod skill_markdown;
+mod turn_trace;
 
 pub use error::{Failure, SessionError};
 

@@ -30,6 +30,9 @@ pub struct ToolContext {
     pub background: super::background::BackgroundCommands,
     /// How many background commands may run at once in the session.
     pub max_background_commands: usize,
+    /// The call's span and session: a tool that calls elsewhere (an MCP
+    /// server) traces that beneath it.
+    pub trace: crate::spans::CallTrace,
 }
 
 impl ToolContext {
@@ -47,6 +50,7 @@ impl ToolContext {
             files: Default::default(),
             background: Default::default(),
             max_background_commands: crate::settings::DEFAULT_MAX_BACKGROUND_COMMANDS,
+            trace: Default::default(),
         }
     }
 

@@ -49,6 +49,10 @@ pub struct RunTool {
     /// The session calling: it may call the shared tools and those of the
     /// servers given to it (`None`: the shared tools only).
     pub session: Option<SessionId>,
+    /// The call's span (`crate::spans`): its outcome is recorded there,
+    /// and an MCP request it makes is traced beneath it (`Span::none()`:
+    /// not traced).
+    pub span: tracing::Span,
 }
 
 impl RunTool {
@@ -67,12 +71,19 @@ impl RunTool {
             files,
             background,
             session: None,
+            span: tracing::Span::none(),
         }
     }
 
     /// The call is made by session `session`.
     pub fn by(mut self, session: SessionId) -> Self {
         self.session = Some(session);
+        self
+    }
+
+    /// The call is traced as `span`.
+    pub fn traced(mut self, span: tracing::Span) -> Self {
+        self.span = span;
         self
     }
 }
@@ -265,7 +276,10 @@ impl Message<RunTool> for ToolExecutor {
                     !matches!(view.servers.get(&server), Some(McpServerStatus::Starting))
                 });
                 tokio::select! {
-                    _ = msg.cancel.cancelled() => return Ok(cancelled()),
+                    _ = msg.cancel.cancelled() => {
+                        crate::spans::record_tool_outcome(&msg.span, "cancelled", None);
+                        return Ok(cancelled());
+                    }
                     _ = started => {}
                 }
                 Ok(me
@@ -301,6 +315,7 @@ impl ToolExecutor {
             .get(msg.session.as_ref(), &msg.call.name)
             .or_else(|| crate::tools::builtin::session_tool(&msg.call.name));
         let Some(tool) = tool else {
+            crate::spans::record_tool_outcome(&msg.span, "error", Some("unknown_tool"));
             let names = self.registry.names(msg.session.as_ref()).join(", ");
             return ctx.reply(Ok(ToolOutcome::error(format!(
                 "unknown tool `{}`; the available tools are: {names}",
@@ -349,6 +364,8 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         name: name.clone(),
         started,
         outcome: crate::metrics::Outcome::Cancelled,
+        error_type: None,
+        span: msg.span.clone(),
     };
     let context = ToolContext {
         workspace: msg.workspace,
@@ -360,6 +377,10 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
         files: msg.files,
         background: msg.background,
         max_background_commands: settings.max_background_commands,
+        trace: crate::spans::CallTrace {
+            span: msg.span,
+            session: msg.session,
+        },
     };
     let tool_cancel = context.cancel.clone();
     let mut task = tokio::spawn(tool.call(msg.call.input, context));
@@ -373,9 +394,16 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
             tool_cancel.cancel();
             task.abort();
             count.outcome = crate::metrics::Outcome::Error;
+            count.error_type = Some("timeout");
             return outcome(started, Err(format!("tool `{name}` timed out after {} s and was stopped", timeout.as_secs())), None);
         }
     };
+    count.error_type = Some(match &result {
+        Ok(Err(ToolError::InvalidArguments { .. })) => "invalid_arguments",
+        Err(join) if join.is_panic() => "panic",
+        Err(_) => "stopped",
+        _ => "tool_error",
+    });
     let text = match result {
         Ok(Ok(output)) if !output.is_error => Ok(output.text),
         Ok(Ok(output)) => Err(output.text),
@@ -396,17 +424,27 @@ pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> T
     outcome(started, text, limit)
 }
 
-/// Counts a call of `name` when it ends ([`crate::metrics`]), however it
-/// ends: a call whose task is dropped counts as cancelled.
+/// Counts a call of `name` when it ends ([`crate::metrics`]) and records
+/// how it ended on its span ([`crate::spans`]), however it ends: a call
+/// whose task is dropped counts as cancelled.
 struct CallCount {
     name: String,
     started: Instant,
     outcome: crate::metrics::Outcome,
+    /// What kind of error, when it is one.
+    error_type: Option<&'static str>,
+    span: tracing::Span,
 }
 
 impl Drop for CallCount {
     fn drop(&mut self) {
         crate::metrics::get().tool_call(&self.name, self.outcome, self.started.elapsed());
+        let (outcome, error_type) = match self.outcome {
+            crate::metrics::Outcome::Ok => ("ok", None),
+            crate::metrics::Outcome::Cancelled => ("cancelled", None),
+            crate::metrics::Outcome::Error => ("error", self.error_type),
+        };
+        crate::spans::record_tool_outcome(&self.span, outcome, error_type);
     }
 }
 
@@ -496,6 +534,7 @@ mod tests {
             files: Files::Disk,
             background: Default::default(),
             session: None,
+            span: tracing::Span::none(),
         }
     }
 

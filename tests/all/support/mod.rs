@@ -168,6 +168,11 @@ impl Fixture {
             .env("XDG_CONFIG_HOME", self.home.path().join(".config"))
             .env_remove("AGENTBUS_CONFIG")
             .env_remove("AGENTBUS_DATA_DIR")
+            // Traces go where a test says, never to a collector of the
+            // machine's.
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .env_remove("OTEL_SERVICE_NAME")
             .env("RUST_LOG", "debug")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
