@@ -108,7 +108,9 @@ pub fn load(options: &LoadOptions) -> Result<Configuration, ConfigError> {
     }
     let project = workspace.join(".agentbus.toml");
     if project.is_file() {
-        layers.push(read_layer(&project)?);
+        let layer = read_layer(&project)?;
+        refuse_server_tokens(&layer)?;
+        layers.push(layer);
     }
     if let Some(path) = &options.config_file {
         layers.push(read_layer(path)?);
@@ -121,6 +123,23 @@ pub fn load(options: &LoadOptions) -> Result<Configuration, ConfigError> {
         log,
         telemetry,
     })
+}
+
+/// Refuse API tokens in a workspace's own file: whoever can write a
+/// repository must not be able to let themselves into the daemon that
+/// serves it (a token named after a variable they can guess).
+fn refuse_server_tokens(layer: &Layer) -> Result<(), ConfigError> {
+    let Some(server) = layer.table.get("server").and_then(toml::Value::as_table) else {
+        return Ok(());
+    };
+    match ["token", "tokens"].into_iter().find(|key| server.contains_key(*key)) {
+        Some(key) => Err(ConfigError::Invalid {
+            origin: layer.origin.clone(),
+            key: format!("server.{key}"),
+            message: "API tokens are set in your own configuration (~/.config/agentbus/config.toml or --config FILE), not in a workspace's .agentbus.toml".to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The built-in defaults alone, resolved (for tests of other modules).

@@ -36,6 +36,10 @@ use std::sync::Arc;
 /// `DATA_DIR/token`); no `[server.tokens.NAME]` may take it.
 pub const ADMIN: &str = "admin";
 
+/// The shortest token `[server.tokens.NAME]` takes: long enough not to be
+/// guessed (a variable such as `HOME` holds no such value).
+const MIN_TOKEN_CHARS: usize = 24;
+
 /// Whether `name` can name a token: 1 to 64 letters, digits, `-`, `_`
 /// or `.`.
 pub fn is_token_name(name: &str) -> bool {
@@ -112,6 +116,13 @@ impl Tokens {
                         settings.token_env
                     )
                 })?;
+            if token.chars().count() < MIN_TOKEN_CHARS {
+                anyhow::bail!(
+                    "{at}: the token in `{}` is {} characters; a token needs at least {MIN_TOKEN_CHARS} (e.g. `openssl rand -hex 32`)",
+                    settings.token_env,
+                    token.chars().count()
+                );
+            }
             if let Some(same) = holders.iter().find(|h| h.token == token) {
                 anyhow::bail!(
                     "{at}: its token is the same as `{}`'s; each token needs a value of its own",

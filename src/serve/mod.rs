@@ -247,16 +247,7 @@ fn bind_listener(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
 
 fn announce(addr: &SocketAddr, admin: Option<&(String, auth::TokenSource)>, tokens: &auth::Tokens) {
     let url = format!("http://{addr}");
-    eprintln!("agentbus: listening on {url}");
-    match admin.map(|(_, source)| source) {
-        Some(auth::TokenSource::File(path)) => {
-            eprintln!("agentbus: API token in {}", path.display())
-        }
-        Some(auth::TokenSource::Configured) => {
-            eprintln!("agentbus: API token from [server] token")
-        }
-        None => {}
-    }
+    // Said before the address: whoever waits for that line has this one.
     let named: Vec<String> = tokens
         .names()
         .into_iter()
@@ -268,6 +259,16 @@ fn announce(addr: &SocketAddr, admin: Option<&(String, auth::TokenSource)>, toke
             "agentbus: tokens from [server.tokens]: {}",
             named.join(", ")
         );
+    }
+    eprintln!("agentbus: listening on {url}");
+    match admin.map(|(_, source)| source) {
+        Some(auth::TokenSource::File(path)) => {
+            eprintln!("agentbus: API token in {}", path.display())
+        }
+        Some(auth::TokenSource::Configured) => {
+            eprintln!("agentbus: API token from [server] token")
+        }
+        None => {}
     }
     match admin {
         Some((token, _)) if std::io::IsTerminal::is_terminal(&std::io::stderr()) => {

@@ -528,3 +528,52 @@ async fn the_page_link_of_a_user_token_sets_its_cookie_and_lists_only_its_sessio
         .collect();
     assert_eq!(ids, vec![a.as_str()]);
 }
+
+/// `agentbus serve` with `env`, expected to refuse to start: what it said.
+async fn refused_start(f: &Fixture, env: &[(&str, &str)]) -> String {
+    let output = tokio::time::timeout(
+        GUARD,
+        f.command(&["serve", "--listen", "127.0.0.1:0"])
+            .envs(env.iter().copied())
+            .output(),
+    )
+    .await
+    .expect("serve exits in time")
+    .expect("serve runs");
+    assert!(!output.status.success(), "serve started");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn serve_refuses_a_token_it_cannot_read_a_short_one_and_one_a_workspace_sets() {
+    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
+    f.add_config(&tokens(""));
+    let unset = refused_start(&f, &ENV[..2]).await;
+    assert!(
+        unset.contains("[server.tokens.carol]") && unset.contains("AGENTBUS_TEST_CAROL"),
+        "{unset}"
+    );
+    let short = refused_start(
+        &f,
+        &[ENV[0], ENV[1], ("AGENTBUS_TEST_CAROL", "/home/carol")],
+    )
+    .await;
+    assert!(short.contains("at least 24"), "{short}");
+    assert!(
+        !short.contains("/home/carol"),
+        "the value is not said: {short}"
+    );
+
+    // A repository's own file cannot let anyone in.
+    let g = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
+    std::fs::write(
+        g.workspace().join(".agentbus.toml"),
+        "[server.tokens.intruder]\ntoken_env = \"HOME\"\nrole = \"admin\"\n",
+    )
+    .unwrap();
+    let project = refused_start(&g, &[]).await;
+    assert!(
+        project.contains(".agentbus.toml") && project.contains("server.tokens"),
+        "{project}"
+    );
+}
