@@ -212,6 +212,7 @@ mod tests {
                 "trigger": trigger, "first_seq": 1, "last_seq": 5, "first_kept": 4,
                 "summary": "s", "tokens_before": 900, "tokens_after": 100,
             })),
+            by: None,
         })
     }
 

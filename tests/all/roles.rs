@@ -183,6 +183,19 @@ async fn two_users_reach_only_their_own_sessions_and_a_viewer_follows_what_it_is
         .find(|e| e["type"] == "user")
         .expect("a user event");
     assert_eq!(user["by"], "alice", "{user}");
+    // A command's answer names who sent it too.
+    let cleared = alice
+        .post(&format!("/v1/sessions/{a}/input"))
+        .json(&json!({"command": "clear"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cleared.status(), 202);
+    let cleared: Value = cleared.json().await.unwrap();
+    let answer = events
+        .until(|e| e["type"] == "system" && e["turn_id"] == cleared["input_id"])
+        .await;
+    assert_eq!(answer["by"], "alice", "{answer}");
     let requests_before = f.request_messages().len();
     let record_before: Value = admin
         .get(&format!("/v1/sessions/{a}"))

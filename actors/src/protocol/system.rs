@@ -140,6 +140,10 @@ pub struct SystemEvent {
     /// Structured details; see [`SystemSubtype`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// For the answer to a control command: the name of the API token
+    /// that sent the command (through `agentbus serve`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl SystemEvent {
@@ -150,6 +154,7 @@ impl SystemEvent {
             message: message.into(),
             // Payloads are plain data: serialising them cannot fail.
             data: serde_json::to_value(payload).ok(),
+            by: None,
         }
     }
 
@@ -160,6 +165,7 @@ impl SystemEvent {
             subtype,
             message: message.into(),
             data: None,
+            by: None,
         }
     }
 
@@ -570,6 +576,7 @@ mod tests {
             subtype,
             message: String::new(),
             data: Some(data),
+            by: None,
         };
         let forked = bare(SystemSubtype::Forked, json!({"switch_to": "s2"}));
         assert_eq!(forked.switch_to(), Some(SessionId::from("s2")));

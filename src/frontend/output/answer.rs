@@ -126,6 +126,7 @@ mod tests {
                 "trigger": "auto", "first_seq": 1, "last_seq": 9, "first_kept": 4,
                 "summary": "s", "tokens_before": 9_000, "tokens_after": 900,
             })),
+            by: None,
         };
         let notice = SystemEvent::bare(SystemSubtype::Compacting, "Compacting the conversation.");
         let mut answer = Answer::default();

@@ -1227,6 +1227,7 @@ mod tests {
                 "summary": "The user asked for a parser; it is written.",
                 "tokens_before": 12_345, "tokens_after": 2_345,
             })),
+            by: None,
         }
     }
 

@@ -295,9 +295,11 @@ fn run_queue(state: &mut SessionState, now_ms: u64, fx: &mut Vec<Effect>) {
         };
         match input {
             UserInput::Control { command, by } => match commands::apply(&command, state) {
-                commands::Applied::Reply(reply) => {
-                    emit(fx, Some(input_id), AgentMessage::System(reply))
-                }
+                commands::Applied::Reply(reply) => emit(
+                    fx,
+                    Some(input_id),
+                    AgentMessage::System(SystemEvent { by, ..reply }),
+                ),
                 commands::Applied::Query(query) => {
                     let user = UserEvent {
                         text: query.typed,

@@ -13,14 +13,18 @@ use crate::session::core::custom_commands::expand;
 
 /// What running `/name arguments` sends, or the notice when the session
 /// has no such command (a control command sent by name).
-pub fn run(state: &SessionState, name: &str, arguments: &str) -> Result<CommandQuery, SystemEvent> {
+pub fn run(
+    state: &SessionState,
+    name: &str,
+    arguments: &str,
+) -> Result<CommandQuery, Box<SystemEvent>> {
     let Some(command) = state.config.commands.find(name) else {
-        return Err(SystemEvent::bare(
+        return Err(Box::new(SystemEvent::bare(
             SystemSubtype::Notice,
             format!(
                 "Unknown command /{name}. Type /help for the list of commands; it was not sent to the model."
             ),
-        ));
+        )));
     };
     let arguments = arguments.trim();
     let typed = if arguments.is_empty() {

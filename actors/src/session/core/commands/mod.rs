@@ -155,7 +155,7 @@ pub fn apply(command: &ControlCommand, state: &mut SessionState) -> Applied {
         ControlCommand::Custom { name, arguments } => {
             return match custom::run(state, name, arguments) {
                 Ok(query) => Applied::Query(query),
-                Err(notice) => Applied::Reply(notice),
+                Err(notice) => Applied::Reply(*notice),
             };
         }
         ControlCommand::NewConversation => return Applied::NeedsStore(SessionCommand::New),
