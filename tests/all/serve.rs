@@ -1588,7 +1588,7 @@ async fn the_web_page_creates_a_session_streams_a_reply_and_interrupts_a_slow_on
                 ("EDIT_NEW", &"gamma"),
                 ("SCREENSHOT", &screenshot),
             ],
-            40,
+            41,
         )
         .await;
     // What the model received from the page: the query with both its

@@ -425,6 +425,13 @@ async function main() {
       await page.locator(`[data-testid="session-item"][data-session-id="${sessionId}"]`).filter({ hasText: FIRST_PROMPT }).waitFor();
     });
 
+    await check('the message and the session name the token that sent and made them (admin)', page, async () => {
+      const message = byId(page, 'message-user').filter({ hasText: FIRST_PROMPT });
+      await message.locator('[data-testid="message-by"]').filter({ hasText: 'by admin' }).waitFor();
+      const row = page.locator(`[data-testid="session-item"][data-session-id="${sessionId}"]`);
+      await row.locator('[data-testid="session-by"]').filter({ hasText: 'admin' }).waitFor();
+    });
+
     await check('a slow reply streams and Interrupt is enabled while it runs', page, async () => {
       await byId(page, 'input').fill(SLOW_PROMPT);
       await byId(page, 'send').click();
