@@ -27,19 +27,28 @@ for run in 1 2; do
         echo "order-symbols: run $run failed:" >&2; cat "$scratch/err.$run" >&2; exit 1; }
 done
 
-# Every function named in the call graphs that the binary defines, sorted
-# (where they sit within the group hardly matters; sorted, a remade list
-# differs from the last only by what really changed).
-nm --defined-only "$agentbus" | awk '{ print $3 }' > "$scratch/defined"
+# Every function named in the call graphs that the binary defines, by its
+# key (scripts/lib/symbol-key.sed: the symbol less what a dependency's new
+# version changes; scripts/ordered-gcc finds the symbols again at every
+# release link) and, after a tab, its demangled name (what
+# scripts/check-layout-list.sh looks for in any build), sorted (where they sit within the group hardly matters;
+# sorted, a remade list differs from the last only by what really changed).
+nm -p --defined-only "$agentbus" | awk '{ print $3 }' > "$scratch/symbols"
+paste -d '\t' "$scratch/symbols" <(sed -E -f "$root/scripts/lib/symbol-key.sed" "$scratch/symbols") \
+    <(nm -p --defined-only --demangle "$agentbus" | cut -d ' ' -f 3- | sed -E 's/\.llvm\.[0-9]+$//') \
+    > "$scratch/defined"
 python3 - "$scratch/defined" "$scratch/calls.1" "$scratch/calls.2" > "$root/scripts/run-symbols.order" <<'PY'
 import re, sys
-defined = set(open(sys.argv[1]).read().split())
+keys = {}
+for line in open(sys.argv[1]):
+    symbol, key, readable = line.rstrip("\n").split("\t", 2)
+    keys[symbol] = key + "\t" + readable
 names = set()
 for path in sys.argv[2:]:
     for line in open(path):
         match = re.match(r"^c?fn=\(\d+\) (.+)$", line.rstrip("\n"))
-        if match and match.group(1) in defined:
-            names.add(match.group(1))
+        if match and match.group(1) in keys:
+            names.add(keys[match.group(1)])
 print("\n".join(sorted(names)))
 PY
 echo "scripts/run-symbols.order: $(wc -l < "$root/scripts/run-symbols.order") functions"
