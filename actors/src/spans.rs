@@ -166,7 +166,7 @@ impl ModelCallTrace {
             return;
         }
         match item {
-            Some(Ok(ModelEvent::Usage(usage))) => merge_usage(&mut self.usage, usage),
+            Some(Ok(ModelEvent::Usage(usage))) => self.usage.overwrite_with(*usage),
             Some(Ok(ModelEvent::Retrying { .. })) => {
                 self.attempts += 1;
                 self.usage = Usage::default();
@@ -203,27 +203,6 @@ impl Drop for ModelCallTrace {
     fn drop(&mut self) {
         if !self.ended && !self.span.is_disabled() {
             self.end("cancelled");
-        }
-    }
-}
-
-/// A later usage report overwrites the earlier one's non-zero fields (as
-/// the providers report them: a first count, then the final one).
-fn merge_usage(into: &mut Usage, report: &Usage) {
-    for (field, value) in [
-        (&mut into.input_tokens, report.input_tokens),
-        (&mut into.output_tokens, report.output_tokens),
-        (
-            &mut into.cache_read_input_tokens,
-            report.cache_read_input_tokens,
-        ),
-        (
-            &mut into.cache_creation_input_tokens,
-            report.cache_creation_input_tokens,
-        ),
-    ] {
-        if value > 0 {
-            *field = value;
         }
     }
 }

@@ -60,6 +60,22 @@ struct As<'a> {
     token: &'a str,
 }
 
+/// A server with the tokens (`alice_extra` added to alice's table), its
+/// fixture first set up by `prepare`.
+async fn served(alice_extra: &str, prepare: impl FnOnce(&Fixture)) -> (Fixture, Server) {
+    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
+    prepare(&f);
+    f.add_config(&tokens(alice_extra));
+    let server = f.serve_with_env(&[], ENV).await;
+    (f, server)
+}
+
+impl<'a> As<'a> {
+    fn of(server: &'a Server, token: &'a str) -> As<'a> {
+        As { server, token }
+    }
+}
+
 impl As<'_> {
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
         self.server
@@ -128,25 +144,11 @@ fn sorted(mut ids: Vec<String>) -> Vec<String> {
 
 #[tokio::test]
 async fn two_users_reach_only_their_own_sessions_and_a_viewer_follows_what_it_is_given() {
-    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
-    f.add_config(&tokens(""));
-    let server = f.serve_with_env(&[], ENV).await;
-    let admin = As {
-        server: &server,
-        token: &server.token,
-    };
-    let alice = As {
-        server: &server,
-        token: ALICE,
-    };
-    let bob = As {
-        server: &server,
-        token: BOB,
-    };
-    let carol = As {
-        server: &server,
-        token: CAROL,
-    };
+    let (f, server) = served("", |_| {}).await;
+    let admin = As::of(&server, &server.token);
+    let alice = As::of(&server, ALICE);
+    let bob = As::of(&server, BOB);
+    let carol = As::of(&server, CAROL);
     assert!(
         server
             .stderr()
@@ -375,17 +377,9 @@ async fn two_users_reach_only_their_own_sessions_and_a_viewer_follows_what_it_is
 
 #[tokio::test]
 async fn a_token_past_its_requests_a_minute_is_told_when_to_come_back() {
-    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
-    f.add_config(&tokens("requests_per_minute = 3"));
-    let server = f.serve_with_env(&[], ENV).await;
-    let alice = As {
-        server: &server,
-        token: ALICE,
-    };
-    let bob = As {
-        server: &server,
-        token: BOB,
-    };
+    let (_f, server) = served("requests_per_minute = 3", |_| {}).await;
+    let alice = As::of(&server, ALICE);
+    let bob = As::of(&server, BOB);
     for _ in 0..3 {
         assert_eq!(
             alice.get("/v1/sessions").send().await.unwrap().status(),
@@ -416,14 +410,11 @@ async fn a_token_past_its_requests_a_minute_is_told_when_to_come_back() {
 async fn a_token_at_its_busy_sessions_cannot_start_another_and_an_approval_names_who_answered() {
     // `default` mode: the script's `bash` call asks first, which keeps
     // the turn (and the session) busy until it is answered.
-    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
-    f.set_permission_mode("default");
-    f.add_config(&tokens("max_busy_sessions = 1"));
-    let server = f.serve_with_env(&[], ENV).await;
-    let alice = As {
-        server: &server,
-        token: ALICE,
-    };
+    let (_f, server) = served("max_busy_sessions = 1", |f| {
+        f.set_permission_mode("default")
+    })
+    .await;
+    let alice = As::of(&server, ALICE);
     let first = alice.create().await;
     let second = alice.create().await;
     let mut events = alice.events(&first).await;
@@ -491,17 +482,9 @@ async fn a_token_at_its_busy_sessions_cannot_start_another_and_an_approval_names
 
 #[tokio::test]
 async fn the_page_link_of_a_user_token_sets_its_cookie_and_lists_only_its_sessions() {
-    let f = Fixture::with_script(Script::from_toml_str(SCRIPT).expect("script")).await;
-    f.add_config(&tokens(""));
-    let server = f.serve_with_env(&[], ENV).await;
-    let alice = As {
-        server: &server,
-        token: ALICE,
-    };
-    let bob = As {
-        server: &server,
-        token: BOB,
-    };
+    let (_f, server) = served("", |_| {}).await;
+    let alice = As::of(&server, ALICE);
+    let bob = As::of(&server, BOB);
     let a = alice.create().await;
     bob.create().await;
     let http = reqwest::Client::builder()

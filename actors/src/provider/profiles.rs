@@ -169,7 +169,7 @@ impl CallCount {
                 self.first_event
                     .get_or_insert_with(|| self.started.elapsed());
                 match event {
-                    ModelEvent::Usage(usage) => merge_usage(&mut self.usage, usage),
+                    ModelEvent::Usage(usage) => self.usage.overwrite_with(*usage),
                     ModelEvent::Finished { .. } => self.record(Outcome::Ok),
                     _ => {}
                 }
@@ -192,26 +192,6 @@ impl CallCount {
             usage: self.usage,
             pricing: self.pricing,
         });
-    }
-}
-
-/// A later usage report overwrites the earlier one's non-zero fields.
-fn merge_usage(into: &mut Usage, report: &Usage) {
-    for (field, value) in [
-        (&mut into.input_tokens, report.input_tokens),
-        (&mut into.output_tokens, report.output_tokens),
-        (
-            &mut into.cache_read_input_tokens,
-            report.cache_read_input_tokens,
-        ),
-        (
-            &mut into.cache_creation_input_tokens,
-            report.cache_creation_input_tokens,
-        ),
-    ] {
-        if value > 0 {
-            *field = value;
-        }
     }
 }
 
