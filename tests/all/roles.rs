@@ -92,6 +92,13 @@ impl As<'_> {
         self.request(reqwest::Method::POST, path)
     }
 
+    /// `GET path`, answered 200 with JSON: the JSON.
+    async fn json(&self, path: &str) -> Value {
+        let response = self.get(path).send().await.unwrap();
+        assert_eq!(response.status(), 200, "GET {path}");
+        response.json().await.unwrap()
+    }
+
     async fn create(&self) -> String {
         let response = self
             .post("/v1/sessions")
@@ -166,12 +173,7 @@ async fn two_users_reach_only_their_own_sessions_and_a_viewer_follows_what_it_is
         sorted(admin.listed().await),
         sorted(vec![a.clone(), b.clone()])
     );
-    let record = admin
-        .get(&format!("/v1/sessions/{a}"))
-        .send()
-        .await
-        .unwrap();
-    let record: Value = record.json().await.unwrap();
+    let record = admin.json(&format!("/v1/sessions/{a}")).await;
     assert_eq!(record["created_by"], "alice", "{record}");
 
     // Alice's turn: her `user` event names her token.
@@ -199,14 +201,7 @@ async fn two_users_reach_only_their_own_sessions_and_a_viewer_follows_what_it_is
         .await;
     assert_eq!(answer["by"], "alice", "{answer}");
     let requests_before = f.request_messages().len();
-    let record_before: Value = admin
-        .get(&format!("/v1/sessions/{a}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let record_before = admin.json(&format!("/v1/sessions/{a}")).await;
 
     // Bob reaches none of it; nothing runs.
     let refused = error_of(
@@ -238,14 +233,7 @@ async fn two_users_reach_only_their_own_sessions_and_a_viewer_follows_what_it_is
         requests_before,
         "the model was asked nothing"
     );
-    let record_after: Value = admin
-        .get(&format!("/v1/sessions/{a}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let record_after = admin.json(&format!("/v1/sessions/{a}")).await;
     assert_eq!(
         record_after["last_seq"], record_before["last_seq"],
         "nothing was stored"

@@ -234,6 +234,18 @@ fn require_raw(
     get_raw(conn, operation, id)?.ok_or_else(|| StoreError::NotFound { id: id.0.clone() })
 }
 
+/// `NotFound` unless session `id` exists (reading nothing else of it).
+pub(super) fn require_exists(
+    conn: &Connection,
+    operation: &'static str,
+    id: &SessionId,
+) -> Result<(), StoreError> {
+    conn.prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
+        .and_then(|mut stmt| stmt.query_row([&id.0], |_| Ok(())).optional())
+        .map_err(|e| sqlite(operation, Some(id), e))?
+        .ok_or_else(|| StoreError::NotFound { id: id.0.clone() })
+}
+
 fn insert_session(tx: &Transaction<'_>, record: &SessionRecord) -> Result<(), StoreError> {
     let operation = "insert session";
     tx.prepare_cached(&format!(
@@ -878,13 +890,7 @@ pub fn add_checkpoint(conn: &mut Connection, checkpoint: &Checkpoint) -> Result<
     let id = &checkpoint.session_id;
     let fail = |e| sqlite(operation, Some(id), e);
     let tx = write_tx(conn, operation, id)?;
-    let exists = tx
-        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
-        .and_then(|mut stmt| stmt.query_row([&id.0], |_| Ok(())).optional())
-        .map_err(fail)?;
-    if exists.is_none() {
-        return Err(StoreError::NotFound { id: id.0.clone() });
-    }
+    require_exists(&tx, operation, id)?;
     tx.prepare_cached(
         "INSERT INTO checkpoints (id, session_id, turn_seq, call_id, tool, created_at, undone) \
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",

@@ -12,7 +12,7 @@ use super::db::{RawSession, SELECT_SESSION, sqlite, timestamp, write_tx};
 use crate::protocol::SessionId;
 use crate::store::record::viewer_set;
 use crate::store::{ListCursor, SessionRecord, StoreError};
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 /// The sessions token `?4` sees (a condition on `sessions`): the ids of
 /// those it created and those it follows, each found by an index, then
@@ -76,13 +76,7 @@ pub fn set_viewers(
     let operation = "set session viewers";
     let fail = |e| sqlite(operation, Some(id), e);
     let tx = write_tx(conn, operation, id)?;
-    let exists = tx
-        .prepare_cached("SELECT 1 FROM sessions WHERE id = ?1")
-        .and_then(|mut stmt| stmt.query_row([&id.0], |_| Ok(())).optional())
-        .map_err(fail)?;
-    if exists.is_none() {
-        return Err(StoreError::NotFound { id: id.0.clone() });
-    }
+    super::db::require_exists(&tx, operation, id)?;
     tx.prepare_cached("DELETE FROM session_viewers WHERE session_id = ?1")
         .and_then(|mut stmt| stmt.execute([&id.0]))
         .map_err(fail)?;
