@@ -35,8 +35,10 @@ pub struct ToolSpec {
     pub name: String,
     /// What it does and when to use it, for the model.
     pub description: String,
-    /// JSON Schema of the arguments object.
-    pub input_schema: Value,
+    /// JSON Schema of the arguments object, shared: a session offers the
+    /// same schemas on every model call, so copying a tool list copies no
+    /// schema.
+    pub input_schema: std::sync::Arc<Value>,
     pub origin: ToolOrigin,
 }
 

@@ -96,28 +96,55 @@ pub fn byte_bound(message: &Message) -> u64 {
     MESSAGE_OVERHEAD + images_of(message) + texts_of(message).map(|t| t.len() as u64).sum::<u64>()
 }
 
-/// An upper bound on the tool definitions' tokens.
+/// An upper bound on the tool definitions' tokens: their JSON's length,
+/// counted as it is written, without building it.
 pub fn tools_byte_bound(tools: &[ToolSpec]) -> u64 {
     if tools.is_empty() {
-        0
-    } else {
-        tools_json(tools).len() as u64
+        return 0;
+    }
+    let mut length = ByteCount(0);
+    match serde_json::to_writer(&mut length, &listed(tools)) {
+        Ok(()) => length.0,
+        Err(_) => 0,
     }
 }
 
 /// The tools as a request lists them, for counting.
 fn tools_json(tools: &[ToolSpec]) -> String {
-    let listed: Vec<serde_json::Value> = tools
+    serde_json::to_string(&listed(tools)).unwrap_or_default()
+}
+
+/// The tools as a request lists them, borrowed from the specs.
+fn listed(tools: &[ToolSpec]) -> Vec<ListedTool<'_>> {
+    tools
         .iter()
-        .map(|t| {
-            serde_json::json!({
-                "name": t.name,
-                "description": t.description,
-                "parameters": t.input_schema,
-            })
+        .map(|t| ListedTool {
+            name: &t.name,
+            description: &t.description,
+            parameters: &t.input_schema,
         })
-        .collect();
-    serde_json::to_string(&listed).unwrap_or_default()
+        .collect()
+}
+
+#[derive(serde::Serialize)]
+struct ListedTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a serde_json::Value,
+}
+
+/// A writer that only counts what is written to it.
+struct ByteCount(u64);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// What a message's images count for: [`crate::images::IMAGE_TOKENS`]

@@ -120,7 +120,10 @@ impl ClientFeed {
 fn put_frame(out: &mut BytesMut, event: &EventEnvelope) {
     let start = out.len();
     let mut writer = out.writer();
-    let written = write!(writer, "id: {}\ndata: ", event.seq)
+    let mut seq = itoa::Buffer::new();
+    let written = [b"id: ", seq.format(event.seq).as_bytes(), b"\ndata: "]
+        .iter()
+        .try_for_each(|part| writer.write_all(part))
         .map_err(serde_json::Error::io)
         .and_then(|()| serde_json::to_writer(&mut writer, event))
         .and_then(|()| writer.write_all(b"\n\n").map_err(serde_json::Error::io));

@@ -607,7 +607,7 @@ mod panicking_tool {
             ToolSpec {
                 name: "explode".into(),
                 description: "Always panics.".into(),
-                input_schema: json!({"type": "object", "properties": {}}),
+                input_schema: std::sync::Arc::new(json!({"type": "object", "properties": {}})),
                 origin: ToolOrigin::Builtin,
             }
         }

@@ -24,11 +24,11 @@ impl Tool for Add {
         ToolSpec {
             name: "add".into(),
             description: "Add two numbers.".into(),
-            input_schema: json!({
+            input_schema: std::sync::Arc::new(json!({
                 "type": "object",
                 "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
                 "required": ["a", "b"]
-            }),
+            })),
             origin: ToolOrigin::Builtin,
         }
     }

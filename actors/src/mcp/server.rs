@@ -148,7 +148,9 @@ impl McpServer {
                 let spec = ToolSpec {
                     name: naming::tool_name(&self.name, &t.name),
                     description: t.description.map(|d| d.to_string()).unwrap_or_default(),
-                    input_schema: serde_json::Value::Object((*t.input_schema).clone()),
+                    input_schema: std::sync::Arc::new(serde_json::Value::Object(
+                        (*t.input_schema).clone(),
+                    )),
                     origin: ToolOrigin::Mcp {
                         server: self.name.clone(),
                         writes: t.annotations.as_ref().is_some_and(|a| {

@@ -32,6 +32,7 @@ pub struct EventEnvelope {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<u64>,
     /// When the session produced the event.
+    #[serde(serialize_with = "super::time::serialize")]
     pub at: DateTime<Utc>,
     #[serde(flatten)]
     pub message: AgentMessage,

@@ -37,6 +37,7 @@ pub mod permission;
 pub mod plan;
 pub mod profile;
 pub mod system;
+pub mod time;
 
 pub use agent::{
     AgentDefinition, AgentInfo, AgentList, AgentSwitched, SubagentFinished, SubagentStarted,

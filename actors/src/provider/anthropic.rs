@@ -968,7 +968,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: format!("the {name} tool"),
-            input_schema: json!({"type": "object"}),
+            input_schema: std::sync::Arc::new(json!({"type": "object"})),
             origin: ToolOrigin::Builtin,
         }
     }
@@ -1225,7 +1225,7 @@ mod tests {
             tools: std::sync::Arc::new(vec![ToolSpec {
                 name: "bash".into(),
                 description: "run".into(),
-                input_schema: json!({"type": "object"}),
+                input_schema: std::sync::Arc::new(json!({"type": "object"})),
                 origin: ToolOrigin::Builtin,
             }]),
         };

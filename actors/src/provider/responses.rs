@@ -1030,7 +1030,9 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: format!("the {name} tool"),
-            input_schema: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            input_schema: std::sync::Arc::new(
+                json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+            ),
             origin: ToolOrigin::Builtin,
         }
     }

@@ -490,7 +490,7 @@ mod tests {
             ToolSpec {
                 name: "panicky".into(),
                 description: "panics".into(),
-                input_schema: json!({"type": "object"}),
+                input_schema: std::sync::Arc::new(json!({"type": "object"})),
                 origin: ToolOrigin::Builtin,
             }
         }

@@ -18,7 +18,7 @@ impl Tool for Forever {
         ToolSpec {
             name: "forever".into(),
             description: "never ends unless cancelled".into(),
-            input_schema: json!({"type": "object"}),
+            input_schema: std::sync::Arc::new(json!({"type": "object"})),
             origin: ToolOrigin::Builtin,
         }
     }

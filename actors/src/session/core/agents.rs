@@ -114,7 +114,7 @@ pub fn task_spec(set: &AgentSet) -> ToolSpec {
         description: format!(
             "Hand a self-contained task to a named agent, which works on it in a session of its own (with its own tools) and answers with its final report, which becomes this call's result. Give it everything it needs in `prompt`: it does not see this conversation. Several task calls in one reply run at once.\n\nAgents:{listed}"
         ),
-        input_schema: serde_json::json!({
+        input_schema: std::sync::Arc::new(serde_json::json!({
             "type": "object",
             "properties": {
                 "description": {"type": "string", "description": "A short (3-5 words) description of the task"},
@@ -123,7 +123,7 @@ pub fn task_spec(set: &AgentSet) -> ToolSpec {
             },
             "required": ["description", "prompt", "agent"],
             "additionalProperties": false
-        }),
+        })),
         origin: crate::model::ToolOrigin::Builtin,
     }
 }
@@ -170,7 +170,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: String::new(),
-            input_schema: serde_json::json!({"type": "object"}),
+            input_schema: std::sync::Arc::new(serde_json::json!({"type": "object"})),
             origin: crate::model::ToolOrigin::Builtin,
         }
     }

@@ -163,7 +163,7 @@ mod tests {
         let mut tools = vec![ToolSpec {
             name: "bash".into(),
             description: "run".into(),
-            input_schema: json!({"type": "object"}),
+            input_schema: std::sync::Arc::new(json!({"type": "object"})),
             origin: ToolOrigin::Builtin,
         }];
         for (server, status) in servers {
@@ -171,7 +171,7 @@ mod tests {
                 tools.push(ToolSpec {
                     name: format!("mcp__{server}__echo"),
                     description: "echo".into(),
-                    input_schema: json!({"type": "object"}),
+                    input_schema: std::sync::Arc::new(json!({"type": "object"})),
                     origin: ToolOrigin::Mcp {
                         server: server.to_string(),
                         writes: false,

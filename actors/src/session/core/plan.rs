@@ -28,7 +28,7 @@ pub fn spec() -> ToolSpec {
     ToolSpec {
         name: TODO_WRITE.into(),
         description: "Keep a checklist for the current task, which the user sees as it changes. Use it for work of three or more steps: write the steps down as `pending`, mark the one you start `in_progress` (one at a time) and each one `completed` as soon as it is done, adding steps as you discover them. Send the whole list every time; it replaces the previous one (an empty list removes it). Skip it for a single simple step.".into(),
-        input_schema: serde_json::json!({
+        input_schema: std::sync::Arc::new(serde_json::json!({
             "type": "object",
             "properties": {
                 "todos": {
@@ -48,7 +48,7 @@ pub fn spec() -> ToolSpec {
             },
             "required": ["todos"],
             "additionalProperties": false
-        }),
+        })),
         origin: ToolOrigin::Builtin,
     }
 }

@@ -260,14 +260,14 @@ impl Skills {
         ToolSpec {
             name: SKILL_TOOL.into(),
             description: "Load a skill: its full instructions and the folder its other files are in. Call it with a skill's name (see the skills listed in the system prompt) as soon as a task matches the skill's description, before doing the task; then follow the instructions.".into(),
-            input_schema: serde_json::json!({
+            input_schema: std::sync::Arc::new(serde_json::json!({
                 "type": "object",
                 "properties": {
                     "name": {"type": "string", "description": "The skill's name, as listed"}
                 },
                 "required": ["name"],
                 "additionalProperties": false
-            }),
+            })),
             origin: ToolOrigin::Builtin,
         }
     }

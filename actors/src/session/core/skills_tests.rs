@@ -62,7 +62,7 @@ fn with(skills: Vec<Skill>) -> Harness {
             .map(|name| ToolSpec {
                 name: name.to_string(),
                 description: String::new(),
-                input_schema: serde_json::json!({"type": "object"}),
+                input_schema: std::sync::Arc::new(serde_json::json!({"type": "object"})),
                 origin: ToolOrigin::Builtin,
             })
             .collect(),

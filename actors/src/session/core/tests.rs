@@ -81,7 +81,7 @@ impl Harness {
         let tools = vec![ToolSpec {
             name: "bash".into(),
             description: "run".into(),
-            input_schema: json!({"type": "object"}),
+            input_schema: std::sync::Arc::new(json!({"type": "object"})),
             origin: ToolOrigin::Builtin,
         }];
         Harness {
@@ -1580,7 +1580,7 @@ fn tool_definitions_over_half_the_window_are_said_once() {
     let tools = vec![ToolSpec {
         name: "bash".into(),
         description: words("describe", 120),
-        input_schema: json!({"type": "object"}),
+        input_schema: std::sync::Arc::new(json!({"type": "object"})),
         origin: ToolOrigin::Builtin,
     }];
     h.state.tools = std::sync::Arc::new(tools);

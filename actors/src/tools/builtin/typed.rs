@@ -31,7 +31,7 @@ impl<T: BuiltinTool> Tool for T {
         ToolSpec {
             name: T::NAME.to_string(),
             description: T::DESCRIPTION.to_string(),
-            input_schema: schema_of::<T::Params>(),
+            input_schema: std::sync::Arc::new(schema_of::<T::Params>()),
             origin: ToolOrigin::Builtin,
         }
     }

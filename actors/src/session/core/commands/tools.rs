@@ -51,7 +51,7 @@ mod tests {
         let spec = |d: &str| ToolSpec {
             name: "t".into(),
             description: d.into(),
-            input_schema: serde_json::json!({}),
+            input_schema: std::sync::Arc::new(serde_json::json!({})),
             origin: ToolOrigin::Builtin,
         };
         assert_eq!(
