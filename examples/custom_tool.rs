@@ -14,6 +14,7 @@ use agentbus_actors::agent::{
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 type Error = Box<dyn std::error::Error>;
 
@@ -27,14 +28,14 @@ impl Tool for WordCount {
             description: "Count the words of a text (runs of non-whitespace characters). \
                           Use it instead of counting yourself."
                 .into(),
-            input_schema: json!({
+            input_schema: Arc::new(json!({
                 "type": "object",
                 "properties": {
                     "text": {"type": "string", "description": "The text to count the words of."}
                 },
                 "required": ["text"],
                 "additionalProperties": false
-            }),
+            })),
             origin: ToolOrigin::Builtin,
         }
     }

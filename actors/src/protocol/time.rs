@@ -44,9 +44,9 @@ fn write(at: &DateTime<Utc>, out: &mut [u8; 30]) -> Option<usize> {
     }
     let (fraction, digits) = if nanos == 0 {
         (0, 0)
-    } else if nanos % 1_000_000 == 0 {
+    } else if nanos.is_multiple_of(1_000_000) {
         (nanos / 1_000_000, 3)
-    } else if nanos % 1_000 == 0 {
+    } else if nanos.is_multiple_of(1_000) {
         (nanos / 1_000, 6)
     } else {
         (nanos, 9)
