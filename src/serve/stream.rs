@@ -37,6 +37,10 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 /// A burst of ready events is written in pieces of about this many bytes.
 const BURST_BYTES: usize = 64 * 1024;
 
+/// Room made for a write at once: a delta's frame fits, so writing one
+/// does not grow the buffer piece by piece.
+const FRAME_BYTES: usize = 1024;
+
 /// How often an idle stream sends a comment, so proxies keep it open.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -189,7 +193,7 @@ pub async fn session_events(
                 }
             };
             let Some(event) = event else { break };
-            let mut burst = BytesMut::new();
+            let mut burst = BytesMut::with_capacity(FRAME_BYTES);
             put_frame(&mut burst, &event);
             while burst.len() < BURST_BYTES
                 && let Some(event) = feed.ready()
