@@ -42,13 +42,11 @@ pub trait Sequenced: Send + Sync + 'static {
     }
 }
 
-/// A session's streamed deltas are replayed until the message they build
-/// is whole (its `assistant` event) or the next turn's `user` event: a
-/// client reconnecting in the middle of a reply gets every delta it missed,
-/// one replaying finished replies gets their whole messages (as from the
-/// store). A session's ring then holds at most the deltas of the message
-/// being streamed; an idle one holds none (they were most of what a
-/// session kept in memory after a turn).
+/// A session's streamed deltas are replayed until the next turn's `user`
+/// event: a client reconnecting in the middle of the latest reply gets every
+/// delta it missed, one replaying older turns gets their whole messages (as
+/// from the store). A busy session's ring then holds one reply's deltas, not
+/// a thousand.
 impl Sequenced for EventEnvelope {
     fn seq(&self) -> u64 {
         self.seq
@@ -59,10 +57,7 @@ impl Sequenced for EventEnvelope {
     }
 
     fn starts_anew(&self) -> bool {
-        matches!(
-            self.message,
-            crate::protocol::AgentMessage::User(_) | crate::protocol::AgentMessage::Assistant(_)
-        )
+        matches!(self.message, crate::protocol::AgentMessage::User(_))
     }
 }
 
@@ -468,25 +463,16 @@ mod tests {
         assert_eq!(t.recent(0).len(), 1);
     }
 
-    /// A session's events: `u` a user event, `d` a streamed delta, `a` the
-    /// assistant message the deltas built, `r` any other (persisted) event.
+    /// A session's events: `u` a user event, `d` a streamed delta, `r` any
+    /// other (persisted) event.
     fn session_events(topic: &SessionTopic, kinds: &str) {
         use crate::protocol::{
-            AgentMessage, AssistantEvent, ErrorEvent, ErrorKind, SessionId, StreamDelta,
-            StreamEvent, UserEvent,
+            AgentMessage, ErrorEvent, ErrorKind, SessionId, StreamDelta, StreamEvent, UserEvent,
         };
         let session_id = SessionId::new();
         for kind in kinds.chars() {
             let message = match kind {
                 'u' => AgentMessage::User(UserEvent::new("q")),
-                'a' => AgentMessage::Assistant(AssistantEvent {
-                    content: Vec::new(),
-                    model: "m".into(),
-                    usage: Default::default(),
-                    finish_reason: "end_turn".into(),
-                    interrupted: false,
-                    context: None,
-                }),
                 'd' => AgentMessage::StreamEvent(StreamEvent {
                     event: StreamDelta::TextDelta {
                         index: 0,
@@ -524,16 +510,6 @@ mod tests {
             got.push(sub.recv().await.unwrap().seq);
         }
         assert_eq!(got, [4, 5, 6, 7]);
-    }
-
-    #[test]
-    fn a_whole_message_takes_the_place_of_its_deltas_in_the_ring() {
-        let t = SessionTopic::new(0);
-        session_events(&t, "udd"); // 1..=3: a reply streaming
-        let seqs = |t: &SessionTopic| t.recent(0).iter().map(|e| e.seq).collect::<Vec<_>>();
-        assert_eq!(seqs(&t), [1, 2, 3], "a reconnect mid-reply gets its deltas");
-        session_events(&t, "addar"); // 4: the message, 5..=6 the next one's deltas
-        assert_eq!(seqs(&t), [1, 4, 7, 8], "whole messages only, once complete");
     }
 
     #[tokio::test]
