@@ -28,7 +28,10 @@ def rss_kib(pid):
 
 def main():
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    binary = os.path.join(ROOT, "target", "release", "agentbus")
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
+    binary = os.path.join(target, "release", "agentbus")
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"idle-connection-memory: {binary} is missing; build it first: cargo build --release")
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
