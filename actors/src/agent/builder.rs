@@ -348,7 +348,7 @@ impl AgentBuilder {
             instructions,
             max_steps,
             include_partial_messages: self.include_partial_messages,
-            models,
+            models: models.into(),
             workspace: workspace.display().to_string(),
             context: self.context,
             compact_prompt: self

@@ -68,9 +68,12 @@ pub type SessionTopic = Topic<EventEnvelope>;
 /// come from the store).
 pub const DEFAULT_RING_CAPACITY: usize = 1024;
 /// Default number of events a live subscriber may fall behind before it lags
-/// (and rejoins from the ring). The channel's slots are allocated up front,
-/// so this is most of what an idle, watched session costs.
-pub const DEFAULT_CHANNEL_CAPACITY: usize = 256;
+/// (and rejoins from the ring, which reaches back as far as before). The
+/// channel's slots are allocated up front and keep the events last sent
+/// alive until overwritten, so this is paid by every watched session:
+/// 32 bytes a slot, and the events it holds (256 slots held ~8 KiB and up
+/// to 256 events, a fifth of a busy session's memory).
+pub const DEFAULT_CHANNEL_CAPACITY: usize = 64;
 
 /// Why a subscription could not be made.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

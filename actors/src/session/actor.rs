@@ -70,7 +70,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What an AgentLoop starts from.
 pub struct AgentLoopArgs {
-    pub state: SessionState,
+    pub state: Box<SessionState>,
     /// Effects to perform before anything else: the events that close a turn
     /// a dead process left unfinished (see `session::core::restore`).
     pub startup: Vec<Effect>,
@@ -180,7 +180,10 @@ pub struct CommandContext {
 /// The actor.
 pub struct AgentLoop {
     session_id: SessionId,
-    state: SessionState,
+    /// Boxed, as the arguments' state is: kameo's task keeps several
+    /// copies of the actor and its arguments side by side, for as long as
+    /// the session lives (28 KiB a session with the state inline).
+    state: Box<SessionState>,
     topic: Arc<SessionTopic>,
     lifecycle: Arc<LifecycleTopic>,
     model: Arc<dyn ModelClient>,
@@ -251,6 +254,54 @@ impl Actor for AgentLoop {
     type Error = Infallible;
 
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
+        // Boxed: the start awaits whole steps of the core, and kameo's task
+        // would otherwise keep room for them (10 KiB) all the session's life.
+        Box::pin(Self::start(args, me)).await
+    }
+
+    async fn on_stop(
+        &mut self,
+        _: WeakActorRef<Self>,
+        _: kameo::error::ActorStopReason,
+    ) -> Result<(), Self::Error> {
+        for token in self.model_calls.values().chain(self.tool_batches.values()) {
+            token.cancel();
+        }
+        // `SessionEnd` hooks run on their own: nobody waits for them, and
+        // the session can no longer tell how they went (they are logged).
+        let matched = matched(&self.state.config.hooks, HookEvent::SessionEnd, None);
+        if !matched.is_empty() {
+            let context = self.hook_context.clone();
+            let mode = self.state.permissions.mode.to_string();
+            tokio::spawn(async move {
+                let mut fields = serde_json::Map::new();
+                fields.insert("reason".into(), "other".into());
+                let (_, ran) = crate::hooks::run::run(
+                    HookEvent::SessionEnd,
+                    None,
+                    matched,
+                    fields,
+                    &mode,
+                    &context,
+                )
+                .await;
+                for ran in ran {
+                    tracing::info!(session = %context.session_id, hook = %ran.handler, outcome = ?ran.outcome, "SessionEnd hook ran");
+                }
+            });
+        }
+        self.stopped.cancel();
+        self.end_background_commands().await;
+        // Watchers get what was said, then the end of the stream.
+        self.topic.close();
+        Ok(())
+    }
+}
+
+impl AgentLoop {
+    /// What [`Actor::on_start`] does: the actor made from its arguments,
+    /// started, and what a crash left waiting submitted.
+    async fn start(args: AgentLoopArgs, me: ActorRef<Self>) -> Result<Self, Infallible> {
         let session_name = args.state.session_id.to_string();
         let traces = TurnTraces::new(args.state.session_id.clone());
         let mut this = AgentLoop {
@@ -351,47 +402,6 @@ impl Actor for AgentLoop {
         });
         Ok(this)
     }
-
-    async fn on_stop(
-        &mut self,
-        _: WeakActorRef<Self>,
-        _: kameo::error::ActorStopReason,
-    ) -> Result<(), Self::Error> {
-        for token in self.model_calls.values().chain(self.tool_batches.values()) {
-            token.cancel();
-        }
-        // `SessionEnd` hooks run on their own: nobody waits for them, and
-        // the session can no longer tell how they went (they are logged).
-        let matched = matched(&self.state.config.hooks, HookEvent::SessionEnd, None);
-        if !matched.is_empty() {
-            let context = self.hook_context.clone();
-            let mode = self.state.permissions.mode.to_string();
-            tokio::spawn(async move {
-                let mut fields = serde_json::Map::new();
-                fields.insert("reason".into(), "other".into());
-                let (_, ran) = crate::hooks::run::run(
-                    HookEvent::SessionEnd,
-                    None,
-                    matched,
-                    fields,
-                    &mode,
-                    &context,
-                )
-                .await;
-                for ran in ran {
-                    tracing::info!(session = %context.session_id, hook = %ran.handler, outcome = ?ran.outcome, "SessionEnd hook ran");
-                }
-            });
-        }
-        self.stopped.cancel();
-        self.end_background_commands().await;
-        // Watchers get what was said, then the end of the stream.
-        self.topic.close();
-        Ok(())
-    }
-}
-
-impl AgentLoop {
     /// The session stops: the commands it left running in the background
     /// are ended (SIGTERM, then SIGKILL, reaped), said in the log and, when
     /// the session can still emit, in a notice.
@@ -1464,7 +1474,7 @@ impl Message<Snapshot> for AgentLoop {
     type Reply = Result<SessionState, Infallible>;
 
     async fn handle(&mut self, _: Snapshot, _: &mut Context<Self, Self::Reply>) -> Self::Reply {
-        Ok(self.state.clone())
+        Ok(SessionState::clone(&self.state))
     }
 }
 

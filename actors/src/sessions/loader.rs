@@ -42,6 +42,8 @@ pub struct SessionLoader {
     /// The prompts of the enabled MCP servers, appended to every agent's
     /// system prompt.
     tool_prompts: Arc<str>,
+    /// The profiles every session offers to `/model`, made once.
+    model_infos: Arc<[crate::protocol::ModelInfo]>,
     catalog: watch::Receiver<Arc<ToolCatalog>>,
     stored: StoredSessions,
 }
@@ -102,6 +104,7 @@ impl SessionLoader {
     ) -> Self {
         SessionLoader {
             tool_prompts: tool_prompts(&settings).into(),
+            model_infos: settings.model_infos().into(),
             settings,
             catalog,
             stored,
@@ -230,7 +233,7 @@ impl SessionLoader {
             skills,
             max_steps: self.settings.max_steps,
             include_partial_messages: self.settings.include_partial_messages,
-            models: self.settings.model_infos(),
+            models: self.model_infos.clone(),
             workspace: workspace.display().to_string(),
             context: self.settings.context.clone(),
             compact_prompt: self.settings.compact_prompt.clone(),

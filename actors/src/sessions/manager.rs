@@ -225,7 +225,7 @@ impl SessionManager {
         let topic = Arc::new(SessionTopic::new(last_seq));
         let recorder = self.recorder(&id, &workspace, child_of);
         let agent_loop = AgentLoop::spawn(AgentLoopArgs {
-            state,
+            state: Box::new(state),
             startup,
             resumed,
             last_seq,

@@ -15,6 +15,7 @@ use crate::protocol::{
 };
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
 
 /// Settings fixed when the session is created.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -49,7 +50,8 @@ pub struct SessionConfig {
     /// Emit `stream_event`s (false: only whole messages).
     pub include_partial_messages: bool,
     /// Every configured profile, for `/model` and `/models`.
-    pub models: Vec<ModelInfo>,
+    /// Shared by every session of the node (the settings' profiles).
+    pub models: Arc<[ModelInfo]>,
     /// The workspace directory, shown at session start.
     pub workspace: String,
     /// `[context]` as configured globally (profiles and the session may

@@ -65,7 +65,7 @@ impl Harness {
             instructions: Default::default(),
             max_steps,
             include_partial_messages,
-            models,
+            models: models.into(),
             workspace: "/ws".into(),
             context: Default::default(),
             compact_prompt: "summarise".into(),
@@ -812,7 +812,9 @@ fn switching_model_keeps_history_and_uses_the_new_profile() {
 #[test]
 fn a_profile_without_its_key_is_refused_naming_the_variable_and_marked_in_models() {
     let mut h = Harness::new();
-    h.state.config.models[1].key_missing = Some("OTHER_API_KEY".into());
+    let mut models = h.state.config.models.to_vec();
+    models[1].key_missing = Some("OTHER_API_KEY".into());
+    h.state.config.models = models.into();
     h.query("/model other");
     assert_eq!(h.state().model, "main", "the model stays");
     let last_system = |h: &Harness| {
@@ -1001,12 +1003,14 @@ fn mcp_server_changes_are_reported_once_each() {
 #[test]
 fn usage_cost_counts_turns_on_priced_profiles() {
     let mut h = Harness::new();
-    h.state.config.models[1].pricing = Some(crate::protocol::Pricing {
+    let mut models = h.state.config.models.to_vec();
+    models[1].pricing = Some(crate::protocol::Pricing {
         input_per_mtok: 2.0,
         output_per_mtok: 10.0,
         cache_read_per_mtok: None,
         cache_write_per_mtok: None,
     });
+    h.state.config.models = models.into();
     h.query("unpriced");
     let req = model_calls(&h.effects).last().unwrap().0;
     h.answer(req, "a", &[]);

@@ -440,7 +440,8 @@ fn context_benchmark_report() {
             pricing: None,
             key_missing: None,
             images: false,
-        }],
+        }]
+        .into(),
         workspace: "/ws".into(),
         context: Default::default(),
         compact_prompt: "summarise".into(),
