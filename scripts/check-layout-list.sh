@@ -32,6 +32,8 @@ run=
 if [[ ${1:-} == --run ]]; then run=1; shift; fi
 source "$(dirname "$0")/lib/one-shot.sh"
 binary=${1:-$target/debug/agentbus}
+# Absolute: the runs below start in a workspace of their own.
+[[ $binary == /* ]] || binary=$PWD/$binary
 order=$root/scripts/run-symbols.order
 remake="  remake the list: scripts/order-symbols.sh (and see the run's memory with scripts/measure-run.sh)"
 command -v nm > /dev/null || { echo "check-layout-list: nm is missing (apt-get install binutils)" >&2; exit 1; }
