@@ -69,10 +69,10 @@ pub type SessionTopic = Topic<EventEnvelope>;
 pub const DEFAULT_RING_CAPACITY: usize = 1024;
 /// Default number of events a live subscriber may fall behind before it lags
 /// (and rejoins from the ring, which reaches back as far as before). The
-/// channel's slots are allocated up front and keep the events last sent
-/// alive until overwritten, so this is paid by every watched session:
-/// 32 bytes a slot, and the events it holds (256 slots held ~8 KiB and up
-/// to 256 events, a fifth of a busy session's memory).
+/// channel's slots are allocated up front, 32 bytes each, so every watched
+/// session pays for them (256 slots were 8.3 KiB of a busy session's
+/// 194 KiB of heap: README, "Per-session memory"). They also keep the
+/// events last sent alive until overwritten, mostly the ring's own.
 pub const DEFAULT_CHANNEL_CAPACITY: usize = 64;
 
 /// Why a subscription could not be made.

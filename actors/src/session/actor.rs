@@ -182,7 +182,8 @@ pub struct AgentLoop {
     session_id: SessionId,
     /// Boxed, as the arguments' state is: kameo's task keeps several
     /// copies of the actor and its arguments side by side, for as long as
-    /// the session lives (28 KiB a session with the state inline).
+    /// the session lives (with the state inline and the start unboxed, a
+    /// 28 KiB task a session).
     state: Box<SessionState>,
     topic: Arc<SessionTopic>,
     lifecycle: Arc<LifecycleTopic>,
