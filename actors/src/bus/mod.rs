@@ -3,6 +3,8 @@
 //!
 //! - [`topic`]: [`Topic`], a seq-checked broadcast with a replay ring;
 //!   subscribe "after seq N" with no gap and no duplicate.
+//! - [`packed`]: what the ring keeps of a finished reply's deltas, in a
+//!   fraction of their memory.
 //! - [`lifecycle`]: the runtime's topic of session lifecycle events (on a
 //!   node of a cluster, the other nodes' too, and an outbox of its own).
 //! - [`feed`]: the UiSink actor, which pumps a session's events into a
@@ -14,6 +16,7 @@
 pub mod client;
 pub mod feed;
 pub mod lifecycle;
+pub mod packed;
 pub mod topic;
 
 pub use lifecycle::LifecycleTopic;

@@ -19,6 +19,7 @@
 //! a mirror takes any higher seq, and its subscribers take a jump as it
 //! comes instead of reporting it as a lag.
 
+use super::packed::{Packed, PackedDeltas};
 use crate::protocol::EventEnvelope;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
 /// Something with a place in a topic's sequence.
-pub trait Sequenced: Send + Sync + 'static {
+pub trait Sequenced: Send + Sync + Sized + 'static {
     fn seq(&self) -> u64;
 
     /// Replayed from the ring only until an event that
@@ -40,13 +41,30 @@ pub trait Sequenced: Send + Sync + 'static {
     fn starts_anew(&self) -> bool {
         false
     }
+
+    /// The transient events before this one are complete (their turn
+    /// ended): from now on they are only ever replayed, so the ring keeps
+    /// each run of them [packed](Self::pack).
+    fn closes_transients(&self) -> bool {
+        false
+    }
+
+    /// A run of consecutive transient events in a smaller form, unpacked
+    /// only for a subscriber that reaches back into it; `None` keeps them
+    /// as they are.
+    fn pack(_run: &[Arc<Self>]) -> Option<Packed<Self>> {
+        None
+    }
 }
 
 /// A session's streamed deltas are replayed until the next turn's `user`
-/// event: a client reconnecting in the middle of the latest reply gets every
-/// delta it missed, one replaying older turns gets their whole messages (as
-/// from the store). A busy session's ring then holds one reply's deltas, not
-/// a thousand.
+/// event: a client reconnecting in the middle of the latest reply, or cut
+/// off for lagging while it ended, gets every delta it missed; one
+/// replaying older turns gets their whole messages (as from the store). A
+/// busy session's ring then holds one reply's deltas, not a thousand — and
+/// once its turn's `result` is out, packed ([`PackedDeltas`]): they were 50
+/// of the 68 events a session of the serve bench kept after its turns, a
+/// sixth of its memory (README, "Per-session memory").
 impl Sequenced for EventEnvelope {
     fn seq(&self) -> u64 {
         self.seq
@@ -58,6 +76,14 @@ impl Sequenced for EventEnvelope {
 
     fn starts_anew(&self) -> bool {
         matches!(self.message, crate::protocol::AgentMessage::User(_))
+    }
+
+    fn closes_transients(&self) -> bool {
+        matches!(self.message, crate::protocol::AgentMessage::Result(_))
+    }
+
+    fn pack(run: &[Arc<Self>]) -> Option<Packed<Self>> {
+        PackedDeltas::pack(run)
     }
 }
 
@@ -71,8 +97,8 @@ pub const DEFAULT_RING_CAPACITY: usize = 1024;
 /// (and rejoins from the ring, which reaches back as far as before). The
 /// channel's slots are allocated up front, 32 bytes each, so every watched
 /// session pays for them (256 slots were 8.3 KiB of a busy session's
-/// 194 KiB of heap: README, "Per-session memory"). They also keep the
-/// events last sent alive until overwritten, mostly the ring's own.
+/// 194 KiB of heap: README, "Per-session memory"). A slot holds its event
+/// only until every receiver has taken it.
 pub const DEFAULT_CHANNEL_CAPACITY: usize = 64;
 
 /// Why a subscription could not be made.
@@ -96,7 +122,7 @@ pub enum RecvError {
 }
 
 struct Inner<E> {
-    ring: VecDeque<Arc<E>>,
+    ring: VecDeque<Kept<E>>,
     ring_capacity: usize,
     last_seq: u64,
     /// Made when the first subscriber comes: a session nobody watches does
@@ -112,6 +138,45 @@ struct Inner<E> {
     unwatched: Arc<AtomicUsize>,
 }
 
+/// One place of a topic's ring: an event, or a packed run of them.
+enum Kept<E> {
+    One(Arc<E>),
+    /// Boxed: a place of the ring stays two words.
+    Packed(Box<Packed<E>>),
+}
+
+impl<E: Sequenced> Kept<E> {
+    fn first_seq(&self) -> u64 {
+        match self {
+            Kept::One(event) => event.seq(),
+            Kept::Packed(run) => run.first,
+        }
+    }
+
+    fn last_seq(&self) -> u64 {
+        match self {
+            Kept::One(event) => event.seq(),
+            Kept::Packed(run) => run.last,
+        }
+    }
+
+    /// A packed run holds transient events only.
+    fn is_transient(&self) -> bool {
+        match self {
+            Kept::One(event) => event.is_transient(),
+            Kept::Packed(_) => true,
+        }
+    }
+
+    /// Its events after `after_seq` onto the end of `into`.
+    fn unpack_after(&self, after_seq: u64, into: &mut impl Extend<Arc<E>>) {
+        match self {
+            Kept::One(event) => into.extend((event.seq() > after_seq).then(|| event.clone())),
+            Kept::Packed(run) => into.extend((run.unpack)(after_seq)),
+        }
+    }
+}
+
 impl<E: Sequenced> Inner<E> {
     /// Record `event` (its seq is next) in the ring and send it live.
     fn push(&mut self, event: Arc<E>) {
@@ -119,14 +184,59 @@ impl<E: Sequenced> Inner<E> {
         if event.starts_anew() {
             self.ring.retain(|e| !e.is_transient());
         }
+        if event.closes_transients() {
+            self.pack_transients();
+        }
         if self.ring.len() == self.ring_capacity {
             self.ring.pop_front();
         }
-        self.ring.push_back(event.clone());
+        self.ring.push_back(Kept::One(event.clone()));
         if let Some(sender) = &self.sender {
             // No receivers is fine: nobody is listening right now.
             let _ = sender.send(event);
         }
+    }
+
+    /// Each run of consecutive transient events in the ring, packed. The
+    /// ring is made anew, as long as what it holds (its room grows again
+    /// with the next turn's events).
+    fn pack_transients(&mut self) {
+        let mut ring = VecDeque::with_capacity(self.ring.len() + 1);
+        let mut run = Vec::new();
+        for kept in self.ring.drain(..) {
+            match kept {
+                Kept::One(event) if event.is_transient() => run.push(event),
+                other => {
+                    pack_run(&mut run, &mut ring);
+                    ring.push_back(other);
+                }
+            }
+        }
+        pack_run(&mut run, &mut ring);
+        self.ring = ring;
+    }
+
+    /// The events after `after_seq` that the ring holds, oldest first.
+    fn kept_after(&self, after_seq: u64) -> VecDeque<Arc<E>> {
+        let mut events = VecDeque::new();
+        for kept in self.ring.iter().filter(|k| k.last_seq() > after_seq) {
+            kept.unpack_after(after_seq, &mut events);
+        }
+        events
+    }
+}
+
+/// `run` onto the end of `ring`, packed where its kind packs, and emptied.
+fn pack_run<E: Sequenced>(run: &mut Vec<Arc<E>>, ring: &mut VecDeque<Kept<E>>) {
+    if run.is_empty() {
+        return;
+    }
+    match E::pack(run) {
+        Some(packed) => {
+            ring.push_back(Kept::Packed(Box::new(packed)));
+            run.clear();
+        }
+        None => ring.extend(run.drain(..).map(Kept::One)),
     }
 }
 
@@ -234,17 +344,12 @@ impl<E: Sequenced> Topic<E> {
         let oldest = inner
             .ring
             .front()
-            .map(|e| e.seq())
+            .map(|e| e.first_seq())
             .unwrap_or(inner.last_seq + 1);
         if after_seq + 1 < oldest && after_seq < inner.last_seq {
             return Err(SubscribeError::NotInRing { after_seq, oldest });
         }
-        let backlog = inner
-            .ring
-            .iter()
-            .filter(|e| e.seq() > after_seq)
-            .cloned()
-            .collect();
+        let backlog = inner.kept_after(after_seq);
         let unwatched = unwatched.then(|| Unwatched::new(&inner.unwatched));
         Ok(Subscription {
             backlog,
@@ -275,12 +380,13 @@ impl<E: Sequenced> Topic<E> {
     /// Events after `after_seq` that the ring still holds (oldest first).
     #[cfg(test)]
     pub fn recent(&self, after_seq: u64) -> Vec<Arc<E>> {
-        self.lock()
-            .ring
-            .iter()
-            .filter(|e| e.seq() > after_seq)
-            .cloned()
-            .collect()
+        self.lock().kept_after(after_seq).into()
+    }
+
+    /// How many places of the ring are taken (a packed run takes one).
+    #[cfg(test)]
+    fn ring_len(&self) -> usize {
+        self.lock().ring.len()
     }
 }
 
@@ -385,10 +491,10 @@ mod tests {
         }
     }
 
-    async fn take(sub: &mut Subscription<Ev>, n: usize) -> Vec<u64> {
+    async fn take<E: Sequenced>(sub: &mut Subscription<E>, n: usize) -> Vec<u64> {
         let mut out = Vec::new();
         for _ in 0..n {
-            out.push(sub.recv().await.unwrap().0);
+            out.push(sub.recv().await.unwrap().seq());
         }
         out
     }
@@ -466,11 +572,12 @@ mod tests {
         assert_eq!(t.recent(0).len(), 1);
     }
 
-    /// A session's events: `u` a user event, `d` a streamed delta, `r` any
-    /// other (persisted) event.
+    /// A session's events: `u` a user event, `d` a streamed delta, `e` the
+    /// turn's end (its `result`), `r` any other (persisted) event.
     fn session_events(topic: &SessionTopic, kinds: &str) {
         use crate::protocol::{
-            AgentMessage, ErrorEvent, ErrorKind, SessionId, StreamDelta, StreamEvent, UserEvent,
+            AgentMessage, ErrorEvent, ErrorKind, ResultEvent, SessionId, StopReason, StreamDelta,
+            StreamEvent, Usage, UserEvent,
         };
         let session_id = SessionId::new();
         for kind in kinds.chars() {
@@ -481,6 +588,15 @@ mod tests {
                         index: 0,
                         text: "t".into(),
                     },
+                }),
+                'e' => AgentMessage::Result(ResultEvent {
+                    stop_reason: StopReason::EndTurn,
+                    text: "tt".into(),
+                    usage: Usage::default(),
+                    steps: 1,
+                    duration_ms: 1,
+                    error: None,
+                    context: None,
                 }),
                 _ => AgentMessage::Error(ErrorEvent {
                     kind: ErrorKind::Internal,
@@ -498,21 +614,31 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_ring_keeps_the_latest_replys_deltas_only() {
+    async fn the_ring_keeps_the_latest_replys_deltas_packed_once_its_turn_ended() {
         let t = SessionTopic::new(0);
-        session_events(&t, "uddr"); // 1..=4: a turn with two deltas
         let seqs = |t: &SessionTopic| t.recent(0).iter().map(|e| e.seq).collect::<Vec<_>>();
-        assert_eq!(seqs(&t), [1, 2, 3, 4], "the latest reply replays whole");
-        session_events(&t, "udr"); // 5..=7: the next turn starts
-        assert_eq!(seqs(&t), [1, 4, 5, 6, 7]);
+        session_events(&t, "udd"); // 1..=3: a reply under way
+        let streamed = t.recent(0);
+        // A client cut off in its middle, rejoining after the turn ended.
+        let mut cut_off = t.subscribe(2).unwrap();
+        session_events(&t, "re"); // 4..=5: its whole message, the result
+        assert_eq!(seqs(&t), [1, 2, 3, 4, 5], "the latest reply replays whole");
+        assert_eq!(t.ring_len(), 4, "its two deltas take one place, packed");
+        assert_eq!(t.recent(0)[..3], streamed[..], "equal to what was sent");
+        assert_eq!(take(&mut cut_off, 3).await, [3, 4, 5]);
+        let mut rejoined = t.subscribe(2).unwrap();
+        assert_eq!(take(&mut rejoined, 3).await, [3, 4, 5]);
+
+        session_events(&t, "udre"); // 6..=9: the next turn
+        assert_eq!(
+            seqs(&t),
+            [1, 4, 5, 6, 7, 8, 9],
+            "the older reply's deltas left"
+        );
         // A reconnect from the middle of the older reply gets its persisted
         // events, then the new turn's, with nothing twice.
         let mut sub = t.subscribe(2).unwrap();
-        let mut got = Vec::new();
-        for _ in 0..4 {
-            got.push(sub.recv().await.unwrap().seq);
-        }
-        assert_eq!(got, [4, 5, 6, 7]);
+        assert_eq!(take(&mut sub, 6).await, [4, 5, 6, 7, 8, 9]);
     }
 
     #[tokio::test]
