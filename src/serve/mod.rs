@@ -15,6 +15,7 @@
 mod access;
 mod approvals;
 mod auth;
+mod connections;
 mod error;
 mod meta;
 mod metrics;
@@ -215,20 +216,14 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
     });
     let (agents, _) = runtime.agents(None).await;
     let agents: Vec<String> = agents.into_iter().map(|agent| agent.name).collect();
-    // Every route made into a service once, here: served as a plain
-    // `Router`, axum does that again for each connection, copying the
-    // whole route table (15 KiB a connection, kept as long as it is open:
-    // heaptrack under the serve bench). A clone of the finished router is
-    // an `Arc`'s.
-    let app = app(state, tokens, &agents)
-        .with_state(())
-        .into_make_service();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown.clone().cancelled_owned())
-        .await;
-    // Also reached when serving failed: sessions still end cleanly.
+    // Every route made into a service once, here: each connection gets a
+    // clone of the finished router, an `Arc`'s. (`axum::serve` given a
+    // plain `Router` made them again for each connection, copying the
+    // whole route table: 15 KiB a connection, kept as long as it was open,
+    // heaptrack under the serve bench.)
+    let app = app(state, tokens, &agents).with_state(());
+    connections::serve(listener, app, shutdown.clone()).await;
     runtime.shutdown().await;
-    served.context("serving")?;
     eprintln!("agentbus: stopped");
     Ok(ExitCode::SUCCESS)
 }
