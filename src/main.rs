@@ -6,6 +6,7 @@
 //! stdout: it belongs to the user's output and `--json` events).
 
 mod admin;
+mod allocator;
 mod api;
 mod api_schemas;
 mod cli;
@@ -23,11 +24,11 @@ use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, GlobalArgs, McpCommand, SessionArgs};
 use std::process::ExitCode;
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let (global, command) = Cli::parse().into_parts();
+    if let Command::Serve(_) = command {
+        allocator::return_freed_memory_at_once();
+    }
     let runtime = match async_runtime(&command) {
         Ok(rt) => rt,
         Err(e) => {
