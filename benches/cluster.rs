@@ -1,5 +1,5 @@
 //! `agentbus serve` as a cluster of nodes on Postgres and NATS, measured
-//! (issue 16). Not a test: it checks only that the work was done — and
+//! (docs/cluster.md). Not a test: it checks only that the work was done — and
 //! that no event was lost or duplicated, which is a correctness failure:
 //! then it says so loudly and exits non-zero. Run with
 //! `cargo bench --bench cluster`; the README reports the figures.

@@ -33,8 +33,10 @@
 //! - `tools`: the registry, the ToolExecutor, the built-in tools.
 //! - `mcp`: MCP servers, one actor each.
 //! - `store`: sessions and their event logs, behind one trait.
-//! - `ownership`: `agentbus serve` as a node of a cluster — its lease, and
-//!   the sweeps that hand a gone node's sessions to the living.
+//! - `cluster`: `agentbus serve` as a node of a cluster — its lease and
+//!   the sweeps that hand a gone node's sessions to the living
+//!   (`cluster/ownership/`), and what the nodes say to each other over
+//!   NATS (the live plane).
 
 pub mod agent;
 pub mod images;
@@ -53,7 +55,6 @@ mod cluster;
 mod hooks;
 mod mcp;
 mod model;
-mod ownership;
 mod provider;
 mod session;
 mod sessions;

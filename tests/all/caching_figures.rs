@@ -1,4 +1,4 @@
-//! Prompt caching's figures (issue 27, item 5): the same 40-turn session
+//! Prompt caching's figures (README, "Prompt caching figures"): the same 40-turn session
 //! on each wire — OpenAI Chat Completions and Responses with `gpt-5.1`
 //! (counted with `o200k_base`, as OpenAI counts), Anthropic Messages with
 //! `claude-sonnet-4-6` — against the scripted model caching prompts as

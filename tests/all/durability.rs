@@ -1,5 +1,5 @@
 //! Nothing accepted is lost, and no seq is handed out twice, when the
-//! daemon is killed (SIGKILL) mid-reply: the crash probes of issue 13, run
+//! daemon is killed (SIGKILL) mid-reply: the SIGKILL rows of docs/faults.md, run
 //! against the built binary and a real HTTP client.
 
 use crate::support::server::{EventStream, Server, error_of};

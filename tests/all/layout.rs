@@ -24,7 +24,10 @@
 //!   matcher's pure parsers — no I/O (`std::fs`, `std::io`, `std::net`, ...), no clock,
 //!   no printing macro, no new session ids;
 //! - ARCHITECTURE.md names every folder and top-level file of each crate
-//!   in that crate's section.
+//!   in that crate's section;
+//! - a comment points only at documents the tree holds: no design
+//!   document kept elsewhere, no issue number, every `docs/*.md` it names
+//!   there.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -797,5 +800,87 @@ fn paths_inside_macro_calls_are_seen() {
     assert_eq!(
         paths,
         ["crate::a::b", "super::c::D", "tokio::select", "e::f"]
+    );
+}
+
+/// What in `text` (a file's lines) points at a document the tree does not
+/// hold: a design document kept outside it (the `DESIGN` files of the
+/// team's shared folder), an issue by its number, or a page of `docs/`
+/// that `exists` says is not there.
+fn stale_references(text: &str, exists: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut found = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let Some(comment) = line.find("//").map(|at| &line[at..]) else {
+            continue;
+        };
+        let lower = comment.to_lowercase();
+        let issue = lower.match_indices("issue ").any(|(at, word)| {
+            lower[at + word.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+        });
+        let design = lower.contains("design-") || lower.contains("design.md");
+        let missing_doc = comment.match_indices("docs/").any(|(at, _)| {
+            let name: String = comment[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "/_-.".contains(*c))
+                .collect();
+            let name = name.trim_end_matches('.');
+            name.ends_with(".md") && !exists(name)
+        });
+        if issue || design || missing_doc {
+            found.push(format!("{}: {}", number + 1, line.trim()));
+        }
+    }
+    found
+}
+
+#[test]
+fn comments_point_only_at_documents_the_tree_holds() {
+    // The check finds what it must (and passes what it must).
+    // (Its comment marker is put together, so that this file's own lines
+    // hold none of it.)
+    let c = "/".repeat(2);
+    let sample = [
+        format!("{c} see DESIGN-cluster.md §6.3"),
+        format!("{c} (Issue 16)"),
+        format!("let x = 1; {c} docs/nowhere.md."),
+        format!("{c} docs/cluster.md, \"Subjects\"; an issue with the lease"),
+        "let issue = \"issue 5\";".to_string(),
+    ]
+    .join("\n");
+    let exists = |name: &str| workspace().join(name).is_file();
+    assert_eq!(
+        stale_references(&sample, exists),
+        [
+            format!("1: {c} see DESIGN-cluster.md §6.3"),
+            format!("2: {c} (Issue 16)"),
+            format!("3: let x = 1; {c} docs/nowhere.md."),
+        ]
+    );
+    let mut stale = Vec::new();
+    for root in ["actors/src", "actors/tests", "src", "tests", "benches"] {
+        let mut files = Vec::new();
+        rust_files(&workspace().join(root), &mut files);
+        for file in files {
+            let text = std::fs::read_to_string(&file).expect("read source");
+            let relative = file
+                .strip_prefix(workspace())
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            stale.extend(
+                stale_references(&text, exists)
+                    .into_iter()
+                    .map(|line| format!("{relative}:{line}")),
+            );
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "comments point at documents the tree does not hold (docs/cluster.md, the README \
+         or docs/faults.md may say it):\n{}",
+        stale.join("\n")
     );
 }

@@ -1,4 +1,4 @@
-//! The live plane (issue 16, build items 4 and 5): a client of any node
+//! The live plane (docs/cluster.md, "Following from another node"): a client of any node
 //! follows a session another node drives — the same events, deltas
 //! included, as a client of the owner — and its inputs run on the owner;
 //! when the owner is killed mid-turn, the client stays on its node and sees

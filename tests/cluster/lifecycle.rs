@@ -1,4 +1,4 @@
-//! Lifecycle events across the cluster (issue 16, build item 4): a client
+//! Lifecycle events across the cluster (docs/cluster.md, "Lifecycle events across nodes"): a client
 //! of any node's `GET /v1/events` sees the sessions of every node — each
 //! event once, naming the node that drives the session — and, when a node
 //! is killed, the survivor that adopts its busy session says so.

@@ -1,6 +1,6 @@
 //! `agentbus serve` as several nodes of a cluster on one Postgres database
-//! (issue 16: ownership with fencing, failover by adoption; the live plane
-//! over NATS in `follow.rs` and `lifecycle.rs`): one owner per session
+//! (docs/cluster.md: ownership with fencing, failover by adoption; the
+//! live plane over NATS in `follow.rs` and `lifecycle.rs`): one owner per session
 //! whatever nodes ask at once; a node killed, paused past its lease or cut
 //! off from Postgres has its busy sessions adopted by another node, which
 //! closes the interrupted turn, says `owner_changed` and answers the next

@@ -1,6 +1,6 @@
 //! Following a session another node drives: the store's replay and the
 //! owner's live messages reconciled into one stream, as a pure state machine
-//! (DESIGN-cluster.md §6.5, "Follower on node B").
+//! (docs/cluster.md, "The follow protocol").
 //!
 //! Exists because the live plane (NATS core) is at-most-once and knows
 //! nothing of owners: messages may be lost, repeated, or come from a stale

@@ -1,5 +1,5 @@
 //! Inputs routed to a session's owner: request/reply on
-//! `ab.<cluster>.s.<sid>.in` (DESIGN-cluster.md §6.5, "Inputs").
+//! `ab.<cluster>.s.<sid>.in` (docs/cluster.md, "Inputs across nodes").
 //!
 //! Any node sends ([`LivePlane::send_input`]); the owner alone serves the
 //! subject while it holds the claim ([`LivePlane::serve_inputs`]). The

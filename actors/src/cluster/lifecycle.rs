@@ -1,5 +1,5 @@
-//! Lifecycle events across the nodes of a cluster (DESIGN-cluster.md §6.5,
-//! `ab.<cluster>.lifecycle`): every node publishes its own, every node
+//! Lifecycle events across the nodes of a cluster (docs/cluster.md,
+//! "Lifecycle events across nodes"; `ab.<cluster>.lifecycle`): every node publishes its own, every node
 //! merges the others' into its local lifecycle topic, so `GET /v1/events`
 //! on any node shows the sessions of the whole cluster, each event naming
 //! the node that said it.

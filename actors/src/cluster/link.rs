@@ -1,6 +1,6 @@
 //! The state of a node's connection to NATS, to watch.
 //!
-//! Exists because losing NATS is a lease problem (DESIGN-cluster.md §6.3):
+//! Exists because losing NATS is a lease problem (docs/cluster.md, "The connection"):
 //! a node that cannot be reached for its sessions' inputs, and cannot
 //! publish their events, must release them once it has been cut off for
 //! longer than TTL/2. The client reconnects by itself and its subscriptions

@@ -1,6 +1,15 @@
-//! The cluster's live plane (issue 16, DESIGN-cluster.md §6): what nodes of
-//! one agentbus cluster say to each other over NATS core — never what they
-//! keep (Postgres holds that, in `store/`).
+//! `agentbus serve` as one node of a cluster (docs/cluster.md): who drives
+//! which session, and what the nodes say to each other.
+//!
+//! - `ownership/`: this process as a node — its lease kept in Postgres,
+//!   the node fenced when the lease cannot be trusted, the sweeps that
+//!   hand a gone node's sessions to the living (docs/cluster.md,
+//!   "Ownership and failover"). The claims themselves are the store's
+//!   (`store/postgres/claims.rs`).
+//!
+//! The rest is the live plane (docs/cluster.md, "The live plane (NATS)"):
+//! what the nodes say to each other over NATS core — never what they keep
+//! (Postgres holds that, in `store/`).
 //!
 //! - `subjects.rs`: the subject layout, `ab.<cluster>.…`, checked token by
 //!   token.
@@ -32,10 +41,10 @@
 //!   on `ab.<cluster>.lifecycle`, the others' merged into the local
 //!   lifecycle topic (`GET /v1/events`), none twice, none sent round.
 //!
-//! Nothing here owns a session, claims one or writes to the store: it
-//! moves messages, reads the store to fill what the network lost, and says
-//! what the connection is doing; the session manager decides what to do
-//! about it.
+//! Nothing in the live plane owns a session, claims one or writes to the
+//! store: it moves messages, reads the store to fill what the network
+//! lost, and says what the connection is doing; the session manager
+//! decides what to do about it.
 
 mod driven;
 mod error;
@@ -47,6 +56,7 @@ mod live;
 mod nats_url;
 mod node_plane;
 mod owner;
+mod ownership;
 mod relay;
 mod remote_session;
 mod route;
@@ -56,6 +66,7 @@ pub use error::LiveError;
 pub use lifecycle::LifecycleStats;
 pub use link::{Link, LinkState};
 pub use node_plane::{LiveStats, NodePlane};
+pub use ownership::Node;
 pub use relay::RelayStats;
 pub use remote_session::{FollowStats, RemoteSession};
 pub use route::RouteError;

@@ -4,7 +4,7 @@
 //!
 //! Exists so that a follower can tell a stale owner's messages (a paused
 //! node that woke up after its session was adopted) from the current
-//! owner's without asking the store (DESIGN-cluster.md §6.3, §6.5). The
+//! owner's without asking the store (docs/cluster.md, "Claims and fencing", "Publishing"). The
 //! epoch is the store's fencing token (`sessions.epoch`, +1 at every
 //! claim); nothing here hands one out. Pure: header text in, values out,
 //! never a panic on what a peer sent.

@@ -1,7 +1,7 @@
 //! The owner's side of the live plane: a task that reads a session's local
 //! topic and publishes every event — `stream_event` deltas included — on
 //! the session's `.ev` subject, in seq order, with the owner's epoch and
-//! node in the headers (DESIGN-cluster.md §6.5).
+//! node in the headers (docs/cluster.md, "Publishing").
 //!
 //! Exists so that other nodes can follow a session this node drives
 //! without the AgentLoop knowing about NATS. It reads the topic, and the

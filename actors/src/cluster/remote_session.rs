@@ -1,6 +1,6 @@
 //! The follower's side of the live plane: a session another node owns,
-//! mirrored into a local topic (DESIGN-cluster.md §6.5, "Follower on node
-//! B").
+//! mirrored into a local topic (docs/cluster.md, "Following from
+//! another node").
 //!
 //! Exists so that a front end attached to this node gets the same stream it
 //! would get from the owner, through the code that follows a local session

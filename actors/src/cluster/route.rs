@@ -1,6 +1,6 @@
 //! Inputs across nodes: the owner serving a session's `.in` subject with
 //! its local [`SessionHandle`], and a non-owner sending an input there
-//! (DESIGN-cluster.md §6.5, "Inputs").
+//! (docs/cluster.md, "Inputs across nodes").
 //!
 //! Exists so that a front end on any node can drive a session another node
 //! owns exactly as it drives a local one: a query or control command is

@@ -1,4 +1,4 @@
-//! The NATS subjects of one cluster (DESIGN-cluster.md §6.5), written in one
+//! The NATS subjects of one cluster (docs/cluster.md, "Subjects"), written in one
 //! place so that every node derives the same subject from the same session.
 //!
 //! | subject                          | carries                                      |

@@ -104,7 +104,7 @@ pub struct Runtime {
     /// stored conversations without loading them.
     loader: SessionLoader,
     /// This process as a node of a cluster (`[cluster]`), if it is one.
-    node: Option<crate::ownership::Node>,
+    node: Option<crate::cluster::Node>,
     /// The node's live plane (`[cluster] nats_url`), if it has one.
     live: Option<Arc<crate::cluster::NodePlane>>,
 }
@@ -202,7 +202,7 @@ impl Runtime {
             driven,
         });
         let node = match (cluster, &loader.settings().cluster) {
-            (Some(cluster), Some(settings)) => Some(crate::ownership::Node::start(
+            (Some(cluster), Some(settings)) => Some(crate::cluster::Node::start(
                 cluster,
                 manager.clone(),
                 settings,

@@ -14,9 +14,9 @@
 //! `agentbus serve` runs step 1 first on its own (`Runtime::stop_sessions`)
 //! so its streams can deliver the final events before the rest stops.
 
+use crate::cluster::Node;
 use crate::mcp::given::GivenServers;
 use crate::mcp::server::{McpServer, StopServer};
-use crate::ownership::Node;
 use crate::sessions::manager::{SessionManager, StopAll};
 use crate::sessions::stored::StoredSessions;
 use crate::tools::executor::ToolExecutor;

@@ -26,17 +26,11 @@
 //! for the next commit, so the log is whole once the store works again.
 //! Never acknowledges an input before it is stored.
 //!
-//! On a node of a cluster, the session may be taken from this node: a
-//! commit refused as [`StoreError::Fenced`] (another node claimed it, or
-//! this node's lease lapsed), or the node fencing itself (its `fence`
-//! token cancelled). Then it stops at once: the refused events are never
-//! published, model calls and tools are cancelled (their tokens are
-//! children of the fence token), nothing more is committed, and watchers
-//! get one unstored `error` event (kind `store`) — only when its seq lies
-//! inside this owner's stored reservation, so it can never collide with
-//! the new owner's seqs — before the stream ends.
+//! On a node of a cluster, the session may be taken from this node:
+//! `session/fence.rs` says how it then stops.
 
 use super::core::{Effect, Input, SessionCommand, SessionState, step};
+use super::fence;
 use super::journal::{Journal, Outcome};
 use super::model_input::model_input;
 use super::now_ms;
@@ -346,15 +340,8 @@ impl AgentLoop {
             busy: None,
             traces,
         };
-        // The node fencing itself stops the session even while it waits
-        // for nothing (running calls stop with their tokens at once).
         let fenced = me.downgrade();
-        let (fence, stopped) = (args.fence, this.stopped.clone());
-        tokio::spawn(async move {
-            tokio::select! {
-                () = fence.cancelled() => {}
-                () = stopped.cancelled() => return,
-            }
+        fence::watch(args.fence, this.stopped.clone(), || async move {
             if let Some(me) = fenced.upgrade() {
                 let _ = me.tell(NodeFenced).await;
             }
@@ -669,14 +656,13 @@ impl AgentLoop {
             let span = self
                 .traces
                 .store_commit(batch.last().and_then(|e| e.turn_id), batch.len());
-            let committed = tokio::select! {
-                biased;
-                () = self.fence.cancelled() => Err(StoreError::Fenced {
-                    id: self.session_id.clone(),
-                    reason: "this node fenced itself: it could not renew its lease in time".into(),
-                }),
-                committed = self.store.commit(&self.session_id, commit.clone()) => committed,
-            };
+            let committed = fence::commit_unless_fenced(
+                &self.fence,
+                self.store.as_ref(),
+                &self.session_id,
+                commit.clone(),
+            )
+            .await;
             let commit_outcome = match &committed {
                 Ok(()) => crate::metrics::Outcome::Ok,
                 Err(_) => crate::metrics::Outcome::Error,
@@ -730,11 +716,10 @@ impl AgentLoop {
         }
     }
 
-    /// This node may no longer drive the session (`reason`): stop at once.
-    /// Running calls are cancelled, nothing more is committed or
-    /// published but one `error` event for watchers — unstored, and only
-    /// when its seq is inside this owner's stored reservation (the next
-    /// owner starts above it); then the actor stops and the stream ends.
+    /// This node may no longer drive the session (`reason`): stop at once
+    /// (`session/fence.rs` says what that means). Running calls are
+    /// cancelled, nothing more is committed or published but the last word
+    /// for watchers; then the actor stops and the stream ends.
     fn stop_fenced(&mut self, reason: &str) {
         if self.fenced {
             return;
@@ -745,20 +730,9 @@ impl AgentLoop {
             token.cancel();
         }
         let seq = self.topic.last_seq() + 1;
-        if seq <= self.journal.reserved_seq() {
-            let event = EventEnvelope {
-                session_id: self.session_id.clone(),
-                seq,
-                turn_id: None,
-                at: chrono::Utc::now(),
-                message: AgentMessage::Error(ErrorEvent {
-                    kind: ErrorKind::Store,
-                    message: format!(
-                        "this node stopped driving the session ({reason}); nothing after the last \
-                         stored event was kept here — reconnect to follow it where it runs now"
-                    ),
-                }),
-            };
+        if let Some(event) =
+            fence::last_word(&self.session_id, seq, self.journal.reserved_seq(), reason)
+        {
             let _ = self.topic.publish(Arc::new(event));
         }
         if let Some(me) = self.me.upgrade() {
@@ -1373,7 +1347,7 @@ impl Message<NodeFenced> for AgentLoop {
     type Reply = ();
 
     async fn handle(&mut self, _: NodeFenced, _: &mut Context<Self, Self::Reply>) {
-        self.stop_fenced("this node fenced itself: it could not renew its lease in time");
+        self.stop_fenced(fence::NODE_FENCED);
     }
 }
 

@@ -6,6 +6,8 @@
 //! - `actor`: the AgentLoop, the only caller of `step` for its session.
 //! - `journal`: the AgentLoop's account with the store — the seq
 //!   reservation, the inputs stored as waiting, events a failed commit owes.
+//! - `fence`: on a node of a cluster, how the AgentLoop stops a session
+//!   taken from this node (a commit refused, the node fenced).
 //! - [`handle`]: what a front end holds to talk to a live session.
 //! - [`error`]: why a session could not do what was asked.
 //! - [`model_input`]: what a model's stream item becomes for the core, for
@@ -38,6 +40,7 @@ pub mod command_files;
 mod command_markdown;
 pub mod core;
 pub mod error;
+mod fence;
 mod front_matter;
 pub mod handle;
 pub mod instruction_files;

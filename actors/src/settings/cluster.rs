@@ -1,5 +1,5 @@
 //! `[cluster]`: running `agentbus serve` as one node of several that share
-//! one Postgres database (issue 16).
+//! one Postgres database (docs/cluster.md).
 //!
 //! Exists so that cluster mode is one section of plain data, checked where
 //! it is written: the database every node keeps its sessions in

@@ -1,7 +1,8 @@
 //! What a store shared by the nodes of a cluster does besides
 //! [`SessionStore`](super::SessionStore): node leases, claims of sessions
 //! by nodes with a fencing epoch, and the sweeps that hand a gone node's
-//! sessions to the living (DESIGN-cluster.md §6.2, §6.3).
+//! sessions to the living (docs/cluster.md, "Nodes and their leases", "Claims and
+//! fencing").
 //!
 //! Exists as a trait of its own so that the session store's seam stays
 //! what it was — SQLite has no nodes, and nothing above the store sees an
@@ -9,7 +10,7 @@
 //! acquired, keeps the claim's epoch itself, and fences every commit with
 //! it (a commit of a node that no longer owns the session is
 //! [`StoreError::Fenced`](super::StoreError::Fenced)). The node lease task
-//! and the sweeper (`ownership/`) drive this trait; only the Postgres
+//! and the sweeper (`cluster/ownership/`) drive this trait; only the Postgres
 //! backend implements it.
 //!
 //! Every time here is the database's clock: nodes never compare their own

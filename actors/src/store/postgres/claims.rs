@@ -1,5 +1,5 @@
 //! Claims of sessions by nodes, and the fence every write of a node
-//! passes (DESIGN-cluster.md §6.2, §6.3).
+//! passes (docs/cluster.md, "Claims and fencing").
 //!
 //! Exists to keep the ownership rules of a cluster in one place:
 //! - a node may claim a session that nobody drives, or whose node's lease
@@ -15,7 +15,7 @@
 //!   sweeping at once share them out instead of waiting on each other).
 //!
 //! Every time is the database's `now()`. Never decides when to sweep or
-//! what to do with an adopted session: `ownership/` does.
+//! what to do with an adopted session: `cluster/ownership/` does.
 
 use super::failure::Failures;
 use super::ownership::{CLAIM_RESERVATION, Claim, Ownership};

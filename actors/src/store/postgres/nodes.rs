@@ -1,5 +1,5 @@
 //! The `nodes` table: one row per node incarnation, its lease renewed by
-//! heartbeats (DESIGN-cluster.md §6.2, §6.3).
+//! heartbeats (docs/cluster.md, "Nodes and their leases").
 //!
 //! Exists to keep the lease rules in one place: a lease is renewed only
 //! while it has not expired (`expires_at > now()`), so a node whose lease

@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 /// How many seqs past the stored ones a claim reserves for the new owner
-/// (DESIGN-cluster.md §6.4): the old owner may have shown clients deltas
+/// (docs/cluster.md, "Claims and fencing"): the old owner may have shown clients deltas
 /// up to its own reservation; the new one starts above it.
 pub const CLAIM_RESERVATION: i64 = 1024;
 

@@ -1,5 +1,5 @@
 //! The node lease task: renews this node's lease every heartbeat, and
-//! fences the node when it cannot (DESIGN-cluster.md §6.3).
+//! fences the node when it cannot (docs/cluster.md, "Nodes and their leases").
 //!
 //! Exists so that a node cut off from Postgres, paused, or too slow to
 //! renew stops driving its sessions before any other node may adopt

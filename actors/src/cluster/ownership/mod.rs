@@ -1,5 +1,5 @@
-//! Ownership of sessions across the nodes of a cluster (issue 16, build
-//! items 3 and 6): this process as one node, its lease, and the sweeps
+//! Ownership of sessions across the nodes of a cluster (docs/cluster.md,
+//! "Ownership and failover"): this process as one node, its lease, and the sweeps
 //! that hand a gone node's sessions to the living.
 //!
 //! Exists so that the store's fencing (claims with an epoch, in

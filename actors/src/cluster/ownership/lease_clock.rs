@@ -1,5 +1,5 @@
 //! When a node must stop trusting its own lease: the self-fence decision
-//! (DESIGN-cluster.md §6.3), as a pure function of instants.
+//! (docs/cluster.md, "Nodes and their leases"), as a pure function of instants.
 //!
 //! Exists because the database renews a lease for a TTL from *its* now,
 //! which comes after the node sent the heartbeat: so the lease surely

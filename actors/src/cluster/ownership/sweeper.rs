@@ -1,5 +1,5 @@
 //! The sweeper: every node, about every second (with jitter), hands the
-//! sessions of gone nodes to the living (DESIGN-cluster.md §6.2, §6.6).
+//! sessions of gone nodes to the living (docs/cluster.md, "Failover: the sweeps").
 //!
 //! Exists so that a node's death costs its sessions no more than its
 //! lease's TTL and a sweep: idle sessions of gone nodes are released in
