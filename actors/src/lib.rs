@@ -32,6 +32,9 @@
 //! - `provider`: model calls over HTTP, one wire format per file.
 //! - `tools`: the registry, the ToolExecutor, the built-in tools.
 //! - `mcp`: MCP servers, one actor each.
+//! - `workspace_files`: the files a session is made from, as users keep
+//!   them for Claude Code (named agents, custom commands, skills,
+//!   instructions), read from disk.
 //! - `store`: sessions and their event logs, behind one trait.
 //! - `cluster`: `agentbus serve` as a node of a cluster — its lease and
 //!   the sweeps that hand a gone node's sessions to the living
@@ -60,6 +63,7 @@ mod session;
 mod sessions;
 mod store;
 mod tools;
+mod workspace_files;
 
 pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, AgentState};
 pub use runtime::{

@@ -14,19 +14,11 @@
 //!   every driver (the AgentLoop, the library's `agent`).
 //! - [`permission_setup`]: a session's permission settings from the
 //!   configuration, `$HOME` and the Landlock probe.
-//! - [`agent_files`]: a session's named agents — built-in, configured, and
-//!   the agent files of the user's folders and the workspace;
-//!   `agent_markdown` reads one file (Claude Code's format).
-//! - [`command_files`]: a session's custom slash commands — the command
-//!   files of the user's folders and the workspace; `command_markdown`
-//!   reads one file (Claude Code's format).
-//! - [`skill_files`]: a session's Agent Skills — the `NAME/SKILL.md`
-//!   folders of the user's, the configured and the workspace's skills
-//!   folders; `skill_markdown` reads one file.
-//! - `front_matter`: the YAML front matter the kinds of file share, and
-//!   Claude Code's tool names; `markdown_files`: listing and reading them.
 //! - `project_rules`: an "allow always" rule saved to the workspace's
 //!   `.agentbus.toml`.
+//!
+//! The files a session is made from (named agents, custom commands,
+//! skills, instructions) are read by [`crate::workspace_files`].
 //!
 //! The set of sessions (creating, loading, unloading) is [`crate::sessions`];
 //! so are stored sessions, and the commands that work on them (`/new`,
@@ -34,23 +26,14 @@
 //! [`actor::SessionCommands`].
 
 pub mod actor;
-pub mod agent_files;
-mod agent_markdown;
-pub mod command_files;
-mod command_markdown;
 pub mod core;
 pub mod error;
 mod fence;
-mod front_matter;
 pub mod handle;
-pub mod instruction_files;
 mod journal;
-mod markdown_files;
 pub mod model_input;
 pub mod permission_setup;
 mod project_rules;
-pub mod skill_files;
-mod skill_markdown;
 mod turn_trace;
 
 pub use error::{Failure, SessionError};

@@ -6,7 +6,7 @@
 //! Exists so that one session can run as different agents (OpenCode's
 //! `build`/`plan`, Claude Code's sub-agent files) while the rules stay in
 //! the pure core: the definitions are read by the I/O layer
-//! (`session::agent_files`, the binary's configuration) and arrive here as
+//! (`workspace_files::agent_files`, the binary's configuration) and arrive here as
 //! data. Never reads a file, never decides where definitions come from.
 
 use crate::model::{ToolList, ToolSpec};

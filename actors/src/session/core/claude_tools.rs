@@ -1,5 +1,5 @@
 //! Claude Code's names for the tools agentbus has too, in one table: agent
-//! and command files name tools that way (`session::front_matter`), and
+//! and command files name tools that way (`workspace_files::front_matter`), and
 //! hook matchers match them (`hooks`). Plain data.
 
 /// Claude Code's tool names and ours: `None` where agentbus has no

@@ -6,7 +6,7 @@
 //! `$2`, … each (quotes group words); a prompt with neither gets them
 //! appended as `ARGUMENTS: …`, as Claude Code does.
 //!
-//! The files are read by the I/O layer (`session::command_files`, when a
+//! The files are read by the I/O layer (`workspace_files::command_files`, when a
 //! session is created or loaded) and arrive here as data; running one is
 //! `commands/custom.rs`. Never reads a file. Pure.
 

@@ -1,8 +1,8 @@
 //! Custom commands in the session: what running one sends and shows, the
 //! profile and the rules it brings for its turn alone, `/help`, the
 //! session's first events, and the fold of a stored run. (How the files are
-//! found and read is tested in `session::command_files` and
-//! `session::command_markdown`; the expansion in `custom_commands`.)
+//! found and read is tested in `workspace_files::command_files` and
+//! `workspace_files::command_markdown`; the expansion in `custom_commands`.)
 
 use super::custom_commands::{CustomCommand, CustomCommands};
 use super::tests::{Harness, fresh_like, messages, model_calls, persisted, tool_batches};

@@ -5,7 +5,7 @@
 //! Exists so that every request of a session carries what the user wrote
 //! for the model, the way Claude Code, Codex and OpenCode do, while the core
 //! stays pure: the files are read by the I/O layer
-//! (`session::instruction_files`) when the session is created or loaded,
+//! (`workspace_files::instruction_files`) when the session is created or loaded,
 //! and arrive here as data. This module only says how the text is laid out
 //! (user-level first, then the project's, each under a heading naming its
 //! file) and what the user is told about files that could not be used.

@@ -1,7 +1,7 @@
 //! Project instructions in the session: what every request's system prompt
 //! carries, what the session says when it starts, what `/context`, `/debug`
 //! and `/init` make of them. (How the files are chosen and read is tested
-//! in `session::instruction_files`.)
+//! in `workspace_files::instruction_files`.)
 
 use super::instructions::tests::file;
 use super::instructions::{InstructionFile, Instructions, Scope};

@@ -15,7 +15,7 @@
 //! `allowed-tools` are allow rules from the moment it is loaded to the end
 //! of that turn.
 //!
-//! The files are read by the I/O layer (`session::skill_files`, when a
+//! The files are read by the I/O layer (`workspace_files::skill_files`, when a
 //! session is created or loaded) and arrive here as data, bodies included.
 //! Never reads a file. Pure.
 

@@ -4,8 +4,8 @@
 //! directory; an unknown name an error listing the skills), a skill's
 //! `allowed-tools` from its loading to the end of the turn, `/NAME`,
 //! reads in a skill's folder, `/help` and `/context`. (How the files are
-//! found and read is tested in `session::skill_files` and
-//! `session::skill_markdown`.)
+//! found and read is tested in `workspace_files::skill_files` and
+//! `workspace_files::skill_markdown`.)
 
 use super::custom_commands::CustomCommands;
 use super::skills::{SKILL_TOOL, Scope, Skill, Skills};

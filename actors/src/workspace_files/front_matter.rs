@@ -17,7 +17,7 @@
 
 use serde_yaml_ng::{Mapping, Value};
 
-pub use super::core::claude_tools::CLAUDE_TOOLS;
+pub use crate::session::core::claude_tools::CLAUDE_TOOLS;
 
 /// What Claude Code's tool `name` is called here: `Some(Some(ours))`,
 /// `Some(None)` when agentbus has no equivalent, `None` when it is not
