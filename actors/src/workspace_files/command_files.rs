@@ -72,13 +72,8 @@ fn name(dir: &Path, path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::write_test_file as write;
     use super::*;
-
-    fn write(root: &Path, file: &str, text: &str) {
-        let path = root.join(file);
-        std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
 
     #[test]
     fn the_workspace_wins_over_the_user_and_agentbus_over_claude() {

@@ -32,3 +32,12 @@ pub mod instruction_files;
 mod markdown_files;
 pub mod skill_files;
 mod skill_markdown;
+
+/// A file written under `root`, its folders made: the readers' tests lay
+/// out the user's and the workspace's folders with it.
+#[cfg(test)]
+fn write_test_file(root: &std::path::Path, file: &str, text: &str) {
+    let path = root.join(file);
+    std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}

@@ -126,13 +126,8 @@ fn read_skill(folder: &Path) -> Result<crate::session::core::skills::Skill, Stri
 
 #[cfg(test)]
 mod tests {
+    use super::super::write_test_file as write;
     use super::*;
-
-    fn write(root: &Path, file: &str, text: &str) {
-        let path = root.join(file);
-        std::fs::create_dir_all(path.parent().expect("a folder")).expect("mkdir");
-        std::fs::write(path, text).expect("write");
-    }
 
     fn skill(name: &str, description: &str) -> String {
         format!("---\nname: {name}\ndescription: {description}\n---\nThe {name} body.\n")
