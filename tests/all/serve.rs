@@ -2399,6 +2399,36 @@ async fn the_web_page_lists_searches_renames_and_opens_a_long_session_at_its_new
     assert_eq!(renamed["title"], "Renamed in the page", "{renamed}");
 }
 
+/// Clients of either HTTP: 1.0 and 1.1, and HTTP/2 with prior knowledge
+/// (h2c, as a proxy in front may speak it), on the same port. The daemon
+/// tells them apart by peeking at the connection's first bytes
+/// (`src/serve/connections.rs`).
+#[tokio::test]
+async fn http1_and_http2_with_prior_knowledge_are_both_served() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let h2 = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let h1 = reqwest::Client::builder().http1_only().build().unwrap();
+    for (client, version) in [
+        (h2, reqwest::Version::HTTP_2),
+        (h1, reqwest::Version::HTTP_11),
+    ] {
+        let answer = client
+            .get(format!("{}/v1/sessions", server.url))
+            .bearer_auth(&server.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.version(), version);
+        assert_eq!(answer.status(), 200, "{version:?}");
+        let body: serde_json::Value = answer.json().await.unwrap();
+        assert!(body.is_object() || body.is_array(), "{version:?}: {body}");
+    }
+}
+
 /// The health probes need no token and say nothing but whether: `/livez`
 /// while the process answers, `/readyz` while its store answers (here,
 /// SQLite). `/v1/health`, with the details, still needs the token.
