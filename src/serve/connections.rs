@@ -57,7 +57,12 @@ where
             let io = TokioIo::new(tcp);
             let result = if h2 {
                 let conn = http2::Builder::new(TokioExecutor::new()).serve_connection(io, service);
-                until_shutdown(conn, &shutdown, |conn| conn.graceful_shutdown()).await
+                // Boxed: inline, every HTTP/1 connection's task would be
+                // as large as an HTTP/2 one's.
+                Box::pin(until_shutdown(conn, &shutdown, |conn| {
+                    conn.graceful_shutdown()
+                }))
+                .await
             } else {
                 let conn = http1::Builder::new()
                     .serve_connection(io, service)
