@@ -53,7 +53,12 @@ where
         let shutdown = shutdown.clone();
         let open = open_rx.clone();
         tokio::spawn(async move {
-            let h2 = speaks_http2(&tcp).await;
+            // A connection that has said nothing by the shutdown is closed,
+            // as hyper closes an idle one.
+            let h2 = tokio::select! {
+                h2 = speaks_http2(&tcp) => h2,
+                () = shutdown.cancelled() => return drop(open),
+            };
             let io = TokioIo::new(tcp);
             let result = if h2 {
                 let conn = http2::Builder::new(TokioExecutor::new()).serve_connection(io, service);

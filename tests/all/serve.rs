@@ -2429,6 +2429,31 @@ async fn http1_and_http2_with_prior_knowledge_are_both_served() {
     }
 }
 
+/// A connection that never says anything (a client's pool connecting
+/// ahead, a port check) does not hold the daemon's stop: it is closed at
+/// the shutdown, as an idle keep-alive connection is.
+#[tokio::test]
+async fn a_connection_that_never_speaks_does_not_hold_the_stop() {
+    let f = fixture().await;
+    let server = f.serve().await;
+    let address = server.url.trim_start_matches("http://").to_string();
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    // Served at all: a request on another connection is answered.
+    let answer = reqwest::get(format!("{}/livez", server.url)).await.unwrap();
+    assert_eq!(answer.status(), 200);
+    server.terminate();
+    let (status, stderr) = server.wait().await;
+    assert!(status.success(), "{status:?}\n{stderr}");
+    // The daemon closed the silent connection: it reads the end.
+    let mut rest = Vec::new();
+    let read = tokio::time::timeout(
+        GUARD,
+        tokio::io::AsyncReadExt::read_to_end(&mut silent, &mut rest),
+    )
+    .await;
+    assert!(matches!(read, Ok(Ok(0))), "{read:?} {rest:?}");
+}
+
 /// The health probes need no token and say nothing but whether: `/livez`
 /// while the process answers, `/readyz` while its store answers (here,
 /// SQLite). `/v1/health`, with the details, still needs the token.
