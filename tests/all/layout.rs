@@ -8,10 +8,10 @@
 //! `crate::`, `super::` or `self::`, a child module or a name it imported.
 //! Each path is followed down the module tree, through `use` bindings and
 //! re-exports, to the file that defines the item. A module's own `mod`
-//! lines and `pub use` of its own descendants are its structure, not a
-//! dependency; code under `#[cfg(test)]` is left out (tests may look
-//! anywhere). Paths written inside string attributes are not seen (there
-//! are none).
+//! lines and re-exports (`pub use`, `pub(super) use`) of its own
+//! descendants are its structure, not a dependency; code under
+//! `#[cfg(test)]` is left out (tests may look anywhere). Paths written
+//! inside string attributes are not seen (there are none).
 //!
 //! Checked, each with a positive control:
 //! - no cycle between files, nor between the top-level modules of
@@ -23,6 +23,9 @@
 //!   names no crate but `std`, `serde`, `serde_json`, `chrono` and the rule
 //!   matcher's pure parsers — no I/O (`std::fs`, `std::io`, `std::net`, ...), no clock,
 //!   no printing macro, no new session ids;
+//! - the core's transition function is one entry (`step`) over small
+//!   phase files whose functions are methods of the one value carrying the
+//!   state and the effects, none with more than five parameters;
 //! - ARCHITECTURE.md names every folder and top-level file of each crate
 //!   in that crate's section;
 //! - a comment points only at documents the tree holds: no design
@@ -201,7 +204,8 @@ impl FileVisitor {
     fn use_item(&mut self, item: &syn::ItemUse) {
         let mut flat = Vec::new();
         flatten(&item.tree, &mut Vec::new(), &mut flat);
-        let public = matches!(item.vis, syn::Visibility::Public(_));
+        // Re-exported (`pub`, `pub(super)`, ...), not only imported.
+        let public = !matches!(item.vis, syn::Visibility::Inherited);
         for (path, bound, glob) in flat {
             if glob {
                 self.globs.push(format!("{}::*", path.join("::")));
@@ -706,6 +710,146 @@ fn the_session_core_is_pure() {
     assert!(
         edges.keys().filter(|m| m.starts_with(&core)).count() > 10,
         "the core's files were all found"
+    );
+}
+
+/// The longest a file of the core's transition function may be.
+const MAX_PHASE_LINES: usize = 350;
+
+/// What in one file of `session/core/step/` (`text`, named `file`) breaks
+/// the shape of the transition function: one entry, `step`, in `mod.rs`;
+/// every phase a small file whose functions take the one value that carries
+/// the state and the effects (`Step`) rather than threading them as
+/// parameters; no function with more than five parameters.
+fn phase_problems(file: &str, text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let lines = text.lines().count();
+    if lines > MAX_PHASE_LINES {
+        problems.push(format!(
+            "{file} has {lines} lines (at most {MAX_PHASE_LINES}: split the phase)"
+        ));
+    }
+    if text.contains("too_many_arguments") {
+        problems.push(format!("{file} allows clippy::too_many_arguments"));
+    }
+    let parsed = match syn::parse_file(text) {
+        Ok(parsed) => parsed,
+        Err(e) => return vec![format!("{file} does not parse: {e}")],
+    };
+    let mut functions: Vec<(String, &syn::Signature)> = Vec::new();
+    for item in &parsed.items {
+        match item {
+            syn::Item::Fn(f) => {
+                let public = matches!(f.vis, syn::Visibility::Public(_));
+                if file == "mod.rs" && public && f.sig.ident != "step" {
+                    problems.push(format!(
+                        "{file}: `{}` is public (the one entry is `step`)",
+                        f.sig.ident
+                    ));
+                }
+                functions.push((f.sig.ident.to_string(), &f.sig));
+            }
+            syn::Item::Impl(i) if !is_test_only(&i.attrs) => {
+                for item in &i.items {
+                    if let syn::ImplItem::Fn(f) = item {
+                        functions.push((f.sig.ident.to_string(), &f.sig));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (name, sig) in functions {
+        let typed: Vec<String> = sig
+            .inputs
+            .iter()
+            .filter_map(|input| match input {
+                syn::FnArg::Typed(t) => Some(type_text(&t.ty)),
+                syn::FnArg::Receiver(_) => None,
+            })
+            .collect();
+        if typed.len() > 5 {
+            problems.push(format!("{file}: `{name}` takes {} parameters", typed.len()));
+        }
+        let threads = typed
+            .iter()
+            .any(|ty| ty == "&mutSessionState" || ty == "&mutVec<Effect>");
+        if threads && name != "step" {
+            problems.push(format!(
+                "{file}: `{name}` threads the state or the effects as a parameter (make it a method of `Step`)"
+            ));
+        }
+    }
+    problems
+}
+
+/// A parameter's type as written, without spaces, for the forms
+/// `phase_problems` looks for (`&mut SessionState`, `&mut Vec<Effect>`);
+/// any other form reads as `_`.
+fn type_text(ty: &syn::Type) -> String {
+    match ty {
+        syn::Type::Reference(r) => {
+            let mutable = if r.mutability.is_some() { "mut" } else { "" };
+            format!("&{mutable}{}", type_text(&r.elem))
+        }
+        syn::Type::Path(p) => p
+            .path
+            .segments
+            .iter()
+            .map(|s| match &s.arguments {
+                syn::PathArguments::AngleBracketed(args) => {
+                    let inner: Vec<String> = args
+                        .args
+                        .iter()
+                        .map(|a| match a {
+                            syn::GenericArgument::Type(t) => type_text(t),
+                            _ => "_".to_string(),
+                        })
+                        .collect();
+                    format!("{}<{}>", s.ident, inner.join(","))
+                }
+                _ => s.ident.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join("::"),
+        _ => "_".to_string(),
+    }
+}
+
+#[test]
+fn the_session_core_steps_in_small_phases() {
+    // The check finds what it must.
+    let sample = "pub fn step() {}\npub fn other() {}\n\
+                  #[allow(clippy::too_many_arguments)]\n\
+                  fn run(state: &mut SessionState, a: u8, b: u8, c: u8, d: u8, fx: &mut Vec<Effect>) {}\n";
+    let found = phase_problems("mod.rs", sample);
+    assert_eq!(
+        found,
+        [
+            "mod.rs allows clippy::too_many_arguments",
+            "mod.rs: `other` is public (the one entry is `step`)",
+            "mod.rs: `run` takes 6 parameters",
+            "mod.rs: `run` threads the state or the effects as a parameter (make it a method of `Step`)",
+        ]
+    );
+    let long = "// a line\n".repeat(MAX_PHASE_LINES + 1);
+    assert_eq!(phase_problems("queue.rs", &long).len(), 1);
+
+    let mut files = Vec::new();
+    rust_files(
+        &workspace().join("actors/src/session/core/step"),
+        &mut files,
+    );
+    assert!(files.len() > 5, "the phases were found: {files:?}");
+    let mut problems = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read source");
+        let name = file.file_name().unwrap_or_default().to_string_lossy();
+        problems.extend(phase_problems(&name, &text));
+    }
+    assert!(
+        problems.is_empty(),
+        "the transition function's shape: {problems:#?}"
     );
 }
 

@@ -246,7 +246,13 @@ fn close_unfinished(state: &mut SessionState, turn: OpenTurn, fx: &mut Vec<Effec
     }
     for call in turn.pending {
         let outcome = ToolOutcome::error(format!("not finished: {UNFINISHED_TURN}"));
-        push_tool_result(&mut state.history, turn.id, call, (outcome, None), true, fx);
+        fx.push(push_tool_result(
+            &mut state.history,
+            turn.id,
+            call,
+            (outcome, None),
+            true,
+        ));
     }
     state.count_turn(turn.usage);
     fx.push(Effect::Emit {
