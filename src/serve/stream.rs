@@ -9,7 +9,7 @@
 //! shuts down.
 //!
 //! A client's events are read on its connection's task
-//! ([`ClientEvents`]), each serialised straight into the frame bytes, and
+//! ([`TopicReader`], cut off beyond the ring: [`Gaps::CutOff`]), each serialised straight into the frame bytes, and
 //! every event already there goes out in the same write.
 
 use super::auth::Caller;
@@ -18,7 +18,7 @@ use super::sessions::reach;
 use super::state::AppState;
 use crate::api::{After, checked_seq};
 use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::runtime::{ClientEvents, ReachedSession};
+use agentbus_actors::runtime::{Gaps, ReachedSession, TopicReader};
 use agentbus_actors::runtime::{RecvError, SubscribeError};
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
@@ -70,9 +70,9 @@ pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError>
 }
 
 /// A session's events after a seq, for one network client, read on the
-/// connection's own task ([`ClientEvents`]).
+/// connection's own task ([`TopicReader`]).
 pub struct ClientFeed {
-    events: ClientEvents<ReachedSession>,
+    events: TopicReader<ReachedSession>,
     /// The server's shutdown, as this client's own child token: waiting on
     /// it touches no lock the other clients share.
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
@@ -84,7 +84,7 @@ pub struct ClientFeed {
 impl ClientFeed {
     pub fn attach(session: &ReachedSession, after_seq: u64, shutdown: &CancellationToken) -> Self {
         ClientFeed {
-            events: ClientEvents::new(session.clone(), after_seq),
+            events: TopicReader::new(session.clone(), after_seq, Gaps::CutOff),
             shutdown: Box::pin(shutdown.child_token().cancelled_owned()),
             drain_until: None,
         }

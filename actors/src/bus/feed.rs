@@ -1,26 +1,21 @@
 //! UiSink actor: one per attached front end.
 //!
-//! Subscribes to a session's events through an [`EventSource`] and hands
-//! each event, in `seq` order, to a [`FrontEnd`]. The hand-off runs on the
-//! sink's own task, so a slow front end only slows itself: when it falls
-//! behind the topic's channel it is cut
-//! off and rejoins from its last seq — replayed from the ring, or from the
-//! store when the ring no longer reaches back (the store holds the persisted
-//! events, so the numbers of old `stream_event`s are skipped). If even the
-//! store cannot answer, the front end is told to resync.
-//!
-//! The [`EventSource`] is the seam for sessions that live elsewhere: a
-//! session of this process is its own source (its handle: the topic, then
-//! the store); a session driven by another process can be followed through
-//! a source inside this crate that mirrors its events into a local topic
-//! (subscriptions come from topics, which only this crate makes).
+//! Reads a session's events through an [`EventSource`] with the bus's one
+//! reader ([`TopicReader`], policy [`Gaps::Refill`]) and hands each, in
+//! `seq` order, to a [`FrontEnd`]. The hand-off runs on the sink's own
+//! task, so a slow front end only slows itself: when it falls behind the
+//! topic's channel it rejoins from its last seq — replayed from the ring,
+//! or from the store when the ring no longer reaches back (the store holds
+//! the persisted events, so the numbers of old `stream_event`s are
+//! skipped). If even the store cannot answer, the front end is told to
+//! resync.
 //!
 //! Never blocks the AgentLoop and never sends inputs: front ends submit
 //! through the session's handle.
 
-use super::{RecvError, SubscribeError, Subscription};
-use crate::protocol::{EventEnvelope, SessionId};
-use crate::store::StoreError;
+use super::reader::{Gaps, TopicReader};
+use super::source::EventSource;
+use crate::protocol::EventEnvelope;
 use kameo::Actor;
 use kameo::actor::{ActorRef, WeakActorRef};
 use kameo::error::{ActorStopReason, Infallible};
@@ -28,24 +23,6 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-
-/// Where a session's events come from: the ones still in memory (and live
-/// ones) from a topic subscription, older persisted ones from a store.
-#[async_trait::async_trait]
-pub trait EventSource: Send + Sync + 'static {
-    /// The session whose events these are.
-    fn session_id(&self) -> &SessionId;
-
-    /// Events after `after_seq` that the topic's ring holds, then live ones.
-    fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError>;
-
-    /// Stored events with `after_seq < seq <= up_to`.
-    async fn stored_events(
-        &self,
-        after_seq: u64,
-        up_to: Option<u64>,
-    ) -> Result<Vec<EventEnvelope>, StoreError>;
-}
 
 /// A front end that shows a session's events.
 pub trait FrontEnd: Send + 'static {
@@ -107,42 +84,18 @@ impl<S: EventSource, F: FrontEnd> Actor for UiSink<S, F> {
     }
 }
 
-async fn pump<S: EventSource, F: FrontEnd>(session: S, mut last_seq: u64, mut front_end: F) {
-    loop {
-        let mut subscription = match session.subscribe(last_seq) {
-            Ok(s) => s,
-            Err(SubscribeError::NotInRing { oldest, .. }) => {
-                match session.stored_events(last_seq, Some(oldest - 1)).await {
-                    Ok(stored) => {
-                        for event in stored {
-                            if !front_end.deliver(Arc::new(event)).await {
-                                return;
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(session = %session.session_id(), "replay from the store failed: {e}");
-                        front_end.resync(last_seq, oldest).await;
-                    }
-                }
-                last_seq = oldest - 1;
-                continue;
-            }
-        };
-        loop {
-            match subscription.recv().await {
-                Ok(event) => {
-                    if !front_end.deliver(event).await {
-                        return;
-                    }
-                }
-                Err(RecvError::Lagged { last_seq: seen }) => {
-                    tracing::debug!(seen, "front end fell behind; rejoining");
-                    last_seq = seen;
-                    break;
-                }
-                Err(RecvError::Closed) => return,
-            }
+/// Hands the session's events to the front end until either ends: every
+/// event, from the store where the ring no longer reaches back
+/// ([`Gaps::Refill`]); what even the store cannot give, the front end is
+/// told to resync.
+async fn pump<S: EventSource, F: FrontEnd>(source: S, after_seq: u64, mut front_end: F) {
+    let mut reader = TopicReader::new(source, after_seq, Gaps::Refill);
+    while let Some(event) = reader.next().await {
+        if let Some(missed) = reader.take_missed() {
+            front_end.resync(missed.last_seq, missed.resumed_at).await;
+        }
+        if !front_end.deliver(event).await {
+            return;
         }
     }
 }
@@ -179,8 +132,8 @@ pub fn attach_channel<S: EventSource + Clone>(
 /// A front end with a bounded buffer: it detaches when the buffer is full
 /// instead of waiting, so a consumer too slow to keep up is cut off and
 /// resumes from its last seq (its events stay in the ring and store).
-/// (The server's network clients read their topic directly instead:
-/// [`ClientEvents`](super::client::ClientEvents).)
+/// (The server's network clients read their topic directly instead, with
+/// a [`TopicReader`] of their own.)
 pub struct DropWhenFull(pub mpsc::Sender<Arc<EventEnvelope>>);
 
 impl FrontEnd for DropWhenFull {

@@ -7,16 +7,22 @@
 //!   fraction of their memory.
 //! - [`lifecycle`]: the runtime's topic of session lifecycle events (on a
 //!   node of a cluster, the other nodes' too, and an outbox of its own).
+//! - [`reader`]: the one way to read a topic in seq order, with a policy
+//!   for what the ring no longer holds (from the store, cut off, or
+//!   skipped); a network client reads with it on its connection's own task
+//!   (no actor in between), a burst at a time, and so does the cluster's
+//!   relay.
+//! - [`source`]: [`EventSource`](source::EventSource), where a reader's
+//!   events come from: a topic, then a store (a session here, or one
+//!   mirrored from another node).
 //! - [`feed`]: the UiSink actor, which pumps a session's events into a
-//!   front end, replaying from the store when the ring no longer reaches
-//!   back, and cutting off a front end that falls behind.
-//! - [`client`]: a network client's events, read on its connection's own
-//!   task (no actor in between), a burst at a time.
+//!   front end through a reader that refills from the store.
 
-pub mod client;
 pub mod feed;
 pub mod lifecycle;
 pub mod packed;
+pub mod reader;
+pub mod source;
 pub mod topic;
 
 pub use lifecycle::LifecycleTopic;

@@ -16,21 +16,24 @@
 //! unreachable a publish is refused at once and the event is dropped and
 //! counted; the newest dropped event alone is kept and sent again once the
 //! connection is back, unless a later one went out meanwhile, so that a
-//! follower learns of the gap even when the session has gone quiet. When
-//! the relay falls behind the topic (`Lagged`), it subscribes again from
-//! where the ring still reaches and leaves the gap to the followers'
-//! refill. Never reads or writes the store, never sends a seq twice except
+//! follower learns of the gap even when the session has gone quiet. It
+//! reads the topic with the bus's one reader, policy [`Gaps::Skip`]: when
+//! it falls behind the topic, it subscribes again from where the ring
+//! still reaches and leaves the gap to the followers' refill. Never reads or writes the store, never sends a seq twice except
 //! that one re-send (followers drop repeats), and never publishes for an
 //! owner other than the one it was started with: when the node loses the
 //! session it is [stopped](Relay::stop).
 
-use crate::bus::{RecvError, SessionTopic, SubscribeError, Subscription};
+use crate::bus::reader::{Gaps, TopicReader};
+use crate::bus::source::EventSource;
+use crate::bus::{SessionTopic, SubscribeError, Subscription};
 use crate::cluster::error::LiveError;
 use crate::cluster::link::{Link, LinkState};
 use crate::cluster::live::LivePlane;
 use crate::cluster::owner::Owner;
 use crate::protocol::{EventEnvelope, SessionId};
 use crate::session::SessionHandle;
+use crate::store::StoreError;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::watch;
@@ -146,16 +149,20 @@ impl Relay {
         let run = Run {
             plane: plane.clone(),
             session: session.clone(),
-            topic,
             owner,
             stop: stop.clone(),
             counters: counters.clone(),
             handled: handled_tx,
         };
+        let unwatched = Unwatched {
+            session: session.clone(),
+            topic,
+        };
+        let mut reader = TopicReader::new(unwatched, after_seq, Gaps::Skip);
         // Subscribed here, not on the task: every event published once this
         // returns is relayed.
-        let subscription = run.subscribe(after_seq);
-        let task = tokio::spawn(run.relay(subscription));
+        reader.subscribe_now();
+        let task = tokio::spawn(run.relay(reader));
         Relay {
             session,
             owner,
@@ -236,11 +243,38 @@ impl Drop for Relay {
     }
 }
 
+/// The session's topic as the relay reads it: not counted as a watcher (an
+/// idle session nobody watches still unloads), and no store behind it.
+struct Unwatched {
+    session: SessionId,
+    topic: Arc<SessionTopic>,
+}
+
+#[async_trait::async_trait]
+impl EventSource for Unwatched {
+    fn session_id(&self) -> &SessionId {
+        &self.session
+    }
+
+    fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError> {
+        self.topic.subscribe_unwatched(after_seq)
+    }
+
+    /// Never asked: the relay's reader skips what the ring no longer holds
+    /// ([`Gaps::Skip`]), and the relay never reads the store.
+    async fn stored_events(
+        &self,
+        _after_seq: u64,
+        _up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, StoreError> {
+        Ok(Vec::new())
+    }
+}
+
 /// The relay's task.
 struct Run {
     plane: LivePlane,
     session: SessionId,
-    topic: Arc<SessionTopic>,
     owner: Owner,
     stop: CancellationToken,
     counters: Arc<Counters>,
@@ -257,90 +291,53 @@ enum Sent {
 }
 
 impl Run {
-    async fn relay(self, first: Option<Subscription<EventEnvelope>>) -> RelayEnd {
+    async fn relay(self, mut reader: TopicReader<Unwatched>) -> RelayEnd {
         let mut link = self.plane.link();
         // The newest event the lost connection refused, while no later one
         // went out.
         let mut unsent: Option<Arc<EventEnvelope>> = None;
-        let mut next = first;
         loop {
-            let Some(mut subscription) = next.take() else {
-                return RelayEnd::Stopped;
-            };
-            loop {
-                tokio::select! {
-                    biased;
-                    _ = self.stop.cancelled() => return RelayEnd::Stopped,
-                    // Before the next event, so that the order holds.
-                    connected = reconnected(&mut link), if unsent.is_some() => {
-                        if !connected {
-                            return RelayEnd::ConnectionClosed;
-                        }
-                        if let Some(event) = unsent.take() {
-                            match self.publish(&event).await {
-                                Sent::Yes => {
-                                    self.counters.resent.fetch_add(1, Ordering::Relaxed);
-                                }
-                                Sent::Lost => unsent = Some(event),
-                                Sent::Failed => {}
+            tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => return RelayEnd::Stopped,
+                // Before the next event, so that the order holds.
+                connected = reconnected(&mut link), if unsent.is_some() => {
+                    if !connected {
+                        return RelayEnd::ConnectionClosed;
+                    }
+                    if let Some(event) = unsent.take() {
+                        match self.publish(&event).await {
+                            Sent::Yes => {
+                                self.counters.resent.fetch_add(1, Ordering::Relaxed);
                             }
+                            Sent::Lost => unsent = Some(event),
+                            Sent::Failed => {}
                         }
                     }
-                    received = subscription.recv() => match received {
-                        Ok(event) => {
-                            let seq = event.seq;
-                            match self.publish(&event).await {
-                                Sent::Yes => {
-                                    self.counters.published.fetch_add(1, Ordering::Relaxed);
-                                    unsent = None;
-                                }
-                                Sent::Lost => {
-                                    self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                                    unsent = Some(event);
-                                }
-                                Sent::Failed => {
-                                    self.counters.dropped.fetch_add(1, Ordering::Relaxed);
-                                }
-                            }
-                            self.handled.send_replace(seq);
+                }
+                received = reader.next() => {
+                    let Some(event) = received else {
+                        return RelayEnd::TopicClosed;
+                    };
+                    self.counters.lagged.store(reader.lagged(), Ordering::Relaxed);
+                    let seq = event.seq;
+                    match self.publish(&event).await {
+                        Sent::Yes => {
+                            self.counters.published.fetch_add(1, Ordering::Relaxed);
+                            unsent = None;
                         }
-                        Err(RecvError::Lagged { last_seq }) => {
-                            tracing::debug!(
-                                session = %self.session,
-                                last_seq,
-                                "the relay fell behind the session's topic; subscribing again"
-                            );
-                            self.counters.lagged.fetch_add(1, Ordering::Relaxed);
-                            next = self.subscribe(last_seq);
-                            break;
+                        Sent::Lost => {
+                            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                            unsent = Some(event);
                         }
-                        Err(RecvError::Closed) => return RelayEnd::TopicClosed,
-                    },
+                        Sent::Failed => {
+                            self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    self.handled.send_replace(seq);
                 }
             }
         }
-    }
-
-    /// A subscription after `after`, or after what the ring still reaches
-    /// (the followers refill the rest from the store).
-    fn subscribe(&self, mut after: u64) -> Option<Subscription<EventEnvelope>> {
-        // Twice at most: the second is from the ring's oldest event.
-        for _ in 0..2 {
-            match self.topic.subscribe_unwatched(after) {
-                Ok(subscription) => return Some(subscription),
-                Err(SubscribeError::NotInRing { oldest, .. }) => {
-                    tracing::debug!(
-                        session = %self.session,
-                        after,
-                        oldest,
-                        "events the relay missed are no longer in memory; followers refill them from the store"
-                    );
-                    after = oldest.saturating_sub(1);
-                }
-            }
-        }
-        tracing::warn!(session = %self.session, "the relay cannot subscribe to the session's topic");
-        None
     }
 
     async fn publish(&self, event: &EventEnvelope) -> Sent {

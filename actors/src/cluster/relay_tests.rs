@@ -14,7 +14,7 @@ use super::test_nodes::{
     Behind, Events, GUARD, Nodes, connect, guarded, is_delta, owner_at, result_of, seqs, shape,
 };
 use crate::bus::SessionTopic;
-use crate::bus::client::ClientEvents;
+use crate::bus::reader::{Gaps, TopicReader};
 use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, SessionId, StopReason, StreamDelta,
     StreamEvent,
@@ -430,7 +430,7 @@ async fn owner_change(nats: &NatsServer, store: Arc<dyn SessionStore>) {
 
     // A client of the node (as SSE reads it) gets the same, from the start
     // or from inside the jump.
-    let mut client = ClientEvents::new(remote.clone(), 0);
+    let mut client = TopicReader::new(remote.clone(), 0, Gaps::CutOff);
     let mut read = Vec::new();
     for _ in 0..9 {
         read.push(
@@ -441,7 +441,7 @@ async fn owner_change(nats: &NatsServer, store: Arc<dyn SessionStore>) {
         );
     }
     assert_eq!(read, [1, 2, 3, 4, 5, 6, 4101, 4102, 4103]);
-    let mut resumed = ClientEvents::new(remote.clone(), 6);
+    let mut resumed = TopicReader::new(remote.clone(), 6, Gaps::CutOff);
     let first = guarded("a resumed client's event", resumed.next()).await;
     assert_eq!(first.map(|e| e.seq), Some(4101));
     remote.stop().await;

@@ -28,7 +28,7 @@
 //! order. A session that should be driven here instead (no responders to
 //! an input) is the caller's to claim.
 
-use crate::bus::feed::EventSource;
+use crate::bus::source::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
 use crate::cluster::error::LiveError;
 use crate::cluster::follow::{DropReason, Follow, ReadReason, Step, StoreRead};

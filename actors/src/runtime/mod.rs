@@ -23,10 +23,11 @@ mod shutdown;
 
 pub use reach::ReachedSession;
 
-pub use crate::bus::client::ClientEvents;
 pub use crate::bus::feed::{
-    ChannelFrontEnd, DropWhenFull, EventSource, FrontEnd, UiSink, attach_channel, attach_until_full,
+    ChannelFrontEnd, DropWhenFull, FrontEnd, UiSink, attach_channel, attach_until_full,
 };
+pub use crate::bus::reader::{Gaps, Missed, TopicReader};
+pub use crate::bus::source::EventSource;
 pub use crate::bus::{LifecycleTopic, RecvError, SubscribeError, Subscription};
 pub use crate::cluster::{FollowStats, LifecycleStats, LiveStats, RelayStats};
 pub use crate::model::{ModelEvent, ModelRequest, ToolOrigin, ToolSpec};

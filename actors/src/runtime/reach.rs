@@ -8,7 +8,7 @@
 //! was decided by the store's claim when it was reached: a session nobody
 //! drives is claimed here, one another live node drives is followed.
 
-use crate::bus::feed::EventSource;
+use crate::bus::source::EventSource;
 use crate::bus::{SubscribeError, Subscription};
 use crate::cluster::{RemoteSession, RouteError};
 use crate::protocol::{ApprovalDecision, EventEnvelope, InputId, SessionId, UserInput};

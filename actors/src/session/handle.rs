@@ -10,7 +10,7 @@ use super::actor::{
     AgentLoop, Announce, Feed, IdleFor, PendingApprovals, ServersGiven, Snapshot, Submit, UseFiles,
 };
 use super::core::{Input, SessionState};
-use crate::bus::feed::EventSource;
+use crate::bus::source::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
 use crate::protocol::{EventEnvelope, InputId, SessionId, SessionInput, UserInput};
 use crate::store::{SessionStore, StoreError};
