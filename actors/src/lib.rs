@@ -10,6 +10,7 @@
 //! - [`text`]: how long text is shortened, the same in the core and in
 //!   front ends.
 //! - [`tokens`]: counting tokens locally (tiktoken ranks compiled in).
+//! - [`images`]: images attached to a query, told by their bytes.
 //! - [`metrics`]: the process's Prometheus figures, which `GET /metrics`
 //!   serves.
 //! - [`spans`]: the spans of a session's work (a turn, its model and tool
@@ -32,6 +33,9 @@
 //! - `provider`: model calls over HTTP, one wire format per file.
 //! - `tools`: the registry, the ToolExecutor, the built-in tools.
 //! - `mcp`: MCP servers, one actor each.
+//! - `hooks`: the user's hook programs, read, trusted and run.
+//! - `checkpoint`: what tool calls changed in the workspace, kept so a
+//!   turn can be taken back.
 //! - `workspace_files`: the files a session is made from, as users keep
 //!   them for Claude Code (named agents, custom commands, skills,
 //!   instructions), read from disk.

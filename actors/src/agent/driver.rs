@@ -7,7 +7,8 @@
 //! stream, `RunTools` starts every call of the batch at once (each on a
 //! task of its own, with the executor's rules), cancellations drop what
 //! they name, a session command needing the daemon's store is answered
-//! with a notice — and wait for whichever of the model stream and the tool
+//! with a notice, a wait for MCP servers ends at once (an agent has none)
+//! — and wait for whichever of the model stream and the tool
 //! calls reports next, which becomes the next input. It stops when the
 //! core is idle again.
 

@@ -2,7 +2,10 @@
 //! the versions of what it may touch are looked at and their bytes kept in
 //! the store; after it, the same scope is looked at again and the paths
 //! that differ become a [`Checkpoint`]. One `Recorder` per session (the
-//! AgentLoop's), shared by its calls' tasks.
+//! AgentLoop's), shared by its calls' tasks. A background command's
+//! changes are looked at when its turn ends; a sub-agent's checkpoints
+//! are kept under its parent's turn, so the parent's rewind of that turn
+//! takes them back too.
 //!
 //! Never writes to the workspace and never fails a tool call: a look or a
 //! store write that fails is logged and the call runs unrecorded.

@@ -17,6 +17,12 @@
 //! what an answer does to a session is the core's too. This module never
 //! decides anything about a session and never panics on what a hook
 //! prints: a hook that fails is a report, never a crash.
+//!
+//! Four events are waited for, as the core's `RunHook` effect:
+//! `SessionStart`, `UserPromptSubmit`, `PreToolUse` and `Stop`. The
+//! AgentLoop runs the others beside the session, waiting for none: after
+//! a tool call (`PostToolUse`, what it says joins the result), on an
+//! approval request, around a compaction, and at `SessionEnd`.
 
 pub mod answer;
 pub mod files;

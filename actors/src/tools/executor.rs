@@ -12,7 +12,9 @@
 //! unknown tool (a tool of a server not given to the calling session is
 //! one), arguments that do not fit, an error, a panic, a timeout, a
 //! cancellation — becomes an error [`ToolOutcome`] the model can read.
-//! Outputs are cut to size.
+//! Outputs are cut to size. A call to a tool of an MCP server still on
+//! its first start (its tools not listed yet) waits, on its own task, for
+//! the server to finish starting.
 //!
 //! Never runs a tool inside its handler (that would serialise all calls) and
 //! never talks to a session directly: the caller gets the outcome as a reply.

@@ -12,7 +12,9 @@
 //! File tools work only inside the workspace and the write roots, checked
 //! on what they actually open (`confine`); `bash` commands run in a
 //! Landlock sandbox that lets them write only there and in the temporary
-//! directories ([`sandbox`]). A call's `Grant` lifts either.
+//! directories ([`sandbox`]). A call's `Grant` lifts either. The permission
+//! layer only decides the grant; enforcing it is the tools' own, so a call
+//! stays confined whoever allowed it.
 //!
 //! Tools hold no state of their own; what one session keeps between calls
 //! travels with each call as a per-session handle: its file access

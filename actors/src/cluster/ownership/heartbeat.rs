@@ -7,7 +7,10 @@
 //! renewal has been confirmed for `TTL − margin` ([`LeaseClock`]), the
 //! node fences itself — the store refuses its writes from then on, every
 //! local session is stopped at once ([`FenceAll`]) — and then registers as
-//! a new node (a fresh id), retrying until the database answers.
+//! a new node (a fresh id), retrying until the database answers. A node
+//! cut off from NATS for longer than TTL/2 fences itself the same way
+//! (nobody can reach it for its sessions' inputs), and rejoins only once
+//! connected again.
 //!
 //! A heartbeat that hangs never holds the decision up: the deadline is
 //! raced against it. Never touches a session itself; never decides with
@@ -36,7 +39,8 @@ pub struct LeaseTask {
     pub stop: CancellationToken,
     /// The node's connection to the live plane, if it has one: cut off for
     /// longer than TTL/2, the node releases its sessions as when its lease
-    /// lapses, and rejoins once it is connected again (DESIGN §6.3).
+    /// lapses, and rejoins once it is connected again (docs/cluster.md,
+    /// "The connection").
     pub live: Option<Link>,
 }
 

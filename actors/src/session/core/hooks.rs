@@ -10,6 +10,12 @@
 //! Claude Code work unchanged; for the same reason a file tool's `path`
 //! is also given to hooks as `file_path`. Pure: the hooks run in the
 //! AgentLoop's tasks (`crate::hooks`).
+//!
+//! Where a turn waits (`step/hook_waits.rs`): `SessionStart` before the
+//! first query; a query's `UserPromptSubmit` before it enters the
+//! history; a call's `PreToolUse` before its permission check; a turn's
+//! `Stop` before its `result` (a hook that says to go on is a
+//! `hook_continued` event, which the fold keeps).
 
 use crate::protocol::hook::{HookEvent, HookGroup, HookOutcome, HookRan, HookSet};
 use crate::protocol::{AgentMessage, InputId, SystemEvent};

@@ -19,7 +19,16 @@
 //! - tool results are emitted and recorded in the order of the calls;
 //! - a turn makes at most `max_steps` model calls;
 //! - a tool call runs only when the mode and the rules let it, or the user
-//!   allowed it (`permission`); an interrupt settles every open request.
+//!   allowed it (`permission`); an interrupt settles every open request;
+//! - an interrupt closes the turn within its own step (the streamed part
+//!   kept, marked interrupted; a cancelled result for every call without
+//!   one; `result` cancelled) and asks the driver to cancel what runs;
+//!   what the cancelled work still reports carries a stale `request_id`
+//!   or `batch_id` and is ignored.
+//!
+//! Its dependencies are only `protocol`, `model`, `text`, `tokens`,
+//! `permissions` and `images`, and it names no I/O, clock or actor crate
+//! (`tests/all/layout.rs` checks both).
 
 pub mod agents;
 pub mod attach;

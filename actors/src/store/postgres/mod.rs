@@ -21,7 +21,7 @@
 //! [`StoreError::ConnectionLost`] (the pool makes a new one for the next
 //! operation), and a commit sent again after its answer was lost is
 //! recognised (see `log`). The URL's password is never shown: errors and
-//! logs carry the URL without it.
+//! logs carry the URL without it. Connections are plain (no TLS yet).
 //!
 //! - `open`: the pool, the first connection, the migration.
 //! - [`schema`]: tables and versioned migrations (`schema_version`).

@@ -1,5 +1,9 @@
 //! What a session keeps about its context window beyond the history: the
-//! summary standing for older turns, the token counts, the calibration.
+//! summary standing for older turns, the token counts, the calibration,
+//! and what it learnt from its providers ([`Learnt`]: windows stated in
+//! refusals, the largest request taken, where the last view started).
+//! That last is not conversation state: a session folded from its log
+//! starts without it and learns it again.
 
 use super::compaction::Summary;
 use super::custom::CustomStrategy;

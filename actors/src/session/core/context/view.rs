@@ -22,6 +22,10 @@
 //! then sends nothing. An assistant message is never changed: its thinking
 //! blocks go with it as they came (a signed one must reach Anthropic
 //! unaltered).
+//!
+//! The start of the view moves in steps, not at every turn ([`Anchors`]:
+//! what a request keeps of the one before), so that the prefix a prompt
+//! cache holds stays the same for several requests.
 
 use crate::protocol::{Message, Strategy};
 use std::ops::Range;
