@@ -159,13 +159,13 @@ async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCo
 /// anything does (`serve` and `acp` go on: sessions may use another).
 async fn say_model_problem(settings: &agentbus_actors::Settings) {
     if let Some(problem) = model_check::check(settings, &settings.model).await {
-        frontend::say_model_problem(&problem, settings);
+        frontend::common::backend::say_model_problem(&problem, settings);
     }
 }
 
 /// The flags that say how the chosen session runs.
-fn session_flags(session: &SessionArgs) -> frontend::backend::SessionFlags {
-    frontend::backend::SessionFlags {
+fn session_flags(session: &SessionArgs) -> frontend::common::backend::SessionFlags {
+    frontend::common::backend::SessionFlags {
         permission_mode: session.permission_mode,
         agent: session.agent.clone(),
         model: session.model.clone(),
@@ -178,7 +178,7 @@ fn attach_options(
     global: &GlobalArgs,
     session: &SessionArgs,
     url: Option<String>,
-) -> anyhow::Result<Option<frontend::backend::Attach>> {
+) -> anyhow::Result<Option<frontend::common::backend::Attach>> {
     let Some(url) = url else { return Ok(None) };
     if session.max_steps.is_some() {
         anyhow::bail!(
@@ -190,7 +190,7 @@ fn attach_options(
             "--allow cannot be used with --attach: the server's configuration holds the rules (answer \"always\" to a request to add one to the session)"
         );
     }
-    Ok(Some(frontend::backend::Attach {
+    Ok(Some(frontend::common::backend::Attach {
         url,
         model: session.model.clone(),
         workspace: global.workspace.clone(),
@@ -200,7 +200,10 @@ fn attach_options(
 
 /// The session flags the local configuration checks: attached, `--model`
 /// names a profile of the server's configuration, not of this one.
-fn local_part(session: &SessionArgs, attach: &Option<frontend::backend::Attach>) -> SessionArgs {
+fn local_part(
+    session: &SessionArgs,
+    attach: &Option<frontend::common::backend::Attach>,
+) -> SessionArgs {
     let mut local = session.clone();
     if attach.is_some() {
         local.model = None;

@@ -17,7 +17,7 @@ use agentbus_actors::protocol::{
     AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, SessionId, ToolResultEvent, Usage,
 };
 use agentbus_actors::runtime::{
-    ModelClient, ModelEvent, ModelRequest, ModelStream, SessionDocument,
+    ModelClient, ModelEvent, ModelRequest, ModelStream, SessionDocument, SessionDoor,
 };
 use agentbus_actors::settings::{ModelProfile, ProviderKind, SessionSettings, ToolSettings};
 use agentbus_actors::{Runtime, SessionOptions, Settings};

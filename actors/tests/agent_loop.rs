@@ -7,6 +7,7 @@ use agentbus_actors::protocol::{
     StopReason, SystemSubtype,
 };
 use agentbus_actors::runtime::ListPage;
+use agentbus_actors::runtime::SessionDoor;
 use agentbus_actors::runtime::{ModelClient, ModelStream, ProviderError};
 use agentbus_actors::runtime::{ModelEvent, ModelRequest};
 use agentbus_actors::settings::{ModelProfile, ProviderKind, ToolSettings};

@@ -3,7 +3,7 @@
 //! Plain: the final assistant text goes to stdout; retry notices, the
 //! turn's notices (a compaction) and the reason for a failure to stderr.
 //! `--json`: every event of this run as a JSON line. Exit 0 for `end_turn`; non-zero otherwise (see
-//! [`InputEnd::exit_code`](super::InputEnd::exit_code)), and 1 whenever the session could not be saved.
+//! [`InputEnd::exit_code`](super::common::input_ends::InputEnd::exit_code)), and 1 whenever the session could not be saved.
 //! Nobody can answer an approval request here: a call that would ask is
 //! rejected with a message naming the flag or rule that would allow it
 //! (the model reads it; plain output prints it on stderr).
@@ -17,13 +17,13 @@
 //! [`NO_MODEL`] having sent nothing. A run that only asks a command of a
 //! session it made (`agentbus run /usage`) leaves no session behind.
 
-use super::approval;
-use super::attached::Start;
-use super::backend::{Attach, Backend, SessionFlags};
+use super::common::approval;
+use super::common::attached::Start;
+use super::common::backend::{Attach, Backend, SessionFlags};
+use super::common::input_ends::{InputEnd, InputEnds};
 use super::output::Output;
 use super::output::answer::Answer;
 use super::output::json::JsonLines;
-use super::{InputEnd, InputEnds};
 use crate::cli::ResumeArgs;
 use agentbus_actors::Settings;
 use agentbus_actors::protocol::{AgentMessage, ControlCommand, ErrorKind, SystemSubtype};
@@ -110,7 +110,7 @@ pub async fn run(
     attach: Option<Attach>,
     flags: SessionFlags,
 ) -> anyhow::Result<ExitCode> {
-    let mut interrupts = super::interrupt_signals()?;
+    let mut interrupts = super::common::interrupt_signals()?;
     let backend = Backend::start(settings, attach).await?;
     let outcome = run_turn(
         &backend,

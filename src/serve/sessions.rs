@@ -19,15 +19,14 @@ use agentbus_actors::protocol::checkpoint::RewindReport;
 use agentbus_actors::protocol::{
     AgentMessage, EventEnvelope, InputId, SessionId, SessionInput, SystemSubtype,
 };
-use agentbus_actors::runtime::{
-    ListCursor, ListPage, ReachedSession, RewindOptions, SessionHandle,
-};
+use agentbus_actors::runtime::{ListCursor, ListPage, RewindOptions, SessionDoor, SessionHandle};
 use agentbus_actors::settings::McpServerConfig;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// The session `id` names (an id or a unique prefix), its events from
 /// after `after_seq`: loaded here, or followed from the node of the
@@ -37,7 +36,7 @@ pub async fn reach(
     caller: &Caller,
     id: &str,
     after_seq: u64,
-) -> Result<(ReachedSession, bool), ApiError> {
+) -> Result<(Arc<dyn SessionDoor>, bool), ApiError> {
     let (id, record) = access::session(state, caller, id, Need::Follow).await?;
     let drives = access::allows(caller, &record, Need::Drive);
     Ok((state.runtime.reach_session(&id, after_seq).await?, drives))

@@ -18,7 +18,7 @@ use super::sessions::reach;
 use super::state::AppState;
 use crate::api::{After, checked_seq};
 use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::runtime::{Gaps, ReachedSession, TopicReader};
+use agentbus_actors::runtime::{Gaps, SessionDoor, TopicReader};
 use agentbus_actors::runtime::{RecvError, SubscribeError};
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
@@ -72,7 +72,7 @@ pub fn resume_after(headers: &HeaderMap, query: &After) -> Result<u64, ApiError>
 /// A session's events after a seq, for one network client, read on the
 /// connection's own task ([`TopicReader`]).
 pub struct ClientFeed {
-    events: TopicReader<ReachedSession>,
+    events: TopicReader<Arc<dyn SessionDoor>>,
     /// The server's shutdown, as this client's own child token: waiting on
     /// it touches no lock the other clients share.
     shutdown: Pin<Box<WaitForCancellationFutureOwned>>,
@@ -82,7 +82,11 @@ pub struct ClientFeed {
 }
 
 impl ClientFeed {
-    pub fn attach(session: &ReachedSession, after_seq: u64, shutdown: &CancellationToken) -> Self {
+    pub fn attach(
+        session: &Arc<dyn SessionDoor>,
+        after_seq: u64,
+        shutdown: &CancellationToken,
+    ) -> Self {
         ClientFeed {
             events: TopicReader::new(session.clone(), after_seq, Gaps::CutOff),
             shutdown: Box::pin(shutdown.child_token().cancelled_owned()),

@@ -22,13 +22,14 @@ use super::stream::ClientFeed;
 use crate::api::{After, Input};
 use agentbus_actors::protocol::EventEnvelope;
 use agentbus_actors::protocol::{SessionId, SessionInput};
-use agentbus_actors::runtime::ReachedSession;
+use agentbus_actors::runtime::{EventSource, SessionDoor};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Extension, Path, State};
 use axum::response::Response;
 use futures::SinkExt;
 use serde_json::json;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// A burst of ready events is written in pieces of at most this many.
@@ -72,7 +73,7 @@ pub async fn session_socket(
 async fn serve_socket(
     mut socket: WebSocket,
     state: AppState,
-    session: ReachedSession,
+    session: Arc<dyn SessionDoor>,
     sender: Option<Caller>,
     after: u64,
     shutdown: CancellationToken,
@@ -118,7 +119,7 @@ async fn serve_socket(
                     Some(Err(_)) | None => return,
                 };
                 let reply = match &sender {
-                    Some(caller) => handle_input(&state, caller, session.id(), text.as_str()).await,
+                    Some(caller) => handle_input(&state, caller, session.session_id(), text.as_str()).await,
                     None => json!({"error": "this token may follow this session but not change it: sending needs its creator's token (role `user`) or role `admin`"}),
                 };
                 if socket.send(Message::Text(reply.to_string().into())).await.is_err() {

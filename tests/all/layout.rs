@@ -19,13 +19,16 @@
 //!   and no glob import outside tests (it would hide where a name comes
 //!   from);
 //! - `session::core` depends on nothing but itself, `protocol`, `model`,
-//!   `text`, `tokens` and `permissions` (itself held to the same rule), and
-//!   names no crate but `std`, `serde`, `serde_json`, `chrono` and the rule
-//!   matcher's pure parsers — no I/O (`std::fs`, `std::io`, `std::net`, ...), no clock,
-//!   no printing macro, no new session ids;
+//!   `text`, `tokens`, `permissions` and `images` (the last two held to
+//!   the same rule), and names no crate but `std`, `serde`, `serde_json`,
+//!   `chrono` and the rule matcher's pure parsers — no I/O (`std::fs`,
+//!   `std::io`, `std::net`, ...), no clock, no printing macro, no new
+//!   session ids;
 //! - the core's transition function is one entry (`step`) over small
 //!   phase files whose functions are methods of the one value carrying the
 //!   state and the effects, none with more than five parameters;
+//! - the library has one door to a session: `SessionDoor`'s verbs
+//!   (submit, interrupt, decide) are no other type's public methods;
 //! - ARCHITECTURE.md names every folder and top-level file of each crate
 //!   in that crate's section;
 //! - a comment points only at documents the tree holds: no design
@@ -584,8 +587,8 @@ fn the_binary_has_no_import_cycle() {
 
 /// What makes the modules under `prefix` impure: dependencies outside the
 /// session core, `protocol`, `model`, `text`, `tokens` (counting is a
-/// pure computation) `permissions` (the rule matcher) and `images` (told by their bytes), and names of I/O, clock,
-/// randomness or actor crates.
+/// pure computation), `permissions` (the rule matcher) and `images` (told
+/// by their bytes), and names of I/O, clock, randomness or actor crates.
 fn impurities(
     krate: &Crate,
     edges: &BTreeMap<ModPath, BTreeSet<ModPath>>,
@@ -853,6 +856,82 @@ fn the_session_core_steps_in_small_phases() {
     );
 }
 
+/// The verbs of a session's door: a public method by one of these names
+/// (or a public `decide` taking an `ApprovalDecision`) outside
+/// `session/door.rs` is another door.
+const DOOR_VERBS: [&str; 5] = [
+    "submit",
+    "submit_text",
+    "submit_query",
+    "submit_control",
+    "interrupt",
+];
+
+/// The public methods of `text` (one file, named `file`) that send a
+/// session an input by another way than the one door.
+fn other_doors(file: &str, text: &str) -> Vec<String> {
+    let Ok(parsed) = syn::parse_file(text) else {
+        return vec![format!("{file} does not parse")];
+    };
+    let mut found = Vec::new();
+    for item in &parsed.items {
+        let syn::Item::Impl(block) = item else {
+            continue;
+        };
+        if is_test_only(&block.attrs) || block.trait_.is_some() {
+            continue;
+        }
+        for item in &block.items {
+            let syn::ImplItem::Fn(f) = item else { continue };
+            if !matches!(f.vis, syn::Visibility::Public(_)) || is_test_only(&f.attrs) {
+                continue;
+            }
+            let name = f.sig.ident.to_string();
+            let decides = name == "decide"
+                && f.sig.inputs.iter().any(|input| {
+                    matches!(input, syn::FnArg::Typed(t) if type_text(&t.ty).ends_with("ApprovalDecision"))
+                });
+            if DOOR_VERBS.contains(&name.as_str()) || decides {
+                found.push(format!("{file}: pub fn {name}"));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_session_has_one_door() {
+    // The check finds what it must.
+    let sample = "impl Handle {\n\
+                  pub async fn interrupt(&self) {}\n\
+                  pub async fn decide(&self, id: &str, d: ApprovalDecision) {}\n\
+                  pub fn decide_route(&self) {}\n\
+                  pub(crate) async fn submit(&self) {}\n}\n";
+    assert_eq!(
+        other_doors("handle.rs", sample),
+        ["handle.rs: pub fn interrupt", "handle.rs: pub fn decide"]
+    );
+    let mut files = Vec::new();
+    rust_files(&workspace().join("actors/src"), &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        if file.ends_with("session/door.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("read source");
+        let name = file
+            .strip_prefix(workspace())
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        found.extend(other_doors(&name, &text));
+    }
+    assert!(
+        found.is_empty(),
+        "a session is reached through `SessionDoor` alone (send, and the calls made of it): {found:#?}"
+    );
+}
+
 /// Debugging aid: `LAYOUT_ROOT=DIR [LAYOUT_MODULE=a::b] cargo test --test
 /// all layout::print_layout -- --ignored --nocapture` prints the cycles of any
 /// crate's source (e.g. an older checkout) and the edges of one module.
@@ -964,7 +1043,8 @@ fn stale_references(text: &str, exists: impl Fn(&str) -> bool) -> Vec<String> {
                 .next()
                 .is_some_and(|c| c.is_ascii_digit())
         });
-        let design = lower.contains("design-") || lower.contains("design.md");
+        let design =
+            lower.contains("design-") || lower.contains("design.md") || lower.contains("design §");
         let missing_doc = comment.match_indices("docs/").any(|(at, _)| {
             let name: String = comment[at..]
                 .chars()
@@ -988,6 +1068,7 @@ fn comments_point_only_at_documents_the_tree_holds() {
     let c = "/".repeat(2);
     let sample = [
         format!("{c} see DESIGN-cluster.md §6.3"),
+        format!("{c} (DESIGN §6.3)"),
         format!("{c} (Issue 16)"),
         format!("let x = 1; {c} docs/nowhere.md."),
         format!("{c} docs/cluster.md, \"Subjects\"; an issue with the lease"),
@@ -999,8 +1080,9 @@ fn comments_point_only_at_documents_the_tree_holds() {
         stale_references(&sample, exists),
         [
             format!("1: {c} see DESIGN-cluster.md §6.3"),
-            format!("2: {c} (Issue 16)"),
-            format!("3: let x = 1; {c} docs/nowhere.md."),
+            format!("2: {c} (DESIGN §6.3)"),
+            format!("3: {c} (Issue 16)"),
+            format!("4: let x = 1; {c} docs/nowhere.md."),
         ]
     );
     let mut stale = Vec::new();

@@ -29,3 +29,23 @@ pub trait EventSource: Send + Sync + 'static {
         up_to: Option<u64>,
     ) -> Result<Vec<EventEnvelope>, StoreError>;
 }
+
+/// A shared source is a source (a door held as `Arc<dyn SessionDoor>`).
+#[async_trait::async_trait]
+impl<T: EventSource + ?Sized> EventSource for std::sync::Arc<T> {
+    fn session_id(&self) -> &SessionId {
+        (**self).session_id()
+    }
+
+    fn subscribe(&self, after_seq: u64) -> Result<Subscription<EventEnvelope>, SubscribeError> {
+        (**self).subscribe(after_seq)
+    }
+
+    async fn stored_events(
+        &self,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, StoreError> {
+        (**self).stored_events(after_seq, up_to).await
+    }
+}

@@ -68,8 +68,7 @@ pub use link::{Link, LinkState};
 pub use node_plane::{LiveStats, NodePlane};
 pub use ownership::Node;
 pub use relay::RelayStats;
-pub use remote_session::{FollowStats, RemoteSession};
-pub use route::RouteError;
+pub use remote_session::FollowStats;
 
 #[cfg(test)]
 mod follow_tests;

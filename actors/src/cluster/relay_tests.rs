@@ -19,7 +19,7 @@ use crate::protocol::{
     AgentMessage, ErrorEvent, ErrorKind, EventEnvelope, SessionId, StopReason, StreamDelta,
     StreamEvent,
 };
-use crate::session::SessionHandle;
+use crate::session::{SessionDoor, SessionHandle};
 use crate::store::{NewSession, SessionStore, StoreLocation};
 use agentbus_testkit::NatsServer;
 use futures::StreamExt;

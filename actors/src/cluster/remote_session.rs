@@ -34,10 +34,9 @@ use crate::cluster::error::LiveError;
 use crate::cluster::follow::{DropReason, Follow, ReadReason, Step, StoreRead};
 use crate::cluster::link::{Link, LinkState};
 use crate::cluster::live::{LivePlane, SessionEvents};
-use crate::cluster::route::{InputSender, RouteError, SendOptions};
-use crate::protocol::{
-    AgentMessage, ApprovalDecision, EventEnvelope, InputId, SessionId, UserInput,
-};
+use crate::cluster::route::{InputSender, SendOptions};
+use crate::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SessionInput};
+use crate::session::{SessionDoor, SessionError};
 use crate::store::{SessionStore, StoreError};
 use futures::StreamExt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -242,10 +241,6 @@ impl RemoteSession {
         })
     }
 
-    pub fn id(&self) -> &SessionId {
-        &self.inner.id
-    }
-
     /// A reference that does not keep the session followed.
     pub(crate) fn downgrade(&self) -> WeakRemoteSession {
         WeakRemoteSession(Arc::downgrade(&self.inner))
@@ -283,38 +278,6 @@ impl RemoteSession {
             .store
             .load_events(&self.inner.id, after_seq, up_to)
             .await
-    }
-
-    /// Queues a query or control command on the owner; its input id.
-    pub async fn submit(&self, input: UserInput) -> Result<InputId, RouteError> {
-        let input_id = self.inner.sender.submit(input).await?;
-        self.expect_turn(input_id);
-        Ok(input_id)
-    }
-
-    /// Queues text typed by a user (slash commands are parsed by the owner).
-    #[cfg(test)]
-    pub async fn submit_text(&self, text: impl Into<String>) -> Result<InputId, RouteError> {
-        self.submit(UserInput::Query {
-            text: text.into(),
-            images: Vec::new(),
-            by: None,
-        })
-        .await
-    }
-
-    /// Cancels the owner's running turn now.
-    pub async fn interrupt(&self) -> Result<(), RouteError> {
-        self.inner.sender.interrupt().await
-    }
-
-    /// Answers approval request `request_id` on the owner.
-    pub async fn decide(
-        &self,
-        request_id: impl Into<String>,
-        decision: ApprovalDecision,
-    ) -> Result<(), RouteError> {
-        self.inner.sender.decide(request_id, decision).await
     }
 
     /// The way to the owner, for a caller that retries one input itself.
@@ -369,6 +332,20 @@ impl RemoteSession {
 
 /// A followed session is the source of its events as a local one is: the
 /// mirror for recent and live ones, the store for older ones.
+/// The door of a session another node drives: every input goes to the
+/// owner through the live plane; a queued one's turn is expected here, so
+/// that a quiet owner makes the follower read the store.
+#[async_trait::async_trait]
+impl SessionDoor for RemoteSession {
+    async fn send(&self, input: SessionInput) -> Result<Option<InputId>, SessionError> {
+        let input_id = self.inner.sender.input(input).await?;
+        if let Some(input_id) = input_id {
+            self.expect_turn(input_id);
+        }
+        Ok(input_id)
+    }
+}
+
 #[async_trait::async_trait]
 impl EventSource for RemoteSession {
     fn session_id(&self) -> &SessionId {

@@ -21,8 +21,8 @@
 use crate::cluster::error::{InputError, LiveError};
 use crate::cluster::inputs::{InputReply, InputServer, RefusalKind, RoutedInput};
 use crate::cluster::live::LivePlane;
-use crate::protocol::{ApprovalDecision, InputId, SessionId, SessionInput, UserInput};
-use crate::session::{Failure, SessionHandle};
+use crate::protocol::{InputId, SessionId, SessionInput};
+use crate::session::{Failure, SessionDoor, SessionError, SessionHandle};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -89,7 +89,7 @@ fn lock(taken: &Mutex<Taken>) -> std::sync::MutexGuard<'_, Taken> {
 
 /// One input given to the local session.
 async fn take(session: &SessionHandle, input: SessionInput) -> InputReply {
-    let done = session.take(input).await;
+    let done = session.send(input).await;
     match done {
         Ok(input_id) => InputReply::Accepted { input_id },
         Err(e) => InputReply::refused(e.to_string(), e.failure().into()),
@@ -199,6 +199,16 @@ impl RouteError {
     }
 }
 
+/// What the owner (or the way to it) said, as a session's error.
+impl From<RouteError> for SessionError {
+    fn from(e: RouteError) -> SessionError {
+        SessionError::Remote {
+            failure: e.failure(),
+            message: e.to_string(),
+        }
+    }
+}
+
 /// The sending side: one session's owner, reached through the live plane.
 #[derive(Clone, Debug)]
 pub struct InputSender {
@@ -259,43 +269,6 @@ impl InputSender {
                 failure: kind.unwrap_or(RefusalKind::Internal).into(),
             }),
         }
-    }
-
-    /// Queues a query or control command on the owner; its input id.
-    pub async fn submit(&self, input: UserInput) -> Result<InputId, RouteError> {
-        let input = match input {
-            UserInput::Query { text, images, by } => SessionInput::Query { text, images, by },
-            UserInput::Control { command, by } => SessionInput::Control { command, by },
-            UserInput::Prompt { .. } => {
-                return Err(RouteError::NotRoutable {
-                    what: "a prompt written by a model for a child session",
-                    session: self.session.clone(),
-                });
-            }
-        };
-        self.input(input)
-            .await?
-            .ok_or_else(|| RouteError::NoInputId {
-                session: self.session.clone(),
-            })
-    }
-
-    /// Cancels the owner's running turn now.
-    pub async fn interrupt(&self) -> Result<(), RouteError> {
-        self.input(SessionInput::Interrupt).await.map(drop)
-    }
-
-    /// Answers approval request `request_id` on the owner.
-    pub async fn decide(
-        &self,
-        request_id: impl Into<String>,
-        decision: ApprovalDecision,
-    ) -> Result<(), RouteError> {
-        let input = SessionInput::Approval {
-            request_id: request_id.into(),
-            decision,
-        };
-        self.input(input).await.map(drop)
     }
 }
 

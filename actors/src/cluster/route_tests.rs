@@ -9,8 +9,9 @@ use super::inputs::{InputReply, RoutedInput};
 use super::relay::Relay;
 use super::route::{InputRoute, RouteError};
 use super::test_nodes::{Events, GUARD, Nodes, guarded, is_delta, owner_at, result_of};
+use crate::bus::source::EventSource;
 use crate::protocol::{ApprovalChoice, ApprovalDecision, Message, SessionInput, StopReason};
-use crate::session::Failure;
+use crate::session::{Failure, SessionDoor, SessionError};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_sent_from_another_node_runs_on_the_owner_and_streams_back() {
@@ -26,7 +27,10 @@ async fn a_query_sent_from_another_node_runs_on_the_owner_and_streams_back() {
     assert!(route.subject().ends_with(".in"), "{}", route.subject());
     nodes.owner_plane.sync(GUARD).await.unwrap();
     let remote = nodes.follow(session.id(), after).await;
-    assert_eq!((remote.id(), remote.loaded_after()), (session.id(), after));
+    assert_eq!(
+        (remote.session_id(), remote.loaded_after()),
+        (session.id(), after)
+    );
     let mut mirrored = Events(remote.subscribe(after).unwrap());
     assert_eq!(remote.watchers(), 1);
 
@@ -168,13 +172,20 @@ async fn a_refusal_keeps_its_kind_across_nodes() {
         .await
         .unwrap_err();
     match &err {
-        RouteError::Refused { message, failure } => {
+        SessionError::Remote { message, failure } => {
             assert_eq!(*failure, Failure::NotFound);
             assert!(message.contains("no-such-request"), "{message}");
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
     assert_eq!(err.failure(), Failure::NotFound);
+    // The route says it was refused by an owner, not that there is none.
+    let approval = SessionInput::Approval {
+        request_id: "no-such-request".into(),
+        decision: ApprovalDecision::new(ApprovalChoice::AllowOnce),
+    };
+    let err = remote.sender().input(approval).await.unwrap_err();
+    assert!(matches!(err, RouteError::Refused { .. }), "{err:?}");
     assert!(!err.is_no_owner());
 }
 
@@ -189,9 +200,18 @@ async fn no_responders_says_nobody_drives_the_session() {
     let err = guarded("a query nobody takes", remote.submit_text("anyone?"))
         .await
         .unwrap_err();
+    assert_eq!(err.failure(), Failure::Unavailable, "{err:?}");
+    let query = || SessionInput::Query {
+        text: "anyone?".into(),
+        images: Vec::new(),
+        by: None,
+    };
+    let err = guarded("a query nobody takes", remote.sender().input(query()))
+        .await
+        .unwrap_err();
     assert!(err.is_no_owner(), "{err:?}");
-    assert_eq!(err.failure(), Failure::Unavailable);
-    let err = guarded("an interrupt nobody takes", remote.interrupt())
+    let interrupt = remote.sender().input(SessionInput::Interrupt);
+    let err = guarded("an interrupt nobody takes", interrupt)
         .await
         .unwrap_err();
     assert!(err.is_no_owner(), "{err:?}");
@@ -205,7 +225,7 @@ async fn no_responders_says_nobody_drives_the_session() {
     route.stop(GUARD).await.unwrap();
     let err = guarded(
         "a query after the owner let go",
-        remote.submit_text("still?"),
+        remote.sender().input(query()),
     )
     .await
     .unwrap_err();

@@ -10,18 +10,17 @@
 //! given with a session (an editor's) start when a session is created or
 //! opened with them, are offered to the sessions given them alone, and stop
 //! when no session has them (`mcp::given`). Front ends
-//! create, open or find sessions here and talk to them through
-//! [`SessionHandle`]s; stored sessions are [`StoredSessions`]. How the
+//! create, open or find sessions here and talk to them through their one
+//! door, [`SessionDoor`] (a [`SessionHandle`] for a session driven here;
+//! [`Runtime::reach_session`] gives either kind); stored sessions are
+//! [`StoredSessions`]. How the
 //! process stops — sessions first, then MCP servers, tools and the store —
 //! is `shutdown.rs`, written once.
 //!
 //! Everything a front end may use is re-exported here; the rest of the
 //! crate is private to it.
 
-mod reach;
 mod shutdown;
-
-pub use reach::ReachedSession;
 
 pub use crate::bus::feed::{
     ChannelFrontEnd, DropWhenFull, FrontEnd, UiSink, attach_channel, attach_until_full,
@@ -48,7 +47,7 @@ pub mod rewind {
 }
 pub use crate::session::core::SessionState;
 pub use crate::session::core::commands::{COMMANDS, SlashCommand, parse as parse_command};
-pub use crate::session::{Failure, SessionError, SessionHandle};
+pub use crate::session::{Failure, SessionDoor, SessionError, SessionHandle};
 pub use crate::sessions::SessionOptions;
 pub use crate::sessions::checkpoints::RewindOptions;
 pub use crate::sessions::stored::StoredSessions;
@@ -359,11 +358,11 @@ impl Runtime {
         &self,
         id: &SessionId,
         after_seq: u64,
-    ) -> Result<ReachedSession, SessionError> {
+    ) -> Result<Arc<dyn SessionDoor>, SessionError> {
         // Only read (its events followed): the load is not announced.
         match self.load_quietly(id).await {
-            Ok(handle) => Ok(ReachedSession::local(handle)),
-            Err(e) if reach::held_elsewhere(&e) => {
+            Ok(handle) => Ok(Arc::new(handle)),
+            Err(e) if held_elsewhere(&e) => {
                 let Some(live) = &self.live else {
                     return Err(e);
                 };
@@ -372,7 +371,7 @@ impl Runtime {
                     .follow(id, after_seq)
                     .await
                     .map_err(|e| SessionError::Internal(e.to_string()))?;
-                Ok(ReachedSession::remote(followed))
+                Ok(Arc::new(followed))
             }
             Err(e) => Err(e),
         }
@@ -382,7 +381,7 @@ impl Runtime {
     /// cluster drives it, so that this node serves it by following it
     /// (with a live plane) rather than loading it.
     pub fn followed_from_here(&self, e: &SessionError) -> bool {
-        self.live.is_some() && reach::held_elsewhere(e)
+        self.live.is_some() && held_elsewhere(e)
     }
 
     /// Gives `input` to session `id` wherever it runs: here (loaded, and
@@ -396,8 +395,8 @@ impl Runtime {
         input: SessionInput,
     ) -> Result<Option<InputId>, SessionError> {
         let elsewhere = match self.open_session(id).await {
-            Ok(handle) => return handle.take(input).await,
-            Err(e) if reach::held_elsewhere(&e) && self.live.is_some() => e,
+            Ok(handle) => return handle.send(input).await,
+            Err(e) if held_elsewhere(&e) && self.live.is_some() => e,
             Err(e) => return Err(e),
         };
         let Some(live) = &self.live else {
@@ -408,9 +407,9 @@ impl Runtime {
             Err(e) if e.is_no_owner() => {
                 tracing::info!(session = %id, "no node answers for the session: claiming it here");
                 let handle = self.open_session(id).await?;
-                handle.take(input).await
+                handle.send(input).await
             }
-            Err(e) => Err(reach::remote_error(e)),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -559,4 +558,13 @@ impl Runtime {
         )
         .await;
     }
+}
+
+/// Whether `e` says another node drives the session: it is then reached
+/// through a door that follows it from that node, not loaded here.
+fn held_elsewhere(e: &SessionError) -> bool {
+    matches!(
+        e,
+        SessionError::Store(crate::store::StoreError::HeldByNode { .. })
+    )
 }

@@ -10,6 +10,7 @@ use super::actor::{
     AgentLoop, Announce, Feed, IdleFor, PendingApprovals, ServersGiven, Snapshot, Submit, UseFiles,
 };
 use super::core::{Input, SessionState};
+use super::door::SessionDoor;
 use crate::bus::source::EventSource;
 use crate::bus::{SessionTopic, SubscribeError, Subscription};
 use crate::protocol::{EventEnvelope, InputId, SessionId, SessionInput, UserInput};
@@ -99,8 +100,9 @@ impl SessionHandle {
             .map_err(|_| SessionError::Gone(self.id.clone()))
     }
 
-    /// Queue a query or control command; returns its input id.
-    pub async fn submit(&self, input: UserInput) -> Result<InputId, SessionError> {
+    /// Queue an input — a prompt a model wrote for this child session
+    /// included, which no door sends; returns its input id.
+    pub(crate) async fn submit(&self, input: UserInput) -> Result<InputId, SessionError> {
         self.agent_loop
             .ask(Submit(input))
             .await
@@ -108,62 +110,6 @@ impl SessionHandle {
                 kameo::error::SendError::HandlerError(e) => e,
                 _ => SessionError::Gone(self.id.clone()),
             })
-    }
-
-    /// Queue text typed by a user (slash commands are parsed by the session).
-    pub async fn submit_text(&self, text: impl Into<String>) -> Result<InputId, SessionError> {
-        self.submit(UserInput::Query {
-            text: text.into(),
-            images: Vec::new(),
-            by: None,
-        })
-        .await
-    }
-
-    /// Cancel the running turn now.
-    pub async fn interrupt(&self) -> Result<(), SessionError> {
-        self.feed(Input::Interrupt).await
-    }
-
-    /// Answer approval request `request_id`. Refused (not found) when no
-    /// call waits for it, or (conflict) when it was settled already: the
-    /// first answer wins, and every front end sees the `approval_resolved`.
-    pub async fn decide(
-        &self,
-        request_id: impl Into<String>,
-        decision: crate::protocol::ApprovalDecision,
-    ) -> Result<(), SessionError> {
-        self.agent_loop
-            .ask(super::actor::Decide {
-                request_id: request_id.into(),
-                decision,
-            })
-            .await
-            .map_err(|e| match e {
-                kameo::error::SendError::HandlerError(e) => e,
-                _ => SessionError::Gone(self.id.clone()),
-            })
-    }
-
-    /// Give the session one input as the API names them: a query or
-    /// control command (queued: its input id), an interrupt or an approval
-    /// decision (applied at once: no id).
-    pub async fn take(&self, input: SessionInput) -> Result<Option<InputId>, SessionError> {
-        match input {
-            SessionInput::Query { text, images, by } => self
-                .submit(UserInput::Query { text, images, by })
-                .await
-                .map(Some),
-            SessionInput::Control { command, by } => self
-                .submit(UserInput::Control { command, by })
-                .await
-                .map(Some),
-            SessionInput::Interrupt => self.interrupt().await.map(|()| None),
-            SessionInput::Approval {
-                request_id,
-                decision,
-            } => self.decide(request_id, decision).await.map(|()| None),
-        }
     }
 
     /// Make the session's file tools (`read_file`, `write_file`,
@@ -279,6 +225,43 @@ impl Eq for SessionHandle {}
 
 /// A live session is the source of its own events: the topic for recent and
 /// live ones, the store for older ones.
+/// The door of a session this process drives: queued inputs go through
+/// the AgentLoop's `Submit` (stored before their id is answered), an
+/// interrupt straight to its core, a decision to its waiting call.
+#[async_trait::async_trait]
+impl SessionDoor for SessionHandle {
+    async fn send(&self, input: SessionInput) -> Result<Option<InputId>, SessionError> {
+        match input {
+            SessionInput::Query { text, images, by } => self
+                .submit(UserInput::Query { text, images, by })
+                .await
+                .map(Some),
+            SessionInput::Control { command, by } => self
+                .submit(UserInput::Control { command, by })
+                .await
+                .map(Some),
+            SessionInput::Interrupt => self.feed(Input::Interrupt).await.map(|()| None),
+            SessionInput::Approval {
+                request_id,
+                decision,
+            } => {
+                let decide = super::actor::Decide {
+                    request_id,
+                    decision,
+                };
+                self.agent_loop
+                    .ask(decide)
+                    .await
+                    .map(|()| None)
+                    .map_err(|e| match e {
+                        kameo::error::SendError::HandlerError(e) => e,
+                        _ => SessionError::Gone(self.id.clone()),
+                    })
+            }
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl EventSource for SessionHandle {
     fn session_id(&self) -> &SessionId {

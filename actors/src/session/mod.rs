@@ -8,7 +8,9 @@
 //!   reservation, the inputs stored as waiting, events a failed commit owes.
 //! - `fence`: on a node of a cluster, how the AgentLoop stops a session
 //!   taken from this node (a commit refused, the node fenced).
-//! - [`handle`]: what a front end holds to talk to a live session.
+//! - [`door`]: [`SessionDoor`], the one way to a session wherever it runs
+//!   (send an input, follow from a seq).
+//! - [`handle`]: the door of a session this process drives.
 //! - [`error`]: why a session could not do what was asked.
 //! - [`model_input`]: what a model's stream item becomes for the core, for
 //!   every driver (the AgentLoop, the library's `agent`).
@@ -27,6 +29,7 @@
 
 pub mod actor;
 pub mod core;
+pub mod door;
 pub mod error;
 mod fence;
 pub mod handle;
@@ -46,4 +49,5 @@ pub fn now_ms() -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+pub use door::SessionDoor;
 pub use handle::SessionHandle;

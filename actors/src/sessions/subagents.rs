@@ -18,10 +18,10 @@ use crate::protocol::{
     AgentMessage, PermissionMode, SessionId, StopReason, SubagentFinished, SubagentStarted, Usage,
     UserInput,
 };
-use crate::session::SessionError;
 use crate::session::SessionHandle;
 use crate::session::actor::{SubagentParent, SubagentReport, Subagents};
 use crate::session::core::SubagentUpdate;
+use crate::session::{SessionDoor, SessionError};
 use futures::future::BoxFuture;
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -116,7 +116,7 @@ impl Subagents for SubagentRunner {
                 .loaded(child.clone())
                 .await
                 .ok_or(SessionError::Gone(child))?;
-            handle.decide(request_id, decision).await
+            handle.decide(&request_id, decision).await
         })
     }
 }

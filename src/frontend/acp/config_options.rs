@@ -10,7 +10,7 @@
 //! Pure; it never talks to a session.
 
 use super::modes;
-use crate::frontend::backend::Choices;
+use crate::frontend::common::backend::Choices;
 use agent_client_protocol::v1::schema::{
     SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
     SessionConfigSelectOption,

@@ -5,7 +5,7 @@
 //! of its own), or with `--attach URL` in a running `agentbus serve`, so an
 //! editor's sessions are the same sessions the web page and `chat --attach`
 //! see — through the same seam the terminal chat uses
-//! ([`Backend`], [`Attached`](super::attached::Attached)).
+//! ([`Backend`], [`Attached`](super::common::attached::Attached)).
 //!
 //! - [`handshake`]: `initialize` — the version and capabilities.
 //! - [`sessions`]: `session/new`, `session/load`, `session/list`.
@@ -45,7 +45,7 @@ mod updates;
 #[cfg(test)]
 mod updates_tests;
 
-use super::backend::{Attach, Backend, SessionFlags};
+use super::common::backend::{Attach, Backend, SessionFlags};
 use agent_client_protocol::v1::schema::{
     CancelNotification, InitializeRequest, ListSessionsRequest, LoadSessionRequest,
     NewSessionRequest, PromptRequest, SetSessionConfigOptionRequest, SetSessionModeRequest,
@@ -64,7 +64,7 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     // Keep SIGINT from ending the process (see the module's doc); the
     // stream must live as long as the connection.
-    let mut interrupts = super::interrupt_signals()?;
+    let mut interrupts = super::common::interrupt_signals()?;
     tokio::spawn(async move {
         while interrupts.recv().await.is_some() {
             tracing::info!("SIGINT ignored: an ACP agent ends when its client closes stdin");

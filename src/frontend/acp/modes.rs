@@ -11,7 +11,7 @@
 //!
 //! Pure; it never talks to a session.
 
-use crate::frontend::backend::Choices;
+use crate::frontend::common::backend::Choices;
 use agent_client_protocol::v1::schema::{SessionMode, SessionModeId, SessionModeState};
 use agentbus_actors::protocol::PermissionMode;
 

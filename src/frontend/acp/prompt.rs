@@ -25,7 +25,7 @@
 //!
 //! Pure.
 
-use crate::frontend::InputEnd;
+use crate::frontend::common::input_ends::InputEnd;
 use agent_client_protocol::v1::schema::{
     ContentBlock, EmbeddedResourceResource, StopReason as AcpStop,
 };

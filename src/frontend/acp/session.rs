@@ -21,8 +21,8 @@ use super::modes;
 use super::permission;
 use super::prompt::{self, Answer};
 use super::updates::Translator;
-use crate::frontend::InputEnds;
-use crate::frontend::attached::Attached;
+use crate::frontend::common::attached::Attached;
+use crate::frontend::common::input_ends::InputEnds;
 use agent_client_protocol::v1::schema::{
     AvailableCommandsUpdate, ContentBlock, ContentChunk, LoadSessionResponse, NewSessionResponse,
     PromptResponse, SessionConfigId, SessionConfigOptionValue, SessionId, SessionModeId,

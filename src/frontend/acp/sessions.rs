@@ -18,8 +18,8 @@ use super::handshake::ClientOffers;
 use super::mcp_servers;
 use super::session::{Opening, SessionTask, ToSession};
 use super::updates::{Models, Translator};
-use crate::frontend::attached::{Attached, Start};
-use crate::frontend::backend::Backend;
+use crate::frontend::common::attached::{Attached, Start};
+use crate::frontend::common::backend::Backend;
 use agent_client_protocol::v1::schema::{
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, McpServer,
     NewSessionRequest, NewSessionResponse, SessionId, SessionInfo,

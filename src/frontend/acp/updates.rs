@@ -30,7 +30,7 @@
 use super::config_options;
 use super::modes;
 use super::tool_calls;
-use crate::frontend::backend::Choices;
+use crate::frontend::common::backend::Choices;
 use agent_client_protocol::v1::schema::{
     self as acp, ConfigOptionUpdate, ContentChunk, Cost, CurrentModeUpdate, SessionConfigOption,
     SessionModeState, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,

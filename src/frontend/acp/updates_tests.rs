@@ -1,7 +1,7 @@
 //! The translation of events into `session/update`s, event by event.
 
 use super::updates::{Models, Translator};
-use crate::frontend::backend::Choices;
+use crate::frontend::common::backend::Choices;
 use agent_client_protocol::v1::schema::{
     self as acp, SessionConfigKind, SessionConfigOption, SessionUpdate, ToolCallStatus,
 };

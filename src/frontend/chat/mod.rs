@@ -22,8 +22,8 @@ mod screen;
 mod status;
 mod type_ahead;
 
-use super::attached::Start;
-use super::backend::{Attach, Backend};
+use super::common::attached::Start;
+use super::common::backend::{Attach, Backend};
 use crate::cli::ResumeArgs;
 use agentbus_actors::Settings;
 use std::io::IsTerminal;
@@ -63,9 +63,9 @@ pub async fn run(
     resume: ResumeArgs,
     json: bool,
     attach: Option<Attach>,
-    flags: super::backend::SessionFlags,
+    flags: super::common::backend::SessionFlags,
 ) -> anyhow::Result<ExitCode> {
-    let history = super::chat_history(&settings.data_dir);
+    let history = chat_history(&settings.data_dir);
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !json;
     // The workspace's hooks wait for trust: asked here, before a session
     // reads them (a daemon's workspace is the daemon's to trust).
@@ -129,4 +129,10 @@ pub async fn run(
     };
     backend.shutdown().await;
     code
+}
+
+/// The chat's line-editor history file in the data directory (created).
+pub fn chat_history(data_dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    std::fs::create_dir_all(data_dir).ok()?;
+    Some(data_dir.join("chat_history.txt"))
 }

@@ -8,7 +8,7 @@
 //! one, [`pick`]): this workspace's recent sessions, one per row with its
 //! title, age and number of turns.
 
-use crate::frontend::backend::Listed;
+use crate::frontend::common::backend::Listed;
 use crate::frontend::output::diff::{RowKind, styled};
 use chrono::{DateTime, Utc};
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};

@@ -23,13 +23,13 @@
 //! the session uses); the line is still sent as typed, and the session
 //! parses and runs it.
 
-use crate::frontend::approval;
-use crate::frontend::attached::{Attached, Start, switch_target};
-use crate::frontend::backend::Backend;
+use crate::frontend::common::approval;
+use crate::frontend::common::attached::{Attached, Start, switch_target};
+use crate::frontend::common::backend::Backend;
+use crate::frontend::common::input_ends::{InputEnd, InputEnds};
 use crate::frontend::output::Output;
 use crate::frontend::output::json::JsonLines;
 use crate::frontend::output::render::{RenderOptions, Renderer};
-use crate::frontend::{InputEnd, InputEnds};
 use agentbus_actors::protocol::{AgentMessage, ControlCommand, InputId, SystemSubtype};
 use agentbus_actors::runtime::parse_command;
 use anyhow::Context as _;
@@ -65,7 +65,7 @@ pub async fn run(
 ) -> anyhow::Result<ExitCode> {
     let mut made_here = made_here;
     let mut used = false;
-    let mut interrupts = crate::frontend::interrupt_signals()?;
+    let mut interrupts = crate::frontend::common::interrupt_signals()?;
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     let mut output: Box<dyn Output> = if json_output {
         Box::new(JsonLines(std::io::stdout()))

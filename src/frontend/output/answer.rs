@@ -13,7 +13,7 @@ use super::Output;
 use super::markdown::MarkdownStream;
 use super::render::compaction_summary;
 use super::reply::ScreenSize;
-use crate::frontend::InputEnd;
+use crate::frontend::common::input_ends::InputEnd;
 use agentbus_actors::protocol::context::Compacted;
 use agentbus_actors::protocol::{
     AgentMessage, ErrorKind, EventEnvelope, InputId, SystemEvent, SystemSubtype,

@@ -28,7 +28,7 @@ pub mod render;
 pub mod reply;
 pub mod wrap;
 
-use super::InputEnd;
+use super::common::input_ends::InputEnd;
 use agentbus_actors::protocol::EventEnvelope;
 
 /// Where a front end's events go.

@@ -278,7 +278,7 @@ impl<W: Write> Renderer<W> {
             AgentMessage::ApprovalRequest(a) => {
                 let text = format!("? {} needs approval: {}", a.name, a.reason);
                 self.line(&self.yellow(&super::wrap::to_terminal(&text)));
-                for line in crate::frontend::approval::describe(a) {
+                for line in crate::frontend::common::approval::describe(a) {
                     let line = if line.starts_with("  -") {
                         self.red(&line)
                     } else if line.starts_with("  +") {

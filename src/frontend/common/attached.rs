@@ -6,12 +6,12 @@
 //! and interrupts go the matching way. A front end replaces its `Attached`
 //! when a command switches sessions (`/new`, `/resume`, `/fork`, `/load`).
 
-use crate::frontend::InputEnd;
+use super::input_ends::InputEnd;
 use crate::remote::RemoteClient;
 use crate::remote::events::{Connection, Following, follow};
 use agentbus_actors::SessionHandle;
 use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
-use agentbus_actors::runtime::{ChannelFrontEnd, Files, UiSink, attach_channel};
+use agentbus_actors::runtime::{ChannelFrontEnd, Files, SessionDoor, UiSink, attach_channel};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
 use tokio::sync::mpsc::Receiver;
@@ -142,22 +142,14 @@ impl Attached {
         images: Vec<agentbus_actors::protocol::Image>,
     ) -> anyhow::Result<InputId> {
         Ok(match &self.link {
-            Link::Local { session, .. } => {
-                session
-                    .submit(agentbus_actors::protocol::UserInput::Query {
-                        text,
-                        images,
-                        by: None,
-                    })
-                    .await?
-            }
+            Link::Local { session, .. } => session.submit_query(text, images).await?,
             Link::Remote { client, id, .. } => client.submit_query(id, text, images).await?,
         })
     }
 
     pub async fn submit_text(&self, text: String) -> anyhow::Result<InputId> {
         Ok(match &self.link {
-            Link::Local { session, .. } => session.submit_text(text).await?,
+            Link::Local { session, .. } => session.submit_text(&text).await?,
             Link::Remote { client, id, .. } => client.submit_text(id, text).await?,
         })
     }
@@ -169,11 +161,7 @@ impl Attached {
         command: agentbus_actors::protocol::ControlCommand,
     ) -> anyhow::Result<InputId> {
         Ok(match &self.link {
-            Link::Local { session, .. } => {
-                session
-                    .submit(agentbus_actors::protocol::UserInput::Control { command, by: None })
-                    .await?
-            }
+            Link::Local { session, .. } => session.submit_control(command).await?,
             Link::Remote { client, id, .. } => client.submit_control(id, &command).await?,
         })
     }

@@ -351,7 +351,7 @@ impl Backend {
         };
         match crate::model_check::check(runtime.settings(), &model).await {
             Some(problem) => {
-                super::say_model_problem(&problem, runtime.settings());
+                say_model_problem(&problem, runtime.settings());
                 true
             }
             None => false,
@@ -508,4 +508,19 @@ fn remote_attach(client: &RemoteClient, record: Session, start: Start) -> Attach
         after,
         Catchup::Through(record.last_seq),
     )
+}
+
+/// Say on stderr what keeps a model profile from answering, with the ways
+/// out (the user's configuration file named), broken at words on a
+/// terminal.
+pub fn say_model_problem(
+    problem: &crate::model_check::Problem,
+    settings: &agentbus_actors::Settings,
+) {
+    let config_file = crate::config::user_config_file();
+    let advice = problem.advice(settings, config_file.as_deref());
+    eprintln!(
+        "{}",
+        crate::frontend::output::wrap::to_stderr(&format!("agentbus: {advice}"))
+    );
 }
