@@ -7,7 +7,7 @@
 //! (default `local`). `scripts/run-examples.sh` runs it against the
 //! scripted model with `examples/scripts/custom_tool.toml`.
 
-use agentbus_actors::agent::{
+use agentbus_engine::embedded::{
     Agent, AgentMessage, ContentBlock, Provider, Tool, ToolContext, ToolError, ToolOrigin,
     ToolOutput, ToolSpec,
 };

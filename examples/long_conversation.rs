@@ -9,7 +9,9 @@
 //! (default `local`). `scripts/run-examples.sh` runs it against the
 //! scripted model with `examples/scripts/long_conversation.toml`.
 
-use agentbus_actors::agent::{Agent, AgentMessage, AgentState, ContextConfig, Provider, Strategy};
+use agentbus_engine::embedded::{
+    Agent, AgentMessage, AgentState, ContextConfig, Provider, Strategy,
+};
 
 type Error = Box<dyn std::error::Error>;
 

@@ -8,7 +8,7 @@
 //! (default `local`). `scripts/run-examples.sh` runs it against the
 //! scripted model with `examples/scripts/multi_turn.toml`.
 
-use agentbus_actors::agent::{Agent, AgentError, AgentMessage, Message, Provider};
+use agentbus_engine::embedded::{Agent, AgentError, AgentMessage, Message, Provider};
 
 type Error = Box<dyn std::error::Error>;
 

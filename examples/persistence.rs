@@ -8,7 +8,7 @@
 //! (default `local`). `scripts/run-examples.sh` runs it against the
 //! scripted model with `examples/scripts/persistence.toml`.
 
-use agentbus_actors::agent::{Agent, AgentError, AgentState, ContentBlock, Message, Provider};
+use agentbus_engine::embedded::{Agent, AgentError, AgentState, ContentBlock, Message, Provider};
 use std::path::Path;
 
 type Error = Box<dyn std::error::Error>;

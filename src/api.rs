@@ -4,9 +4,9 @@
 //! envelopes.
 
 use crate::config::ConfigError;
-use agentbus_actors::protocol::ControlCommand;
-use agentbus_actors::runtime::{ListCursor, SessionRecord};
-use agentbus_actors::settings::McpServerConfig;
+use agentbus_engine::protocol::ControlCommand;
+use agentbus_engine::runtime::{ListCursor, SessionRecord};
+use agentbus_engine::settings::McpServerConfig;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,7 +29,7 @@ pub struct CreateSession {
     /// The permission mode: `default`, `accept-edits`, `plan` or `bypass`
     /// (default: the server's `permission_mode`).
     #[schema(value_type = Option<crate::api_schemas::PermissionModeName>)]
-    pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    pub permission_mode: Option<agentbus_engine::protocol::PermissionMode>,
     /// The named agent it runs as: `build` (default), `plan`, or one of
     /// the configuration's or the workspace's agent files.
     pub agent: Option<String>,
@@ -244,7 +244,7 @@ pub struct History {
     /// page also holds what came before the first query, when it reaches
     /// the start).
     #[schema(value_type = Vec<Object>)]
-    pub events: Vec<agentbus_actors::protocol::EventEnvelope>,
+    pub events: Vec<agentbus_engine::protocol::EventEnvelope>,
     /// Pass as `before` for the turns before these; `null`: these reach
     /// the start of the log.
     pub next_before: Option<u64>,
@@ -264,7 +264,7 @@ pub struct Earlier {
     /// state (`session_started`, `mode`, `agent`, `model_switched`,
     /// `plan`, `cleared`, `usage`, `context`), in seq order.
     #[schema(value_type = Vec<Object>)]
-    pub events: Vec<agentbus_actors::protocol::EventEnvelope>,
+    pub events: Vec<agentbus_engine::protocol::EventEnvelope>,
     /// The turns' `result`s before the page, summed: one entry for each
     /// run of results with none of `events` between them, in seq order.
     pub results: Vec<ResultsSummed>,
@@ -281,11 +281,11 @@ pub struct ResultsSummed {
     pub turns: u64,
     /// Their `usage`, summed.
     #[schema(value_type = Object)]
-    pub usage: agentbus_actors::protocol::Usage,
+    pub usage: agentbus_engine::protocol::Usage,
     /// The last `context` one of them gave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
-    pub context: Option<agentbus_actors::protocol::ContextUsage>,
+    pub context: Option<agentbus_engine::protocol::ContextUsage>,
 }
 
 /// `GET /v1/sessions/{id}/rewind`: the turns a rewind can go back to.
@@ -294,7 +294,7 @@ pub struct Rewinds {
     /// The session's user turns, oldest first, each with what it changed
     /// in the workspace.
     #[schema(value_type = Vec<crate::api_schemas::TurnChanges>)]
-    pub turns: Vec<agentbus_actors::protocol::checkpoint::TurnChanges>,
+    pub turns: Vec<agentbus_engine::protocol::checkpoint::TurnChanges>,
 }
 
 /// What a rewind takes back (`RewindMode`).
@@ -311,9 +311,9 @@ pub enum RewindMode {
     Code,
 }
 
-impl From<RewindMode> for agentbus_actors::protocol::checkpoint::RewindMode {
+impl From<RewindMode> for agentbus_engine::protocol::checkpoint::RewindMode {
     fn from(mode: RewindMode) -> Self {
-        use agentbus_actors::protocol::checkpoint::RewindMode as Mode;
+        use agentbus_engine::protocol::checkpoint::RewindMode as Mode;
         match mode {
             RewindMode::Both => Mode::Both,
             RewindMode::Conversation => Mode::Conversation,
@@ -361,14 +361,14 @@ pub struct Undo {
 pub enum Input {
     /// A query and the images attached to it (`images`: `[{"media_type":
     /// "image/png", "data": BASE64}]`, each checked as the providers would).
-    Text(String, Vec<agentbus_actors::protocol::Image>),
+    Text(String, Vec<agentbus_engine::protocol::Image>),
     Command(ControlCommand),
 }
 
 impl Input {
     /// As the session takes it, sent by the token named `by`.
-    pub fn into_session_input(self, by: Option<String>) -> agentbus_actors::protocol::SessionInput {
-        use agentbus_actors::protocol::SessionInput;
+    pub fn into_session_input(self, by: Option<String>) -> agentbus_engine::protocol::SessionInput {
+        use agentbus_engine::protocol::SessionInput;
         match self {
             Input::Text(text, images) => SessionInput::Query { text, images, by },
             Input::Command(command) => SessionInput::Control { command, by },
@@ -379,7 +379,7 @@ impl Input {
 /// An input's `images`: `[{"media_type": "image/png", "data": BASE64}]`,
 /// each a PNG, JPEG, GIF or WebP image of at most 5 MB whose bytes match
 /// its media type.
-fn images_of(value: &serde_json::Value) -> Result<Vec<agentbus_actors::protocol::Image>, String> {
+fn images_of(value: &serde_json::Value) -> Result<Vec<agentbus_engine::protocol::Image>, String> {
     const EXPECTED: &str = r#"expected `images` as [{"media_type": "image/png", "data": "<base64>", "source": "shot.png"}] (`source` optional)"#;
     let Some(items) = value.as_array() else {
         return Err(format!("`images` is not an array; {EXPECTED}"));
@@ -417,13 +417,13 @@ pub fn checked_image(
     media_type: Option<&str>,
     data: &str,
     source: Option<&str>,
-) -> Result<agentbus_actors::protocol::Image, String> {
+) -> Result<agentbus_engine::protocol::Image, String> {
     let source = source.unwrap_or_default();
     if source.chars().count() > 255 || source.chars().any(char::is_control) {
         return Err(not_a_name(name));
     }
-    agentbus_actors::images::from_base64(name, media_type, data)
-        .map(|image| agentbus_actors::protocol::Image {
+    agentbus_engine::images::from_base64(name, media_type, data)
+        .map(|image| agentbus_engine::protocol::Image {
             source: source.to_string(),
             ..image
         })
@@ -534,10 +534,10 @@ impl Decision {
     pub const EXPECTED: &str = r#"expected {"decision": "allow_once" | "allow_always" | "reject", "message"?: "...", "save"?: true}"#;
 }
 
-impl From<Decision> for agentbus_actors::protocol::ApprovalDecision {
+impl From<Decision> for agentbus_engine::protocol::ApprovalDecision {
     fn from(body: Decision) -> Self {
-        use agentbus_actors::protocol::ApprovalChoice;
-        agentbus_actors::protocol::ApprovalDecision {
+        use agentbus_engine::protocol::ApprovalChoice;
+        agentbus_engine::protocol::ApprovalDecision {
             decision: match body.decision {
                 Choice::AllowOnce => ApprovalChoice::AllowOnce,
                 Choice::AllowAlways => ApprovalChoice::AllowAlways,
@@ -565,10 +565,10 @@ pub struct Settled {
 pub struct Messages {
     /// The conversation as the model sees it.
     #[schema(value_type = Vec<Object>)]
-    pub history: Vec<agentbus_actors::protocol::Message>,
+    pub history: Vec<agentbus_engine::protocol::Message>,
     /// The stored events, as the user saw them.
     #[schema(value_type = Vec<Object>)]
-    pub events: Vec<agentbus_actors::protocol::EventEnvelope>,
+    pub events: Vec<agentbus_engine::protocol::EventEnvelope>,
 }
 
 /// `GET /v1/health`.
@@ -657,8 +657,8 @@ pub struct LifecycleCounts {
     pub merged: u64,
 }
 
-impl From<agentbus_actors::runtime::LiveStats> for LiveHealth {
-    fn from(stats: agentbus_actors::runtime::LiveStats) -> Self {
+impl From<agentbus_engine::runtime::LiveStats> for LiveHealth {
+    fn from(stats: agentbus_engine::runtime::LiveStats) -> Self {
         let (r, f, l) = (stats.relays, stats.followers, stats.lifecycle);
         LiveHealth {
             followed: stats.followed,

@@ -544,7 +544,7 @@ pub fn input() -> RefOr<Schema> {
                             "media_type",
                             ObjectBuilder::new()
                                 .schema_type(Type::String)
-                                .enum_values(Some(agentbus_actors::images::MEDIA_TYPES)),
+                                .enum_values(Some(agentbus_engine::images::MEDIA_TYPES)),
                         )
                         .property(
                             "data",
@@ -722,7 +722,7 @@ pub fn input() -> RefOr<Schema> {
 
 /// The fields a control command may carry besides `command`, from the
 /// command itself (serialised, every field appears, `null` when unset).
-pub fn command_fields(command: &agentbus_actors::protocol::ControlCommand) -> Vec<String> {
+pub fn command_fields(command: &agentbus_engine::protocol::ControlCommand) -> Vec<String> {
     match serde_json::to_value(command) {
         Ok(Value::Object(fields)) => fields.into_iter().map(|(k, _)| k).collect(),
         _ => Vec::new(),
@@ -732,7 +732,7 @@ pub fn command_fields(command: &agentbus_actors::protocol::ControlCommand) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::ControlCommand;
+    use agentbus_engine::protocol::ControlCommand;
 
     /// Every control command has a schema, and no schema names a command
     /// that does not exist.

@@ -1,7 +1,7 @@
 //! The command line: global flags and subcommands (clap).
 
 use crate::logging::LogFormat;
-use agentbus_actors::protocol::checkpoint::RewindMode;
+use agentbus_engine::protocol::checkpoint::RewindMode;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -292,7 +292,7 @@ pub struct SessionArgs {
     /// edits in the workspace), plan (read-only), bypass (everything; deny
     /// rules and the sandbox still hold).
     #[arg(long, value_name = "MODE")]
-    pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    pub permission_mode: Option<agentbus_engine::protocol::PermissionMode>,
     /// Run as this named agent: build (default), plan (read-only), or one
     /// from [agents.NAME], .agentbus/agents/ or .claude/agents/ (see /agent).
     #[arg(long, value_name = "NAME")]

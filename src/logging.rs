@@ -4,7 +4,7 @@
 //! `RUST_LOG`, else `[log] level`, else `warn`. Never stdout: it belongs to
 //! answers and `--json` events.
 //!
-//! The spans of `agentbus_actors::spans` are not the log's: they never
+//! The spans of `agentbus_engine::spans` are not the log's: they never
 //! show in it, and the log's level never hides them from the traces
 //! (`src/telemetry.rs` adds its layer beside this one).
 //!
@@ -60,7 +60,7 @@ pub type BoxedLayer =
 /// layer, when `[telemetry]` is on) beside it. Fails when the file cannot
 /// be opened (naming it) or the level does not parse.
 ///
-/// The filter is the log's own: the spans of `agentbus_actors::spans`
+/// The filter is the log's own: the spans of `agentbus_engine::spans`
 /// never show in the log (they are the traces'), and the log's level
 /// never hides them from the traces.
 pub fn init(settings: &LogSettings, traces: Option<BoxedLayer>) -> anyhow::Result<()> {
@@ -77,7 +77,7 @@ pub fn init(settings: &LogSettings, traces: Option<BoxedLayer>) -> anyhow::Resul
             None => default_filter(),
         },
     };
-    let not_spans = format!("{}=off", agentbus_actors::spans::TARGET)
+    let not_spans = format!("{}=off", agentbus_engine::spans::TARGET)
         .parse()
         .context("the log filter that leaves the spans out")?;
     let filter = filter.add_directive(not_spans);

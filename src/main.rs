@@ -1,6 +1,6 @@
 //! agentbus, the binary: command line, configuration, front ends.
 //!
-//! Everything agentbus *is* lives in the `agentbus-actors` crate; this crate
+//! Everything agentbus *is* lives in the `agentbus-engine` crate; this crate
 //! parses the command line, loads the configuration, starts the runtime and
 //! plugs a front end into a session. Logs go to stderr or a file (never
 //! stdout: it belongs to the user's output and `--json` events).
@@ -87,7 +87,7 @@ fn async_runtime(command: &Command) -> std::io::Result<tokio::runtime::Runtime> 
 }
 
 async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCode> {
-    agentbus_actors::runtime::install_crypto_provider();
+    agentbus_engine::runtime::install_crypto_provider();
     match command {
         Command::Chat(args) => {
             let attach = attach_options(&global, &args.session, args.attach)?;
@@ -157,7 +157,7 @@ async fn dispatch(global: GlobalArgs, command: Command) -> anyhow::Result<ExitCo
 
 /// Say on stderr what keeps the default profile from answering, if
 /// anything does (`serve` and `acp` go on: sessions may use another).
-async fn say_model_problem(settings: &agentbus_actors::Settings) {
+async fn say_model_problem(settings: &agentbus_engine::Settings) {
     if let Some(problem) = model_check::check(settings, &settings.model).await {
         frontend::common::backend::say_model_problem(&problem, settings);
     }
@@ -218,21 +218,21 @@ fn local_part(
 fn configure(
     global: &GlobalArgs,
     session: &SessionArgs,
-) -> anyhow::Result<agentbus_actors::Settings> {
+) -> anyhow::Result<agentbus_engine::Settings> {
     let mut settings = configure_with(global, session)?;
     settings.cluster = None;
     Ok(settings)
 }
 
 /// [`configure`], keeping `[cluster]` (for `serve`).
-fn configure_node(global: &GlobalArgs) -> anyhow::Result<agentbus_actors::Settings> {
+fn configure_node(global: &GlobalArgs) -> anyhow::Result<agentbus_engine::Settings> {
     configure_with(global, &SessionArgs::default())
 }
 
 fn configure_with(
     global: &GlobalArgs,
     session: &SessionArgs,
-) -> anyhow::Result<agentbus_actors::Settings> {
+) -> anyhow::Result<agentbus_engine::Settings> {
     let options = config::LoadOptions {
         config_file: global.config.clone(),
         workspace: global.workspace.clone(),

@@ -9,8 +9,8 @@
 //! Nothing is sent to the model: a local server is only connected to (TCP)
 //! and the connection closed.
 
-use agentbus_actors::Settings;
-use agentbus_actors::settings::ModelProfile;
+use agentbus_engine::Settings;
+use agentbus_engine::settings::ModelProfile;
 use std::path::Path;
 use std::time::Duration;
 
@@ -237,7 +237,7 @@ fn llama_server(port: u16) -> (&'static str, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::settings::ProviderKind;
+    use agentbus_engine::settings::ProviderKind;
     use std::collections::BTreeMap;
 
     fn settings(models: &[(&str, ModelProfile)]) -> Settings {

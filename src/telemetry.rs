@@ -1,5 +1,5 @@
 //! OpenTelemetry traces: the spans of a session's work
-//! (`agentbus_actors::spans`: turns, model calls, tool calls, MCP calls,
+//! (`agentbus_engine::spans`: turns, model calls, tool calls, MCP calls,
 //! approval waits, store commits) sent to a collector as OTLP over HTTP
 //! (protobuf), with the official exporter.
 //!
@@ -16,10 +16,10 @@
 //! seconds at most.
 //!
 //! Never logs the headers (they carry a collector's credentials) nor a
-//! URL's password; what a span may carry is `agentbus_actors::spans`'
+//! URL's password; what a span may carry is `agentbus_engine::spans`'
 //! rule: names, ids, counts and outcomes, never what was said.
 
-use agentbus_actors::spans::TARGET;
+use agentbus_engine::spans::TARGET;
 use anyhow::Context as _;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry::{Array, Value};
@@ -222,7 +222,7 @@ static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
 /// Start exporting to `endpoint` (a [`Plan::To`]): the exporter, its
 /// batch task on the current tokio runtime, and the layer that turns
-/// `agentbus_actors::spans` into exported spans, for the process's
+/// `agentbus_engine::spans` into exported spans, for the process's
 /// subscriber.
 pub fn start(
     endpoint: &str,

@@ -1,6 +1,6 @@
 //! Session persistence and memory, measured (not a test: it asserts only
 //! that the work was done). Run with
-//! `cargo bench -p agentbus-actors --bench sessions`; the README reports it.
+//! `cargo bench -p agentbus-engine --bench sessions`; the README reports it.
 //!
 //! 1. Resident memory with 10,000 sessions stored but not loaded.
 //! 2. Resident memory per idle loaded session (each has had one turn).
@@ -10,17 +10,17 @@
 //! Stored sessions are made as a user makes them, by importing export
 //! documents (through the runtime, which is all a program outside the crate
 //! may use). Append throughput, one event per transaction, is the store's
-//! own report: `cargo test --release -p agentbus-actors --lib
+//! own report: `cargo test --release -p agentbus-engine --lib
 //! store::tests::append_throughput_report -- --ignored --nocapture`.
 
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::{
     AgentMessage, AssistantEvent, ContentBlock, EventEnvelope, SessionId, ToolResultEvent, Usage,
 };
-use agentbus_actors::runtime::{
+use agentbus_engine::runtime::{
     ModelClient, ModelEvent, ModelRequest, ModelStream, SessionDocument, SessionDoor,
 };
-use agentbus_actors::settings::{ModelProfile, ProviderKind, SessionSettings, ToolSettings};
-use agentbus_actors::{Runtime, SessionOptions, Settings};
+use agentbus_engine::settings::{ModelProfile, ProviderKind, SessionSettings, ToolSettings};
+use agentbus_engine::{Runtime, SessionOptions, Settings};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -72,7 +72,7 @@ fn settings(dir: &std::path::Path) -> Settings {
         hooks: Vec::new(),
         skills: Default::default(),
         checkpoints: Default::default(),
-        compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
+        compact_prompt: agentbus_engine::settings::DEFAULT_COMPACT_PROMPT.into(),
         unreachable_hint: None,
         cluster: None,
     }

@@ -1,4 +1,9 @@
-//! agentbus-actors: everything agentbus is, minus its front ends.
+//! agentbus-engine: everything agentbus is, minus its front ends.
+//!
+//! Named for what it holds — the engine that runs sessions, whether its
+//! actors drive them (`agentbus serve`, `chat`, `run`) or the library
+//! face drives the same core without them — not for one way it runs
+//! (it lives in the `actors/` folder, as it always has).
 //!
 //! The public face is small on purpose — front ends speak only the
 //! protocol and go through the runtime:
@@ -16,8 +21,15 @@
 //! - [`spans`]: the spans of a session's work (a turn, its model and tool
 //!   calls, ...), which the binary sends as OpenTelemetry traces when told
 //!   where.
-//! - [`agent`]: the library face — an agent driven by the pure session
-//!   core in-process, with no daemon, no actors and no store.
+//! - [`embedded`]: the library face — agentbus embedded in a program: an
+//!   `Agent` driven by the pure session core in-process, with no daemon,
+//!   no actors and no store.
+//!
+//! Three things are called "agent" and each has its own place: the
+//! library face is `embedded` (its `Agent`); the actor that drives one
+//! session is the AgentLoop (`session/actor.rs`); a named agent (`build`,
+//! `plan`, an agent file) is data the session core keeps
+//! (`session/core/agents.rs`), read from disk by `workspace_files`.
 //! - [`permissions`]: permission rules (`bash(npm test:*)`,
 //!   `edit_file(src/**)`, ...) as data, and the pure matcher that says
 //!   which rule allows, asks about or denies a tool call.
@@ -45,7 +57,7 @@
 //!   (`cluster/ownership/`), and what the nodes say to each other over
 //!   NATS (the live plane).
 
-pub mod agent;
+pub mod embedded;
 pub mod images;
 pub mod metrics;
 pub mod permissions;
@@ -69,7 +81,7 @@ mod store;
 mod tools;
 mod workspace_files;
 
-pub use agent::{Agent, AgentBuilder, AgentError, AgentRun, AgentState};
+pub use embedded::{Agent, AgentBuilder, AgentError, AgentRun, AgentState};
 pub use runtime::{
     Runtime, RuntimeError, SessionError, SessionHandle, SessionOptions, StoredSessions,
 };

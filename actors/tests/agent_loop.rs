@@ -2,16 +2,16 @@
 //! every model call hands the test a sender for its stream, so each step
 //! happens exactly when the test says. Real tools, real bus, no network.
 
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::{
     AgentMessage, BlockKind, EventEnvelope, LifecycleEvent, LifecycleKind, Message, SessionId,
     StopReason, SystemSubtype,
 };
-use agentbus_actors::runtime::ListPage;
-use agentbus_actors::runtime::SessionDoor;
-use agentbus_actors::runtime::{ModelClient, ModelStream, ProviderError};
-use agentbus_actors::runtime::{ModelEvent, ModelRequest};
-use agentbus_actors::settings::{ModelProfile, ProviderKind, ToolSettings};
-use agentbus_actors::{Runtime, SessionHandle, SessionOptions, Settings};
+use agentbus_engine::runtime::ListPage;
+use agentbus_engine::runtime::SessionDoor;
+use agentbus_engine::runtime::{ModelClient, ModelStream, ProviderError};
+use agentbus_engine::runtime::{ModelEvent, ModelRequest};
+use agentbus_engine::settings::{ModelProfile, ProviderKind, ToolSettings};
+use agentbus_engine::{Runtime, SessionHandle, SessionOptions, Settings};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -132,14 +132,14 @@ impl Harness {
             mcp: Default::default(),
             data_dir: workspace.path().join("data"),
             config_dir: None,
-            sessions: agentbus_actors::settings::SessionSettings {
+            sessions: agentbus_engine::settings::SessionSettings {
                 idle_unload_secs,
                 ..Default::default()
             },
             server: Default::default(),
             // These tests are about the loop, not about asking: every call runs.
-            permissions: agentbus_actors::settings::PermissionSettings {
-                mode: agentbus_actors::protocol::PermissionMode::Bypass,
+            permissions: agentbus_engine::settings::PermissionSettings {
+                mode: agentbus_engine::protocol::PermissionMode::Bypass,
                 ..Default::default()
             },
             sandbox: Default::default(),
@@ -149,7 +149,7 @@ impl Harness {
             skills: Default::default(),
             checkpoints: Default::default(),
             context: Default::default(),
-            compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.into(),
+            compact_prompt: agentbus_engine::settings::DEFAULT_COMPACT_PROMPT.into(),
             unreachable_hint: None,
             cluster: None,
         };
@@ -182,7 +182,7 @@ impl Harness {
 }
 
 /// Events of a session, read from a subscription.
-struct Events(agentbus_actors::runtime::Subscription<EventEnvelope>);
+struct Events(agentbus_engine::runtime::Subscription<EventEnvelope>);
 
 impl Events {
     fn of(session: &SessionHandle) -> Events {
@@ -205,7 +205,7 @@ impl Events {
         }
     }
 
-    async fn result(&mut self) -> agentbus_actors::protocol::ResultEvent {
+    async fn result(&mut self) -> agentbus_engine::protocol::ResultEvent {
         match &self
             .until(|m| matches!(m, AgentMessage::Result(_)))
             .await
@@ -436,7 +436,7 @@ async fn a_subscriber_reaching_past_the_ring_gets_the_stored_events_then_live_on
     // Loaded again, the topic's ring holds only this load's events.
     let again = h.runtime.open_session(&id).await.unwrap();
     assert!(again.loaded_after() > 0);
-    let (_sink, mut events) = agentbus_actors::runtime::attach_channel(&again, 0);
+    let (_sink, mut events) = agentbus_engine::runtime::attach_channel(&again, 0);
     again.submit_text("second").await.unwrap();
     h.next_call().await.answer("two");
     let mut seen = Vec::new();
@@ -476,7 +476,7 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
     let session = h.session().await;
     let start = session.loaded_after();
     // A client with room for 4 events that reads nothing for now.
-    let (slow_sink, mut slow) = agentbus_actors::runtime::attach_until_full(&session, start, 4);
+    let (slow_sink, mut slow) = agentbus_engine::runtime::attach_until_full(&session, start, 4);
     let mut events = Events::of(&session);
     session.submit_text("talk a lot").await.unwrap();
     let call = h.next_call().await;
@@ -509,7 +509,7 @@ async fn a_network_client_too_slow_is_cut_off_and_resumes_from_its_last_seq() {
 
     // Resuming from its last seq gets the rest: no gap, no duplicate.
     let last = *got.last().unwrap();
-    let (_sink, mut resumed) = agentbus_actors::runtime::attach_until_full(&session, last, 1024);
+    let (_sink, mut resumed) = agentbus_engine::runtime::attach_until_full(&session, last, 1024);
     let mut rest = Vec::new();
     loop {
         let event = tokio::time::timeout(GUARD, resumed.recv())
@@ -531,7 +531,7 @@ async fn stored_session(
     h: &Harness,
     query: &str,
     answer: &str,
-) -> agentbus_actors::protocol::SessionId {
+) -> agentbus_engine::protocol::SessionId {
     let session = h.session().await;
     let id = session.id().clone();
     {
@@ -595,7 +595,7 @@ async fn loads_called_off_by_a_shutdown_say_it_is_shutting_down() {
         assert!(
             matches!(
                 answer,
-                Ok(_) | Err(agentbus_actors::SessionError::ShuttingDown)
+                Ok(_) | Err(agentbus_engine::SessionError::ShuttingDown)
             ),
             "{:?}",
             answer.err()
@@ -611,14 +611,14 @@ async fn after_stopping_every_session_nothing_is_started_or_loaded() {
     h.runtime.stop_sessions().await;
     let opened = h.runtime.open_session(&id).await;
     assert!(
-        matches!(opened, Err(agentbus_actors::SessionError::ShuttingDown)),
+        matches!(opened, Err(agentbus_engine::SessionError::ShuttingDown)),
         "{:?}",
         opened.err()
     );
     let created = h.runtime.create_session(SessionOptions::default()).await;
     assert!(matches!(
         created,
-        Err(agentbus_actors::SessionError::ShuttingDown)
+        Err(agentbus_engine::SessionError::ShuttingDown)
     ));
     assert!(h.runtime.loaded_sessions().await.is_empty());
 }
@@ -694,14 +694,14 @@ async fn session_by(h: &Harness, token: &str) -> SessionHandle {
 }
 
 /// The lifecycle events from now on.
-fn lifecycle(h: &Harness) -> agentbus_actors::runtime::Subscription<LifecycleEvent> {
+fn lifecycle(h: &Harness) -> agentbus_engine::runtime::Subscription<LifecycleEvent> {
     let topic = h.runtime.lifecycle();
     topic.subscribe(topic.last_seq()).unwrap()
 }
 
 /// The next lifecycle event of `kind`.
 async fn next_of(
-    events: &mut agentbus_actors::runtime::Subscription<LifecycleEvent>,
+    events: &mut agentbus_engine::runtime::Subscription<LifecycleEvent>,
     kind: LifecycleKind,
 ) -> Arc<LifecycleEvent> {
     loop {

@@ -8,9 +8,9 @@
 //! hook.
 
 use crate::cli::HooksCommand;
-use agentbus_actors::Settings;
-use agentbus_actors::protocol::hook::HookGroup;
-use agentbus_actors::runtime::hooks;
+use agentbus_engine::Settings;
+use agentbus_engine::protocol::hook::HookGroup;
+use agentbus_engine::runtime::hooks;
 use std::process::ExitCode;
 
 pub fn run(settings: &Settings, command: HooksCommand) -> anyhow::Result<ExitCode> {

@@ -2,9 +2,9 @@
 //! is ready or has failed (bounded by its startup timeout), print what each
 //! offers, and stop them again.
 
-use agentbus_actors::protocol::McpServerStatus;
-use agentbus_actors::runtime::ToolOrigin;
-use agentbus_actors::{Runtime, Settings};
+use agentbus_engine::protocol::McpServerStatus;
+use agentbus_engine::runtime::ToolOrigin;
+use agentbus_engine::{Runtime, Settings};
 use anyhow::Context as _;
 use serde::Serialize;
 use serde_json::{Value, json};

@@ -19,14 +19,14 @@
 //! `/rewind`). What is done goes to stdout (`--json`: the report, as the
 //! `rewound` event's data has it); hints for the next step go to stderr.
 
-use agentbus_actors::StoredSessions;
-use agentbus_actors::protocol::SessionId;
-use agentbus_actors::protocol::checkpoint::{
+use agentbus_engine::StoredSessions;
+use agentbus_engine::protocol::SessionId;
+use agentbus_engine::protocol::checkpoint::{
     FileAction, RewindList, RewindMode, RewindReport, TurnChanges,
 };
-use agentbus_actors::runtime::rewind::{describe, file_line};
-use agentbus_actors::runtime::{Owner, RewindOptions};
-use agentbus_actors::text::count;
+use agentbus_engine::runtime::rewind::{describe, file_line};
+use agentbus_engine::runtime::{Owner, RewindOptions};
+use agentbus_engine::text::count;
 use std::io::Write;
 use std::path::Path;
 

@@ -9,9 +9,9 @@ use super::rewind;
 use crate::cli::SessionsCommand;
 use crate::frontend::output::Output;
 use crate::frontend::output::json::JsonLines;
-use agentbus_actors::protocol::{AgentMessage, ContentBlock, EventEnvelope, SystemSubtype};
-use agentbus_actors::runtime::{RewindOptions, SessionDocument, SessionRecord};
-use agentbus_actors::{Settings, StoredSessions};
+use agentbus_engine::protocol::{AgentMessage, ContentBlock, EventEnvelope, SystemSubtype};
+use agentbus_engine::runtime::{RewindOptions, SessionDocument, SessionRecord};
+use agentbus_engine::{Settings, StoredSessions};
 use anyhow::Context as _;
 use std::io::Write;
 use std::process::ExitCode;
@@ -52,7 +52,7 @@ async fn dispatch(
                 writeln!(
                     out,
                     "No stored sessions in {workspace}; `agentbus sessions list --all` lists every workspace's ({}).",
-                    agentbus_actors::text::count(total as u64, "session")
+                    agentbus_engine::text::count(total as u64, "session")
                 )?;
             } else {
                 write_list(&mut out, &records, all)?;
@@ -85,7 +85,7 @@ async fn dispatch(
                         .with_context(|| format!("writing {}", path.display()))?;
                     eprintln!(
                         "Exported session {id} ({}) to {}.",
-                        agentbus_actors::text::count(document.events.len() as u64, "event"),
+                        agentbus_engine::text::count(document.events.len() as u64, "event"),
                         path.display()
                     );
                 }
@@ -103,7 +103,7 @@ async fn dispatch(
             writeln!(out, "{}", record.id)?;
             eprintln!(
                 "Imported {} from {} as session {}.",
-                agentbus_actors::text::count(events as u64, "event"),
+                agentbus_engine::text::count(events as u64, "event"),
                 file.display(),
                 record.id
             );
@@ -166,7 +166,7 @@ fn write_list(
     records: &[SessionRecord],
     workspaces: bool,
 ) -> std::io::Result<()> {
-    let home = agentbus_actors::settings::home_dir().map(|h| h.display().to_string());
+    let home = agentbus_engine::settings::home_dir().map(|h| h.display().to_string());
     let place = |r: &SessionRecord| match &home {
         Some(home) if r.workspace == *home => "~".to_string(),
         Some(home) => match r.workspace.strip_prefix(home.as_str()) {
@@ -241,7 +241,7 @@ fn describe(out: &mut impl Write, r: &SessionRecord) -> std::io::Result<()> {
         "  model {} · workspace {} · {} · {}",
         r.model,
         r.workspace,
-        agentbus_actors::text::count(r.event_count, "event"),
+        agentbus_engine::text::count(r.event_count, "event"),
         status(r)
     )?;
     writeln!(
@@ -289,7 +289,7 @@ fn conversation_line(out: &mut impl Write, event: &EventEnvelope) -> std::io::Re
                 writeln!(
                     out,
                     "[{seq}] thinking: {}",
-                    agentbus_actors::text::ellipsize(&line, 200)
+                    agentbus_engine::text::ellipsize(&line, 200)
                 )?;
             }
             let text: String = a.content.iter().filter_map(ContentBlock::as_text).collect();
@@ -323,7 +323,7 @@ fn conversation_line(out: &mut impl Write, event: &EventEnvelope) -> std::io::Re
             out,
             "[{seq}] result: {} ({}, {} in / {} out tokens){}",
             r.stop_reason.as_str(),
-            agentbus_actors::text::count(r.steps, "step"),
+            agentbus_engine::text::count(r.steps, "step"),
             r.usage.input_tokens,
             r.usage.output_tokens,
             r.error

@@ -8,8 +8,8 @@
 //! the agent files are added per session by the runtime.
 
 use super::error::ConfigError;
-use agentbus_actors::protocol::{AgentDefinition, PermissionMode};
-use agentbus_actors::settings::ModelProfile;
+use agentbus_engine::protocol::{AgentDefinition, PermissionMode};
+use agentbus_engine::settings::ModelProfile;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 

@@ -4,9 +4,9 @@
 //! it is in. Model profiles stay raw tables here: a file may override one key
 //! of a profile defined elsewhere, so profiles are checked after merging.
 
-use agentbus_actors::protocol::ContextConfig;
-use agentbus_actors::protocol::PermissionMode;
-use agentbus_actors::settings::{
+use agentbus_engine::protocol::ContextConfig;
+use agentbus_engine::protocol::PermissionMode;
+use agentbus_engine::settings::{
     ClusterSettings, McpSettings, SandboxSettings, ServerSettings, SessionSettings, SkillSettings,
     SubagentSettings, ToolSettings,
 };
@@ -59,7 +59,7 @@ pub struct ConfigFile {
     /// `[skills]`: more folders of Agent Skills, and the listing's cap.
     pub skills: Option<SkillSettings>,
     /// `[checkpoints]`.
-    pub checkpoints: Option<agentbus_actors::settings::CheckpointSettings>,
+    pub checkpoints: Option<agentbus_engine::settings::CheckpointSettings>,
     /// `[cluster]`: `agentbus serve` as one node of several on one
     /// Postgres database.
     pub cluster: Option<ClusterSettings>,

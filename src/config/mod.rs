@@ -18,8 +18,8 @@ mod mcp_json;
 
 pub use error::ConfigError;
 
-use agentbus_actors::permissions::Rules;
-use agentbus_actors::settings::{
+use agentbus_engine::permissions::Rules;
+use agentbus_engine::settings::{
     ClusterSettings, McpServerConfig, ModelProfile, PermissionSettings, Settings, StoreLocation,
 };
 use check::{check, check_entry, check_value_entry};
@@ -49,7 +49,7 @@ pub struct LoadOptions {
     /// `[sessions] store`).
     pub store: Option<String>,
     /// `--permission-mode MODE`.
-    pub permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+    pub permission_mode: Option<agentbus_engine::protocol::PermissionMode>,
     /// `--allow RULE`, repeatable: allow rules before the files' own.
     pub allow: Vec<String>,
 }
@@ -59,7 +59,7 @@ fn with_flag_rules(mut rules: Rules, allow: &[String]) -> Result<Rules, ConfigEr
     let mut flags = Vec::new();
     for text in allow {
         let rule =
-            agentbus_actors::permissions::Rule::parse(text).map_err(|e| ConfigError::Invalid {
+            agentbus_engine::permissions::Rule::parse(text).map_err(|e| ConfigError::Invalid {
                 origin: "the command line".into(),
                 key: "--allow".into(),
                 message: e.to_string(),
@@ -638,7 +638,7 @@ fn resolve(
         sessions: sessions_settings(file.sessions.unwrap_or_default(), options, cluster.as_ref())?,
         server: file.server.unwrap_or_default(),
         context,
-        compact_prompt: agentbus_actors::settings::DEFAULT_COMPACT_PROMPT.to_string(),
+        compact_prompt: agentbus_engine::settings::DEFAULT_COMPACT_PROMPT.to_string(),
         permissions: PermissionSettings {
             mode: options
                 .permission_mode
@@ -667,13 +667,13 @@ fn resolve(
 fn configured_hooks(
     table: &toml::Value,
     origin: &str,
-) -> Result<Vec<agentbus_actors::protocol::hook::HookGroup>, ConfigError> {
+) -> Result<Vec<agentbus_engine::protocol::hook::HookGroup>, ConfigError> {
     let json = serde_json::to_value(table).map_err(|e| ConfigError::Invalid {
         origin: origin.to_string(),
         key: "hooks".into(),
         message: e.to_string(),
     })?;
-    let (groups, problems) = agentbus_actors::runtime::hooks::parse(&json, origin);
+    let (groups, problems) = agentbus_engine::runtime::hooks::parse(&json, origin);
     match problems.into_iter().next() {
         Some(problem) => Err(ConfigError::Invalid {
             origin: origin.to_string(),
@@ -698,15 +698,15 @@ fn check_cluster(cluster: &ClusterSettings, origin: &str) -> Result<(), ConfigEr
 /// `[sessions]`, with `--store` over its `store`; with `[cluster]`, the
 /// store is the cluster's database (and naming another is an error).
 fn sessions_settings(
-    mut sessions: agentbus_actors::settings::SessionSettings,
+    mut sessions: agentbus_engine::settings::SessionSettings,
     options: &LoadOptions,
     cluster: Option<&ClusterSettings>,
-) -> Result<agentbus_actors::settings::SessionSettings, ConfigError> {
+) -> Result<agentbus_engine::settings::SessionSettings, ConfigError> {
     if let Some(store) = &options.store {
         let location = store
             .parse()
             .map_err(
-                |e: agentbus_actors::settings::LocationError| ConfigError::Invalid {
+                |e: agentbus_engine::settings::LocationError| ConfigError::Invalid {
                     origin: "the command line".into(),
                     key: "--store".into(),
                     message: e.to_string(),
@@ -740,7 +740,7 @@ fn sessions_settings(
 
 /// A `[context]` table whose values mean something.
 fn check_context(
-    context: &agentbus_actors::protocol::ContextConfig,
+    context: &agentbus_engine::protocol::ContextConfig,
     origin: &str,
     table: &str,
 ) -> Result<(), ConfigError> {
@@ -1121,12 +1121,12 @@ mod tests {
         let opus = &settings.models["opus"];
         assert_eq!(
             opus.thinking,
-            Some(agentbus_actors::settings::Thinking::Adaptive)
+            Some(agentbus_engine::settings::Thinking::Adaptive)
         );
-        assert_eq!(opus.effort, Some(agentbus_actors::settings::Effort::High));
+        assert_eq!(opus.effort, Some(agentbus_engine::settings::Effort::High));
         assert_eq!(
             opus.cache,
-            Some(agentbus_actors::settings::CacheSetting::OneHour)
+            Some(agentbus_engine::settings::CacheSetting::OneHour)
         );
     }
 
@@ -1386,7 +1386,7 @@ mod tests {
         let mut models = BTreeMap::new();
         let with_env = |env: &str| {
             let mut p =
-                ModelProfile::new(agentbus_actors::settings::ProviderKind::Openai, "m", "u");
+                ModelProfile::new(agentbus_engine::settings::ProviderKind::Openai, "m", "u");
             p.api_key_env = Some(env.into());
             p
         };

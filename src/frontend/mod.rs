@@ -13,7 +13,7 @@
 //!   behind one trait.
 //!
 //! Front ends never look at provider formats: they only read
-//! [`agentbus_actors::protocol`] events and send text or typed commands.
+//! [`agentbus_engine::protocol`] events and send text or typed commands.
 //! The session parses slash commands; the piped chat also reads each line
 //! with the session's own parser, only to know when to wait for a command
 //! that switches sessions and when `/quit` ends the input.

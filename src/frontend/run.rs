@@ -25,9 +25,9 @@ use super::output::Output;
 use super::output::answer::Answer;
 use super::output::json::JsonLines;
 use crate::cli::ResumeArgs;
-use agentbus_actors::Settings;
-use agentbus_actors::protocol::{AgentMessage, ControlCommand, ErrorKind, SystemSubtype};
-use agentbus_actors::runtime::parse_command;
+use agentbus_engine::Settings;
+use agentbus_engine::protocol::{AgentMessage, ControlCommand, ErrorKind, SystemSubtype};
+use agentbus_engine::runtime::parse_command;
 use anyhow::Context as _;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -72,7 +72,7 @@ fn calls_model(prompt: &str) -> bool {
 /// What `run` sends: the prompt and its `--image`s.
 pub struct Prompt {
     pub text: String,
-    pub images: Vec<agentbus_actors::protocol::Image>,
+    pub images: Vec<agentbus_engine::protocol::Image>,
 }
 
 /// The `--image` files (relative to the workspace, as `@` mentions are),
@@ -81,7 +81,7 @@ pub struct Prompt {
 pub fn read_images(
     workspace: &std::path::Path,
     paths: &[std::path::PathBuf],
-) -> anyhow::Result<Vec<agentbus_actors::protocol::Image>> {
+) -> anyhow::Result<Vec<agentbus_engine::protocol::Image>> {
     paths
         .iter()
         .map(|given| {
@@ -90,14 +90,14 @@ pub fn read_images(
             let size = std::fs::metadata(&path)
                 .with_context(|| format!("{shown}: cannot read it"))?
                 .len();
-            if size > agentbus_actors::images::MAX_IMAGE_BYTES as u64 {
+            if size > agentbus_engine::images::MAX_IMAGE_BYTES as u64 {
                 anyhow::bail!(
                     "{shown} is {size} bytes; an image may be at most {} bytes (5 MB)",
-                    agentbus_actors::images::MAX_IMAGE_BYTES
+                    agentbus_engine::images::MAX_IMAGE_BYTES
                 );
             }
             let bytes = std::fs::read(path).with_context(|| format!("{shown}: cannot read it"))?;
-            Ok(agentbus_actors::images::from_bytes(&shown, &bytes)?)
+            Ok(agentbus_engine::images::from_bytes(&shown, &bytes)?)
         })
         .collect()
 }

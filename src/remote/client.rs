@@ -7,8 +7,8 @@
 use crate::api::{
     Accepted, Agents, CreateSession, Created, McpServers, Models, OpenSession, Session, Sessions,
 };
-use agentbus_actors::protocol::{InputId, SessionId};
-use agentbus_actors::runtime::describe_http_error as describe;
+use agentbus_engine::protocol::{InputId, SessionId};
+use agentbus_engine::runtime::describe_http_error as describe;
 use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
 use std::path::Path;
@@ -95,7 +95,7 @@ impl RemoteClient {
                 token_file: token_file.display().to_string(),
             });
         };
-        agentbus_actors::runtime::install_crypto_provider();
+        agentbus_engine::runtime::install_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(5))
             // Event streams carry a keep-alive every 15 s: silence for
@@ -192,7 +192,7 @@ impl RemoteClient {
         &self,
         model: Option<String>,
         workspace: Option<String>,
-        permission_mode: Option<agentbus_actors::protocol::PermissionMode>,
+        permission_mode: Option<agentbus_engine::protocol::PermissionMode>,
         agent: Option<String>,
         mcp_servers: Option<McpServers>,
     ) -> Result<SessionId, RemoteError> {
@@ -270,7 +270,7 @@ impl RemoteClient {
     pub async fn submit_control(
         &self,
         id: &SessionId,
-        command: &agentbus_actors::protocol::ControlCommand,
+        command: &agentbus_engine::protocol::ControlCommand,
     ) -> Result<InputId, RemoteError> {
         let url = self.url(&["sessions", &id.0, "input"]);
         let accepted: Accepted = self
@@ -287,7 +287,7 @@ impl RemoteClient {
         &self,
         id: &SessionId,
         text: String,
-        images: Vec<agentbus_actors::protocol::Image>,
+        images: Vec<agentbus_engine::protocol::Image>,
     ) -> Result<InputId, RemoteError> {
         let url = self.url(&["sessions", &id.0, "input"]);
         let mut body = serde_json::json!({ "text": text });
@@ -314,7 +314,7 @@ impl RemoteClient {
         &self,
         id: &SessionId,
         request_id: &str,
-        decision: &agentbus_actors::protocol::ApprovalDecision,
+        decision: &agentbus_engine::protocol::ApprovalDecision,
     ) -> Result<(), RemoteError> {
         let url = self.url(&["sessions", &id.0, "approvals", request_id]);
         let _: crate::api::Settled = self

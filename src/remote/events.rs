@@ -12,8 +12,8 @@
 //! logged as warnings.
 
 use super::client::RemoteClient;
-use agentbus_actors::protocol::{EventEnvelope, SessionId};
-use agentbus_actors::runtime::describe_http_error as describe;
+use agentbus_engine::protocol::{EventEnvelope, SessionId};
+use agentbus_engine::runtime::describe_http_error as describe;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use std::sync::Arc;
@@ -226,7 +226,7 @@ pub fn read_frame(data: Option<&str>, last_seq: u64) -> Frame {
         Ok(event) => Frame::Event(Box::new(event)),
         Err(e) => Frame::Unreadable(format!(
             "{e} in `{}`",
-            agentbus_actors::text::ellipsize(data, 200)
+            agentbus_engine::text::ellipsize(data, 200)
         )),
     }
 }
@@ -234,7 +234,7 @@ pub fn read_frame(data: Option<&str>, last_seq: u64) -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::{AgentMessage, UserEvent};
+    use agentbus_engine::protocol::{AgentMessage, UserEvent};
     use axum::http::HeaderMap;
     use axum::response::sse::{Event, Sse};
     use std::convert::Infallible;

@@ -6,7 +6,7 @@
 //! chunking, come back as they were sent.
 
 use super::events::{Frame, read_frame};
-use agentbus_actors::protocol::{AgentMessage, EventEnvelope, SessionId, UserEvent};
+use agentbus_engine::protocol::{AgentMessage, EventEnvelope, SessionId, UserEvent};
 use futures::StreamExt;
 use proptest::prelude::*;
 use serde_json::Value;

@@ -21,9 +21,9 @@
 use super::auth::Caller;
 use super::error::ApiError;
 use super::state::AppState;
-use agentbus_actors::protocol::{SessionId, SessionInput};
-use agentbus_actors::runtime::SessionRecord;
-use agentbus_actors::settings::Role;
+use agentbus_engine::protocol::{SessionId, SessionInput};
+use agentbus_engine::runtime::SessionRecord;
+use agentbus_engine::settings::Role;
 
 /// What a request does to a session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,14 +102,14 @@ pub fn may_create(caller: &Caller) -> Result<(), ApiError> {
 /// `/resume` (which would list and open any stored session) and `/load`
 /// (which makes a session of a file, owned by nobody).
 pub fn command_allowed(caller: &Caller, input: &SessionInput) -> Result<(), ApiError> {
-    use agentbus_actors::protocol::ControlCommand;
+    use agentbus_engine::protocol::ControlCommand;
     if caller.role == Role::Admin {
         return Ok(());
     }
     let parsed;
     let command = match input {
         SessionInput::Control { command, .. } => command,
-        SessionInput::Query { text, .. } => match agentbus_actors::runtime::parse_command(text) {
+        SessionInput::Query { text, .. } => match agentbus_engine::runtime::parse_command(text) {
             Some(Ok(command)) => {
                 parsed = command;
                 &parsed
@@ -253,7 +253,7 @@ impl Visible {
     pub async fn sees(
         &mut self,
         state: &AppState,
-        event: &agentbus_actors::protocol::LifecycleEvent,
+        event: &agentbus_engine::protocol::LifecycleEvent,
     ) -> bool {
         if self.caller.role == Role::Admin {
             return true;

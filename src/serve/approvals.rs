@@ -8,7 +8,7 @@ use super::error::{ApiError, ApiJson, ErrorBody};
 use super::sessions::send;
 use super::state::AppState;
 use crate::api::{Decision, Settled};
-use agentbus_actors::protocol::SessionInput;
+use agentbus_engine::protocol::SessionInput;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 

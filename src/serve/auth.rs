@@ -20,7 +20,7 @@
 //! cannot send), or write a token or the cookie into a log (names only).
 
 use super::error::ApiError;
-use agentbus_actors::settings::{Role, TokenSettings};
+use agentbus_engine::settings::{Role, TokenSettings};
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;

@@ -1,7 +1,7 @@
 //! API errors: a status and a JSON body `{"error": "..."}` that says what was
 //! wrong and what was expected.
 
-use agentbus_actors::runtime::{Failure, SessionError};
+use agentbus_engine::runtime::{Failure, SessionError};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, FromRequestParts, OptionalFromRequest, Query};

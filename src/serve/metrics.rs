@@ -1,4 +1,4 @@
-//! `GET /metrics`: the process's figures ([`agentbus_actors::metrics`]) in
+//! `GET /metrics`: the process's figures ([`agentbus_engine::metrics`]) in
 //! the OpenMetrics text format when the scraper asks for it (`Accept:
 //! application/openmetrics-text`, as Prometheus does), else in the classic
 //! text format 0.0.4 (curl, `promtool check metrics`), for Prometheus to
@@ -15,7 +15,7 @@ use axum::http::{HeaderMap, header};
 use axum::response::IntoResponse;
 
 pub async fn metrics(State(state): State<AppState>, request: HeaderMap) -> impl IntoResponse {
-    let figures = agentbus_actors::metrics::get();
+    let figures = agentbus_engine::metrics::get();
     let loaded = state.runtime.loaded_sessions().await.len();
     figures
         .sessions_loaded
@@ -27,14 +27,14 @@ pub async fn metrics(State(state): State<AppState>, request: HeaderMap) -> impl 
         .any(|value| value.contains("application/openmetrics-text"));
     if open_metrics {
         (
-            [(header::CONTENT_TYPE, agentbus_actors::metrics::CONTENT_TYPE)],
+            [(header::CONTENT_TYPE, agentbus_engine::metrics::CONTENT_TYPE)],
             figures.encode(),
         )
     } else {
         (
             [(
                 header::CONTENT_TYPE,
-                agentbus_actors::metrics::CLASSIC_CONTENT_TYPE,
+                agentbus_engine::metrics::CLASSIC_CONTENT_TYPE,
             )],
             figures.encode_classic(),
         )

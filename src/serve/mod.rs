@@ -29,7 +29,7 @@ mod ws;
 
 pub use state::AppState;
 
-use agentbus_actors::{Runtime, Settings};
+use agentbus_engine::{Runtime, Settings};
 use anyhow::Context as _;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -189,7 +189,7 @@ pub async fn run(settings: Settings, listen: Option<String>) -> anyhow::Result<E
         }
     }
     // Front ends that find a session held by this daemon point at it.
-    let owner = agentbus_actors::runtime::Owner::current().to_string();
+    let owner = agentbus_engine::runtime::Owner::current().to_string();
     let _announced = crate::daemons::announce(&data_dir, &owner, &format!("http://{addr}"))
         .inspect_err(|e| {
             tracing::warn!(

@@ -29,7 +29,7 @@ pub async fn livez() -> impl IntoResponse {
 /// once, with the reason, rather than at every probe.
 static WAS_READY: AtomicBool = AtomicBool::new(true);
 
-/// `GET /readyz`: 200 when [`Runtime::ready`](agentbus_actors::runtime::Runtime::ready),
+/// `GET /readyz`: 200 when [`Runtime::ready`](agentbus_engine::runtime::Runtime::ready),
 /// else 503.
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     match state.runtime.ready().await {

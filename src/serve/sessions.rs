@@ -14,13 +14,13 @@ use crate::api::{
     McpServers, Messages, OpenSession, ResultsSummed, Rewind, Rewinds, Session, SessionChange,
     Sessions, Undo,
 };
-use agentbus_actors::SessionOptions;
-use agentbus_actors::protocol::checkpoint::RewindReport;
-use agentbus_actors::protocol::{
+use agentbus_engine::SessionOptions;
+use agentbus_engine::protocol::checkpoint::RewindReport;
+use agentbus_engine::protocol::{
     AgentMessage, EventEnvelope, InputId, SessionId, SessionInput, SystemSubtype,
 };
-use agentbus_actors::runtime::{ListCursor, ListPage, RewindOptions, SessionDoor, SessionHandle};
-use agentbus_actors::settings::McpServerConfig;
+use agentbus_engine::runtime::{ListCursor, ListPage, RewindOptions, SessionDoor, SessionHandle};
+use agentbus_engine::settings::McpServerConfig;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
@@ -186,7 +186,7 @@ pub async fn create(
                     "`context` must be an object of `[context]` keys, such as {\"max_tokens\": 8000}",
                 ));
             }
-            let context: agentbus_actors::protocol::ContextConfig =
+            let context: agentbus_engine::protocol::ContextConfig =
                 serde_json::from_value(value)
                     .map_err(|e| ApiError::bad_request(format!("`context`: {e}")))?;
             context

@@ -1,7 +1,7 @@
 //! What every handler reaches: the runtime, and the signal that the server
 //! is shutting down.
 
-use agentbus_actors::Runtime;
+use agentbus_engine::Runtime;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

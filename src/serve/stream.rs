@@ -17,9 +17,9 @@ use super::error::{ApiError, ApiQuery, ErrorBody};
 use super::sessions::reach;
 use super::state::AppState;
 use crate::api::{After, checked_seq};
-use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::runtime::{Gaps, SessionDoor, TopicReader};
-use agentbus_actors::runtime::{RecvError, SubscribeError};
+use agentbus_engine::protocol::EventEnvelope;
+use agentbus_engine::runtime::{Gaps, SessionDoor, TopicReader};
+use agentbus_engine::runtime::{RecvError, SubscribeError};
 use axum::body::Body;
 use axum::extract::{Extension, Path, State};
 use axum::http::{HeaderMap, header};
@@ -179,7 +179,7 @@ pub async fn session_events(
     let (session, _) = reach(&state, &caller, &id, after).await?;
     let mut feed = ClientFeed::attach(&session, after, &state.shutdown);
     let frames = async_stream::stream! {
-        let _connected = agentbus_actors::metrics::get().stream_client("sse");
+        let _connected = agentbus_engine::metrics::get().stream_client("sse");
         // A comment when a whole period passed without an event.
         let mut keep_alive =
             tokio::time::interval_at(tokio::time::Instant::now() + KEEP_ALIVE, KEEP_ALIVE);

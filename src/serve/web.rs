@@ -19,8 +19,8 @@
 //! Debug builds read the files from the source tree at each request, so a
 //! change to the page shows at the next reload without a rebuild.
 
-use agentbus_actors::protocol::system::CommandEntry;
-use agentbus_actors::runtime::{COMMANDS, SlashCommand};
+use agentbus_engine::protocol::system::CommandEntry;
+use agentbus_engine::runtime::{COMMANDS, SlashCommand};
 use axum::Router;
 use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};

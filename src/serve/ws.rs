@@ -20,9 +20,9 @@ use super::sessions::{reach, send_to};
 use super::state::AppState;
 use super::stream::ClientFeed;
 use crate::api::{After, Input};
-use agentbus_actors::protocol::EventEnvelope;
-use agentbus_actors::protocol::{SessionId, SessionInput};
-use agentbus_actors::runtime::{EventSource, SessionDoor};
+use agentbus_engine::protocol::EventEnvelope;
+use agentbus_engine::protocol::{SessionId, SessionInput};
+use agentbus_engine::runtime::{EventSource, SessionDoor};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Extension, Path, State};
@@ -79,7 +79,7 @@ async fn serve_socket(
     shutdown: CancellationToken,
 ) {
     let mut feed = ClientFeed::attach(&session, after, &shutdown);
-    let _connected = agentbus_actors::metrics::get().stream_client("websocket");
+    let _connected = agentbus_engine::metrics::get().stream_client("websocket");
     loop {
         tokio::select! {
             event = feed.next() => {

@@ -591,7 +591,7 @@ async fn a_tool_past_its_timeout_is_stopped_and_the_turn_goes_on() {
 }
 
 mod panicking_tool {
-    use agentbus_actors::agent::{
+    use agentbus_engine::embedded::{
         Agent, AgentMessage, Provider, Tool, ToolContext, ToolError, ToolOrigin, ToolOutput,
         ToolSpec,
     };
@@ -632,7 +632,7 @@ mod panicking_tool {
         )
         .await
         .expect("model server");
-        agentbus_actors::runtime::install_crypto_provider();
+        agentbus_engine::runtime::install_crypto_provider();
         let agent = Agent::builder()
             .provider(Provider::openai(model.openai_base_url(), "scripted").expect("provider"))
             .tool(Explodes)

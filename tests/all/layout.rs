@@ -15,7 +15,7 @@
 //!
 //! Checked, each with a positive control:
 //! - no cycle between files, nor between the top-level modules of
-//!   `agentbus-actors` (`session`, `store`, `bus`, ...) or of the binary,
+//!   `agentbus-engine` (`session`, `store`, `bus`, ...) or of the binary,
 //!   and no glob import outside tests (it would hide where a name comes
 //!   from);
 //! - `session::core` depends on nothing but itself, `protocol`, `model`,
@@ -562,7 +562,7 @@ fn workspace() -> PathBuf {
 
 #[test]
 fn the_actors_crate_has_no_import_cycle() {
-    let edges = assert_no_cycles("agentbus-actors", &workspace().join("actors/src"));
+    let edges = assert_no_cycles("agentbus-engine", &workspace().join("actors/src"));
     // The checker sees real dependencies (it would miss every cycle if it
     // saw none): the AgentLoop uses the core's step, the session commands
     // use the stored sessions, the store's SQLite backend the store trait.

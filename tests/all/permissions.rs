@@ -185,8 +185,8 @@ async fn a_rule_that_does_not_parse_names_the_file_and_what_was_expected() {
 /// workspace fails with the sandbox's note, one inside succeeds.
 #[tokio::test]
 async fn in_bypass_mode_the_sandbox_still_blocks_writes_outside_the_workspace() {
-    if !agentbus_actors::runtime::sandbox_support().is_available() {
-        let why = format!("{:?}", agentbus_actors::runtime::sandbox_support());
+    if !agentbus_engine::runtime::sandbox_support().is_available() {
+        let why = format!("{:?}", agentbus_engine::runtime::sandbox_support());
         assert!(
             std::env::var_os("AGENTBUS_REQUIRE_LANDLOCK").is_none(),
             "Landlock is required here but missing: {why}"

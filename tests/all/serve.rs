@@ -426,7 +426,7 @@ async fn an_input_carries_an_image_larger_than_other_bodies_may_be() {
     let mut sse = server.sse(&id, None).await;
     let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x02\0\0\0".to_vec();
     png.resize(4 * 1024 * 1024, 0);
-    let image = agentbus_actors::images::from_bytes("big.png", &png).expect("a PNG");
+    let image = agentbus_engine::images::from_bytes("big.png", &png).expect("a PNG");
     let response = server
         .post(&format!("/v1/sessions/{id}/input"))
         .json(&json!({"text": "what is this?", "images": [{"media_type": "image/png", "data": image.data}]}))

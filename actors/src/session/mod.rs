@@ -13,7 +13,7 @@
 //! - [`handle`]: the door of a session this process drives.
 //! - [`error`]: why a session could not do what was asked.
 //! - [`model_input`]: what a model's stream item becomes for the core, for
-//!   every driver (the AgentLoop, the library's `agent`).
+//!   every driver (the AgentLoop, the library face in `embedded`).
 //! - [`permission_setup`]: a session's permission settings from the
 //!   configuration, `$HOME` and the Landlock probe.
 //! - `project_rules`: an "allow always" rule saved to the workspace's

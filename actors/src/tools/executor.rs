@@ -358,7 +358,7 @@ impl Message<ListTools> for ToolExecutor {
 
 /// Run a call to its end on a task of its own, so that a panic inside the
 /// tool is caught as a `JoinError` instead of taking anything down. (The
-/// library's agent driver, `agent/`, runs its calls through this too.)
+/// library's agent driver, `embedded/`, runs its calls through this too.)
 pub async fn run(tool: Arc<dyn Tool>, msg: RunTool, settings: ToolSettings) -> ToolOutcome {
     let started = Instant::now();
     let name = msg.call.name.clone();

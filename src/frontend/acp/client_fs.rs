@@ -14,7 +14,7 @@
 use agent_client_protocol::Client;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{ReadTextFileRequest, SessionId, WriteTextFileRequest};
-use agentbus_actors::runtime::{FileAccess, FileAccessError};
+use agentbus_engine::runtime::{FileAccess, FileAccessError};
 use futures::future::BoxFuture;
 use std::path::Path;
 

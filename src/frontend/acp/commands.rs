@@ -10,8 +10,8 @@
 use agent_client_protocol::v1::schema::{
     AvailableCommand, AvailableCommandInput, UnstructuredCommandInput,
 };
-use agentbus_actors::protocol::system::CommandEntry;
-use agentbus_actors::runtime::COMMANDS;
+use agentbus_engine::protocol::system::CommandEntry;
+use agentbus_engine::runtime::COMMANDS;
 
 /// The commands an editor may offer, in `/help`'s order: the built-in
 /// ones, then `custom`, the session's own.

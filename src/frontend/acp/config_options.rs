@@ -15,7 +15,7 @@ use agent_client_protocol::v1::schema::{
     SessionConfigId, SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
     SessionConfigSelectOption,
 };
-use agentbus_actors::protocol::PermissionMode;
+use agentbus_engine::protocol::PermissionMode;
 
 pub const MODE: &str = "mode";
 pub const AGENT: &str = "agent";
@@ -139,7 +139,7 @@ pub fn switch_input(
 mod tests {
     use super::*;
     use agent_client_protocol::v1::schema::{SessionConfigKind, SessionConfigSelectOptions};
-    use agentbus_actors::protocol::AgentInfo;
+    use agentbus_engine::protocol::AgentInfo;
 
     fn choices() -> Choices {
         Choices {

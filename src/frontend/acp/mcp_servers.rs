@@ -10,7 +10,7 @@
 //! Pure.
 
 use agent_client_protocol::v1::schema::McpServer;
-use agentbus_actors::settings::McpServerConfig;
+use agentbus_engine::settings::McpServerConfig;
 use std::path::Path;
 
 /// The settings of one of the editor's servers, by name; or why it is

@@ -1,7 +1,7 @@
 //! `agentbus acp`: an Agent Client Protocol agent on stdio, for editors
 //! (Zed, JetBrains, Neovim plugins) and ACP clients such as `acpx`.
 //!
-//! Sessions run in this process (a [`Runtime`](agentbus_actors::Runtime)
+//! Sessions run in this process (a [`Runtime`](agentbus_engine::Runtime)
 //! of its own), or with `--attach URL` in a running `agentbus serve`, so an
 //! editor's sessions are the same sessions the web page and `chat --attach`
 //! see — through the same seam the terminal chat uses
@@ -51,7 +51,7 @@ use agent_client_protocol::v1::schema::{
     NewSessionRequest, PromptRequest, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use agent_client_protocol::{Agent, Error, ErrorCode};
-use agentbus_actors::Settings;
+use agentbus_engine::Settings;
 use anyhow::Context as _;
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -13,7 +13,7 @@
 
 use crate::frontend::common::backend::Choices;
 use agent_client_protocol::v1::schema::{SessionMode, SessionModeId, SessionModeState};
-use agentbus_actors::protocol::PermissionMode;
+use agentbus_engine::protocol::PermissionMode;
 
 /// The permission modes, in the order pickers show them.
 pub const PERMISSION_MODES: [PermissionMode; 4] = [
@@ -93,7 +93,7 @@ pub fn switch_input(id: &SessionModeId, choices: &Choices) -> Result<String, Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::AgentInfo;
+    use agentbus_engine::protocol::AgentInfo;
 
     fn choices() -> Choices {
         Choices {

@@ -14,7 +14,7 @@ use agent_client_protocol::v1::schema::{
     PermissionOption, PermissionOptionId, PermissionOptionKind, RequestPermissionOutcome,
     RequestPermissionRequest, SessionId, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
 };
-use agentbus_actors::protocol::{ApprovalChoice, ApprovalDecision, ApprovalRequestEvent};
+use agentbus_engine::protocol::{ApprovalChoice, ApprovalDecision, ApprovalRequestEvent};
 use std::path::Path;
 
 /// The request an editor answers for `request`.

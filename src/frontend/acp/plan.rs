@@ -8,7 +8,7 @@
 use agent_client_protocol::v1::schema::{
     Plan as AcpPlan, PlanEntry, PlanEntryPriority, PlanEntryStatus, SessionUpdate,
 };
-use agentbus_actors::protocol::{Plan, PlanStatus};
+use agentbus_engine::protocol::{Plan, PlanStatus};
 
 /// The `plan` update showing `plan` (no entries: no plan any more).
 pub fn update(plan: &Plan) -> SessionUpdate {

@@ -29,9 +29,9 @@ use crate::frontend::common::input_ends::InputEnd;
 use agent_client_protocol::v1::schema::{
     ContentBlock, EmbeddedResourceResource, StopReason as AcpStop,
 };
-use agentbus_actors::protocol::ControlCommand;
-use agentbus_actors::protocol::StopReason;
-use agentbus_actors::protocol::checkpoint::RewindMode;
+use agentbus_engine::protocol::ControlCommand;
+use agentbus_engine::protocol::StopReason;
+use agentbus_engine::protocol::checkpoint::RewindMode;
 
 /// The query text of a prompt.
 pub fn text_of(blocks: &[ContentBlock]) -> String {
@@ -84,7 +84,7 @@ pub const NOT_IN_EDITOR: [&str; 5] = ["new", "resume", "fork", "load", "quit"];
 
 /// Why a slash command is not run in an editor, or `None` when it runs.
 pub fn refused_command(text: &str) -> Option<String> {
-    let Some(Ok(command)) = agentbus_actors::runtime::parse_command(text) else {
+    let Some(Ok(command)) = agentbus_engine::runtime::parse_command(text) else {
         return None;
     };
     if NOT_IN_EDITOR.contains(&command.name()) {
@@ -104,7 +104,7 @@ pub fn as_command(text: &str) -> Option<ControlCommand> {
         seq: Some(seq),
         mode: None,
         overwrite,
-    })) = agentbus_actors::runtime::parse_command(text)
+    })) = agentbus_engine::runtime::parse_command(text)
     else {
         return None;
     };
@@ -154,7 +154,7 @@ mod tests {
     use agent_client_protocol::v1::schema::{
         EmbeddedResource, ResourceLink, TextContent, TextResourceContents,
     };
-    use agentbus_actors::protocol::{ResultEvent, SystemEvent, SystemSubtype};
+    use agentbus_engine::protocol::{ResultEvent, SystemEvent, SystemSubtype};
 
     #[test]
     fn text_mentions_and_embedded_context_make_one_query() {

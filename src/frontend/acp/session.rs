@@ -30,7 +30,7 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode, RequestCancellationHandle};
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::{
     AgentMessage, ApprovalDecision, ApprovalRequestEvent, ApprovalResolved, EventEnvelope, InputId,
 };
 use std::collections::HashMap;

@@ -26,8 +26,8 @@ use agent_client_protocol::v1::schema::{
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, ErrorCode};
-use agentbus_actors::runtime::Files;
-use agentbus_actors::settings::McpServerConfig;
+use agentbus_engine::runtime::Files;
+use agentbus_engine::settings::McpServerConfig;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -130,7 +130,7 @@ impl Shared {
                 return;
             }
         };
-        let id = agentbus_actors::protocol::SessionId(request.session_id.0.to_string());
+        let id = agentbus_engine::protocol::SessionId(request.session_id.0.to_string());
         match self.backend.open_with(&id, Start::Beginning, servers).await {
             Ok(attached) => {
                 self.start(attached, request.cwd, Opening::Load(responder), connection)

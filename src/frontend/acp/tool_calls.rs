@@ -142,7 +142,7 @@ pub fn title(name: &str, input: &Value) -> String {
 /// A command on one line, shortened for a title.
 fn one_line(command: &str) -> String {
     let flat = command.split_whitespace().collect::<Vec<_>>().join(" ");
-    agentbus_actors::text::ellipsize(&flat, 120)
+    agentbus_engine::text::ellipsize(&flat, 120)
 }
 
 /// `path` made absolute against the workspace (editors want absolute

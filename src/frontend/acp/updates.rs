@@ -36,9 +36,9 @@ use agent_client_protocol::v1::schema::{
     SessionModeState, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, UsageUpdate,
 };
-use agentbus_actors::protocol::plan::TODO_WRITE;
-use agentbus_actors::protocol::system::{CommandEntry, ModelSwitched, SessionStarted};
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::plan::TODO_WRITE;
+use agentbus_engine::protocol::system::{CommandEntry, ModelSwitched, SessionStarted};
+use agentbus_engine::protocol::{
     AgentMessage, AgentSwitched, ApprovalRequestEvent, ApprovalResolved, AssistantEvent, BlockKind,
     ContentBlock, ContextUsage, EventEnvelope, InputId, ModeChanged, PermissionMode, Plan, Pricing,
     StreamDelta, SystemEvent, SystemSubtype, ToolResultEvent,
@@ -58,7 +58,7 @@ pub struct Models {
 impl Models {
     /// The configured profiles' prices and windows (in this process; a
     /// server's are not known here).
-    pub fn of(settings: &agentbus_actors::Settings) -> Models {
+    pub fn of(settings: &agentbus_engine::Settings) -> Models {
         let mut models = Models::default();
         for (name, profile) in &settings.models {
             let info = profile.info(name);

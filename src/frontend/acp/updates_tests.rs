@@ -5,8 +5,8 @@ use crate::frontend::common::backend::Choices;
 use agent_client_protocol::v1::schema::{
     self as acp, SessionConfigKind, SessionConfigOption, SessionUpdate, ToolCallStatus,
 };
-use agentbus_actors::protocol::system::{ModelSwitched, SessionStarted};
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::system::{ModelSwitched, SessionStarted};
+use agentbus_engine::protocol::{
     AgentInfo, AgentMessage, AgentSwitched, ApprovalChoice, ApprovalOutcome, ApprovalRequestEvent,
     ApprovalResolved, AssistantEvent, BlockKind, ContentBlock, ContextUsage, ErrorEvent, ErrorKind,
     EventEnvelope, InputId, ModeChanged, PermissionMode, Pricing, ResultEvent, SessionId,
@@ -783,7 +783,7 @@ fn the_plan_is_a_plan_update_and_its_calls_are_not_tool_calls() {
         )),
         "{whole:?}"
     );
-    let plan: agentbus_actors::protocol::Plan = serde_json::from_value(json!({"todos": [
+    let plan: agentbus_engine::protocol::Plan = serde_json::from_value(json!({"todos": [
         {"content": "Read the code", "status": "completed"},
         {"content": "Fix it", "status": "in_progress", "active_form": "Fixing it"},
         {"content": "Test it", "status": "pending"}
@@ -824,7 +824,7 @@ fn the_plan_is_a_plan_update_and_its_calls_are_not_tool_calls() {
 
 #[test]
 fn a_rewind_that_forked_says_the_editor_stays_and_how_to_open_the_fork() {
-    use agentbus_actors::protocol::checkpoint::{RewindMode, RewindReport, Rewound};
+    use agentbus_engine::protocol::checkpoint::{RewindMode, RewindReport, Rewound};
     let mut feed = Feed::new();
     let rewound = |mode, forked: Option<&str>| {
         let report = RewindReport {

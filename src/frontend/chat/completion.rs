@@ -7,8 +7,8 @@
 //! inputs (the completer runs inside the line editor and must not wait for
 //! a server); paths are read from the disk as Tab is pressed.
 
-use agentbus_actors::protocol::PermissionMode;
-use agentbus_actors::runtime::COMMANDS;
+use agentbus_engine::protocol::PermissionMode;
+use agentbus_engine::runtime::COMMANDS;
 use reedline::{Completer, Span, Suggestion};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

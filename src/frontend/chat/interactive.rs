@@ -34,9 +34,9 @@ use crate::frontend::common::backend::Backend;
 use crate::frontend::common::input_ends::{InputEnd, InputEnds, announces_compaction};
 use crate::frontend::output::render::{RenderOptions, Renderer};
 use crate::remote::events::Connection;
-use agentbus_actors::protocol::checkpoint::Rewound;
-use agentbus_actors::protocol::system::SessionStarted;
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::checkpoint::Rewound;
+use agentbus_engine::protocol::system::SessionStarted;
+use agentbus_engine::protocol::{
     AgentMessage, ContentBlock, EventEnvelope, InputId, StreamDelta, SystemSubtype,
 };
 use anyhow::Context as _;
@@ -228,7 +228,7 @@ pub async fn run(
 async fn forget_if_unused(
     backend: &Backend,
     watch: &Watch,
-    id: &agentbus_actors::protocol::SessionId,
+    id: &agentbus_engine::protocol::SessionId,
     made_here: bool,
 ) {
     let used = watch.status.lock().map_or(true, |s| s.has_turns());
@@ -243,7 +243,7 @@ async fn forget_if_unused(
 async fn pick_session(
     backend: &Backend,
     watch: &Watch,
-    current: &agentbus_actors::protocol::SessionId,
+    current: &agentbus_engine::protocol::SessionId,
     color: bool,
 ) -> anyhow::Result<Result<String, &'static str>> {
     let workspace = watch.workspace(backend);

@@ -25,7 +25,7 @@ mod type_ahead;
 use super::common::attached::Start;
 use super::common::backend::{Attach, Backend};
 use crate::cli::ResumeArgs;
-use agentbus_actors::Settings;
+use agentbus_engine::Settings;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
@@ -33,7 +33,7 @@ use std::process::ExitCode;
 /// to trust them (as `agentbus hooks trust` does). No (the default) leaves
 /// them off; the session then says so.
 fn ask_trust(settings: &Settings) -> anyhow::Result<()> {
-    use agentbus_actors::runtime::hooks;
+    use agentbus_engine::runtime::hooks;
     use std::io::Write;
     let workspace = &settings.workspace;
     let (project, _) = hooks::read_project(workspace, dirs::home_dir().as_deref());

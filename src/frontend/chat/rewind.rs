@@ -20,11 +20,11 @@
 
 use super::picker::{self, PreviewLine, PreviewStyle};
 use crate::frontend::output::diff;
-use agentbus_actors::StoredSessions;
-use agentbus_actors::protocol::checkpoint::{FileAction, RewindMode, RewindReport, TurnChanges};
-use agentbus_actors::protocol::{ControlCommand, SessionId};
-use agentbus_actors::runtime::RewindOptions;
-use agentbus_actors::runtime::rewind::file_line;
+use agentbus_engine::StoredSessions;
+use agentbus_engine::protocol::checkpoint::{FileAction, RewindMode, RewindReport, TurnChanges};
+use agentbus_engine::protocol::{ControlCommand, SessionId};
+use agentbus_engine::runtime::RewindOptions;
+use agentbus_engine::runtime::rewind::file_line;
 use anyhow::Context as _;
 
 /// At most this many turns show at once (the list scrolls); the rest of
@@ -60,7 +60,7 @@ pub async fn pick(stored: &StoredSessions, id: &SessionId, color: bool) -> anyho
     let rows: Vec<String> = turns.iter().map(row).collect();
     let header = format!(
         "Rewind to before a turn ({}, newest first; ↑/↓ choose, Enter picks, Esc cancels):",
-        agentbus_actors::text::count(turns.len() as u64, "turn")
+        agentbus_engine::text::count(turns.len() as u64, "turn")
     );
     let handle = tokio::runtime::Handle::current();
     let mut reports: Vec<Option<Result<RewindReport, String>>> = vec![None; turns.len()];
@@ -196,7 +196,7 @@ fn preview_lines(seq: u64, report: &Result<RewindReport, String>) -> Vec<Preview
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::checkpoint::{Change, ChangedFile, RewindFile};
+    use agentbus_engine::protocol::checkpoint::{Change, ChangedFile, RewindFile};
 
     #[test]
     fn a_row_says_the_turn_its_prompt_and_what_it_changed() {

@@ -7,9 +7,9 @@
 //! `session_started`, the `/model`, `/agent` and `/mode` switches, each
 //! reply's context and usage — and says what it knows as one line.
 
-use agentbus_actors::protocol::context::Compacted;
-use agentbus_actors::protocol::system::{ModelSwitched, SessionStarted};
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::context::Compacted;
+use agentbus_engine::protocol::system::{ModelSwitched, SessionStarted};
+use agentbus_engine::protocol::{
     AgentMessage, AgentSwitched, ContextUsage, EventEnvelope, ModeChanged, PermissionMode, Pricing,
     SystemSubtype, Usage,
 };
@@ -141,7 +141,7 @@ impl Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::{ResultEvent, SessionId, StopReason, SystemEvent, UserEvent};
+    use agentbus_engine::protocol::{ResultEvent, SessionId, StopReason, SystemEvent, UserEvent};
 
     fn env(message: AgentMessage) -> EventEnvelope {
         EventEnvelope {
@@ -153,7 +153,7 @@ mod tests {
         }
     }
 
-    fn system<P: agentbus_actors::protocol::SystemPayload>(payload: &P) -> EventEnvelope {
+    fn system<P: agentbus_engine::protocol::SystemPayload>(payload: &P) -> EventEnvelope {
         env(AgentMessage::System(SystemEvent::new("", payload)))
     }
 

@@ -5,7 +5,7 @@
 //! there.
 
 use super::attached::Attached;
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::{
     AgentMessage, ApprovalChoice, ApprovalDecision, ApprovalRequestEvent, ApprovalResolved,
     EventEnvelope,
 };
@@ -121,7 +121,7 @@ pub fn describe(request: &ApprovalRequestEvent) -> Vec<String> {
             let content = text("content").unwrap_or("");
             let mut lines = vec![format!(
                 "  {path} ({})",
-                agentbus_actors::text::count(content.lines().count() as u64, "line")
+                agentbus_engine::text::count(content.lines().count() as u64, "line")
             )];
             lines.extend(content.lines().take(8).map(|l| format!("  +{l}")));
             if content.lines().count() > 8 {
@@ -232,7 +232,7 @@ fn unattended_rejection(request: &ApprovalRequestEvent, nobody: Unattended) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::PermissionMode;
+    use agentbus_engine::protocol::PermissionMode;
     use serde_json::json;
 
     fn request(name: &str, input: serde_json::Value) -> ApprovalRequestEvent {

@@ -9,9 +9,9 @@
 use super::input_ends::InputEnd;
 use crate::remote::RemoteClient;
 use crate::remote::events::{Connection, Following, follow};
-use agentbus_actors::SessionHandle;
-use agentbus_actors::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
-use agentbus_actors::runtime::{ChannelFrontEnd, Files, SessionDoor, UiSink, attach_channel};
+use agentbus_engine::SessionHandle;
+use agentbus_engine::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
+use agentbus_engine::runtime::{ChannelFrontEnd, Files, SessionDoor, UiSink, attach_channel};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
 use tokio::sync::mpsc::Receiver;
@@ -139,7 +139,7 @@ impl Attached {
     pub async fn submit_query(
         &self,
         text: String,
-        images: Vec<agentbus_actors::protocol::Image>,
+        images: Vec<agentbus_engine::protocol::Image>,
     ) -> anyhow::Result<InputId> {
         Ok(match &self.link {
             Link::Local { session, .. } => session.submit_query(text, images).await?,
@@ -158,7 +158,7 @@ impl Attached {
     /// are: it waits its turn in the session's queue.
     pub async fn submit_control(
         &self,
-        command: agentbus_actors::protocol::ControlCommand,
+        command: agentbus_engine::protocol::ControlCommand,
     ) -> anyhow::Result<InputId> {
         Ok(match &self.link {
             Link::Local { session, .. } => session.submit_control(command).await?,
@@ -170,7 +170,7 @@ impl Attached {
     pub async fn decide(
         &self,
         request_id: &str,
-        decision: agentbus_actors::protocol::ApprovalDecision,
+        decision: agentbus_engine::protocol::ApprovalDecision,
     ) -> anyhow::Result<()> {
         match &self.link {
             Link::Local { session, .. } => session.decide(request_id, decision).await?,

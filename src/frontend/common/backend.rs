@@ -7,10 +7,10 @@ use super::attached::{Attached, Catchup, Start};
 use crate::api::{McpServers, Session};
 use crate::cli::ResumeArgs;
 use crate::remote::RemoteClient;
-use agentbus_actors::protocol::{AgentInfo, PermissionMode, Pricing, SessionId};
-use agentbus_actors::runtime::{Failure, Owner, SessionError};
-use agentbus_actors::settings::McpServerConfig;
-use agentbus_actors::{Runtime, SessionOptions, Settings};
+use agentbus_engine::protocol::{AgentInfo, PermissionMode, Pricing, SessionId};
+use agentbus_engine::runtime::{Failure, Owner, SessionError};
+use agentbus_engine::settings::McpServerConfig;
+use agentbus_engine::{Runtime, SessionOptions, Settings};
 use anyhow::Context as _;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -400,7 +400,7 @@ impl Backend {
 
     /// The stored sessions, when they live in this process (a server's
     /// are reached through its API).
-    pub fn stored(&self) -> Option<&agentbus_actors::StoredSessions> {
+    pub fn stored(&self) -> Option<&agentbus_engine::StoredSessions> {
         match self {
             Backend::Local(runtime) => Some(runtime.stored()),
             Backend::Remote { .. } => None,
@@ -440,7 +440,7 @@ impl Backend {
 async fn open_stored(
     runtime: &Runtime,
     id: &SessionId,
-) -> anyhow::Result<agentbus_actors::SessionHandle> {
+) -> anyhow::Result<agentbus_engine::SessionHandle> {
     match runtime.open_session(id).await {
         Ok(session) => Ok(session),
         Err(e) => Err(match holder(runtime, id, &e).await {
@@ -515,7 +515,7 @@ fn remote_attach(client: &RemoteClient, record: Session, start: Start) -> Attach
 /// terminal.
 pub fn say_model_problem(
     problem: &crate::model_check::Problem,
-    settings: &agentbus_actors::Settings,
+    settings: &agentbus_engine::Settings,
 ) {
     let config_file = crate::config::user_config_file();
     let advice = problem.advice(settings, config_file.as_deref());

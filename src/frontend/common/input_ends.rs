@@ -3,7 +3,7 @@
 //! for before it says the input is done (and `run` takes its exit code
 //! from).
 
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::{
     AgentMessage, EventEnvelope, InputId, ResultEvent, StopReason, SystemEvent, SystemSubtype,
 };
 use std::collections::BTreeSet;
@@ -110,7 +110,7 @@ impl InputEnd {
                 StopReason::Cancelled => Some("interrupted (stop_reason: cancelled)".into()),
                 StopReason::MaxSteps => Some(format!(
                     "stopped after {} (stop_reason: max_steps)",
-                    agentbus_actors::text::count(r.steps, "model call")
+                    agentbus_engine::text::count(r.steps, "model call")
                 )),
                 StopReason::Error => Some(format!(
                     "the turn failed (stop_reason: error): {}",
@@ -130,7 +130,7 @@ impl InputEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::{SessionId, UserEvent};
+    use agentbus_engine::protocol::{SessionId, UserEvent};
 
     fn env(turn_id: InputId, message: AgentMessage) -> EventEnvelope {
         EventEnvelope {

@@ -14,8 +14,8 @@ use super::markdown::MarkdownStream;
 use super::render::compaction_summary;
 use super::reply::ScreenSize;
 use crate::frontend::common::input_ends::InputEnd;
-use agentbus_actors::protocol::context::Compacted;
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::context::Compacted;
+use agentbus_engine::protocol::{
     AgentMessage, ErrorKind, EventEnvelope, InputId, SystemEvent, SystemSubtype,
 };
 use std::io::{IsTerminal, Write};
@@ -105,7 +105,7 @@ fn styled_terminal(terminal: bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::{SessionId, UserEvent};
+    use agentbus_engine::protocol::{SessionId, UserEvent};
 
     fn env(turn_id: Option<InputId>, message: AgentMessage) -> EventEnvelope {
         EventEnvelope {
@@ -146,7 +146,7 @@ mod tests {
         );
         let waiting = SystemEvent::new(
             "Waiting up to 10 s for the MCP server `x` to start.",
-            &agentbus_actors::protocol::system::McpWaiting {
+            &agentbus_engine::protocol::system::McpWaiting {
                 servers: vec!["x".into()],
                 max_wait_ms: 10_000,
             },

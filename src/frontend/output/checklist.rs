@@ -6,7 +6,7 @@
 //! by its status) and no control characters from the model's words.
 
 use super::markdown::styled::sanitize;
-use agentbus_actors::protocol::{PlanItem, PlanStatus};
+use agentbus_engine::protocol::{PlanItem, PlanStatus};
 
 /// One item as a line: its box, then what it says.
 pub fn line(item: &PlanItem) -> String {

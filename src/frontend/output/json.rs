@@ -2,7 +2,7 @@
 //! arrives — the same envelope every front end and the HTTP API see.
 
 use super::Output;
-use agentbus_actors::protocol::EventEnvelope;
+use agentbus_engine::protocol::EventEnvelope;
 use std::io::Write;
 
 /// Events as JSON lines on a writer (stdout, normally).

@@ -29,7 +29,7 @@ pub mod reply;
 pub mod wrap;
 
 use super::common::input_ends::InputEnd;
-use agentbus_actors::protocol::EventEnvelope;
+use agentbus_engine::protocol::EventEnvelope;
 
 /// Where a front end's events go.
 pub trait Output {

@@ -24,14 +24,14 @@ use super::diff::{self, FileChange};
 use super::markdown::MarkdownStream;
 use super::markdown::styled::sanitize;
 use super::reply::{LiveReply, ScreenSize};
-use agentbus_actors::protocol::context::{Compacted, CompactionTrigger};
-use agentbus_actors::protocol::plan::TODO_WRITE;
-use agentbus_actors::protocol::system::SessionStarted;
-use agentbus_actors::protocol::{
+use agentbus_engine::protocol::context::{Compacted, CompactionTrigger};
+use agentbus_engine::protocol::plan::TODO_WRITE;
+use agentbus_engine::protocol::system::SessionStarted;
+use agentbus_engine::protocol::{
     AgentMessage, ContentBlock, ContextUsage, EventEnvelope, Plan, PlanStatus, StopReason,
     StreamDelta, SystemEvent, SystemSubtype, Usage,
 };
-use agentbus_actors::text::{count, ellipsize as cut};
+use agentbus_engine::text::{count, ellipsize as cut};
 use crossterm::style::Stylize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -686,8 +686,8 @@ impl<W: Write> Output for Renderer<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agentbus_actors::protocol::context::ContextReport;
-    use agentbus_actors::protocol::{
+    use agentbus_engine::protocol::context::ContextReport;
+    use agentbus_engine::protocol::{
         AssistantEvent, ResultEvent, SessionId, StreamEvent, SystemEvent, ToolResultEvent, Usage,
     };
 
@@ -1255,7 +1255,7 @@ mod tests {
 
     #[test]
     fn the_wait_for_mcp_servers_is_a_notice_line() {
-        use agentbus_actors::protocol::system::McpWaiting;
+        use agentbus_engine::protocol::system::McpWaiting;
         let text = "Waiting up to 10 s for the MCP server `everything` to start, so that the model is offered its tools.";
         let waiting = McpWaiting {
             servers: vec!["everything".into()],
@@ -1358,7 +1358,7 @@ mod tests {
             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
             {"content": "Run the tests", "status": "pending"}
         ]});
-        let plan: agentbus_actors::protocol::Plan =
+        let plan: agentbus_engine::protocol::Plan =
             serde_json::from_value(serde_json::json!({"todos": [
                 {"content": "Read the code", "status": "completed"},
                 {"content": "Fix the bug", "status": "in_progress", "active_form": "Fixing the bug"},

@@ -107,7 +107,7 @@ impl Fixture {
             stderr,
             stderr_task,
             http: {
-                agentbus_actors::runtime::install_crypto_provider();
+                agentbus_engine::runtime::install_crypto_provider();
                 reqwest::Client::new()
             },
         }

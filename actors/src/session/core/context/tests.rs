@@ -370,7 +370,7 @@ proptest! {
 }
 
 /// The figures the README reports: `cargo test --release -p
-/// agentbus-actors --lib context_benchmark_report -- --ignored --nocapture`.
+/// agentbus-engine --lib context_benchmark_report -- --ignored --nocapture`.
 /// Times are printed, not asserted (speed belongs in benchmarks).
 #[test]
 #[ignore = "benchmark: run in release with --ignored --nocapture"]

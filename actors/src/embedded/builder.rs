@@ -39,8 +39,8 @@ impl Agent {
 /// Puts an [`Agent`] together; [`build`](AgentBuilder::build) checks it.
 ///
 /// ```no_run
-/// # async fn demo() -> Result<(), agentbus_actors::agent::AgentError> {
-/// use agentbus_actors::agent::{Agent, Provider};
+/// # async fn demo() -> Result<(), agentbus_engine::embedded::AgentError> {
+/// use agentbus_engine::embedded::{Agent, Provider};
 /// let agent = Agent::builder()
 ///     .provider(Provider::openai("http://127.0.0.1:8080/v1", "local")?)
 ///     .context_window(8192)

@@ -1,4 +1,5 @@
-//! The library face: agentbus's agent, usable from Rust with no daemon.
+//! The library face ("embedded"): agentbus's agent, usable from Rust with
+//! no daemon — the `Agent` a program embeds.
 //!
 //! The daemon hosts sessions behind actors, a store and an HTTP API. A
 //! program that wants one agent — a model, some tools, a conversation —
@@ -8,8 +9,8 @@
 //! the pure session core (`step`) directly with a small async driver:
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), agentbus_actors::agent::AgentError> {
-//! use agentbus_actors::agent::{Agent, Provider};
+//! # async fn demo() -> Result<(), agentbus_engine::embedded::AgentError> {
+//! use agentbus_engine::embedded::{Agent, Provider};
 //! let agent = Agent::builder()
 //!     .provider(Provider::openai("http://127.0.0.1:8080/v1", "local")?)
 //!     .context_window(8192)
