@@ -35,6 +35,30 @@ pub struct Turn {
     pub stop_continuations: u32,
 }
 
+impl Turn {
+    /// Turn `id`, opened at `started_at_ms` in `phase`; `session_model`:
+    /// the session's own profile, when the turn runs on another.
+    pub fn open(
+        id: InputId,
+        started_at_ms: u64,
+        phase: Phase,
+        session_model: Option<String>,
+    ) -> Turn {
+        Turn {
+            id,
+            started_at_ms,
+            steps: 0,
+            usage: Usage::default(),
+            last_text: String::new(),
+            phase,
+            warned_over_budget: false,
+            call: CallAttempt::default(),
+            session_model,
+            stop_continuations: 0,
+        }
+    }
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }

@@ -1,7 +1,7 @@
 //! Compaction: the summarising call, its summary kept only when it makes
 //! the request smaller, and the turn (or `/compact`) resumed afterwards.
 
-use super::{Step, notice};
+use super::{Step, notice, retrying_event};
 use crate::model::ModelEvent;
 use crate::protocol::context::{Compacted, CompactionTrigger};
 use crate::protocol::system::Retrying;
@@ -89,18 +89,12 @@ impl Step<'_> {
                 reason,
             } => {
                 call.text.clear();
-                let message =
-                    format!("retrying: attempt {attempt} in {delay_ms} ms after {reason}");
                 let retrying = Retrying {
                     attempt,
                     delay_ms,
                     reason,
                 };
-                let input_id = call.input_id;
-                self.fx.emit(
-                    Some(input_id),
-                    AgentMessage::System(SystemEvent::new(message, &retrying)),
-                );
+                self.fx.emit(Some(call.input_id), retrying_event(&retrying));
             }
             ModelEvent::Finished { .. } => self.finish_compaction(),
             ModelEvent::BlockStart { .. }

@@ -39,6 +39,7 @@ use super::hooks;
 use super::mcp_wait;
 use super::permission::approval::Settle;
 use super::state::SessionState;
+use crate::protocol::system::Retrying;
 use crate::protocol::{AgentMessage, InputId, SystemEvent, SystemSubtype};
 use crate::session::core::input::Input;
 
@@ -85,6 +86,18 @@ impl std::ops::DerefMut for Effects {
     fn deref_mut(&mut self) -> &mut Vec<Effect> {
         &mut self.0
     }
+}
+
+/// The `retrying` event of a model call (a turn's, or a summarising one)
+/// that its provider retries.
+fn retrying_event(retrying: &Retrying) -> AgentMessage {
+    let Retrying {
+        attempt,
+        delay_ms,
+        reason,
+    } = retrying;
+    let message = format!("retrying: attempt {attempt} in {delay_ms} ms after {reason}");
+    AgentMessage::System(SystemEvent::new(message, retrying))
 }
 
 /// A notice on the session's stream.

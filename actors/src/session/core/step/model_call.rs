@@ -2,14 +2,12 @@
 //! refused as too long), its stream applied, a failure or an overflow
 //! refusal handled.
 
-use super::{Step, notice};
+use super::{Step, notice, retrying_event};
 use crate::model::ContextRefusal;
 use crate::model::ModelEvent;
 use crate::protocol::context::CompactionTrigger;
 use crate::protocol::system::Retrying;
-use crate::protocol::{
-    AgentMessage, ErrorEvent, ErrorKind, StopReason, StreamDelta, StreamEvent, SystemEvent,
-};
+use crate::protocol::{AgentMessage, ErrorEvent, ErrorKind, StopReason, StreamDelta, StreamEvent};
 use crate::session::core::context::{self, Next};
 use crate::session::core::effect::Effect;
 use crate::session::core::partial::PartialMessage;
@@ -142,17 +140,12 @@ impl Step<'_> {
                         }),
                     );
                 }
-                let message =
-                    format!("retrying: attempt {attempt} in {delay_ms} ms after {reason}");
                 let retrying = Retrying {
                     attempt,
                     delay_ms,
                     reason,
                 };
-                self.fx.emit(
-                    turn_id,
-                    AgentMessage::System(SystemEvent::new(message, &retrying)),
-                );
+                self.fx.emit(turn_id, retrying_event(&retrying));
                 None
             }
             ModelEvent::Finished { finish_reason } => {

@@ -14,7 +14,7 @@ use crate::session::core::effect::Effect;
 use crate::session::core::hooks::{self as hooks, HookWait};
 use crate::session::core::mcp_wait;
 use crate::session::core::state::{QueuedInput, SessionState};
-use crate::session::core::turn::{CallAttempt, Phase, PromptHook, RunAs, Turn};
+use crate::session::core::turn::{Phase, PromptHook, RunAs, Turn};
 
 impl Step<'_> {
     /// Queue a query or command. Slash text is parsed here, once, for every
@@ -134,23 +134,13 @@ impl Step<'_> {
                 .hooks
                 .waiting
                 .insert(hook_id, HookWait::Prompt { turn_id: id });
-            self.state.turn = Some(Turn {
-                id,
-                started_at_ms: self.now_ms,
-                steps: 0,
-                usage: Default::default(),
-                last_text: String::new(),
-                phase: Phase::PromptHook(Box::new(PromptHook {
-                    hook_id,
-                    user,
-                    run_as,
-                    typed,
-                })),
-                warned_over_budget: false,
-                call: CallAttempt::default(),
-                session_model: None,
-                stop_continuations: 0,
-            });
+            let phase = Phase::PromptHook(Box::new(PromptHook {
+                hook_id,
+                user,
+                run_as,
+                typed,
+            }));
+            self.state.turn = Some(Turn::open(id, self.now_ms, phase, None));
             return;
         }
         self.submit_query(id, user, run_as, typed);
@@ -197,18 +187,8 @@ impl Step<'_> {
             .filter(|model| *model != self.state.model)
             .map(|model| std::mem::replace(&mut self.state.model, model));
         self.state.permissions.for_turn = run_as.allowed_tools;
-        self.state.turn = Some(Turn {
-            id,
-            started_at_ms: self.now_ms,
-            steps: 0,
-            usage: Default::default(),
-            last_text: String::new(),
-            phase: Phase::Compacting,
-            warned_over_budget: false,
-            call: CallAttempt::default(),
-            session_model,
-            stop_continuations: 0,
-        });
+        let turn = Turn::open(id, self.now_ms, Phase::Compacting, session_model);
+        self.state.turn = Some(turn);
     }
 
     /// Answer every input not yet answered: a session command still running
