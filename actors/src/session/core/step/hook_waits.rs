@@ -1,5 +1,11 @@
-//! Hooks a turn waits for: `SessionStart`, `UserPromptSubmit`,
-//! `PreToolUse` and `Stop` run as effects, and their answers steer the turn.
+//! Hooks a session or a turn waits for: `SessionStart` before the first
+//! query, `UserPromptSubmit` before a query enters the history,
+//! `PreToolUse` before a call's permission check, `Stop` (a sub-agent's:
+//! `SubagentStop`) when the model ends its answer. Each runs as an
+//! `Effect::RunHook` and comes back as its answer, which steers the turn:
+//! a query refused, a call's input changed or refused, the model sent back
+//! to work (at most eight times a turn). Which hooks match, and what an
+//! answer means, is `core/hooks.rs`.
 
 use super::Step;
 use super::tool_calls::Admitted;
