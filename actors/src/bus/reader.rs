@@ -117,17 +117,19 @@ impl<S: EventSource> TopicReader<S> {
                         tracing::debug!(last_seq, "a reader fell behind the live channel");
                         self.lagged += 1;
                         self.last_seq = last_seq;
-                        self.phase = Phase::Subscribe;
-                        if self.gaps == Gaps::CutOff {
+                        self.phase = match self.gaps {
                             // From the ring, or not at all.
-                            self.phase = match self.source.subscribe(last_seq) {
+                            Gaps::CutOff => match self.source.subscribe(last_seq) {
                                 Ok(again) => Phase::Live(again),
                                 Err(SubscribeError::NotInRing { .. }) => {
                                     crate::metrics::get().stream_clients_cut_off.inc();
                                     Phase::Ended
                                 }
-                            };
-                        }
+                            },
+                            // Subscribe again: what the ring lost is the
+                            // policy's (from the store, or skipped).
+                            Gaps::Refill | Gaps::Skip => Phase::Subscribe,
+                        };
                     }
                     Err(RecvError::Closed) => self.phase = Phase::Ended,
                 },

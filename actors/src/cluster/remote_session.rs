@@ -330,8 +330,6 @@ impl RemoteSession {
     }
 }
 
-/// A followed session is the source of its events as a local one is: the
-/// mirror for recent and live ones, the store for older ones.
 /// The door of a session another node drives: every input goes to the
 /// owner through the live plane; a queued one's turn is expected here, so
 /// that a quiet owner makes the follower read the store.
@@ -346,6 +344,8 @@ impl SessionDoor for RemoteSession {
     }
 }
 
+/// A followed session is the source of its events as a local one is: the
+/// mirror for recent and live ones, the store for older ones.
 #[async_trait::async_trait]
 impl EventSource for RemoteSession {
     fn session_id(&self) -> &SessionId {

@@ -9,13 +9,12 @@
 //! SessionManager, and connects them to the model providers. MCP servers
 //! given with a session (an editor's) start when a session is created or
 //! opened with them, are offered to the sessions given them alone, and stop
-//! when no session has them (`mcp::given`). Front ends
-//! create, open or find sessions here and talk to them through their one
-//! door, [`SessionDoor`] (a [`SessionHandle`] for a session driven here;
+//! when no session has them (`mcp::given`). Front ends create, open or
+//! find sessions here and talk to them through their one door,
+//! [`SessionDoor`] (a [`SessionHandle`] for a session driven here;
 //! [`Runtime::reach_session`] gives either kind); stored sessions are
-//! [`StoredSessions`]. How the
-//! process stops — sessions first, then MCP servers, tools and the store —
-//! is `shutdown.rs`, written once.
+//! [`StoredSessions`]. How the process stops — sessions first, then MCP
+//! servers, tools and the store — is `shutdown.rs`, written once.
 //!
 //! Everything a front end may use is re-exported here; the rest of the
 //! crate is private to it.

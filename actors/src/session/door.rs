@@ -2,11 +2,10 @@
 //! seq — the same calls wherever the session runs.
 //!
 //! A session this process drives ([`SessionHandle`](super::SessionHandle))
-//! and one another node of the cluster drives, followed from here
-//! (the cluster's `RemoteSession`), are both a
-//! [`SessionDoor`]; `Runtime::reach_session` gives whichever it is, so the
-//! HTTP handlers and the in-process front ends hold a door and never ask
-//! which. Following is the bus's [`EventSource`]: a door's events are read
+//! and one another node of the cluster drives, followed from here (the
+//! cluster's `RemoteSession`), are both a [`SessionDoor`];
+//! `Runtime::reach_session` gives whichever it is, so the HTTP handlers and
+//! the in-process front ends hold a door and never ask which. Following is the bus's [`EventSource`]: a door's events are read
 //! with the bus's reader (directly, or through a UiSink).
 //!
 //! Every input is one [`SessionInput`] through [`SessionDoor::send`]: a
