@@ -42,12 +42,22 @@ pub trait FrontEnd: Send + 'static {
     }
 }
 
-/// What a sink starts from.
-pub struct UiSinkArgs<S, F> {
-    pub source: S,
-    /// Deliver events after this seq (0: everything the ring holds).
-    pub after_seq: u64,
-    pub front_end: F,
+/// What a sink starts from: its reader, subscribed already (every event
+/// published once the sink is attached reaches the front end, whenever the
+/// sink's task first runs), and the front end.
+pub struct UiSinkArgs<S: EventSource, F> {
+    reader: TopicReader<S>,
+    front_end: F,
+}
+
+impl<S: EventSource, F> UiSinkArgs<S, F> {
+    /// Events of `source` after `after_seq` (0: everything the ring holds)
+    /// for `front_end`, subscribed now.
+    pub fn new(source: S, after_seq: u64, front_end: F) -> Self {
+        let mut reader = TopicReader::new(source, after_seq, Gaps::Refill);
+        reader.subscribe_now();
+        UiSinkArgs { reader, front_end }
+    }
 }
 
 /// The actor.
@@ -63,7 +73,7 @@ impl<S: EventSource, F: FrontEnd> Actor for UiSink<S, F> {
     async fn on_start(args: Self::Args, me: ActorRef<Self>) -> Result<Self, Self::Error> {
         let weak = me.downgrade();
         let pump = tokio::spawn(async move {
-            pump(args.source, args.after_seq, args.front_end).await;
+            pump(args.reader, args.front_end).await;
             if let Some(me) = weak.upgrade() {
                 me.kill();
             }
@@ -88,8 +98,7 @@ impl<S: EventSource, F: FrontEnd> Actor for UiSink<S, F> {
 /// event, from the store where the ring no longer reaches back
 /// ([`Gaps::Refill`]); what even the store cannot give, the front end is
 /// told to resync.
-async fn pump<S: EventSource, F: FrontEnd>(source: S, after_seq: u64, mut front_end: F) {
-    let mut reader = TopicReader::new(source, after_seq, Gaps::Refill);
+async fn pump<S: EventSource, F: FrontEnd>(mut reader: TopicReader<S>, mut front_end: F) {
     while let Some(event) = reader.next().await {
         if let Some(missed) = reader.take_missed() {
             front_end.resync(missed.last_seq, missed.resumed_at).await;
@@ -121,11 +130,11 @@ pub fn attach_channel<S: EventSource + Clone>(
 ) {
     use kameo::actor::Spawn;
     let (tx, rx) = mpsc::channel(256);
-    let sink = UiSink::spawn(UiSinkArgs {
-        source: source.clone(),
+    let sink = UiSink::spawn(UiSinkArgs::new(
+        source.clone(),
         after_seq,
-        front_end: ChannelFrontEnd(tx),
-    });
+        ChannelFrontEnd(tx),
+    ));
     (sink, rx)
 }
 
@@ -153,10 +162,6 @@ pub fn attach_until_full<S: EventSource + Clone>(
 ) {
     use kameo::actor::Spawn;
     let (tx, rx) = mpsc::channel(capacity.max(1));
-    let sink = UiSink::spawn(UiSinkArgs {
-        source: source.clone(),
-        after_seq,
-        front_end: DropWhenFull(tx),
-    });
+    let sink = UiSink::spawn(UiSinkArgs::new(source.clone(), after_seq, DropWhenFull(tx)));
     (sink, rx)
 }
