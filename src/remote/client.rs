@@ -5,9 +5,10 @@
 //! dir (where a server on this machine keeps it).
 
 use crate::api::{
-    Accepted, Agents, CreateSession, Created, McpServers, Models, OpenSession, Session, Sessions,
+    Accepted, Agents, CreateSession, Created, History, HistoryQuery, McpServers, Models,
+    OpenSession, Session, Sessions,
 };
-use agentbus_engine::protocol::{InputId, SessionId};
+use agentbus_engine::protocol::{EventEnvelope, InputId, SessionId};
 use agentbus_engine::runtime::describe_http_error as describe;
 use reqwest::{StatusCode, Url};
 use serde::de::DeserializeOwned;
@@ -260,11 +261,6 @@ impl RemoteClient {
         Ok(sessions.sessions)
     }
 
-    /// Queue text (slash commands allowed) in a session.
-    pub async fn submit_text(&self, id: &SessionId, text: String) -> Result<InputId, RemoteError> {
-        self.submit_query(id, text, Vec::new()).await
-    }
-
     /// Queue a control command in a session (the input's
     /// `{"command": ...}` form).
     pub async fn submit_control(
@@ -324,6 +320,47 @@ impl RemoteClient {
             )
             .await?;
         Ok(())
+    }
+
+    /// The stored events of a session with `after_seq < seq <= up_to` (all
+    /// after `after_seq` when `None`), read from `/history` a page of turns
+    /// at a time, newest first.
+    pub async fn stored_events(
+        &self,
+        id: &SessionId,
+        after_seq: u64,
+        up_to: Option<u64>,
+    ) -> Result<Vec<EventEnvelope>, RemoteError> {
+        let wanted = |seq: u64| seq > after_seq && up_to.is_none_or(|up_to| seq <= up_to);
+        let mut before = up_to.map(|up_to| up_to + 1);
+        let mut events = Vec::new();
+        loop {
+            let mut url = self.url(&["sessions", &id.0, "history"]);
+            url.query_pairs_mut()
+                .append_pair("turns", &HistoryQuery::MAX_TURNS.to_string());
+            if let Some(before) = before {
+                url.query_pairs_mut()
+                    .append_pair("before", &before.to_string());
+            }
+            let page: History = self
+                .send(
+                    "the session's history",
+                    self.request(reqwest::Method::GET, url),
+                )
+                .await?;
+            let reached = page
+                .events
+                .first()
+                .is_none_or(|first| first.seq <= after_seq + 1);
+            let mut older: Vec<EventEnvelope> =
+                page.events.into_iter().filter(|e| wanted(e.seq)).collect();
+            older.append(&mut events);
+            events = older;
+            match page.next_before {
+                Some(next) if !reached => before = Some(next),
+                _ => return Ok(events),
+            }
+        }
     }
 
     /// Delete a session (204; 404 when there is none).

@@ -1,24 +1,28 @@
 //! Following a session's events over SSE, as if attached in-process.
 //!
-//! A task reads `GET /v1/sessions/{id}/events` and forwards each envelope,
-//! in `seq` order, into a channel. When the stream breaks (the network, a
+//! A task reads `GET /v1/sessions/{id}/events` and publishes each envelope,
+//! in `seq` order, on a [`Mirror`] of the session's topic, which readers
+//! subscribe to as to a session of this process (the daemon's session is
+//! a door: `remote/door.rs`). When the stream breaks (the network, a
 //! server restart, or the server cutting off a client that fell behind) it
-//! reconnects with `Last-Event-ID` set to the last seq it forwarded, so
+//! reconnects with `Last-Event-ID` set to the last seq it published, so
 //! nothing is missed and nothing arrives twice. It gives up — closing the
-//! channel — when the session is gone (404), the token is refused, the
-//! receiver is dropped, or the server stays unreachable for [`GIVE_UP`].
+//! mirror — when the session is gone (404), the token is refused, or the
+//! server stays unreachable for [`GIVE_UP`]; dropping its [`Following`]
+//! stops it.
 //! How the connection is doing is published as a [`Connection`]: a front
 //! end that shows it (the interactive chat) subscribes; otherwise breaks are
 //! logged as warnings.
 
 use super::client::RemoteClient;
 use agentbus_engine::protocol::{EventEnvelope, SessionId};
+use agentbus_engine::runtime::Mirror;
 use agentbus_engine::runtime::describe_http_error as describe;
 use futures::StreamExt;
 use reqwest::StatusCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// How long reconnecting is tried before the stream is given up.
@@ -55,22 +59,26 @@ impl Drop for Following {
     }
 }
 
-/// Follow `id`'s events after `after_seq`: they arrive on the receiver.
-pub fn follow(
-    client: &RemoteClient,
-    id: &SessionId,
-    after_seq: u64,
-) -> (Following, mpsc::Receiver<Arc<EventEnvelope>>) {
-    let (tx, events) = mpsc::channel(256);
+/// Follow `id`'s events after `after_seq`: they are published on `mirror`
+/// (closed when following ends by itself).
+pub fn follow(client: &RemoteClient, id: &SessionId, after_seq: u64, mirror: Mirror) -> Following {
     let connection = Arc::new(watch::Sender::new(Connection::Up));
-    let task = tokio::spawn(pump(
-        client.clone(),
-        id.clone(),
-        after_seq,
-        tx,
-        connection.clone(),
-    ));
-    (Following { task, connection }, events)
+    let (client, id, sender) = (client.clone(), id.clone(), connection.clone());
+    let task = tokio::spawn(async move {
+        let mirror = Closes(mirror);
+        pump(client, id, after_seq, &mirror.0, sender).await;
+    });
+    Following { task, connection }
+}
+
+/// Closes the mirror when following ends, by itself or stopped: its
+/// readers' streams end after what they have.
+struct Closes(Mirror);
+
+impl Drop for Closes {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
 
 /// How one connection ended.
@@ -104,13 +112,13 @@ async fn pump(
     client: RemoteClient,
     id: SessionId,
     mut last_seq: u64,
-    tx: mpsc::Sender<Arc<EventEnvelope>>,
+    mirror: &Mirror,
     connection: Arc<watch::Sender<Connection>>,
 ) {
     let mut failing_since: Option<Instant> = None;
     let mut attempt = 0u32;
     loop {
-        let ended = connect_once(&client, &id, &mut last_seq, &tx, &connection).await;
+        let ended = connect_once(&client, &id, &mut last_seq, mirror, &connection).await;
         let reason = match ended {
             Ended::Finished => return,
             Ended::Broken { reason, connected } => {
@@ -140,10 +148,7 @@ async fn pump(
             *now = Connection::Reconnecting { reason };
             was_up
         });
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            () = tx.closed() => return,
-        }
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -151,7 +156,7 @@ async fn connect_once(
     client: &RemoteClient,
     id: &SessionId,
     last_seq: &mut u64,
-    tx: &mpsc::Sender<Arc<EventEnvelope>>,
+    mirror: &Mirror,
     connection: &watch::Sender<Connection>,
 ) -> Ended {
     let url = client.url(&["sessions", &id.0, "events"]);
@@ -178,11 +183,7 @@ async fn connect_once(
     connection.send_if_modified(|now| std::mem::replace(now, Connection::Up) != Connection::Up);
     let mut frames = sse_stream::SseStream::from_bytes_stream(response.bytes_stream());
     loop {
-        let frame = tokio::select! {
-            frame = frames.next() => frame,
-            () = tx.closed() => return Ended::Finished,
-        };
-        let frame = match frame {
+        let frame = match frames.next().await {
             Some(Ok(frame)) => frame,
             Some(Err(e)) => return Ended::cut(e.to_string()),
             None => return Ended::cut("the server ended the stream"),
@@ -196,9 +197,7 @@ async fn connect_once(
             }
         };
         *last_seq = event.seq;
-        if tx.send(Arc::from(event)).await.is_err() {
-            return Ended::Finished;
-        }
+        mirror.publish(Arc::from(event));
     }
 }
 
@@ -305,7 +304,9 @@ mod tests {
         let (url, asked) = flaky_server().await;
         let dir = tempfile::tempdir().expect("temp dir");
         let client = RemoteClient::new(&url, dir.path()).expect("client");
-        let (following, mut events) = follow(&client, &SessionId("s1".into()), 0);
+        let mirror = Mirror::new(0);
+        let mut events = mirror.subscribe(0).expect("a new mirror's subscription");
+        let following = follow(&client, &SessionId("s1".into()), 0, mirror);
         let mut connection = following.connection();
         let mut seqs = Vec::new();
         for _ in 0..3 {

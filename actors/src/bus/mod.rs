@@ -5,6 +5,8 @@
 //!   subscribe "after seq N" with no gap and no duplicate.
 //! - [`packed`]: what the ring keeps of a finished reply's deltas, in a
 //!   fraction of their memory.
+//! - [`mirror`]: a session's topic mirrored by a follower outside this
+//!   crate (a front end attached to a daemon).
 //! - [`lifecycle`]: the runtime's topic of session lifecycle events (on a
 //!   node of a cluster, the other nodes' too, and an outbox of its own).
 //! - [`reader`]: the one way to read a topic in seq order, with a policy
@@ -20,6 +22,7 @@
 
 pub mod feed;
 pub mod lifecycle;
+pub mod mirror;
 pub mod packed;
 pub mod reader;
 pub mod source;

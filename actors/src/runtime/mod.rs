@@ -24,12 +24,14 @@ mod shutdown;
 pub use crate::bus::feed::{
     ChannelFrontEnd, DropWhenFull, FrontEnd, UiSink, attach_channel, attach_until_full,
 };
+pub use crate::bus::mirror::Mirror;
 pub use crate::bus::reader::{Gaps, Missed, TopicReader};
 pub use crate::bus::source::EventSource;
 pub use crate::bus::{LifecycleTopic, RecvError, SubscribeError, Subscription};
 pub use crate::cluster::{FollowStats, LifecycleStats, LiveStats, RelayStats};
 pub use crate::model::{ModelEvent, ModelRequest, ToolOrigin, ToolSpec};
 pub use crate::provider::http::describe as describe_http_error;
+pub use crate::store::StoreError;
 
 /// Hooks outside a session: `[hooks]` read by the configuration, and a
 /// workspace's hook files shown and trusted (`agentbus hooks`).

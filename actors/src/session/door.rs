@@ -5,8 +5,11 @@
 //! and one another node of the cluster drives, followed from here (the
 //! cluster's `RemoteSession`), are both a [`SessionDoor`];
 //! `Runtime::reach_session` gives whichever it is, so the HTTP handlers and
-//! the in-process front ends hold a door and never ask which. Following is the bus's [`EventSource`]: a door's events are read
-//! with the bus's reader (directly, or through a UiSink).
+//! the front ends hold a door and never ask which. A front end attached to
+//! an `agentbus serve` daemon holds one too: the binary's daemon session,
+//! whose follower fills a [`Mirror`](crate::runtime::Mirror). Following
+//! is the bus's [`EventSource`]: a door's events are read with the bus's
+//! reader (directly, or through a UiSink).
 //!
 //! Every input is one [`SessionInput`] through [`SessionDoor::send`]: a
 //! query or control command is queued (its input id), an interrupt or an

@@ -281,6 +281,15 @@ pub enum StoreError {
     #[error("the store is not running ({reason})")]
     Closed { reason: String },
 
+    /// The events are kept by another process (the `agentbus serve` a
+    /// front end is attached to), which could not give them.
+    #[error("the events of session {id} could not be read from {server}: {detail}")]
+    Remote {
+        id: SessionId,
+        server: String,
+        detail: String,
+    },
+
     /// An export document that cannot be imported.
     #[error(transparent)]
     Document(#[from] DocumentError),

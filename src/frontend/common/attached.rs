@@ -1,17 +1,21 @@
 //! A front end's hold on one session, wherever it runs.
 //!
-//! [`Attached`] is a session plus the channel its events arrive on, the
-//! same whether the session lives in this process (a UiSink feeds the
-//! channel) or in an `agentbus serve` daemon (an SSE stream does). Inputs
-//! and interrupts go the matching way. A front end replaces its `Attached`
+//! [`Attached`] is a session's one door (`SessionDoor`) plus the channel
+//! its events arrive on, fed by a UiSink, the same whether the session
+//! lives in this process or in an `agentbus serve` daemon (whose door
+//! follows its SSE stream: `remote/door.rs`). Inputs and interrupts go
+//! through the door. A front end replaces its `Attached`
 //! when a command switches sessions (`/new`, `/resume`, `/fork`, `/load`).
 
 use super::input_ends::InputEnd;
 use crate::remote::RemoteClient;
-use crate::remote::events::{Connection, Following, follow};
+use crate::remote::door::DaemonSession;
+use crate::remote::events::Connection;
 use agentbus_engine::SessionHandle;
 use agentbus_engine::protocol::{AgentMessage, EventEnvelope, InputId, SessionId, SystemSubtype};
-use agentbus_engine::runtime::{ChannelFrontEnd, Files, SessionDoor, UiSink, attach_channel};
+use agentbus_engine::runtime::{
+    ChannelFrontEnd, EventSource, Files, SessionDoor, UiSink, attach_channel,
+};
 use kameo::actor::ActorRef;
 use std::sync::Arc;
 use tokio::sync::mpsc::Receiver;
@@ -69,19 +73,16 @@ pub struct Attached {
     /// How the connection to the server is doing, once
     /// [`watch_connection`](Self::watch_connection) was called.
     pub connection: Option<watch::Receiver<Connection>>,
-    link: Link,
-}
-
-enum Link {
-    Local {
-        session: SessionHandle,
-        _sink: ActorRef<UiSink<SessionHandle, ChannelFrontEnd>>,
-    },
-    Remote {
-        client: RemoteClient,
-        id: SessionId,
-        following: Following,
-    },
+    /// The one way to the session, wherever it runs.
+    door: Arc<dyn SessionDoor>,
+    /// The session's handle when this process drives it: what only such a
+    /// session does (file tools through this front end, its model read
+    /// from its state).
+    here: Option<SessionHandle>,
+    /// The daemon's session, when it runs in a server: how the connection
+    /// is doing.
+    daemon: Option<Arc<DaemonSession>>,
+    _sink: ActorRef<UiSink<Arc<dyn SessionDoor>, ChannelFrontEnd>>,
 }
 
 impl Attached {
@@ -92,31 +93,41 @@ impl Attached {
             Start::Beginning => 0,
             Start::ThisLoad => loaded_after,
         };
-        let (sink, events) = attach_channel(&session, after);
-        Attached {
-            events,
-            catchup: Catchup::StartedAfter(loaded_after),
-            connection: None,
-            link: Link::Local {
-                session,
-                _sink: sink,
-            },
-        }
+        let door: Arc<dyn SessionDoor> = Arc::new(session.clone());
+        Attached::through(
+            door,
+            after,
+            Catchup::StartedAfter(loaded_after),
+            Some(session),
+            None,
+        )
     }
 
     /// Follow a session of a server, from `after`, the replay ending as
     /// `catchup` says.
     pub fn remote(client: &RemoteClient, id: SessionId, after: u64, catchup: Catchup) -> Attached {
-        let (following, events) = follow(client, &id, after);
+        let daemon = Arc::new(DaemonSession::follow(client, id, after));
+        let door: Arc<dyn SessionDoor> = daemon.clone();
+        Attached::through(door, after, catchup, None, Some(daemon))
+    }
+
+    /// The session's events after `after`, through a feed of its door.
+    fn through(
+        door: Arc<dyn SessionDoor>,
+        after: u64,
+        catchup: Catchup,
+        here: Option<SessionHandle>,
+        daemon: Option<Arc<DaemonSession>>,
+    ) -> Attached {
+        let (sink, events) = attach_channel(&door, after);
         Attached {
             events,
             catchup,
             connection: None,
-            link: Link::Remote {
-                client: client.clone(),
-                id,
-                following,
-            },
+            door,
+            here,
+            daemon,
+            _sink: sink,
         }
     }
 
@@ -125,8 +136,8 @@ impl Attached {
     /// (breaks are then not logged as warnings). Nothing for a session in
     /// this process. A break already under way shows as a change.
     pub fn watch_connection(&mut self) {
-        if let Link::Remote { following, .. } = &self.link {
-            let mut connection = following.connection();
+        if let Some(daemon) = &self.daemon {
+            let mut connection = daemon.connection();
             if *connection.borrow() != Connection::Up {
                 connection.mark_changed();
             }
@@ -134,24 +145,18 @@ impl Attached {
         }
     }
 
-    /// Queue text typed by the user (slash commands included).
     /// Send a query with images (`run --image`).
     pub async fn submit_query(
         &self,
         text: String,
         images: Vec<agentbus_engine::protocol::Image>,
     ) -> anyhow::Result<InputId> {
-        Ok(match &self.link {
-            Link::Local { session, .. } => session.submit_query(text, images).await?,
-            Link::Remote { client, id, .. } => client.submit_query(id, text, images).await?,
-        })
+        Ok(self.door.submit_query(text, images).await?)
     }
 
+    /// Queue text typed by the user (slash commands included).
     pub async fn submit_text(&self, text: String) -> anyhow::Result<InputId> {
-        Ok(match &self.link {
-            Link::Local { session, .. } => session.submit_text(&text).await?,
-            Link::Remote { client, id, .. } => client.submit_text(id, text).await?,
-        })
+        Ok(self.door.submit_text(&text).await?)
     }
 
     /// Queue a control command (what a picker chose), as typed commands
@@ -160,10 +165,7 @@ impl Attached {
         &self,
         command: agentbus_engine::protocol::ControlCommand,
     ) -> anyhow::Result<InputId> {
-        Ok(match &self.link {
-            Link::Local { session, .. } => session.submit_control(command).await?,
-            Link::Remote { client, id, .. } => client.submit_control(id, &command).await?,
-        })
+        Ok(self.door.submit_control(command).await?)
     }
 
     /// Answer approval request `request_id` (the first answer wins).
@@ -172,50 +174,37 @@ impl Attached {
         request_id: &str,
         decision: agentbus_engine::protocol::ApprovalDecision,
     ) -> anyhow::Result<()> {
-        match &self.link {
-            Link::Local { session, .. } => session.decide(request_id, decision).await?,
-            Link::Remote { client, id, .. } => client.decide(id, request_id, &decision).await?,
-        }
-        Ok(())
+        Ok(self.door.decide(request_id, decision).await?)
     }
 
     /// Make the session's file tools read and write through `files` (a
     /// front end that holds the files). `false` when that cannot be: the
     /// session runs in a server, whose tools cannot reach this front end.
     pub async fn use_files(&self, files: Files) -> anyhow::Result<bool> {
-        match &self.link {
-            Link::Local { session, .. } => {
+        match &self.here {
+            Some(session) => {
                 session.use_files(files).await?;
                 Ok(true)
             }
-            Link::Remote { .. } => Ok(false),
+            None => Ok(false),
         }
     }
 
     /// The model profile the session uses now, when it runs in this
     /// process (`None` for a server's session).
     pub async fn local_model(&self) -> Option<String> {
-        match &self.link {
-            Link::Local { session, .. } => session.snapshot().await.ok().map(|state| state.model),
-            Link::Remote { .. } => None,
-        }
+        let session = self.here.as_ref()?;
+        session.snapshot().await.ok().map(|state| state.model)
     }
 
     /// The session's id.
     pub fn id(&self) -> &SessionId {
-        match &self.link {
-            Link::Local { session, .. } => session.id(),
-            Link::Remote { id, .. } => id,
-        }
+        self.door.session_id()
     }
 
     /// Cancel the running turn.
     pub async fn interrupt(&self) -> anyhow::Result<()> {
-        match &self.link {
-            Link::Local { session, .. } => session.interrupt().await?,
-            Link::Remote { client, id, .. } => client.interrupt(id).await?,
-        }
-        Ok(())
+        Ok(self.door.interrupt().await?)
     }
 }
 
