@@ -163,14 +163,7 @@ mod tests {
                 },
             ),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let address = listener.local_addr().expect("address");
-        tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
-        (format!("http://{address}/?token=t"), asked)
+        (super::super::fake_daemon(app).await, asked)
     }
 
     fn seqs(events: &[EventEnvelope]) -> Vec<u64> {
