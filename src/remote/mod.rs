@@ -19,7 +19,7 @@ pub use client::RemoteClient;
 /// A fake daemon for the tests: `app` served on a free port of this
 /// machine; its address as a client is given it (with a token).
 #[cfg(test)]
-async fn fake_daemon(app: axum::Router) -> String {
+pub(crate) async fn fake_daemon(app: axum::Router) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

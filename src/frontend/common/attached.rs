@@ -215,3 +215,65 @@ pub fn switch_target(end: &InputEnd) -> Option<SessionId> {
         InputEnd::Result(_) => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::response::sse::{Event, Sse};
+    use std::convert::Infallible;
+    use std::time::Duration;
+
+    /// Only so a broken build fails instead of hanging.
+    const GUARD: Duration = Duration::from_secs(30);
+
+    /// Counts a daemon's open event streams: one while it lives.
+    struct Open(Arc<watch::Sender<usize>>);
+
+    impl Open {
+        fn new(count: &Arc<watch::Sender<usize>>) -> Open {
+            count.send_modify(|n| *n += 1);
+            Open(count.clone())
+        }
+    }
+
+    impl Drop for Open {
+        fn drop(&mut self) {
+            self.0.send_modify(|n| *n -= 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_hold_on_a_daemons_session_ends_its_event_stream() {
+        let count = Arc::new(watch::Sender::new(0usize));
+        let streams = count.clone();
+        let app = axum::Router::new().route(
+            "/v1/sessions/s1/events",
+            axum::routing::get(move || {
+                let open = Open::new(&streams);
+                // Nothing to say, ever: the stream lives as long as the
+                // client keeps its connection.
+                let stream = futures::stream::pending::<Result<Event, Infallible>>();
+                let stream = futures::StreamExt::map(stream, move |e| {
+                    let _ = &open;
+                    e
+                });
+                async move { Sse::new(stream) }
+            }),
+        );
+        let url = crate::remote::fake_daemon(app).await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let client = RemoteClient::new(&url, dir.path()).expect("client");
+        let mut open = count.subscribe();
+
+        let attached = Attached::remote(&client, SessionId("s1".into()), 0, Catchup::Through(0));
+        tokio::time::timeout(GUARD, open.wait_for(|n| *n == 1))
+            .await
+            .expect("the stream opened in time")
+            .expect("the count lives");
+        drop(attached);
+        tokio::time::timeout(GUARD, open.wait_for(|n| *n == 0))
+            .await
+            .expect("the stream closed once the hold on the session was dropped")
+            .expect("the count lives");
+    }
+}
